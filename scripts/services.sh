@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Local MariaDB and RabbitMQ for fcctl's demo and tests: Debian packages, plain processes on
+# loopback on non-default ports, data under .services/ (git-ignored). Idempotent.
+#   scripts/services.sh up|down|status|env
+# A user who already has servers sets FCCTL_TEST_MYSQL_URL and FCCTL_TEST_AMQP_URL: then `up`
+# installs and starts nothing and `env` prints those.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE="$ROOT/.services"
+MY_PORT=${FCCTL_LOCAL_MYSQL_PORT:-33306}
+MQ_PORT=${FCCTL_LOCAL_AMQP_PORT:-35672}
+MQ_DIST_PORT=${FCCTL_LOCAL_AMQP_DIST_PORT:-35673}
+EPMD_PORT=${FCCTL_LOCAL_EPMD_PORT:-34369}
+MY_DIR="$BASE/mariadb"
+MQ_DIR="$BASE/rabbitmq"
+MY_SOCK="$MY_DIR/mysqld.sock"
+MQ_NODE="fcctl@localhost"
+# Local development credentials only; never used for anything but these loopback servers.
+MY_USER=fcctl
+MY_PASS=fcctl-local
+MQ_USER=fcctl
+MQ_PASS=fcctl-local
+
+log() { printf 'services: %s\n' "$*" >&2; }
+
+external() { [ -n "${FCCTL_TEST_MYSQL_URL:-}" ] && [ -n "${FCCTL_TEST_AMQP_URL:-}" ]; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+install_packages() {
+  local missing=()
+  command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server mariadb-client)
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || [ -x /usr/sbin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]} from Debian packages"
+  # Keep the packages' own init scripts from starting system-wide servers on default ports.
+  local policy=/usr/sbin/policy-rc.d created=0
+  if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; created=1; fi
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$BASE/apt.log" 2>&1; then
+    log "apt-get install failed once; running apt-get update and retrying"
+    apt-get update -q >>"$BASE/apt.log" 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$BASE/apt.log" 2>&1 \
+      || { [ $created = 1 ] && rm -f "$policy"; log "install failed, see $BASE/apt.log"; exit 3; }
+  fi
+  [ $created = 1 ] && rm -f "$policy"
+  return 0
+}
+
+mariadb_running() { [ -S "$MY_SOCK" ] && mariadb-admin --socket="$MY_SOCK" -uroot ping >/dev/null 2>&1; }
+
+mariadb_up() {
+  if mariadb_running; then log "mariadb already running on 127.0.0.1:$MY_PORT"; return 0; fi
+  mkdir -p "$MY_DIR"
+  if [ ! -d "$MY_DIR/data/mysql" ]; then
+    log "initializing mariadb data in $MY_DIR/data"
+    mariadb-install-db --no-defaults --datadir="$MY_DIR/data" --user=root \
+      --auth-root-authentication-method=socket >"$MY_DIR/install.log" 2>&1
+  fi
+  log "starting mariadb on 127.0.0.1:$MY_PORT"
+  nohup mariadbd --no-defaults --user=root --datadir="$MY_DIR/data" --socket="$MY_SOCK" \
+    --port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$MY_DIR/mysqld.pid" \
+    --log-error="$MY_DIR/error.log" --character-set-server=utf8mb4 --collation-server=utf8mb4_bin \
+    --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --max-connections=500 \
+    --skip-name-resolve >/dev/null 2>&1 &
+  for _ in $(seq 1 120); do mariadb_running && port_open "$MY_PORT" && break; sleep 0.5; done
+  mariadb_running || { log "mariadb did not start; see $MY_DIR/error.log"; tail -n 20 "$MY_DIR/error.log" >&2 || true; exit 3; }
+  mariadb --socket="$MY_SOCK" -uroot <<SQL
+CREATE DATABASE IF NOT EXISTS fcctl_fc CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE DATABASE IF NOT EXISTS fcctl_sh CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE USER IF NOT EXISTS '$MY_USER'@'127.0.0.1' IDENTIFIED BY '$MY_PASS';
+CREATE USER IF NOT EXISTS '$MY_USER'@'localhost' IDENTIFIED BY '$MY_PASS';
+GRANT ALL PRIVILEGES ON *.* TO '$MY_USER'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO '$MY_USER'@'localhost' WITH GRANT OPTION;
+FLUSH PRIVILEGES;
+SQL
+}
+
+mq_env() {
+  export RABBITMQ_NODENAME="$MQ_NODE"
+  export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+  export RABBITMQ_NODE_PORT="$MQ_PORT"
+  export RABBITMQ_DIST_PORT="$MQ_DIST_PORT"
+  export ERL_EPMD_PORT="$EPMD_PORT"
+  export ERL_EPMD_ADDRESS=127.0.0.1
+  export RABBITMQ_MNESIA_BASE="$MQ_DIR/mnesia"
+  export RABBITMQ_LOG_BASE="$MQ_DIR/log"
+  export RABBITMQ_PID_FILE="$MQ_DIR/rabbit.pid"
+  export RABBITMQ_CONFIG_FILE="$MQ_DIR/rabbitmq"
+  export RABBITMQ_ENABLED_PLUGINS_FILE="$MQ_DIR/enabled_plugins"
+  export RABBITMQ_ENABLED_PLUGINS=""
+  export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+}
+
+ctl() { mq_env; rabbitmqctl -n "$MQ_NODE" "$@"; }
+
+mq_running() { port_open "$MQ_PORT" && ctl status >/dev/null 2>&1; }
+
+mq_up() {
+  if mq_running; then log "rabbitmq already running on 127.0.0.1:$MQ_PORT"; return 0; fi
+  mkdir -p "$MQ_DIR/mnesia" "$MQ_DIR/log"
+  printf '[].\n' >"$MQ_DIR/enabled_plugins"
+  cat >"$MQ_DIR/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$MQ_PORT
+loopback_users = none
+log.console = false
+log.file.level = warning
+CONF
+  # Debian's wrapper switches to the rabbitmq user: its folders must belong to it.
+  chown -R rabbitmq:rabbitmq "$MQ_DIR" 2>/dev/null || true
+  log "starting rabbitmq on 127.0.0.1:$MQ_PORT"
+  (mq_env; nohup rabbitmq-server >"$BASE/rabbitmq.out" 2>&1 &)
+  for _ in $(seq 1 240); do port_open "$MQ_PORT" && break; sleep 0.5; done
+  ctl await_startup --timeout 120 >/dev/null 2>&1 || { log "rabbitmq did not start; see $MQ_DIR/log"; tail -n 30 "$BASE/rabbitmq.out" >&2 || true; exit 3; }
+  ctl list_users 2>/dev/null | grep -q "^$MQ_USER\b" || ctl add_user "$MQ_USER" "$MQ_PASS" >/dev/null
+  ctl set_user_tags "$MQ_USER" administrator >/dev/null
+  ctl set_permissions -p / "$MQ_USER" '.*' '.*' '.*' >/dev/null
+}
+
+print_env() {
+  if external; then
+    printf "export FCCTL_TEST_MYSQL_URL='%s'\nexport FCCTL_TEST_AMQP_URL='%s'\n" "$FCCTL_TEST_MYSQL_URL" "$FCCTL_TEST_AMQP_URL"
+    return
+  fi
+  local my="mysql://$MY_USER:$MY_PASS@127.0.0.1:$MY_PORT"
+  local mq="amqp://$MQ_USER:$MQ_PASS@127.0.0.1:$MQ_PORT"
+  printf "export FCCTL_TEST_MYSQL_URL='%s'\n" "$my"
+  printf "export FCCTL_TEST_AMQP_URL='%s'\n" "$mq"
+  printf "export FCCTL_FC_DATABASE_URL='%s/fcctl_fc'\n" "$my"
+  printf "export FCCTL_SH_DATABASE_URL='%s/fcctl_sh'\n" "$my"
+  printf "export FCCTL_AMQP_URL='%s'\n" "$mq"
+}
+
+case "${1:-}" in
+  up)
+    if external; then log "using FCCTL_TEST_MYSQL_URL / FCCTL_TEST_AMQP_URL; nothing to start"; exit 0; fi
+    mkdir -p "$BASE"
+    install_packages
+    mariadb_up
+    mq_up
+    log "up"
+    ;;
+  down)
+    if [ -f "$MY_DIR/mysqld.pid" ] && kill "$(cat "$MY_DIR/mysqld.pid")" 2>/dev/null; then log "mariadb stopping"; fi
+    if port_open "$MQ_PORT"; then ctl shutdown >/dev/null 2>&1 && log "rabbitmq stopped"; fi
+    for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.5; done
+    ;;
+  status)
+    rc=0
+    if mariadb_running; then echo "mariadb: running on 127.0.0.1:$MY_PORT"; else echo "mariadb: stopped"; rc=3; fi
+    if port_open "$MQ_PORT"; then echo "rabbitmq: running on 127.0.0.1:$MQ_PORT"; else echo "rabbitmq: stopped"; rc=3; fi
+    exit $rc
+    ;;
+  env) print_env ;;
+  *) echo "usage: scripts/services.sh up|down|status|env" >&2; exit 2 ;;
+esac

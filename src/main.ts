@@ -1,1 +1,77 @@
-export {};
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { createConfigShowCommand } from './commands/config/show.js';
+import { type Deps, Resources } from './commands/context.js';
+import { createDbCheckCommand } from './commands/db/check.js';
+import { createDbInitCommand } from './commands/db/init.js';
+import { ExitCode, FcctlError } from './lib/cli/exit.js';
+import { redact } from './lib/config/mask.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** Builds the command tree. Only commands that work are registered, so `--help` lists only those. */
+export function buildProgram(deps: Deps, resources: Resources): Command {
+  const program = new Command('fcctl')
+    .description('operator toolkit for the form-center answer delivery system')
+    .version(pkg.version, '-V, --version')
+    .option('--config <file>', 'JSON config file (flags > FCCTL_* environment > config file)')
+    .option('--fc-database-url <url>', 'FC database (FCCTL_FC_DATABASE_URL)')
+    .option('--sh-database-url <url>', 'SH database (FCCTL_SH_DATABASE_URL)')
+    .option('--amqp-url <url>', 'RabbitMQ (FCCTL_AMQP_URL)')
+    .option('--flow-url <url>', 'flow center (FCCTL_FLOW_URL)')
+    .option('--app-key <key>', 'this publisher\'s credential key (FCCTL_APP_KEY)')
+    .option('--app-code <code>', 'this publisher\'s deployment code (FCCTL_APP_CODE)')
+    .option('--json', 'JSON lines on stdout, even on a terminal')
+    .addOption(new Option('--debug', 'print stack traces of unexpected errors'))
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => deps.io.stdout.write(s),
+      writeErr: (s) => deps.io.stderr.write(s),
+      // Commander's messages start with "error: "; ours are one line prefixed "fcctl: ".
+      outputError: (s, write) => write(`fcctl: ${s.replace(/^error: /, '').trimEnd().split('\n')[0]}\n`),
+    });
+
+  const db = program.command('db').description('reference schema: create and check');
+  createDbInitCommand(db, deps, resources);
+  createDbCheckCommand(db, deps, resources);
+
+  const config = program.command('config').description('configuration');
+  createConfigShowCommand(config, deps, resources);
+  return program;
+}
+
+/**
+ * Runs one fcctl invocation and returns its exit code; never throws and never prints a stack
+ * trace unless `--debug` (SPEC §2).
+ * @example process.exitCode = await main(process.argv.slice(2), deps)
+ */
+export async function main(argv: readonly string[], deps: Deps): Promise<number> {
+  const resources = new Resources();
+  const program = buildProgram(deps, resources);
+  const debug = argv.includes('--debug');
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return resources.exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return ExitCode.OK;
+      // Missing subcommand shows help on stderr; everything else was already reported in one line.
+      return ExitCode.USAGE;
+    }
+    const secrets = resources.lastSecrets;
+    if (err instanceof FcctlError) {
+      deps.io.stderr.write(`fcctl: ${redact(err.message, secrets)}\n`);
+      if (debug && err.cause instanceof Error) deps.io.stderr.write(`${redact(err.cause.stack ?? '', secrets)}\n`);
+      return err.exitCode;
+    }
+    const e = err as Error;
+    const first = redact(String(e?.message ?? e).split('\n')[0] ?? '', secrets);
+    deps.io.stderr.write(`fcctl: unexpected error: ${first}${debug ? '' : ' (run with --debug for details)'}\n`);
+    if (debug) deps.io.stderr.write(`${redact(e?.stack ?? '', secrets)}\n`);
+    // Unexpected errors are almost always the environment (a dropped connection mid-query).
+    return ExitCode.ENVIRONMENT;
+  } finally {
+    await resources.closeAll();
+  }
+}

@@ -1,0 +1,93 @@
+-- fcctl reference schema, FC (form-center) side. Derived from seed 000 §1–§7 and SPEC §1.
+-- Written for MariaDB 10.6+ and MySQL 8: plain types only, IF NOT EXISTS everywhere.
+-- JSON documents are LONGTEXT, not JSON: MySQL 8's JSON type re-serializes numbers and would
+-- change the bytes that content hashes are computed over.
+-- Statements are separated by lines holding only ';' so that the loader needs no SQL parser.
+
+CREATE TABLE IF NOT EXISTS fcctl_schema_version (
+  side        VARCHAR(8)   NOT NULL PRIMARY KEY,
+  version     INT          NOT NULL,
+  is_dev      TINYINT(1)   NOT NULL DEFAULT 0,
+  applied_at  DATETIME     NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS application_info (
+  id        BIGINT       NOT NULL PRIMARY KEY,
+  app_code  VARCHAR(64)  NOT NULL,
+  app_key   VARCHAR(64)  NOT NULL,
+  app_name  VARCHAR(128) NULL,
+  status    TINYINT      NOT NULL DEFAULT 1,
+  UNIQUE KEY uk_app_code (app_code),
+  UNIQUE KEY uk_app_key (app_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS form_consumer_grant (
+  id                 BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  form_uuid          CHAR(36)     NOT NULL,
+  consumer_school_id BIGINT       NOT NULL,
+  consumer_app_key   VARCHAR(64)  NOT NULL,
+  grant_version      BIGINT       NOT NULL DEFAULT 1,
+  read_allowed       TINYINT(1)   NOT NULL DEFAULT 1,
+  subscribe_allowed  TINYINT(1)   NOT NULL DEFAULT 1,
+  push_allowed       TINYINT(1)   NOT NULL DEFAULT 1,
+  revoked            TINYINT(1)   NOT NULL DEFAULT 0,
+  create_time        DATETIME     NOT NULL,
+  update_time        DATETIME     NULL,
+  UNIQUE KEY uk_grant (form_uuid, consumer_school_id, consumer_app_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS answer (
+  id              BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  answer_uuid     CHAR(36)     NOT NULL,
+  form_uuid       CHAR(36)     NOT NULL,
+  form_version    INT          NOT NULL,
+  sch_id          BIGINT       NOT NULL,
+  app_code        VARCHAR(64)  NOT NULL,
+  code            VARCHAR(128) NOT NULL,
+  submitter_id    BIGINT       NOT NULL,
+  subject_id      BIGINT       NULL,
+  status          VARCHAR(32)  NOT NULL,
+  values_json     LONGTEXT     NOT NULL,
+  answer_no       VARCHAR(64)  NULL,
+  create_time     DATETIME     NOT NULL,
+  update_time     DATETIME     NULL,
+  is_deleted      TINYINT(1)   NOT NULL DEFAULT 0,
+  answer_revision BIGINT       NOT NULL DEFAULT 0,
+  UNIQUE KEY uk_answer_uuid (answer_uuid),
+  KEY idx_answer_manifest (sch_id, form_uuid, answer_uuid)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS answer_delivery (
+  id                  BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  event_id            VARCHAR(36)  NOT NULL,
+  event_type          VARCHAR(16)  NOT NULL,
+  source_app_key      VARCHAR(64)  NOT NULL,
+  consumer_app_key    VARCHAR(64)  NOT NULL,
+  consumer_school_id  BIGINT       NOT NULL,
+  grant_version       BIGINT       NOT NULL,
+  form_uuid           CHAR(36)     NOT NULL,
+  form_version        INT          NOT NULL,
+  answer_uuid         CHAR(36)     NOT NULL,
+  answer_revision     BIGINT       NOT NULL,
+  is_deleted          TINYINT(1)   NOT NULL DEFAULT 0,
+  content_hash        CHAR(64)     NOT NULL,
+  occurred_at         DATETIME     NOT NULL,
+  snapshot_json       LONGTEXT     NOT NULL,
+  state               VARCHAR(16)  NOT NULL DEFAULT 'PENDING',
+  retry_count         INT          NOT NULL DEFAULT 0,
+  next_retry_at       DATETIME     NULL,
+  last_error          VARCHAR(512) NULL,
+  broker_accepted_at  DATETIME     NULL,
+  consumer_applied_at DATETIME     NULL,
+  consumer_outcome    VARCHAR(32)  NULL,
+  replay_op_digest    CHAR(64)     NULL,
+  claim_owner         VARCHAR(128) NULL,
+  claim_expires_at    DATETIME     NULL,
+  create_time         DATETIME     NOT NULL,
+  update_time         DATETIME     NULL,
+  UNIQUE KEY uk_delivery_event (event_id),
+  UNIQUE KEY uk_delivery_revision (answer_uuid, answer_revision, consumer_app_key, consumer_school_id),
+  KEY idx_delivery_due (state, next_retry_at),
+  KEY idx_delivery_consumer (consumer_app_key, consumer_school_id, state)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -1,0 +1,88 @@
+-- fcctl reference schema, SH (svc-hall) side. Derived from seed 000 §5, §7.3, §8.1 and SPEC §1.
+-- Written for MariaDB 10.6+ and MySQL 8. Statements are separated by lines holding only ';'.
+
+CREATE TABLE IF NOT EXISTS fcctl_schema_version (
+  side        VARCHAR(8)   NOT NULL PRIMARY KEY,
+  version     INT          NOT NULL,
+  is_dev      TINYINT(1)   NOT NULL DEFAULT 0,
+  applied_at  DATETIME     NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS fc_answer_projection (
+  id                   BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  answer_uuid          CHAR(36)     NOT NULL,
+  sch_id               BIGINT       NOT NULL,
+  form_uuid            CHAR(36)     NOT NULL,
+  form_version         INT          NOT NULL,
+  answer_revision      BIGINT       NOT NULL,
+  content_hash         CHAR(64)     NOT NULL,
+  is_deleted           TINYINT(1)   NOT NULL DEFAULT 0,
+  snapshot_json        LONGTEXT     NOT NULL,
+  link_state           VARCHAR(16)  NOT NULL DEFAULT 'UNLINKED',
+  intent_id            VARCHAR(64)  NULL,
+  apply_id             BIGINT       NULL,
+  flow_guid            VARCHAR(64)  NULL,
+  biz_ext_json         LONGTEXT     NULL,
+  conflict_flag        TINYINT(1)   NOT NULL DEFAULT 0,
+  projection_version   BIGINT       NOT NULL DEFAULT 0,
+  create_time          DATETIME     NULL,
+  update_time          DATETIME     NULL,
+  retired_at           DATETIME     NULL,
+  retire_proof_id      VARCHAR(128) NULL,
+  last_repair_proof_id VARCHAR(128) NULL,
+  last_repaired_at     DATETIME     NULL,
+  UNIQUE KEY uk_projection_answer (answer_uuid, sch_id),
+  UNIQUE KEY uk_projection_intent (intent_id),
+  KEY idx_projection_manifest (sch_id, form_uuid, answer_uuid)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS service_apply (
+  id          BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  biz_type    VARCHAR(32)  NOT NULL,
+  biz_id      VARCHAR(64)  NOT NULL,
+  flow_status INT          NULL,
+  update_time DATETIME     NULL,
+  UNIQUE KEY uk_service_apply_biz (biz_type, biz_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS flow_apply_command (
+  id                 BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  biz_type           VARCHAR(32)  NOT NULL,
+  biz_id             VARCHAR(64)  NOT NULL,
+  apply_app_key      VARCHAR(64)  NOT NULL,
+  submitter_id       BIGINT       NOT NULL,
+  flow_guid          VARCHAR(64)  NOT NULL,
+  request_token      VARCHAR(64)  NOT NULL,
+  attempt            INT          NOT NULL DEFAULT 1,
+  state              VARCHAR(16)  NOT NULL DEFAULT 'PENDING',
+  retry_count        INT          NOT NULL DEFAULT 0,
+  next_retry_at      DATETIME     NULL,
+  remote_status      INT          NULL,
+  remote_instance_id VARCHAR(64)  NULL,
+  last_branch        VARCHAR(32)  NULL,
+  last_error         VARCHAR(512) NULL,
+  claim_owner        VARCHAR(128) NULL,
+  claim_expires_at   DATETIME     NULL,
+  create_time        DATETIME     NOT NULL,
+  update_time        DATETIME     NULL,
+  UNIQUE KEY uk_apply_command_biz (biz_type, biz_id),
+  KEY idx_apply_command_due (state, next_retry_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+CREATE TABLE IF NOT EXISTS fc_reconcile_audit (
+  id            BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  action        VARCHAR(32)  NOT NULL,
+  outcome       VARCHAR(32)  NOT NULL,
+  reason        VARCHAR(255) NULL,
+  proof_id      VARCHAR(128) NULL,
+  run_id        VARCHAR(64)  NOT NULL,
+  host          VARCHAR(255) NOT NULL,
+  sch_id        BIGINT       NULL,
+  answer_uuid   CHAR(36)     NULL,
+  expected_json TEXT         NULL,
+  observed_json TEXT         NULL,
+  create_time   DATETIME     NOT NULL,
+  KEY idx_audit_answer (answer_uuid, sch_id),
+  KEY idx_audit_run (run_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

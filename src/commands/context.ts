@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { type Config, requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
+import type { Io } from '../lib/cli/io.js';
+import { Output } from '../lib/cli/output.js';
+import { type Db, openDb } from '../lib/db/connect.js';
+
+/** What the process gives every command: streams, environment, clock and the stop signal. */
+export interface Deps {
+  readonly io: Io;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly now: () => Date;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * What a command's run function gets: resolved config, output, and lazy connections — nothing
+ * connects until a command asks, so `--help` and bad flags never touch a database.
+ */
+export interface Ctx extends Deps {
+  readonly config: Config;
+  readonly output: Output;
+  readonly debug: boolean;
+  fcDb(): Promise<Db>;
+  shDb(): Promise<Db>;
+  /** registers something to close when the command ends */
+  onClose(fn: () => Promise<void> | void): void;
+  /** secrets to redact from any message */
+  secrets(): string[];
+}
+
+/** Contexts created in this process, so main can close what they opened. */
+export class Resources {
+  private readonly closers: Array<() => Promise<void> | void> = [];
+  add(fn: () => Promise<void> | void): void {
+    this.closers.push(fn);
+  }
+  async closeAll(): Promise<void> {
+    while (this.closers.length > 0) await this.closers.pop()!();
+  }
+  lastSecrets: string[] = [];
+  /** set by the action that ran */
+  exitCode = 0;
+}
+
+export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx {
+  const flags = cmd.optsWithGlobals() as Record<string, unknown>;
+  const config = resolveConfig({ flags, env: deps.env });
+  resources.lastSecrets = secretsOf(config);
+  const lazy = (label: string, name: 'fcDatabaseUrl' | 'shDatabaseUrl') => {
+    let pending: Promise<Db> | undefined;
+    return () => {
+      pending ??= openDb(label, requireSetting(config, name)).then((db) => {
+        resources.add(() => db.close());
+        return db;
+      });
+      return pending;
+    };
+  };
+  return {
+    ...deps,
+    config,
+    output: new Output(deps.io, { json: Boolean(flags['json']) }),
+    debug: Boolean(flags['debug']),
+    fcDb: lazy('FC database', 'fcDatabaseUrl'),
+    shDb: lazy('SH database', 'shDatabaseUrl'),
+    onClose: (fn) => resources.add(fn),
+    secrets: () => secretsOf(config),
+  };
+}

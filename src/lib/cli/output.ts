@@ -1,0 +1,139 @@
+import { createElement } from 'react';
+import { render, renderToString } from 'ink';
+import { stringify as csvStringify } from 'csv-stringify/sync';
+import type { Io } from './io.js';
+import { ProgressState, type ProgressSnapshot } from './progress.js';
+import { cellText, formatTable, type Column, type Row } from './table.js';
+import { ProgressView, TableView } from './ui/views.js';
+
+export type ListFormat = 'table' | 'json' | 'csv';
+
+export interface OutputOptions {
+  /** `--json`: JSON lines even on a terminal */
+  readonly json?: boolean;
+  /** injected clock for progress rates */
+  readonly clock?: () => number;
+}
+
+/** A summary closes every command's output: `{"type":"summary","command":…,"exitCode":…}`. */
+export interface Summary {
+  readonly command: string;
+  readonly exitCode: number;
+  readonly [key: string]: unknown;
+}
+
+/** A handle on a live progress display; `stop()` is safe to call twice. */
+export interface Progress {
+  record(failureReason?: string): void;
+  setTotal(total: number): void;
+  snapshot(): ProgressSnapshot;
+  stop(): void;
+}
+
+/**
+ * The one way commands write results (SPEC §2): a live ink view and tables on a terminal;
+ * otherwise (or with `--json`) one JSON object per line, events then a final summary.
+ * Data goes to stdout; progress and errors to stderr.
+ * @example const out = new Output(io, { json: true }); out.event('sent', { eventId }); out.summary({ command: 'x', exitCode: 0 })
+ */
+export class Output {
+  readonly json: boolean;
+  private readonly clock: () => number;
+
+  constructor(
+    readonly io: Io,
+    options: OutputOptions = {},
+  ) {
+    this.json = Boolean(options.json) || !io.interactive;
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** One JSON line `{"type":type,...data}` in JSON mode; nothing on a terminal (the view shows it). */
+  event(type: string, data: Readonly<Record<string, unknown>> = {}): void {
+    if (this.json) this.line({ type, ...data });
+  }
+
+  /** Free text for a person (terminal only); JSON mode stays machine-readable. */
+  note(text: string): void {
+    if (!this.json) this.io.stdout.write(`${text}\n`);
+  }
+
+  /** The closing summary: a JSON line, or a titled table of its scalar members. */
+  summary(summary: Summary, counts?: Readonly<Record<string, number>>): void {
+    if (this.json) {
+      this.line({ type: 'summary', ...summary, ...(counts ? { counts } : {}) });
+      return;
+    }
+    const rows: Row[] = Object.entries(summary)
+      .filter(([k]) => k !== 'command')
+      .map(([key, value]) => ({ key, value: cellText(value) }));
+    for (const [key, value] of Object.entries(counts ?? {})) rows.push({ key, value });
+    this.io.stdout.write(
+      `${renderToString(createElement(TableView, { title: summary.command, lines: formatTable(rows, [{ key: 'key', header: 'summary' }, { key: 'value', header: '' }]) }))}\n`,
+    );
+  }
+
+  /** A listing of rows in the chosen format; csv through csv-stringify, json as JSON lines. */
+  rows(rows: readonly Row[], columns: readonly Column[], format: ListFormat, title?: string): void {
+    if (format === 'csv') {
+      this.io.stdout.write(
+        csvStringify(
+          rows.map((r) => columns.map((c) => cellText(r[c.key]))),
+          { header: true, columns: columns.map((c) => c.header ?? c.key) },
+        ),
+      );
+      return;
+    }
+    if (format === 'json' || this.json) {
+      for (const r of rows) this.line({ type: 'row', ...r });
+      return;
+    }
+    const lines = formatTable(rows, columns);
+    if (this.io.interactive) {
+      this.io.stdout.write(`${renderToString(createElement(TableView, { title, lines }))}\n`);
+    } else {
+      if (title) this.io.stdout.write(`${title}\n`);
+      this.io.stdout.write(`${lines.join('\n')}\n`);
+    }
+  }
+
+  /** Live progress on a terminal (ink, on stderr); silent bookkeeping otherwise. */
+  progress(label: string, total?: number): Progress {
+    const state = new ProgressState(label, total, this.clock);
+    if (this.json) {
+      return {
+        record: (r) => state.record(r),
+        setTotal: (t) => state.setTotal(t),
+        snapshot: () => state.snapshot(),
+        stop: () => undefined,
+      };
+    }
+    const view = () => createElement(ProgressView, { snapshot: state.snapshot() });
+    const instance = render(view(), {
+      stdout: this.io.stderr as NodeJS.WriteStream,
+      stdin: this.io.stdin as NodeJS.ReadStream,
+      exitOnCtrlC: false,
+      patchConsole: false,
+    });
+    // Redraw at most a few times a second: a fast batch must not spend its time repainting.
+    const timer = setInterval(() => instance.rerender(view()), 200);
+    timer.unref();
+    let stopped = false;
+    return {
+      record: (r) => state.record(r),
+      setTotal: (t) => state.setTotal(t),
+      snapshot: () => state.snapshot(),
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        clearInterval(timer);
+        instance.rerender(view());
+        instance.unmount();
+      },
+    };
+  }
+
+  private line(obj: Readonly<Record<string, unknown>>): void {
+    this.io.stdout.write(`${JSON.stringify(obj)}\n`);
+  }
+}

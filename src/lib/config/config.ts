@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { UsageError } from '../cli/exit.js';
+import { maskUrl } from './mask.js';
+
+/**
+ * Every setting fcctl reads, with where it may come from. Precedence (SPEC §2):
+ * flag > environment (`FCCTL_*`, or `FCCTL_*_FILE` naming a file that holds the value) >
+ * `--config FILE` (JSON object with these keys) > default.
+ */
+export const SETTINGS = {
+  fcDatabaseUrl: { env: 'FCCTL_FC_DATABASE_URL', flag: 'fcDatabaseUrl', kind: 'url' },
+  shDatabaseUrl: { env: 'FCCTL_SH_DATABASE_URL', flag: 'shDatabaseUrl', kind: 'url' },
+  amqpUrl: { env: 'FCCTL_AMQP_URL', flag: 'amqpUrl', kind: 'url' },
+  flowUrl: { env: 'FCCTL_FLOW_URL', flag: 'flowUrl', kind: 'url' },
+  appKey: { env: 'FCCTL_APP_KEY', flag: 'appKey', kind: 'text' },
+  appCode: { env: 'FCCTL_APP_CODE', flag: 'appCode', kind: 'text' },
+  // Secrets have no flag: a flag shows in `ps` and shell history.
+  appSecret: { env: 'FCCTL_APP_SECRET', flag: null, kind: 'secret' },
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type SettingSource = 'flag' | 'env' | 'env-file' | 'config' | 'config-file' | 'unset';
+export interface Setting {
+  readonly value: string | undefined;
+  readonly source: SettingSource;
+}
+export type Config = { readonly [K in SettingName]: Setting };
+
+export interface ConfigInputs {
+  /** parsed global flags (commander camelCase names) */
+  readonly flags: Readonly<Record<string, unknown>>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** reads a file as UTF-8; injected so tests can count reads */
+  readonly readFile?: (path: string) => string;
+}
+
+const NAMES = Object.keys(SETTINGS) as SettingName[];
+
+function readValueFile(readFile: (p: string) => string, path: string, what: string): string {
+  try {
+    // One trailing newline is how editors and `echo` leave files; it is never part of a secret.
+    return readFile(path).replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new UsageError(`${what}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+function loadConfigFile(readFile: (p: string) => string, path: string): Record<string, unknown> {
+  const text = readValueFile(readFile, path, '--config');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--config ${path}: not valid JSON (${(err as Error).message.split('\n')[0]})`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new UsageError(`--config ${path}: must hold a JSON object`);
+  }
+  const allowed = new Set<string>([...NAMES, ...NAMES.map((n) => `${n}File`)]);
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!allowed.has(key)) throw new UsageError(`--config ${path}: unknown key "${key}"`);
+    if (typeof value !== 'string') throw new UsageError(`--config ${path}: "${key}" must be a string`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Resolves the effective configuration. Throws UsageError (exit 2) on a bad config file.
+ * @example resolveConfig({ flags: {}, env: process.env }).fcDatabaseUrl.value
+ */
+export function resolveConfig(inputs: ConfigInputs): Config {
+  const readFile = inputs.readFile ?? ((p: string) => readFileSync(p, 'utf8'));
+  const configPath = inputs.flags['config'];
+  const file = typeof configPath === 'string' ? loadConfigFile(readFile, configPath) : {};
+  const out = {} as Record<SettingName, Setting>;
+  for (const name of NAMES) {
+    const spec = SETTINGS[name];
+    const flagValue = spec.flag ? inputs.flags[spec.flag] : undefined;
+    const envValue = inputs.env[spec.env];
+    const envFile = inputs.env[`${spec.env}_FILE`];
+    const fileValue = file[name];
+    const fileFile = file[`${name}File`];
+    let setting: Setting;
+    if (typeof flagValue === 'string' && flagValue !== '') setting = { value: flagValue, source: 'flag' };
+    else if (envValue !== undefined && envValue !== '') setting = { value: envValue, source: 'env' };
+    else if (envFile) setting = { value: readValueFile(readFile, envFile, `${spec.env}_FILE`), source: 'env-file' };
+    else if (typeof fileValue === 'string') setting = { value: fileValue, source: 'config' };
+    else if (typeof fileFile === 'string') setting = { value: readValueFile(readFile, fileFile, `${name}File`), source: 'config-file' };
+    else setting = { value: undefined, source: 'unset' };
+    out[name] = setting;
+  }
+  return out;
+}
+
+/** The value as it may be shown: secrets hidden, URL passwords masked. */
+export function displayValue(name: SettingName, setting: Setting): string {
+  if (setting.value === undefined) return '(unset)';
+  const kind = SETTINGS[name].kind;
+  if (kind === 'secret') return '***';
+  if (kind === 'url') return maskUrl(setting.value);
+  return setting.value;
+}
+
+/** Every secret value in the config (passwords inside URLs included), for redacting messages. */
+export function secretsOf(config: Config): string[] {
+  const secrets: string[] = [];
+  for (const name of NAMES) {
+    const value = config[name].value;
+    if (value === undefined) continue;
+    const kind = SETTINGS[name].kind;
+    if (kind === 'secret') secrets.push(value);
+    if (kind === 'url') {
+      try {
+        const password = new URL(value).password;
+        if (password) secrets.push(password, decodeURIComponent(password));
+      } catch {
+        secrets.push(value);
+      }
+    }
+  }
+  return secrets;
+}
+
+/**
+ * The value of a setting a command cannot do without; exit 2 naming the variable otherwise.
+ * @example requireSetting(config, 'fcDatabaseUrl')
+ */
+export function requireSetting(config: Config, name: SettingName): string {
+  const value = config[name].value;
+  if (value === undefined) {
+    const spec = SETTINGS[name];
+    const flag = spec.flag ? `--${spec.flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} or ` : '';
+    throw new UsageError(`${name} is not configured: set ${flag}${spec.env}`);
+  }
+  return value;
+}

@@ -1,0 +1,28 @@
+/**
+ * Masks the password of a URL so it can be shown; unparsable text is masked whole, since it
+ * might be a secret put in the wrong place.
+ * @example maskUrl('mysql://u:pw@h:3306/db') // 'mysql://u:***@h:3306/db'
+ */
+export function maskUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (!url.password) return value;
+    url.password = '***';
+    return url.toString();
+  } catch {
+    return '***';
+  }
+}
+
+/**
+ * Removes every known secret and URL password from a free text (error messages from drivers
+ * sometimes echo the connection string).
+ * @example redact('failed: mysql://u:pw@h/db', ['pw']) // 'failed: mysql://u:***@h/db'
+ */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)([^@\s]*)@/gi, '$1***@');
+  for (const secret of secrets) {
+    if (secret.length >= 3) out = out.split(secret).join('***');
+  }
+  return out;
+}

@@ -1,0 +1,109 @@
+import mysql from 'mysql2/promise';
+import { EnvironmentError, UsageError } from '../cli/exit.js';
+import { maskUrl } from '../config/mask.js';
+
+/** A pool on one database; `label` names it in errors ("FC database"). */
+export interface Db {
+  readonly label: string;
+  readonly pool: mysql.Pool;
+  /** rows of a SELECT */
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** affected rows of a write */
+  execute(sql: string, params?: readonly unknown[]): Promise<{ affectedRows: number; insertId: number }>;
+  /** runs fn in one short transaction; never hold it across network I/O (SPEC §2) */
+  transaction<T>(fn: (conn: mysql.PoolConnection) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'EAI_AGAIN']);
+
+/** Turns a driver error into a one-line environment error that never shows the password. */
+export function dbError(label: string, url: string, err: unknown): Error {
+  const e = err as { code?: string; message?: string };
+  if (e.code && CONNECT_CODES.has(e.code)) {
+    return new EnvironmentError(`cannot connect to ${label} at ${maskUrl(url)}: ${e.code}`, { cause: err });
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * Opens a pool and checks it answers. Times are read as strings (`dateStrings`), big integers
+ * as strings: never through a JS Date or a lossy number (SPEC §1).
+ * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
+ */
+export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`${label} URL is not a valid URL: ${maskUrl(url)}`);
+  }
+  if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
+    throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
+  }
+  const pool = mysql.createPool({
+    host: parsed.hostname,
+    port: parsed.port ? Number(parsed.port) : 3306,
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')) || undefined,
+    connectionLimit: options.connectionLimit ?? 10,
+    connectTimeout: 5000,
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    decimalNumbers: false,
+    charset: 'utf8mb4_bin',
+    multipleStatements: false,
+  });
+  // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
+  pool.on('connection', (conn) => conn.on('error', () => undefined));
+  const db: Db = {
+    label,
+    pool,
+    async query<T>(sql: string, params: readonly unknown[] = []) {
+      try {
+        const [rows] = await pool.query(sql, params as unknown[]);
+        return rows as T[];
+      } catch (err) {
+        throw dbError(label, url, err);
+      }
+    },
+    async execute(sql, params = []) {
+      try {
+        const [res] = await pool.query(sql, params as unknown[]);
+        const r = res as mysql.ResultSetHeader;
+        return { affectedRows: r.affectedRows, insertId: r.insertId };
+      } catch (err) {
+        throw dbError(label, url, err);
+      }
+    },
+    async transaction(fn) {
+      let conn: mysql.PoolConnection;
+      try {
+        conn = await pool.getConnection();
+      } catch (err) {
+        throw dbError(label, url, err);
+      }
+      try {
+        await conn.beginTransaction();
+        const result = await fn(conn);
+        await conn.commit();
+        return result;
+      } catch (err) {
+        await conn.rollback().catch(() => undefined);
+        throw dbError(label, url, err);
+      } finally {
+        conn.release();
+      }
+    },
+    close: () => pool.end().catch(() => undefined),
+  };
+  try {
+    await db.query('SELECT 1');
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
+}

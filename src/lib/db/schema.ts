@@ -1,0 +1,192 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Db } from './connect.js';
+
+export type Side = 'fc' | 'sh';
+export const SCHEMA_VERSION = 1;
+
+/** One table of the reference schema as its SQL file declares it. */
+export interface TableSpec {
+  readonly name: string;
+  readonly columns: readonly string[];
+  /** index name → its columns in order (PRIMARY included) */
+  readonly indexes: Readonly<Record<string, readonly string[]>>;
+  readonly ddl: string;
+}
+
+/** The DDL file of a side, shipped in the package's `sql/` folder. */
+export function schemaSql(side: Side): string {
+  return readFileSync(fileURLToPath(new URL(`../../../sql/${side}.sql`, import.meta.url)), 'utf8');
+}
+
+/**
+ * Reads the tables, columns and indexes out of our own DDL files, so the check can never drift
+ * from what `db init` creates. The files keep one column or key per line; that is the contract.
+ */
+export function parseSchema(sql: string): TableSpec[] {
+  const statements = sql.split(/^;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, '').trim()).filter(Boolean);
+  return statements.map((ddl) => {
+    const name = /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)?.[1];
+    if (!name) throw new Error(`schema file: statement without CREATE TABLE: ${ddl.slice(0, 60)}`);
+    const columns: string[] = [];
+    const indexes: Record<string, string[]> = {};
+    for (const raw of ddl.split('\n').slice(1)) {
+      const line = raw.trim();
+      const key = /^(?:UNIQUE )?KEY (\w+) \(([^)]+)\)/.exec(line);
+      if (key) {
+        indexes[key[1]!] = key[2]!.split(',').map((c) => c.trim());
+        continue;
+      }
+      const col = /^(\w+)\s+(?:BIGINT|INT|TINYINT|VARCHAR|CHAR|LONGTEXT|TEXT|DATETIME)/.exec(line);
+      if (col) {
+        columns.push(col[1]!);
+        if (/PRIMARY KEY/.test(line)) indexes['PRIMARY'] = [col[1]!];
+      }
+    }
+    return { name, columns, indexes, ddl };
+  });
+}
+
+/** A difference between the live database and the reference schema. */
+export type SchemaProblem =
+  | { readonly kind: 'missing-table'; readonly table: string }
+  | { readonly kind: 'missing-column'; readonly table: string; readonly column: string }
+  | { readonly kind: 'missing-index'; readonly table: string; readonly index: string }
+  | { readonly kind: 'index-columns'; readonly table: string; readonly index: string; readonly expected: readonly string[]; readonly actual: readonly string[] };
+
+export function describeProblem(p: SchemaProblem): string {
+  switch (p.kind) {
+    case 'missing-table':
+      return `missing table ${p.table}`;
+    case 'missing-column':
+      return `missing column ${p.table}.${p.column}`;
+    case 'missing-index':
+      return `missing index ${p.table}.${p.index}`;
+    case 'index-columns':
+      return `index ${p.table}.${p.index} is on (${p.actual.join(', ')}), expected (${p.expected.join(', ')})`;
+  }
+}
+
+/**
+ * Pure comparison of the expected tables with what information_schema reports.
+ * @example compareSchema(parseSchema(schemaSql('fc')), liveColumns, liveIndexes)
+ */
+export function compareSchema(
+  expected: readonly TableSpec[],
+  liveColumns: ReadonlyMap<string, ReadonlySet<string>>,
+  liveIndexes: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>,
+): SchemaProblem[] {
+  const problems: SchemaProblem[] = [];
+  for (const table of expected) {
+    const cols = liveColumns.get(table.name);
+    if (!cols) {
+      problems.push({ kind: 'missing-table', table: table.name });
+      continue;
+    }
+    for (const column of table.columns) {
+      if (!cols.has(column)) problems.push({ kind: 'missing-column', table: table.name, column });
+    }
+    const idx = liveIndexes.get(table.name) ?? new Map<string, readonly string[]>();
+    for (const [index, columns] of Object.entries(table.indexes)) {
+      const actual = idx.get(index);
+      if (!actual) problems.push({ kind: 'missing-index', table: table.name, index });
+      else if (actual.join(',') !== columns.join(',')) {
+        problems.push({ kind: 'index-columns', table: table.name, index, expected: columns, actual });
+      }
+    }
+  }
+  return problems;
+}
+
+async function liveSchema(db: Db) {
+  const columns = await db.query<{ t: string; c: string }>(
+    'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
+  );
+  const stats = await db.query<{ t: string; i: string; c: string }>(
+    'SELECT TABLE_NAME AS t, INDEX_NAME AS i, COLUMN_NAME AS c FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX',
+  );
+  const liveColumns = new Map<string, Set<string>>();
+  for (const { t, c } of columns) {
+    if (!liveColumns.has(t)) liveColumns.set(t, new Set());
+    liveColumns.get(t)!.add(c);
+  }
+  const liveIndexes = new Map<string, Map<string, string[]>>();
+  for (const { t, i, c } of stats) {
+    if (!liveIndexes.has(t)) liveIndexes.set(t, new Map());
+    const m = liveIndexes.get(t)!;
+    if (!m.has(i)) m.set(i, []);
+    m.get(i)!.push(c);
+  }
+  return { liveColumns, liveIndexes };
+}
+
+/** Reports every missing table, column or index of one side. */
+export async function checkSchema(db: Db, side: Side): Promise<SchemaProblem[]> {
+  const { liveColumns, liveIndexes } = await liveSchema(db);
+  return compareSchema(parseSchema(schemaSql(side)), liveColumns, liveIndexes);
+}
+
+export interface InitResult {
+  readonly side: Side;
+  readonly created: readonly string[];
+  readonly existing: readonly string[];
+  readonly versionRecorded: boolean;
+  readonly markedDev: boolean;
+}
+
+/**
+ * Creates the reference schema of one side; idempotent: existing tables are left as they are,
+ * and a second run writes nothing. `dev` marks the database as a development database, the only
+ * kind `fcctl dev seed` will fill.
+ */
+export async function initSchema(db: Db, side: Side, options: { dev?: boolean; now: string }): Promise<InitResult> {
+  const tables = parseSchema(schemaSql(side));
+  const { liveColumns } = await liveSchema(db);
+  const created: string[] = [];
+  const existing: string[] = [];
+  for (const table of tables) {
+    if (liveColumns.has(table.name)) {
+      existing.push(table.name);
+      continue;
+    }
+    await db.execute(table.ddl);
+    created.push(table.name);
+  }
+  const current = await db.query<{ version: number; is_dev: number }>(
+    'SELECT version, is_dev FROM fcctl_schema_version WHERE side = ?',
+    [side],
+  );
+  let versionRecorded = false;
+  let markedDev = false;
+  const row = current[0];
+  if (!row) {
+    await db.execute('INSERT INTO fcctl_schema_version (side, version, is_dev, applied_at) VALUES (?, ?, ?, ?)', [
+      side,
+      SCHEMA_VERSION,
+      options.dev ? 1 : 0,
+      options.now,
+    ]);
+    versionRecorded = true;
+    markedDev = Boolean(options.dev);
+  } else {
+    if (row.version !== SCHEMA_VERSION) {
+      await db.execute('UPDATE fcctl_schema_version SET version = ?, applied_at = ? WHERE side = ?', [SCHEMA_VERSION, options.now, side]);
+      versionRecorded = true;
+    }
+    if (options.dev && row.is_dev !== 1) {
+      await db.execute('UPDATE fcctl_schema_version SET is_dev = 1 WHERE side = ?', [side]);
+      markedDev = true;
+    }
+  }
+  return { side, created, existing, versionRecorded, markedDev };
+}
+
+/** True when `db init --dev` marked this database as a development database. */
+export async function isDevDatabase(db: Db, side: Side): Promise<boolean> {
+  try {
+    const rows = await db.query<{ is_dev: number }>('SELECT is_dev FROM fcctl_schema_version WHERE side = ?', [side]);
+    return rows[0]?.is_dev === 1;
+  } catch {
+    return false;
+  }
+}

@@ -21,7 +21,8 @@ export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<numbe
     results.push(result);
     ctx.output.event('schema', { ...result });
   }
-  ctx.output.rows(
+  // JSON mode already has one `schema` event per side; the table is for people.
+  if (!ctx.output.json) ctx.output.rows(
     results.map((r) => ({ side: r.side, created: r.created.join(' ') || '-', existing: r.existing.length, dev: r.markedDev ? 'marked' : '' })),
     [{ key: 'side' }, { key: 'created' }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
     'table',

@@ -3,7 +3,13 @@
  * The codes are a closed, stable set: scripts and the `--lines` output key on them.
  */
 
-/** Every code the reader can return, in a stable order. */
+/**
+ * Every code the reader can return, in a stable order. The set is closed: a new code is a new
+ * algorithm version or a new major version of fcctl.
+ *
+ * @example
+ * if ((CANON_ERROR_CODES as readonly string[]).includes(code)) console.log('known refusal', code);
+ */
 export const CANON_ERROR_CODES = [
   'EMPTY_INPUT', // nothing but whitespace (or a BOM)
   'INVALID_UTF8', // the bytes are not UTF-8 (overlong, encoded surrogate, > U+10FFFF, truncated, stray byte)
@@ -23,10 +29,24 @@ export const CANON_ERROR_CODES = [
   'NUMBER_OUT_OF_RANGE', // double mode: not a finite double; exact mode: exponent beyond Java's 32-bit BigDecimal scale
 ] as const;
 
-/** One of {@link CANON_ERROR_CODES}. */
+/**
+ * One of {@link CANON_ERROR_CODES}.
+ *
+ * @example
+ * const retryable = (code: CanonErrorCode): boolean => code !== 'INVALID_UTF8';
+ */
 export type CanonErrorCode = (typeof CANON_ERROR_CODES)[number];
 
-/** Where and why an input was refused. `line` and `column` are 1-based; the column counts characters (code points). */
+/**
+ * Where and why an input was refused. `line` and `column` are 1-based; lines end at LF and the
+ * column counts characters (code points; a leading BOM is not counted). The position is the start
+ * of the offending token: the second occurrence of a duplicate name, the opening quote or bracket
+ * of what is unterminated, the first byte of invalid UTF-8, the start of a refused number.
+ *
+ * @example
+ * const r = canonicalize('{"a":1,}');
+ * if (!r.ok) console.error(`${r.error.code} at ${r.error.line}:${r.error.column}: ${r.error.message}`); // TRAILING_COMMA at 1:7
+ */
 export interface CanonError {
   readonly code: CanonErrorCode;
   readonly message: string;

@@ -4,12 +4,28 @@
  */
 import type { CanonErrorCode } from './errors.js';
 
-/** Longest accepted number literal, in characters. */
+/**
+ * Longest accepted number literal, in characters (longer: NUMBER_LITERAL_TOO_LONG).
+ *
+ * @example
+ * canonicalNumber('1'.repeat(MAX_NUMBER_LITERAL_LENGTH)); // accepted
+ */
 export const MAX_NUMBER_LITERAL_LENGTH = 1000;
-/** Longest accepted plain form (sign, digits and point included), in characters. */
+/**
+ * Longest accepted plain form (sign, digits and point included), in characters (longer:
+ * NUMBER_TOO_LONG, computed from the digits and exponent, never built).
+ *
+ * @example
+ * canonicalNumber('1e9999').length === MAX_PLAIN_LENGTH; // true; '1e10000' and '-1e9999' are refused
+ */
 export const MAX_PLAIN_LENGTH = 10_000;
 
-/** How non-integer literals are read: exactly, or as a producer that reads them into doubles. */
+/**
+ * How non-integer literals are read: exactly, or as a producer that reads them into doubles.
+ *
+ * @example
+ * const mode: NumberMode = process.env.FCCTL_NUMBER_MODE === 'double' ? 'double' : 'exact';
+ */
 export type NumberMode = 'exact' | 'double';
 
 /** A refused number: code and reason. */

@@ -4,6 +4,8 @@ import { createConfigShowCommand } from './commands/config/show.js';
 import { type Deps, Resources } from './commands/context.js';
 import { createDbCheckCommand } from './commands/db/check.js';
 import { createDbInitCommand } from './commands/db/init.js';
+import { createDeliveriesGroup } from './commands/deliveries/index.js';
+import { createDevGroup } from './commands/dev/index.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
 import { redact } from './lib/config/mask.js';
 
@@ -35,6 +37,9 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   const db = program.command('db').description('reference schema: create and check');
   createDbInitCommand(db, deps, resources);
   createDbCheckCommand(db, deps, resources);
+
+  createDeliveriesGroup(program, deps, resources);
+  createDevGroup(program, deps, resources);
 
   const config = program.command('config').description('configuration');
   createConfigShowCommand(config, deps, resources);

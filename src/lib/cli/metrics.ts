@@ -1,0 +1,118 @@
+/**
+ * Prometheus text exposition format (version 0.0.4) for the node_exporter textfile collector:
+ * cron commands write their gauges to a `.prom` file, replaced atomically so the collector never
+ * reads half a file.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/** One sample of a gauge: its labels and value. */
+export interface Sample {
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+/** A gauge with its help text and samples (an empty list still writes HELP and TYPE). */
+export interface Gauge {
+  readonly name: string;
+  readonly help: string;
+  readonly samples: readonly Sample[];
+}
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/**
+ * A gauge with one sample.
+ * @example gauge('fcctl_deliveries_due', 'rows due now', 12)
+ */
+export function gauge(name: string, help: string, value: number, labels?: Readonly<Record<string, string>>): Gauge {
+  return { name, help, samples: [labels ? { labels, value } : { value }] };
+}
+
+/** Label values escape `\`, `"` and newline (exposition format). */
+export function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/** HELP text escapes `\` and newline only. */
+export function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+/** Go's ParseFloat reads these; JS `String()` gives `Infinity`, which it does not. */
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}
+
+/**
+ * The exposition text of some gauges. Names are checked up front (TypeError), so a typo fails
+ * the first test instead of silently making the collector drop the whole file.
+ * @example formatMetrics([gauge('fcctl_x', 'help', 1, { state: 'PENDING' })]) // '# HELP fcctl_x help\n# TYPE fcctl_x gauge\nfcctl_x{state="PENDING"} 1\n'
+ */
+export function formatMetrics(gauges: readonly Gauge[]): string {
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const g of gauges) {
+    if (!METRIC_NAME.test(g.name)) throw new TypeError(`invalid metric name: ${JSON.stringify(g.name)}`);
+    if (seen.has(g.name)) throw new TypeError(`metric ${g.name} given twice`);
+    seen.add(g.name);
+    lines.push(`# HELP ${g.name} ${escapeHelp(g.help)}`, `# TYPE ${g.name} gauge`);
+    for (const s of g.samples) {
+      const labels = Object.entries(s.labels ?? {});
+      for (const [k] of labels) {
+        if (!LABEL_NAME.test(k) || k.startsWith('__')) throw new TypeError(`invalid label name: ${JSON.stringify(k)}`);
+      }
+      const labelText = labels.length === 0 ? '' : `{${labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
+      lines.push(`${g.name}${labelText} ${formatValue(s.value)}`);
+    }
+  }
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+/**
+ * Writes `text` to `path` atomically: a temp file in the same directory (so the rename cannot
+ * cross file systems), fsynced, then renamed over the target. Readers see the old file or the
+ * new one, never a partial one. The temp name does not end in `.prom`, so the textfile collector
+ * never picks it up. On failure the temp file is removed and the old file stays as it was.
+ */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const handle = await open(tmp, 'wx', 0o644);
+  try {
+    try {
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+  // Make the rename itself durable; not every platform lets a directory be fsynced.
+  try {
+    const d = await open(dir, 'r');
+    try {
+      await d.sync();
+    } finally {
+      await d.close();
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
+/**
+ * Formats and writes gauges to a textfile-collector file (see {@link writeFileAtomic}).
+ * @example await writeMetricsFile('/var/lib/node_exporter/fcctl_scan.prom', [gauge('fcctl_deliveries_due', 'rows due now', 3)])
+ */
+export async function writeMetricsFile(path: string, gauges: readonly Gauge[]): Promise<void> {
+  await writeFileAtomic(path, formatMetrics(gauges));
+}

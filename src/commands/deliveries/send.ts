@@ -1,0 +1,112 @@
+import type { Command } from 'commander';
+import { DELIVERY_EXCHANGE, exchangeExists, openBroker } from '../../lib/amqp/connect.js';
+import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
+import { requireSetting } from '../../lib/config/config.js';
+import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
+import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
+import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+import { intArg, secondsArg } from '../options.js';
+
+export interface DeliveriesSendOptions extends SendOptions {
+  readonly declare: boolean;
+  readonly metricsFile?: string;
+}
+
+/** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
+export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
+  const appKey = requireSetting(ctx.config, 'appKey');
+  const appCode = requireSetting(ctx.config, 'appCode');
+  if (options.leaseSeconds * 1000 < options.confirmTimeoutMs * 2) {
+    throw new UsageError('--lease-seconds must be at least twice --confirm-timeout: a lease must outlive the confirms it waits for');
+  }
+  const db = await ctx.fcDb();
+  const broker = await openBroker(requireSetting(ctx.config, 'amqpUrl'));
+  ctx.onClose(() => broker.close());
+  if (options.declare) {
+    const ch = await broker.channel();
+    await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
+    await ch.close();
+  } else if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
+    throw new EnvironmentError(`exchange ${DELIVERY_EXCHANGE} does not exist on the broker: create it, or pass --declare`);
+  }
+  const started = Date.now();
+  const progress = ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send');
+  let summary: SendSummary;
+  try {
+    summary = await runSend(options, {
+      db,
+      broker: options.dryRun ? null : broker,
+      publisher: { appKey, appCode },
+      signal: ctx.signal,
+      clock: Date.now,
+      onRow: (row, result) => {
+        const failure = result.kind === 'failed' || result.kind === 'revoked' ? result.reason : undefined;
+        progress.record(failure);
+        if (result.kind !== 'accepted') {
+          ctx.output.event('row', { eventId: row.event_id, answerUuid: row.answer_uuid, consumerAppKey: row.consumer_app_key, consumerSchoolId: String(row.consumer_school_id), ...result });
+        }
+      },
+    });
+  } finally {
+    progress.stop();
+  }
+  const exitCode = summary.brokerLost ? ExitCode.ENVIRONMENT : summary.failed + summary.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  ctx.output.summary({
+    command: 'deliveries send',
+    exitCode,
+    dryRun: options.dryRun,
+    claimed: summary.claimed,
+    published: summary.published,
+    accepted: summary.accepted,
+    failed: summary.failed,
+    dead: summary.dead,
+    revoked: summary.revoked,
+    held: summary.held,
+    skipped: summary.skipped,
+    ...(options.dryRun ? { wouldPublish: summary.wouldPublish } : {}),
+    stale: summary.stale,
+    failedByReason: summary.failedByReason,
+    stoppedBy: summary.stoppedBy,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+  });
+  if (summary.brokerLost) throw new EnvironmentError(`broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`);
+  return exitCode;
+}
+
+export function createDeliveriesSendCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesSend): Command {
+  return parent
+    .command('send')
+    .description('relay due outbox rows to RabbitMQ with confirms, returns and guarded adjudication')
+    .option('--batch-size <n>', 'rows claimed per batch', intArg(1, 5000), 500)
+    .option('--window <n>', 'messages awaiting a confirm at most', intArg(1, 10000), 256)
+    .option('--max-rows <n>', 'stop after claiming this many rows', intArg(1, Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER)
+    .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 3600)
+    .option('--lease-seconds <s>', 'claim lease; another relay may take the row after it', intArg(5, 86400), 120)
+    .option('--confirm-timeout <s>', 'seconds to wait for a confirm before the outcome counts as unknown', secondsArg(0.05, 600), 15)
+    .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), DEFAULT_RETRY_POLICY.baseSeconds)
+    .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), DEFAULT_RETRY_POLICY.capSeconds)
+    .option('--max-retries <n>', 'DEAD once retry_count reaches this', intArg(1, 100), DEFAULT_RETRY_POLICY.maxRetries)
+    .option('--hold-recheck <s>', 'when to look again at a row held by push_allowed = 0', intArg(1, 86400), 60)
+    .option('--pipeline <n>', 'batches in flight at once', intArg(1, 8), 2)
+    .option('--dry-run', 'run every check; publish and write nothing', false)
+    .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false)
+    .action(async (o: Record<string, unknown>, cmd: Command) => {
+      const ctx = makeContext(cmd, deps, resources);
+      resources.exitCode = await runF(
+        {
+          batchSize: o['batchSize'] as number,
+          window: o['window'] as number,
+          maxRows: o['maxRows'] as number,
+          maxSeconds: o['maxSeconds'] as number,
+          leaseSeconds: o['leaseSeconds'] as number,
+          confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
+          holdRecheckSeconds: o['holdRecheck'] as number,
+          retry: { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number },
+          dryRun: o['dryRun'] as boolean,
+          pipeline: o['pipeline'] as number,
+          declare: o['declare'] as boolean,
+        },
+        ctx,
+      );
+    });
+}

@@ -1,0 +1,126 @@
+import type { PoolConnection } from 'mysql2/promise';
+import type { Db } from '../db/connect.js';
+import type { DeliveryRow, Generation, GrantRow, RegistryRow } from './types.js';
+import { grantKey } from './types.js';
+
+/** Columns the relay needs; never `SELECT *` (consumer receipt columns are not ours). */
+const ROW_COLUMNS =
+  'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, replay_op_digest';
+
+/** Due: PENDING or FAILED whose time has come, and not under someone else's live lease. */
+const DUE =
+  "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) " +
+  'AND (claim_owner IS NULL OR claim_expires_at < NOW())';
+
+/**
+ * Claims up to `limit` due rows for `owner` with a lease, in one short transaction:
+ * `SELECT … FOR UPDATE SKIP LOCKED` so concurrent relays never wait on or share a row.
+ */
+export async function claimDue(db: Db, owner: string, limit: number, leaseSeconds: number): Promise<DeliveryRow[]> {
+  return db.transaction(async (conn: PoolConnection) => {
+    const [rows] = await conn.query(`SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [limit]);
+    const claimed = rows as DeliveryRow[];
+    if (claimed.length > 0) {
+      await conn.query('UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)', [
+        owner,
+        leaseSeconds,
+        claimed.map((r) => r.id),
+      ]);
+    }
+    return claimed;
+  });
+}
+
+/** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
+export async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
+  return db.query<DeliveryRow>(`SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`, [afterId, limit]);
+}
+
+/** The registry row of the configured app code (seed 004 `getAppByCode`). */
+export async function registryByCode(db: Db, appCode: string): Promise<RegistryRow | null> {
+  const rows = await db.query<RegistryRow>('SELECT id, app_code, app_key FROM application_info WHERE app_code = ?', [appCode]);
+  return rows[0] ?? null;
+}
+
+/** The grants of a batch's rows, read fresh (no cache across batches), keyed by `grantKey`. */
+export async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<Map<string, GrantRow>> {
+  const triples = new Map<string, [string, string, string]>();
+  for (const r of rows) triples.set(grantKey(r.form_uuid, r.consumer_school_id, r.consumer_app_key), [r.form_uuid, String(r.consumer_school_id), r.consumer_app_key]);
+  const out = new Map<string, GrantRow>();
+  if (triples.size === 0) return out;
+  const list = [...triples.values()];
+  const found = await db.query<GrantRow>(
+    'SELECT form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked ' +
+      `FROM form_consumer_grant WHERE (form_uuid, consumer_school_id, consumer_app_key) IN (${list.map(() => '(?, ?, ?)').join(', ')})`,
+    list.flat(),
+  );
+  for (const g of found) out.set(grantKey(g.form_uuid, g.consumer_school_id, g.consumer_app_key), g);
+  return out;
+}
+
+/**
+ * The guard every write after the claim carries (SPEC §2): still ours, still open, and the same
+ * generation (retry count and replay operation) as when it was claimed.
+ */
+function guard(owner: string, gens: readonly Generation[]): { sql: string; params: unknown[] } {
+  const params: unknown[] = [owner];
+  const parts = gens.map((g) => {
+    params.push(g.id, g.retryCount, g.replayOpDigest);
+    return '(id = ? AND retry_count = ? AND replay_op_digest <=> ?)';
+  });
+  return { sql: `claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
+}
+
+/** The write of one group of rows that get the same transition. Returns rows matched. */
+export type Write =
+  | { readonly kind: 'accept'; readonly gens: readonly Generation[] }
+  | { readonly kind: 'fail'; readonly gens: readonly Generation[]; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
+  | { readonly kind: 'revoke'; readonly gens: readonly Generation[]; readonly lastError: string }
+  | { readonly kind: 'hold'; readonly gens: readonly Generation[]; readonly recheckSeconds: number }
+  | { readonly kind: 'release'; readonly gens: readonly Generation[] };
+
+/** Compiles a write to `{sql, params}`; tested as text, executed on the real database. */
+export function compileWrite(owner: string, w: Write): { sql: string; params: unknown[] } {
+  const g = guard(owner, w.gens);
+  const clearClaim = 'claim_owner = NULL, claim_expires_at = NULL';
+  switch (w.kind) {
+    case 'accept':
+      // Only a confirm writes broker_accepted_at, and only once.
+      return {
+        sql: `UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = COALESCE(broker_accepted_at, NOW()), next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: g.params,
+      };
+    case 'fail':
+      return {
+        sql:
+          `UPDATE answer_delivery SET state = ?, retry_count = ?, next_retry_at = ${w.backoffSeconds === null ? 'NULL' : 'NOW() + INTERVAL ? SECOND'}, ` +
+          `last_error = ?, broker_accepted_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: [w.state, w.retryCount, ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]), w.lastError.slice(0, 512), ...g.params],
+      };
+    case 'revoke':
+      return {
+        sql: `UPDATE answer_delivery SET state = 'GRANT_REVOKED', last_error = ?, next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: [w.lastError, ...g.params],
+      };
+    case 'hold':
+      // Held is neither sent nor failed: the retry budget stays; look again after a while.
+      return {
+        sql: `UPDATE answer_delivery SET next_retry_at = NOW() + INTERVAL ? SECOND, ${clearClaim} WHERE ${g.sql}`,
+        params: [w.recheckSeconds, ...g.params],
+      };
+    case 'release':
+      return { sql: `UPDATE answer_delivery SET ${clearClaim} WHERE ${g.sql}`, params: g.params };
+  }
+}
+
+/** Executes writes; each is one statement (one autocommit), not one per row. */
+export async function applyWrites(db: Db, owner: string, writes: readonly Write[]): Promise<number> {
+  let matched = 0;
+  for (const w of writes) {
+    if (w.gens.length === 0) continue;
+    const { sql, params } = compileWrite(owner, w);
+    matched += (await db.execute(sql, params)).affectedRows;
+  }
+  return matched;
+}

@@ -1,0 +1,59 @@
+/** Delivery states (SPEC §5, seed 000 §7.1). */
+export const DELIVERY_STATES = ['PENDING', 'BROKER_ACCEPTED', 'FAILED', 'DEAD', 'GRANT_REVOKED'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/** An `answer_delivery` row as fcctl reads it: BIGINTs as decimal strings, times as strings. */
+export interface DeliveryRow {
+  readonly id: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly source_app_key: string;
+  readonly consumer_app_key: string;
+  readonly consumer_school_id: string;
+  readonly grant_version: string;
+  readonly form_uuid: string;
+  readonly form_version: number | string;
+  readonly answer_uuid: string;
+  readonly answer_revision: string;
+  readonly is_deleted: number;
+  readonly content_hash: string;
+  readonly occurred_at: string;
+  readonly snapshot_json: string;
+  readonly state: DeliveryState;
+  readonly retry_count: number;
+  readonly replay_op_digest: string | null;
+}
+
+/** What identifies one attempt: a write for another generation must change nothing (SPEC §2). */
+export interface Generation {
+  readonly id: string;
+  readonly retryCount: number;
+  readonly replayOpDigest: string | null;
+}
+
+export function generationOf(row: DeliveryRow): Generation {
+  return { id: String(row.id), retryCount: Number(row.retry_count), replayOpDigest: row.replay_op_digest };
+}
+
+/** The registry row found by the configured app code (seed 004 `getAppByCode`). */
+export interface RegistryRow {
+  readonly id: string;
+  readonly app_code: string;
+  readonly app_key: string;
+}
+
+/** A `form_consumer_grant` row, read fresh for each batch. */
+export interface GrantRow {
+  readonly form_uuid: string;
+  readonly consumer_school_id: string;
+  readonly consumer_app_key: string;
+  readonly grant_version: string;
+  readonly read_allowed: number;
+  readonly subscribe_allowed: number;
+  readonly push_allowed: number;
+  readonly revoked: number;
+}
+
+export function grantKey(formUuid: string, schoolId: string | number, appKey: string): string {
+  return `${formUuid}\u0000${schoolId}\u0000${appKey}`;
+}

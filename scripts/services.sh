@@ -21,6 +21,7 @@ MY_USER=fcctl
 MY_PASS=fcctl-local
 MQ_USER=fcctl
 MQ_PASS=fcctl-local
+MQ_VHOST=fcctl
 
 log() { printf 'services: %s\n' "$*" >&2; }
 
@@ -97,7 +98,11 @@ ctl() { mq_env; rabbitmqctl -n "$MQ_NODE" "$@"; }
 mq_running() { port_open "$MQ_PORT" && ctl status >/dev/null 2>&1; }
 
 mq_up() {
-  if mq_running; then log "rabbitmq already running on 127.0.0.1:$MQ_PORT"; return 0; fi
+  if mq_running; then
+    log "rabbitmq already running on 127.0.0.1:$MQ_PORT"
+    ctl list_vhosts 2>/dev/null | grep -qx "$MQ_VHOST" || mq_setup
+    return 0
+  fi
   mkdir -p "$MQ_DIR/mnesia" "$MQ_DIR/log"
   printf '[].\n' >"$MQ_DIR/enabled_plugins"
   cat >"$MQ_DIR/rabbitmq.conf" <<CONF
@@ -112,9 +117,17 @@ CONF
   (mq_env; nohup rabbitmq-server >"$BASE/rabbitmq.out" 2>&1 &)
   for _ in $(seq 1 240); do port_open "$MQ_PORT" && break; sleep 0.5; done
   ctl await_startup --timeout 120 >/dev/null 2>&1 || { log "rabbitmq did not start; see $MQ_DIR/log"; tail -n 30 "$BASE/rabbitmq.out" >&2 || true; exit 3; }
+  mq_setup
+}
+
+# The local user and fcctl's own vhost; idempotent.
+mq_setup() {
   ctl list_users 2>/dev/null | grep -q "^$MQ_USER\b" || ctl add_user "$MQ_USER" "$MQ_PASS" >/dev/null
   ctl set_user_tags "$MQ_USER" administrator >/dev/null
   ctl set_permissions -p / "$MQ_USER" '.*' '.*' '.*' >/dev/null
+  # fcctl's own vhost (seed 004 B-03: do not share the default vhost "/").
+  ctl list_vhosts 2>/dev/null | grep -qx "$MQ_VHOST" || ctl add_vhost "$MQ_VHOST" >/dev/null
+  ctl set_permissions -p "$MQ_VHOST" "$MQ_USER" '.*' '.*' '.*' >/dev/null
 }
 
 print_env() {
@@ -123,7 +136,7 @@ print_env() {
     return
   fi
   local my="mysql://$MY_USER:$MY_PASS@127.0.0.1:$MY_PORT"
-  local mq="amqp://$MQ_USER:$MQ_PASS@127.0.0.1:$MQ_PORT"
+  local mq="amqp://$MQ_USER:$MQ_PASS@127.0.0.1:$MQ_PORT/$MQ_VHOST"
   printf "export FCCTL_TEST_MYSQL_URL='%s'\n" "$my"
   printf "export FCCTL_TEST_AMQP_URL='%s'\n" "$mq"
   printf "export FCCTL_FC_DATABASE_URL='%s/fcctl_fc'\n" "$my"
@@ -152,5 +165,15 @@ case "${1:-}" in
     exit $rc
     ;;
   env) print_env ;;
-  *) echo "usage: scripts/services.sh up|down|status|env" >&2; exit 2 ;;
+  add-vhost)
+    # For tests that need an empty vhost (e.g. no delivery exchange): local broker only.
+    [ -n "${2:-}" ] || { echo "usage: scripts/services.sh add-vhost NAME" >&2; exit 2; }
+    ctl add_vhost "$2" >/dev/null 2>&1 || true
+    ctl set_permissions -p "$2" "$MQ_USER" '.*' '.*' '.*' >/dev/null
+    ;;
+  delete-vhost)
+    [ -n "${2:-}" ] || { echo "usage: scripts/services.sh delete-vhost NAME" >&2; exit 2; }
+    ctl delete_vhost "$2" >/dev/null 2>&1 || true
+    ;;
+  *) echo "usage: scripts/services.sh up|down|status|env|add-vhost NAME|delete-vhost NAME" >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { EnvironmentError, ExitCode } from '../../lib/cli/exit.js';
-import { writeMetricsFile } from '../../lib/cli/metrics.js';
+import { writeRunMetrics } from '../../lib/cli/metrics.js';
 import { type ListFormat, Output } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
@@ -61,11 +61,7 @@ export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx
       durationSeconds: (ctx.now().getTime() - started) / 1000,
       exitCode,
     });
-    try {
-      await writeMetricsFile(options.metricsFile, gauges);
-    } catch (err) {
-      throw new EnvironmentError(`cannot write --metrics-file ${options.metricsFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
-    }
+    await writeRunMetrics(options.metricsFile, gauges);
   }
 
   if (options.format === 'csv') {

@@ -6,6 +6,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, secondsArg } from '../options.js';
+import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface DeliveriesSendOptions extends SendOptions {
   readonly declare: boolean;
@@ -14,6 +15,10 @@ export interface DeliveriesSendOptions extends SendOptions {
 
 /** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
 export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
+  return withRunMetrics('deliveries send', options.metricsFile, () => send(options, ctx));
+}
+
+async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcome> {
   const appKey = requireSetting(ctx.config, 'appKey');
   const appCode = requireSetting(ctx.config, 'appCode');
   if (options.leaseSeconds * 1000 < options.confirmTimeoutMs * 2) {
@@ -70,7 +75,8 @@ export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx
     seconds: Math.round((Date.now() - started) / 100) / 10,
   });
   if (summary.brokerLost) throw new EnvironmentError(`broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`);
-  return exitCode;
+  const { accepted, failed, dead, revoked, held, skipped } = summary;
+  return { exitCode, rowsByResult: { accepted, failed, dead, revoked, held, skipped } };
 }
 
 export function createDeliveriesSendCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesSend): Command {
@@ -90,6 +96,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--pipeline <n>', 'batches in flight at once', intArg(1, 8), 2)
     .option('--dry-run', 'run every check; publish and write nothing', false)
     .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false)
+    .option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)')
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
@@ -105,6 +112,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
           dryRun: o['dryRun'] as boolean,
           pipeline: o['pipeline'] as number,
           declare: o['declare'] as boolean,
+          metricsFile: o['metricsFile'] as string | undefined,
         },
         ctx,
       );

@@ -116,3 +116,67 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
 export async function writeMetricsFile(path: string, gauges: readonly Gauge[]): Promise<void> {
   await writeFileAtomic(path, formatMetrics(gauges));
 }
+
+/** What every cron command reports about its own run. */
+export interface RunFacts {
+  readonly command: string;
+  readonly durationSeconds: number;
+  readonly exitCode: number;
+  readonly finishedAtSeconds: number;
+  /** rows by result (`accepted`, `failed`, …); written as `fcctl_rows{command,result}` */
+  readonly rowsByResult?: Readonly<Record<string, number>>;
+  /** the previous file's last success time, kept when this run did not complete */
+  readonly previousLastSuccess?: number;
+}
+
+/**
+ * The run gauges shared by every cron command: duration, exit code, rows by result and the last
+ * time the command completed (exit 0 or 1: it ran to the end; items may have failed). A run that
+ * did not complete keeps the previous last-success time, so an alert on its age fires.
+ * @example runGauges({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000, rowsByResult: { accepted: 10 } })
+ */
+export function runGauges(run: RunFacts): Gauge[] {
+  const cmd = { command: run.command };
+  const completed = run.exitCode === 0 || run.exitCode === 1;
+  const lastSuccess = completed ? run.finishedAtSeconds : run.previousLastSuccess;
+  const gauges: Gauge[] = [
+    gauge('fcctl_run_duration_seconds', 'duration of the last run in seconds', run.durationSeconds, cmd),
+    gauge('fcctl_run_exit_code', 'exit code of the last run', run.exitCode, cmd),
+    gauge('fcctl_last_run_timestamp_seconds', 'when the command last ran, Unix seconds', run.finishedAtSeconds, cmd),
+  ];
+  if (lastSuccess !== undefined) gauges.push(gauge('fcctl_last_success_timestamp_seconds', 'when the command last completed, Unix seconds', lastSuccess, cmd));
+  if (run.rowsByResult) {
+    gauges.push({
+      name: 'fcctl_rows',
+      help: 'rows handled by the last run, by result',
+      samples: Object.entries(run.rowsByResult).map(([result, value]) => ({ labels: { ...cmd, result }, value })),
+    });
+  }
+  return gauges;
+}
+
+/** The last-success time in an existing metrics file, if any (so a failed run can carry it). */
+export async function previousLastSuccess(path: string, command: string): Promise<number | undefined> {
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(path, 'utf8');
+    const line = text.split('\n').find((l) => l.startsWith(`fcctl_last_success_timestamp_seconds{command="${escapeLabelValue(command)}"}`));
+    const value = line ? Number(line.split(' ').at(-1)) : NaN;
+    return Number.isFinite(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes a command's metrics file; a file that cannot be written is an environment error
+ * (exit 3), raised before the command prints a summary that would say otherwise.
+ */
+export async function writeRunMetrics(path: string, gauges: readonly Gauge[]): Promise<void> {
+  try {
+    await writeMetricsFile(path, gauges);
+  } catch (err) {
+    const { EnvironmentError } = await import('./exit.js');
+    throw new EnvironmentError(`cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+}

@@ -5,7 +5,7 @@
  * the rows hold local DATETIME strings, compared by the server, never parsed by JS.
  */
 import type { PoolConnection } from 'mysql2/promise';
-import { gauge, type Gauge } from '../cli/metrics.js';
+import { gauge, runGauges, type Gauge } from '../cli/metrics.js';
 import type { Db } from '../db/connect.js';
 import { DELIVERY_STATES } from './types.js';
 
@@ -165,7 +165,6 @@ export async function scanDeliveries(db: Db, limit: number): Promise<ScanReport>
  * pending, so an alert on it needs no special case for "absent".
  */
 export function scanGauges(report: ScanReport, run: { command: string; finishedAtSeconds: number; durationSeconds: number; exitCode: number }): Gauge[] {
-  const cmd = { command: run.command };
   return [
     { name: 'fcctl_deliveries_rows', help: 'answer_delivery rows by state', samples: Object.entries(report.states).map(([state, value]) => ({ labels: { state }, value })) },
     gauge('fcctl_deliveries_due', 'PENDING/FAILED rows due now (not held, unclaimed or lease expired)', report.due),
@@ -173,8 +172,6 @@ export function scanGauges(report: ScanReport, run: { command: string; finishedA
     gauge('fcctl_deliveries_oldest_pending_age_seconds', 'age of the oldest PENDING row that is not held (0 when none)', report.oldestPendingAgeSeconds ?? 0),
     gauge('fcctl_deliveries_stuck_claims', 'PENDING/FAILED rows whose claim lease has expired', report.stuckClaims),
     gauge('fcctl_deliveries_dead', 'DEAD rows (retry budget spent)', report.dead),
-    gauge('fcctl_last_success_timestamp_seconds', 'when the command last completed, Unix seconds', run.finishedAtSeconds, cmd),
-    gauge('fcctl_run_duration_seconds', 'duration of the last run in seconds', run.durationSeconds, cmd),
-    gauge('fcctl_run_exit_code', 'exit code of the last run', run.exitCode, cmd),
+    ...runGauges(run),
   ];
 }

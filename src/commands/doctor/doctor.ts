@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { DELIVERY_EXCHANGE, exchangeExists, openBroker, type Broker } from '../../lib/amqp/connect.js';
+import { probeReturnBeforeAck } from '../../lib/amqp/probe.js';
+import { redact } from '../../lib/config/mask.js';
+import { checkSchema, describeProblem, type Side } from '../../lib/db/schema.js';
+import { type CheckResult, doctorExitCode, vhostCheck } from '../../lib/doctor/checks.js';
+import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+
+/** `fcctl doctor [--probe]`: every configured connection, the schemas, the exchange, the broker's return behaviour. */
+export async function runDoctor(options: { probe: boolean }, ctx: Ctx): Promise<number> {
+  const results: CheckResult[] = [];
+  const message = (err: unknown) => redact(((err as Error)?.message ?? String(err)).split('\n')[0] ?? '', ctx.secrets());
+
+  for (const side of ['fc', 'sh'] as Side[]) {
+    const name = side === 'fc' ? 'fcDatabaseUrl' : 'shDatabaseUrl';
+    const label = `${side.toUpperCase()} database`;
+    if (ctx.config[name].value === undefined) {
+      results.push({ check: label, status: 'skipped', detail: 'not configured' });
+      continue;
+    }
+    try {
+      const db = side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
+      const [version] = await db.query<{ v: string }>('SELECT VERSION() AS v');
+      results.push({ check: label, status: 'ok', detail: `connected, server ${version?.v ?? '?'}` });
+      const problems = await checkSchema(db, side);
+      results.push(
+        problems.length === 0
+          ? { check: `${label} schema`, status: 'ok', detail: 'every table, column and index present' }
+          : { check: `${label} schema`, status: 'fail', detail: problems.map(describeProblem).join('; ') },
+      );
+    } catch (err) {
+      results.push({ check: label, status: 'fail', detail: message(err) });
+    }
+  }
+
+  const amqpUrl = ctx.config.amqpUrl.value;
+  if (amqpUrl === undefined) {
+    results.push({ check: 'broker', status: 'skipped', detail: 'not configured' });
+  } else {
+    let broker: Broker | undefined;
+    try {
+      broker = await openBroker(amqpUrl);
+      ctx.onClose(() => broker!.close());
+      results.push({ check: 'broker', status: 'ok', detail: 'connected' });
+      results.push(vhostCheck(amqpUrl));
+      if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
+        results.push({ check: 'delivery exchange', status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist (deliveries send --declare creates it)` });
+      } else {
+        // Re-declaring with the same type is a no-op on an existing exchange; another type is refused (406).
+        const ch = await broker.channel();
+        try {
+          await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
+          await ch.close();
+          results.push({ check: 'delivery exchange', status: 'ok', detail: `${DELIVERY_EXCHANGE} exists, topic, durable` });
+        } catch (err) {
+          results.push({ check: 'delivery exchange', status: 'fail', detail: `${DELIVERY_EXCHANGE} exists but is not a durable topic exchange: ${message(err)}` });
+        }
+      }
+      if (options.probe) {
+        const probe = await probeReturnBeforeAck(broker);
+        results.push({ check: 'mandatory return probe', status: probe.ok ? 'ok' : 'fail', detail: probe.detail });
+      }
+    } catch (err) {
+      results.push({ check: 'broker', status: 'fail', detail: message(err) });
+    }
+  }
+
+  const flowUrl = ctx.config.flowUrl.value;
+  if (flowUrl === undefined) {
+    results.push({ check: 'flow center', status: 'skipped', detail: 'not configured' });
+  } else {
+    try {
+      const res = await fetch(flowUrl, { method: 'GET', signal: AbortSignal.timeout(5000) });
+      results.push({ check: 'flow center', status: 'ok', detail: `reachable (HTTP ${res.status})` });
+    } catch (err) {
+      results.push({ check: 'flow center', status: 'fail', detail: `unreachable: ${message((err as Error).cause ?? err)}` });
+    }
+  }
+
+  for (const r of results) ctx.output.event('check', { ...r });
+  if (!ctx.output.json) ctx.output.rows(results as unknown as Record<string, unknown>[], [{ key: 'check' }, { key: 'status' }, { key: 'detail' }], 'table', 'fcctl doctor');
+  const exitCode = doctorExitCode(results);
+  const count = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
+  ctx.output.summary({ command: 'doctor', exitCode, ok: count('ok'), warn: count('warn'), fail: count('fail'), skipped: count('skipped') });
+  return exitCode;
+}
+
+export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor): Command {
+  return program
+    .command('doctor')
+    .description('check every configured connection, the schemas, the delivery exchange and (--probe) mandatory returns')
+    .option('--probe', 'publish to an unroutable key on a temporary exchange and check the return arrives before the ack', false)
+    .action(async (opts: { probe: boolean }, cmd: Command) => {
+      resources.exitCode = await runF({ probe: opts.probe }, makeContext(cmd, deps, resources));
+    });
+}

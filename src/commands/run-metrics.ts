@@ -1,0 +1,41 @@
+import { FcctlError, ExitCode } from '../lib/cli/exit.js';
+import { type Gauge, previousLastSuccess, runGauges, writeRunMetrics } from '../lib/cli/metrics.js';
+
+/** What a cron command's body returns for its metrics. */
+export interface RunOutcome {
+  readonly exitCode: number;
+  readonly rowsByResult?: Readonly<Record<string, number>>;
+  readonly extraGauges?: readonly Gauge[];
+}
+
+/**
+ * Runs a cron command's body and, with `--metrics-file`, writes its run gauges whatever happens:
+ * a run that threw still records its exit code (3 for environment errors) and keeps the previous
+ * last-success time, so an alert on `time() - fcctl_last_success_timestamp_seconds` fires.
+ * @example return withRunMetrics('deliveries send', opts.metricsFile, async () => ({ exitCode: 0 }))
+ */
+export async function withRunMetrics(command: string, metricsFile: string | undefined, body: () => Promise<RunOutcome>): Promise<number> {
+  const started = Date.now();
+  const write = async (outcome: RunOutcome) => {
+    if (metricsFile === undefined) return;
+    const gauges = runGauges({
+      command,
+      durationSeconds: (Date.now() - started) / 1000,
+      exitCode: outcome.exitCode,
+      finishedAtSeconds: Math.floor(Date.now() / 1000),
+      ...(outcome.rowsByResult ? { rowsByResult: outcome.rowsByResult } : {}),
+      previousLastSuccess: await previousLastSuccess(metricsFile, command),
+    });
+    await writeRunMetrics(metricsFile, [...gauges, ...(outcome.extraGauges ?? [])]);
+  };
+  let outcome: RunOutcome;
+  try {
+    outcome = await body();
+  } catch (err) {
+    const exitCode = err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT;
+    await write({ exitCode }).catch(() => undefined);
+    throw err;
+  }
+  await write(outcome);
+  return outcome.exitCode;
+}

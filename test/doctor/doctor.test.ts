@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/checks.js';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { ensureExchange, PUBLISHER } from '../helpers/deliveries.js';
+import { freshVhost } from '../helpers/vhost.js';
+
+describe('doctor checks (pure)', () => {
+  it('warns on the default vhost only', () => {
+    expect(vhostCheck('amqp://u:p@h:5672').status).toBe('warn');
+    expect(vhostCheck('amqp://u:p@h:5672/').status).toBe('warn');
+    expect(vhostCheck('amqp://u:p@h:5672/%2F').status).toBe('warn');
+    expect(vhostCheck('amqp://u:p@h:5672/fcctl')).toEqual({ check: 'broker vhost', status: 'ok', detail: 'vhost fcctl' });
+  });
+  it('fails on any failed check, not on warnings', () => {
+    expect(doctorExitCode([{ check: 'a', status: 'warn', detail: '' }, { check: 'b', status: 'skipped', detail: '' }])).toBe(0);
+    expect(doctorExitCode([{ check: 'a', status: 'ok', detail: '' }, { check: 'b', status: 'fail', detail: '' }])).toBe(3);
+  });
+});
+
+describe('fcctl doctor (real services)', () => {
+  let dbs: TestDatabases;
+  const vhost = freshVhost();
+  beforeAll(async () => {
+    dbs = await freshDatabases('doctor');
+    await ensureExchange();
+  });
+  afterAll(async () => {
+    await dbs?.drop();
+    vhost.drop();
+  });
+  const checks = (stdout: string) => Object.fromEntries(jsonLines(stdout).filter((l) => l['type'] === 'check').map((l) => [l['check'], l]));
+
+  it('empty databases: schema checks fail naming missing tables, exit 3', async () => {
+    const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
+    expect(r.code).toBe(3);
+    const c = checks(r.stdout);
+    expect(c['FC database']).toMatchObject({ status: 'ok' });
+    expect(c['FC database schema']).toMatchObject({ status: 'fail' });
+    expect(String(c['FC database schema']!['detail'])).toContain('missing table answer_delivery');
+    expect(c['delivery exchange']).toMatchObject({ status: 'ok' });
+  });
+
+  it('after db init, with --probe: every check passes, the return arrives before its ack', async () => {
+    expect((await runCli(['db', 'init', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+    const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
+    expect(r.code).toBe(0);
+    const c = checks(r.stdout);
+    expect(c['mandatory return probe']).toMatchObject({ status: 'ok', detail: 'mandatory return arrived before its ack' });
+    expect(c['flow center']).toMatchObject({ status: 'skipped' });
+    expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
+  });
+
+  it('a vhost without the delivery exchange fails the exchange check; send refuses to run (exit 3) and declares nothing', async () => {
+    const env = dbs.env({ FCCTL_AMQP_URL: vhost.url, FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    const r = await runCli(['--json', 'doctor'], { env });
+    expect(r.code).toBe(3);
+    expect(checks(r.stdout)['delivery exchange']).toMatchObject({ status: 'fail' });
+    const send = await runCli(['deliveries', 'send'], { env });
+    expect(send.code).toBe(3);
+    expect(send.stderr).toBe('fcctl: exchange fc.answer.delivery.v2 does not exist on the broker: create it, or pass --declare\n');
+    // still missing: nothing was declared
+    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'fail' });
+    // --declare creates it
+    expect((await runCli(['deliveries', 'send', '--declare'], { env })).code).toBe(0);
+    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'ok' });
+  });
+
+  it('an unreachable broker and flow center are failed checks with the password masked', async () => {
+    const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: 'amqp://fcctl:pw-SECRET-1@127.0.0.1:1/x', FCCTL_FLOW_URL: 'http://127.0.0.1:1/' }) });
+    expect(r.code).toBe(3);
+    const c = checks(r.stdout);
+    expect(c['broker']).toMatchObject({ status: 'fail' });
+    expect(c['flow center']).toMatchObject({ status: 'fail' });
+    expect(r.stdout + r.stderr).not.toContain('pw-SECRET-1');
+  });
+});

@@ -5,6 +5,7 @@ import { type Deps, Resources } from './commands/context.js';
 import { createDbCheckCommand } from './commands/db/check.js';
 import { createDbInitCommand } from './commands/db/init.js';
 import { createDeliveriesGroup } from './commands/deliveries/index.js';
+import { createDoctorCommand } from './commands/doctor/doctor.js';
 import { createDevGroup } from './commands/dev/index.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
 import { redact } from './lib/config/mask.js';
@@ -39,6 +40,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   createDbCheckCommand(db, deps, resources);
 
   createDeliveriesGroup(program, deps, resources);
+  createDoctorCommand(program, deps, resources);
   createDevGroup(program, deps, resources);
 
   const config = program.command('config').description('configuration');

@@ -64,10 +64,19 @@ export async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<M
  * generation (retry count and replay operation) as when it was claimed.
  */
 function guard(owner: string, gens: readonly Generation[]): { sql: string; params: unknown[] } {
+  // Rows of one batch nearly all share a generation: one `id IN (…)` per generation keeps the
+  // statement a primary-key lookup instead of hundreds of OR-ed conditions.
+  const byGeneration = new Map<string, { retryCount: number; replayOpDigest: string | null; ids: string[] }>();
+  for (const g of gens) {
+    const key = `${g.retryCount}|${g.replayOpDigest ?? ''}`;
+    const group = byGeneration.get(key) ?? { retryCount: g.retryCount, replayOpDigest: g.replayOpDigest, ids: [] };
+    group.ids.push(g.id);
+    byGeneration.set(key, group);
+  }
   const params: unknown[] = [owner];
-  const parts = gens.map((g) => {
-    params.push(g.id, g.retryCount, g.replayOpDigest);
-    return '(id = ? AND retry_count = ? AND replay_op_digest <=> ?)';
+  const parts = [...byGeneration.values()].map((group) => {
+    params.push(group.retryCount, group.replayOpDigest, group.ids);
+    return '(retry_count = ? AND replay_op_digest <=> ? AND id IN (?))';
   });
   return { sql: `claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
 }

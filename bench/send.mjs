@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+// `deliveries send` throughput against the raw amqplib publish-with-confirms rate on the same
+// broker, same body size, same window, in the same script (issue 4: goal ≥ 0.5×).
+//
+//   npm run build && node bench/send.mjs [--rows 20000] [--bytes 1024] [--window 256] [--rounds 3] [--json]
+//
+// Each round: reset the bench outbox to PENDING and purge the queue, publish --rows raw messages
+// of the same size with amqplib (ConfirmChannel, mandatory, persistent, the same window), then run
+// the real `bin/fcctl deliveries send` as a child process over --rows rows. fcctl's rate is taken
+// from its own summary (claim → publish → confirm → adjudicate, process start excluded) and also
+// reported by wall clock including Node start-up.
+import { execFileSync, spawn } from 'node:child_process';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import amqp from 'amqplib';
+import mysql from 'mysql2/promise';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '20000' },
+    bytes: { type: 'string', default: '1024' },
+    window: { type: 'string', default: '256' },
+    rounds: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const ROWS = Number(args.rows);
+const WINDOW = Number(args.window);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = `${ROOT}bin/fcctl`;
+const KEY = 'benchconsumer';
+const EXCHANGE = 'fc.answer.delivery.v2';
+
+const envText = execFileSync('bash', [`${ROOT}scripts/services.sh`, 'env'], { encoding: 'utf8' });
+const svc = Object.fromEntries([...envText.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+const mysqlBase = process.env.FCCTL_TEST_MYSQL_URL ?? svc.FCCTL_TEST_MYSQL_URL;
+const amqpUrl = process.env.FCCTL_TEST_AMQP_URL ?? svc.FCCTL_TEST_AMQP_URL;
+const dbName = 'fcctl_bench_send';
+const fcUrl = `${mysqlBase}/${dbName}`;
+const env = { ...process.env, FCCTL_FC_DATABASE_URL: fcUrl, FCCTL_AMQP_URL: amqpUrl, FCCTL_APP_KEY: '100021', FCCTL_APP_CODE: 'demo-publisher' };
+
+const fcctl = (argv) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, '--json', ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`fcctl ${argv.join(' ')} exited ${code}`))));
+  });
+const summaryOf = (out) => out.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function setup() {
+  const admin = await mysql.createConnection({ uri: mysqlBase });
+  await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
+  await admin.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  await admin.end();
+  await fcctl(['db', 'init', '--side', 'fc', '--dev']);
+  await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix']);
+  const conn = await amqp.connect(amqpUrl);
+  const ch = await conn.createChannel();
+  await ch.assertExchange(EXCHANGE, 'topic', { durable: true });
+  await ch.assertQueue('bench.send', { durable: true });
+  await ch.bindQueue('bench.send', EXCHANGE, `fc.snapshot.v2.${KEY}.*`);
+  return { conn, ch };
+}
+
+async function resetRound(ch) {
+  const db = await mysql.createConnection({ uri: fcUrl });
+  await db.query("UPDATE answer_delivery SET state = 'PENDING', broker_accepted_at = NULL, next_retry_at = NULL, retry_count = 0, claim_owner = NULL, claim_expires_at = NULL");
+  const [[{ size }]] = await db.query('SELECT ROUND(AVG(LENGTH(snapshot_json))) AS size FROM answer_delivery');
+  await db.end();
+  await ch.purgeQueue('bench.send');
+  return Number(size);
+}
+
+async function rawRate(conn, bodyBytes) {
+  const ch = await conn.createConfirmChannel();
+  const body = Buffer.alloc(bodyBytes, 0x61);
+  let inFlight = 0;
+  const waiters = [];
+  const t0 = performance.now();
+  const all = [];
+  for (let i = 0; i < ROWS; i++) {
+    while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
+    inFlight++;
+    all.push(
+      new Promise((resolve, reject) =>
+        ch.publish(EXCHANGE, `fc.snapshot.v2.${KEY}.5`, body, { mandatory: true, persistent: true, messageId: `raw-${i}`, contentType: 'application/json' }, (err) => {
+          inFlight--;
+          waiters.shift()?.();
+          err ? reject(err) : resolve();
+        }),
+      ),
+    );
+  }
+  await Promise.all(all);
+  const seconds = (performance.now() - t0) / 1000;
+  await ch.close();
+  return ROWS / seconds;
+}
+
+const { conn, ch } = await setup();
+const rounds = [];
+for (let r = 0; r < Number(args.rounds); r++) {
+  const snapshotBytes = await resetRound(ch);
+  // the envelope adds the 14 other members (~420 bytes) around the snapshot
+  const raw = await rawRate(conn, snapshotBytes + 420);
+  await ch.purgeQueue('bench.send');
+  const t0 = performance.now();
+  const s = summaryOf(await fcctl(['deliveries', 'send', '--window', String(WINDOW)]));
+  const wall = (performance.now() - t0) / 1000;
+  if (s.accepted !== ROWS) throw new Error(`fcctl accepted ${s.accepted} of ${ROWS}`);
+  const q = await ch.checkQueue('bench.send');
+  if (q.messageCount !== ROWS) throw new Error(`queue holds ${q.messageCount}, expected ${ROWS}`);
+  rounds.push({ raw, fcctl: ROWS / s.seconds, fcctlWall: ROWS / wall, snapshotBytes });
+}
+await ch.purgeQueue('bench.send');
+await conn.close();
+
+const result = {
+  bench: 'send',
+  rows: ROWS,
+  window: WINDOW,
+  snapshotBytes: rounds[0].snapshotBytes,
+  rawPerSecond: Math.round(median(rounds.map((r) => r.raw))),
+  fcctlPerSecond: Math.round(median(rounds.map((r) => r.fcctl))),
+  fcctlWallPerSecond: Math.round(median(rounds.map((r) => r.fcctlWall))),
+  ratio: Number((median(rounds.map((r) => r.fcctl / r.raw))).toFixed(2)),
+  ratioWall: Number((median(rounds.map((r) => r.fcctlWall / r.raw))).toFixed(2)),
+  rounds: rounds.length,
+  cpus: os.cpus().length,
+  node: process.version,
+};
+if (args.json) console.log(JSON.stringify(result));
+else {
+  console.log(`| rows | window | snapshot bytes | raw amqplib msg/s | fcctl rows/s (in run) | fcctl rows/s (wall, incl. start) | ratio | ratio (wall) |`);
+  console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|`);
+  console.log(`| ${result.rows} | ${result.window} | ${result.snapshotBytes} | ${result.rawPerSecond} | ${result.fcctlPerSecond} | ${result.fcctlWallPerSecond} | ${result.ratio} | ${result.ratioWall} |`);
+  console.log(`\nmedian of ${result.rounds} rounds; goal: ratio ≥ 0.5`);
+}

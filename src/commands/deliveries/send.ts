@@ -27,7 +27,8 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   const db = await ctx.fcDb();
   const broker = await openBroker(requireSetting(ctx.config, 'amqpUrl'));
   ctx.onClose(() => broker.close());
-  if (options.declare) {
+  // A dry run writes nothing, on the broker either: it only checks.
+  if (options.declare && !options.dryRun) {
     const ch = await broker.channel();
     await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
     await ch.close();

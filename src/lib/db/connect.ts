@@ -17,6 +17,28 @@ export interface Db {
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'EAI_AGAIN']);
 
+/** InnoDB picked this statement as a deadlock victim or gave up waiting for a lock: safe to retry. */
+function isTransientLockError(err: unknown): boolean {
+  const errno = (err as { errno?: number }).errno;
+  return errno === 1213 || errno === 1205;
+}
+
+/**
+ * Runs `fn` again (up to 4 tries, short jittered pauses) when InnoDB aborted it for a deadlock
+ * or lock wait timeout: the statement was rolled back whole, and every fcctl write is guarded, so
+ * running it again is safe. Concurrent relays updating indexed columns make deadlocks normal.
+ */
+async function retryOnLockConflict<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 4 || !isTransientLockError(err)) throw err;
+      await new Promise((r) => setTimeout(r, attempt * 10 + Math.random() * 20));
+    }
+  }
+}
+
 /** Turns a driver error into a one-line environment error that never shows the password. */
 export function dbError(label: string, url: string, err: unknown): Error {
   const e = err as { code?: string; message?: string };
@@ -71,7 +93,7 @@ export async function openDb(label: string, url: string, options: { connectionLi
     },
     async execute(sql, params = []) {
       try {
-        const [res] = await pool.query(sql, params as unknown[]);
+        const [res] = await retryOnLockConflict(() => pool.query(sql, params as unknown[]));
         const r = res as mysql.ResultSetHeader;
         return { affectedRows: r.affectedRows, insertId: r.insertId };
       } catch (err) {
@@ -79,23 +101,25 @@ export async function openDb(label: string, url: string, options: { connectionLi
       }
     },
     async transaction(fn) {
-      let conn: mysql.PoolConnection;
-      try {
-        conn = await pool.getConnection();
-      } catch (err) {
-        throw dbError(label, url, err);
-      }
-      try {
-        await conn.beginTransaction();
-        const result = await fn(conn);
-        await conn.commit();
-        return result;
-      } catch (err) {
-        await conn.rollback().catch(() => undefined);
-        throw dbError(label, url, err);
-      } finally {
-        conn.release();
-      }
+      return retryOnLockConflict(async () => {
+        let conn: mysql.PoolConnection;
+        try {
+          conn = await pool.getConnection();
+        } catch (err) {
+          throw dbError(label, url, err);
+        }
+        try {
+          await conn.beginTransaction();
+          const result = await fn(conn);
+          await conn.commit();
+          return result;
+        } catch (err) {
+          await conn.rollback().catch(() => undefined);
+          throw isTransientLockError(err) ? err : dbError(label, url, err);
+        } finally {
+          conn.release();
+        }
+      });
     },
     close: () => pool.end().catch(() => undefined),
   };

@@ -73,12 +73,14 @@ function guard(owner: string, gens: readonly Generation[]): { sql: string; param
     group.ids.push(g.id);
     byGeneration.set(key, group);
   }
-  const params: unknown[] = [owner];
+  // The top-level `id IN` makes the primary key drive the statement (and its locks), whatever
+  // the generation groups look like.
+  const params: unknown[] = [gens.map((g) => g.id), owner];
   const parts = [...byGeneration.values()].map((group) => {
     params.push(group.retryCount, group.replayOpDigest, group.ids);
     return '(retry_count = ? AND replay_op_digest <=> ? AND id IN (?))';
   });
-  return { sql: `claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
+  return { sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
 }
 
 /** The write of one group of rows that get the same transition. Returns rows matched. */

@@ -33,6 +33,8 @@ install_packages() {
   local missing=()
   command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server mariadb-client)
   [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || [ -x /usr/sbin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  # tmux: the tests look at the live terminal view in a real terminal.
+  command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} from Debian packages"
   # Keep the packages' own init scripts from starting system-wide servers on default ports.

@@ -4,6 +4,7 @@ import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
+import { countDue } from '../../lib/deliveries/sql.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
@@ -37,6 +38,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   }
   const started = Date.now();
   const progress = ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send');
+  progress.setTotal(Math.min(await countDue(db), options.maxRows));
   let summary: SendSummary;
   try {
     summary = await runSend(options, {

@@ -32,6 +32,12 @@ export async function claimDue(db: Db, owner: string, limit: number, leaseSecond
   });
 }
 
+/** How many rows are due now (for the progress total; a later claim may find fewer or more). */
+export async function countDue(db: Db): Promise<number> {
+  const rows = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM answer_delivery WHERE ${DUE}`);
+  return Number(rows[0]?.n ?? 0);
+}
+
 /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
 export async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
   return db.query<DeliveryRow>(`SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`, [afterId, limit]);

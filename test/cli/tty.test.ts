@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FCCTL_BIN, runCli } from '../helpers/cli.js';
+import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { bindQueue, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { TmuxSession } from '../helpers/tmux.js';
+import { waitFor } from '../helpers/wait.js';
+
+describe('the live view in a real terminal (tmux)', () => {
+  let dbs: TestDatabases;
+  let session: TmuxSession | undefined;
+  beforeAll(async () => {
+    dbs = await freshDatabases('tty');
+  });
+  afterAll(async () => {
+    session?.kill();
+    await dbs?.drop();
+  });
+
+  it('deliveries send shows done/total and rate while it runs, then a summary table', async () => {
+    const env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
+    await insertRegistry(dbs.admin, dbs.fcName);
+    const key = uniqueConsumerKey('tty');
+    const q = await bindQueue(key);
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: '0f0e0d0c-0000-4000-8000-000000000001', schoolId: 5, consumerKey: key });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 3000);
+    // small batches, one at a time, so the run lasts long enough to be seen mid-way
+    session = new TmuxSession(`node ${FCCTL_BIN} deliveries send --batch-size 20 --pipeline 1 --window 4`, env);
+    let midRun = '';
+    await waitFor('the progress line', async () => {
+      midRun = session!.screen();
+      return /deliveries send \d+\/3000 · [\d.]+\/s/.test(midRun);
+    }, 60_000, 50);
+    expect(midRun).toMatch(/deliveries send (\d+)\/3000 · [\d.]+\/s( · ETA \d+[smh])?/);
+    await waitFor('the end of the run', async () => session!.screen().includes('[exit 0]'), 120_000, 200);
+    const end = session.screen();
+    expect(end).toMatch(/deliveries send 3000\/3000/);
+    expect(end).toMatch(/^accepted\s+3000$/m);
+    expect(end).toMatch(/^failed\s+0$/m);
+    // no JSON lines on a terminal
+    expect(end).not.toContain('{"type"');
+    expect((await q.drain()).length).toBe(3000);
+    await q.close();
+  }, 240_000);
+});

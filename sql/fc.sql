@@ -91,3 +91,18 @@ CREATE TABLE IF NOT EXISTS answer_delivery (
   KEY idx_delivery_consumer (consumer_app_key, consumer_school_id, state)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- fcctl's record of replay operations (`deliveries replay --execute`): one row per operation id
+-- digest, inserted first in the replay's transaction (the idempotency lock) and holding the first
+-- answer, which the same operation id gets again without any write.
+CREATE TABLE IF NOT EXISTS fcctl_replay_operation (
+  op_digest          CHAR(64)     NOT NULL PRIMARY KEY,
+  answer_uuid        CHAR(36)     NOT NULL,
+  consumer_app_key   VARCHAR(64)  NOT NULL,
+  consumer_school_id BIGINT       NOT NULL,
+  expected_revision  BIGINT       NOT NULL,
+  code               VARCHAR(32)  NOT NULL,
+  reason             VARCHAR(512) NOT NULL,
+  delivery_id        BIGINT       NULL,
+  create_time        DATETIME     NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -1,7 +1,7 @@
 import type mysql from 'mysql2/promise';
 
 /** The FC tables fcctl reads and writes. */
-export const FC_TABLES = ['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery'] as const;
+export const FC_TABLES = ['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery', 'fcctl_replay_operation'] as const;
 
 /**
  * `CHECKSUM TABLE` of every FC table, as one comparable string: equal before and after means

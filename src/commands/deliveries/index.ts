@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import type { Deps, Resources } from '../context.js';
+import { createDeliveriesFailedCommand } from './failed.js';
+import { createDeliveriesReplayCommand } from './replay.js';
 import { createDeliveriesScanCommand } from './scan.js';
 import { createDeliveriesSendCommand } from './send.js';
 
@@ -8,5 +10,7 @@ export function createDeliveriesGroup(program: Command, deps: Deps, resources: R
   const deliveries = program.command('deliveries').description('the v2 answer-delivery outbox: report and relay');
   createDeliveriesScanCommand(deliveries, deps, resources);
   createDeliveriesSendCommand(deliveries, deps, resources);
+  createDeliveriesReplayCommand(deliveries, deps, resources);
+  createDeliveriesFailedCommand(deliveries, deps, resources);
   return deliveries;
 }

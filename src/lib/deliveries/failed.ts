@@ -1,0 +1,77 @@
+/**
+ * `deliveries failed` (seed 000 §8 `failedPage`): one page of the FAILED and DEAD rows of one
+ * consumer and school, newest first, for a responder deciding what to replay. Read-only.
+ */
+import type { PoolConnection } from 'mysql2/promise';
+import type { Db } from '../db/connect.js';
+import { failedSql } from './replay-sql.js';
+
+/** Largest page `deliveries failed` serves. */
+export const MAX_FAILED_PAGE_SIZE = 200;
+
+export type FailedRow = {
+  readonly eventId: string;
+  readonly state: string;
+  readonly answerUuid: string;
+  readonly answerRevision: string;
+  readonly retryCount: number;
+  readonly nextRetryAt: string | null;
+  readonly lastError: string | null;
+  readonly updateTime: string | null;
+};
+
+export interface FailedPage {
+  readonly page: number;
+  readonly size: number;
+  readonly rows: readonly FailedRow[];
+  /** a later page holds more rows */
+  readonly hasMore: boolean;
+  /** FAILED and DEAD rows of this consumer and school, all pages */
+  readonly total: number;
+  readonly byState: Readonly<{ FAILED: number; DEAD: number }>;
+}
+
+interface Raw {
+  event_id: string;
+  state: string;
+  answer_uuid: string;
+  answer_revision: string | number;
+  retry_count: number;
+  next_retry_at: string | null;
+  last_error: string | null;
+  update_time: string | null;
+}
+
+/**
+ * Reads page `page` (1-based) of `size` rows, and the totals, in one read transaction.
+ * @example const p = await failedPage(db, '100100', '5', 1, 50); p.rows[0]?.lastError
+ */
+export async function failedPage(db: Db, consumerAppKey: string, consumerSchoolId: string, page: number, size: number): Promise<FailedPage> {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_FAILED_PAGE_SIZE) throw new RangeError(`size must be 1–${MAX_FAILED_PAGE_SIZE}`);
+  if (!Number.isInteger(page) || page < 1) throw new RangeError('page must be ≥ 1');
+  return db.transaction(async (conn: PoolConnection) => {
+    const p = failedSql.page(consumerAppKey, consumerSchoolId, page, size);
+    const t = failedSql.total(consumerAppKey, consumerSchoolId);
+    const raw = (await conn.query(p.sql, p.params))[0] as Raw[];
+    const totals = (await conn.query(t.sql, t.params))[0] as Array<{ state: string; n: string | number }>;
+    const byState = { FAILED: 0, DEAD: 0 };
+    for (const { state, n } of totals) if (state === 'FAILED' || state === 'DEAD') byState[state] = Number(n);
+    return {
+      page,
+      size,
+      rows: raw.slice(0, size).map((r) => ({
+        eventId: r.event_id,
+        state: r.state,
+        answerUuid: r.answer_uuid,
+        answerRevision: String(r.answer_revision),
+        retryCount: Number(r.retry_count),
+        nextRetryAt: r.next_retry_at,
+        lastError: r.last_error,
+        updateTime: r.update_time,
+      })),
+      hasMore: raw.length > size,
+      total: byState.FAILED + byState.DEAD,
+      byState,
+    };
+  });
+}

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { createConfigShowCommand } from './commands/config/show.js';
+import { createCanonGroup } from './commands/canon/index.js';
 import { type Deps, Resources } from './commands/context.js';
 import { createDbCheckCommand } from './commands/db/check.js';
 import { createDbInitCommand } from './commands/db/init.js';
@@ -8,6 +9,7 @@ import { createDeliveriesGroup } from './commands/deliveries/index.js';
 import { createDoctorCommand } from './commands/doctor/doctor.js';
 import { createDevGroup } from './commands/dev/index.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
+import { loadTerminal } from './lib/cli/terminal.js';
 import { redact } from './lib/config/mask.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -42,6 +44,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   createDeliveriesGroup(program, deps, resources);
   createDoctorCommand(program, deps, resources);
   createDevGroup(program, deps, resources);
+  createCanonGroup(program, deps, resources);
 
   const config = program.command('config').description('configuration');
   createConfigShowCommand(config, deps, resources);
@@ -55,6 +58,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
  */
 export async function main(argv: readonly string[], deps: Deps): Promise<number> {
   const resources = new Resources();
+  if (deps.io.interactive && !argv.includes('--json')) await loadTerminal();
   const program = buildProgram(deps, resources);
   const debug = argv.includes('--debug');
   try {

@@ -1,10 +1,8 @@
-import { createElement } from 'react';
-import { render, renderToString } from 'ink';
 import { stringify as csvStringify } from 'csv-stringify/sync';
 import type { Io } from './io.js';
 import { ProgressState, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
-import { ProgressView, TableView } from './ui/views.js';
+import { terminal } from './terminal.js';
 
 export type ListFormat = 'table' | 'json' | 'csv';
 
@@ -69,7 +67,7 @@ export class Output {
       .map(([key, value]) => ({ key, value: cellText(value) }));
     for (const [key, value] of Object.entries(counts ?? {})) rows.push({ key, value });
     this.io.stdout.write(
-      `${renderToString(createElement(TableView, { title: summary.command, lines: formatTable(rows, [{ key: 'key', header: 'summary' }, { key: 'value', header: '' }]) }))}\n`,
+      `${terminal().tableText(summary.command, formatTable(rows, [{ key: 'key', header: 'summary' }, { key: 'value', header: '' }]))}\n`,
     );
   }
 
@@ -90,7 +88,7 @@ export class Output {
     }
     const lines = formatTable(rows, columns);
     if (this.io.interactive) {
-      this.io.stdout.write(`${renderToString(createElement(TableView, { title, lines }))}\n`);
+      this.io.stdout.write(`${terminal().tableText(title, lines)}\n`);
     } else {
       if (title) this.io.stdout.write(`${title}\n`);
       this.io.stdout.write(`${lines.join('\n')}\n`);
@@ -108,15 +106,9 @@ export class Output {
         stop: () => undefined,
       };
     }
-    const view = () => createElement(ProgressView, { snapshot: state.snapshot() });
-    const instance = render(view(), {
-      stdout: this.io.stderr as NodeJS.WriteStream,
-      stdin: this.io.stdin as NodeJS.ReadStream,
-      exitOnCtrlC: false,
-      patchConsole: false,
-    });
+    const view = terminal().liveProgress(this.io.stderr as NodeJS.WriteStream, this.io.stdin as NodeJS.ReadStream, () => state.snapshot());
     // Redraw at most a few times a second: a fast batch must not spend its time repainting.
-    const timer = setInterval(() => instance.rerender(view()), 200);
+    const timer = setInterval(() => view.redraw(), 200);
     timer.unref();
     let stopped = false;
     return {
@@ -127,8 +119,8 @@ export class Output {
         if (stopped) return;
         stopped = true;
         clearInterval(timer);
-        instance.rerender(view());
-        instance.unmount();
+        view.redraw();
+        view.unmount();
       },
     };
   }

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// `npm run bench -- <name> [options…]`: runs one benchmark from bench/ against the built dist/.
+// `npm run bench` alone lists them. To add one, add a line to BENCHES below.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** name → the script (relative to the repository root) and one line about what it measures. */
+const BENCHES = {
+  canon: { script: 'bench/canon.mjs', about: 'fc.canon.v1 hash throughput vs `canonicalize` and JSON.parse+stringify, 10k realistic snapshots' },
+  'canon-lines': { script: 'bench/canon-lines.mjs', about: '`fcctl canon hash --lines` over a generated ~1 GB JSONL file: MB/s and peak RSS (goal < 200 MB)' },
+  'apply-command': { script: 'bench/apply-command.mjs', about: '`apply-command resolve-unknown` rows/s against the flow-center stand-in (20 ms, concurrency 16) vs the concurrency/latency bound (goal ≥ 0.8×)' },
+  'flow-transport': { script: 'bench/flow-transport.mjs', about: 'signed lookups/s through global fetch (and node:http for comparison) against the stand-in, no database: the transport ceiling' },
+  // send: { script: 'bench/send.mjs', about: '…' },
+};
+
+const [name, ...rest] = process.argv.slice(2);
+
+function list(to = console.log) {
+  to('usage: npm run bench -- <name> [options…]\n');
+  const width = Math.max(...Object.keys(BENCHES).map((k) => k.length));
+  for (const [key, b] of Object.entries(BENCHES)) to(`  ${key.padEnd(width)}  ${b.about}  (${b.script})`);
+}
+
+if (name === undefined || name === '--help' || name === '-h' || name === 'list') {
+  list();
+  process.exit(0);
+}
+const bench = Object.hasOwn(BENCHES, name) ? BENCHES[name] : undefined;
+if (!bench) {
+  console.error(`bench: no benchmark named ${JSON.stringify(name)}\n`);
+  list(console.error);
+  process.exit(2);
+}
+if (!existsSync(new URL('../dist/main.js', import.meta.url))) {
+  console.error('bench: dist/ is missing; run `npm run build` first');
+  process.exit(2);
+}
+const r = spawnSync(process.execPath, [bench.script, ...rest], { cwd: root, stdio: 'inherit' });
+process.exit(r.status ?? 1);

@@ -13,7 +13,7 @@ const BENCHES = {
   'canon-lines': { script: 'bench/canon-lines.mjs', about: '`fcctl canon hash --lines` over a generated ~1 GB JSONL file: MB/s and peak RSS (goal < 200 MB)' },
   'apply-command': { script: 'bench/apply-command.mjs', about: '`apply-command resolve-unknown` rows/s against the flow-center stand-in (20 ms, concurrency 16) vs the concurrency/latency bound (goal ≥ 0.8×)' },
   'flow-transport': { script: 'bench/flow-transport.mjs', about: 'signed lookups/s through global fetch (and node:http for comparison) against the stand-in, no database: the transport ceiling' },
-  // send: { script: 'bench/send.mjs', about: '…' },
+  send: { script: 'bench/send.mjs', about: '`deliveries send` rows/s vs raw amqplib publish-with-confirms (same broker, body size, window), 20k rows of 1 KB (goal ≥ 0.5×)' },
 };
 
 const [name, ...rest] = process.argv.slice(2);

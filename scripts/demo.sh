@@ -42,5 +42,27 @@ fcctl deliveries scan --limit 10
 step "metrics written for the node_exporter textfile collector"
 grep -E '^fcctl_(rows|run_exit_code|last_success)' .services/fcctl_send.prom
 
+step "apply-command resolve-unknown against the flow-center stand-in (fixtures/flow-center/server.mjs)"
+export FCCTL_APP_SECRET="demo-secret-$RANDOM$RANDOM"
+FLOW_STANDIN_APPS="{\"$FCCTL_APP_KEY\":\"$FCCTL_APP_SECRET\"}" node fixtures/flow-center/server.mjs --port 0 >.services/flow-center.out 2>&1 &
+flow_pid=$!
+trap 'kill "$flow_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do [ -s .services/flow-center.out ] && break; sleep 0.1; done
+export FCCTL_FLOW_URL=$(head -n 1 .services/flow-center.out)
+echo "stand-in at $FCCTL_FLOW_URL"
+node fixtures/flow-center/demo-rows.mjs
+set +e
+fcctl apply-command resolve-unknown --request-timeout 1 --lease-seconds 30
+rc=$?
+set -e
+echo "apply-command resolve-unknown exited $rc (1 expected: one row DEAD for another owner, one for a RESTARTED branch, one FAILED on a lookup timeout)"
+[ "$rc" -le 1 ] || exit "$rc"
+echo "requests the stand-in received (no POST for an instance that existed):"
+node -e 'fetch(process.argv[1] + "/__admin/log").then((r) => r.json()).then((log) => { for (const e of log) console.log(`  ${e.method.padEnd(4)} ${e.bizId}  ${e.status}${e.branch ? " " + e.branch : ""}${e.fault ? " (fault: " + e.fault + ")" : ""}`); })' "$FCCTL_FLOW_URL"
+
+step "apply-command scan"
+fcctl apply-command scan --limit 5
+kill "$flow_pid" 2>/dev/null || true
+
 echo
 echo "demo: done in $(( $(date +%s) - started ))s"

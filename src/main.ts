@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { createApplyCommandGroup } from './commands/apply-command/index.js';
 import { createConfigShowCommand } from './commands/config/show.js';
 import { createCanonGroup } from './commands/canon/index.js';
 import { type Deps, Resources } from './commands/context.js';
@@ -42,6 +43,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   createDbCheckCommand(db, deps, resources);
 
   createDeliveriesGroup(program, deps, resources);
+  createApplyCommandGroup(program, deps, resources);
   createDoctorCommand(program, deps, resources);
   createDevGroup(program, deps, resources);
   createCanonGroup(program, deps, resources);

@@ -3,6 +3,8 @@ import { type Config, requireSetting, resolveConfig, secretsOf } from '../lib/co
 import type { Io } from '../lib/cli/io.js';
 import { Output } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
+import { UsageError } from '../lib/cli/exit.js';
+import { FlowClient } from '../lib/flow/client.js';
 
 /** What the process gives every command: streams, environment, clock and the stop signal. */
 export interface Deps {
@@ -22,6 +24,8 @@ export interface Ctx extends Deps {
   readonly debug: boolean;
   fcDb(): Promise<Db>;
   shDb(): Promise<Db>;
+  /** the signed flow-center client; exit 2 when flowUrl, appKey or appSecret is missing or bad (connects nothing) */
+  flow(options: { timeoutMs: number }): FlowClient;
   /** registers something to close when the command ends */
   onClose(fn: () => Promise<void> | void): void;
   /** secrets to redact from any message */
@@ -63,6 +67,16 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
     debug: Boolean(flags['debug']),
     fcDb: lazy('FC database', 'fcDatabaseUrl'),
     shDb: lazy('SH database', 'shDatabaseUrl'),
+    flow: ({ timeoutMs }) => {
+      const baseUrl = requireSetting(config, 'flowUrl');
+      const appKey = requireSetting(config, 'appKey');
+      const secret = requireSetting(config, 'appSecret');
+      try {
+        return new FlowClient({ baseUrl, appKey, secret, timeoutMs });
+      } catch (err) {
+        throw new UsageError(`flowUrl: ${(err as Error).message}`);
+      }
+    },
     onClose: (fn) => resources.add(fn),
     secrets: () => secretsOf(config),
   };

@@ -23,3 +23,20 @@ export function secondsArg(min: number, max: number): (value: string) => number 
     return n;
   };
 }
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
+
+/**
+ * A duration in whole seconds: `90`, `90s`, `10m`, `2h`, `1d` (a bare number is seconds), in
+ * [min, max] seconds; anything else is exit 2 naming the option.
+ * @example .option('--pending-grace <duration>', 'PENDING rows older than this', durationArg(60, 30 * 86400), 600)
+ */
+export function durationArg(minSeconds: number, maxSeconds: number): (value: string) => number {
+  return (value: string) => {
+    const m = /^(\d{1,9})(s|m|h|d)?$/.exec(value.trim());
+    if (!m) throw new InvalidArgumentError(`expected a duration such as 90s, 10m or 2h, from ${minSeconds} to ${maxSeconds} seconds`);
+    const n = Number(m[1]) * DURATION_UNITS[m[2] ?? '']!;
+    if (n < minSeconds || n > maxSeconds) throw new InvalidArgumentError(`expected a duration from ${minSeconds} to ${maxSeconds} seconds`);
+    return n;
+  };
+}

@@ -3,9 +3,10 @@
  * cron commands write their gauges to a `.prom` file, replaced atomically so the collector never
  * reads half a file.
  */
-import { randomBytes } from 'node:crypto';
-import { open, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { writeFileAtomic } from '../fs/atomic.js';
+
+/** Re-exported for the callers that imported it from here before it moved to `src/lib/fs/atomic.ts`. */
+export { writeFileAtomic };
 
 /** One sample of a gauge: its labels and value. */
 export interface Sample {
@@ -72,41 +73,6 @@ export function formatMetrics(gauges: readonly Gauge[]): string {
     }
   }
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
-}
-
-/**
- * Writes `text` to `path` atomically: a temp file in the same directory (so the rename cannot
- * cross file systems), fsynced, then renamed over the target. Readers see the old file or the
- * new one, never a partial one. The temp name does not end in `.prom`, so the textfile collector
- * never picks it up. On failure the temp file is removed and the old file stays as it was.
- */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const handle = await open(tmp, 'wx', 0o644);
-  try {
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, path);
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined);
-    throw err;
-  }
-  // Make the rename itself durable; not every platform lets a directory be fsynced.
-  try {
-    const d = await open(dir, 'r');
-    try {
-      await d.sync();
-    } finally {
-      await d.close();
-    }
-  } catch {
-    /* best effort */
-  }
 }
 
 /**

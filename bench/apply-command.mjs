@@ -1,0 +1,170 @@
+#!/usr/bin/env node
+// Throughput of `fcctl apply-command resolve-unknown` against the flow-center stand-in with a fixed
+// latency, on the local MariaDB (scripts/services.sh). The bound is concurrency / latency requests
+// per second; a row costs one request when its instance exists (lookup) and two when it does not
+// (lookup + apply), so rows/s is compared with bound / requests-per-row.
+//
+//   npm run build && eval "$(bash scripts/services.sh env)" && node bench/apply-command.mjs \
+//     [--rows 2000] [--latency 20] [--concurrency 16] [--batch-size 100] [--mode found|not-found] [--rounds 3] [--json]
+//     [--dry-run]        lookups only (what the writes cost, by difference)
+//     [--simulated]      no HTTP: the runner in this process with the flow center replaced by a timer of
+//                        --latency ms (claims, decisions and writes on the real database): the runner's own ceiling
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import mysql from 'mysql2/promise';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '2000' },
+    latency: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '16' },
+    'batch-size': { type: 'string', default: '100' },
+    mode: { type: 'string', default: 'found' },
+    rounds: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+    'dry-run': { type: 'boolean', default: false },
+    simulated: { type: 'boolean', default: false },
+  },
+});
+const rows = Number(args.rows);
+const latency = Number(args.latency);
+const concurrency = Number(args.concurrency);
+const rounds = Number(args.rounds);
+const mode = args.mode;
+if (mode !== 'found' && mode !== 'not-found') throw new Error('--mode found|not-found');
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const base = process.env.FCCTL_TEST_MYSQL_URL;
+if (!base) throw new Error('FCCTL_TEST_MYSQL_URL is not set: eval "$(bash scripts/services.sh env)"');
+const APP = { key: '100021', secret: randomBytes(16).toString('hex') };
+
+function run(cmd, argv, env, onFirstLine) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+      if (onFirstLine && out.includes('\n')) {
+        onFirstLine(out.split('\n')[0], child);
+        onFirstLine = null;
+      }
+    });
+    child.stderr.on('data', (c) => (err += c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+const dbName = `fcctl_bench_${randomBytes(3).toString('hex')}_sh`;
+const admin = await mysql.createConnection({ uri: base, multipleStatements: true });
+await admin.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+const shUrl = `${base.replace(/\/$/, '')}/${dbName}`;
+
+let standIn;
+const standInUrl = await new Promise((resolve, reject) => {
+  run(process.execPath, ['fixtures/flow-center/server.mjs', '--port', '0', '--latency-ms', String(latency)], { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ [APP.key]: APP.secret }) }, (line, child) => {
+    standIn = child;
+    resolve(line.trim());
+  }).then((r) => reject(new Error(`stand-in exited: ${r.err}`)));
+});
+const adminCall = (method, path, body) => fetch(`${standInUrl}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => r.json());
+const env = { PATH: process.env.PATH, FCCTL_SH_DATABASE_URL: shUrl, FCCTL_FLOW_URL: standInUrl, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret };
+
+const results = [];
+
+/** One run of the runner in this process, the flow center replaced by a timer (every instance exists, owned, status 30). */
+async function simulated() {
+  const { openDb } = await import('../dist/lib/db/connect.js');
+  const { runResolve } = await import('../dist/lib/apply-command/resolve.js');
+  const db = await openDb('SH database', shUrl);
+  const flow = {
+    lookup: async (bizType, bizId) => {
+      await new Promise((r) => setTimeout(r, latency));
+      const i = Number(bizId.slice(bizId.indexOf('-') + 1));
+      if (mode === 'not-found') return { kind: 'not-found' };
+      return { kind: 'found', instance: { instanceId: `FI-${bizId}`, bizType, bizId, status: 30, applyAppKey: APP.key, submitterId: String(1000 + i), flowGuid: `guid-${bizId}`, round: 1 } };
+    },
+    apply: async (req) => {
+      await new Promise((r) => setTimeout(r, latency));
+      return { kind: 'applied', branch: 'CREATED', instance: { instanceId: `FI-${req.bizId}`, bizType: req.bizType, bizId: req.bizId, status: 10, applyAppKey: req.applyAppKey, submitterId: req.submitterId, flowGuid: req.flowGuid, round: 1 } };
+    },
+  };
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const summary = await runResolve(
+    { batchSize: Number(args['batch-size']), concurrency, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 3600, leaseSeconds: 300, pendingGraceSeconds: 600, retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, dryRun: args['dry-run'], requestTimeoutMs: 5000, maxConsecutiveErrors: 20 },
+    { db, flow, appKey: APP.key, signal: new AbortController().signal, clock: () => performance.now() },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(c0);
+  await db.close();
+  if (summary.done !== rows) throw new Error(`simulated: ${JSON.stringify(summary)}`);
+  return { seconds: Math.round(seconds * 100) / 100, wall: seconds, rowsPerSecond: rows / seconds, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round(((cpu.user + cpu.system) / 1000 / rows) * 100) / 100, standInCpuMsPerRow: 0 };
+}
+try {
+  const init = await run(process.execPath, ['bin/fcctl', 'db', 'init', '--side', 'sh'], env);
+  if (init.code !== 0) throw new Error(`db init: ${init.err}`);
+  for (let round = 1; round <= rounds; round++) {
+    await admin.query(`DELETE FROM \`${dbName}\`.flow_apply_command; DELETE FROM \`${dbName}\`.service_apply`);
+    await adminCall('POST', '/__admin/reset');
+    const prefix = `r${round}-`;
+    const values = [];
+    const instances = [];
+    for (let i = 0; i < rows; i++) {
+      const bizId = `${prefix}${i}`;
+      values.push(['honor_apply', bizId, APP.key, 1000 + i, `guid-${bizId}`, `tok-${bizId}`, 1, 'UNKNOWN', 0]);
+      if (mode === 'found') instances.push({ bizType: 'honor_apply', bizId, status: i % 2 ? 30 : 40, applyAppKey: APP.key, submitterId: 1000 + i, flowGuid: `guid-${bizId}` });
+    }
+    await admin.query(
+      `INSERT INTO \`${dbName}\`.flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time) VALUES ?`,
+      [values.map((v) => [...v, new Date()])],
+    );
+    await admin.query(`INSERT INTO \`${dbName}\`.service_apply (biz_type, biz_id) VALUES ?`, [values.map((v) => [v[0], v[1]])]);
+    for (let i = 0; i < instances.length; i += 2000) await adminCall('POST', '/__admin/instances', instances.slice(i, i + 2000));
+    if (args.simulated) {
+      results.push({ round, ...(await simulated()), load1: Math.round(os.loadavg()[0] * 10) / 10 });
+      continue;
+    }
+    const cpuBefore = await adminCall('GET', '/__admin/stats');
+    const t0 = performance.now();
+    // `times` after the command: the CPU time fcctl itself used (user and system), for the per-row cost.
+    const nodeArgs = [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'bin/fcctl', '--json', 'apply-command', 'resolve-unknown', '--concurrency', String(concurrency), '--batch-size', args['batch-size'], ...(args['dry-run'] ? ['--dry-run'] : [])];
+    const r = await run('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', process.execPath, ...nodeArgs], env);
+    const wall = (performance.now() - t0) / 1000;
+    const cpuAfter = await adminCall('GET', '/__admin/stats');
+    const sec = (t) => { const m = /(\d+)m([\d.]+)s/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
+    const childTimes = r.err.trim().split('\n').at(-1).trim().split(/\s+/);
+    const fcctlCpuMs = (sec(childTimes[0]) + sec(childTimes[1])) * 1000;
+    const standInCpuMs = cpuAfter.cpuUserMs + cpuAfter.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs;
+    const load = os.loadavg()[0];
+    const summary = r.out.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
+    if (!summary || summary.done !== rows) throw new Error(`round ${round}: ${r.err || JSON.stringify(summary)}`);
+    results.push({ round, seconds: summary.seconds, wall, rowsPerSecond: rows / summary.seconds, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100, standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100, load1: Math.round(load * 10) / 10 });
+  }
+} finally {
+  standIn?.kill('SIGTERM');
+  await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
+  await admin.end();
+}
+
+const perRow = mode === 'found' ? 1 : 2;
+const bound = concurrency / (latency / 1000) / perRow;
+const median = [...results].sort((a, b) => a.rowsPerSecond - b.rowsPerSecond)[Math.floor(results.length / 2)];
+const report = {
+  mode, simulated: args.simulated, rows, latencyMs: latency, concurrency, batchSize: Number(args['batch-size']), requestsPerRow: perRow, boundRowsPerSecond: bound,
+  medianRowsPerSecond: Math.round(median.rowsPerSecond), ratio: Math.round((median.rowsPerSecond / bound) * 100) / 100,
+  rounds: results.map((r) => ({ ...r, rowsPerSecond: Math.round(r.rowsPerSecond), wall: Math.round(r.wall * 100) / 100 })),
+  node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model,
+};
+if (args.json) console.log(JSON.stringify(report));
+else {
+  console.log(`resolve-unknown${args.simulated ? ' (simulated flow center, no HTTP)' : ''}, ${mode}: ${rows} rows, latency ${latency} ms, concurrency ${concurrency} → bound ${Math.round(bound)} rows/s`);
+  for (const r of report.rounds) {
+    console.log(`  round ${r.round}: ${r.seconds} s in the command (${r.wall} s wall), ${r.rowsPerSecond} rows/s, ${r.lookups} lookups, ${r.posts} posts; CPU per row: fcctl ${r.fcctlCpuMsPerRow} ms${args.simulated ? ' (the runner in this process)' : ` (whole process, startup included), stand-in ${r.standInCpuMsPerRow} ms`}; load ${r.load1} on ${report.cpus} CPUs`);
+  }
+  console.log(`  median ${report.medianRowsPerSecond} rows/s = ${report.ratio} × bound (goal ≥ 0.8)`);
+}

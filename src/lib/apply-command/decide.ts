@@ -1,0 +1,168 @@
+/**
+ * What to do with one claimed `flow_apply_command` row (SPEC §9, seed 000 §7.3–§7.4). Pure: the
+ * lookup and apply results were obtained by the caller; nothing here does I/O.
+ *
+ * The two rules that matter most, enforced by the shape of {@link resolve}:
+ * - an apply is only ever asked for (`post`) after a lookup that answered "not found";
+ * - DONE is only ever decided from an instance the flow center described (looked up or created).
+ */
+import { afterFailure, type RetryPolicy } from '../deliveries/decide.js';
+import { type ApplyBranch, type ApplyRequest, type ApplyResult, errorCode, type FlowInstance, type LookupResult } from '../flow/client.js';
+import { type ApplyCommandRow, type CommandGeneration, generationOf } from './types.js';
+
+/** Branches after which the command is settled: the flow center holds exactly this command's instance. */
+export const DONE_BRANCHES: readonly ApplyBranch[] = ['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'];
+
+/** Reasons fcctl writes to `last_error` of a DEAD row decided here (the text after ':' is detail). */
+export type DeadReason = 'OWNERSHIP_MISMATCH' | 'UNEXPECTED_BRANCH' | 'INVALID_COMMAND';
+
+/** The decision for one row. */
+export type Transition =
+  /** the instance exists and is this row's: settle and mirror its status */
+  | { readonly kind: 'done'; readonly via: 'lookup'; readonly instance: FlowInstance; readonly roundBehind: boolean }
+  /** the resent apply was taken (or had been): settle with the instance the flow center returned */
+  | { readonly kind: 'done'; readonly via: 'apply'; readonly branch: ApplyBranch; readonly instance: FlowInstance; readonly roundBehind: boolean }
+  /** a person must look: someone else's instance, a branch that is not "taken", or a command that cannot be resent */
+  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: ApplyBranch | null; readonly detail: string }
+  /** no usable answer: retry later with backoff (DEAD once the budget is spent) */
+  | { readonly kind: 'fail'; readonly reason: string; readonly detail: string };
+
+/** A transition, or: resend the apply (only ever after "not found"). */
+export type Step = Transition | { readonly kind: 'post'; readonly request: ApplyRequest };
+
+/**
+ * Which ownership fields of an instance differ from the row's (seed 000 §7.4: apply app key,
+ * submitter and flowGuid, any one differing is someone else's instance). Empty when owned.
+ * @example ownershipMismatch(row, instance) // ['flowGuid']
+ */
+export function ownershipMismatch(row: ApplyCommandRow, instance: FlowInstance): string[] {
+  const diff: string[] = [];
+  if (instance.applyAppKey !== row.apply_app_key) diff.push('applyAppKey');
+  if (instance.submitterId !== String(row.submitter_id)) diff.push('submitterId');
+  if (instance.flowGuid !== row.flow_guid) diff.push('flowGuid');
+  return diff;
+}
+
+/** Why a row cannot be resent safely, or null. A resend must carry the original token and attempt. */
+export function invalidCommand(row: ApplyCommandRow): string | null {
+  if (!row.request_token) return 'request_token is empty: a resend could not be recognised as the same request';
+  const attempt = Number(row.attempt);
+  if (!Number.isSafeInteger(attempt) || attempt < 1) return `attempt ${String(row.attempt)} is not a positive integer`;
+  if (!/^-?(0|[1-9][0-9]*)$/.test(String(row.submitter_id))) return 'submitter_id is not an integer';
+  return null;
+}
+
+/** The apply a row resends: its own token and attempt, never new ones. */
+export function applyRequestOf(row: ApplyCommandRow): ApplyRequest {
+  return {
+    bizType: row.biz_type,
+    bizId: row.biz_id,
+    applyAppKey: row.apply_app_key,
+    submitterId: String(row.submitter_id),
+    flowGuid: row.flow_guid,
+    requestToken: row.request_token,
+    attempt: Number(row.attempt),
+  };
+}
+
+function describe(instance: FlowInstance): string {
+  return `instance ${instance.instanceId} status ${instance.status}`;
+}
+
+const roundBehind = (row: ApplyCommandRow, instance: FlowInstance) => instance.round !== null && instance.round < Number(row.attempt);
+
+function afterApply(row: ApplyCommandRow, apply: ApplyResult): Transition {
+  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail };
+  const foreign = ownershipMismatch(row, apply.instance);
+  if (foreign.length > 0) {
+    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${apply.branch} answered with ${describe(apply.instance)} whose ${foreign.join(', ')} differ` };
+  }
+  if (DONE_BRANCHES.includes(apply.branch)) return { kind: 'done', via: 'apply', branch: apply.branch, instance: apply.instance, roundBehind: roundBehind(row, apply.instance) };
+  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${apply.branch}, ${describe(apply.instance)}` };
+}
+
+/**
+ * SPEC §9 for one row. With only the lookup: a transition, or `post` when (and only when) the
+ * lookup answered "not found". With the apply result too: the final transition. An apply result
+ * given after any other lookup answer is ignored — it should not exist.
+ * @example
+ * const step = resolve(row, await flow.lookup(row.biz_type, row.biz_id));
+ * const t = step.kind === 'post' ? resolve(row, lookup, await flow.apply(step.request)) : step;
+ */
+export function resolve(row: ApplyCommandRow, lookup: LookupResult): Step;
+export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply: ApplyResult): Transition;
+export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply?: ApplyResult): Step {
+  switch (lookup.kind) {
+    case 'found': {
+      const foreign = ownershipMismatch(row, lookup.instance);
+      if (foreign.length > 0) {
+        return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: null, detail: `lookup found ${describe(lookup.instance)} whose ${foreign.join(', ')} differ` };
+      }
+      return { kind: 'done', via: 'lookup', instance: lookup.instance, roundBehind: roundBehind(row, lookup.instance) };
+    }
+    case 'not-found': {
+      const invalid = invalidCommand(row);
+      if (invalid) return { kind: 'dead', reason: 'INVALID_COMMAND', branch: null, detail: invalid };
+      if (apply === undefined) return { kind: 'post', request: applyRequestOf(row) };
+      return afterApply(row, apply);
+    }
+    default:
+      return { kind: 'fail', reason: `LOOKUP_${errorCode(lookup)}`, detail: lookup.detail };
+  }
+}
+
+/** Backoff and budget of apply commands: 20 s × 2^n, capped at an hour, DEAD at the 6th failure. */
+export const APPLY_RETRY_POLICY: RetryPolicy = { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 };
+
+/** The write of one row's outcome; every one is guarded by claim owner and generation in SQL. */
+export type CommandWrite =
+  | {
+      readonly kind: 'done';
+      readonly gen: CommandGeneration;
+      readonly status: number;
+      readonly instanceId: string;
+      /** the apply branch, null when settled by the lookup (last_branch is then left as it was) */
+      readonly branch: ApplyBranch | null;
+      /** written to last_error; null clears it */
+      readonly note: string | null;
+      readonly mirror: { readonly bizType: string; readonly bizId: string; readonly status: number };
+    }
+  | { readonly kind: 'fail'; readonly gen: CommandGeneration; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
+  | { readonly kind: 'dead'; readonly gen: CommandGeneration; readonly branch: ApplyBranch | null; readonly lastError: string }
+  | { readonly kind: 'release'; readonly gen: CommandGeneration };
+
+/** The result of one row, as counted in the summary and reported in events. */
+export type RowResult =
+  | { readonly kind: 'done'; readonly via: 'lookup' | 'apply'; readonly status: number; readonly branch: ApplyBranch | null; readonly roundBehind: boolean }
+  | { readonly kind: 'failed'; readonly reason: string; readonly dead: boolean }
+  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: ApplyBranch | null }
+  | { readonly kind: 'released'; readonly reason: string };
+
+const errorText = (reason: string, detail: string) => (detail ? `${reason}: ${detail}` : reason).slice(0, 512);
+
+/**
+ * The write and the reported result of a transition.
+ * @example planWrite(row, { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: '' }, APPLY_RETRY_POLICY) // FAILED, retry 1, 20 s
+ */
+export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPolicy): { write: CommandWrite; result: RowResult } {
+  const gen = generationOf(row);
+  switch (t.kind) {
+    case 'done': {
+      const branch = t.via === 'apply' ? t.branch : null;
+      const note = t.roundBehind ? `ROUND_BEHIND: ${describe(t.instance)} is in round ${t.instance.round}, this command is attempt ${row.attempt}` : null;
+      return {
+        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror: { bizType: row.biz_type, bizId: row.biz_id, status: t.instance.status } },
+        result: { kind: 'done', via: t.via, status: t.instance.status, branch, roundBehind: t.roundBehind },
+      };
+    }
+    case 'dead':
+      return { write: { kind: 'dead', gen, branch: t.branch, lastError: errorText(t.reason, t.detail) }, result: { kind: 'dead', reason: t.reason, branch: t.branch } };
+    case 'fail': {
+      const next = afterFailure(Number(row.retry_count), policy);
+      return {
+        write: { kind: 'fail', gen, ...next, lastError: errorText(t.reason, t.detail) },
+        result: { kind: 'failed', reason: t.reason, dead: next.state === 'DEAD' },
+      };
+    }
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * `apply-command resolve-unknown`: settles commands whose send outcome is unknown (SPEC §9).
+ * Claim with a lease (short transaction) → look up (no transaction open) → resend only when not
+ * found → one guarded write per row. Bounded by p-limit, `--max-rows`, `--max-seconds`, the
+ * lease, and a stop signal; a flow center that answers nothing but errors stops the run early
+ * instead of spending every row's retry budget.
+ */
+import pLimit from 'p-limit';
+import type { RetryPolicy } from '../deliveries/decide.js';
+import { newClaimOwner } from '../deliveries/relay.js';
+import type { Db } from '../db/connect.js';
+import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
+import { planWrite, resolve, type RowResult, type Transition } from './decide.js';
+import { applyWrite, claimRows, otherAppKeySelect, peekSelect } from './sql.js';
+import { type ApplyCommandRow, generationOf } from './types.js';
+
+/** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
+export interface FlowApi {
+  lookup(bizType: string, bizId: string): Promise<LookupResult>;
+  apply(req: ApplyRequest): Promise<ApplyResult>;
+}
+
+export interface ResolveOptions {
+  readonly batchSize: number;
+  readonly concurrency: number;
+  readonly maxRows: number;
+  readonly maxSeconds: number;
+  readonly leaseSeconds: number;
+  readonly pendingGraceSeconds: number;
+  readonly retry: RetryPolicy;
+  readonly dryRun: boolean;
+  /** per flow-center request; a row is only started while its lease outlasts its requests */
+  readonly requestTimeoutMs: number;
+  /** this many flow-center errors in a row with no good answer between them stop the run */
+  readonly maxConsecutiveErrors: number;
+}
+
+/** What one row came to, as reported in events. */
+export type RowReport =
+  | RowResult
+  /** the guarded write matched nothing: another worker or the service moved the row on */
+  | { readonly kind: 'stale'; readonly would: RowResult['kind'] }
+  /** dry run: the lookup found nothing, so a run would resend the apply */
+  | { readonly kind: 'would-post' };
+
+export interface ResolveSummary {
+  claimed: number;
+  lookups: number;
+  posts: number;
+  done: number;
+  doneViaLookup: number;
+  doneViaApply: number;
+  failed: number;
+  dead: number;
+  released: number;
+  stale: number;
+  wouldPost: number;
+  /** DONE rows whose instance is in an earlier round than the command's attempt (flagged in last_error) */
+  roundBehind: number;
+  /** DONE rows with no service_apply row to mirror the status into */
+  mirrorMissing: number;
+  /** rows resolve would take but whose apply app key is not the configured one: never touched */
+  otherAppKey: number;
+  branches: Record<string, number>;
+  failedByReason: Record<string, number>;
+  deadByReason: Record<string, number>;
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'flow-center-errors';
+  /** the last error when the run stopped for `maxConsecutiveErrors` */
+  flowCenterErrors?: string;
+}
+
+export interface ResolveDeps {
+  readonly db: Db;
+  readonly flow: FlowApi;
+  /** the configured app key: only its rows are taken */
+  readonly appKey: string;
+  readonly signal: AbortSignal;
+  /** milliseconds, monotonic enough for budgets and leases */
+  readonly clock: () => number;
+  readonly owner?: string;
+  readonly onRow?: (row: ApplyCommandRow, report: RowReport) => void;
+}
+
+function emptySummary(): ResolveSummary {
+  return {
+    claimed: 0, lookups: 0, posts: 0, done: 0, doneViaLookup: 0, doneViaApply: 0, failed: 0, dead: 0, released: 0, stale: 0, wouldPost: 0,
+    roundBehind: 0, mirrorMissing: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
+  };
+}
+
+const bump = (m: Record<string, number>, k: string) => {
+  m[k] = (m[k] ?? 0) + 1;
+};
+
+function count(s: ResolveSummary, r: RowReport): void {
+  switch (r.kind) {
+    case 'done':
+      s.done += 1;
+      if (r.via === 'lookup') s.doneViaLookup += 1;
+      else s.doneViaApply += 1;
+      if (r.roundBehind) s.roundBehind += 1;
+      break;
+    case 'failed':
+      if (r.dead) s.dead += 1;
+      else s.failed += 1;
+      bump(r.dead ? s.deadByReason : s.failedByReason, r.reason);
+      break;
+    case 'dead':
+      s.dead += 1;
+      bump(s.deadByReason, r.reason);
+      break;
+    case 'released':
+      s.released += 1;
+      break;
+    case 'stale':
+      s.stale += 1;
+      break;
+    case 'would-post':
+      s.wouldPost += 1;
+      break;
+  }
+}
+
+/** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
+const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied';
+
+/**
+ * Runs resolve-unknown. Throws only for database errors (the command maps them to exit 3);
+ * every flow-center failure is a row result.
+ */
+export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Promise<ResolveSummary> {
+  const summary = emptySummary();
+  const started = deps.clock();
+  const deadline = started + options.maxSeconds * 1000;
+  const http = pLimit(options.concurrency);
+  const writes = pLimit(Math.max(1, Math.min(8, options.concurrency)));
+  let errorStreak = 0;
+  let lastError = '';
+  let tripped = false;
+
+  const report = (row: ApplyCommandRow, r: RowReport) => {
+    count(summary, r);
+    deps.onRow?.(row, r);
+  };
+  const noteAnswer = (r: LookupResult | ApplyResult) => {
+    if (r.kind === 'applied') bump(summary.branches, r.branch);
+    if (!isError(r)) {
+      errorStreak = 0;
+      return;
+    }
+    errorStreak += 1;
+    lastError = `${r.kind}${'status' in r ? ` ${r.status}` : ''}: ${'detail' in r ? r.detail : ''}`;
+    if (errorStreak >= options.maxConsecutiveErrors) tripped = true;
+  };
+  const stopReason = (): ResolveSummary['stoppedBy'] | null => {
+    if (tripped) return 'flow-center-errors';
+    if (deps.signal.aborted) return 'signal';
+    if (summary.claimed >= options.maxRows) return 'max-rows';
+    if (deps.clock() >= deadline) return 'max-seconds';
+    return null;
+  };
+  /** Stops that also give back rows claimed but not started (budgets let them finish). */
+  const halted = () => tripped || deps.signal.aborted;
+
+  const other = otherAppKeySelect(deps.appKey, options.pendingGraceSeconds);
+  summary.otherAppKey = Number((await deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
+
+  if (options.dryRun) {
+    // Lookups only: nothing is claimed, posted or written.
+    let afterId = '0';
+    for (;;) {
+      const stop = stopReason();
+      if (stop) {
+        summary.stoppedBy = stop;
+        break;
+      }
+      const q = peekSelect(deps.appKey, options.pendingGraceSeconds, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
+      const rows = await deps.db.query<ApplyCommandRow>(q.sql, q.params);
+      if (rows.length === 0) break;
+      afterId = String(rows[rows.length - 1]!.id);
+      summary.claimed += rows.length;
+      await Promise.all(
+        rows.map((row) =>
+          http(async () => {
+            if (halted()) return;
+            const lookup = await deps.flow.lookup(row.biz_type, row.biz_id);
+            summary.lookups += 1;
+            noteAnswer(lookup);
+            const step = resolve(row, lookup);
+            if (step.kind === 'post') report(row, { kind: 'would-post' });
+            else report(row, planWrite(row, step, options.retry).result);
+          }),
+        ),
+      );
+    }
+    if (tripped) summary.flowCenterErrors = lastError;
+    return summary;
+  }
+
+  const owner = deps.owner ?? newClaimOwner();
+  const leaseMs = options.leaseSeconds * 1000;
+  const marginMs = 2000;
+  /** Whether the lease still covers one more request with a margin (time from before the claim). */
+  const leaseCovers = (claimedAt: number) => deps.clock() + options.requestTimeoutMs + marginMs <= claimedAt + leaseMs;
+
+  type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
+  const decide = async (row: ApplyCommandRow, claimedAt: number): Promise<Decided> => {
+    if (halted()) return { kind: 'release', reason: tripped ? 'FLOW_CENTER_ERRORS' : 'STOPPED' };
+    if (!leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
+    const lookup = await deps.flow.lookup(row.biz_type, row.biz_id);
+    summary.lookups += 1;
+    noteAnswer(lookup);
+    const step = resolve(row, lookup);
+    if (step.kind !== 'post') return { kind: 'transition', t: step };
+    // Not found: resend with the same token and attempt — only while the lease is surely ours.
+    if (tripped) return { kind: 'release', reason: 'FLOW_CENTER_ERRORS' };
+    if (!leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
+    const applied = await deps.flow.apply(step.request);
+    summary.posts += 1;
+    noteAnswer(applied);
+    return { kind: 'transition', t: resolve(row, lookup, applied) };
+  };
+
+  const processRow = async (row: ApplyCommandRow, claimedAt: number) => {
+    const decided = await http(() => decide(row, claimedAt));
+    if (decided.kind === 'release') {
+      await writes(() => applyWrite(deps.db, owner, { kind: 'release', gen: generationOf(row) }));
+      report(row, { kind: 'released', reason: decided.reason });
+      return;
+    }
+    const { write, result } = planWrite(row, decided.t, options.retry);
+    const outcome = await writes(() => applyWrite(deps.db, owner, write));
+    if (outcome.kind === 'stale') {
+      report(row, { kind: 'stale', would: result.kind });
+      return;
+    }
+    if (outcome.mirrored === false) summary.mirrorMissing += 1;
+    report(row, result);
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  let fatal: unknown = null;
+  for (;;) {
+    if (fatal) break;
+    const stop = stopReason();
+    if (stop) {
+      summary.stoppedBy = stop;
+      break;
+    }
+    // Claim only when the limiter is about to run dry, so claimed rows never wait long on their lease.
+    if (http.pendingCount >= options.concurrency) {
+      await Promise.race(inFlight);
+      continue;
+    }
+    const claimedAt = deps.clock();
+    const rows = await claimRows(deps.db, owner, deps.appKey, options.pendingGraceSeconds, Math.min(options.batchSize, options.maxRows - summary.claimed), options.leaseSeconds);
+    if (rows.length === 0) break;
+    summary.claimed += rows.length;
+    for (const row of rows) {
+      const p: Promise<void> = processRow(row, claimedAt)
+        .catch((err: unknown) => {
+          fatal ??= err;
+        })
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    }
+  }
+  await Promise.all(inFlight);
+  if (fatal) throw fatal;
+  if (tripped) {
+    summary.stoppedBy = 'flow-center-errors';
+    summary.flowCenterErrors = lastError;
+  }
+  return summary;
+}
+

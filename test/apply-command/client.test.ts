@@ -1,0 +1,125 @@
+import net from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FlowClient } from '../../src/lib/flow/client.js';
+import { canonicalQuery, newNonce, signedHeaders } from '../../src/lib/flow/sign.js';
+import { APP } from '../helpers/apply-commands.js';
+import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
+
+let fc: FlowCenter;
+let client: FlowClient;
+const key = { bizType: 'honor_apply', bizId: 'A-1' };
+const req = { ...key, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1', requestToken: 'tok-1', attempt: 1 };
+
+beforeAll(async () => {
+  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
+  client = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
+});
+afterAll(async () => {
+  await fc?.stop();
+});
+beforeEach(async () => {
+  await fc.reset();
+});
+
+describe('flow-center client against the stand-in', () => {
+  it('looks up, creates, and answers the §7.4 guard branches', async () => {
+    expect(await client.lookup(key.bizType, key.bizId)).toEqual({ kind: 'not-found' });
+    const created = await client.apply(req);
+    expect(created).toMatchObject({ kind: 'applied', branch: 'CREATED', instance: { status: 10, submitterId: '9007199254740993', round: 1 } });
+    expect(await client.lookup(key.bizType, key.bizId)).toMatchObject({ kind: 'found', instance: { status: 10, flowGuid: 'guid-1' } });
+    expect(await client.apply(req)).toMatchObject({ branch: 'SAME_REQUEST' });
+    expect(await client.apply({ ...req, requestToken: 'tok-2' })).toMatchObject({ branch: 'IDEMPOTENT' });
+    await fc.addInstances([{ ...key, status: 30, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1', round: 1, requestToken: 'tok-1' }]);
+    expect(await client.apply({ ...req, requestToken: 'tok-2' })).toMatchObject({ branch: 'STALE_ROUND' });
+    expect(await client.apply({ ...req, requestToken: 'tok-3', attempt: 2 })).toMatchObject({ branch: 'RESTARTED', instance: { status: 10, round: 2 } });
+    // someone else's instance: the guard refuses
+    expect(await client.apply({ ...req, flowGuid: 'guid-other' })).toMatchObject({ kind: 'http', status: 409 });
+  });
+
+  it('business keys with spaces, slashes and non-ASCII are signed and sent as the canonical query', async () => {
+    const odd = { bizType: 'honor apply', bizId: '甲/乙 1&x=y' };
+    expect(await client.lookup(odd.bizType, odd.bizId)).toEqual({ kind: 'not-found' });
+    const [entry] = await fc.log();
+    expect(entry).toMatchObject({ auth: 'ok', status: 200, query: { bizType: odd.bizType, bizId: odd.bizId } });
+  });
+
+  it('keeps a base path prefix', async () => {
+    const prefixed = new FlowClient({ baseUrl: `${fc.url}/gw/`, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
+    await prefixed.lookup('t', 'b');
+    const [entry] = await fc.log();
+    // the stand-in has no such route, but the signature over the prefixed path verifies
+    expect(entry).toMatchObject({ path: '/gw/oapi/flow/instance', auth: 'ok', status: 404 });
+  });
+
+  it('errors are typed results: timeout, drop, 4xx/5xx, every malformed body', async () => {
+    await fc.faults([{ path: '/oapi/flow/instance', kind: 'timeout', count: 1 }]);
+    expect(await client.lookup('t', 'b')).toMatchObject({ kind: 'timeout' });
+    await fc.faults([{ path: '/oapi/flow/instance', kind: 'drop', count: 1 }]);
+    expect(await client.lookup('t', 'b')).toMatchObject({ kind: 'network' });
+    for (const status of [400, 404, 429, 500, 502, 503]) {
+      await fc.faults([{ path: '*', kind: 'status', status, count: 2 }]);
+      expect(await client.lookup('t', 'b')).toMatchObject({ kind: 'http', status });
+      expect(await client.apply(req)).toMatchObject({ kind: 'http', status });
+    }
+    await fc.addInstances([{ ...key, status: 30, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1' }]);
+    for (const variant of ['not-json', 'empty', 'wrong-type', 'bad-status', 'missing-field', 'wrong-key', 'duplicate-key']) {
+      await fc.faults([{ path: '/oapi/flow/instance', kind: 'malformed', variant, count: 1 }]);
+      expect(await client.lookup(key.bizType, key.bizId), variant).toMatchObject({ kind: 'malformed' });
+    }
+    for (const variant of ['not-json', 'unknown-branch', 'missing-field', 'bad-status']) {
+      await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant, count: 1, after: true }]);
+      expect(await client.apply(req), variant).toMatchObject({ kind: 'malformed' });
+    }
+    // a redirect is not followed (the POST would be re-sent elsewhere, unsigned for that path)
+    await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 307, count: 1 }]);
+    expect(await client.apply(req)).toMatchObject({ kind: 'http', status: 307 });
+    const closed = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (srv.address() as net.AddressInfo).port;
+        srv.close(() => resolve(port));
+      });
+    });
+    const refused = new FlowClient({ baseUrl: `http://127.0.0.1:${closed}`, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
+    expect(await refused.lookup('t', 'b')).toMatchObject({ kind: 'network', detail: 'ECONNREFUSED' });
+  });
+
+  it('the stand-in refuses every tampered or replayed request with 401', async () => {
+    const path = '/oapi/flow/instance';
+    const query = canonicalQuery([['bizType', 't'], ['bizId', 'b']]);
+    const sign = (over: { query?: string; nonce?: string; now?: number; secret?: string; appKey?: string } = {}) =>
+      signedHeaders({ method: 'GET', path, query: over.query ?? query, appKey: over.appKey ?? APP.key, body: '', secret: over.secret ?? APP.secret, nowSeconds: over.now ?? Date.now() / 1000, nonce: over.nonce ?? newNonce() });
+    const get = (headers: Record<string, string>, q = query) => fetch(`${fc.url}${path}?${q}`, { headers }).then((r) => r.status);
+    expect(await get(sign())).toBe(200);
+    expect(await get(sign(), canonicalQuery([['bizType', 't'], ['bizId', 'other']]))).toBe(401); // query changed
+    expect(await get(sign({ secret: 'wrong' }))).toBe(401);
+    expect(await get(sign({ appKey: 'unknown' }))).toBe(401);
+    expect(await get(sign({ now: Date.now() / 1000 - 3600 }))).toBe(401); // stale timestamp
+    const replay = sign();
+    expect(await get(replay)).toBe(200);
+    expect(await get(replay)).toBe(401); // nonce reused
+    const h = sign();
+    expect(await get({ ...h, 'X-FC-Signature': h['X-FC-Signature']!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')) })).toBe(401);
+    // a body other than the signed one
+    const body = JSON.stringify(req);
+    const post = signedHeaders({ method: 'POST', path: '/oapi/flow/apply', query: '', appKey: APP.key, body, secret: APP.secret, nowSeconds: Date.now() / 1000, nonce: newNonce() });
+    const status = await fetch(`${fc.url}/oapi/flow/apply`, { method: 'POST', headers: post, body: body.replace('tok-1', 'tok-9') }).then((r) => r.status);
+    expect(status).toBe(401);
+    const log = await fc.log();
+    expect(log.filter((e) => e.status === 401).every((e) => e.auth !== 'ok')).toBe(true);
+    // nothing was created by the refused POST
+    expect(await fc.instances()).toEqual([]);
+  });
+
+  it('a client with the wrong secret gets a typed 401, and the secret is nowhere in it', async () => {
+    const wrong = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: 'wrong-secret-value', timeoutMs: 300 });
+    const r = await wrong.lookup('t', 'b');
+    expect(r).toMatchObject({ kind: 'http', status: 401 });
+    expect(JSON.stringify(r)).not.toContain('wrong-secret-value');
+  });
+
+  it('refuses bad base URLs up front', () => {
+    for (const baseUrl of ['not a url', 'ftp://x', 'https://user:pw@x', 'https://x/?a=1']) {
+      expect(() => new FlowClient({ baseUrl, appKey: 'k', secret: 's', timeoutMs: 100 })).toThrow(TypeError);
+    }
+  });
+});

@@ -1,0 +1,290 @@
+import { createHmac } from 'node:crypto';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { APPLY_RETRY_POLICY, DONE_BRANCHES, planWrite, resolve, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
+import { claimSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
+import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
+import { durationArg } from '../../src/commands/options.js';
+import {
+  APPLY_BRANCHES,
+  applyBody,
+  type ApplyResult,
+  type FlowInstance,
+  type LookupResult,
+  parseApplyBody,
+  parseExactJson,
+  parseLookupBody,
+} from '../../src/lib/flow/client.js';
+import { canonicalQuery, EMPTY_BODY_SHA256, signature, signedHeaders, stringToSign, verifySignature } from '../../src/lib/flow/sign.js';
+
+const row = (over: Partial<ApplyCommandRow> = {}): ApplyCommandRow => ({
+  id: '7', biz_type: 'honor_apply', biz_id: 'A-1', apply_app_key: '100021', submitter_id: '9007199254740993', flow_guid: 'guid-1',
+  request_token: 'tok-1', attempt: 2, state: 'UNKNOWN', retry_count: 0, create_time: '2026-10-21 10:00:00', ...over,
+});
+const R = row();
+const instance = (over: Partial<FlowInstance> = {}): FlowInstance => ({
+  instanceId: 'FI-9', bizType: R.biz_type, bizId: R.biz_id, status: 30, applyAppKey: R.apply_app_key, submitterId: R.submitter_id, flowGuid: R.flow_guid, round: 2, ...over,
+});
+
+// ---------------------------------------------------------------- every lookup × every apply answer
+
+const lookups: Array<[string, LookupResult]> = [
+  ...([10, 20, 30, 40] as const).map((status): [string, LookupResult] => [`found owned ${status}`, { kind: 'found', instance: instance({ status }) }]),
+  ['found owned, earlier round', { kind: 'found', instance: instance({ status: 30, round: 1 }) }],
+  ['found owned, round unknown', { kind: 'found', instance: instance({ status: 40, round: null }) }],
+  ['found, other app key', { kind: 'found', instance: instance({ applyAppKey: '100099' }) }],
+  ['found, other submitter', { kind: 'found', instance: instance({ submitterId: '9007199254740992' }) }],
+  ['found, other flowGuid', { kind: 'found', instance: instance({ flowGuid: 'guid-2' }) }],
+  ['found, nothing matches', { kind: 'found', instance: instance({ applyAppKey: 'x', submitterId: '1', flowGuid: 'y', status: 10 }) }],
+  ['not found', { kind: 'not-found' }],
+  ['timeout', { kind: 'timeout', detail: 'no answer' }],
+  ['network', { kind: 'network', detail: 'ECONNREFUSED' }],
+  ['http 401', { kind: 'http', status: 401, detail: 'sig' }],
+  ['http 404', { kind: 'http', status: 404, detail: 'no route' }],
+  ['http 500', { kind: 'http', status: 500, detail: '' }],
+  ['http 503', { kind: 'http', status: 503, detail: '' }],
+  ['malformed', { kind: 'malformed', detail: 'bad' }],
+];
+const applies: Array<[string, ApplyResult | undefined]> = [
+  ['no apply', undefined],
+  ...APPLY_BRANCHES.map((branch): [string, ApplyResult] => [`${branch} owned`, { kind: 'applied', branch, instance: instance({ status: 10 }) }]),
+  ...APPLY_BRANCHES.map((branch): [string, ApplyResult] => [`${branch} foreign`, { kind: 'applied', branch, instance: instance({ flowGuid: 'other', status: 10 }) }]),
+  ['apply timeout', { kind: 'timeout', detail: '' }],
+  ['apply network', { kind: 'network', detail: 'UND_ERR_SOCKET' }],
+  ['apply 400', { kind: 'http', status: 400, detail: '' }],
+  ['apply 409', { kind: 'http', status: 409, detail: 'OWNERSHIP' }],
+  ['apply 500', { kind: 'http', status: 500, detail: '' }],
+  ['apply 502', { kind: 'http', status: 502, detail: '' }],
+  ['apply malformed', { kind: 'malformed', detail: 'x' }],
+];
+
+const code = (r: { kind: string; status?: number }) => (r.kind === 'http' ? `HTTP_${r.status}` : r.kind.toUpperCase());
+
+/** The oracle: SPEC §9 written out as a table, independently of decide.ts. */
+function expected(lookup: LookupResult, apply: ApplyResult | undefined): Record<string, unknown> {
+  if (lookup.kind === 'found') {
+    const i = lookup.instance;
+    const owned = i.applyAppKey === R.apply_app_key && i.submitterId === R.submitter_id && i.flowGuid === R.flow_guid;
+    return owned ? { kind: 'done', via: 'lookup', status: i.status } : { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: null };
+  }
+  if (lookup.kind !== 'not-found') return { kind: 'fail', reason: `LOOKUP_${code(lookup)}` };
+  if (apply === undefined) return { kind: 'post' };
+  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${code(apply)}` };
+  if (apply.instance.flowGuid !== R.flow_guid) return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch };
+  if (['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'].includes(apply.branch)) return { kind: 'done', via: 'apply', status: apply.instance.status, branch: apply.branch };
+  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch };
+}
+
+function shape(step: Step): Record<string, unknown> {
+  switch (step.kind) {
+    case 'post':
+      return { kind: 'post' };
+    case 'done':
+      return step.via === 'apply' ? { kind: 'done', via: 'apply', status: step.instance.status, branch: step.branch } : { kind: 'done', via: 'lookup', status: step.instance.status };
+    case 'dead':
+      return { kind: 'dead', reason: step.reason, branch: step.branch };
+    case 'fail':
+      return { kind: 'fail', reason: step.reason };
+  }
+}
+
+describe('resolve: every lookup result × every apply answer (SPEC §9)', () => {
+  for (const [ln, lookup] of lookups) {
+    for (const [an, apply] of applies) {
+      it(`${ln} / ${an}`, () => {
+        const step = apply === undefined ? resolve(R, lookup) : resolve(R, lookup, apply);
+        expect(shape(step)).toEqual(expected(lookup, apply));
+        // Never an apply after a lookup that found something or failed.
+        if (step.kind === 'post') expect(lookup.kind).toBe('not-found');
+        // Never DONE without an instance the flow center described.
+        if (step.kind === 'done') {
+          const source = step.via === 'lookup' ? lookup : apply;
+          expect(source && 'instance' in source ? source.instance : null).toBe(step.instance);
+        }
+      });
+    }
+  }
+
+  it('a post carries the row own token and attempt, exactly', () => {
+    const step = resolve(R, { kind: 'not-found' });
+    expect(step).toEqual({
+      kind: 'post',
+      request: { bizType: 'honor_apply', bizId: 'A-1', applyAppKey: '100021', submitterId: '9007199254740993', flowGuid: 'guid-1', requestToken: 'tok-1', attempt: 2 },
+    });
+  });
+  it('a command that cannot be resent safely is DEAD, not posted', () => {
+    for (const bad of [row({ request_token: '' }), row({ attempt: 0 }), row({ submitter_id: 'abc' })]) {
+      expect(resolve(bad, { kind: 'not-found' })).toMatchObject({ kind: 'dead', reason: 'INVALID_COMMAND' });
+      // …but a found instance still settles it: the lookup needs no token.
+      expect(resolve(bad, { kind: 'found', instance: instance({ submitterId: String(bad.submitter_id) }) })).toMatchObject({ kind: 'done' });
+    }
+  });
+  it('flags an owned instance in an earlier round than the attempt, and still never posts', () => {
+    const t = resolve(R, { kind: 'found', instance: instance({ status: 30, round: 1 }) }) as Transition;
+    expect(t).toMatchObject({ kind: 'done', via: 'lookup', roundBehind: true });
+    expect(planWrite(R, t, APPLY_RETRY_POLICY).write).toMatchObject({ kind: 'done', note: expect.stringMatching(/^ROUND_BEHIND: /) });
+  });
+  it('types: only a lookup-only call can ask for a post', () => {
+    expectTypeOf(resolve(R, { kind: 'not-found' })).toEqualTypeOf<Step>();
+    expectTypeOf(resolve(R, { kind: 'not-found' }, { kind: 'timeout', detail: '' })).toEqualTypeOf<Transition>();
+    expectTypeOf<Extract<Transition, { kind: 'post' }>>().toBeNever();
+  });
+  it('the DONE branches are exactly CREATED, SAME_REQUEST, IDEMPOTENT, CONCURRENT_CREATED', () => {
+    expect([...DONE_BRANCHES].sort()).toEqual(['CONCURRENT_CREATED', 'CREATED', 'IDEMPOTENT', 'SAME_REQUEST']);
+  });
+});
+
+describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
+  it('doubles and dies', () => {
+    const fail: Transition = { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: 'no answer' };
+    const seen = [0, 1, 2, 3, 4, 5].map((n) => planWrite(row({ retry_count: n }), fail, APPLY_RETRY_POLICY).write);
+    expect(seen.map((w) => (w.kind === 'fail' ? [w.state, w.retryCount, w.backoffSeconds] : null))).toEqual([
+      ['FAILED', 1, 20], ['FAILED', 2, 40], ['FAILED', 3, 80], ['FAILED', 4, 160], ['FAILED', 5, 320], ['DEAD', 6, null],
+    ]);
+    expect(seen[0]).toMatchObject({ lastError: 'LOOKUP_TIMEOUT: no answer' });
+  });
+  it('a done write mirrors the status and keeps the branch; a lookup leaves last_branch alone', () => {
+    const viaApply = planWrite(R, { kind: 'done', via: 'apply', branch: 'CREATED', instance: instance({ status: 10 }), roundBehind: false }, APPLY_RETRY_POLICY);
+    expect(viaApply.write).toMatchObject({ kind: 'done', status: 10, instanceId: 'FI-9', branch: 'CREATED', note: null, mirror: { bizType: 'honor_apply', bizId: 'A-1', status: 10 } });
+    const viaLookup = planWrite(R, { kind: 'done', via: 'lookup', instance: instance({ status: 40 }), roundBehind: false }, APPLY_RETRY_POLICY);
+    expect(viaLookup.write).toMatchObject({ kind: 'done', status: 40, branch: null });
+    expect(compileWrite('me', viaLookup.write).sql).toContain('c.last_branch = c.last_branch');
+  });
+  it('a dead write keeps the branch for a person', () => {
+    const p = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED', detail: 'RESTARTED, instance FI-9 status 10' }, APPLY_RETRY_POLICY);
+    expect(p.write).toEqual({ kind: 'dead', gen: { id: '7', state: 'UNKNOWN', retryCount: 0 }, branch: 'RESTARTED', lastError: 'UNEXPECTED_BRANCH: RESTARTED, instance FI-9 status 10' });
+  });
+});
+
+describe('SQL builders', () => {
+  it('claims UNKNOWN/due FAILED/old PENDING of the app key, unclaimed or lease expired, oldest first, SKIP LOCKED', () => {
+    const q = claimSelect('100021', 600, 50);
+    expect(q.sql).toBe(
+      'SELECT id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time FROM flow_apply_command WHERE ' +
+        "((state IN ('UNKNOWN', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW())) OR (state = 'PENDING' AND create_time <= NOW() - INTERVAL ? SECOND)) " +
+        'AND apply_app_key = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW()) ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED',
+    );
+    expect(q.params).toEqual([600, '100021', 50]);
+    expect(peekSelect('k', 60, '9', 10).sql).not.toContain('FOR UPDATE');
+    expect(otherAppKeySelect('k', 60).sql).toContain('apply_app_key <> ?');
+  });
+  it('every write is guarded by claim owner, state and retry count', () => {
+    const gen = { id: '7', state: 'UNKNOWN' as const, retryCount: 3 };
+    for (const w of [
+      { kind: 'release' as const, gen },
+      { kind: 'dead' as const, gen, branch: null, lastError: 'x' },
+      { kind: 'fail' as const, gen, state: 'FAILED' as const, retryCount: 4, backoffSeconds: 160, lastError: 'x' },
+      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } },
+    ]) {
+      const c = compileWrite('owner-1', w);
+      expect(c.sql).toMatch(/WHERE (c\.)?id = \? AND (c\.)?claim_owner = \? AND (c\.)?state = \? AND (c\.)?retry_count = \?$/);
+      expect(c.params.slice(-4)).toEqual(['7', 'owner-1', 'UNKNOWN', 3]);
+    }
+    // DONE and the mirror are one statement: the mirror only happens when the guard holds.
+    const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } });
+    expect(done.sql).toBe(
+      'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id ' +
+        "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = ?, c.next_retry_at = NULL, c.claim_owner = NULL, " +
+        'c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ?',
+    );
+    expect(done.params).toEqual([30, 'i', 'CREATED', null, 30, '7', 'o', 'UNKNOWN', 3]);
+  });
+});
+
+describe('signing (README "Flow center requests")', () => {
+  const input = {
+    method: 'GET',
+    path: '/oapi/flow/instance',
+    query: canonicalQuery([['bizType', 'honor_apply'], ['bizId', 'A-1']]),
+    appKey: '100021',
+    timestamp: '1792540800',
+    nonce: '0123456789abcdef0123456789abcdef',
+    contentSha256: EMPTY_BODY_SHA256,
+  };
+  it('the documented string to sign and signature', () => {
+    expect(stringToSign(input)).toBe(
+      'FC-HMAC-SHA256\nGET\n/oapi/flow/instance\nbizId=A-1&bizType=honor_apply\n100021\n1792540800\n0123456789abcdef0123456789abcdef\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    );
+    const independent = createHmac('sha256', 'example-secret').update(stringToSign(input)).digest('hex');
+    expect(signature('example-secret', input)).toBe(independent);
+    expect(signature('example-secret', input)).toBe('0a0999b341514cddc9ba9798fac868a19760c1ae93c329ceaff00c9f38f58289');
+    expect(verifySignature('example-secret', input, independent)).toBe(true);
+    expect(verifySignature('other', input, independent)).toBe(false);
+  });
+  it('canonical query: RFC 3986, sorted by name then value', () => {
+    expect(canonicalQuery([['b', '2'], ['a', 'x y'], ['a', 'é/*'], ['A', "!'()"]])).toBe("A=%21%27%28%29&a=%C3%A9%2F%2A&a=x%20y&b=2");
+  });
+  it('headers carry no secret', () => {
+    const h = signedHeaders({ method: 'POST', path: '/oapi/flow/apply', query: '', appKey: '100021', body: '{}', secret: 'very-secret-value', nowSeconds: 1792540800.9, nonce: 'ab'.repeat(16) });
+    expect(Object.keys(h)).toEqual(['X-FC-App-Key', 'X-FC-Timestamp', 'X-FC-Nonce', 'X-FC-Content-SHA256', 'X-FC-Signature']);
+    expect(h['X-FC-Timestamp']).toBe('1792540800');
+    expect(JSON.stringify(h)).not.toContain('very-secret-value');
+  });
+});
+
+describe('response bodies, validated strictly', () => {
+  const key = { bizType: 'honor_apply', bizId: 'A-1' };
+  const inst = '{"instanceId":"FI-1","bizType":"honor_apply","bizId":"A-1","status":30,"applyAppKey":"100021","submitterId":9007199254740993,"flowGuid":"g","round":1}';
+  it('keeps BIGINT submitter ids exact', () => {
+    expect(parseExactJson('{"a":9007199254740993,"b":"9007199254740993","c":1.5,"d":-12345678901234567}')).toEqual({ ok: true, value: { a: '9007199254740993', b: '9007199254740993', c: 1.5, d: '-12345678901234567' } });
+    expect(parseLookupBody(`{"found":true,"instance":${inst}}`, key)).toMatchObject({ kind: 'found', instance: { submitterId: '9007199254740993', status: 30, round: 1 } });
+  });
+  it('refuses what it cannot trust', () => {
+    const bad = [
+      '{"found":tru', '', '[]', '{"found":"true"}', '{"found":false,"found":true}', '{"found":false,"instance":{}}', '{}',
+      `{"found":true,"instance":${inst.replace('"status":30', '"status":50')}}`,
+      `{"found":true,"instance":${inst.replace('"status":30', '"status":"30"')}}`,
+      `{"found":true,"instance":${inst.replace('"bizId":"A-1"', '"bizId":"A-2"')}}`,
+      `{"found":true,"instance":${inst.replace(',"flowGuid":"g"', '')}}`,
+      `{"found":true,"instance":${inst.replace('9007199254740993', '1.5')}}`,
+      `{"found":true,"instance":${inst.replace('"round":1', '"round":0')}}`,
+    ];
+    for (const b of bad) expect(parseLookupBody(b, key).kind, b).toBe('malformed');
+    expect(parseLookupBody('{"found":false}', key)).toEqual({ kind: 'not-found' });
+    expect(parseLookupBody('{"found":false,"extra":1}', key)).toEqual({ kind: 'not-found' });
+    expect(parseApplyBody(`{"branch":"CREATED","instance":${inst}}`, key)).toMatchObject({ kind: 'applied', branch: 'CREATED' });
+    expect(parseApplyBody(`{"branch":"MAYBE","instance":${inst}}`, key).kind).toBe('malformed');
+    expect(parseApplyBody('{"branch":"CREATED"}', key).kind).toBe('malformed');
+  });
+  it('the apply body writes the submitter id as a number literal, exactly', () => {
+    expect(applyBody({ bizType: 't', bizId: 'b', applyAppKey: 'k', submitterId: '9007199254740993', flowGuid: 'g', requestToken: 'r', attempt: 2 })).toBe(
+      '{"bizType":"t","bizId":"b","applyAppKey":"k","submitterId":9007199254740993,"flowGuid":"g","requestToken":"r","attempt":2,"retryOnly":false}',
+    );
+  });
+});
+
+describe('durationArg', () => {
+  const parse = durationArg(60, 30 * 86400);
+  it('reads seconds, minutes, hours, days', () => {
+    expect([parse('600'), parse('90s'), parse('10m'), parse('2h'), parse('1d')]).toEqual([600, 90, 600, 7200, 86400]);
+  });
+  for (const bad of ['abc', '', '10x', '-5m', '1.5h', '59', '31d']) {
+    it(`refuses ${JSON.stringify(bad)}`, () => expect(() => parse(bad)).toThrow());
+  }
+});
+
+describe('option parsing (runF captures the options; nothing connects)', () => {
+  it('defaults and units', async () => {
+    const { Command } = await import('commander');
+    const { PassThrough, Readable } = await import('node:stream');
+    const { Resources } = await import('../../src/commands/context.js');
+    const { createApplyCommandResolveCommand } = await import('../../src/commands/apply-command/resolve-unknown.js');
+    const deps = { io: { stdout: new PassThrough(), stderr: new PassThrough(), stdin: Readable.from(['']), interactive: false }, env: {}, now: () => new Date(), signal: new AbortController().signal };
+    const parse = async (argv: string[]) => {
+      const program = new Command('fcctl').exitOverride();
+      let captured: unknown;
+      createApplyCommandResolveCommand(program.command('apply-command'), deps, new Resources(), async (o) => {
+        captured = o;
+        return 0;
+      });
+      await program.parseAsync(['apply-command', 'resolve-unknown', ...argv], { from: 'user' });
+      return captured;
+    };
+    expect(await parse([])).toEqual({
+      batchSize: 100, concurrency: 8, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 600, leaseSeconds: 300, pendingGraceSeconds: 600,
+      retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, requestTimeoutMs: 5000, maxConsecutiveErrors: 20, dryRun: false, metricsFile: undefined,
+    });
+    expect(await parse(['--pending-grace', '2h', '--request-timeout', '0.5', '--max-retries', '3', '--dry-run'])).toMatchObject({
+      pendingGraceSeconds: 7200, requestTimeoutMs: 500, retry: { maxRetries: 3 }, dryRun: true,
+    });
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * Durable file writes shared by metrics files, manifest checkpoints and reconcile outputs: a
+ * reader (or a process restarted after `kill -9` or a power cut) sees the old file or the new one,
+ * never a partial one.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * A temp-file name beside `path` (same directory, so a rename cannot cross file systems). It
+ * starts with `.` and ends in `.tmp`, so collectors that match `*.prom` or `*.json` skip it.
+ * @example tempPathFor('/var/lib/x/state.json') // '/var/lib/x/.state.json.4242.1a2b3c4d.tmp'
+ */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/**
+ * fsyncs a directory so that a rename or a new file in it is durable; best effort, since not
+ * every platform lets a directory be opened and synced.
+ * @example await fsyncDir('/var/lib/fcctl')
+ */
+export async function fsyncDir(dir: string): Promise<void> {
+  try {
+    const d = await open(dir, 'r');
+    try {
+      await d.sync();
+    } finally {
+      await d.close();
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
+/**
+ * Writes `data` to `path` atomically: a temp file in the same directory, fsynced, then renamed
+ * over the target, then the directory fsynced. On failure the temp file is removed and the old
+ * file stays as it was.
+ * @example await writeFileAtomic('/tmp/checkpoint.json', JSON.stringify(state))
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  const tmp = tempPathFor(path);
+  const handle = await open(tmp, 'wx', 0o644);
+  try {
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+  await fsyncDir(dirname(path));
+}

@@ -26,6 +26,7 @@ describe('adjudicate: the SPEC §5 / seed 004 table', () => {
     [{ kind: 'nack' }, { kind: 'fail', reason: 'NACK' }],
     [{ kind: 'timeout' }, { kind: 'fail', reason: 'CONFIRM_TIMEOUT' }],
     [{ kind: 'closed' }, { kind: 'fail', reason: 'CHANNEL_CLOSED' }],
+    [{ kind: 'error', detail: 'x' }, { kind: 'fail', reason: 'PUBLISH_ERROR' }],
   ];
   for (const [outcome, expected] of table) {
     it(`${JSON.stringify(outcome)} → ${JSON.stringify(expected)}`, () => expect(adjudicate(outcome)).toEqual(expected));
@@ -47,7 +48,7 @@ describe('afterFailure: 20 s × 2^n backoff, DEAD at the 8th', () => {
 
 describe('routingKeyFor', () => {
   it('builds fc.snapshot.v2.<key>.<school>', () => expect(routingKeyFor('100018', '5')).toEqual({ ok: true, routingKey: 'fc.snapshot.v2.100018.5' }));
-  for (const key of ['', 'a.b', 'a*', '#', 'a b', 'a\tb', '*.#', 'x\u3000y']) {
+  for (const key of ['', 'a.b', 'a*', '#', 'a b', 'a\tb', '*.#', 'x\u3000y', 'ab\u0000c', 'a\u007fb']) {
     it(`refuses app key ${JSON.stringify(key)}`, () => expect(routingKeyFor(key, 5).ok).toBe(false));
   }
   for (const school of [0, -1, '05', '1.5', 'abc', '', '1e3']) {
@@ -87,8 +88,12 @@ describe('prePublish: checks in SPEC §5 order', () => {
     expect(prePublish(row({ snapshot_json: '{"a":' }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
     const extra = snapshotOf(5, { extra: 1 });
     expect(prePublish(row({ snapshot_json: extra, content_hash: (canonicalize(extra) as { hash: string }).hash }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
-    const withIntent = snapshotOf(5, { intent: { intentId: 'svchall-1' } });
+    const withIntent = snapshotOf(5, { intent: { intentId: 'svchall-1', consumerAppKey: '100018', consumerSchoolId: 5 } });
     expect(prePublish(row({ snapshot_json: withIntent }), { publisher, grant: grant() }).kind).toBe('publish');
+    // another consumer's intent is never sent (SPEC §4)
+    const otherIntent = snapshotOf(5, { intent: { intentId: 'svchall-1', consumerAppKey: '100099', consumerSchoolId: 5 } });
+    expect(prePublish(row({ snapshot_json: otherIntent }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
+    expect(prePublish(row({ event_type: 'deleted' }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'INVALID_EVENT' });
   });
 });
 

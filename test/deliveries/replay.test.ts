@@ -524,8 +524,8 @@ describe('deliveries replay racing deliveries send (real broker)', () => {
       const s = await sending;
       expect(s.stderr).toBe('');
       expect(s.code).toBe(0);
-      // the confirm came back for generation px-1: turned away by the guard
-      expect(summaryOf(s.stdout)).toMatchObject({ claimed: 1, published: 1, accepted: 1, stale: 1 });
+      // the confirm came back for generation px-1: turned away by the guard, reported as stale
+      expect(summaryOf(s.stdout)).toMatchObject({ claimed: 1, published: 1, accepted: 0, skipped: 1, stale: 1 });
       expect(await t.fullRow(id)).toMatchObject({ state: 'PENDING', retry_count: 0, broker_accepted_at: null, claim_owner: null, replay_op_digest: opDigest('px-2') });
     } finally {
       await proxy.stop();

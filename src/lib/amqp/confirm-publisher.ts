@@ -9,13 +9,16 @@ export type PublishOutcome = BrokerOutcome | { readonly kind: 'unsent' };
  * correlates `mandatory` returns by messageId (returns carry no delivery tag). RabbitMQ sends
  * basic.return before the basic.ack of the same message, so by the time the ack arrives the
  * return has been recorded; an ack of a returned message is reported as `returned: true`.
+ * Only one copy of a messageId is ever unconfirmed on the channel at a time: a second copy (a
+ * replayed row claimed again while its first publish waits) is answered `unsent`, so a return can
+ * never be credited to the wrong copy.
  * @example const out = await publisher.publish('x', 'rk', body, { messageId: 'e1', mandatory: true })
  */
 export class ConfirmPublisher {
   private inFlight = 0;
   private readonly waiters: Array<() => void> = [];
-  private readonly returned = new Set<string>();
-  private readonly outstanding = new Set<(o: PublishOutcome) => void>();
+  /** unconfirmed messages by messageId: whether a return has arrived, and how to settle them */
+  private readonly outstanding = new Map<string, { returned: boolean; settle: (o: PublishOutcome) => void }>();
   private closedReason: string | null = null;
   private closedOnPurpose = false;
 
@@ -26,12 +29,14 @@ export class ConfirmPublisher {
   ) {
     channel.on('return', (msg: ConsumeMessage) => {
       const id = msg.properties.messageId as string | undefined;
-      if (id !== undefined) this.returned.add(id);
+      // A return for a message that already timed out belongs to nobody now: ignore it.
+      const entry = id === undefined ? undefined : this.outstanding.get(id);
+      if (entry) entry.returned = true;
     });
     const onGone = (why: string) => {
       if (this.closedReason !== null) return;
       this.closedReason = why;
-      for (const settle of [...this.outstanding]) settle({ kind: 'closed' });
+      for (const { settle } of [...this.outstanding.values()]) settle({ kind: 'closed' });
       for (const wake of this.waiters.splice(0)) wake();
     };
     channel.on('close', () => onGone('channel closed'));
@@ -47,35 +52,52 @@ export class ConfirmPublisher {
     return this.inFlight;
   }
 
-  async publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish & { messageId: string }): Promise<PublishOutcome> {
+  /**
+   * Publishes once a window slot is free. `notAfter` (epoch ms) is the latest time a confirm may
+   * still be waited for — the claim's lease: a message that could not be confirmed before the
+   * lease ends is not sent (`unsent`), since another relay may own the row by then.
+   */
+  async publish(
+    exchange: string,
+    routingKey: string,
+    body: Buffer,
+    options: Options.Publish & { messageId: string },
+    notAfter = Number.POSITIVE_INFINITY,
+  ): Promise<PublishOutcome> {
     while (this.inFlight >= this.window && this.closedReason === null) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    if (this.closedReason !== null) return { kind: 'unsent' };
-    this.inFlight += 1;
     const id = options.messageId;
+    if (this.closedReason !== null || this.outstanding.has(id) || Date.now() + this.confirmTimeoutMs > notAfter) {
+      this.waiters.shift()?.();
+      return { kind: 'unsent' };
+    }
+    this.inFlight += 1;
     return new Promise<PublishOutcome>((resolve) => {
       let done = false;
-      const settle = (outcome: PublishOutcome) => {
-        if (done) return; // first outcome wins: a late ack after a timeout changes nothing
-        done = true;
-        clearTimeout(timer);
-        this.outstanding.delete(settle);
-        this.returned.delete(id);
-        this.inFlight -= 1;
-        this.waiters.shift()?.();
-        resolve(outcome);
+      const entry = {
+        returned: false,
+        settle: (outcome: PublishOutcome) => {
+          if (done) return; // first outcome wins: a late ack after a timeout changes nothing
+          done = true;
+          clearTimeout(timer);
+          this.outstanding.delete(id);
+          this.inFlight -= 1;
+          this.waiters.shift()?.();
+          resolve(outcome);
+        },
       };
-      const timer = setTimeout(() => settle({ kind: 'timeout' }), this.confirmTimeoutMs);
-      this.outstanding.add(settle);
+      const timer = setTimeout(() => entry.settle({ kind: 'timeout' }), this.confirmTimeoutMs);
+      this.outstanding.set(id, entry);
       try {
         this.channel.publish(exchange, routingKey, body, options, (err: unknown) => {
-          if (err) settle((err as Error).message === 'message nacked' ? { kind: 'nack' } : { kind: 'closed' });
-          else settle({ kind: 'ack', returned: this.returned.has(id) });
+          if (err) entry.settle((err as Error).message === 'message nacked' ? { kind: 'nack' } : { kind: 'closed' });
+          else entry.settle({ kind: 'ack', returned: entry.returned });
         });
-      } catch {
-        // publish throws synchronously once the channel is closed: nothing went out.
-        settle({ kind: 'unsent' });
+      } catch (err) {
+        // Once the channel is closed publish throws: nothing went out. Any other synchronous
+        // error would repeat on every retry, so it is a failure that spends the retry budget.
+        entry.settle(this.closedReason !== null ? { kind: 'unsent' } : { kind: 'error', detail: (err as Error).message });
       }
     });
   }

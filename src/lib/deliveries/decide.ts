@@ -7,6 +7,7 @@ export type FailReason =
   | 'NACK'
   | 'CONFIRM_TIMEOUT'
   | 'CHANNEL_CLOSED'
+  | 'PUBLISH_ERROR'
   | 'SOURCE_MISMATCH'
   | 'REGISTRY_MISMATCH'
   | 'REGISTRY_UNREACHABLE'
@@ -31,6 +32,7 @@ export interface PublisherFacts {
 
 const SNAPSHOT_MEMBERS = ['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values'];
 const POSITIVE_INT = /^[1-9][0-9]*$/;
+const EVENT_TYPES = new Set(['created', 'updated', 'tombstoned']);
 
 /**
  * The routing key `fc.snapshot.v2.<consumerAppKey>.<consumerSchoolId>`, or why it cannot be made:
@@ -39,7 +41,7 @@ const POSITIVE_INT = /^[1-9][0-9]*$/;
  * @example routingKeyFor('100018', '5') // { ok: true, routingKey: 'fc.snapshot.v2.100018.5' }
  */
 export function routingKeyFor(appKey: string, schoolId: string | number): { ok: true; routingKey: string } | { ok: false; detail: string } {
-  if (appKey === '' || /[.*#\s]/u.test(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
+  if (appKey === '' || /[.*#\s\u0000-\u001f\u007f]/u.test(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
   if (appKey.length > 200) return { ok: false, detail: 'consumer app key too long' };
   const school = String(schoolId);
   if (!POSITIVE_INT.test(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
@@ -57,8 +59,15 @@ export function checkPublisher(facts: PublisherFacts): { ok: true } | { ok: fals
   return { ok: true };
 }
 
-/** Checks the stored snapshot: ten members (plus `intent`), parses, and its hash is the row's. */
-export function checkSnapshot(snapshotJson: string, contentHash: string): { ok: true } | { ok: false; reason: FailReason; detail: string } {
+/**
+ * Checks the stored snapshot: ten members (plus `intent`), parses, and its hash is the row's.
+ * With `consumer`, an `intent` must be that consumer's (SPEC §4: for the target consumer only).
+ */
+export function checkSnapshot(
+  snapshotJson: string,
+  contentHash: string,
+  consumer?: { appKey: string; schoolId: string },
+): { ok: true } | { ok: false; reason: FailReason; detail: string } {
   const result = canonicalize(snapshotJson);
   if (!result.ok) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `${result.error.code}: ${result.error.message}` };
   if (result.hash !== contentHash) return { ok: false, reason: 'SNAPSHOT_HASH_MISMATCH', detail: `recomputed ${result.hash}` };
@@ -68,6 +77,13 @@ export function checkSnapshot(snapshotJson: string, contentHash: string): { ok: 
     const parsed = JSON.parse(snapshotJson) as unknown;
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     members = Object.keys(parsed).filter((k) => k !== 'intent').sort();
+    const intent = (parsed as Record<string, unknown>)['intent'];
+    if (consumer && intent !== undefined) {
+      const i = intent as Record<string, unknown> | null;
+      if (i === null || typeof i !== 'object' || i['consumerAppKey'] !== consumer.appKey || String(i['consumerSchoolId']) !== consumer.schoolId) {
+        return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot intent is not for this consumer and school' };
+      }
+    }
   } catch {
     return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
   }
@@ -100,7 +116,8 @@ export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts;
   const rk = routingKeyFor(row.consumer_app_key, row.consumer_school_id);
   if (!rk.ok) return { kind: 'fail', reason: 'INVALID_ROUTING_KEY', detail: rk.detail };
   if (row.event_id.length === 0 || row.event_id.length > 36) return { kind: 'fail', reason: 'INVALID_EVENT', detail: 'event id must be 1–36 characters' };
-  const snap = checkSnapshot(row.snapshot_json, row.content_hash);
+  if (!EVENT_TYPES.has(row.event_type)) return { kind: 'fail', reason: 'INVALID_EVENT', detail: `event type ${JSON.stringify(row.event_type)} is not created, updated or tombstoned` };
+  const snap = checkSnapshot(row.snapshot_json, row.content_hash, { appKey: row.consumer_app_key, schoolId: String(row.consumer_school_id) });
   if (!snap.ok) return { kind: 'fail', reason: snap.reason, detail: snap.detail };
   return { kind: 'publish', routingKey: rk.routingKey };
 }
@@ -110,7 +127,9 @@ export type BrokerOutcome =
   | { readonly kind: 'ack'; readonly returned: boolean }
   | { readonly kind: 'nack' }
   | { readonly kind: 'timeout' }
-  | { readonly kind: 'closed' };
+  | { readonly kind: 'closed' }
+  /** the client refused to send it (synchronous publish error other than a closed channel) */
+  | { readonly kind: 'error'; readonly detail: string };
 
 /** What to write for an outcome. Staleness (DEAD, GRANT_REVOKED, other generation) is the guard's job in SQL. */
 export type Transition = { readonly kind: 'accept' } | { readonly kind: 'fail'; readonly reason: FailReason };
@@ -130,6 +149,8 @@ export function adjudicate(outcome: BrokerOutcome): Transition {
       return { kind: 'fail', reason: 'CONFIRM_TIMEOUT' };
     case 'closed':
       return { kind: 'fail', reason: 'CHANNEL_CLOSED' };
+    case 'error':
+      return { kind: 'fail', reason: 'PUBLISH_ERROR' };
   }
 }
 

@@ -7,7 +7,7 @@ import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { adjudicate, afterFailure, prePublish, type PrePublishDecision, type PublisherFacts, type RetryPolicy } from './decide.js';
 import { buildEnvelope, messageOptions } from './envelope.js';
-import { applyWrites, claimDue, grantsFor, peekDue, registryByCode, type Write } from './sql.js';
+import { applyWritesReportingStale, claimDue, grantsFor, peekDue, registryByCode, type Write } from './sql.js';
 import { type DeliveryRow, type Generation, generationOf, grantKey } from './types.js';
 
 export interface SendOptions {
@@ -232,20 +232,22 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   const inFlight = new Set<Promise<void>>();
   let fatal: unknown = null;
 
-  const processBatch = async (rows: DeliveryRow[]) => {
+  const processBatch = async (rows: DeliveryRow[], claimedAt: number) => {
+    // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
+    const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
     const decided = await decideBatch(deps.db, rows, deps.publisher);
     const outcomes = await Promise.all(
       decided.map(async (d) => {
         if (d.decision.kind !== 'publish') return d;
-        const outcome = await publisher.publish(DELIVERY_EXCHANGE, d.decision.routingKey, buildEnvelope(d.row), messageOptions(d.row));
+        const outcome = await publisher.publish(DELIVERY_EXCHANGE, d.decision.routingKey, buildEnvelope(d.row), messageOptions(d.row), notAfter);
         if (outcome.kind !== 'unsent') summary.published += 1;
         return { ...d, outcome };
       }),
     );
     const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
-    const matched = await applyWrites(deps.db, owner, writes);
-    summary.stale += writes.reduce((n, w) => n + w.gens.length, 0) - matched;
-    report(results);
+    const stale = await applyWritesReportingStale(deps.db, owner, writes);
+    summary.stale += stale.size;
+    report(results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
   };
 
   for (;;) {
@@ -259,6 +261,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       continue;
     }
     const limit = Math.min(options.batchSize, options.maxRows - summary.claimed);
+    const claimedAt = deps.clock();
     const rows = await claimDue(deps.db, owner, limit, options.leaseSeconds);
     if (rows.length === 0) {
       if (inFlight.size === 0) break;
@@ -267,7 +270,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       continue;
     }
     summary.claimed += rows.length;
-    const p: Promise<void> = processBatch(rows)
+    const p: Promise<void> = processBatch(rows, claimedAt)
       .catch((err: unknown) => {
         fatal ??= err;
       })

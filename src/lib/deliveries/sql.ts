@@ -141,3 +141,40 @@ export async function applyWrites(db: Db, owner: string, writes: readonly Write[
   }
   return matched;
 }
+
+/** Whether a re-read row shows the transition `w` (used only when a guarded write matched fewer rows). */
+function reached(w: Write, row: { state: string; retry_count: number | string }): boolean {
+  switch (w.kind) {
+    case 'accept':
+      return row.state === 'BROKER_ACCEPTED';
+    case 'fail':
+      return row.state === w.state && Number(row.retry_count) === w.retryCount;
+    case 'revoke':
+      return row.state === 'GRANT_REVOKED';
+    case 'hold':
+    case 'release':
+      return true;
+  }
+}
+
+/**
+ * Executes the writes and names the rows the generation guard turned away (a replay or another
+ * relay got there first), so they are reported as stale, not as accepted or failed. The re-read
+ * happens only for a write that matched fewer rows than it named.
+ */
+export async function applyWritesReportingStale(db: Db, owner: string, writes: readonly Write[]): Promise<Set<string>> {
+  const stale = new Set<string>();
+  for (const w of writes) {
+    if (w.gens.length === 0) continue;
+    const { sql, params } = compileWrite(owner, w);
+    const matched = (await db.execute(sql, params)).affectedRows;
+    if (matched >= w.gens.length) continue;
+    const rows = await db.query<{ id: string; state: string; retry_count: number }>('SELECT id, state, retry_count FROM answer_delivery WHERE id IN (?)', [w.gens.map((g) => g.id)]);
+    const byId = new Map(rows.map((r) => [String(r.id), r]));
+    for (const g of w.gens) {
+      const row = byId.get(g.id);
+      if (!row || !reached(w, row)) stale.add(g.id);
+    }
+  }
+  return stale;
+}

@@ -151,7 +151,7 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
   });
   it('a dead write keeps the branch for a person', () => {
     const p = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED', detail: 'RESTARTED, instance FI-9 status 10' }, APPLY_RETRY_POLICY);
-    expect(p.write).toEqual({ kind: 'dead', gen: { id: '7', state: 'UNKNOWN', retryCount: 0 }, branch: 'RESTARTED', lastError: 'UNEXPECTED_BRANCH: RESTARTED, instance FI-9 status 10' });
+    expect(p.write).toEqual({ kind: 'dead', gen: { id: '7', state: 'UNKNOWN', retryCount: 0, attempt: 2, requestToken: 'tok-1' }, branch: 'RESTARTED', lastError: 'UNEXPECTED_BRANCH: RESTARTED, instance FI-9 status 10' });
   });
 });
 
@@ -167,8 +167,8 @@ describe('SQL builders', () => {
     expect(peekSelect('k', 60, '9', 10).sql).not.toContain('FOR UPDATE');
     expect(otherAppKeySelect('k', 60).sql).toContain('apply_app_key <> ?');
   });
-  it('every write is guarded by claim owner, state and retry count', () => {
-    const gen = { id: '7', state: 'UNKNOWN' as const, retryCount: 3 };
+  it('every write is guarded by claim owner, state, retry count, attempt and request token', () => {
+    const gen = { id: '7', state: 'UNKNOWN' as const, retryCount: 3, attempt: 2, requestToken: 'tok-1' };
     for (const w of [
       { kind: 'release' as const, gen },
       { kind: 'dead' as const, gen, branch: null, lastError: 'x' },
@@ -176,17 +176,17 @@ describe('SQL builders', () => {
       { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } },
     ]) {
       const c = compileWrite('owner-1', w);
-      expect(c.sql).toMatch(/WHERE (c\.)?id = \? AND (c\.)?claim_owner = \? AND (c\.)?state = \? AND (c\.)?retry_count = \?$/);
-      expect(c.params.slice(-4)).toEqual(['7', 'owner-1', 'UNKNOWN', 3]);
+      expect(c.sql).toMatch(/WHERE (c\.)?id = \? AND (c\.)?claim_owner = \? AND (c\.)?state = \? AND (c\.)?retry_count = \? AND (c\.)?attempt = \? AND (c\.)?request_token = \?$/);
+      expect(c.params.slice(-6)).toEqual(['7', 'owner-1', 'UNKNOWN', 3, 2, 'tok-1']);
     }
     // DONE and the mirror are one statement: the mirror only happens when the guard holds.
     const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } });
     expect(done.sql).toBe(
       'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id ' +
         "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = ?, c.next_retry_at = NULL, c.claim_owner = NULL, " +
-        'c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ?',
+        'c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ? AND c.attempt = ? AND c.request_token = ?',
     );
-    expect(done.params).toEqual([30, 'i', 'CREATED', null, 30, '7', 'o', 'UNKNOWN', 3]);
+    expect(done.params).toEqual([30, 'i', 'CREATED', null, 30, '7', 'o', 'UNKNOWN', 3, 2, 'tok-1']);
   });
 });
 

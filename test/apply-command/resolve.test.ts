@@ -1,3 +1,4 @@
+import { generationOf } from '../../src/lib/apply-command/types.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
@@ -383,14 +384,17 @@ describe('stale workers change nothing', () => {
       await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE biz_id LIKE ?`, [`${p}%`]);
       const theirs = (await claimRows(db, 'owner-b', APP.key, 600, 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(theirs).toHaveLength(1);
-      const gen = { id: String(mine[0]!.id), state: 'UNKNOWN' as const, retryCount: 0 };
+      const gen = generationOf(mine[0]!);
       const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror: { bizType: BIZ_TYPE, bizId: `${p}-1`, status: 30 } });
       expect(stale).toEqual({ kind: 'stale' });
       expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'UNKNOWN', flow_status: null, claim_owner: 'owner-b' });
       // the new owner's write of an older generation (retry count moved on) also matches nothing
       await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET retry_count = 1 WHERE biz_id LIKE ?`, [`${p}%`]);
       expect(await applyWrite(db, 'owner-b', { kind: 'release', gen })).toEqual({ kind: 'stale' });
-      expect(await applyWrite(db, 'owner-b', { kind: 'release', gen: { ...gen, retryCount: 1 } })).toEqual({ kind: 'written', mirrored: null });
+      // a resubmission re-armed the row in place (new token, higher attempt): the old attempt's write matches nothing
+      await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET attempt = attempt + 1, request_token = 'tok-resubmitted' WHERE biz_id LIKE ?`, [`${p}%`]);
+      expect(await applyWrite(db, 'owner-b', { kind: 'done', gen: { ...gen, retryCount: 1 }, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror: { bizType: BIZ_TYPE, bizId: `${p}-1`, status: 30 } })).toEqual({ kind: 'stale' });
+      expect(await applyWrite(db, 'owner-b', { kind: 'release', gen: { ...gen, retryCount: 1, attempt: gen.attempt + 1, requestToken: 'tok-resubmitted' } })).toEqual({ kind: 'written', mirrored: null });
     } finally {
       await db.close();
     }

@@ -78,7 +78,10 @@ export function otherAppKeySelect(appKey: string, graceSeconds: number): Sql {
  */
 function guard(owner: string, gen: CommandGeneration, alias = ''): Sql {
   const a = alias ? `${alias}.` : '';
-  return { sql: `${a}id = ? AND ${a}claim_owner = ? AND ${a}state = ? AND ${a}retry_count = ?`, params: [gen.id, owner, gen.state, gen.retryCount] };
+  return {
+    sql: `${a}id = ? AND ${a}claim_owner = ? AND ${a}state = ? AND ${a}retry_count = ? AND ${a}attempt = ? AND ${a}request_token = ?`,
+    params: [gen.id, owner, gen.state, gen.retryCount, gen.attempt, gen.requestToken],
+  };
 }
 
 const CLEAR_CLAIM = 'claim_owner = NULL, claim_expires_at = NULL';

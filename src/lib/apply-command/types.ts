@@ -18,12 +18,19 @@ export interface ApplyCommandRow {
 }
 
 /** What identifies the claimed version of a row: a write for another version changes nothing (SPEC §2). */
+/**
+ * What identifies one attempt at a command. A resubmission re-arms the same row in place (new
+ * request token, higher attempt: seed 000 §7.4 RESTARTED), so both are part of the generation:
+ * a worker that looked up the old attempt must not settle the new one.
+ */
 export interface CommandGeneration {
   readonly id: string;
   readonly state: ApplyCommandState;
   readonly retryCount: number;
+  readonly attempt: number;
+  readonly requestToken: string;
 }
 
 export function generationOf(row: ApplyCommandRow): CommandGeneration {
-  return { id: String(row.id), state: row.state, retryCount: Number(row.retry_count) };
+  return { id: String(row.id), state: row.state, retryCount: Number(row.retry_count), attempt: Number(row.attempt), requestToken: row.request_token };
 }

@@ -10,8 +10,11 @@ try {
   process.exit(1);
 }
 const passed = results.numPassedTests ?? 0;
-// A file that failed to load counts as a failure even though it ran no test.
-const failedSuites = (results.testResults ?? []).filter((r) => r.status === 'failed' && (r.assertionResults ?? []).length === 0).length;
+// A file that failed outside its tests (did not load, or a beforeAll hook threw and its tests were
+// skipped) counts as a failure even though no test in it failed.
+const failedSuites = (results.testResults ?? []).filter(
+  (r) => r.status === 'failed' && !(r.assertionResults ?? []).some((a) => a.status === 'failed'),
+).length;
 const failed = (results.numFailedTests ?? 0) + failedSuites;
 const skipped = (results.numPendingTests ?? 0) + (results.numTodoTests ?? 0);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -9,6 +9,10 @@ import { createDbInitCommand } from './commands/db/init.js';
 import { createDeliveriesGroup } from './commands/deliveries/index.js';
 import { createDoctorCommand } from './commands/doctor/doctor.js';
 import { createDevGroup } from './commands/dev/index.js';
+import { createManifestGroup } from './commands/manifest/index.js';
+import { createReconcileGroup } from './commands/reconcile/index.js';
+import { createRetireAbsentGroup } from './commands/retire-absent/index.js';
+import { createProjectionGroup } from './commands/projection/index.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
 import { loadTerminal } from './lib/cli/terminal.js';
 import { redact } from './lib/config/mask.js';
@@ -47,6 +51,10 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   createDoctorCommand(program, deps, resources);
   createDevGroup(program, deps, resources);
   createCanonGroup(program, deps, resources);
+  createManifestGroup(program, deps, resources);
+  createReconcileGroup(program, deps, resources);
+  createRetireAbsentGroup(program, deps, resources);
+  createProjectionGroup(program, deps, resources);
 
   const config = program.command('config').description('configuration');
   createConfigShowCommand(config, deps, resources);

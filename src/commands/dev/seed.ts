@@ -12,6 +12,8 @@ import {
   SEED_FORMS,
   writeSeed,
 } from '../../lib/dev/seed.js';
+import { countShSeedRows, driftCounts, planShSeed, SH_SEED_TASK_START_WINDOW, writeShSeed } from '../../lib/dev/sh-seed.js';
+import type { Db } from '../../lib/db/connect.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg } from '../options.js';
 
@@ -26,6 +28,8 @@ export interface DevSeedOptions {
   readonly includeFaults: boolean;
   readonly grantMix: boolean;
   readonly replace: boolean;
+  /** seed the SH side too when FCCTL_SH_DATABASE_URL is set and marked dev (`--no-sh`: false); default true */
+  readonly sh?: boolean;
 }
 
 const DEFAULT_CONSUMERS = 3;
@@ -64,6 +68,24 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
     throw new SafetyError(`refusing to seed: the FC database already holds rows (${nonEmpty.map(([t, n]) => `${t} ${n}`).join(', ')}); pass --replace to delete them first`);
   }
 
+  // SH side: only a configured database that `db init --side sh --dev` marked; checked before any write.
+  let shDb: Db | null = null;
+  let shStatus = options.sh === false ? 'skipped: --no-sh' : 'skipped: FCCTL_SH_DATABASE_URL is not set';
+  let shReplaced = false;
+  if (options.sh !== false && ctx.config.shDatabaseUrl.value !== undefined) {
+    const candidate = await ctx.shDb();
+    if (!(await isDevDatabase(candidate, 'sh'))) {
+      shStatus = 'skipped: the SH database is not marked as a development database (`fcctl db init --side sh --dev`)';
+    } else {
+      const shRows = await countShSeedRows(candidate);
+      if (shRows > 0 && !options.replace) {
+        throw new SafetyError(`refusing to seed: the SH database already holds rows (fc_answer_projection ${shRows}); pass --replace to delete them first, or --no-sh`);
+      }
+      shReplaced = shRows > 0;
+      shDb = candidate;
+    }
+  }
+
   const plan = planSeed({
     seed: options.seed,
     answers: options.answers,
@@ -75,6 +97,12 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
     includeFaults: options.includeFaults,
   });
   await writeSeed(db, plan, { replace: options.replace });
+  const shPlan = shDb === null ? null : planShSeed(options.seed, plan);
+  if (shDb !== null && shPlan !== null) {
+    await writeShSeed(shDb, shPlan, { replace: options.replace });
+    shStatus = 'seeded';
+  }
+  const drift = shPlan === null ? null : driftCounts(shPlan.drift);
 
   for (const f of plan.faults) ctx.output.event('fault', { ...f });
   if (!ctx.output.json && plan.faults.length > 0) {
@@ -90,16 +118,23 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
     schoolIds: schoolIds(options.schools).join(','),
     forms: SEED_FORMS.length,
     replaced: nonEmpty.length > 0,
+    sh: shStatus,
+    ...(shPlan !== null ? { shReplaced, shRows: shPlan.rows.length, driftTaskStartFrom: SH_SEED_TASK_START_WINDOW.from, driftTaskStartUntil: SH_SEED_TASK_START_WINDOW.until } : {}),
     seconds: Math.round((ctx.now().getTime() - started) / 100) / 10,
   };
-  ctx.output.summary(ctx.output.json ? { ...base, faults: plan.faults } : base, planCounts(plan));
+  const counts: Record<string, number> = planCounts(plan);
+  if (shPlan !== null && drift !== null) {
+    counts['fc_answer_projection'] = shPlan.rows.length;
+    for (const [category, n] of Object.entries(drift)) counts[`drift_${category}`] = n;
+  }
+  ctx.output.summary(ctx.output.json ? { ...base, faults: plan.faults, ...(drift !== null ? { drift } : {}) } : base, counts);
   return 0;
 }
 
 export function createDevSeedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDevSeed): Command {
   return parent
     .command('seed')
-    .description('fill a development FC database (marked by `db init --dev`) with a reproducible data set')
+    .description('fill a development FC database (marked by `db init --dev`) with a reproducible data set, and the SH projection with drift when FCCTL_SH_DATABASE_URL is set and marked dev')
     .option('--answers <n>', 'answers to create (one outbox row per answer and consumer)', intArg(0, 1_000_000), 200)
     .option('--consumers <n>', `consumer apps (default ${DEFAULT_CONSUMERS}, or the number of --consumer-keys)`, intArg(1, 1000))
     .option('--consumer-keys <keys>', 'comma-separated consumer app keys, for predictable routing keys', (v: string) => v.split(',').map((k) => k.trim()))
@@ -109,7 +144,8 @@ export function createDevSeedCommand(parent: Command, deps: Deps, resources: Res
     .option('--include-faults', 'add rows built to fail the pre-publish checks: dotted and wildcard consumer keys, school 0, a tampered snapshot', false)
     .option('--no-grant-mix', 'every grant active and push-allowed at the rows\' version (by default a few are push-disabled, revoked or advanced)')
     .option('--replace', 'delete the rows the seed tables already hold (same transaction)', false)
-    .action(async (opts: { answers: number; consumers?: number; consumerKeys?: string[]; schools: number; snapshotBytes: number; seed: number; includeFaults: boolean; grantMix: boolean; replace: boolean }, cmd: Command) => {
+    .option('--no-sh', 'leave the SH database alone (by default, when FCCTL_SH_DATABASE_URL is set and marked by `db init --side sh --dev`, fc_answer_projection gets rows with drift of every reconcile category)')
+    .action(async (opts: { answers: number; consumers?: number; consumerKeys?: string[]; schools: number; snapshotBytes: number; seed: number; includeFaults: boolean; grantMix: boolean; replace: boolean; sh: boolean }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
         {
@@ -122,6 +158,7 @@ export function createDevSeedCommand(parent: Command, deps: Deps, resources: Res
           includeFaults: opts.includeFaults,
           grantMix: opts.grantMix,
           replace: opts.replace,
+          sh: opts.sh,
         },
         ctx,
       );

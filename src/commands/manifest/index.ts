@@ -1,0 +1,12 @@
+import type { Command } from 'commander';
+import type { Deps, Resources } from '../context.js';
+import { createManifestPageCommand } from './page.js';
+import { createManifestScanCommand } from './scan.js';
+
+/** `fcctl manifest …`: answer manifests of one school and form, per side (SPEC §7). */
+export function createManifestGroup(program: Command, deps: Deps, resources: Resources): Command {
+  const manifest = program.command('manifest').description('answer manifests (answer uuid, revision, hash, deleted, school, create time) of FC or SH');
+  createManifestPageCommand(manifest, deps, resources);
+  createManifestScanCommand(manifest, deps, resources);
+  return manifest;
+}

@@ -1,0 +1,92 @@
+import type { Command } from 'commander';
+import { ExitCode } from '../../lib/cli/exit.js';
+import type { Progress } from '../../lib/cli/output.js';
+import { requireSetting } from '../../lib/config/config.js';
+import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
+import { runReconcile } from '../../lib/reconcile/run.js';
+import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+import { schoolArg } from '../deliveries/target.js';
+import { uuidArg } from '../manifest/options.js';
+import { intArg } from '../options.js';
+import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { diffSummaryFields } from './diff.js';
+
+export interface ReconcileRunOptions {
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly outDir: string;
+  readonly size: number;
+  readonly restart: boolean;
+  readonly metricsFile?: string;
+}
+
+/**
+ * `fcctl reconcile run`: the nightly entry point (src/lib/reconcile/run.ts) — task start from the
+ * SH database, FC scan, SH scan, diff, all in `--out-dir` and resumable. Exit 0 when the diff was
+ * written, 1 when a stop signal ended the run early (run again to continue).
+ */
+export async function runReconcileRun(options: ReconcileRunOptions, ctx: Ctx): Promise<number> {
+  return withRunMetrics('reconcile run', options.metricsFile, () => reconcile(options, ctx));
+}
+
+async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {
+  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
+  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
+  const started = Date.now();
+  let progress: Progress | undefined;
+  const phase = (label: string) => {
+    progress?.stop();
+    progress = ctx.output.progress(label);
+  };
+  let result;
+  try {
+    result = await runReconcile(
+      { schId: options.schId, formUuid: options.formUuid, outDir: options.outDir, size: options.size, restart: options.restart, fcDatabase, shDatabase },
+      {
+        fcDb: () => ctx.fcDb(),
+        shDb: () => ctx.shDb(),
+        signal: ctx.signal,
+        now: ctx.now,
+        onPhase: (p, detail) => {
+          ctx.output.event('phase', { phase: p, ...detail });
+          if (p === 'scan-fc') phase('reconcile run: FC manifest');
+          else if (p === 'scan-sh') phase('reconcile run: SH manifest');
+          else if (p === 'diff') phase('reconcile run: diff');
+        },
+        onPage: (_side, p) => {
+          for (let i = 0; i < p.pageRows; i++) progress?.record();
+        },
+      },
+    );
+  } finally {
+    progress?.stop();
+  }
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  const base = { command: 'reconcile run', runId: result.run.runId, taskStart: result.run.taskStart, resumed: result.resumed };
+  if (result.kind === 'stopped') {
+    ctx.output.summary({ ...base, exitCode: ExitCode.ITEMS_FAILED, stoppedBy: result.reason, phase: result.phase, outDir: result.outDir, seconds });
+    return { exitCode: ExitCode.ITEMS_FAILED };
+  }
+  ctx.output.summary({ ...base, exitCode: ExitCode.OK, ...diffSummaryFields({ kind: 'done', summary: result.summary, outDir: result.outDir }), seconds }, result.summary.counts);
+  return { exitCode: ExitCode.OK, rowsByResult: result.summary.counts };
+}
+
+export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun): Command {
+  return parent
+    .command('run')
+    .description('nightly: take the task start, scan FC and SH into --out-dir (resumable), then diff')
+    .requiredOption('--school <id>', 'school id', schoolArg)
+    .requiredOption('--form <uuid>', 'form uuid', uuidArg)
+    .requiredOption('--out-dir <dir>', 'run directory: run.json, both manifests and checkpoints, the diff\'s files')
+    .option('--size <n>', `rows per manifest page (at most ${MAX_PAGE_SIZE})`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
+    .option('--restart', 'discard an unfinished run (or one of other parameters) in --out-dir and start a new one', false)
+    .option('--metrics-file <path>', 'write Prometheus gauges (node_exporter textfile collector) here, atomically')
+    .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; metricsFile?: string }, cmd: Command) => {
+      const ctx = makeContext(cmd, deps, resources);
+      resources.exitCode = await runF(
+        { schId: opts.school, formUuid: opts.form, outDir: opts.outDir, size: opts.size, restart: opts.restart, ...(opts.metricsFile ? { metricsFile: opts.metricsFile } : {}) },
+        ctx,
+      );
+    });
+}

@@ -1,0 +1,125 @@
+/**
+ * One manifest page (SPEC §7, seed 000 §8.1): `{rows, nextCursor, completed}`. Row shaping is
+ * pure (database row in, manifest row out); `readManifestPage` runs the side's page query.
+ */
+import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
+import type { AnswerRow } from '../answers/sql.js';
+import { EnvironmentError } from '../cli/exit.js';
+import type { Db } from '../db/connect.js';
+import { type ManifestRow, type ManifestSide, normalizeDateTime } from './row.js';
+import { type ShardRange } from './shard.js';
+import { selectManifestBoundary, selectManifestPage } from './sql.js';
+
+/** Default and largest page size (seed 000 §8.1). */
+export const DEFAULT_PAGE_SIZE = 200;
+export const MAX_PAGE_SIZE = 500;
+
+/** A page: the rows, the cursor to continue with (null when completed), and whether it was the last. */
+export interface ManifestPage {
+  readonly rows: readonly ManifestRow[];
+  readonly nextCursor: string | null;
+  readonly completed: boolean;
+}
+
+/** A `fc_answer_projection` row as the SH page query returns it (mysql2, `dateStrings`, big numbers as strings). */
+export interface ShManifestDbRow {
+  readonly answer_uuid: string;
+  readonly answer_revision: string | number;
+  readonly content_hash: string;
+  readonly is_deleted: number | string;
+  readonly sch_id: string | number;
+  readonly create_time: string | null;
+  readonly retired_at: string | null;
+}
+
+function time(column: string, value: string | null): string | null {
+  if (value === null) return null;
+  const t = normalizeDateTime(value);
+  if (t === null) throw new EnvironmentError(`${column} is not a DATETIME: ${JSON.stringify(value)}`);
+  return t;
+}
+
+/**
+ * A projection row as a manifest row (SH side).
+ * @example shManifestRow({ answer_uuid: 'a…', answer_revision: '2', content_hash: 'f…', is_deleted: 0, sch_id: '5', create_time: '2026-10-21 08:00:00', retired_at: null })
+ */
+export function shManifestRow(r: ShManifestDbRow): ManifestRow {
+  return {
+    answerUuid: r.answer_uuid,
+    revision: String(r.answer_revision),
+    contentHash: r.content_hash,
+    isDeleted: Number(r.is_deleted) !== 0,
+    schId: String(r.sch_id),
+    createTime: time('fc_answer_projection.create_time', r.create_time),
+    retiredAt: time('fc_answer_projection.retired_at', r.retired_at),
+  };
+}
+
+/**
+ * An FC answer row as a manifest row: its fc.canon.v1 snapshot is built and hashed (the ten
+ * members, times as `yyyy-MM-dd'T'HH:mm:ss`), exactly as the outbox and `repair-authoritative` do.
+ * A row whose snapshot cannot be built stops the scan (exit 3, naming the answer): leaving it out
+ * would make it look absent at FC, and absent rows are retire candidates.
+ * @example fcManifestRow(answerRow).contentHash
+ */
+export function fcManifestRow(r: AnswerRow): ManifestRow {
+  let contentHash: string;
+  try {
+    contentHash = buildAnswerSnapshot(r).contentHash;
+  } catch (err) {
+    if (err instanceof AnswerSnapshotError) throw new EnvironmentError(`FC answer ${r.answer_uuid} has no valid snapshot (${err.message}); fix the row and run again`, { cause: err });
+    throw err;
+  }
+  return {
+    answerUuid: r.answer_uuid,
+    revision: String(r.answer_revision),
+    contentHash,
+    isDeleted: Number(r.is_deleted) !== 0,
+    schId: String(r.sch_id),
+    createTime: time('answer.create_time', r.create_time),
+  };
+}
+
+/** What a page read needs. */
+export interface ReadPageOptions {
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly cursor: string | null;
+  readonly size: number;
+  readonly range?: ShardRange;
+}
+
+/**
+ * Reads one page of a side: `size + 1` rows, so the extra row tells whether more follow; only
+ * `size` rows are shaped (on FC, hashed). `nextCursor` is the last returned row's answer uuid.
+ * @example const page = await readManifestPage(db, 'sh', { schId: '5', formUuid: 'f…', cursor: null, size: 200 })
+ */
+export async function readManifestPage(db: Db, side: ManifestSide, o: ReadPageOptions): Promise<ManifestPage> {
+  const { rows, more } = await readManifestRange(db, side, { ...o, upTo: null });
+  return { rows, nextCursor: more ? rows[rows.length - 1]!.answerUuid : null, completed: !more };
+}
+
+/**
+ * A page within a key range `(cursor, upTo]` (`upTo` null: to the end): at most `size` rows, and
+ * whether the range holds more after them (the `size + 1`-th row, read and not shaped).
+ * @example const { rows, more } = await readManifestRange(db, 'fc', { schId: '5', formUuid, cursor, size: 500, upTo })
+ */
+export async function readManifestRange(db: Db, side: ManifestSide, o: ReadPageOptions & { readonly upTo: string | null }): Promise<{ rows: ManifestRow[]; more: boolean }> {
+  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE) throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
+  const { sql, params } = selectManifestPage(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size + 1, upTo: o.upTo, ...(o.range ? { range: o.range } : {}) });
+  const raw = await db.query<ShManifestDbRow & AnswerRow>(sql, params);
+  const more = raw.length > o.size;
+  const kept = more ? raw.slice(0, o.size) : raw;
+  return { rows: side === 'sh' ? kept.map(shManifestRow) : kept.map(fcManifestRow), more };
+}
+
+/**
+ * The last key of the next full page after `cursor` when more rows follow it, else null (the rest
+ * fits one page); see {@link selectManifestBoundary}.
+ * @example const upTo = await readPageBoundary(db, 'sh', { schId: '5', formUuid, cursor: null, size: 500 })
+ */
+export async function readPageBoundary(db: Db, side: ManifestSide, o: ReadPageOptions): Promise<string | null> {
+  const { sql, params } = selectManifestBoundary(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size, ...(o.range ? { range: o.range } : {}) });
+  const keys = await db.query<{ answer_uuid: string }>(sql, params);
+  return keys.length === 2 ? keys[0]!.answer_uuid : null;
+}

@@ -1,0 +1,237 @@
+/**
+ * `projection repair-authoritative`: the decision, pure (seed 000 §8.1 `repairAuthoritative`,
+ * SPEC §6). The runner (`repair.ts`) collects the facts — the authoritative snapshot (built from
+ * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
+ * projection row read just now — and applies the write this returns.
+ */
+
+/** The four stable results of seed 000 §8.1, in the order they are documented. */
+export const REPAIR_RESULTS = ['APPLIED', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED'] as const;
+export type RepairResult = (typeof REPAIR_RESULTS)[number];
+
+/**
+ * Why a decision came out as it did: a closed set of codes, each reason text starts with one.
+ *
+ * | code | result | when |
+ * |---|---|---|
+ * | `INSERTED` | APPLIED | local row missing, as expected: inserted `UNLINKED` |
+ * | `STALE_REPAIRED` | APPLIED | local revision lower than FC's: overwritten |
+ * | `HASH_CONFLICT_REPAIRED` | APPLIED | same revision, another hash or isDeleted: overwritten (only here, never by MQ) |
+ * | `ALREADY_CURRENT` | APPLIED | local already holds FC's revision, hash and isDeleted: nothing written |
+ * | `EXPECTED_MISMATCH` | LOCAL_CHANGED | the local triple is not the expected one (a consumer wrote, or a race on the write) |
+ * | `LOCAL_REVISION_AHEAD` | LOCAL_AHEAD | local revision higher than FC's: never downgraded |
+ * | `ANSWER_NOT_AT_FC` | DEFERRED | no FC answer with this uuid |
+ * | `SCHOOL_MISMATCH` | DEFERRED | the FC answer belongs to another school |
+ * | `SNAPSHOT_INVALID` | DEFERRED | the FC row cannot form an fc.canon.v1 snapshot |
+ * | `GRANT_MISSING` `GRANT_REVOKED` `GRANT_NOT_READABLE` `GRANT_MISMATCH` `GRANT_VERSION_CHANGED` | DEFERRED | the fresh grant does not authorize this consumer and school |
+ * | `FORM_MISMATCH` | DEFERRED | the local row belongs to another form than FC's answer |
+ * | `LOCAL_RETIRED` | DEFERRED | the local row is retired (`retire-absent`): a person decides |
+ *
+ * @example REASON_CODES.includes('ALREADY_CURRENT') // true
+ */
+export const REASON_CODES = [
+  'INSERTED',
+  'STALE_REPAIRED',
+  'HASH_CONFLICT_REPAIRED',
+  'ALREADY_CURRENT',
+  'EXPECTED_MISMATCH',
+  'LOCAL_REVISION_AHEAD',
+  'ANSWER_NOT_AT_FC',
+  'SCHOOL_MISMATCH',
+  'SNAPSHOT_INVALID',
+  'GRANT_MISSING',
+  'GRANT_REVOKED',
+  'GRANT_NOT_READABLE',
+  'GRANT_MISMATCH',
+  'GRANT_VERSION_CHANGED',
+  'FORM_MISMATCH',
+  'LOCAL_RETIRED',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+/** Results that leave the row unrepaired and count as refused: the run exits 1 (SPEC §2). */
+export const REFUSED_RESULTS: ReadonlySet<RepairResult> = new Set(['LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED']);
+
+/**
+ * The local triple (seed 000 §8.1): revision as canonical decimal text, content hash, isDeleted.
+ * "Observed missing" is all three null, never a mix.
+ * @example const missing: Triple = { revision: null, hash: null, isDeleted: null }
+ */
+export type Triple =
+  | { readonly revision: string; readonly hash: string; readonly isDeleted: boolean }
+  | { readonly revision: null; readonly hash: null; readonly isDeleted: null };
+
+export const MISSING: Triple = { revision: null, hash: null, isDeleted: null };
+
+/** The authoritative snapshot and everything the write needs, as built or read. */
+export interface AuthoritativeSnapshot {
+  readonly source: 'fc' | 'envelope';
+  /** the repair envelope's event id (≤ 36 characters) */
+  readonly eventId: string;
+  readonly answerUuid: string;
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly formVersion: string;
+  readonly revision: string;
+  readonly contentHash: string;
+  readonly isDeleted: boolean;
+  /** the grant version the snapshot was built (or sent) under */
+  readonly grantVersion: string;
+  /** canonical fc.canon.v1 text, what `snapshot_json` gets */
+  readonly snapshotJson: string;
+}
+
+/** A `form_consumer_grant` row read fresh, as mysql2 returns it (BIGINTs as strings). */
+export interface FreshGrant {
+  readonly form_uuid: string;
+  readonly consumer_school_id: string;
+  readonly consumer_app_key: string;
+  readonly grant_version: string;
+  readonly read_allowed: number;
+  readonly subscribe_allowed: number;
+  readonly push_allowed: number;
+  readonly revoked: number;
+}
+
+/**
+ * What the repair works from: either an authoritative snapshot with the grant read fresh for it
+ * (null when there is none), or why no authoritative snapshot could be established.
+ */
+export type Authoritative =
+  | { readonly kind: 'ready'; readonly snapshot: AuthoritativeSnapshot; readonly consumerAppKey: string; readonly grant: FreshGrant | null }
+  | { readonly kind: 'unavailable'; readonly code: 'ANSWER_NOT_AT_FC' | 'SCHOOL_MISMATCH' | 'SNAPSHOT_INVALID' | 'GRANT_MISSING'; readonly detail: string };
+
+/** The local projection row as read (no snapshot body, no business columns). */
+export interface ObservedLocal {
+  readonly answerUuid: string;
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly formVersion: string;
+  readonly revision: string;
+  readonly hash: string;
+  readonly isDeleted: boolean;
+  readonly linkState: string;
+  readonly conflictFlag: boolean;
+  readonly projectionVersion: string;
+  readonly retiredAt: string | null;
+  readonly retireProofId: string | null;
+}
+
+/** What a decision writes to `fc_answer_projection`. */
+export type RepairWrite =
+  | { readonly kind: 'update'; readonly expected: Extract<Triple, { revision: string }> }
+  | { readonly kind: 'insert' };
+
+export interface RepairDecision {
+  readonly result: RepairResult;
+  readonly code: ReasonCode;
+  /** `CODE: detail`, one line */
+  readonly reason: string;
+  readonly write?: RepairWrite;
+}
+
+/**
+ * The triple of a local row (or the missing triple).
+ * @example tripleOf(null) // MISSING
+ */
+export function tripleOf(local: Pick<ObservedLocal, 'revision' | 'hash' | 'isDeleted'> | null): Triple {
+  return local === null ? MISSING : { revision: local.revision, hash: local.hash, isDeleted: local.isDeleted };
+}
+
+/**
+ * Equal triples: the same revision (as numbers), hash and isDeleted; missing equals missing.
+ * @example sameTriple(MISSING, { revision: null, hash: null, isDeleted: null }) // true
+ */
+export function sameTriple(a: Triple, b: Triple): boolean {
+  if (a.revision === null || b.revision === null) return a.revision === b.revision;
+  return BigInt(a.revision) === BigInt(b.revision) && a.hash === b.hash && a.isDeleted === b.isDeleted;
+}
+
+/**
+ * Why the fresh grant does not authorize writing this snapshot for this consumer and school, or
+ * null when it does: present; the same form, consumer and school (never another school's or app's
+ * grant); not revoked; read and subscribe allowed; `grant_version` equal to the snapshot's — a
+ * grant that moved on (or an envelope from an older or future grant) is refused. `push_allowed`
+ * is not required: a repair is a read, not a push.
+ * @example grantRefusal(null, snapshot, '100100') // { code: 'GRANT_MISSING', … }
+ */
+export function grantRefusal(
+  grant: FreshGrant | null,
+  snapshot: Pick<AuthoritativeSnapshot, 'formUuid' | 'schId' | 'grantVersion'>,
+  consumerAppKey: string,
+): { readonly code: Extract<ReasonCode, `GRANT_${string}`>; readonly detail: string } | null {
+  if (grant === null) return { code: 'GRANT_MISSING', detail: `no grant of form ${snapshot.formUuid} to consumer ${consumerAppKey} at school ${snapshot.schId}` };
+  if (grant.form_uuid !== snapshot.formUuid || grant.consumer_app_key !== consumerAppKey || String(grant.consumer_school_id) !== snapshot.schId) {
+    return {
+      code: 'GRANT_MISMATCH',
+      detail: `the grant read is for form ${grant.form_uuid}, consumer ${grant.consumer_app_key}, school ${grant.consumer_school_id}, not form ${snapshot.formUuid}, consumer ${consumerAppKey}, school ${snapshot.schId}`,
+    };
+  }
+  if (Number(grant.revoked) !== 0) return { code: 'GRANT_REVOKED', detail: 'the grant is revoked' };
+  if (Number(grant.read_allowed) !== 1 || Number(grant.subscribe_allowed) !== 1) return { code: 'GRANT_NOT_READABLE', detail: 'the grant does not allow read and subscribe' };
+  if (String(grant.grant_version) !== snapshot.grantVersion) {
+    return { code: 'GRANT_VERSION_CHANGED', detail: `the grant is at version ${grant.grant_version}, the snapshot was made under ${snapshot.grantVersion}` };
+  }
+  return null;
+}
+
+const cmp = (a: string, b: string) => {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+const show = (t: Triple) => (t.revision === null ? 'missing' : `revision ${t.revision}, hash ${t.hash.slice(0, 12)}…, isDeleted ${t.isDeleted ? 1 : 0}`);
+
+/**
+ * The decision for one answer, in this order:
+ * 1. no authoritative snapshot (answer absent at FC, other school, bad row) → `DEFERRED`;
+ * 2. the fresh grant refuses ({@link grantRefusal}) → `DEFERRED`;
+ * 3. the local row is of another form → `DEFERRED` (`FORM_MISMATCH`);
+ * 4. the local revision is higher than FC's → `LOCAL_AHEAD`, whatever was expected (never downgraded);
+ * 5. the local triple is not the expected one → `LOCAL_CHANGED` (the runner re-reads, bounded);
+ * 6. the local row is retired → `DEFERRED` (`LOCAL_RETIRED`: a person decides, nothing written);
+ * 7. missing, as expected → `APPLIED` by an `UNLINKED` insert;
+ * 8. FC's revision, hash and isDeleted already → `APPLIED`, nothing written (`ALREADY_CURRENT`);
+ * 9. lower revision, or the same revision with another hash or isDeleted → `APPLIED` by a
+ *    conditional update on the expected triple (`STALE_REPAIRED`, `HASH_CONFLICT_REPAIRED`).
+ * @example decideRepair(auth, MISSING, null) // { result: 'APPLIED', code: 'INSERTED', write: { kind: 'insert' }, … }
+ */
+export function decideRepair(authoritative: Authoritative, expected: Triple, observed: ObservedLocal | null): RepairDecision {
+  const d = (result: RepairResult, code: ReasonCode, detail: string, write?: RepairWrite): RepairDecision => ({
+    result,
+    code,
+    reason: `${code}: ${detail}`,
+    ...(write ? { write } : {}),
+  });
+  if (authoritative.kind === 'unavailable') return d('DEFERRED', authoritative.code, authoritative.detail);
+  const auth = authoritative.snapshot;
+  const refusal = grantRefusal(authoritative.grant, auth, authoritative.consumerAppKey);
+  if (refusal) return d('DEFERRED', refusal.code, `${refusal.detail}; nothing written`);
+  if (observed !== null && observed.formUuid !== auth.formUuid) {
+    return d('DEFERRED', 'FORM_MISMATCH', `the local row belongs to form ${observed.formUuid}, FC's answer to form ${auth.formUuid}; nothing written`);
+  }
+  if (observed !== null && cmp(observed.revision, auth.revision) > 0) {
+    return d('LOCAL_AHEAD', 'LOCAL_REVISION_AHEAD', `local revision ${observed.revision} is higher than FC's ${auth.revision}; never downgraded`);
+  }
+  const local = tripleOf(observed);
+  if (!sameTriple(local, expected)) return d('LOCAL_CHANGED', 'EXPECTED_MISMATCH', `expected ${show(expected)}, the local row has ${show(local)}`);
+  if (observed === null) {
+    return d('APPLIED', 'INSERTED', `inserted as UNLINKED at revision ${auth.revision}`, { kind: 'insert' });
+  }
+  if (observed.retiredAt !== null) {
+    return d('DEFERRED', 'LOCAL_RETIRED', `the local row was retired at ${observed.retiredAt} (proof ${observed.retireProofId ?? 'unknown'}) and FC has the answer: a person decides; nothing written`);
+  }
+  const authTriple: Triple = { revision: auth.revision, hash: auth.contentHash, isDeleted: auth.isDeleted };
+  if (sameTriple(local, authTriple)) return d('APPLIED', 'ALREADY_CURRENT', `the local row already holds revision ${auth.revision} with FC's hash; nothing written`);
+  const write: RepairWrite = { kind: 'update', expected: { revision: observed.revision, hash: observed.hash, isDeleted: observed.isDeleted } };
+  if (cmp(observed.revision, auth.revision) < 0) return d('APPLIED', 'STALE_REPAIRED', `revision ${observed.revision} → ${auth.revision}`, write);
+  return d('APPLIED', 'HASH_CONFLICT_REPAIRED', `revision ${auth.revision}: hash ${observed.hash.slice(0, 12)}… → ${auth.contentHash.slice(0, 12)}…${observed.isDeleted !== auth.isDeleted ? `, isDeleted ${observed.isDeleted ? 1 : 0} → ${auth.isDeleted ? 1 : 0}` : ''}`, write);
+}
+
+/**
+ * True when the result leaves the answer unrepaired: the run exits 1 (SPEC §2).
+ * @example isRefused('LOCAL_AHEAD') // true
+ */
+export function isRefused(result: RepairResult): boolean {
+  return REFUSED_RESULTS.has(result);
+}

@@ -1,0 +1,257 @@
+/**
+ * Inputs of `projection repair-authoritative`, validated completely before anything connects: a
+ * bad flag, envelope or plan line is exit 2 naming it, and nothing is read from or written to a
+ * database (SPEC §2, §6). Pure: text in, items out.
+ */
+import { canonicalize } from '../canon/index.js';
+import { checkEnvelope } from '../envelope/check.js';
+import { REPAIR_CATEGORIES, type Category } from '../reconcile/classify.js';
+import type { PlanLine } from '../reconcile/diff.js';
+import type { AuthoritativeSnapshot, Triple } from './decide.js';
+import { MISSING } from './decide.js';
+
+/** Why an input was refused, naming the line (0: the command line or a whole file). */
+export class RepairInputError extends Error {
+  constructor(
+    readonly line: number,
+    readonly problem: string,
+  ) {
+    super(line > 0 ? `line ${line}: ${problem}` : problem);
+    this.name = 'RepairInputError';
+  }
+}
+
+/** One answer to repair: from the flags (`line` 0) or a plan line. */
+export interface RepairItem {
+  readonly line: number;
+  readonly answerUuid: string;
+  readonly schId: string;
+  /** the local triple as read before (all null: observed missing) */
+  readonly expected: Triple;
+  /** from a plan: its category and the FC values `reconcile diff` saw (evidence only) */
+  readonly plan?: { readonly category: Category; readonly formUuid: string; readonly fcRevision: string; readonly fcContentHash: string; readonly fcIsDeleted: boolean };
+}
+
+export const MAX_PROOF_ID_LENGTH = 128;
+/** `fc_reconcile_audit.run_id` is VARCHAR(64). */
+export const MAX_RUN_ID_LENGTH = 64;
+/** Most lines one plan may hold; larger plans are split (one `reconcile diff` per school and form). */
+export const MAX_PLAN_ITEMS = 500_000;
+/** Largest envelope file read (a snapshot is a few KB; the MQ message limit is far below this). */
+export const MAX_ENVELOPE_BYTES = 16 * 1024 * 1024;
+/** Largest plan file read (about 330 bytes a line). */
+export const MAX_PLAN_BYTES = 256 * 1024 * 1024;
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const HASH = /^[0-9a-f]{64}$/;
+const INT64_MAX = 2n ** 63n - 1n;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * An answer or form uuid: the 8-4-4-4-12 hex form (the lookup is exact, so case is kept).
+ * @example checkUuid('nope', 0, '--answer') // throws RepairInputError('--answer "nope" is not a UUID')
+ */
+export function checkUuid(value: unknown, line: number, name: string): string {
+  if (typeof value !== 'string' || !UUID.test(value)) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a UUID`);
+  return value;
+}
+
+/**
+ * A school id: a positive whole number within BIGINT, as decimal text (a JSON number is accepted).
+ * @example checkSchool('5', 0, '--school') // '5'
+ */
+export function checkSchool(value: unknown, line: number, name: string): string {
+  const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof text !== 'string' || !/^[1-9]\d{0,18}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a positive whole number`);
+  return text;
+}
+
+/**
+ * A revision: a whole number ≥ 0 within BIGINT (digit text or a safe JSON number), canonical.
+ * @example checkRevision('007', 0, '--expected-revision') // '7'
+ */
+export function checkRevision(value: unknown, line: number, name: string): string {
+  const text = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : value;
+  if (typeof text !== 'string' || !/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a whole number ≥ 0`);
+  return BigInt(text).toString();
+}
+
+/**
+ * A content hash: 64 lowercase hex digits.
+ * @example checkHash('ABC', 0, '--expected-hash') // throws
+ */
+export function checkHash(value: unknown, line: number, name: string): string {
+  if (typeof value !== 'string' || !HASH.test(value)) throw new RepairInputError(line, `${name} must be 64 lowercase hex digits`);
+  return value;
+}
+
+/**
+ * `--expected-is-deleted`: `0` or `1`.
+ * @example checkIsDeletedFlag('1') // true
+ */
+export function checkIsDeletedFlag(value: unknown): boolean {
+  if (value === '0') return false;
+  if (value === '1') return true;
+  throw new RepairInputError(0, `--expected-is-deleted ${JSON.stringify(value)} must be 0 or 1`);
+}
+
+/**
+ * A proof id (an audit reference such as the reconcile task id, never a credential): 1–128
+ * characters, no control characters, no surrounding spaces.
+ * @example checkProofId('reconcile-2026-11-30-5', 0) // 'reconcile-2026-11-30-5'
+ */
+export function checkProofId(value: unknown, line: number, name = '--proof-id'): string {
+  if (typeof value !== 'string' || value.length === 0) throw new RepairInputError(line, `${name} is empty`);
+  if ([...value].length > MAX_PROOF_ID_LENGTH) throw new RepairInputError(line, `${name} is longer than ${MAX_PROOF_ID_LENGTH} characters`);
+  if (CONTROL.test(value) || value.trim() !== value) throw new RepairInputError(line, `${name} holds control characters or surrounding spaces`);
+  return value;
+}
+
+/**
+ * A run id: 1–64 characters of letters, digits and `. _ : -`.
+ * @example checkRunId('nightly-2026-11-30') // 'nightly-2026-11-30'
+ */
+export function checkRunId(value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(value)) throw new RepairInputError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
+  return value;
+}
+
+/** The expected triple from the command line: all three flags, or `--expect-missing` alone. */
+export function expectedFromFlags(flags: { revision?: unknown; hash?: unknown; isDeleted?: unknown; missing: boolean }): Triple {
+  const given = [flags.revision, flags.hash, flags.isDeleted].filter((v) => v !== undefined).length;
+  if (flags.missing) {
+    if (given > 0) throw new RepairInputError(0, '--expect-missing cannot be combined with --expected-revision, --expected-hash or --expected-is-deleted');
+    return MISSING;
+  }
+  if (given < 3) throw new RepairInputError(0, 'give --expected-revision, --expected-hash and --expected-is-deleted (the local row as read), or --expect-missing');
+  return {
+    revision: checkRevision(flags.revision, 0, '--expected-revision'),
+    hash: checkHash(flags.hash, 0, '--expected-hash'),
+    isDeleted: checkIsDeletedFlag(flags.isDeleted),
+  };
+}
+
+const PLAN_MEMBERS: ReadonlyArray<keyof PlanLine> = ['category', 'answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'fcRevision', 'fcContentHash', 'fcIsDeleted'];
+
+function planItem(line: number, o: Record<string, unknown>): RepairItem {
+  for (const m of PLAN_MEMBERS) if (!(m in o)) throw new RepairInputError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
+  const category = o['category'];
+  if (typeof category !== 'string' || !(REPAIR_CATEGORIES as readonly string[]).includes(category)) {
+    throw new RepairInputError(line, `category ${JSON.stringify(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
+  }
+  const answerUuid = checkUuid(o['answerUuid'], line, 'answerUuid');
+  const schId = checkSchool(o['schId'], line, 'schId');
+  const formUuid = checkUuid(o['formUuid'], line, 'formUuid');
+  const nulls = [o['expectedRevision'], o['expectedHash'], o['expectedIsDeleted']].filter((v) => v === null).length;
+  let expected: Triple;
+  if (nulls === 3) expected = MISSING;
+  else if (nulls > 0) throw new RepairInputError(line, 'expectedRevision, expectedHash and expectedIsDeleted must be all null (missing) or all set');
+  else {
+    const isDeleted = o['expectedIsDeleted'];
+    if (typeof isDeleted !== 'boolean') throw new RepairInputError(line, 'expectedIsDeleted must be true, false or null');
+    expected = { revision: checkRevision(o['expectedRevision'], line, 'expectedRevision'), hash: checkHash(o['expectedHash'], line, 'expectedHash'), isDeleted };
+  }
+  if ((category === 'MISSING_LOCAL') !== (expected.revision === null)) {
+    throw new RepairInputError(line, category === 'MISSING_LOCAL' ? 'a MISSING_LOCAL line must have a null expected triple' : `a ${category} line must have an expected triple`);
+  }
+  const fcIsDeleted = o['fcIsDeleted'];
+  if (typeof fcIsDeleted !== 'boolean') throw new RepairInputError(line, 'fcIsDeleted must be true or false');
+  return {
+    line,
+    answerUuid,
+    schId,
+    expected,
+    plan: {
+      category: category as Category,
+      formUuid,
+      fcRevision: checkRevision(o['fcRevision'], line, 'fcRevision'),
+      fcContentHash: checkHash(o['fcContentHash'], line, 'fcContentHash'),
+      fcIsDeleted,
+    },
+  };
+}
+
+/**
+ * Parses and validates a plan (`repair-plan.jsonl` of `reconcile diff`, {@link PlanLine}): one
+ * JSON object a line (blank lines skipped, CRLF accepted). Refused, with the line: not JSON, a
+ * missing member, a category outside MISSING_LOCAL/STALE_LOCAL/HASH_CONFLICT (so `local-ahead.jsonl`
+ * or `retire-candidates.jsonl` are refused), a non-UUID, a school ≤ 0, a bad revision or hash, a
+ * half-null triple, a triple that does not fit the category, the same answer and school twice,
+ * another school than `school` when given, more than {@link MAX_PLAN_ITEMS} lines. An empty plan
+ * is valid: nothing to repair.
+ * @example parsePlan('{"category":"MISSING_LOCAL",…}\n').length // 1
+ */
+export function parsePlan(text: string, school?: string): RepairItem[] {
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const items: RepairItem[] = [];
+  const seen = new Map<string, number>();
+  const lines = body.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = i + 1;
+    const t = lines[i]!.replace(/\r$/, '');
+    if (t.trim() === '') continue;
+    if (items.length >= MAX_PLAN_ITEMS) throw new RepairInputError(line, `more than ${MAX_PLAN_ITEMS} items; split the plan`);
+    let value: unknown;
+    try {
+      value = JSON.parse(t);
+    } catch (err) {
+      throw new RepairInputError(line, `malformed JSON: ${(err as Error).message.split('\n')[0]}`);
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new RepairInputError(line, 'not a JSON object');
+    const it = planItem(line, value as Record<string, unknown>);
+    if (school !== undefined && it.schId !== school) throw new RepairInputError(line, `school ${it.schId} is not --school ${school}`);
+    const key = `${it.answerUuid.toLowerCase()} ${it.schId}`;
+    const first = seen.get(key);
+    if (first !== undefined) throw new RepairInputError(line, `answer ${it.answerUuid} at school ${it.schId} is already on line ${first}`);
+    seen.set(key, line);
+    items.push(it);
+  }
+  return items;
+}
+
+/**
+ * The authoritative snapshot of an `--envelope FILE`: checked exactly as `canon check-envelope`
+ * does (any problem refuses the file), then its answer, school and consumer must be the flags'
+ * and its uuids well-formed. The snapshot stored is the canonical text (the hash covers it; a
+ * top-level `intent` member is not part of it).
+ * @throws {RepairInputError} naming every problem found (exit 2)
+ * @example authoritativeFromEnvelope(bytes, { answerUuid, schId: '5', consumerAppKey: '100100' }).revision
+ */
+export function authoritativeFromEnvelope(
+  body: Uint8Array,
+  want: { readonly answerUuid: string; readonly schId: string; readonly consumerAppKey: string },
+): AuthoritativeSnapshot {
+  const r = checkEnvelope(body);
+  if (r.kind === 'not-json') throw new RepairInputError(0, `--envelope is not JSON: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`);
+  if (r.problems.length > 0 || !r.envelope) {
+    throw new RepairInputError(0, `--envelope refused: ${r.problems.map((p) => `${p.code}: ${p.detail}`).join('; ')}`);
+  }
+  const e = r.envelope;
+  const problems: string[] = [];
+  if (!UUID.test(e.answerUuid)) problems.push(`answerUuid ${JSON.stringify(e.answerUuid)} is not a UUID`);
+  if (!UUID.test(e.formUuid)) problems.push(`formUuid ${JSON.stringify(e.formUuid)} is not a UUID`);
+  if (e.answerUuid !== want.answerUuid) problems.push(`answerUuid ${JSON.stringify(e.answerUuid)} is not --answer ${want.answerUuid}`);
+  if (e.consumerSchoolId !== want.schId) problems.push(`consumerSchoolId ${e.consumerSchoolId} is not --school ${want.schId}`);
+  if (e.consumerAppKey !== want.consumerAppKey) problems.push(`consumerAppKey ${JSON.stringify(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);
+  if (BigInt(e.answerRevision) < 0n || BigInt(e.formVersion) < 0n) problems.push('answerRevision and formVersion must be ≥ 0');
+  const snapshot = JSON.parse(e.snapshotJson) as Record<string, unknown>;
+  if (String(snapshot['schId']) !== want.schId) problems.push(`snapshot schId ${String(snapshot['schId'])} is not --school ${want.schId}`);
+  if (problems.length > 0) throw new RepairInputError(0, `--envelope refused: ${problems.join('; ')}`);
+  // checkEnvelope hashed these very bytes: they canonicalize.
+  const canon = canonicalize(e.snapshotJson);
+  if (!canon.ok || canon.hash !== e.contentHash) throw new RepairInputError(0, '--envelope refused: the snapshot does not canonicalize to contentHash');
+  return {
+    source: 'envelope',
+    eventId: e.eventId,
+    answerUuid: e.answerUuid,
+    schId: e.consumerSchoolId,
+    formUuid: e.formUuid,
+    formVersion: e.formVersion,
+    revision: e.answerRevision,
+    contentHash: e.contentHash,
+    isDeleted: e.isDeleted,
+    grantVersion: e.grantVersion,
+    snapshotJson: canon.canonical.toString('utf8'),
+  };
+}

@@ -1,0 +1,385 @@
+/**
+ * `projection repair-authoritative`, the I/O (seed 000 §8.1, SPEC §6). For each answer, one
+ * attempt is:
+ *
+ * 1. FC, one statement: the `answer` row (its snapshot built with fc.canon.v1) and the grant of its
+ *    form to the consumer at the school, read now, never cached — or, with `--envelope`, the checked
+ *    envelope's snapshot and the grant read now;
+ * 2. the local projection row, read now (a plain read: no lock is held across the two databases);
+ * 3. {@link decideRepair};
+ * 4. with `execute`: one short SH transaction holding the conditional UPDATE (or the UNLINKED
+ *    INSERT) and the `fc_reconcile_audit` row. A write that matches nothing, or a duplicate key on
+ *    the insert, rolls back: the answer is LOCAL_CHANGED, with the row re-read;
+ * 5. one evidence line.
+ *
+ * LOCAL_CHANGED is retried up to `maxRereads` times with the triple just read as the new
+ * expectation; a local row that moved ahead comes out LOCAL_AHEAD and is never overwritten.
+ */
+import { createHash } from 'node:crypto';
+import type { PoolConnection } from 'mysql2/promise';
+import pLimit from 'p-limit';
+import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
+import type { Db } from '../db/connect.js';
+import {
+  type Authoritative,
+  type AuthoritativeSnapshot,
+  decideRepair,
+  type FreshGrant,
+  type ObservedLocal,
+  type ReasonCode,
+  type RepairDecision,
+  type RepairResult,
+  type Triple,
+  tripleOf,
+} from './decide.js';
+import type { EvidenceFile } from './evidence.js';
+import type { RepairItem } from './input.js';
+import { type AnswerWithGrantRaw, auditSql, fcSql, grantOf, type LocalRowRaw, projectionSql, type Statement } from './sql.js';
+
+/** What every item of a run shares. */
+export interface RepairRunOptions {
+  /** the consumer whose grant authorizes the projection (this SH deployment's credential key) */
+  readonly consumerAppKey: string;
+  readonly proofId: string;
+  readonly runId: string;
+  readonly host: string;
+  readonly execute: boolean;
+  /** LOCAL_CHANGED re-reads per item (0: answer the first LOCAL_CHANGED) */
+  readonly maxRereads: number;
+  /** the authoritative snapshot of an `--envelope` file (single mode); otherwise built from FC */
+  readonly envelope?: AuthoritativeSnapshot;
+}
+
+export interface RepairDeps {
+  readonly fcDb: Db;
+  readonly shDb: Db;
+  /** where every decision is appended; null: none (library use) */
+  readonly evidence: EvidenceFile | null;
+  readonly now: () => Date;
+}
+
+/** The answer for one item, as printed. */
+export interface RepairOutcome {
+  readonly line: number;
+  readonly answerUuid: string;
+  readonly schId: string;
+  readonly category: string | null;
+  readonly result: RepairResult;
+  readonly code: ReasonCode;
+  readonly reason: string;
+  /** what was (or, in a dry run, would be) written: `insert`, `update`, or null */
+  readonly write: 'insert' | 'update' | null;
+  readonly written: boolean;
+  readonly rereads: number;
+  /** the first expectation and the last one decided on (they differ after re-reads) */
+  readonly expected: Triple;
+  readonly lastExpected: Triple;
+  readonly authoritative: { readonly revision: string; readonly contentHash: string; readonly isDeleted: boolean; readonly grantVersion: string; readonly eventId: string } | null;
+}
+
+const stmt = async <T>(db: Db, s: Statement) => db.query<T>(s.sql, s.params);
+
+/**
+ * The event id of a repair envelope built from FC (seed 000 §8.1: ≤ 36 characters, a UUID of the
+ * task's operation on the answer): a name-based UUID of the proof id, consumer, school, answer,
+ * revision and hash, so the same repair gets the same id every time.
+ * @example repairEventId('proof-1', '100100', '5', 'a1b2…', '3', 'ab12…').length // 36
+ */
+export function repairEventId(proofId: string, consumerAppKey: string, schId: string, answerUuid: string, revision: string, hash: string): string {
+  const h = createHash('sha256').update(['fcctl.repair.v1', proofId, consumerAppKey, schId, answerUuid, revision, hash].join('\u0000'), 'utf8').digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The local row of an answer at a school, typed; null when there is none. */
+export async function readLocal(shDb: Db, answerUuid: string, schId: string): Promise<ObservedLocal | null> {
+  const raw = (await stmt<LocalRowRaw>(shDb, projectionSql.readLocal(answerUuid, schId)))[0];
+  return raw === undefined ? null : localOf(raw);
+}
+
+function localOf(r: LocalRowRaw): ObservedLocal {
+  return {
+    answerUuid: r.answer_uuid,
+    schId: String(r.sch_id),
+    formUuid: r.form_uuid,
+    formVersion: String(r.form_version),
+    revision: BigInt(r.answer_revision).toString(),
+    hash: r.content_hash,
+    isDeleted: Number(r.is_deleted) === 1,
+    linkState: r.link_state,
+    conflictFlag: Number(r.conflict_flag) === 1,
+    projectionVersion: String(r.projection_version),
+    retiredAt: r.retired_at,
+    retireProofId: r.retire_proof_id,
+  };
+}
+
+async function readGrant(fcDb: Db, formUuid: string, schId: string, consumerAppKey: string): Promise<FreshGrant | null> {
+  return (await stmt<FreshGrant>(fcDb, fcSql.grant(formUuid, schId, consumerAppKey)))[0] ?? null;
+}
+
+/**
+ * Step 1 from FC, in one statement: the answer row's snapshot (fc.canon.v1) and the grant
+ * of its form to the consumer at the school, both read now; or why there is no authoritative
+ * snapshot (answer absent, other school, a row that cannot form a snapshot, no grant).
+ */
+async function readFromFc(fcDb: Db, item: RepairItem, o: RepairRunOptions): Promise<Authoritative> {
+  const row = (await stmt<AnswerWithGrantRaw>(fcDb, fcSql.answerWithGrant(item.answerUuid, item.schId, o.consumerAppKey)))[0];
+  if (row === undefined) return { kind: 'unavailable', code: 'ANSWER_NOT_AT_FC', detail: `FC has no answer ${item.answerUuid}; nothing written` };
+  if (String(row.sch_id) !== item.schId) {
+    return { kind: 'unavailable', code: 'SCHOOL_MISMATCH', detail: `FC's answer ${item.answerUuid} belongs to school ${row.sch_id}, not ${item.schId}; nothing written` };
+  }
+  let snapshot: { snapshotJson: string; contentHash: string };
+  try {
+    snapshot = buildAnswerSnapshot(row);
+  } catch (err) {
+    if (err instanceof AnswerSnapshotError) return { kind: 'unavailable', code: 'SNAPSHOT_INVALID', detail: `${err.message}; nothing written` };
+    throw err;
+  }
+  const grant = grantOf(row);
+  if (grant === null) {
+    return { kind: 'unavailable', code: 'GRANT_MISSING', detail: `no grant of form ${row.form_uuid} to consumer ${o.consumerAppKey} at school ${item.schId}; nothing written` };
+  }
+  const revision = BigInt(row.answer_revision).toString();
+  return {
+    kind: 'ready',
+    consumerAppKey: o.consumerAppKey,
+    grant,
+    snapshot: {
+      source: 'fc',
+      eventId: repairEventId(o.proofId, o.consumerAppKey, item.schId, item.answerUuid, revision, snapshot.contentHash),
+      answerUuid: row.answer_uuid,
+      schId: item.schId,
+      formUuid: row.form_uuid,
+      formVersion: String(row.form_version),
+      revision,
+      contentHash: snapshot.contentHash,
+      isDeleted: Number(row.is_deleted) === 1,
+      // The version of the grant read with the answer, so equal by construction here; the check
+      // decides for an --envelope, which carries the sender's grant version.
+      grantVersion: String(grant.grant_version),
+      snapshotJson: snapshot.snapshotJson,
+    },
+  };
+}
+
+/** The write matched nothing: the row moved between the read and the write. */
+class RowMoved extends Error {}
+
+interface Attempt {
+  readonly decision: RepairDecision;
+  readonly observed: ObservedLocal | null;
+  readonly authoritative: Authoritative;
+  readonly written: boolean;
+  /** the write was tried and lost a race (0 rows matched, or a duplicate key) */
+  readonly raced: boolean;
+}
+
+const tripleJson = (t: Triple) => ({ revision: t.revision, hash: t.hash, isDeleted: t.isDeleted });
+const authSummary = (a: Authoritative) =>
+  a.kind === 'ready'
+    ? {
+        source: a.snapshot.source,
+        eventId: a.snapshot.eventId,
+        formUuid: a.snapshot.formUuid,
+        formVersion: a.snapshot.formVersion,
+        revision: a.snapshot.revision,
+        contentHash: a.snapshot.contentHash,
+        isDeleted: a.snapshot.isDeleted,
+        grantVersion: a.snapshot.grantVersion,
+      }
+    : null;
+const grantSummary = (a: Authoritative) =>
+  a.kind === 'ready' && a.grant
+    ? { grantVersion: String(a.grant.grant_version), revoked: Number(a.grant.revoked), readAllowed: Number(a.grant.read_allowed), subscribeAllowed: Number(a.grant.subscribe_allowed) }
+    : null;
+
+/** The audit row of a decision (every decision of an executed run, refusals included). */
+function auditOf(item: RepairItem, o: RepairRunOptions, expected: Triple, at: Omit<Attempt, 'written'> & { attempt: number }): Statement {
+  return auditSql.insert({
+    outcome: at.decision.result,
+    reason: at.decision.reason,
+    proofId: o.proofId,
+    runId: o.runId,
+    host: o.host,
+    schId: item.schId,
+    answerUuid: item.answerUuid,
+    expectedJson: JSON.stringify(tripleJson(expected)),
+    observedJson: JSON.stringify({
+      code: at.decision.code,
+      attempt: at.attempt,
+      raced: at.raced,
+      write: at.decision.write?.kind ?? null,
+      local: at.observed,
+      authoritative: authSummary(at.authoritative),
+      grant: grantSummary(at.authoritative),
+    }),
+  });
+}
+
+/**
+ * One attempt: read, decide and (with `execute`) write with its audit row in one SH transaction.
+ * A lost race rolls back and is LOCAL_CHANGED, with the row re-read (and its own audit row).
+ */
+async function attemptOnce(item: RepairItem, expected: Triple, attempt: number, o: RepairRunOptions, deps: RepairDeps): Promise<Attempt> {
+  const authoritative: Authoritative = o.envelope
+    ? { kind: 'ready', snapshot: o.envelope, consumerAppKey: o.consumerAppKey, grant: await readGrant(deps.fcDb, o.envelope.formUuid, item.schId, o.consumerAppKey) }
+    : await readFromFc(deps.fcDb, item, o);
+  const observed = await readLocal(deps.shDb, item.answerUuid, item.schId);
+  const decision = decideRepair(authoritative, expected, observed);
+  if (!o.execute) return { decision, observed, authoritative, written: false, raced: false };
+
+  const write = decision.write;
+  try {
+    await deps.shDb.transaction(async (conn: PoolConnection) => {
+      if (write && authoritative.kind === 'ready') {
+        const s = write.kind === 'update' ? projectionSql.update(authoritative.snapshot, write.expected, o.proofId) : projectionSql.insert(authoritative.snapshot, o.proofId);
+        const [res] = await conn.query(s.sql, s.params);
+        if ((res as { affectedRows: number }).affectedRows !== 1) throw new RowMoved();
+      }
+      const a = auditOf(item, o, expected, { decision, observed, authoritative, raced: false, attempt });
+      await conn.query(a.sql, a.params);
+    });
+    return { decision, observed, authoritative, written: write !== undefined, raced: false };
+  } catch (err) {
+    const duplicate = (err as { code?: string }).code === 'ER_DUP_ENTRY';
+    if (!(err instanceof RowMoved) && !duplicate) throw err;
+  }
+  // Lost the race: the transaction rolled back (its audit row with it). The expectation no longer
+  // holds: LOCAL_CHANGED, with the row as it is now; the caller re-reads and decides again.
+  const again = await readLocal(deps.shDb, item.answerUuid, item.schId);
+  const now = tripleOf(again);
+  const redecided: RepairDecision = {
+    result: 'LOCAL_CHANGED',
+    code: 'EXPECTED_MISMATCH',
+    reason: `EXPECTED_MISMATCH: the local row changed between the read and the write (now ${now.revision === null ? 'missing' : `revision ${now.revision}, hash ${now.hash.slice(0, 12)}…, isDeleted ${now.isDeleted ? 1 : 0}`}); nothing written`,
+  };
+  const a = auditOf(item, o, expected, { decision: redecided, observed: again, authoritative, raced: true, attempt });
+  await deps.shDb.execute(a.sql, a.params);
+  return { decision: redecided, observed: again, authoritative, written: false, raced: true };
+}
+
+/**
+ * Repairs one answer: attempts until a result other than LOCAL_CHANGED, or `maxRereads` re-reads
+ * are spent; each attempt's decision goes to the evidence file.
+ * @example const outcome = await repairOne(item, options, { fcDb, shDb, evidence, now: () => new Date() })
+ */
+export async function repairOne(item: RepairItem, o: RepairRunOptions, deps: RepairDeps): Promise<RepairOutcome> {
+  let expected = item.expected;
+  for (let rereads = 0; ; rereads++) {
+    const at = await attemptOnce(item, expected, rereads + 1, o, deps);
+    await deps.evidence?.append({
+      type: 'decision',
+      time: deps.now().toISOString(),
+      runId: o.runId,
+      host: o.host,
+      proofId: o.proofId,
+      dryRun: !o.execute,
+      consumerAppKey: o.consumerAppKey,
+      line: item.line,
+      answerUuid: item.answerUuid,
+      schId: item.schId,
+      category: item.plan?.category ?? null,
+      attempt: rereads + 1,
+      result: at.decision.result,
+      code: at.decision.code,
+      reason: at.decision.reason,
+      write: at.decision.write?.kind ?? null,
+      written: at.written,
+      raced: at.raced,
+      expected: tripleJson(expected),
+      observed: at.observed,
+      authoritative: authSummary(at.authoritative),
+      grant: grantSummary(at.authoritative),
+      plan: item.plan ?? null,
+    });
+    const last = at.decision.result !== 'LOCAL_CHANGED' || rereads >= o.maxRereads;
+    if (last) {
+      const auth = at.authoritative.kind === 'ready' ? at.authoritative.snapshot : null;
+      return {
+        line: item.line,
+        answerUuid: item.answerUuid,
+        schId: item.schId,
+        category: item.plan?.category ?? null,
+        result: at.decision.result,
+        code: at.decision.code,
+        reason: at.decision.reason,
+        write: at.decision.write?.kind ?? null,
+        written: at.written,
+        rereads,
+        expected: item.expected,
+        lastExpected: expected,
+        authoritative: auth ? { revision: auth.revision, contentHash: auth.contentHash, isDeleted: auth.isDeleted, grantVersion: auth.grantVersion, eventId: auth.eventId } : null,
+      };
+    }
+    expected = tripleOf(at.observed);
+  }
+}
+
+export interface BatchDeps extends RepairDeps {
+  readonly signal: AbortSignal;
+  readonly clock: () => number;
+  /** each outcome, in input order */
+  readonly onResult?: (outcome: RepairOutcome) => void;
+}
+
+export interface BatchSummary {
+  readonly results: readonly RepairOutcome[];
+  /** items not started because the run was stopped */
+  readonly notRun: number;
+  readonly stoppedBy: 'done' | 'signal' | 'max-seconds' | 'error';
+  /** the database error that stopped the run (the command prints its summary, then exits 3) */
+  readonly error: unknown;
+}
+
+/**
+ * Repairs items with at most `concurrency` at once (p-limit); outcomes are reported in input
+ * order. On SIGINT/SIGTERM or `maxSeconds` no new item starts and the started ones finish; a
+ * database error stops the run the same way and is returned once the started items settle.
+ * @example const { results } = await runRepairBatch(items, options, { concurrency: 8, maxSeconds: 3600 }, { fcDb, shDb, evidence, now, signal, clock: Date.now })
+ */
+export async function runRepairBatch(
+  items: readonly RepairItem[],
+  o: RepairRunOptions,
+  budget: { readonly concurrency: number; readonly maxSeconds: number },
+  deps: BatchDeps,
+): Promise<BatchSummary> {
+  const limit = pLimit(budget.concurrency);
+  const deadline = deps.clock() + budget.maxSeconds * 1000;
+  const slots: Array<RepairOutcome | null | undefined> = items.map(() => undefined);
+  let next = 0;
+  let stoppedBy: BatchSummary['stoppedBy'] = 'done';
+  let failure: unknown = null;
+  const flush = () => {
+    while (next < slots.length && slots[next] !== undefined) {
+      const r = slots[next];
+      if (r) deps.onResult?.(r);
+      next += 1;
+    }
+  };
+  await Promise.all(
+    items.map((item, i) =>
+      limit(async () => {
+        if (stoppedBy === 'done') {
+          if (deps.signal.aborted) stoppedBy = 'signal';
+          else if (deps.clock() >= deadline) stoppedBy = 'max-seconds';
+        }
+        if (stoppedBy !== 'done') {
+          slots[i] = null;
+          flush();
+          return;
+        }
+        try {
+          slots[i] = await repairOne(item, o, deps);
+        } catch (err) {
+          failure ??= err;
+          stoppedBy = 'error';
+          slots[i] = null;
+        }
+        flush();
+      }),
+    ),
+  );
+  const results = slots.filter((r): r is RepairOutcome => r !== null && r !== undefined);
+  return { results, notRun: items.length - results.length, stoppedBy, error: failure };
+}

@@ -1,0 +1,208 @@
+/**
+ * `reconcile run`: the nightly entry point — take the task start, scan FC, scan SH, diff — in one
+ * directory that makes the run resumable:
+ *
+ * - `run.json` (`fcctl.reconcile.run.v1`): run id, parameters and their digest, the task start,
+ *   state `scanning` or `completed`, and the counts once completed;
+ * - `fc-manifest.jsonl` + `fc-manifest.checkpoint.json`, `sh-manifest.jsonl` + `sh-manifest.checkpoint.json`;
+ * - the diff's files (`report.csv`, `summary.json`, …, see `diff.ts`);
+ * - `reconcile.lock` while a run holds the directory.
+ *
+ * A run that stopped (killed, interrupted) is continued by the next run with the same parameters:
+ * same run id and task start, each scan resumed from its checkpoint. A completed run is followed by
+ * a new one (new task start, fresh scans). Other parameters → exit 4 unless `restart`.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { canonicalize } from '../canon/index.js';
+import { SafetyError, UsageError } from '../cli/exit.js';
+import type { Db } from '../db/connect.js';
+import { writeFileAtomic } from '../fs/atomic.js';
+import { acquireLock } from '../manifest/lock.js';
+import { normalizeDateTime, type ManifestSide } from '../manifest/row.js';
+import { runManifestScan, type ScanProgress, type ScanResult } from '../manifest/scan.js';
+import { type Category } from './classify.js';
+import { DIFF_FILES, type DiffSummary, runDiff } from './diff.js';
+
+export const RUN_FORMAT = 'fcctl.reconcile.run.v1';
+
+/** File names inside a run directory. */
+export const RUN_FILES = {
+  run: 'run.json',
+  lock: 'reconcile.lock',
+  fcManifest: 'fc-manifest.jsonl',
+  fcCheckpoint: 'fc-manifest.checkpoint.json',
+  shManifest: 'sh-manifest.jsonl',
+  shCheckpoint: 'sh-manifest.checkpoint.json',
+} as const;
+
+export interface RunParams {
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly fcDatabase: string;
+  readonly shDatabase: string;
+}
+
+/** `run.json`. */
+export interface RunState {
+  readonly format: typeof RUN_FORMAT;
+  readonly runId: string;
+  readonly params: RunParams;
+  readonly paramsDigest: string;
+  /** `yyyy-MM-dd HH:mm:ss`, the SH database's NOW() when the run began */
+  readonly taskStart: string;
+  readonly startedAt: string;
+  readonly state: 'scanning' | 'completed';
+  readonly completedAt: string | null;
+  readonly counts: Readonly<Record<Category, number>> | null;
+}
+
+export interface ReconcileRunOptions {
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly outDir: string;
+  readonly size: number;
+  readonly restart: boolean;
+  readonly fcDatabase: string;
+  readonly shDatabase: string;
+}
+
+export type RunPhase = 'task-start' | 'scan-fc' | 'scan-sh' | 'diff';
+
+export interface ReconcileRunDeps {
+  readonly fcDb: () => Promise<Db>;
+  readonly shDb: () => Promise<Db>;
+  readonly signal: AbortSignal;
+  readonly now?: () => Date;
+  readonly onPhase?: (phase: RunPhase, detail: Record<string, unknown>) => void;
+  readonly onPage?: (side: ManifestSide, p: ScanProgress) => void | Promise<void>;
+  readonly onDiffProgress?: (answers: number) => void;
+}
+
+export type ReconcileRunResult =
+  | { readonly kind: 'done'; readonly run: RunState; readonly resumed: boolean; readonly scans: Readonly<Record<ManifestSide, ScanResult>>; readonly summary: DiffSummary; readonly outDir: string }
+  | { readonly kind: 'stopped'; readonly run: RunState; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string };
+
+function digestOf(params: RunParams): string {
+  const r = canonicalize(JSON.stringify(params));
+  if (!r.ok) throw new Error(`cannot hash run parameters: ${r.error.code}`);
+  return r.hash;
+}
+
+async function readRunState(path: string): Promise<RunState | null> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const v = JSON.parse(text) as RunState;
+    if (v.format !== RUN_FORMAT || typeof v.runId !== 'string' || typeof v.taskStart !== 'string' || normalizeDateTime(v.taskStart) !== v.taskStart) throw new Error('bad members');
+    if (v.paramsDigest !== digestOf(v.params)) throw new Error('paramsDigest does not match params');
+    return v;
+  } catch (err) {
+    throw new SafetyError(`${path} is not a valid ${RUN_FORMAT} file (${(err as Error).message}); pass --restart to start a new run in this directory`);
+  }
+}
+
+/**
+ * The task start: the SH database's NOW(), after waiting for its clock to pass that second, so
+ * that every row the scans can see created after the start has a createTime strictly after it
+ * (DATETIME has whole seconds; without the wait, a row created in the same second would be "not
+ * after" the start).
+ * @example const taskStart = await takeTaskStart(shDb) // '2026-11-30 01:00:00'
+ */
+export async function takeTaskStart(db: Db, signal?: AbortSignal): Promise<string> {
+  const rows = await db.query<{ t: string }>('SELECT CAST(NOW() AS CHAR) AS t');
+  const t = normalizeDateTime(String(rows[0]?.t ?? ''));
+  if (t === null) throw new Error(`the SH database's NOW() is not a DATETIME: ${JSON.stringify(rows[0]?.t)}`);
+  for (let i = 0; i < 40; i++) {
+    const [{ passed } = { passed: 0 }] = await db.query<{ passed: number | string }>('SELECT NOW() > ? AS passed', [t]);
+    if (Number(passed) === 1) return t;
+    if (signal?.aborted) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the SH database's clock did not advance past the task start");
+}
+
+/**
+ * Runs (or continues) one reconciliation in `outDir`.
+ * @example const r = await runReconcile({ schId: '5', formUuid, outDir: 'run', size: 200, restart: false, fcDatabase, shDatabase }, { fcDb, shDb, signal })
+ */
+export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDeps): Promise<ReconcileRunResult> {
+  const now = deps.now ?? (() => new Date());
+  const outDir = resolve(o.outDir);
+  try {
+    await mkdir(outDir, { recursive: true });
+  } catch (err) {
+    throw new UsageError(`cannot create --out-dir ${outDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const lock = await acquireLock(join(outDir, RUN_FILES.lock), 'reconcile run', `run directory ${outDir}`);
+  try {
+    const params: RunParams = { schId: o.schId, formUuid: o.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase };
+    const paramsDigest = digestOf(params);
+    const runPath = join(outDir, RUN_FILES.run);
+    const previous = await readRunState(runPath);
+    if (previous !== null && previous.paramsDigest !== paramsDigest && !o.restart) {
+      const p = previous.params;
+      throw new SafetyError(`${outDir} holds a run of other parameters (school ${p.schId}, form ${p.formUuid}, FC ${p.fcDatabase}, SH ${p.shDatabase}); use another --out-dir or pass --restart`);
+    }
+    const resume = previous !== null && previous.paramsDigest === paramsDigest && previous.state === 'scanning' && !o.restart;
+    let run: RunState;
+    if (resume) {
+      run = previous;
+    } else {
+      // A new run: the previous run's diff files go first, so the directory never mixes two runs.
+      for (const f of Object.values(DIFF_FILES)) await unlink(join(outDir, f)).catch(() => undefined);
+      deps.onPhase?.('task-start', {});
+      const taskStart = await takeTaskStart(await deps.shDb(), deps.signal);
+      run = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };
+      await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`);
+    }
+
+    const scans: Partial<Record<ManifestSide, ScanResult>> = {};
+    for (const side of ['fc', 'sh'] as const) {
+      const phase: RunPhase = side === 'fc' ? 'scan-fc' : 'scan-sh';
+      deps.onPhase?.(phase, { runId: run.runId, taskStart: run.taskStart });
+      const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
+      const r = await runManifestScan(
+        {
+          side,
+          schId: o.schId,
+          formUuid: o.formUuid,
+          shard: null,
+          size: o.size,
+          out: join(outDir, side === 'fc' ? RUN_FILES.fcManifest : RUN_FILES.shManifest),
+          checkpoint: join(outDir, side === 'fc' ? RUN_FILES.fcCheckpoint : RUN_FILES.shCheckpoint),
+          restart: !resume,
+          database: side === 'fc' ? o.fcDatabase : o.shDatabase,
+        },
+        { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p) },
+      );
+      scans[side] = r;
+      if (r.stoppedBy !== null) return { kind: 'stopped', run, resumed: resume, phase, reason: r.stoppedBy, outDir };
+    }
+
+    deps.onPhase?.('diff', { runId: run.runId, taskStart: run.taskStart });
+    const diff = await runDiff(
+      {
+        fcFile: join(outDir, RUN_FILES.fcManifest),
+        shFile: join(outDir, RUN_FILES.shManifest),
+        fcCheckpoints: [join(outDir, RUN_FILES.fcCheckpoint)],
+        shCheckpoints: [join(outDir, RUN_FILES.shCheckpoint)],
+        taskStart: run.taskStart,
+        outDir,
+      },
+      { signal: deps.signal, now, ...(deps.onDiffProgress ? { onProgress: deps.onDiffProgress } : {}) },
+    );
+    if (diff.kind === 'stopped') return { kind: 'stopped', run, resumed: resume, phase: 'diff', reason: diff.reason, outDir };
+    run = { ...run, state: 'completed', completedAt: now().toISOString(), counts: diff.summary.counts };
+    await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`);
+    return { kind: 'done', run, resumed: resume, scans: scans as Record<ManifestSide, ScanResult>, summary: diff.summary, outDir };
+  } finally {
+    await lock.release();
+  }
+}

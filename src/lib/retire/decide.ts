@@ -1,0 +1,156 @@
+/**
+ * `retire-absent`: the decisions, pure (SPEC §8, seed 000 §8 `retireAbsent(AuthoritativeAbsenceProof)`).
+ * The runner (`retire.ts`) collects the facts — the answer at FC right now, the local projection
+ * row right now — and applies the write {@link decideRetire} asks for.
+ */
+import { compareRevisions } from '../manifest/row.js';
+
+/** Results of one proof entry. */
+export const RETIRE_RESULTS = ['RETIRED', 'ALREADY_RETIRED', 'REFUSED'] as const;
+export type RetireResult = (typeof RETIRE_RESULTS)[number];
+
+/**
+ * Why an entry was refused — the closed set, in the order the checks run. `PROOF_DIGEST` and
+ * `PROOF_EXPIRED` refuse every entry of a proof at once (the whole run, exit 4); the others are
+ * decided per entry by {@link decideRetire}.
+ */
+export const REFUSAL_REASONS = [
+  'PROOF_DIGEST',
+  'PROOF_EXPIRED',
+  'PRESENT_AT_FC',
+  'LOCAL_MISSING',
+  'CREATE_TIME_NULL',
+  'CREATED_AFTER_TASK_START',
+  'LOCAL_CHANGED',
+] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+/** One proof entry with the proof's school and form: what the local row is expected to be. */
+export interface RetireEntry {
+  readonly answerUuid: string;
+  readonly schId: string;
+  readonly formUuid: string;
+  /** decimal text (BIGINT, exact) */
+  readonly expectedRevision: string;
+  readonly expectedHash: string;
+  readonly expectedIsDeleted: boolean;
+  /** the local `create_time` when the candidate was listed, `yyyy-MM-dd HH:mm:ss` */
+  readonly localCreateTime: string;
+}
+
+/** An FC `answer` row found by the fresh lookup (no values, no database id). */
+export interface FcAnswerSeen {
+  readonly answerUuid: string;
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly revision: string;
+  readonly isDeleted: boolean;
+}
+
+/** What a fresh FC lookup by answer uuid saw, and when (ISO 8601 UTC, taken just before the query). */
+export type FcNow =
+  | { readonly present: false; readonly checkedAt: string }
+  | { readonly present: true; readonly checkedAt: string; readonly row: FcAnswerSeen };
+
+/** The local `fc_answer_projection` row of `(answer_uuid, sch_id)` as read now. */
+export interface LocalNow {
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly revision: string;
+  readonly contentHash: string;
+  readonly isDeleted: boolean;
+  /** `yyyy-MM-dd HH:mm:ss` or null */
+  readonly createTime: string | null;
+  readonly retiredAt: string | null;
+  readonly retireProofId: string | null;
+}
+
+/** The decision for one entry: retire it, it is retired already, or refused with a reason. */
+export type RetireDecision =
+  | { readonly result: 'RETIRED'; readonly reason: null; readonly detail: string }
+  | { readonly result: 'ALREADY_RETIRED'; readonly reason: null; readonly detail: string }
+  | { readonly result: 'REFUSED'; readonly reason: RefusalReason; readonly detail: string };
+
+const refused = (reason: RefusalReason, detail: string): RetireDecision => ({ result: 'REFUSED', reason, detail });
+
+/**
+ * Decides one entry, checking in this order:
+ * 1. the answer is at FC now (any school or form: its uuid is unique at FC) → `REFUSED PRESENT_AT_FC`
+ *    — before the local row, so a retired row whose answer came back is flagged, not hidden;
+ * 2. no local row → `REFUSED LOCAL_MISSING`;
+ * 3. the row is retired (by this proof or any other) → `ALREADY_RETIRED`, nothing to write;
+ * 4. local createTime null → `REFUSED CREATE_TIME_NULL`; after the task start →
+ *    `REFUSED CREATED_AFTER_TASK_START` (seed 000 §8.1: never read as "absent at FC");
+ * 5. form, revision, hash, isDeleted or createTime not as the proof expects → `REFUSED LOCAL_CHANGED`;
+ * 6. otherwise → `RETIRED` (the caller marks the row, conditional on these same values).
+ * Times are `yyyy-MM-dd HH:mm:ss` in the SH database's clock, compared as text.
+ * @example decideRetire(entry, { present: false, checkedAt }, local, '2026-11-30 01:00:00').result // 'RETIRED'
+ */
+export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string): RetireDecision {
+  if (fcNow.present) {
+    const r = fcNow.row;
+    const where = r.schId === entry.schId && r.formUuid === entry.formUuid ? '' : ` under school ${r.schId} form ${r.formUuid}`;
+    return refused('PRESENT_AT_FC', `FC has answer ${entry.answerUuid}${where} again (revision ${r.revision}${r.isDeleted ? ', tombstone' : ''}, checked ${fcNow.checkedAt})`);
+  }
+  if (localNow === null) return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
+  if (localNow.retiredAt !== null) {
+    const by = localNow.retireProofId === null ? 'no proof id recorded' : `proof ${localNow.retireProofId}`;
+    return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} (${by}); nothing written` };
+  }
+  if (localNow.createTime === null) return refused('CREATE_TIME_NULL', 'the local createTime is null: the row cannot be shown to predate the task start');
+  if (localNow.createTime > taskStart) return refused('CREATED_AFTER_TASK_START', `created ${localNow.createTime}, after the task start ${taskStart}`);
+  const changed: string[] = [];
+  if (localNow.formUuid !== entry.formUuid) changed.push(`form ${localNow.formUuid} (expected ${entry.formUuid})`);
+  if (compareRevisions(localNow.revision, entry.expectedRevision) !== 0) changed.push(`revision ${localNow.revision} (expected ${entry.expectedRevision})`);
+  if (localNow.contentHash !== entry.expectedHash) changed.push(`contentHash ${localNow.contentHash} (expected ${entry.expectedHash})`);
+  if (localNow.isDeleted !== entry.expectedIsDeleted) changed.push(`isDeleted ${localNow.isDeleted} (expected ${entry.expectedIsDeleted})`);
+  if (localNow.createTime !== entry.localCreateTime) changed.push(`createTime ${localNow.createTime} (expected ${entry.localCreateTime})`);
+  if (changed.length > 0) return refused('LOCAL_CHANGED', `the local row changed since the proof: ${changed.join(', ')}`);
+  return { result: 'RETIRED', reason: null, detail: `absent at FC (checked ${fcNow.checkedAt}), local row as expected` };
+}
+
+/** Clock skew tolerated before a proof counts as made in the future. */
+export const FUTURE_SKEW_SECONDS = 300;
+
+/**
+ * The proof-age check: a proof is as old as its oldest fact — the earlier of its creation and its
+ * FC manifest's completion (both ISO 8601 times of fcctl's clocks). Older than `maxAgeSeconds`, or
+ * made more than {@link FUTURE_SKEW_SECONDS} in the future, or with an unreadable time → refused
+ * `PROOF_EXPIRED`; null when fresh enough.
+ * @example proofAgeRefusal('2026-11-29T01:00:00Z', '2026-11-29T00:59:00Z', new Date('2026-11-30T02:00:00Z'), 86400)?.reason // 'PROOF_EXPIRED'
+ */
+export function proofAgeRefusal(createdAt: string, manifestCompletedAt: string, now: Date, maxAgeSeconds: number): { reason: 'PROOF_EXPIRED'; detail: string } | null {
+  const created = Date.parse(createdAt);
+  const completed = Date.parse(manifestCompletedAt);
+  if (!Number.isFinite(created) || !Number.isFinite(completed)) return { reason: 'PROOF_EXPIRED', detail: 'the proof\'s times cannot be read, so its age is unknown' };
+  const oldest = Math.min(created, completed);
+  const ageSeconds = Math.floor((now.getTime() - oldest) / 1000);
+  if (created - now.getTime() > FUTURE_SKEW_SECONDS * 1000) return { reason: 'PROOF_EXPIRED', detail: `the proof was made at ${createdAt}, in the future of this clock (${now.toISOString()})` };
+  if (ageSeconds > maxAgeSeconds) {
+    const from = oldest === created ? `made ${createdAt}` : `its FC manifest completed ${manifestCompletedAt}`;
+    return { reason: 'PROOF_EXPIRED', detail: `the proof is ${formatSeconds(ageSeconds)} old (${from}), over --max-proof-age ${formatSeconds(maxAgeSeconds)}` };
+  }
+  return null;
+}
+
+/** `90061` → `1d1h1m1s` (for messages). */
+export function formatSeconds(total: number): string {
+  if (total <= 0) return '0s';
+  const parts: string[] = [];
+  let rest = total;
+  for (const [unit, n] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
+    if (rest >= n) {
+      parts.push(`${Math.floor(rest / n)}${unit}`);
+      rest %= n;
+    }
+  }
+  return parts.join('');
+}
+
+/**
+ * True when the entry ends refused (the run exits 1).
+ * @example isRefused({ result: 'ALREADY_RETIRED', reason: null, detail: '' }) // false
+ */
+export function isRefused(d: RetireDecision): boolean {
+  return d.result === 'REFUSED';
+}

@@ -1,0 +1,295 @@
+/**
+ * `retire-absent --proof F`, the I/O: check the proof as a whole (digest, age, FC database), then
+ * per entry look the answer up at FC now, read the local row, decide (`decide.ts`) and — with
+ * `execute` — apply the decision in ONE short SH transaction: lock the row, decide on what is
+ * locked, the conditional retirement UPDATE, the audit row. Every decision is appended to the
+ * evidence file (JSON lines, format `fcctl.retire-evidence.v1`).
+ *
+ * Evidence lines, one JSON object each:
+ * - `{"type":"run", format, runId, proofFile, proofFileSha256, proofId, proofDigest, taskId, taskStart, schId, formUuid, execute, maxProofAgeSeconds, host, startedAt}`
+ * - `{"type":"decision", runId, proofId, answerUuid, schId, formUuid, result, reason, detail, dryRun, expected, fc, local, retiredAt, decidedAt}`
+ * - `{"type":"refused-proof", runId, reason, detail}` when the whole proof is refused (then nothing is written to any database)
+ * - `{"type":"end", runId, exitCode, counts, notRun, stoppedBy, endedAt}`
+ */
+import { randomUUID } from 'node:crypto';
+import { type FileHandle, open } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import type { PoolConnection } from 'mysql2/promise';
+import { UsageError } from '../cli/exit.js';
+import type { Db } from '../db/connect.js';
+import { decideRetire, type FcNow, type LocalNow, proofAgeRefusal, type RefusalReason, type RetireDecision, type RetireEntry } from './decide.js';
+import type { ProofReading, RetireProof } from './proof.js';
+import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, retireSql, type Statement } from './sql.js';
+
+export const EVIDENCE_FORMAT = 'fcctl.retire-evidence.v1';
+
+/** An append-only JSON-lines file; each line is written as it is decided, fsynced on close. */
+export class EvidenceLog {
+  private constructor(
+    readonly path: string,
+    private readonly fh: FileHandle,
+  ) {}
+
+  /**
+   * Opens (creates or appends to) the file; exit 2 when it cannot be.
+   * @example const log = await EvidenceLog.open('proof.evidence.jsonl'); await log.write({ type: 'run' }); await log.close()
+   */
+  static async open(path: string): Promise<EvidenceLog> {
+    try {
+      return new EvidenceLog(path, await open(path, 'a', 0o644));
+    } catch (err) {
+      throw new UsageError(`cannot open evidence file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+
+  async write(line: Readonly<Record<string, unknown>>): Promise<void> {
+    await this.fh.write(`${JSON.stringify(line)}\n`);
+  }
+
+  async close(): Promise<void> {
+    await this.fh.sync().catch(() => undefined);
+    await this.fh.close().catch(() => undefined);
+  }
+}
+
+export interface RetireRunOptions {
+  readonly proofFile: string;
+  readonly reading: ProofReading;
+  readonly execute: boolean;
+  readonly maxProofAgeSeconds: number;
+  readonly runId: string;
+  /** `host:port/db` of the configured FC database (must be the proof's) */
+  readonly fcDatabase: string;
+}
+
+export interface RetireRunDeps {
+  readonly fcDb: () => Promise<Db>;
+  readonly shDb: () => Promise<Db>;
+  readonly evidence: EvidenceLog;
+  readonly now: () => Date;
+  readonly signal: AbortSignal;
+  readonly host?: string;
+  /** each entry's outcome, in proof order */
+  readonly onResult?: (r: EntryOutcome) => void;
+}
+
+/** One entry's outcome as printed and written to the evidence. */
+export interface EntryOutcome {
+  readonly answerUuid: string;
+  readonly result: RetireDecision['result'];
+  readonly reason: RefusalReason | null;
+  readonly detail: string;
+  /** the SH time written as `retired_at` (RETIRED with execute), else null */
+  readonly retiredAt: string | null;
+}
+
+export type RetireRunResult =
+  | {
+      readonly kind: 'refused';
+      readonly reason: 'PROOF_DIGEST' | 'PROOF_EXPIRED' | 'PROOF_INVALID' | 'FC_DATABASE';
+      readonly detail: string;
+      readonly outcomes: readonly EntryOutcome[];
+    }
+  | {
+      readonly kind: 'done';
+      readonly outcomes: readonly EntryOutcome[];
+      readonly notRun: number;
+      readonly stoppedBy: 'done' | 'signal';
+    };
+
+/** Retries when the locked row did not take the guarded UPDATE (cannot happen under the lock; bounded anyway). */
+class RowMoved extends Error {}
+const MAX_ATTEMPTS = 3;
+
+function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireEntry {
+  return {
+    answerUuid: e.answerUuid,
+    schId: proof.schId,
+    formUuid: proof.formUuid,
+    expectedRevision: e.expectedRevision,
+    expectedHash: e.expectedHash,
+    expectedIsDeleted: e.expectedIsDeleted,
+    localCreateTime: e.localCreateTime,
+  };
+}
+
+/**
+ * Runs one proof. A proof refused as a whole (digest, invalid, age, another FC database) returns
+ * `refused` with every readable entry refused for that reason, after writing the evidence — and
+ * nothing to any database. Otherwise each entry in order: FC lookup, then the local step; on a
+ * stop signal no new entry starts. Database errors propagate (the command exits 3).
+ * @example const r = await runRetire({ proofFile, reading, execute: true, maxProofAgeSeconds: 86400, runId, fcDatabase }, { fcDb, shDb, evidence, now, signal })
+ */
+export async function runRetire(o: RetireRunOptions, deps: RetireRunDeps): Promise<RetireRunResult> {
+  const host = deps.host ?? hostname();
+  const r = o.reading;
+  const proof = r.kind === 'valid' ? r.proof : null;
+  await deps.evidence.write({
+    type: 'run',
+    format: EVIDENCE_FORMAT,
+    runId: o.runId,
+    proofFile: o.proofFile,
+    proofFileSha256: r.fileSha256,
+    proofId: proof ? proof.proofId : r.kind === 'refused' ? r.proofId : null,
+    proofDigest: proof ? proof.digest : r.kind === 'refused' ? r.digest : null,
+    taskId: proof?.taskId ?? null,
+    taskStart: proof?.taskStart ?? null,
+    schId: proof ? proof.schId : r.kind === 'refused' ? r.schId : null,
+    formUuid: proof ? proof.formUuid : r.kind === 'refused' ? r.formUuid : null,
+    execute: o.execute,
+    maxProofAgeSeconds: o.maxProofAgeSeconds,
+    host,
+    startedAt: deps.now().toISOString(),
+  });
+
+  // 1. the proof as a whole
+  let refusal: { reason: 'PROOF_DIGEST' | 'PROOF_EXPIRED' | 'PROOF_INVALID' | 'FC_DATABASE'; detail: string; answerUuids: readonly string[] } | null = null;
+  if (r.kind === 'refused') refusal = { reason: r.reason, detail: r.detail, answerUuids: r.answerUuids };
+  else {
+    const p = r.proof;
+    const age = proofAgeRefusal(p.createdAt, p.fcManifest.completedAt, deps.now(), o.maxProofAgeSeconds);
+    if (age) refusal = { reason: 'PROOF_EXPIRED', detail: age.detail, answerUuids: p.entries.map((e) => e.answerUuid) };
+    else if (p.fcDatabase !== o.fcDatabase) {
+      refusal = { reason: 'FC_DATABASE', detail: `the proof was made against the FC database ${p.fcDatabase}, the configured one is ${o.fcDatabase}`, answerUuids: [] };
+    }
+  }
+  if (refusal) {
+    const entryReason: RefusalReason = refusal.reason === 'PROOF_EXPIRED' ? 'PROOF_EXPIRED' : 'PROOF_DIGEST';
+    const outcomes: EntryOutcome[] = [];
+    await deps.evidence.write({ type: 'refused-proof', runId: o.runId, reason: refusal.reason, detail: refusal.detail });
+    for (const answerUuid of refusal.answerUuids) {
+      const outcome: EntryOutcome = { answerUuid, result: 'REFUSED', reason: entryReason, detail: `the proof is refused: ${refusal.detail}`, retiredAt: null };
+      outcomes.push(outcome);
+      await deps.evidence.write({ type: 'decision', runId: o.runId, proofId: proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null), answerUuid, ...rest(outcome), dryRun: !o.execute, decidedAt: deps.now().toISOString() });
+      deps.onResult?.(outcome);
+    }
+    return { kind: 'refused', reason: refusal.reason, detail: refusal.detail, outcomes };
+  }
+
+  // 2. entry by entry
+  const p = proof!;
+  const fc = await deps.fcDb();
+  const sh = await deps.shDb();
+  const outcomes: EntryOutcome[] = [];
+  let stoppedBy: 'done' | 'signal' = 'done';
+  for (const e of p.entries) {
+    if (deps.signal.aborted) {
+      stoppedBy = 'signal';
+      break;
+    }
+    const entry = entryOf(p, e);
+    const fcNow = await lookupFc(fc, entry.answerUuid, deps.now);
+    const expected = expectedOf(p, e);
+    const step = await settle(sh, entry, fcNow, expected, p, o, host);
+    const outcome: EntryOutcome = { answerUuid: entry.answerUuid, result: step.decision.result, reason: step.decision.reason, detail: step.decision.detail, retiredAt: step.retiredAt };
+    outcomes.push(outcome);
+    await deps.evidence.write({
+      type: 'decision',
+      runId: o.runId,
+      proofId: p.proofId,
+      answerUuid: entry.answerUuid,
+      schId: entry.schId,
+      formUuid: entry.formUuid,
+      ...rest(outcome),
+      dryRun: !o.execute,
+      expected,
+      fc: fcNow,
+      local: step.local,
+      decidedAt: deps.now().toISOString(),
+    });
+    deps.onResult?.(outcome);
+  }
+  return { kind: 'done', outcomes, notRun: p.entries.length - outcomes.length, stoppedBy };
+}
+
+function rest(o: EntryOutcome) {
+  return { result: o.result, reason: o.reason, detail: o.detail, retiredAt: o.retiredAt };
+}
+
+type Expected = ReturnType<typeof expectedOf>;
+
+/** The expected values of an entry, as the evidence and the audit record them. */
+function expectedOf(p: RetireProof, e: RetireProof['entries'][number]) {
+  return {
+    proofId: p.proofId,
+    proofDigest: p.digest,
+    taskId: p.taskId,
+    taskStart: p.taskStart,
+    formUuid: p.formUuid,
+    revision: e.expectedRevision,
+    contentHash: e.expectedHash,
+    isDeleted: e.expectedIsDeleted,
+    createTime: e.localCreateTime,
+    fcAbsentCheckedAt: e.fcAbsentCheckedAt,
+  };
+}
+
+/** The fresh FC lookup of one answer, with the time taken just before the query. */
+async function lookupFc(fc: Db, answerUuid: string, now: () => Date): Promise<FcNow> {
+  const checkedAt = now().toISOString();
+  const q = retireSql.fcAnswer(answerUuid);
+  const row = (await fc.query<FcLookupRow>(q.sql, q.params))[0];
+  return row ? { present: true, checkedAt, row: fcSeen(row) } : { present: false, checkedAt };
+}
+
+interface Settled {
+  readonly decision: RetireDecision;
+  readonly local: LocalNow | null;
+  readonly retiredAt: string | null;
+}
+
+/**
+ * The local step of one entry. Dry run: read, decide, write nothing. Execute: one transaction —
+ * lock the row (`FOR UPDATE`), decide on what is locked, the guarded UPDATE for a RETIRED
+ * decision (exactly one row, or the transaction is retried), one audit row for every decision.
+ */
+async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expected, p: RetireProof, o: RetireRunOptions, host: string): Promise<Settled> {
+  if (!o.execute) {
+    const q = retireSql.localRow(entry.answerUuid, entry.schId, false);
+    const row = (await sh.query<LocalDbRow>(q.sql, q.params))[0];
+    const local = row ? localNowOf(row) : null;
+    return { decision: decideRetire(entry, fcNow, local, p.taskStart), local, retiredAt: null };
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sh.transaction((conn) => settleInTransaction(conn, entry, fcNow, expected, p, o, host));
+    } catch (err) {
+      if (err instanceof RowMoved && attempt < MAX_ATTEMPTS) continue;
+      throw err;
+    }
+  }
+}
+
+async function settleInTransaction(conn: PoolConnection, entry: RetireEntry, fcNow: FcNow, expected: Expected, p: RetireProof, o: RetireRunOptions, host: string): Promise<Settled> {
+  const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T;
+  const row = (await run<LocalDbRow[]>(retireSql.localRow(entry.answerUuid, entry.schId, true)))[0];
+  const local = row ? localNowOf(row) : null;
+  const decision = decideRetire(entry, fcNow, local, p.taskStart);
+  let retiredAt: string | null = null;
+  if (decision.result === 'RETIRED') {
+    retiredAt = row!.sh_now.replace(/\.\d+$/, '');
+    const res = await run<{ affectedRows: number }>(retireSql.markRetired({ entry, taskStart: p.taskStart, proofId: p.proofId, retiredAt }));
+    if (res.affectedRows !== 1) throw new RowMoved(`the locked row of ${entry.answerUuid} did not take the guarded update`);
+  }
+  const audit: AuditRow = {
+    outcome: decision.result,
+    reason: decision.reason === null ? decision.detail : `${decision.reason}: ${decision.detail}`,
+    proofId: p.proofId,
+    runId: o.runId,
+    host,
+    schId: entry.schId,
+    answerUuid: entry.answerUuid,
+    expected,
+    observed: { fc: fcNow, local, ...(retiredAt ? { retiredAt } : {}) },
+  };
+  await run(retireSql.insertAudit(audit));
+  return { decision, local, retiredAt };
+}
+
+/**
+ * A new run id (recorded in the audit and the evidence).
+ * @example newRunId() // '3f2c…' (a UUID)
+ */
+export function newRunId(): string {
+  return randomUUID();
+}

@@ -1,0 +1,132 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { decideRetire, type FcNow, isRefused, type LocalNow, proofAgeRefusal, REFUSAL_REASONS, type RefusalReason, type RetireDecision, type RetireEntry } from '../../src/lib/retire/decide.js';
+
+const TASK_START = '2026-11-30 01:00:00';
+const FORM = 'f0000000-0000-4000-8000-000000000000';
+const OTHER_FORM = 'f0000000-0000-4000-8000-000000000001';
+const H1 = 'a'.repeat(64);
+const H2 = 'b'.repeat(64);
+const CHECKED = '2026-11-30T02:00:00.000Z';
+
+const entry: RetireEntry = { answerUuid: '00000000-0000-4000-8000-000000000001', schId: '5', formUuid: FORM, expectedRevision: '3', expectedHash: H1, expectedIsDeleted: false, localCreateTime: '2026-10-01 08:00:00' };
+const local = (o: Partial<LocalNow> = {}): LocalNow => ({ schId: '5', formUuid: FORM, revision: '3', contentHash: H1, isDeleted: false, createTime: '2026-10-01 08:00:00', retiredAt: null, retireProofId: null, ...o });
+const absent: FcNow = { present: false, checkedAt: CHECKED };
+const present = (o: Partial<Extract<FcNow, { present: true }>['row']> = {}): FcNow => ({ present: true, checkedAt: CHECKED, row: { answerUuid: entry.answerUuid, schId: '5', formUuid: FORM, revision: '4', isDeleted: false, ...o } });
+
+describe('decideRetire: one row per situation', () => {
+  const cases: Array<[string, RetireEntry, FcNow, LocalNow | null, RetireDecision['result'], string | null, RegExp]> = [
+    ['absent at FC, local as expected', entry, absent, local(), 'RETIRED', null, /absent at FC \(checked 2026-11-30T02:00:00.000Z\), local row as expected/],
+    ['created exactly at the task start', { ...entry, localCreateTime: TASK_START }, absent, local({ createTime: TASK_START }), 'RETIRED', null, /as expected/],
+    ['a tombstone, revision beyond 2^53', { ...entry, expectedRevision: '9007199254740993', expectedIsDeleted: true }, absent, local({ revision: '9007199254740993', isDeleted: true }), 'RETIRED', null, /as expected/],
+    ['retired by this proof already', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1' }), 'ALREADY_RETIRED', null, /retired at 2026-11-30 02:00:00 \(proof rp-1\); nothing written/],
+    ['retired by another proof, values since changed', entry, absent, local({ retiredAt: '2026-11-01 00:00:00', retireProofId: 'rp-0', revision: '9' }), 'ALREADY_RETIRED', null, /proof rp-0/],
+    ['retired without a proof id', entry, absent, local({ retiredAt: '2026-11-01 00:00:00' }), 'ALREADY_RETIRED', null, /no proof id recorded/],
+    ['present at FC again', entry, present(), local(), 'REFUSED', 'PRESENT_AT_FC', /FC has answer .* again \(revision 4, checked/],
+    ['present at FC as a tombstone', entry, present({ isDeleted: true }), local(), 'REFUSED', 'PRESENT_AT_FC', /revision 4, tombstone/],
+    ['present at FC under another school', entry, present({ schId: '6' }), local(), 'REFUSED', 'PRESENT_AT_FC', /under school 6 form/],
+    ['present at FC while retired locally: flagged, not hidden', entry, present(), local({ retiredAt: '2026-11-30 02:00:00' }), 'REFUSED', 'PRESENT_AT_FC', /again/],
+    ['present at FC and missing locally', entry, present(), null, 'REFUSED', 'PRESENT_AT_FC', /again/],
+    ['no local row', entry, absent, null, 'REFUSED', 'LOCAL_MISSING', /no projection row for answer .* in school 5/],
+    ['local createTime null', entry, absent, local({ createTime: null }), 'REFUSED', 'CREATE_TIME_NULL', /createTime is null/],
+    ['local createTime null and revision changed', entry, absent, local({ createTime: null, revision: '4' }), 'REFUSED', 'CREATE_TIME_NULL', /null/],
+    ['created one second after the task start', entry, absent, local({ createTime: '2026-11-30 01:00:01' }), 'REFUSED', 'CREATED_AFTER_TASK_START', /created 2026-11-30 01:00:01, after the task start 2026-11-30 01:00:00/],
+    ['revision changed', entry, absent, local({ revision: '4' }), 'REFUSED', 'LOCAL_CHANGED', /revision 4 \(expected 3\)/],
+    ['revision changed, same digits count lower', entry, absent, local({ revision: '2' }), 'REFUSED', 'LOCAL_CHANGED', /revision 2 \(expected 3\)/],
+    ['hash changed', entry, absent, local({ contentHash: H2 }), 'REFUSED', 'LOCAL_CHANGED', /contentHash b{64} \(expected a{64}\)/],
+    ['isDeleted changed', entry, absent, local({ isDeleted: true }), 'REFUSED', 'LOCAL_CHANGED', /isDeleted true \(expected false\)/],
+    ['form changed', entry, absent, local({ formUuid: OTHER_FORM }), 'REFUSED', 'LOCAL_CHANGED', /form f0000000-0000-4000-8000-000000000001/],
+    ['createTime changed (row re-created)', entry, absent, local({ createTime: '2026-10-02 08:00:00' }), 'REFUSED', 'LOCAL_CHANGED', /createTime 2026-10-02 08:00:00 \(expected 2026-10-01 08:00:00\)/],
+    ['several values changed: all named', entry, absent, local({ revision: '4', contentHash: H2 }), 'REFUSED', 'LOCAL_CHANGED', /revision 4 .*, contentHash/],
+  ];
+  it.each(cases)('%s → %s %s', (_name, e, fc, l, result, reason, detail) => {
+    const d = decideRetire(e, fc, l, TASK_START);
+    expect(d.result).toBe(result);
+    expect(d.reason).toBe(reason);
+    expect(d.detail).toMatch(detail);
+    expect(isRefused(d)).toBe(result === 'REFUSED');
+  });
+});
+
+describe('decideRetire: exhaustive over every combination of the facts', () => {
+  // Each fact either as the proof expects or not; createTime over its four classes.
+  const times = { null: null, before: '2026-10-01 08:00:00', equalStart: TASK_START, after: '2026-11-30 01:00:01' } as const;
+  const combos: Array<{ fcPresent: boolean; localExists: boolean; retired: boolean; time: keyof typeof times; revision: boolean; hash: boolean; deleted: boolean; form: boolean }> = [];
+  for (const fcPresent of [false, true])
+    for (const localExists of [false, true])
+      for (const retired of [false, true])
+        for (const time of Object.keys(times) as Array<keyof typeof times>)
+          for (const revision of [true, false]) for (const hash of [true, false]) for (const deleted of [true, false]) for (const form of [true, false]) combos.push({ fcPresent, localExists, retired, time, revision, hash, deleted, form });
+
+  /** The rules of SPEC §8 in priority order, written independently of the implementation. */
+  function oracle(c: (typeof combos)[number]): [RetireDecision['result'], string | null] {
+    if (c.fcPresent) return ['REFUSED', 'PRESENT_AT_FC'];
+    if (!c.localExists) return ['REFUSED', 'LOCAL_MISSING'];
+    if (c.retired) return ['ALREADY_RETIRED', null];
+    if (c.time === 'null') return ['REFUSED', 'CREATE_TIME_NULL'];
+    if (c.time === 'after') return ['REFUSED', 'CREATED_AFTER_TASK_START'];
+    // the entry expects createTime 'before'; 'equalStart' is allowed by the rule but differs from the proof
+    if (!c.revision || !c.hash || !c.deleted || !c.form || c.time !== 'before') return ['REFUSED', 'LOCAL_CHANGED'];
+    return ['RETIRED', null];
+  }
+
+  it(`all ${2 * 2 * 2 * 4 * 16} combinations decide as the rules say; RETIRED only when every rule holds`, () => {
+    const seen = new Set<string>();
+    let retired = 0;
+    for (const c of combos) {
+      const l = c.localExists
+        ? local({
+            createTime: times[c.time],
+            retiredAt: c.retired ? '2026-11-30 02:00:00' : null,
+            revision: c.revision ? '3' : '30',
+            contentHash: c.hash ? H1 : H2,
+            isDeleted: c.deleted ? false : true,
+            formUuid: c.form ? FORM : OTHER_FORM,
+          })
+        : null;
+      const d = decideRetire(entry, c.fcPresent ? present() : absent, l, TASK_START);
+      expect([d.result, d.reason], JSON.stringify(c)).toEqual(oracle(c));
+      seen.add(`${d.result}/${d.reason}`);
+      if (d.result === 'RETIRED') retired++;
+    }
+    expect(retired).toBe(1);
+    expect([...seen].sort()).toEqual(['ALREADY_RETIRED/null', 'REFUSED/CREATED_AFTER_TASK_START', 'REFUSED/CREATE_TIME_NULL', 'REFUSED/LOCAL_CHANGED', 'REFUSED/LOCAL_MISSING', 'REFUSED/PRESENT_AT_FC', 'RETIRED/null']);
+  });
+
+  it('the closed set of refusal reasons', () => {
+    expect(REFUSAL_REASONS).toEqual(['PROOF_DIGEST', 'PROOF_EXPIRED', 'PRESENT_AT_FC', 'LOCAL_MISSING', 'CREATE_TIME_NULL', 'CREATED_AFTER_TASK_START', 'LOCAL_CHANGED']);
+  });
+});
+
+describe('proofAgeRefusal (PROOF_EXPIRED)', () => {
+  const now = new Date('2026-11-30T12:00:00.000Z');
+  const DAY = 86400;
+  const cases: Array<[string, string, string, number, RegExp | null]> = [
+    ['fresh', '2026-11-30T11:00:00.000Z', '2026-11-30T10:59:00.000Z', DAY, null],
+    ['exactly the maximum age', '2026-11-29T12:00:00.000Z', '2026-11-30T11:00:00.000Z', DAY, null],
+    ['one second over', '2026-11-29T11:59:59.000Z', '2026-11-30T11:00:00.000Z', DAY, /is 1d1s old \(made 2026-11-29T11:59:59.000Z\), over --max-proof-age 1d/],
+    ['a fresh proof of an old manifest: as old as its manifest', '2026-11-30T11:00:00.000Z', '2026-11-28T12:00:00.000Z', DAY, /is 2d old \(its FC manifest completed 2026-11-28T12:00:00.000Z\)/],
+    ['made in the future beyond the skew', '2026-11-30T12:05:01.000Z', '2026-11-30T11:00:00.000Z', DAY, /in the future of this clock/],
+    ['made in the future within the skew', '2026-11-30T12:04:59.000Z', '2026-11-30T11:00:00.000Z', DAY, null],
+    ['unreadable time', 'yesterday', '2026-11-30T11:00:00.000Z', DAY, /cannot be read/],
+    ['a short maximum', '2026-11-30T11:59:00.000Z', '2026-11-30T11:59:00.000Z', 30, /is 1m old .* over --max-proof-age 30s/],
+  ];
+  it.each(cases)('%s', (_name, createdAt, completedAt, max, detail) => {
+    const r = proofAgeRefusal(createdAt, completedAt, now, max);
+    if (detail === null) expect(r).toBeNull();
+    else {
+      expect(r?.reason).toBe('PROOF_EXPIRED');
+      expect(r?.detail).toMatch(detail);
+    }
+  });
+});
+
+describe('types of the decision', () => {
+  it('a refusal always carries a reason from the closed set; the other results never do', () => {
+    expectTypeOf(decideRetire).returns.toEqualTypeOf<RetireDecision>();
+    expectTypeOf<Extract<RetireDecision, { result: 'REFUSED' }>['reason']>().toEqualTypeOf<RefusalReason>();
+    expectTypeOf<Extract<RetireDecision, { result: 'RETIRED' | 'ALREADY_RETIRED' }>['reason']>().toEqualTypeOf<null>();
+    // @ts-expect-error a local row needs its createTime member (null when unknown), it cannot be left out
+    const missing: LocalNow = { schId: '5', formUuid: FORM, revision: '1', contentHash: H1, isDeleted: false, retiredAt: null, retireProofId: null };
+    void missing;
+  });
+});

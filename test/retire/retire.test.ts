@@ -1,0 +1,368 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
+import { MAX_PROOF_BYTES, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest } from '../../src/lib/retire/proof.js';
+import { checksumTables } from '../helpers/checksum.js';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { answerHash, insertAnswers, insertProjections, testUuid, writeManifestFiles } from '../helpers/manifest.js';
+
+const FORM = testUuid('retire', 'form');
+const U = (school: number, n: number) => testUuid('retire', school, n);
+const ABSENT = [1, 2, 3, 4, 5, 6];
+let dbs: TestDatabases;
+let env: Record<string, string | undefined>;
+let dir: string;
+
+const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
+const resultsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'result');
+const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const shSum = () => checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection', 'fc_reconcile_audit']);
+const fcSum = () => checksumTables(dbs.admin, dbs.fcName, ['answer']);
+const sh = (sql: string, params: unknown[] = []) => dbs.admin.query(sql.replaceAll('$SH', `\`${dbs.shName}\``), params).then(([r]) => r as Array<Record<string, string | number | null>>);
+const cli = (args: string[], e = env) => runCli(['--json', ...args], { env: e });
+
+/** One school: 3 answers in sync, the ABSENT ones only in the projection (created long before any task start). */
+async function arrangeSchool(school: number): Promise<void> {
+  const synced = [101, 102, 103].map((n) => ({ answerUuid: U(school, n), formUuid: FORM, schId: school, revision: 2 }));
+  await insertAnswers(dbs.admin, dbs.fcName, synced);
+  await insertProjections(dbs.admin, dbs.shName, [
+    ...synced.map((a) => ({ ...a, contentHash: answerHash(a) })),
+    ...ABSENT.map((n) => ({ answerUuid: U(school, n), formUuid: FORM, schId: school, revision: n, isDeleted: n === 2 ? 1 : 0, createTime: `2026-10-0${n} 08:00:00` })),
+  ]);
+}
+
+/** `reconcile run` for one school: the candidates, manifest, checkpoint and run.json come from the real thing. */
+async function reconcile(school: number): Promise<string> {
+  const out = join(dir, `run-${school}`);
+  const r = await cli(['reconcile', 'run', '--school', String(school), '--form', FORM, '--out-dir', out]);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return out;
+}
+
+const proveArgs = (run: string, out: string, extra: string[] = []) => ['retire-absent', 'prove', '--candidates', join(run, 'retire-candidates.jsonl'), '--fc-manifest', join(run, 'fc-manifest.jsonl'), '--out', out, ...extra];
+
+/** Rewrites a proof with a correct digest after `edit` (what a forger with the algorithm could do). */
+function reseal(src: string, dst: string, edit: (p: Record<string, unknown>) => void): void {
+  const p = JSON.parse(readFileSync(src, 'utf8')) as Record<string, unknown>;
+  edit(p);
+  p['digest'] = proofDigest(p);
+  writeFileSync(dst, `${JSON.stringify(p, null, 2)}\n`);
+}
+
+let run5: string;
+let proof5: string;
+let run6: string;
+
+beforeAll(async () => {
+  dbs = await freshDatabases('retire');
+  env = dbs.env();
+  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
+  dir = mkdtempSync(join(tmpdir(), 'fcctl-retire-'));
+  await arrangeSchool(5);
+  await arrangeSchool(6);
+  run5 = await reconcile(5);
+  run6 = await reconcile(6);
+});
+afterAll(async () => {
+  await dbs?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('retire-absent prove', () => {
+  it('writes the proof of SPEC §8: format, ids, task, school/form, the FC manifest, per answer the expected values and the FC check time, a digest', async () => {
+    proof5 = join(dir, 'proof5.json');
+    const before = Date.now();
+    const r = await cli(proveArgs(run5, proof5, ['--proof-id', 'rp-school-5']));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const run = JSON.parse(readFileSync(join(run5, 'run.json'), 'utf8')) as { runId: string; taskStart: string };
+    const cp = JSON.parse(readFileSync(join(run5, 'fc-manifest.checkpoint.json'), 'utf8')) as { sha256: string; completedAt: string; rows: number; outputBytes: number };
+    const p = JSON.parse(readFileSync(proof5, 'utf8')) as Record<string, unknown>;
+    expect(Object.keys(p)).toEqual(['format', 'formatDoc', 'proofId', 'taskId', 'taskStart', 'schId', 'formUuid', 'createdAt', 'fcDatabase', 'fcManifest', 'candidates', 'entries', 'excluded', 'digest']);
+    expect(p).toMatchObject({
+      format: PROOF_FORMAT,
+      formatDoc: PROOF_FORMAT_DOC,
+      proofId: 'rp-school-5',
+      taskId: run.runId,
+      taskStart: run.taskStart,
+      schId: '5',
+      formUuid: FORM,
+      fcDatabase: databaseIdentity(dbs.fcUrl),
+      fcManifest: { path: join(run5, 'fc-manifest.jsonl'), checkpoints: [join(run5, 'fc-manifest.checkpoint.json')], rows: 3, bytes: cp.outputBytes, sha256: cp.sha256, completedAt: cp.completedAt },
+      candidates: { path: join(run5, 'retire-candidates.jsonl'), rows: ABSENT.length },
+      excluded: [],
+    });
+    expect(cp.rows).toBe(3);
+    const entries = p['entries'] as Array<Record<string, unknown>>;
+    expect(entries.map((e) => e['answerUuid'])).toEqual(ABSENT.map((n) => U(5, n)).sort());
+    const e2 = entries.find((e) => e['answerUuid'] === U(5, 2))!;
+    expect(Object.keys(e2)).toEqual(['answerUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'fcAbsentCheckedAt']);
+    expect(e2).toMatchObject({ expectedRevision: '2', expectedIsDeleted: true, localCreateTime: '2026-10-02 08:00:00' });
+    const checked = Date.parse(e2['fcAbsentCheckedAt'] as string);
+    expect(checked).toBeGreaterThanOrEqual(before - 1000);
+    expect(checked).toBeLessThanOrEqual(Date.parse(p['createdAt'] as string));
+    expect(p['digest']).toBe(proofDigest(p));
+    expect(summaryOf(r.stdout)).toMatchObject({ command: 'retire-absent prove', exitCode: 0, written: true, proofId: 'rp-school-5', entries: 6, excluded: 0, digest: p['digest'] });
+  });
+
+  it('never overwrites a proof: --out existing → exit 2, the file unchanged', async () => {
+    const bytes = readFileSync(proof5);
+    const r = await cli(proveArgs(run5, proof5));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^fcctl: --out .*proof5\.json exists; a proof is never overwritten.*\n$/);
+    expect(readFileSync(proof5).equals(bytes)).toBe(true);
+  });
+
+  it('refuses an incomplete FC manifest (exit 4, no proof): checkpoint not completed, bytes or rows not what the checkpoint says, candidates in the manifest', async () => {
+    const sub = join(dir, 'incomplete');
+    mkdirSync(sub);
+    const cands = join(run5, 'retire-candidates.jsonl');
+    const args = (manifest: string, out: string, more: string[] = []) => ['retire-absent', 'prove', '--candidates', cands, '--fc-manifest', manifest, '--out', out, '--task-id', 't', ...more];
+    // checkpoint not completed
+    const partial = await writeManifestFiles(sub, 'partial', 'fc', [], { formUuid: FORM, completed: false });
+    let r = await cli(args(partial.file, join(sub, 'p1.json')));
+    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/^fcctl: fc manifest .* records an incomplete scan .*\n$/)]);
+    // one byte changed (same length): SHA-256 differs
+    const changed = join(sub, 'changed.jsonl');
+    const bytes = readFileSync(join(run5, 'fc-manifest.jsonl'));
+    const flipped = Buffer.from(bytes);
+    const at = flipped.indexOf('"revision":"2"') + 12;
+    flipped[at] = '3'.charCodeAt(0);
+    writeFileSync(changed, flipped);
+    r = await cli(args(changed, join(sub, 'p2.json'), ['--fc-checkpoint', join(run5, 'fc-manifest.checkpoint.json')]));
+    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/have SHA-256 [0-9a-f]{64}, not the [0-9a-f]{64} it recorded/)]);
+    // a line missing: shorter than the checkpoint
+    const shorter = join(sub, 'shorter.jsonl');
+    writeFileSync(shorter, bytes.subarray(0, bytes.indexOf(0x0a) + 1));
+    r = await cli(args(shorter, join(sub, 'p3.json'), ['--fc-checkpoint', join(run5, 'fc-manifest.checkpoint.json')]));
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/shorter than its checkpoints record|recorded 3 rows/);
+    // candidates that the manifest holds: not from this manifest
+    const foreign = join(sub, 'foreign.jsonl');
+    const line = JSON.parse(readFileSync(cands, 'utf8').split('\n')[0]!) as Record<string, unknown>;
+    writeFileSync(foreign, `${JSON.stringify({ ...line, answerUuid: U(5, 101) })}\n`);
+    r = await cli(['retire-absent', 'prove', '--candidates', foreign, '--fc-manifest', join(run5, 'fc-manifest.jsonl'), '--out', join(sub, 'p4.json'), '--task-id', 't']);
+    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/holds candidate .*: the candidates are not from this manifest/)]);
+    // another FC database than the manifest was scanned from
+    r = await cli(proveArgs(run5, join(sub, 'p5.json')), dbs.env({ FCCTL_FC_DATABASE_URL: dbs.fcUrl.replace('127.0.0.1', 'localhost') }));
+    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/was scanned from 127\.0\.0\.1:.*, but the configured FC database is localhost:/)]);
+    for (const p of ['p1', 'p2', 'p3', 'p4', 'p5']) expect(existsSync(join(sub, `${p}.json`)), p).toBe(false);
+  });
+});
+
+describe('retire-absent --proof', () => {
+  it('dry run: reports RETIRED for every entry, writes nothing to either database, records the decisions in the evidence file', async () => {
+    const [s, f] = [await shSum(), await fcSum()];
+    const evidence = join(dir, 'dry.evidence.jsonl');
+    const r = await cli(['retire-absent', '--proof', proof5, '--evidence', evidence]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(resultsOf(r.stdout).map((x) => [x['result'], x['dryRun']])).toEqual(ABSENT.map(() => ['RETIRED', true]));
+    expect(summaryOf(r.stdout)).toMatchObject({ command: 'retire-absent', exitCode: 0, dryRun: true, proofId: 'rp-school-5', entries: 6, retired: 6, refused: 0 });
+    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+    const lines = jsonl(evidence);
+    expect(lines.map((l) => l['type'])).toEqual(['run', ...ABSENT.map(() => 'decision'), 'end']);
+    expect(lines[1]).toMatchObject({ result: 'RETIRED', dryRun: true, fc: { present: false }, expected: { proofId: 'rp-school-5' } });
+  });
+
+  it('a proof with one byte changed → exit 4 PROOF_DIGEST, nothing written to any database (checksums)', async () => {
+    const original = readFileSync(proof5);
+    const text = original.toString('utf8');
+    const [s, f] = [await shSum(), await fcSum()];
+    const spots = [text.indexOf('"expectedRevision":"') + 20, text.indexOf('"expectedHash":"') + 16, text.indexOf('"proofId": "') + 14, text.indexOf('"localCreateTime":"') + 19];
+    expect(spots.every((at) => at > 30)).toBe(true);
+    for (const at of spots) {
+      const bad = Buffer.from(original);
+      bad[at] = bad[at] === 0x31 ? 0x32 : bad[at] === 0x61 ? 0x62 : bad[at]! ^ 0x01;
+      const file = join(dir, `byte-${at}.json`);
+      writeFileSync(file, bad);
+      const r = await cli(['retire-absent', '--proof', file, '--execute']);
+      expect(r.code, `byte ${at}`).toBe(4);
+      expect(r.stderr).toMatch(/^fcctl: proof refused \(PROOF_DIGEST\), nothing retired: .* hashes to [0-9a-f]{64}, not the digest [0-9a-f]{64} it carries; it was changed after prove wrote it\n$/);
+      expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_DIGEST']));
+      expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 4, proofRefused: 'PROOF_DIGEST', retired: 0, refused: 6 });
+      const ev = jsonl(join(dir, `byte-${at}.evidence.jsonl`));
+      expect(ev.map((l) => l['type'])).toEqual(['run', 'refused-proof', ...ABSENT.map(() => 'decision'), 'end']);
+    }
+    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+  });
+
+  it('refuses a proof as a whole (exit 4, nothing written to any database): expired, from the future, members missing or added, digest missing, another FC database', async () => {
+    const [s, f] = [await shSum(), await fcSum()];
+    const day = 86400_000;
+    const cases: Array<[string, (p: Record<string, unknown>) => void, boolean, RegExp, string[]?]> = [
+      ['expired', (p) => void (p['createdAt'] = new Date(Date.now() - day - 60_000).toISOString()), true, /\(PROOF_EXPIRED\), nothing retired: the proof is 1d1m(\d+s)? old .*over --max-proof-age 1d/],
+      ['expired under a short --max-proof-age', (p) => void (p['createdAt'] = new Date(Date.now() - 5000).toISOString()), true, /\(PROOF_EXPIRED\).*over --max-proof-age 1s/, ['--max-proof-age', '1s']],
+      ['made in the future', (p) => void (p['createdAt'] = new Date(Date.now() + day).toISOString()), true, /\(PROOF_EXPIRED\).*in the future/],
+      ['a member missing (not resealed)', (p) => void delete p['taskStart'], false, /\(PROOF_DIGEST\).*changed after prove wrote it/],
+      ['the digest missing', (p) => void delete p['digest'], false, /\(PROOF_DIGEST\).*has no digest member/],
+      ['an extra member, resealed', (p) => void (p['intent'] = { retire: 'everything' }), true, /\(PROOF_INVALID\).*unexpected member "intent"/],
+      ['an entry created after the task start, resealed', (p) => void ((p['entries'] as Array<Record<string, unknown>>)[0]!['localCreateTime'] = '2099-01-01 00:00:00'), true, /\(PROOF_INVALID\).*entries\[0\]\.localCreateTime is after the task start/],
+    ];
+    for (const [name, edit, resealed, message, extra] of cases) {
+      const file = join(dir, `whole-${name.replaceAll(' ', '-')}.json`);
+      if (resealed) reseal(proof5, file, edit);
+      else {
+        const p = JSON.parse(readFileSync(proof5, 'utf8')) as Record<string, unknown>;
+        edit(p);
+        writeFileSync(file, JSON.stringify(p, null, 2));
+      }
+      const r = await cli(['retire-absent', '--proof', file, '--execute', ...(extra ?? [])]);
+      expect(r.code, name).toBe(4);
+      expect(r.stderr, name).toMatch(message);
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    }
+    const other = await cli(['retire-absent', '--proof', proof5, '--execute'], dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://u:p@elsewhere.invalid:3306/fc' }));
+    expect(other.code).toBe(4);
+    expect(other.stderr).toMatch(/\(FC_DATABASE\).*made against the FC database 127\.0\.0\.1:\d+\/\S+, the configured one is elsewhere\.invalid:3306\/fc\n$/);
+    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+  });
+
+  it('bad input → exit 2 with one line, nothing written anywhere (no evidence file either)', async () => {
+    const [s, f] = [await shSum(), await fcSum()];
+    const text = readFileSync(proof5, 'utf8');
+    const files: Record<string, string | Buffer> = {
+      truncated: text.slice(0, text.length - 10),
+      'not-utf8': Buffer.concat([Buffer.from(text.slice(0, 40)), Buffer.from([0xff, 0xfe]), Buffer.from(text.slice(40))]),
+      'duplicate-member': text.replace('"schId": "5",', '"schId": "5", "schId": "6",'),
+      'not-an-object': '[1, 2]\n',
+      'no-format': '{"proofId": "x"}\n',
+      csv: 'category,answerUuid\nABSENT_AT_FC,x\n',
+    };
+    const v2 = join(dir, 'bad-v2.json');
+    reseal(proof5, v2, (p) => void (p['format'] = 'fcctl.retire-proof.v2'));
+    const huge = join(dir, 'bad-huge.json');
+    writeFileSync(huge, '');
+    truncateSync(huge, MAX_PROOF_BYTES + 1);
+    const expectations: Array<[string, string[], RegExp]> = [
+      ...Object.entries(files).map(([name, body]): [string, string[], RegExp] => {
+        const file = join(dir, `bad-${name}.json`);
+        writeFileSync(file, body);
+        return [file, [], /^fcctl: proof .* (is not a strict JSON document \((UNEXPECTED_END|DUPLICATE_MEMBER|[A-Z_]+)|is not UTF-8 text|is not a JSON object|has no "format": "fcctl\.retire-proof\.v1" member)/];
+      }),
+      [v2, [], /is a "fcctl\.retire-proof\.v2" proof; this fcctl reads fcctl\.retire-proof\.v1 only/],
+      [huge, [], /is \d+ bytes, over the 67108864-byte limit of a retire proof/],
+      [join(dir, 'missing.json'), [], /cannot read proof .*missing\.json: ENOENT/],
+      [proof5, ['--max-proof-age', '0'], /option '--max-proof-age <duration>' argument '0' is invalid/],
+      [proof5, ['--max-proof-age', '24 hours'], /argument '24 hours' is invalid/],
+      [proof5, ['--run-id', 'x'.repeat(65)], /option '--run-id <id>' argument .* is invalid/],
+    ];
+    const size = (f: string) => (existsSync(f) ? readFileSync(f).length : -1);
+    for (const [file, extra, message] of expectations) {
+      const evidence = file.replace(/\.json$/, '.evidence.jsonl');
+      const evidenceBefore = size(evidence);
+      const r = await cli(['retire-absent', '--proof', file, '--execute', ...extra]);
+      expect(r.code, file).toBe(2);
+      expect(r.stderr, file).toMatch(message);
+      expect(r.stderr.split('\n'), file).toHaveLength(2);
+      expect(r.stdout, file).toBe('');
+      expect(size(evidence), file).toBe(evidenceBefore);
+    }
+    const none = await cli(['retire-absent', '--execute']);
+    expect([none.code, none.stderr]).toEqual([2, 'fcctl: give --proof FILE (made by `fcctl retire-absent prove`)\n']);
+    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+  });
+
+  it('execute: RETIRED where every rule holds; an answer back at FC since prove → PRESENT_AT_FC; changed, missing, null or late rows refused; audit and evidence for every decision', async () => {
+    // Between prove and retire: U2 comes back at FC, U3's hash changes, U4's createTime is lost,
+    // U5 is re-created after the task start, U6's row is gone.
+    await insertAnswers(dbs.admin, dbs.fcName, [{ answerUuid: U(5, 2), formUuid: FORM, schId: 5, revision: 3 }]);
+    await sh(`UPDATE $SH.fc_answer_projection SET content_hash = ? WHERE answer_uuid = ?`, ['c'.repeat(64), U(5, 3)]);
+    await sh(`UPDATE $SH.fc_answer_projection SET create_time = NULL WHERE answer_uuid = ?`, [U(5, 4)]);
+    await sh(`UPDATE $SH.fc_answer_projection SET create_time = '2099-01-01 00:00:00' WHERE answer_uuid = ?`, [U(5, 5)]);
+    await sh(`DELETE FROM $SH.fc_answer_projection WHERE answer_uuid = ?`, [U(5, 6)]);
+    const before = await sh(`SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`);
+
+    const r = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'run-5a']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(1);
+    const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], [x['result'], x['reason']]]));
+    expect(by).toEqual({
+      [U(5, 1)]: ['RETIRED', null],
+      [U(5, 2)]: ['REFUSED', 'PRESENT_AT_FC'],
+      [U(5, 3)]: ['REFUSED', 'LOCAL_CHANGED'],
+      [U(5, 4)]: ['REFUSED', 'CREATE_TIME_NULL'],
+      [U(5, 5)]: ['REFUSED', 'CREATED_AFTER_TASK_START'],
+      [U(5, 6)]: ['REFUSED', 'LOCAL_MISSING'],
+    });
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, dryRun: false, runId: 'run-5a', retired: 1, refused: 5, byReason: { PRESENT_AT_FC: 1, LOCAL_CHANGED: 1, CREATE_TIME_NULL: 1, CREATED_AFTER_TASK_START: 1, LOCAL_MISSING: 1, PROOF_DIGEST: 0, PROOF_EXPIRED: 0 } });
+
+    // only U1 is retired; no row deleted, no revision, hash or snapshot changed
+    const after = await sh(`SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json, retired_at, retire_proof_id FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`);
+    expect(after.map(({ retired_at: _r, retire_proof_id: _p, projection_version: _v, ...rest }) => rest)).toEqual(before.map(({ projection_version: _v, ...rest }) => rest));
+    for (const row of after) {
+      const was = before.find((b) => b['answer_uuid'] === row['answer_uuid'])!;
+      if (row['answer_uuid'] === U(5, 1)) {
+        expect(row['retired_at']).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+        expect(row['retire_proof_id']).toBe('rp-school-5');
+        expect(Number(row['projection_version'])).toBe(Number(was['projection_version']) + 1);
+      } else {
+        expect([row['retired_at'], row['retire_proof_id'], row['projection_version']]).toEqual([null, null, was['projection_version']]);
+      }
+    }
+    const audit = await sh(`SELECT action, outcome, reason, proof_id, run_id, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = 'run-5a' ORDER BY answer_uuid`);
+    expect(audit).toHaveLength(6);
+    expect(new Set(audit.map((a) => a['action']))).toEqual(new Set(['RETIRE_ABSENT']));
+    const a1 = audit.find((a) => a['answer_uuid'] === U(5, 1))!;
+    expect(a1).toMatchObject({ outcome: 'RETIRED', proof_id: 'rp-school-5', sch_id: '5' });
+    expect(JSON.parse(a1['expected_json'] as string)).toMatchObject({ revision: '1', isDeleted: false, createTime: '2026-10-01 08:00:00' });
+    expect(JSON.parse(a1['observed_json'] as string)).toMatchObject({ fc: { present: false }, local: { revision: '1', retiredAt: null }, retiredAt: expect.any(String) });
+    expect(audit.find((a) => a['answer_uuid'] === U(5, 2))).toMatchObject({ outcome: 'REFUSED', reason: expect.stringMatching(/^PRESENT_AT_FC: FC has answer/) });
+    const ev = jsonl(join(dir, 'proof5.evidence.jsonl')).filter((l) => l['runId'] === 'run-5a');
+    expect(ev.map((l) => l['type'])).toEqual(['run', ...ABSENT.map(() => 'decision'), 'end']);
+    expect(ev.find((l) => l['answerUuid'] === U(5, 1))).toMatchObject({ result: 'RETIRED', dryRun: false, retiredAt: after.find((a) => a['answer_uuid'] === U(5, 1))!['retired_at'] });
+  });
+
+  it('re-running the same proof: the retirement is never written twice (ALREADY_RETIRED), refusals stand; each run appends its decisions to the audit', async () => {
+    const projection = await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
+    const r = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'run-5b']);
+    expect(r.code).toBe(1);
+    const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], x['result']]));
+    expect(by[U(5, 1)]).toBe('ALREADY_RETIRED');
+    expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
+    const counts = await sh(`SELECT run_id, outcome, COUNT(*) AS n FROM $SH.fc_reconcile_audit GROUP BY run_id, outcome ORDER BY run_id, outcome`);
+    expect(counts.filter((c) => c['outcome'] !== 'REFUSED')).toEqual([
+      { run_id: 'run-5a', outcome: 'RETIRED', n: '1' },
+      { run_id: 'run-5b', outcome: 'ALREADY_RETIRED', n: '1' },
+    ]);
+  });
+
+  it('a clean proof: every entry RETIRED (exit 0); the same proof again: every entry ALREADY_RETIRED (exit 0), nothing written twice', async () => {
+    const proof = join(dir, 'proof6.json');
+    expect((await cli(proveArgs(run6, proof))).code).toBe(0);
+    const first = await cli(['retire-absent', '--proof', proof, '--execute']);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(resultsOf(first.stdout).map((x) => x['result'])).toEqual(ABSENT.map(() => 'RETIRED'));
+    const projection = await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
+    const again = await cli(['retire-absent', '--proof', proof, '--execute']);
+    expect(again.code).toBe(0);
+    expect(resultsOf(again.stdout).map((x) => x['result'])).toEqual(ABSENT.map(() => 'ALREADY_RETIRED'));
+    expect(summaryOf(again.stdout)).toMatchObject({ exitCode: 0, retired: 0, alreadyRetired: 6, refused: 0 });
+    expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
+    const [{ n }] = (await sh(`SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED'`)) as [{ n: string }];
+    expect(n).toBe('6');
+    const retired = await sh(`SELECT COUNT(*) AS n FROM $SH.fc_answer_projection WHERE sch_id = 6 AND retired_at IS NOT NULL AND retire_proof_id LIKE 'rp-%'`);
+    expect(retired[0]!['n']).toBe('6');
+    // and the next reconcile sees them as RETIRED, not as candidates
+    const next = await cli(['reconcile', 'run', '--school', '6', '--form', FORM, '--out-dir', join(dir, 'run-6-after')]);
+    expect(summaryOf(next.stdout)).toMatchObject({ retireCandidates: 0, counts: { RETIRED: 6, ABSENT_AT_FC: 0 } });
+  });
+
+  it('prove leaves out a candidate FC has again (exit 1, listed in excluded), and the proof holds the rest', async () => {
+    const out = join(dir, 'proof5-again.json');
+    const r = await cli(proveArgs(run5, out));
+    expect(r.code).toBe(1);
+    const excluded = jsonLines(r.stdout).filter((l) => l['type'] === 'excluded');
+    expect(excluded).toEqual([expect.objectContaining({ answerUuid: U(5, 2), reason: 'PRESENT_AT_FC', detail: 'FC has it now (revision 3)' })]);
+    const p = JSON.parse(readFileSync(out, 'utf8')) as { entries: Array<{ answerUuid: string }>; excluded: unknown[] };
+    expect(p.entries.map((e) => e.answerUuid)).not.toContain(U(5, 2));
+    expect(p.entries).toHaveLength(5);
+    expect(p.excluded).toHaveLength(1);
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, entries: 5, excluded: 1, byReason: { PRESENT_AT_FC: 1, CREATE_TIME_NULL: 0, CREATED_AFTER_TASK_START: 0 } });
+  });
+});

@@ -13,8 +13,9 @@ started=$(date +%s)
 step "db init --side all --dev   (reference schema, idempotent; marks the databases as development ones)"
 fcctl db init --side all --dev
 
-step "dev seed   (600 answers × 3 consumers, a few revoked/held/advanced grants, a few rows built to fail)"
-fcctl --json dev seed --answers 600 --consumer-keys "$(IFS=,; echo "${CONSUMERS[*]}")" --schools 2 --include-faults --replace | tail -n 1
+step "dev seed   (600 answers × 3 consumers, a few revoked/held/advanced grants, a few rows built to fail; SH projections with drift)"
+fcctl --json dev seed --answers 600 --consumer-keys "$(IFS=,; echo "${CONSUMERS[*]}")" --schools 2 --include-faults --replace \
+  | node -e 'let t="";process.stdin.on("data",(c)=>t+=c).on("end",()=>{const s=JSON.parse(t.trim().split("\n").pop());console.log("tables:",JSON.stringify(Object.fromEntries(Object.entries(s.counts).filter(([k])=>!k.includes("_")||k.startsWith("answer")||k.startsWith("form")||k.startsWith("application")||k.startsWith("fc_")))));console.log("projection drift:",JSON.stringify(s.drift));console.log("rows built to fail:",s.faults.map((f)=>f.kind).join(", "))})'
 
 step "consumers declare the exchange and bind their queues (svc-hall's RabbitAdmin does this in production)"
 node scripts/demo-consumer.mjs bind "${CONSUMERS[@]}"
@@ -42,6 +43,48 @@ fcctl deliveries scan --limit 10
 step "metrics written for the node_exporter textfile collector"
 grep -E '^fcctl_(rows|run_exit_code|last_success)' .services/fcctl_send.prom
 
+DEMO=.services/demo
+rm -rf "$DEMO"; mkdir -p "$DEMO"
+mapfile -t PAIRS < <(node scripts/demo-pairs.mjs)
+reconcile_all() { # $1: label; prints one line per school/form
+  for pair in "${PAIRS[@]}"; do
+    read -r school form <<<"$pair"
+    fcctl --json reconcile run --school "$school" --form "$form" --out-dir "$DEMO/$1/$school-$form" --metrics-file "$DEMO/reconcile.prom" \
+      | node -e 'let t="";process.stdin.on("data",(c)=>t+=c).on("end",()=>{const s=JSON.parse(t.trim().split("\n").pop());const c=Object.entries(s.counts).filter(([k,v])=>v>0&&k!=="IN_SYNC").map(([k,v])=>k+" "+v).join(", ");console.log(`school ${s.schId} form ${s.formUuid.slice(0,8)}…: FC ${s.fcRows} rows, local ${s.shRows}; in sync ${s.counts.IN_SYNC}; ${c||"no differences"}`)})'
+  done
+}
+
+step "reconcile run   (per school × form: FC and local manifests with checkpoints, then the diff)"
+reconcile_all before
+
+step "projection repair-authoritative --plan … (dry run first, then --execute)"
+for pair in "${PAIRS[@]}"; do
+  read -r school form <<<"$pair"
+  plan="$DEMO/before/$school-$form/repair-plan.jsonl"
+  [ -s "$plan" ] || continue
+  set +e
+  fcctl --json projection repair-authoritative --plan "$plan" --consumer "${CONSUMERS[0]}" --proof-id "demo-reconcile-$school" >"$DEMO/dry-$school-$form.jsonl"
+  fcctl --json projection repair-authoritative --plan "$plan" --consumer "${CONSUMERS[0]}" --proof-id "demo-reconcile-$school" --execute >"$DEMO/repair-$school-$form.jsonl"
+  rc=$?
+  set -e
+  [ "$rc" -le 1 ] || exit "$rc"
+  node -e 'const fs=require("fs");const s=fs.readFileSync(process.argv[1],"utf8").trim().split("\n").map(JSON.parse).pop();const d=fs.readFileSync(process.argv[2],"utf8").trim().split("\n").map(JSON.parse).pop();console.log(`school ${process.argv[3]} form ${process.argv[4].slice(0,8)}…: dry run ${JSON.stringify(d.counts??d.byResult??{})} → executed ${JSON.stringify(s.counts??s.byResult??{})}`)' "$DEMO/repair-$school-$form.jsonl" "$DEMO/dry-$school-$form.jsonl" "$school" "$form"
+done
+
+step "retire-absent prove, then retire-absent --execute   (only rows FC provably no longer has)"
+for pair in "${PAIRS[@]}"; do
+  read -r school form <<<"$pair"
+  run="$DEMO/before/$school-$form"
+  [ -s "$run/retire-candidates.jsonl" ] || continue
+  set +e
+  fcctl --json retire-absent prove --candidates "$run/retire-candidates.jsonl" --fc-manifest "$run/fc-manifest.jsonl" --out "$run/proof.json" >"$DEMO/prove-$school-$form.jsonl"
+  fcctl --json retire-absent --proof "$run/proof.json" --execute >"$DEMO/retire-$school-$form.jsonl"
+  rc=$?
+  set -e
+  [ "$rc" -le 1 ] || exit "$rc"
+  node -e 'const fs=require("fs");const s=fs.readFileSync(process.argv[1],"utf8").trim().split("\n").map(JSON.parse).pop();const n=Object.fromEntries(Object.entries(s).filter(([k,v])=>typeof v==="number"&&k!=="exitCode"&&k!=="seconds"));console.log(`school ${process.argv[2]} form ${process.argv[3].slice(0,8)}…: proof ${s.proofId}: ${JSON.stringify(n)}`)' "$DEMO/retire-$school-$form.jsonl" "$school" "$form"
+done
+
 step "apply-command resolve-unknown against the flow-center stand-in (fixtures/flow-center/server.mjs)"
 export FCCTL_APP_SECRET="demo-secret-$RANDOM$RANDOM"
 FLOW_STANDIN_APPS="{\"$FCCTL_APP_KEY\":\"$FCCTL_APP_SECRET\"}" node fixtures/flow-center/server.mjs --port 0 >.services/flow-center.out 2>&1 &
@@ -63,6 +106,12 @@ node -e 'fetch(process.argv[1] + "/__admin/log").then((r) => r.json()).then((log
 step "apply-command scan"
 fcctl apply-command scan --limit 5
 kill "$flow_pid" 2>/dev/null || true
+
+step "final deliveries scan   (what remains: the deliberate failures, revoked and held rows)"
+fcctl --json deliveries scan | tail -n 1
+
+step "final reconcile run   (what remains: local-ahead rows, repairs deferred by a revoked grant, rows created after the task start or without createTime)"
+reconcile_all after
 
 echo
 echo "demo: done in $(( $(date +%s) - started ))s"

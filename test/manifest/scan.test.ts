@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
@@ -137,6 +138,18 @@ describe('manifest scan', () => {
     expect(readFileSync(out).equals(reference)).toBe(true);
   });
 
+  it('resumes from a fresh checkpoint whose output was never created (killed right after the checkpoint)', async () => {
+    const out = join(dir, 'fresh-kill.jsonl');
+    expect((await scan(out)).code).toBe(0);
+    const cp = readJson(cpOf(out));
+    writeFileSync(cpOf(out), `${JSON.stringify({ ...cp, completed: false, completedAt: null, pages: 0, rows: 0, outputBytes: 0, cursor: null, sha256: sha(Buffer.alloc(0)) })}\n`);
+    rmSync(out);
+    const r = await scan(out);
+    expect(r.code).toBe(0);
+    expect(summaryOf(r.stdout)).toMatchObject({ resumed: true, rowsThisRun: ROWS });
+    expect(readFileSync(out).equals(reference)).toBe(true);
+  });
+
   it('refuses (exit 4) to resume over an output shorter than its checkpoint, or whose checkpointed bytes changed', async () => {
     const out = join(dir, 'damaged.jsonl');
     expect((await scan(out)).code).toBe(0);
@@ -214,11 +227,21 @@ describe('manifest scan', () => {
     const db = await openDb('SH database', dbs.shUrl);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    // Page queries of planned ranges after the first wait until the test has inserted rows into one.
-    const gated: Db = { ...db, query: async (sql, params) => {
-      if (/answer_uuid <= \?/.test(sql) && params?.[2] !== undefined && /answer_uuid > \?/.test(sql)) await gate;
-      return db.query(sql, params);
-    } };
+    // Page queries of planned ranges after the first wait until the test has inserted rows into
+    // one. (Page rows are streamed through the driver's core pool; boundary queries use db.query.)
+    const core = db.pool.pool;
+    const gatedCore = {
+      query: (sql: string, params: unknown[]) => {
+        if (!(/answer_uuid > \?/.test(sql) && /answer_uuid <= \?/.test(sql))) return core.query(sql, params);
+        const relay = new EventEmitter();
+        void gate.then(() => {
+          const q = core.query(sql, params);
+          for (const event of ['result', 'error', 'end']) q.on(event, (x: unknown) => relay.emit(event, x));
+        });
+        return relay;
+      },
+    };
+    const gated: Db = { ...db, pool: { pool: gatedCore } as unknown as Db['pool'] };
     const added = Array.from({ length: 150 }, (_, i) => testUuid('scan', 'growing-added', i)).filter((k) => k > keys[99]! && k <= keys[199]!);
     expect(added.length).toBeGreaterThan(0);
     const out = join(dir, 'growing.jsonl');

@@ -170,6 +170,18 @@ describe('dev seed with the SH side, then reconcile run', () => {
     expect(readFileSync(join(out, 'sh-manifest.jsonl')).equals(readFileSync(join(fresh, 'sh-manifest.jsonl')))).toBe(true);
   });
 
+  it('on a terminal: live progress on stderr, the summary as a table with the counts', async () => {
+    const out = join(dir, 'tty');
+    const r = await runCli(['reconcile', 'run', '--school', '5', '--form', forms[2]!, '--out-dir', out], { env, tty: true });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/reconcile run/);
+    expect(r.stdout).toMatch(/ABSENT_AT_FC\s+\d+/);
+    expect(r.stdout).not.toMatch(/^\{/m);
+    const page = await runCli(['manifest', 'page', '--side', 'sh', '--school', '5', '--form', forms[2]!, '--size', '3'], { env, tty: true });
+    expect(page.code).toBe(0);
+    expect(page.stdout).toMatch(/answer\s+rev\s+hash\s+deleted\s+school\s+created\s+retired/);
+  });
+
   it('a run directory of other parameters → exit 4 unless --restart; one held by a live run → exit 4', async () => {
     const out = join(dir, `run-5-${forms[0]}`);
     const other = await runCli(['--json', 'reconcile', 'run', '--school', '6', '--form', forms[0]!, '--out-dir', out], { env });

@@ -6,7 +6,7 @@ import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js
 import type { AnswerRow } from '../answers/sql.js';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
-import { type ManifestRow, type ManifestSide, normalizeDateTime } from './row.js';
+import { formatManifestLine, type ManifestRow, type ManifestSide, normalizeDateTime } from './row.js';
 import { type ShardRange } from './shard.js';
 import { selectManifestBoundary, selectManifestPage } from './sql.js';
 
@@ -111,6 +111,89 @@ export async function readManifestRange(db: Db, side: ManifestSide, o: ReadPageO
   const more = raw.length > o.size;
   const kept = more ? raw.slice(0, o.size) : raw;
   return { rows: side === 'sh' ? kept.map(shManifestRow) : kept.map(fcManifestRow), more };
+}
+
+/** A page as manifest lines, ready to append: what `manifest scan` keeps of a page. */
+export interface ManifestLines {
+  /** the lines, each with its LF */
+  readonly text: string;
+  readonly rows: number;
+  /** the answer uuid of the last row; null for no rows */
+  readonly last: string | null;
+  /** the range holds more rows after these */
+  readonly more: boolean;
+}
+
+const PLAIN_DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+const lineTime = (column: string, v: string | null) => (v === null ? 'null' : `"${PLAIN_DATETIME.test(v) ? v : time(column, v)}"`);
+
+/**
+ * A projection row straight to its manifest line — the bytes of
+ * `formatManifestLine(shManifestRow(r))` without the intermediate object (a scan formats
+ * millions of them).
+ * @example shManifestLine(dbRow) === formatManifestLine(shManifestRow(dbRow)) // true
+ */
+export function shManifestLine(r: ShManifestDbRow): string {
+  return (
+    `{"answerUuid":${JSON.stringify(r.answer_uuid)},"revision":"${r.answer_revision}","contentHash":"${r.content_hash}",` +
+    `"isDeleted":${Number(r.is_deleted) !== 0},"schId":"${r.sch_id}","createTime":${lineTime('fc_answer_projection.create_time', r.create_time)},` +
+    `"retiredAt":${lineTime('fc_answer_projection.retired_at', r.retired_at)}}\n`
+  );
+}
+
+/**
+ * {@link readManifestRange} as lines: at most `size` rows of `(cursor, upTo]`, formatted.
+ * @example const { text, rows, last, more } = await readManifestLines(db, 'sh', { schId: '5', formUuid, cursor, size: 500, upTo: null })
+ */
+export async function readManifestLines(db: Db, side: ManifestSide, o: ReadPageOptions & { readonly upTo: string | null }): Promise<ManifestLines> {
+  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE) throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
+  const { sql, params } = selectManifestPage(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size + 1, upTo: o.upTo, ...(o.range ? { range: o.range } : {}) });
+  let text = '';
+  let rows = 0;
+  let last: string | null = null;
+  let more = false;
+  // Each row is formatted as it arrives and dropped: a page never exists as row objects, so a
+  // long scan keeps little alive between collections.
+  await eachRow<ShManifestDbRow & AnswerRow>(db, sql, params, (r) => {
+    if (rows === o.size) {
+      more = true;
+      return;
+    }
+    text += side === 'sh' ? shManifestLine(r) : formatManifestLine(fcManifestRow(r));
+    rows++;
+    last = r.answer_uuid;
+  });
+  return { text, rows, last, more };
+}
+
+/**
+ * Runs a SELECT and hands each row to `onRow` as the driver parses it (mysql2's row events on
+ * the pool), instead of collecting the result set. An exception from `onRow` is raised once the
+ * statement has ended (the connection goes back to the pool clean); later rows are skipped.
+ */
+function eachRow<T>(db: Db, sql: string, params: readonly unknown[], onRow: (row: T) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let failed: { error: unknown } | null = null;
+    let settled = false;
+    const settle = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      if (error !== undefined) reject(error);
+      else if (failed) reject(failed.error);
+      else resolve();
+    };
+    const q = db.pool.pool.query(sql, params as unknown[]);
+    q.on('result', (row) => {
+      if (failed) return;
+      try {
+        onRow(row as T);
+      } catch (err) {
+        failed = { error: err };
+      }
+    });
+    q.on('error', (err: Error) => settle(err));
+    q.on('end', () => settle());
+  });
 }
 
 /**

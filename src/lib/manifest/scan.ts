@@ -28,8 +28,8 @@ import { SafetyError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { type Checkpoint, CHECKPOINT_FORMAT, lockPathFor, paramsDigest, readCheckpoint, type ScanParams, writeCheckpoint } from './checkpoint.js';
 import { acquireLock } from './lock.js';
-import { readManifestRange, readPageBoundary } from './page.js';
-import { formatManifestLine, type ManifestRow, type ManifestSide } from './row.js';
+import { type ManifestLines, readManifestLines, readPageBoundary } from './page.js';
+import type { ManifestSide } from './row.js';
 import { formatShard, type Shard, shardRange } from './shard.js';
 
 /**
@@ -167,6 +167,11 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         size = -1;
       }
+      if (size < 0 && previous.outputBytes === 0) {
+        // killed between writing a fresh checkpoint and creating the output
+        await (await open(params.out, 'w')).close();
+        size = 0;
+      }
       if (size < previous.outputBytes) {
         throw new SafetyError(`output ${params.out} is ${size < 0 ? 'missing' : `${size} bytes`}, shorter than the ${previous.outputBytes} bytes its checkpoint records; pass --restart to scan again`);
       }
@@ -190,8 +195,6 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       }
       checkpoint = { ...previous, size: o.size };
     } else {
-      fh = await open(params.out, 'w');
-      await fh.datasync();
       const t = now().toISOString();
       checkpoint = {
         format: CHECKPOINT_FORMAT,
@@ -208,8 +211,11 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
         updatedAt: t,
         completedAt: null,
       };
-      // A checkpoint exists before any byte of output: a kill from here on always resumes.
+      // The fresh checkpoint replaces any old one before the output is emptied, so a kill from
+      // here on always resumes (from nothing).
       await writeCheckpoint(checkpointPath, checkpoint);
+      fh = await open(params.out, 'w');
+      await fh.datasync();
     }
 
     const range = shardRange(o.shard);
@@ -221,7 +227,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
     /** pages read, in order, waiting for the writer (row objects already dropped) */
     const queue: QueuedPage[] = [];
     /** page ranges planned and requested, in order, waiting for the reader */
-    const planned: Array<{ upTo: string | null; result: Promise<{ rows: ManifestRow[]; more: boolean }> }> = [];
+    const planned: Array<{ upTo: string | null; result: Promise<ManifestLines> }> = [];
     let planDone = false;
     let readerDone = false;
     const wakers: Record<'planner' | 'reader' | 'writer', (() => void) | null> = { planner: null, reader: null, writer: null };
@@ -252,7 +258,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
           while (planned.length >= PIPELINE_PAGES && !stopped()) await sleep('planner');
           if (stopped()) return;
           const upTo = await readPageBoundary(deps.db, o.side, { ...base, cursor: after });
-          planned.push({ upTo, result: quiet(readManifestRange(deps.db, o.side, { ...base, cursor: after, upTo })) });
+          planned.push({ upTo, result: quiet(readManifestLines(deps.db, o.side, { ...base, cursor: after, upTo })) });
           wake('reader');
           if (upTo === null) return;
           after = upTo;
@@ -283,16 +289,16 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
           }
           const entry = planned.shift()!;
           wake('planner');
-          let { rows, more } = await entry.result;
+          let page = await entry.result;
           for (;;) {
             if (stopped()) return;
-            const completed = !more && entry.upTo === null;
-            queue.push({ rows: rows.length, last: rows.length > 0 ? rows[rows.length - 1]!.answerUuid : null, completed, bytes: Buffer.from(rows.map(formatManifestLine).join(''), 'utf8') });
+            const completed = !page.more && entry.upTo === null;
+            queue.push({ rows: page.rows, last: page.last, completed, bytes: Buffer.from(page.text, 'utf8') });
             wake('writer');
             if (completed) return;
             while (queue.length >= READ_AHEAD_PAGES && !stopped()) await sleep('reader');
-            if (!more) break;
-            ({ rows, more } = await readManifestRange(deps.db, o.side, { ...base, cursor: rows[rows.length - 1]!.answerUuid, upTo: entry.upTo }));
+            if (!page.more) break;
+            page = await readManifestLines(deps.db, o.side, { ...base, cursor: page.last, upTo: entry.upTo });
           }
         }
       } catch (err) {

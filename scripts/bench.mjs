@@ -40,5 +40,11 @@ if (!existsSync(new URL('../dist/main.js', import.meta.url))) {
   console.error('bench: dist/ is missing; run `npm run build` first');
   process.exit(2);
 }
-const r = spawnSync(process.execPath, [bench.script, ...rest], { cwd: root, stdio: 'inherit' });
+// The benches run against the local services unless the caller points them elsewhere.
+const env = { ...process.env };
+if (!env.FCCTL_TEST_MYSQL_URL || !env.FCCTL_TEST_AMQP_URL) {
+  const text = spawnSync('bash', [`${root}scripts/services.sh`, 'env'], { encoding: 'utf8' }).stdout ?? '';
+  for (const m of text.matchAll(/^export (\w+)='([^']*)'$/gm)) env[m[1]] ??= m[2];
+}
+const r = spawnSync(process.execPath, [bench.script, ...rest], { cwd: root, stdio: 'inherit', env });
 process.exit(r.status ?? 1);

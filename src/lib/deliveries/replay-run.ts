@@ -5,8 +5,8 @@
  * concurrent one, which waits on that row's lock until the first commits) gets a duplicate key
  * and returns the recorded answer, writing nothing.
  */
+import { runOrdered, type OrderedSummary } from '../batch/ordered.js';
 import type { PoolConnection } from 'mysql2/promise';
-import pLimit from 'p-limit';
 import type { Db } from '../db/connect.js';
 import { decideReplay, opDigest, type RecordedAnswer, type ReplayCode, type ReplayDecision, type ReplayRequest, type ReplayRow } from './replay.js';
 import type { ReplayItem } from './replay-input.js';
@@ -128,14 +128,7 @@ export interface BatchDeps {
   readonly onResult?: (result: ReplayResult) => void;
 }
 
-export interface BatchSummary {
-  readonly results: readonly ReplayResult[];
-  /** items not started because the run was stopped */
-  readonly notRun: number;
-  readonly stoppedBy: 'done' | 'signal' | 'max-seconds' | 'error';
-  /** the database error that stopped the run (the command prints its summary, then exits 3) */
-  readonly error: unknown;
-}
+export type BatchSummary = OrderedSummary<ReplayResult>;
 
 /**
  * Replays items with at most `concurrency` at once (p-limit); results are reported in input
@@ -144,50 +137,15 @@ export interface BatchSummary {
  * @example const { results } = await runReplayBatch(items, { consumerAppKey: '100100', consumerSchoolId: '5', execute: false, concurrency: 4, maxSeconds: 3600 }, { db, signal, clock: Date.now })
  */
 export async function runReplayBatch(items: readonly ReplayItem[], options: BatchOptions, deps: BatchDeps): Promise<BatchSummary> {
-  const limit = pLimit(options.concurrency);
-  const deadline = deps.clock() + options.maxSeconds * 1000;
-  const slots: Array<ReplayResult | null | undefined> = items.map(() => undefined);
-  let next = 0;
-  let stoppedBy: BatchSummary['stoppedBy'] = 'done';
-  let failure: unknown = null;
-  const flush = () => {
-    while (next < slots.length && slots[next] !== undefined) {
-      const r = slots[next];
-      if (r) deps.onResult?.(r);
-      next += 1;
-    }
-  };
-  await Promise.all(
-    items.map((it, i) =>
-      limit(async () => {
-        if (stoppedBy === 'done') {
-          if (deps.signal.aborted) stoppedBy = 'signal';
-          else if (deps.clock() >= deadline) stoppedBy = 'max-seconds';
-        }
-        if (stoppedBy !== 'done') {
-          slots[i] = null;
-          flush();
-          return;
-        }
-        try {
-          const request: ReplayRequest = {
-            answerUuid: it.answerUuid,
-            consumerAppKey: options.consumerAppKey,
-            consumerSchoolId: options.consumerSchoolId,
-            expectedRevision: it.expectedRevision,
-            opDigest: opDigest(it.operationId),
-          };
-          const d = await replayOne(deps.db, request, options.execute);
-          slots[i] = { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated };
-        } catch (err) {
-          failure ??= err;
-          stoppedBy = 'error';
-          slots[i] = null;
-        }
-        flush();
-      }),
-    ),
-  );
-  const results = slots.filter((r): r is ReplayResult => r !== null && r !== undefined);
-  return { results, notRun: items.length - results.length, stoppedBy, error: failure };
+  return runOrdered(items, options, deps, async (it) => {
+    const request: ReplayRequest = {
+      answerUuid: it.answerUuid,
+      consumerAppKey: options.consumerAppKey,
+      consumerSchoolId: options.consumerSchoolId,
+      expectedRevision: it.expectedRevision,
+      opDigest: opDigest(it.operationId),
+    };
+    const d = await replayOne(deps.db, request, options.execute);
+    return { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated };
+  });
 }

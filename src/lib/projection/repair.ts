@@ -15,9 +15,9 @@
  * LOCAL_CHANGED is retried up to `maxRereads` times with the triple just read as the new
  * expectation; a local row that moved ahead comes out LOCAL_AHEAD and is never overwritten.
  */
+import { runOrdered, type OrderedSummary } from '../batch/ordered.js';
 import { createHash } from 'node:crypto';
 import type { PoolConnection } from 'mysql2/promise';
-import pLimit from 'p-limit';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { Db } from '../db/connect.js';
 import {
@@ -323,14 +323,7 @@ export interface BatchDeps extends RepairDeps {
   readonly onResult?: (outcome: RepairOutcome) => void;
 }
 
-export interface BatchSummary {
-  readonly results: readonly RepairOutcome[];
-  /** items not started because the run was stopped */
-  readonly notRun: number;
-  readonly stoppedBy: 'done' | 'signal' | 'max-seconds' | 'error';
-  /** the database error that stopped the run (the command prints its summary, then exits 3) */
-  readonly error: unknown;
-}
+export type BatchSummary = OrderedSummary<RepairOutcome>;
 
 /**
  * Repairs items with at most `concurrency` at once (p-limit); outcomes are reported in input
@@ -344,42 +337,5 @@ export async function runRepairBatch(
   budget: { readonly concurrency: number; readonly maxSeconds: number },
   deps: BatchDeps,
 ): Promise<BatchSummary> {
-  const limit = pLimit(budget.concurrency);
-  const deadline = deps.clock() + budget.maxSeconds * 1000;
-  const slots: Array<RepairOutcome | null | undefined> = items.map(() => undefined);
-  let next = 0;
-  let stoppedBy: BatchSummary['stoppedBy'] = 'done';
-  let failure: unknown = null;
-  const flush = () => {
-    while (next < slots.length && slots[next] !== undefined) {
-      const r = slots[next];
-      if (r) deps.onResult?.(r);
-      next += 1;
-    }
-  };
-  await Promise.all(
-    items.map((item, i) =>
-      limit(async () => {
-        if (stoppedBy === 'done') {
-          if (deps.signal.aborted) stoppedBy = 'signal';
-          else if (deps.clock() >= deadline) stoppedBy = 'max-seconds';
-        }
-        if (stoppedBy !== 'done') {
-          slots[i] = null;
-          flush();
-          return;
-        }
-        try {
-          slots[i] = await repairOne(item, o, deps);
-        } catch (err) {
-          failure ??= err;
-          stoppedBy = 'error';
-          slots[i] = null;
-        }
-        flush();
-      }),
-    ),
-  );
-  const results = slots.filter((r): r is RepairOutcome => r !== null && r !== undefined);
-  return { results, notRun: items.length - results.length, stoppedBy, error: failure };
+  return runOrdered(items, budget, deps, (item) => repairOne(item, o, deps));
 }

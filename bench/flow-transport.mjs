@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { randomBytes } from 'node:crypto';
 // Baseline for bench/apply-command.mjs: how many signed lookups per second this machine's Node can
 // make against the stand-in at a given latency and concurrency, with nothing else (no database):
 // through the global fetch (what fcctl uses) and, for comparison, node:http with a keep-alive agent.
@@ -12,15 +13,17 @@ import pLimit from 'p-limit';
 import { FlowClient } from '../dist/lib/flow/client.js';
 
 const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, latency: { type: 'string', default: '20' }, concurrency: { type: 'string', default: '16' } } });
+// A throwaway secret for this run only, shared with the stand-in.
+const BENCH_SECRET = randomBytes(16).toString('hex');
 const n = Number(args.requests);
 const concurrency = Number(args.concurrency);
 const latency = Number(args.latency);
 const server = fileURLToPath(new URL('../fixtures/flow-center/server.mjs', import.meta.url));
-const child = spawn(process.execPath, [server, '--port', '0', '--latency-ms', String(latency)], { env: { PATH: process.env.PATH, FLOW_STANDIN_APPS: '{"100021":"bench-secret"}' }, stdio: ['ignore', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, [server, '--port', '0', '--latency-ms', String(latency)], { env: { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ 100021: BENCH_SECRET }) }, stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((r) => child.stdout.once('data', (d) => r(String(d).split('\n')[0])));
 
 async function measure(name, fetchImpl) {
-  const client = new FlowClient({ baseUrl: url, appKey: '100021', secret: 'bench-secret', timeoutMs: 10_000, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
+  const client = new FlowClient({ baseUrl: url, appKey: '100021', secret: BENCH_SECRET, timeoutMs: 10_000, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
   const limit = pLimit(concurrency);
   const t0 = performance.now();
   const c0 = process.cpuUsage();

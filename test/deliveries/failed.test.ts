@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { parseCsv } from '../helpers/csv.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
@@ -12,28 +13,6 @@ let env: Record<string, string | undefined>;
 /** event ids of the FAILED/DEAD rows of KEY/school 5, newest first */
 const expected: string[] = [];
 
-/** RFC 4180 reader, enough to prove the output parses. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') row.push(field), (field = '');
-    else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field), rows.push(row), (row = []), (field = '');
-    } else field += c;
-  }
-  if (field !== '' || row.length > 0) row.push(field), rows.push(row);
-  return rows;
-}
 
 async function insert(consumerKey: string, school: number, state: string, updateTime: string | null, extra: { retry?: number; lastError?: string; nextRetry?: string } = {}): Promise<string> {
   const eventId = randomUUID();

@@ -21,7 +21,7 @@ const BENCHES = {
 const [name, ...rest] = process.argv.slice(2);
 
 function list(to = console.log) {
-  to('usage: npm run bench -- <name> [options…]\n');
+  to('usage: npm run bench -- <name> [options…]   (or `all`: every one in turn, timed)\n');
   const width = Math.max(...Object.keys(BENCHES).map((k) => k.length));
   for (const [key, b] of Object.entries(BENCHES)) to(`  ${key.padEnd(width)}  ${b.about}  (${b.script})`);
 }
@@ -30,7 +30,7 @@ if (name === undefined || name === '--help' || name === '-h' || name === 'list')
   list();
   process.exit(0);
 }
-const bench = Object.hasOwn(BENCHES, name) ? BENCHES[name] : undefined;
+const bench = name === 'all' ? { script: null } : Object.hasOwn(BENCHES, name) ? BENCHES[name] : undefined;
 if (!bench) {
   console.error(`bench: no benchmark named ${JSON.stringify(name)}\n`);
   list(console.error);
@@ -45,6 +45,20 @@ const env = { ...process.env };
 if (!env.FCCTL_TEST_MYSQL_URL || !env.FCCTL_TEST_AMQP_URL) {
   const text = spawnSync('bash', [`${root}scripts/services.sh`, 'env'], { encoding: 'utf8' }).stdout ?? '';
   for (const m of text.matchAll(/^export (\w+)='([^']*)'$/gm)) env[m[1]] ??= m[2];
+}
+if (bench.script === null) {
+  // `all`: every benchmark in turn, with each one's time and the total (issue 10: under 15 minutes).
+  const started = Date.now();
+  let worst = 0;
+  for (const [key, b] of Object.entries(BENCHES)) {
+    const t0 = Date.now();
+    console.log(`\n=== ${key} (${b.script})`);
+    const r = spawnSync(process.execPath, [b.script], { cwd: root, stdio: 'inherit', env });
+    console.log(`=== ${key}: exit ${r.status}, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    worst = Math.max(worst, r.status ?? 1);
+  }
+  console.log(`\nall benchmarks: ${((Date.now() - started) / 60000).toFixed(1)} minutes`);
+  process.exit(worst);
 }
 const r = spawnSync(process.execPath, [bench.script, ...rest], { cwd: root, stdio: 'inherit', env });
 process.exit(r.status ?? 1);

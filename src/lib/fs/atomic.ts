@@ -37,12 +37,13 @@ export async function fsyncDir(dir: string): Promise<void> {
 /**
  * Writes `data` to `path` atomically: a temp file in the same directory, fsynced, then renamed
  * over the target, then the directory fsynced. On failure the temp file is removed and the old
- * file stays as it was.
+ * file stays as it was. `mode`: 0o600 for fcctl's own state and evidence (checkpoints, run files,
+ * proofs), 0o644 only for what another program must read (the metrics textfile).
  * @example await writeFileAtomic('/tmp/checkpoint.json', JSON.stringify(state))
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): Promise<void> {
   const tmp = tempPathFor(path);
-  const handle = await open(tmp, 'wx', 0o644);
+  const handle = await open(tmp, 'wx', mode);
   try {
     try {
       await handle.writeFile(data);

@@ -143,5 +143,5 @@ export async function readCheckpoint(path: string): Promise<Checkpoint | null> {
 
 /** Writes a checkpoint atomically (see {@link writeFileAtomic}). */
 export async function writeCheckpoint(path: string, checkpoint: Checkpoint): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify(checkpoint, null, 1)}\n`);
+  await writeFileAtomic(path, `${JSON.stringify(checkpoint, null, 1)}\n`, 0o600);
 }

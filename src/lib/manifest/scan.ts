@@ -169,7 +169,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       }
       if (size < 0 && previous.outputBytes === 0) {
         // killed between writing a fresh checkpoint and creating the output
-        await (await open(params.out, 'w')).close();
+        await (await open(params.out, 'w', 0o600)).close();
         size = 0;
       }
       if (size < previous.outputBytes) {
@@ -214,7 +214,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       // The fresh checkpoint replaces any old one before the output is emptied, so a kill from
       // here on always resumes (from nothing).
       await writeCheckpoint(checkpointPath, checkpoint);
-      fh = await open(params.out, 'w');
+      fh = await open(params.out, 'w', 0o600);
       await fh.datasync();
     }
 

@@ -37,7 +37,7 @@ export class EvidenceFile {
    */
   static async open(path: string): Promise<EvidenceFile> {
     try {
-      return new EvidenceFile(path, await open(path, 'a', 0o644));
+      return new EvidenceFile(path, await open(path, 'a', 0o600));
     } catch (err) {
       throw new UsageError(`--evidence ${path}: cannot open for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
     }

@@ -151,7 +151,7 @@ class Sink {
 
   static async open(finalPath: string): Promise<Sink> {
     const tmp = tempPathFor(finalPath);
-    return new Sink(finalPath, tmp, await open(tmp, 'wx', 0o644));
+    return new Sink(finalPath, tmp, await open(tmp, 'wx', 0o600));
   }
 
   /** Buffers text; {@link full} says when a {@link flush} is due. */
@@ -350,7 +350,7 @@ export async function runDiff(o: DiffOptions, deps: DiffDeps = {}): Promise<Diff
     await unlink(join(outDir, DIFF_FILES.summary)).catch(() => undefined);
     for (const s of sinks) await s.rename();
     committed = true;
-    await writeFileAtomic(join(outDir, DIFF_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFileAtomic(join(outDir, DIFF_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
     await fsyncDir(outDir);
     return { kind: 'done', summary, outDir };
   } finally {

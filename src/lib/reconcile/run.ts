@@ -160,7 +160,7 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
       deps.onPhase?.('task-start', {});
       const taskStart = await takeTaskStart(await deps.shDb(), deps.signal);
       run = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };
-      await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`);
+      await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`, 0o600);
     }
 
     const scans: Partial<Record<ManifestSide, ScanResult>> = {};
@@ -200,7 +200,7 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
     );
     if (diff.kind === 'stopped') return { kind: 'stopped', run, resumed: resume, phase: 'diff', reason: diff.reason, outDir };
     run = { ...run, state: 'completed', completedAt: now().toISOString(), counts: diff.summary.counts };
-    await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`);
+    await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`, 0o600);
     return { kind: 'done', run, resumed: resume, scans: scans as Record<ManifestSide, ScanResult>, summary: diff.summary, outDir };
   } finally {
     await lock.release();

@@ -440,7 +440,7 @@ async function taskIdBeside(candidatesFile: string, taskStart: string): Promise<
  */
 export async function writeFileExclusive(path: string, data: string): Promise<void> {
   const tmp = tempPathFor(path);
-  const handle = await open(tmp, 'wx', 0o644);
+  const handle = await open(tmp, 'wx', 0o600);
   try {
     try {
       await handle.writeFile(data);

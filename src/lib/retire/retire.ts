@@ -36,7 +36,7 @@ export class EvidenceLog {
    */
   static async open(path: string): Promise<EvidenceLog> {
     try {
-      return new EvidenceLog(path, await open(path, 'a', 0o644));
+      return new EvidenceLog(path, await open(path, 'a', 0o600));
     } catch (err) {
       throw new UsageError(`cannot open evidence file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }

@@ -58,7 +58,7 @@ async function setup() {
   await admin.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await admin.end();
   await fcctl(['db', 'init', '--side', 'fc', '--dev']);
-  await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix']);
+  await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix', '--no-sh']);
   const conn = await amqp.connect(amqpUrl);
   const ch = await conn.createChannel();
   await ch.assertExchange(EXCHANGE, 'topic', { durable: true });

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FCCTL_BIN, runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
@@ -41,5 +44,24 @@ describe('the live view in a real terminal (tmux)', () => {
     expect(end).not.toContain('{"type"');
     expect((await q.drain()).length).toBe(3000);
     await q.close();
+  }, 240_000);
+
+  it('reconcile run shows each phase live and ends with its summary table', async () => {
+    const env = dbs.env({ FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
+    expect((await runCli(['dev', 'seed', '--answers', '300', '--schools', '1', '--replace'], { env })).code).toBe(0);
+    const [[pair]] = (await dbs.admin.query(`SELECT sch_id AS s, form_uuid AS f FROM \`${dbs.fcName}\`.answer GROUP BY sch_id, form_uuid ORDER BY sch_id, form_uuid LIMIT 1`)) as unknown as [[{ s: string; f: string }]];
+    const outDir = join(mkdtempSync(join(tmpdir(), 'fcctl-tty-')), 'run');
+    const run = new TmuxSession(`node ${FCCTL_BIN} reconcile run --school ${pair.s} --form ${pair.f} --out-dir ${outDir}`, env);
+    try {
+      await waitFor('the end of the run', async () => run.screen().includes('[exit 0]'), 120_000, 200);
+      const end = run.screen();
+      expect(end).toMatch(/reconcile run: FC manifest \d+ · [\d.]+\/s/);
+      expect(end).toMatch(/reconcile run: SH manifest \d+ · [\d.]+\/s/);
+      expect(end).toMatch(/^IN_SYNC\s+\d+$/m);
+      expect(end).not.toContain('{"type"');
+    } finally {
+      run.kill();
+    }
   }, 240_000);
 });

@@ -12,7 +12,8 @@ import { parseArgs } from 'node:util';
 import pLimit from 'p-limit';
 import { FlowClient } from '../dist/lib/flow/client.js';
 
-const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, latency: { type: 'string', default: '20' }, concurrency: { type: 'string', default: '16' } } });
+const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, latency: { type: 'string', default: '20' }, concurrency: { type: 'string', default: '16' }, json: { type: 'boolean', default: false } } });
+const measured = {};
 // A throwaway secret for this run only, shared with the stand-in.
 const BENCH_SECRET = randomBytes(16).toString('hex');
 const n = Number(args.requests);
@@ -31,6 +32,8 @@ async function measure(name, fetchImpl) {
   const s = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(c0);
   const bad = results.filter((r) => r.kind !== 'not-found').length;
+  measured[name] = Math.round(n / s);
+  if (args.json) return;
   console.log(
     `${name.padEnd(10)} ${Math.round(n / s)} lookups/s (bound ${Math.round(concurrency / (latency / 1000))}), client CPU ${((cpu.user + cpu.system) / 1000 / n).toFixed(2)} ms per lookup${bad ? `, ${bad} errors` : ''}`,
   );
@@ -54,3 +57,4 @@ await measure('fetch', undefined);
 await measure('node:http', httpFetch);
 await measure('fetch', undefined);
 child.kill();
+if (args.json) console.log(JSON.stringify({ bench: 'flow-transport', requests: n, latencyMs: latency, concurrency, boundPerSecond: Math.round(concurrency / (latency / 1000)), lookupsPerSecond: measured }));

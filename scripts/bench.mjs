@@ -2,7 +2,7 @@
 // `npm run bench -- <name> [options…]`: runs one benchmark from bench/ against the built dist/.
 // `npm run bench` alone lists them. To add one, add a line to BENCHES below.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -21,16 +21,16 @@ const BENCHES = {
 const [name, ...rest] = process.argv.slice(2);
 
 function list(to = console.log) {
-  to('usage: npm run bench -- <name> [options…]   (or `all`: every one in turn, timed)\n');
+  to('usage: npm run bench [-- <name> [options…]]   (no name or `all`: every benchmark in turn, then BENCHMARKS.md rewritten)\n');
   const width = Math.max(...Object.keys(BENCHES).map((k) => k.length));
   for (const [key, b] of Object.entries(BENCHES)) to(`  ${key.padEnd(width)}  ${b.about}  (${b.script})`);
 }
 
-if (name === undefined || name === '--help' || name === '-h' || name === 'list') {
+if (name === '--help' || name === '-h' || name === 'list') {
   list();
   process.exit(0);
 }
-const bench = name === 'all' ? { script: null } : Object.hasOwn(BENCHES, name) ? BENCHES[name] : undefined;
+const bench = name === undefined || name === 'all' ? { script: null } : Object.hasOwn(BENCHES, name) ? BENCHES[name] : undefined;
 if (!bench) {
   console.error(`bench: no benchmark named ${JSON.stringify(name)}\n`);
   list(console.error);
@@ -47,18 +47,55 @@ if (!env.FCCTL_TEST_MYSQL_URL || !env.FCCTL_TEST_AMQP_URL) {
   for (const m of text.matchAll(/^export (\w+)='([^']*)'$/gm)) env[m[1]] ??= m[2];
 }
 if (bench.script === null) {
-  // `all`: every benchmark in turn, with each one's time and the total (issue 10: under 15 minutes).
+  // `npm run bench` (or `all`): every benchmark in turn with --json, each one's time, then the
+  // summary table of BENCHMARKS.md rewritten from the results (issue 10: under 15 minutes).
+  const { summaryBlock, rewrite } = await import('./bench-report.mjs');
   const started = Date.now();
+  const results = {};
   let worst = 0;
   for (const [key, b] of Object.entries(BENCHES)) {
     const t0 = Date.now();
-    console.log(`\n=== ${key} (${b.script})`);
-    const r = spawnSync(process.execPath, [b.script], { cwd: root, stdio: 'inherit', env });
+    console.log(`\n=== ${key} (${b.script} --json)`);
+    const r = spawnSync(process.execPath, [b.script, '--json'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const last = (r.stdout ?? '').trim().split('\n').reverse().find((l) => l.startsWith('{'));
+    let parsed = null;
+    try {
+      parsed = r.status === 0 && last ? JSON.parse(last) : null;
+    } catch {
+      parsed = null;
+    }
+    results[key] = parsed;
+    console.log(last ?? '(no result)');
     console.log(`=== ${key}: exit ${r.status}, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     worst = Math.max(worst, r.status ?? 1);
   }
-  console.log(`\nall benchmarks: ${((Date.now() - started) / 60000).toFixed(1)} minutes`);
+  const minutes = (Date.now() - started) / 60000;
+  const machine = await machineFacts(env);
+  const path = new URL('../BENCHMARKS.md', import.meta.url);
+  const block = summaryBlock(results, machine, minutes);
+  writeFileSync(path, rewrite(readFileSync(path, 'utf8'), block));
+  console.log(`\n${block}\n\nall benchmarks: ${minutes.toFixed(1)} minutes; BENCHMARKS.md rewritten`);
   process.exit(worst);
+}
+
+/** Cores, memory, Node, MariaDB and RabbitMQ versions, for the report's machine line. */
+async function machineFacts(env) {
+  const os = await import('node:os');
+  const facts = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model?.trim() ?? '?', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, mariadb: 'MariaDB ?', rabbitmq: '?' };
+  try {
+    const mysql = (await import('mysql2/promise')).default;
+    const c = await mysql.createConnection(env.FCCTL_TEST_MYSQL_URL);
+    const [[row]] = await c.query('SELECT VERSION() AS v');
+    facts.mariadb = `MariaDB/MySQL ${row.v}`;
+    await c.end();
+  } catch {}
+  try {
+    const amqp = (await import('amqplib')).default;
+    const c = await amqp.connect(env.FCCTL_TEST_AMQP_URL);
+    facts.rabbitmq = String(c.connection.serverProperties?.version ?? '?');
+    await c.close();
+  } catch {}
+  return facts;
 }
 const r = spawnSync(process.execPath, [bench.script, ...rest], { cwd: root, stdio: 'inherit', env });
 process.exit(r.status ?? 1);

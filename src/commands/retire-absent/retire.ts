@@ -46,6 +46,7 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
   const evidence = await EvidenceLog.open(evidencePath);
   const tableRows: Array<Record<string, unknown>> = [];
   let result: RetireRunResult;
+  const progress = ctx.output.progress(dryRun ? 'retire-absent (dry run)' : 'retire-absent', reading.kind === 'valid' ? reading.proof.entries.length : undefined);
   try {
     result = await runRetire(
       { proofFile, reading, execute: options.execute, maxProofAgeSeconds: options.maxProofAgeSeconds, runId, fcDatabase },
@@ -56,16 +57,19 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
         now: ctx.now,
         signal: ctx.signal,
         onResult: (r) => {
+          progress.record(r.result === 'REFUSED' ? (r.reason ?? 'REFUSED') : undefined);
           ctx.output.event('result', { ...r, dryRun });
           if (!ctx.output.json) tableRows.push({ ...r });
         },
       },
     );
   } catch (err) {
+    progress.stop();
     await evidence.write({ type: 'end', runId, exitCode: null, error: String((err as Error)?.message ?? err).split('\n')[0], endedAt: ctx.now().toISOString() }).catch(() => undefined);
     await evidence.close();
     throw err;
   }
+  progress.stop();
   if (!ctx.output.json && tableRows.length > 0) ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would do (dry run)' : 'decisions');
 
   const byReason: Record<string, number> = Object.fromEntries(REFUSAL_REASONS.map((c) => [c, 0]));

@@ -1,0 +1,107 @@
+// Turns the benchmarks' JSON results into the table at the top of BENCHMARKS.md (between the
+// `bench:summary` markers): each row the figure, the reference it is a ratio to (measured in the
+// same run), the goal, and whether it is met. The hand-written sections below stay as they are.
+import os from 'node:os';
+
+const f = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(d) : '?');
+const n = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '?');
+const met = (ok) => (ok === undefined ? '—' : ok ? 'yes' : '**no**');
+
+/** One or more table rows per benchmark, from its `--json` result (null when it failed). */
+export const ROWS = {
+  canon: (r) => [[
+    'canon: fc.canon.v1 hash throughput',
+    `${f(r.results.find((x) => x.id === 'fcctl')?.mbPerS, 1)} MB/s = **${f(r.ratioVsCanonicalize)}×**`,
+    `\`canonicalize\` ${f(r.results.find((x) => x.id === 'canonicalize')?.mbPerS, 1)} MB/s`,
+    '≥ 3×',
+    met(r.ratioVsCanonicalize >= 3),
+  ]],
+  'canon-lines': (r) => [[
+    `canon-lines: \`canon hash --lines\` over ${n(r.inputBytes / 1e6)} MB`,
+    `peak RSS **${f(r.peakRssMb, 1)} MB**, ${f(r.mbPerS, 1)} MB/s`,
+    '—',
+    `< ${r.rssGoalMb} MB`,
+    met(r.ok),
+  ]],
+  'apply-command': (r) => [[
+    `apply-command: resolve-unknown, ${r.rows} rows, ${r.latencyMs} ms, concurrency ${r.concurrency}`,
+    `${n(r.medianRowsPerSecond)} rows/s = **${f(r.ratio)}×**`,
+    `bound ${n(r.boundRowsPerSecond)} rows/s`,
+    '≥ 0.8×',
+    met(r.ratio >= 0.8),
+  ]],
+  'flow-transport': (r) => [[
+    `flow-transport: signed lookups only (no database), concurrency ${r.concurrency}, ${r.latencyMs} ms`,
+    `fetch ${n(r.lookupsPerSecond.fetch)}/s, node:http ${n(r.lookupsPerSecond['node:http'])}/s`,
+    `bound ${n(r.boundPerSecond)}/s`,
+    'none (diagnostic for apply-command)',
+    '—',
+  ]],
+  send: (r) => [[
+    `send: ${n(r.rows)} rows, ${r.snapshotBytes} B snapshots, window ${r.window}`,
+    `${n(r.fcctlPerSecond)} rows/s = **${f(r.ratio)}×** (wall incl. start-up ${f(r.ratioWall)}×)`,
+    `raw amqplib confirms ${n(r.rawPerSecond)} msg/s`,
+    '≥ 0.5×',
+    met(r.ratio >= 0.5),
+  ]],
+  manifest: (r) => [
+    [
+      `manifest scan, ${n(r.scan[1].rows)} rows`,
+      `${n(r.scan[1].scanRowsPerSecond)} rows/s = **${f(r.scan[1].ratio)}×**`,
+      `streaming SELECT ${n(r.scan[1].baselineRowsPerSecond)} rows/s`,
+      '≥ 0.7×',
+      met(r.ratioGoalMet),
+    ],
+    [
+      `manifest scan peak RSS, ${n(r.scan[0].rows)} → ${n(r.scan[1].rows)} rows`,
+      `${f(r.scan[0].scanPeakRssMb, 1)} → ${f(r.scan[1].scanPeakRssMb, 1)} MB = **${f(r.rssGrowth * 100, 1)} %**`,
+      `the ${n(r.scan[0].rows)}-row run`,
+      '≤ 20 %',
+      met(r.rssGoalMet),
+    ],
+    [`reconcile diff, two ${n(r.diff.answers)}-answer manifests`, `${n(r.diff.answersPerSecond)} answers/s, peak RSS ${f(r.diff.peakRssMb, 1)} MB`, '—', 'none set', '—'],
+  ],
+  projection: (r) =>
+    r.results
+      .filter((x) => x.execute)
+      .slice(0, 1)
+      .map((x) => [`projection repair --plan, ${n(x.rows)} rows, concurrency ${x.concurrency}`, `${n(x.rowsPerSecond)} rows/s`, '—', 'none set', '—']),
+};
+
+/** The markdown block: machine line and one table. */
+export function summaryBlock(results, machine, minutes) {
+  const lines = [
+    '<!-- bench:summary:start (written by `npm run bench`; edit the sections below instead) -->',
+    `## Goals at a glance`,
+    '',
+    `Machine: ${machine.cpus} CPUs (${machine.cpu}), ${machine.memoryGb} GB, Node ${machine.node}, ${machine.mariadb}, RabbitMQ ${machine.rabbitmq}. ` +
+      `Run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, all benchmarks in ${minutes.toFixed(1)} minutes, load average at the end ${os.loadavg()[0].toFixed(1)}.`,
+    '',
+    '| benchmark | measured | reference (same run) | goal | met? |',
+    '|---|---|---|---|---|',
+  ];
+  for (const [name, toRows] of Object.entries(ROWS)) {
+    const r = results[name];
+    if (r === undefined) continue;
+    if (r === null) {
+      lines.push(`| ${name} | failed (see its output) | — | — | **no** |`);
+      continue;
+    }
+    try {
+      for (const row of toRows(r)) lines.push(`| ${row.join(' | ')} |`);
+    } catch (err) {
+      lines.push(`| ${name} | unreadable result (${err.message}) | — | — | **no** |`);
+    }
+  }
+  lines.push('', '<!-- bench:summary:end -->');
+  return lines.join('\n');
+}
+
+/** BENCHMARKS.md with the block replaced (or inserted after the title). */
+export function rewrite(text, block) {
+  const start = text.indexOf('<!-- bench:summary:start');
+  const end = text.indexOf('<!-- bench:summary:end -->');
+  if (start >= 0 && end > start) return text.slice(0, start) + block + text.slice(end + '<!-- bench:summary:end -->'.length);
+  const firstSection = text.indexOf('\n## ');
+  return firstSection < 0 ? `${text}\n${block}\n` : `${text.slice(0, firstSection + 1)}${block}\n\n${text.slice(firstSection + 1)}`;
+}

@@ -263,7 +263,8 @@ describe('properties', () => {
       fc.property(tree, fc.integer(), (t, seed) => {
         fc.pre(!hasLoneSurrogateKey(t));
         const r = canonicalize(produce(t, seed));
-        fc.pre(r.ok && !/[0-9.]{1001}/.test(r.canonical.toString('latin1')));
+        // A canonical number longer than the 1000-character literal limit (its sign counts) cannot be read back.
+        fc.pre(r.ok && !/-[0-9.]{1000}|[0-9.]{1001}/.test(r.canonical.toString('latin1')));
         if (!r.ok) return;
         const again = canonicalize(r.canonical);
         expect(again.ok && again.canonical.equals(r.canonical)).toBe(true);

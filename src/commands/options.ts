@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -39,4 +39,26 @@ export function durationArg(minSeconds: number, maxSeconds: number): (value: str
     if (n < minSeconds || n > maxSeconds) throw new InvalidArgumentError(`expected a duration from ${minSeconds} to ${maxSeconds} seconds`);
     return n;
   };
+}
+
+/**
+ * The FAILED → DEAD budget options every retrying cron command takes (`--backoff-base`,
+ * `--backoff-cap`, `--max-retries`), read back with {@link retryPolicyOf}.
+ * @example addRetryOptions(cmd, { baseSeconds: 20, capSeconds: 3600, maxRetries: 8 })
+ */
+export function addRetryOptions(cmd: Command, defaults: { baseSeconds: number; capSeconds: number; maxRetries: number }): Command {
+  return cmd
+    .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), defaults.baseSeconds)
+    .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), defaults.capSeconds)
+    .option('--max-retries <n>', 'DEAD once retry_count reaches this', intArg(1, 100), defaults.maxRetries);
+}
+
+/** The retry policy of parsed options that {@link addRetryOptions} declared. */
+export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number; capSeconds: number; maxRetries: number } {
+  return { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number };
+}
+
+/** `--metrics-file`, the same wording on every cron command. */
+export function addMetricsFileOption(cmd: Command): Command {
+  return cmd.option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)');
 }

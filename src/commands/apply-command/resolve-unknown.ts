@@ -4,7 +4,7 @@ import { APPLY_RETRY_POLICY } from '../../lib/apply-command/decide.js';
 import { runResolve, type ResolveOptions, type ResolveSummary } from '../../lib/apply-command/resolve.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { durationArg, intArg, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, durationArg, intArg, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
@@ -87,7 +87,7 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
 }
 
 export function createApplyCommandResolveCommand(parent: Command, deps: Deps, resources: Resources, runF = runApplyCommandResolve): Command {
-  return parent
+  const cmd = parent
     .command('resolve-unknown')
     .description('settle UNKNOWN, due FAILED and stale PENDING apply commands: look up first, resend only when not found')
     .option('--batch-size <n>', 'rows claimed per batch', intArg(1, 1000), 100)
@@ -96,13 +96,12 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
     .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 600)
     .option('--lease-seconds <s>', 'claim lease; another resolver may take the row after it', intArg(10, 86400), 300)
     .option('--pending-grace <duration>', 'take PENDING rows created longer ago than this (90s, 10m, 2h)', durationArg(60, 30 * 86400), 600)
-    .option('--max-retries <n>', 'DEAD once retry_count reaches this', intArg(1, 100), APPLY_RETRY_POLICY.maxRetries)
-    .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), APPLY_RETRY_POLICY.baseSeconds)
-    .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), APPLY_RETRY_POLICY.capSeconds)
     .option('--request-timeout <s>', 'seconds per flow-center request', secondsArg(0.05, 120), 5)
     .option('--max-consecutive-errors <n>', 'stop the run after this many flow-center errors in a row (exit 3)', intArg(1, 1_000_000), 20)
-    .option('--dry-run', 'lookups only: no claim, no apply, no write', false)
-    .option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)')
+    .option('--dry-run', 'lookups only: no claim, no apply, no write', false);
+  addRetryOptions(cmd, APPLY_RETRY_POLICY);
+  addMetricsFileOption(cmd);
+  return cmd
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
@@ -113,7 +112,7 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
           maxSeconds: o['maxSeconds'] as number,
           leaseSeconds: o['leaseSeconds'] as number,
           pendingGraceSeconds: o['pendingGrace'] as number,
-          retry: { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number },
+          retry: retryPolicyOf(o),
           requestTimeoutMs: Math.round((o['requestTimeout'] as number) * 1000),
           maxConsecutiveErrors: o['maxConsecutiveErrors'] as number,
           dryRun: o['dryRun'] as boolean,

@@ -6,7 +6,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
 import { countDue } from '../../lib/deliveries/sql.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, intArg, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface DeliveriesSendOptions extends SendOptions {
@@ -83,7 +83,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
 }
 
 export function createDeliveriesSendCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesSend): Command {
-  return parent
+  const cmd = parent
     .command('send')
     .description('relay due outbox rows to RabbitMQ with confirms, returns and guarded adjudication')
     .option('--batch-size <n>', 'rows claimed per batch', intArg(1, 5000), 500)
@@ -92,14 +92,13 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 3600)
     .option('--lease-seconds <s>', 'claim lease; another relay may take the row after it', intArg(5, 86400), 120)
     .option('--confirm-timeout <s>', 'seconds to wait for a confirm before the outcome counts as unknown', secondsArg(0.05, 600), 15)
-    .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), DEFAULT_RETRY_POLICY.baseSeconds)
-    .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), DEFAULT_RETRY_POLICY.capSeconds)
-    .option('--max-retries <n>', 'DEAD once retry_count reaches this', intArg(1, 100), DEFAULT_RETRY_POLICY.maxRetries)
     .option('--hold-recheck <s>', 'when to look again at a row held by push_allowed = 0', intArg(1, 86400), 60)
     .option('--pipeline <n>', 'batches in flight at once', intArg(1, 8), 2)
     .option('--dry-run', 'run every check; publish and write nothing', false)
-    .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false)
-    .option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)')
+    .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false);
+  addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
+  addMetricsFileOption(cmd);
+  return cmd
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
@@ -111,7 +110,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
           leaseSeconds: o['leaseSeconds'] as number,
           confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
           holdRecheckSeconds: o['holdRecheck'] as number,
-          retry: { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number },
+          retry: retryPolicyOf(o),
           dryRun: o['dryRun'] as boolean,
           pipeline: o['pipeline'] as number,
           declare: o['declare'] as boolean,

@@ -2,15 +2,16 @@
 import { randomBytes } from 'node:crypto';
 // Baseline for bench/apply-command.mjs: how many signed lookups per second this machine's Node can
 // make against the stand-in at a given latency and concurrency, with nothing else (no database):
-// through the global fetch (what fcctl uses) and, for comparison, node:http with a keep-alive agent.
+// through FlowClient (node:http with a keep-alive agent: what fcctl uses) and, for comparison, the
+// same signed request through the global fetch (second round of each is the warm figure).
 //
 //   npm run build && node bench/flow-transport.mjs [--requests 2000] [--latency 20] [--concurrency 16]
 import { spawn } from 'node:child_process';
-import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pLimit from 'p-limit';
-import { FlowClient } from '../dist/lib/flow/client.js';
+import { FlowClient, LOOKUP_PATH, parseLookupBody } from '../dist/lib/flow/client.js';
+import { canonicalQuery, newNonce, signedHeaders } from '../dist/lib/flow/sign.js';
 
 const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, latency: { type: 'string', default: '20' }, concurrency: { type: 'string', default: '16' }, json: { type: 'boolean', default: false } } });
 const measured = {};
@@ -23,12 +24,11 @@ const server = fileURLToPath(new URL('../fixtures/flow-center/server.mjs', impor
 const child = spawn(process.execPath, [server, '--port', '0', '--latency-ms', String(latency)], { env: { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ 100021: BENCH_SECRET }) }, stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((r) => child.stdout.once('data', (d) => r(String(d).split('\n')[0])));
 
-async function measure(name, fetchImpl) {
-  const client = new FlowClient({ baseUrl: url, appKey: '100021', secret: BENCH_SECRET, timeoutMs: 10_000, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
+async function measure(name, lookup) {
   const limit = pLimit(concurrency);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const results = await Promise.all(Array.from({ length: n }, (_, i) => limit(() => client.lookup('t', `b${i}`))));
+  const results = await Promise.all(Array.from({ length: n }, (_, i) => limit(() => lookup(`b${i}`))));
   const s = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(c0);
   const bad = results.filter((r) => r.kind !== 'not-found').length;
@@ -39,22 +39,21 @@ async function measure(name, fetchImpl) {
   );
 }
 
-// A minimal fetch over node:http, enough for FlowClient (GET/POST, headers, body, signal, status, body bytes).
-const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-const httpFetch = (u, init) =>
-  new Promise((resolve, reject) => {
-    const req = http.request(u, { method: init.method, headers: init.headers, agent, signal: init.signal }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode, headers: res.headers })));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(init.body);
-  });
+// FlowClient (node:http, keep-alive: what fcctl uses) against the same signed request through the
+// global fetch, the transport fcctl used before (its body parsed the same way).
+const client = new FlowClient({ baseUrl: url, appKey: '100021', secret: BENCH_SECRET, timeoutMs: 10_000, maxSockets: concurrency });
+const viaClient = (bizId) => client.lookup('t', bizId);
+const viaFetch = async (bizId) => {
+  const query = canonicalQuery([['bizType', 't'], ['bizId', bizId]]);
+  const headers = signedHeaders({ method: 'GET', path: LOOKUP_PATH, query, appKey: '100021', body: Buffer.alloc(0), secret: BENCH_SECRET, nowSeconds: Date.now() / 1000, nonce: newNonce() });
+  const res = await fetch(`${url}${LOOKUP_PATH}?${query}`, { headers: { accept: 'application/json', ...headers } });
+  return parseLookupBody(new Uint8Array(await res.arrayBuffer()), { bizType: 't', bizId });
+};
 
-await measure('fetch', undefined);
-await measure('node:http', httpFetch);
-await measure('fetch', undefined);
+await measure('fetch', viaFetch);
+await measure('node:http', viaClient);
+await measure('fetch', viaFetch);
+await measure('node:http', viaClient);
+client.close();
 child.kill();
 if (args.json) console.log(JSON.stringify({ bench: 'flow-transport', requests: n, latencyMs: latency, concurrency, boundPerSecond: Math.round(concurrency / (latency / 1000)), lookupsPerSecond: measured }));

@@ -12,7 +12,7 @@ const BENCHES = {
   canon: { script: 'bench/canon.mjs', about: 'fc.canon.v1 hash throughput vs `canonicalize` and JSON.parse+stringify, 10k realistic snapshots' },
   'canon-lines': { script: 'bench/canon-lines.mjs', about: '`fcctl canon hash --lines` over a generated ~1 GB JSONL file: MB/s and peak RSS (goal < 200 MB)' },
   'apply-command': { script: 'bench/apply-command.mjs', about: '`apply-command resolve-unknown` rows/s against the flow-center stand-in (20 ms, concurrency 16) vs the concurrency/latency bound (goal ≥ 0.8×)' },
-  'flow-transport': { script: 'bench/flow-transport.mjs', about: 'signed lookups/s through global fetch (and node:http for comparison) against the stand-in, no database: the transport ceiling' },
+  'flow-transport': { script: 'bench/flow-transport.mjs', about: 'signed lookups/s through FlowClient (node:http) and the global fetch for comparison against the stand-in, no database: the transport ceiling' },
   send: { script: 'bench/send.mjs', about: '`deliveries send` rows/s vs raw amqplib publish-with-confirms (same broker, body size, window), 20k rows of 1 KB (goal ≥ 0.5×)' },
   manifest: { script: 'bench/manifest.mjs', about: '`manifest scan` rows/s vs one streaming SELECT over 500k projection rows (goal ≥ 0.7×), its peak RSS at 100k and 500k (goal ≤ +20 %), `reconcile diff` of two 1M-row manifests' },
   projection: { script: 'bench/projection.mjs', about: '`projection repair-authoritative --plan --execute` rows/s over a 10k-row plan (⅓ missing, ⅓ stale, ⅓ hash conflict) at concurrency 8, 4, 1, and a dry run' },

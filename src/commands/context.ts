@@ -25,7 +25,7 @@ export interface Ctx extends Deps {
   fcDb(): Promise<Db>;
   shDb(): Promise<Db>;
   /** the signed flow-center client; exit 2 when flowUrl, appKey or appSecret is missing or bad (connects nothing) */
-  flow(options: { timeoutMs: number }): FlowClient;
+  flow(options: { timeoutMs: number; maxSockets?: number }): FlowClient;
   /** registers something to close when the command ends */
   onClose(fn: () => Promise<void> | void): void;
   /** secrets to redact from any message */
@@ -67,12 +67,14 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
     debug: Boolean(flags['debug']),
     fcDb: lazy('FC database', 'fcDatabaseUrl'),
     shDb: lazy('SH database', 'shDatabaseUrl'),
-    flow: ({ timeoutMs }) => {
+    flow: ({ timeoutMs, maxSockets }) => {
       const baseUrl = requireSetting(config, 'flowUrl');
       const appKey = requireSetting(config, 'appKey');
       const secret = requireSetting(config, 'appSecret');
       try {
-        return new FlowClient({ baseUrl, appKey, secret, timeoutMs });
+        const client = new FlowClient({ baseUrl, appKey, secret, timeoutMs, ...(maxSockets ? { maxSockets } : {}) });
+        resources.add(() => client.close());
+        return client;
       } catch (err) {
         throw new UsageError(`flowUrl: ${(err as Error).message}`);
       }

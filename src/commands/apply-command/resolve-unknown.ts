@@ -26,7 +26,7 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
   if (options.leaseSeconds * 1000 < 2 * options.requestTimeoutMs + 5000) {
     throw new UsageError('--lease-seconds must cover a lookup and an apply: at least 2 × --request-timeout + 5 s');
   }
-  const flow = ctx.flow({ timeoutMs: options.requestTimeoutMs });
+  const flow = ctx.flow({ timeoutMs: options.requestTimeoutMs, maxSockets: options.concurrency });
   const appKey = requireSetting(ctx.config, 'appKey');
   const db = await ctx.shDb();
   const started = Date.now();

@@ -8,6 +8,7 @@
 import pLimit from 'p-limit';
 import type { RetryPolicy } from '../deliveries/decide.js';
 import { newClaimOwner } from '../deliveries/relay.js';
+import { WriteBatcher } from '../db/batch.js';
 import type { Db } from '../db/connect.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
 import { planWrite, resolve, type RowResult, type Transition } from './decide.js';
@@ -133,7 +134,8 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   const started = deps.clock();
   const deadline = started + options.maxSeconds * 1000;
   const http = pLimit(options.concurrency);
-  const writes = pLimit(Math.max(1, Math.min(8, options.concurrency)));
+  // Row writes are independent and guarded one by one: they go to the database in groups.
+  const writes = new WriteBatcher(deps.db);
   let errorStreak = 0;
   let lastError = '';
   let tripped = false;
@@ -224,12 +226,12 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   const processRow = async (row: ApplyCommandRow, claimedAt: number) => {
     const decided = await http(() => decide(row, claimedAt));
     if (decided.kind === 'release') {
-      await writes(() => applyWrite(deps.db, owner, { kind: 'release', gen: generationOf(row) }));
+      await applyWrite(writes, owner, { kind: 'release', gen: generationOf(row) });
       report(row, { kind: 'released', reason: decided.reason });
       return;
     }
     const { write, result } = planWrite(row, decided.t, options.retry);
-    const outcome = await writes(() => applyWrite(deps.db, owner, write));
+    const outcome = await applyWrite(writes, owner, write);
     if (outcome.kind === 'stale') {
       report(row, { kind: 'stale', would: result.kind });
       return;

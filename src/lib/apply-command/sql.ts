@@ -130,7 +130,7 @@ export type WriteOutcome = { readonly kind: 'written'; readonly mirrored: boolea
  * the service_apply row (the connection counts matched rows, FOUND_ROWS): 0 stale, 1 no mirror
  * row, 2 mirrored.
  */
-export async function applyWrite(db: Db, owner: string, w: CommandWrite): Promise<WriteOutcome> {
+export async function applyWrite(db: { execute(sql: string, params: unknown[]): Promise<{ affectedRows: number }> }, owner: string, w: CommandWrite): Promise<WriteOutcome> {
   const { sql, params } = compileWrite(owner, w);
   const { affectedRows } = await db.execute(sql, params);
   if (affectedRows === 0) return { kind: 'stale' };

@@ -5,6 +5,8 @@
  * statuses and malformed bodies come back as typed results. The secret is used for the HMAC
  * only; it never appears in a result, an error or a log line.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { canonicalize } from '../canon/index.js';
 import { canonicalQuery, newNonce, signedHeaders } from './sign.js';
 
@@ -61,8 +63,8 @@ export interface FlowClientOptions {
   readonly secret: string;
   /** per request, including reading the body */
   readonly timeoutMs: number;
-  /** injected for tests; defaults to the global fetch */
-  readonly fetch?: typeof fetch;
+  /** keep-alive connections kept open at most (default 64; set it to the run's concurrency) */
+  readonly maxSockets?: number;
   /** Unix milliseconds for the timestamp header */
   readonly now?: () => number;
   /** largest response body read, bytes (default 1 MiB) */
@@ -225,7 +227,8 @@ function snippet(bytes: Uint8Array): string {
  */
 export class FlowClient {
   private readonly base: URL;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: typeof http | typeof https;
+  private readonly agent: http.Agent;
   private readonly now: () => number;
   private readonly maxBodyBytes: number;
 
@@ -241,9 +244,17 @@ export class FlowClient {
     if (base.search || base.hash) throw new TypeError('flow center URL must not have a query or fragment');
     if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) throw new TypeError('timeoutMs must be positive');
     this.base = base;
-    this.fetchImpl = options.fetch ?? fetch;
+    // node:http with a keep-alive agent rather than the global fetch: a third of the CPU per
+    // request (BENCHMARKS.md, apply-command), which is what bounds resolve-unknown's rate.
+    this.transport = base.protocol === 'https:' ? https : http;
+    this.agent = new this.transport.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 64 });
     this.now = options.now ?? Date.now;
     this.maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  }
+
+  /** Closes the kept-alive connections (idle ones never hold the process open). */
+  close(): void {
+    this.agent.destroy();
   }
 
   /** The base URL as it may be shown (it holds no secret). */
@@ -272,62 +283,64 @@ export class FlowClient {
     return parseApplyBody(res.body, { bizType: req.bizType, bizId: req.bizId });
   }
 
-  private async send(method: 'GET' | 'POST', apiPath: string, query: string, body: string): Promise<{ kind: 'response'; status: number; body: Uint8Array } | FlowError> {
+  private send(method: 'GET' | 'POST', apiPath: string, query: string, body: string): Promise<{ kind: 'response'; status: number; body: Uint8Array } | FlowError> {
     const path = `${this.base.pathname.replace(/\/+$/, '')}${apiPath}`;
-    const url = `${this.base.origin}${path}${query ? `?${query}` : ''}`;
     const bytes = Buffer.from(body, 'utf8');
     const headers: Record<string, string> = {
       accept: 'application/json',
       ...signedHeaders({ method, path, query, appKey: this.options.appKey, body: bytes, secret: this.options.secret, nowSeconds: this.now() / 1000, nonce: newNonce() }),
     };
-    if (method === 'POST') headers['content-type'] = 'application/json; charset=utf-8';
-    // One timer covers the whole exchange, body included. (A controller and a timer cost a tenth
-    // of AbortSignal.timeout per request, which shows at hundreds of requests a second.)
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new DOMException('flow-center request timed out', 'TimeoutError'));
-    }, this.options.timeoutMs);
-    try {
-      const res = await this.fetchImpl(url, { method, headers, ...(method === 'POST' ? { body: bytes } : {}), signal: controller.signal, redirect: 'manual' });
-      const read = await this.readBody(res);
-      if (read === null) return { kind: 'malformed', detail: `response body larger than ${this.maxBodyBytes} bytes` };
-      return { kind: 'response', status: res.status, body: read };
-    } catch (err) {
-      const e = err as Error & { cause?: { code?: string; message?: string } };
-      if (timedOut || e.name === 'TimeoutError') return { kind: 'timeout', detail: `no complete answer within ${this.options.timeoutMs} ms` };
-      return { kind: 'network', detail: e.cause?.code ?? e.cause?.message ?? e.message };
-    } finally {
-      clearTimeout(timer);
+    if (method === 'POST') {
+      headers['content-type'] = 'application/json; charset=utf-8';
+      headers['content-length'] = String(bytes.byteLength);
     }
-  }
-
-  private async readBody(res: Response): Promise<Uint8Array | null> {
-    if (!res.body) return new Uint8Array(0);
-    const declared = Number(res.headers.get('content-length') ?? NaN);
-    if (Number.isSafeInteger(declared) && declared >= 0) {
-      // Length known up front: refuse an oversized body unread, else read it in one go.
-      if (declared > this.maxBodyBytes) {
-        await res.body.cancel().catch(() => undefined);
-        return null;
-      }
-      const buf = new Uint8Array(await res.arrayBuffer());
-      return buf.byteLength > this.maxBodyBytes ? null : buf;
-    }
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > this.maxBodyBytes) {
-        await reader.cancel().catch(() => undefined);
-        return null;
-      }
-      chunks.push(value);
-    }
-    return Buffer.concat(chunks);
+    const { timeoutMs } = this.options;
+    const max = this.maxBodyBytes;
+    return new Promise((resolve) => {
+      let settled = false;
+      // One timer covers the whole exchange, body included; the first outcome wins.
+      const finish = (r: { kind: 'response'; status: number; body: Uint8Array } | FlowError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      const networkError = (err: Error & { code?: string }): FlowError => ({ kind: 'network', detail: err.code ?? err.message });
+      const req = this.transport.request(
+        { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path: query ? `${path}?${query}` : path, method, headers, agent: this.agent },
+        (res) => {
+          const declared = Number(res.headers['content-length'] ?? NaN);
+          const tooLarge: FlowError = { kind: 'malformed', detail: `response body larger than ${max} bytes` };
+          // Length known up front: refuse an oversized body unread.
+          if (Number.isSafeInteger(declared) && declared > max) {
+            finish(tooLarge);
+            req.destroy();
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let total = 0;
+          res.on('data', (chunk: Buffer) => {
+            total += chunk.byteLength;
+            if (total > max) {
+              finish(tooLarge);
+              req.destroy();
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('end', () => finish({ kind: 'response', status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
+          res.on('error', (err) => finish(networkError(err)));
+          res.on('close', () => {
+            if (!res.complete) finish({ kind: 'network', detail: 'connection closed before the response was complete' });
+          });
+        },
+      );
+      const timer = setTimeout(() => {
+        finish({ kind: 'timeout', detail: `no complete answer within ${timeoutMs} ms` });
+        req.destroy();
+      }, timeoutMs);
+      req.on('error', (err) => finish(networkError(err)));
+      req.end(method === 'POST' ? bytes : undefined);
+    });
   }
 }

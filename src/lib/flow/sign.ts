@@ -3,7 +3,7 @@
  * canonical string of method, path, query, app key, timestamp, nonce and the body's SHA-256.
  * Pure functions; the README's "Flow center requests" section documents the same rules.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomFillSync, timingSafeEqual } from 'node:crypto';
 
 /** The first line of every string to sign; a change of rules is a new id. */
 export const SIGNING_ALGORITHM = 'FC-HMAC-SHA256';
@@ -41,8 +41,12 @@ export function canonicalQuery(params: Iterable<readonly [string, string]>): str
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
 
+/** SHA-256 of no bytes: every GET's body digest. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
 /** Lowercase hex SHA-256 of the body bytes exactly as sent. */
 export function bodySha256(body: Uint8Array | string): string {
+  if (body.length === 0) return EMPTY_SHA256;
   return createHash('sha256').update(body).digest('hex');
 }
 
@@ -78,9 +82,18 @@ export function signature(secret: string, input: SigningInput): string {
   return createHmac('sha256', secret).update(stringToSign(input), 'utf8').digest('hex');
 }
 
+/** Random bytes drawn 4 KiB at a time: one system call per 256 nonces instead of one each. */
+const noncePool = Buffer.alloc(4096);
+let nonceOffset = noncePool.length;
+
 /** A fresh nonce: 16 random bytes as 32 lowercase hex characters. */
 export function newNonce(): string {
-  return randomBytes(16).toString('hex');
+  if (nonceOffset + 16 > noncePool.length) {
+    randomFillSync(noncePool);
+    nonceOffset = 0;
+  }
+  nonceOffset += 16;
+  return noncePool.toString('hex', nonceOffset - 16, nonceOffset);
 }
 
 /**

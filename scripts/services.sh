@@ -7,7 +7,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BASE="$ROOT/.services"
+# A second, separate pair (e.g. for developing the fault suite beside a running suite):
+# FCCTL_SERVICES_DIR plus the FCCTL_LOCAL_*_PORT variables below.
+BASE="${FCCTL_SERVICES_DIR:-$ROOT/.services}"
 MY_PORT=${FCCTL_LOCAL_MYSQL_PORT:-33306}
 MQ_PORT=${FCCTL_LOCAL_AMQP_PORT:-35672}
 MQ_DIST_PORT=${FCCTL_LOCAL_AMQP_DIST_PORT:-35673}
@@ -25,7 +27,8 @@ MQ_VHOST=fcctl
 
 log() { printf 'services: %s\n' "$*" >&2; }
 
-external() { [ -n "${FCCTL_TEST_MYSQL_URL:-}" ] && [ -n "${FCCTL_TEST_AMQP_URL:-}" ]; }
+# The URLs `env` prints for these local servers are not external ones (the fault suite restarts them).
+external() { [ -n "${FCCTL_TEST_MYSQL_URL:-}" ] && [ -n "${FCCTL_TEST_AMQP_URL:-}" ] && [ "$FCCTL_TEST_MYSQL_URL" != "mysql://$MY_USER:$MY_PASS@127.0.0.1:$MY_PORT" ]; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -160,6 +163,26 @@ case "${1:-}" in
     if port_open "$MQ_PORT"; then ctl shutdown >/dev/null 2>&1 && log "rabbitmq stopped"; fi
     for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.5; done
     ;;
+  restart)
+    # For the fault suite: a real server restart, as clients see one (every connection closed, the
+    # port refused for a moment, then back with the same data).
+    case "${2:-}" in
+      mariadb)
+        if external; then log "external servers: not restarting"; exit 2; fi
+        mariadb-admin --socket="$MY_SOCK" -uroot shutdown >/dev/null 2>&1 || true
+        for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.25; done
+        sleep "${3:-0}"
+        mariadb_up ;;
+      rabbitmq)
+        if external; then log "external servers: not restarting"; exit 2; fi
+        # The whole node: stop_app/start_app trips over its own listener (eaddrinuse) here.
+        ctl shutdown >/dev/null 2>&1 || true
+        for _ in $(seq 1 60); do port_open "$MQ_PORT" || break; sleep 0.25; done
+        sleep "${3:-0}"
+        mq_up ;;
+      *) echo "usage: scripts/services.sh restart mariadb|rabbitmq [SECONDS_DOWN]" >&2; exit 2 ;;
+    esac
+    ;;
   status)
     rc=0
     if mariadb_running; then echo "mariadb: running on 127.0.0.1:$MY_PORT"; else echo "mariadb: stopped"; rc=3; fi
@@ -177,5 +200,5 @@ case "${1:-}" in
     [ -n "${2:-}" ] || { echo "usage: scripts/services.sh delete-vhost NAME" >&2; exit 2; }
     ctl delete_vhost "$2" >/dev/null 2>&1 || true
     ;;
-  *) echo "usage: scripts/services.sh up|down|status|env|add-vhost NAME|delete-vhost NAME" >&2; exit 2 ;;
+  *) echo "usage: scripts/services.sh up|down|status|env|restart mariadb|rabbitmq|add-vhost NAME|delete-vhost NAME" >&2; exit 2 ;;
 esac

@@ -1,21 +1,40 @@
-// Prints vitest's JSON results as the one closing line CI reads: `N passed, N failed`.
-import { readFileSync } from 'node:fs';
+// Prints vitest's JSON results (one file per suite run) as the one closing line CI reads:
+// `N passed, N failed`. Before it, the fault suite's totals (FCCTL_FAULT_TOTALS) when there are any.
+import { existsSync, readFileSync } from 'node:fs';
 
-const file = process.argv[2] ?? '.test-results.json';
-let results;
-try {
-  results = JSON.parse(readFileSync(file, 'utf8'));
-} catch {
-  console.log('0 passed, 1 failed');
-  process.exit(1);
+const files = process.argv.slice(2).filter((f) => existsSync(f));
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+if (files.length === 0) failed = 1;
+for (const file of files) {
+  let results;
+  try {
+    results = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    failed += 1;
+    continue;
+  }
+  passed += results.numPassedTests ?? 0;
+  // A file that failed outside its tests (did not load, or a beforeAll hook threw and its tests were
+  // skipped) counts as a failure even though no test in it failed.
+  const failedSuites = (results.testResults ?? []).filter(
+    (r) => r.status === 'failed' && !(r.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed += (results.numFailedTests ?? 0) + failedSuites;
+  skipped += (results.numPendingTests ?? 0) + (results.numTodoTests ?? 0);
 }
-const passed = results.numPassedTests ?? 0;
-// A file that failed outside its tests (did not load, or a beforeAll hook threw and its tests were
-// skipped) counts as a failure even though no test in it failed.
-const failedSuites = (results.testResults ?? []).filter(
-  (r) => r.status === 'failed' && !(r.assertionResults ?? []).some((a) => a.status === 'failed'),
-).length;
-const failed = (results.numFailedTests ?? 0) + failedSuites;
-const skipped = (results.numPendingTests ?? 0) + (results.numTodoTests ?? 0);
+
+const totalsFile = process.env.FCCTL_FAULT_TOTALS;
+if (totalsFile && existsSync(totalsFile)) {
+  const sum = {};
+  let tests = 0;
+  for (const line of readFileSync(totalsFile, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    tests += 1;
+    for (const [k, v] of Object.entries(JSON.parse(line))) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
+  }
+  console.log(`fault and bad-input totals (${tests} tests): ${Object.entries(sum).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+}
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);

@@ -86,13 +86,21 @@ export async function insertDeliveries(admin: mysql.Connection, fcName: string, 
   return ids;
 }
 
-/** A queue bound to every school of one consumer key, for reading back what was published. */
-export async function bindQueue(consumerKey: string): Promise<{ queue: string; drain: () => Promise<amqp.GetMessage[]>; close: () => Promise<void> }> {
+/**
+ * A queue bound to every school of one consumer key, for reading back what was published.
+ * `durable` keeps the queue (and its persistent messages) through a broker restart (fault suite).
+ */
+export async function bindQueue(
+  consumerKey: string,
+  options: { durable?: boolean } = {},
+): Promise<{ queue: string; drain: () => Promise<amqp.GetMessage[]>; close: () => Promise<void> }> {
   const conn = await amqp.connect(testAmqpUrl());
+  // A broker restart closes this connection with an error: unheard, it would crash the test process.
+  conn.on('error', () => undefined);
   const ch = await conn.createChannel();
   await ch.assertExchange('fc.answer.delivery.v2', 'topic', { durable: true });
   const queue = `test.${consumerKey}`;
-  await ch.assertQueue(queue, { durable: false, autoDelete: false });
+  await ch.assertQueue(queue, { durable: options.durable ?? false, autoDelete: false });
   await ch.bindQueue(queue, 'fc.answer.delivery.v2', `fc.snapshot.v2.${consumerKey}.*`);
   return {
     queue,

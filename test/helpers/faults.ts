@@ -1,0 +1,39 @@
+import { execFile } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+/**
+ * The fault suite's size: `npm test` runs it bounded (`ci`), `npm run test:faults` in full.
+ * `pick(ci, full)` chooses a figure by it.
+ */
+export const FAULT_SIZE: 'ci' | 'full' = process.env['FCCTL_FAULT_SIZE'] === 'full' ? 'full' : 'ci';
+export function pick<T>(ci: T, full: T): T {
+  return FAULT_SIZE === 'full' ? full : ci;
+}
+
+/** What one fault test did and found; scripts/test-summary.mjs adds them up for the closing note. */
+export interface FaultTotals {
+  faultsInjected?: number;
+  runs?: number;
+  rowsChecked?: number;
+  rowsLost?: number;
+  wronglyAccepted?: number;
+  duplicates?: number;
+  badInputsTried?: number;
+  badInputsRefused?: number;
+}
+
+/** Appends a test's totals to the file named by FCCTL_FAULT_TOTALS (no-op when unset). */
+export function recordTotals(test: string, totals: FaultTotals): void {
+  const file = process.env['FCCTL_FAULT_TOTALS'];
+  if (!file) return;
+  appendFileSync(file, JSON.stringify({ test, ...totals }) + '\n');
+}
+
+const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.url));
+
+/** A real restart of the local MariaDB or RabbitMQ (all connections drop), down for `downSeconds`. */
+export async function restartService(which: 'mariadb' | 'rabbitmq', downSeconds = 0): Promise<void> {
+  await promisify(execFile)('bash', [SERVICES, 'restart', which, String(downSeconds)], { timeout: 180_000 });
+}

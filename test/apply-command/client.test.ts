@@ -117,6 +117,23 @@ describe('flow-center client against the stand-in', () => {
     expect(JSON.stringify(r)).not.toContain('wrong-secret-value');
   });
 
+  it('an IPv6 literal base URL is connected to, not looked up by name', async () => {
+    const http = await import('node:http');
+    const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"found":false}'));
+    await new Promise<void>((r) => server.listen(0, '::1', r));
+    const port = (server.address() as { port: number }).port;
+    const v6 = new FlowClient({ baseUrl: `http://[::1]:${port}`, appKey: APP.key, secret: APP.secret, timeoutMs: 1000 });
+    expect(await v6.lookup('t', 'b')).toEqual({ kind: 'not-found' });
+    v6.close();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('a header value node refuses (control character in the app key) is a typed network error, not a throw', async () => {
+    const bad = new FlowClient({ baseUrl: fc.url, appKey: 'k\nX-Injected: 1', secret: APP.secret, timeoutMs: 300 });
+    expect(await bad.lookup('t', 'b')).toMatchObject({ kind: 'network' });
+    bad.close();
+  });
+
   it('refuses bad base URLs up front', () => {
     for (const baseUrl of ['not a url', 'ftp://x', 'https://user:pw@x', 'https://x/?a=1']) {
       expect(() => new FlowClient({ baseUrl, appKey: 'k', secret: 's', timeoutMs: 100 })).toThrow(TypeError);

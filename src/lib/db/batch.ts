@@ -1,8 +1,9 @@
 /**
  * Group commit for independent single-row writes. Each caller awaits its own statement's
- * affected rows, as with `Db.execute`; statements that arrive while earlier batches are in flight
- * go out together in the next one (one transaction, one round trip). At hundreds of rows a second
- * the per-statement round trip, not the database, is what costs: this turns N of them into a few.
+ * affected rows (or its own error), as with `Db.execute`; statements that arrive while earlier
+ * batches are in flight go out together in the next one (one round trip, each statement still its
+ * own autocommit, so no row lock is held for the group). At hundreds of rows a second the
+ * per-statement round trip, not the database, is what costs: this turns N of them into a few.
  */
 import type { Db } from './connect.js';
 
@@ -39,10 +40,15 @@ export class WriteBatcher {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight += 1;
-      this.db
-        .batch(batch)
+      Promise.resolve()
+        .then(() => this.db.batch(batch))
         .then(
-          (counts) => batch.forEach((q, i) => q.resolve(counts[i] ?? 0)),
+          (settled) =>
+            batch.forEach((q, i) => {
+              const r = settled[i];
+              if (r?.status === 'fulfilled') q.resolve(r.value);
+              else q.reject(r ? r.reason : new Error(`a batch of ${batch.length} writes answered ${settled.length} results`));
+            }),
           (err: unknown) => batch.forEach((q) => q.reject(err)),
         )
         .finally(() => {

@@ -11,11 +11,12 @@ export interface Db {
   /** affected rows of a write */
   execute(sql: string, params?: readonly unknown[]): Promise<{ affectedRows: number; insertId: number }>;
   /**
-   * Runs independent statements as one transaction in one round trip and returns each one's
-   * affected rows; all or nothing (a lock conflict retries the whole batch). For group commit
-   * ({@link ./batch.js}); the statements are formatted client-side, as `query` does.
+   * Runs independent statements in one round trip, each in its own autocommit (no lock outlives
+   * its statement), and settles each one on its own: its affected rows, or its error. For group
+   * commit ({@link ./batch.js}); the statements are formatted client-side, as `query` does.
+   * Rejects as a whole only when the connection fails.
    */
-  batch(statements: ReadonlyArray<{ readonly sql: string; readonly params: readonly unknown[] }>): Promise<number[]>;
+  batch(statements: ReadonlyArray<{ readonly sql: string; readonly params: readonly unknown[] }>): Promise<Array<PromiseSettledResult<number>>>;
   /** runs fn in one short transaction; never hold it across network I/O (SPEC §2) */
   transaction<T>(fn: (conn: mysql.PoolConnection) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -84,15 +85,24 @@ export async function openDb(label: string, url: string, options: { connectionLi
     charset: 'utf8mb4_bin',
     multipleStatements: false,
   };
-  // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
-  const quiet = (p: mysql.Pool) => p.on('connection', (conn) => conn.on('error', () => undefined));
-  const pool = mysql.createPool(poolOptions);
-  quiet(pool);
+  const prepare = (p: mysql.Pool) =>
+    p.on('connection', (conn) => {
+      // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
+      conn.on('error', () => undefined);
+      // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
+      // would read them differently, so every fcctl session turns it off.
+      // (The event hands over the driver's callback connection; the command runs before any other.)
+      const core = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
+      core.query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", () => undefined);
+    });
+  const pool = prepare(mysql.createPool(poolOptions));
+  let closed = false;
   // Multi-statement text only ever goes through batch(), on its own small pool, built from
   // formatted (escaped) statements: the main pool keeps multipleStatements off.
   let batchPool: mysql.Pool | null = null;
   const batchConnection = () => {
-    batchPool ??= quiet(mysql.createPool({ ...poolOptions, multipleStatements: true, connectionLimit: 2 }));
+    if (closed) return Promise.reject(new Error(`${label}: pool is closed`));
+    batchPool ??= prepare(mysql.createPool({ ...poolOptions, multipleStatements: true, connectionLimit: 2 }));
     return batchPool.getConnection();
   };
   // The driver's callback API: its promise wrapper captures a stack trace per statement, a tenth
@@ -121,25 +131,49 @@ export async function openDb(label: string, url: string, options: { connectionLi
       }
     },
     async batch(statements) {
-      if (statements.length === 0) return [];
-      if (statements.length === 1) return [(await db.execute(statements[0]!.sql, statements[0]!.params)).affectedRows];
-      const text = ['START TRANSACTION', ...statements.map((st) => mysql.format(st.sql, st.params as Parameters<typeof mysql.format>[1])), 'COMMIT'].join(';\n');
+      const one = (i: number) =>
+        db.execute(statements[i]!.sql, statements[i]!.params).then(
+          (r): PromiseSettledResult<number> => ({ status: 'fulfilled', value: r.affectedRows }),
+          (reason: unknown): PromiseSettledResult<number> => ({ status: 'rejected', reason }),
+        );
+      if (statements.length <= 1) return Promise.all(statements.map((_, i) => one(i)));
+      // Each statement is followed by recording its row count in a session variable: after an
+      // error, they tell exactly which statements ran (and what they matched); the rest run one by one.
+      const vars = statements.map((_, i) => `@fcctl_batch_${i}`);
+      const text = [
+        `SET ${vars.map((v) => `${v} = NULL`).join(', ')}`,
+        ...statements.flatMap((st, i) => [mysql.format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
+      ].join(';\n');
+      let conn: mysql.PoolConnection;
       try {
-        return await retryOnLockConflict(async () => {
-          const conn = await batchConnection();
-          try {
-            const [results] = await conn.query(text);
-            conn.release();
-            return (results as mysql.ResultSetHeader[]).slice(1, -1).map((r) => r.affectedRows);
-          } catch (err) {
-            // The statements after the failing one never ran; undo those before it, then retry or give up.
-            await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
-            throw err;
-          }
-        });
+        conn = await batchConnection();
       } catch (err) {
         throw dbError(label, url, err);
       }
+      let counts: Array<number | null>;
+      try {
+        try {
+          const [results] = await conn.query(text);
+          const rs = results as unknown as mysql.ResultSetHeader[];
+          if (!Array.isArray(rs) || rs.length !== 1 + 2 * statements.length) throw new Error(`${label}: a batch of ${statements.length} statements answered ${Array.isArray(rs) ? rs.length : 1} results`);
+          counts = statements.map((_, i) => rs[1 + 2 * i]!.affectedRows);
+        } catch (err) {
+          if (typeof (err as { errno?: unknown }).errno !== 'number' || (err as { fatal?: boolean }).fatal) throw err;
+          const [rows] = await conn.query(`SELECT ${vars.map((v, i) => `${v} AS r${i}`).join(', ')}`);
+          const row = (rows as Array<Record<string, string | number | null>>)[0] ?? {};
+          counts = statements.map((_, i) => (row[`r${i}`] === null || row[`r${i}`] === undefined ? null : Number(row[`r${i}`])));
+        }
+        conn.release();
+      } catch (err) {
+        conn.destroy();
+        throw dbError(label, url, err);
+      }
+      const settled: Array<PromiseSettledResult<number>> = [];
+      for (let i = 0; i < statements.length; i++) {
+        const c = counts[i];
+        settled.push(c === null || c === undefined ? await one(i) : { status: 'fulfilled', value: c });
+      }
+      return settled;
     },
     async transaction(fn) {
       return retryOnLockConflict(async () => {
@@ -163,6 +197,7 @@ export async function openDb(label: string, url: string, options: { connectionLi
       });
     },
     close: async () => {
+      closed = true;
       await Promise.all([pool.end().catch(() => undefined), batchPool?.end().catch(() => undefined)]);
     },
   };

@@ -218,6 +218,38 @@ function snippet(bytes: Uint8Array): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
+type Exchange = { kind: 'response'; status: number; body: Uint8Array } | FlowError;
+
+const networkError = (err: Error & { code?: string }): FlowError => ({ kind: 'network', detail: err.code ?? err.message });
+
+/** Reads a response body of at most `max` bytes into `finish`; `abort` drops the connection. */
+function readResponse(res: http.IncomingMessage, max: number, finish: (r: Exchange) => void, abort: () => void): void {
+  const declared = Number(res.headers['content-length'] ?? NaN);
+  const tooLarge: FlowError = { kind: 'malformed', detail: `response body larger than ${max} bytes` };
+  // Length known up front: refuse an oversized body unread.
+  if (Number.isSafeInteger(declared) && declared > max) {
+    finish(tooLarge);
+    abort();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  res.on('data', (chunk: Buffer) => {
+    total += chunk.byteLength;
+    if (total > max) {
+      finish(tooLarge);
+      abort();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  res.on('end', () => finish({ kind: 'response', status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
+  res.on('error', (err) => finish(networkError(err)));
+  res.on('close', () => {
+    if (!res.complete) finish({ kind: 'network', detail: 'connection closed before the response was complete' });
+  });
+}
+
 /**
  * The flow-center client. One instance per run; safe to call concurrently.
  * @example
@@ -283,7 +315,7 @@ export class FlowClient {
     return parseApplyBody(res.body, { bizType: req.bizType, bizId: req.bizId });
   }
 
-  private send(method: 'GET' | 'POST', apiPath: string, query: string, body: string): Promise<{ kind: 'response'; status: number; body: Uint8Array } | FlowError> {
+  private send(method: 'GET' | 'POST', apiPath: string, query: string, body: string): Promise<Exchange> {
     const path = `${this.base.pathname.replace(/\/+$/, '')}${apiPath}`;
     const bytes = Buffer.from(body, 'utf8');
     const headers: Record<string, string> = {
@@ -298,44 +330,25 @@ export class FlowClient {
     const max = this.maxBodyBytes;
     return new Promise((resolve) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       // One timer covers the whole exchange, body included; the first outcome wins.
-      const finish = (r: { kind: 'response'; status: number; body: Uint8Array } | FlowError) => {
+      const finish = (r: Exchange) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         resolve(r);
       };
-      const networkError = (err: Error & { code?: string }): FlowError => ({ kind: 'network', detail: err.code ?? err.message });
-      const req = this.transport.request(
-        { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path: query ? `${path}?${query}` : path, method, headers, agent: this.agent },
-        (res) => {
-          const declared = Number(res.headers['content-length'] ?? NaN);
-          const tooLarge: FlowError = { kind: 'malformed', detail: `response body larger than ${max} bytes` };
-          // Length known up front: refuse an oversized body unread.
-          if (Number.isSafeInteger(declared) && declared > max) {
-            finish(tooLarge);
-            req.destroy();
-            return;
-          }
-          const chunks: Buffer[] = [];
-          let total = 0;
-          res.on('data', (chunk: Buffer) => {
-            total += chunk.byteLength;
-            if (total > max) {
-              finish(tooLarge);
-              req.destroy();
-              return;
-            }
-            chunks.push(chunk);
-          });
-          res.on('end', () => finish({ kind: 'response', status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
-          res.on('error', (err) => finish(networkError(err)));
-          res.on('close', () => {
-            if (!res.complete) finish({ kind: 'network', detail: 'connection closed before the response was complete' });
-          });
-        },
-      );
-      const timer = setTimeout(() => {
+      // hostname without the brackets of an IPv6 literal (http.request would look `[::1]` up by name)
+      const target = { protocol: this.base.protocol, hostname: this.base.hostname.replace(/^\[(.*)\]$/, '$1'), port: this.base.port, path: query ? `${path}?${query}` : path };
+      let req: http.ClientRequest;
+      try {
+        req = this.transport.request({ ...target, method, headers, agent: this.agent }, (res) => readResponse(res, max, finish, () => req.destroy()));
+      } catch (err) {
+        // A header value node refuses (a control character in the app key, say): a typed error too.
+        finish(networkError(err as Error));
+        return;
+      }
+      timer = setTimeout(() => {
         finish({ kind: 'timeout', detail: `no complete answer within ${timeoutMs} ms` });
         req.destroy();
       }, timeoutMs);

@@ -41,12 +41,9 @@ export function canonicalQuery(params: Iterable<readonly [string, string]>): str
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
 
-/** SHA-256 of no bytes: every GET's body digest. */
-const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
 /** Lowercase hex SHA-256 of the body bytes exactly as sent. */
 export function bodySha256(body: Uint8Array | string): string {
-  if (body.length === 0) return EMPTY_SHA256;
+  if (body.length === 0) return EMPTY_BODY_SHA256;
   return createHash('sha256').update(body).digest('hex');
 }
 

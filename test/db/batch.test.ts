@@ -72,7 +72,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     await reset(200);
     let batches = 0;
     const counting = { batch: (s: Parameters<Db['batch']>[0]) => ((batches += 1), db.batch(s)) };
-    const writer = new WriteBatcher(counting, 2, 64);
+    const writer = new WriteBatcher(counting, { maxInFlight: 2, maxBatch: 64 });
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) => writer.execute(`UPDATE ${table()} SET v = ? WHERE id = ? AND v = 'old'`, [`w${i}`, i % 2 === 0 ? i + 1 : 1000 + i])),
     );
@@ -85,7 +85,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
 
   it('WriteBatcher: a failing write rejects alone; the writes batched with it and later ones go through', async () => {
     await reset(2);
-    const writer = new WriteBatcher(db, 1, 64);
+    const writer = new WriteBatcher(db, { maxInFlight: 1, maxBatch: 64 });
     const first = writer.execute(`UPDATE ${table()} SET v = 'a' WHERE id = 1`);
     const good = writer.execute(`UPDATE ${table()} SET v = 'b' WHERE id = 2`);
     const bad = writer.execute(`INSERT INTO ${table()} VALUES (1, 'dup')`);
@@ -106,11 +106,26 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
       },
     };
     await reset(2);
-    const writer = new WriteBatcher(flaky, 1, 64);
+    const writer = new WriteBatcher(flaky, { maxInFlight: 1, maxBatch: 64 });
     const lost = [writer.execute(`UPDATE ${table()} SET v = 'x' WHERE id = 1`)];
     for (const p of lost) await expect(p).rejects.toThrow('connection lost');
     expect((await writer.execute(`UPDATE ${table()} SET v = 'y' WHERE id = 2`)).affectedRows).toBe(1);
     expect(await values()).toEqual(['1:old', '2:y']);
+  });
+
+  it('WriteBatcher lingerMs: writes trickling in within the window share one round trip', async () => {
+    await reset(10);
+    const sizes: number[] = [];
+    const counting = { batch: (st: Parameters<Db['batch']>[0]) => (sizes.push(st.length), db.batch(st)) };
+    const writer = new WriteBatcher(counting, { lingerMs: 50 });
+    const pending: Array<Promise<{ affectedRows: number }>> = [];
+    for (let i = 1; i <= 10; i++) {
+      pending.push(writer.execute(`UPDATE ${table()} SET v = 'l' WHERE id = ?`, [i]));
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    expect((await Promise.all(pending)).map((r) => r.affectedRows)).toEqual(Array(10).fill(1));
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(10);
+    expect(sizes.length).toBeLessThanOrEqual(2);
   });
 
   it('a batch after close() is refused instead of opening a pool nobody closes', async () => {

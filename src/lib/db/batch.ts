@@ -14,19 +14,35 @@ interface Queued {
   reject(err: unknown): void;
 }
 
+export interface WriteBatcherOptions {
+  /** batches on the wire at once (each holds a connection; Db.batch's pool has 2) */
+  readonly maxInFlight?: number;
+  /** statements per batch (bounds one packet and one round trip) */
+  readonly maxBatch?: number;
+  /**
+   * how long a write may wait for company before its batch goes out. Each round trip also
+   * wakes the database (on a small machine the sender loses its core meanwhile), so a few
+   * milliseconds of waiting buys several writes per wake-up; 0 sends at once.
+   */
+  readonly lingerMs?: number;
+}
+
 export class WriteBatcher {
   private queue: Queued[] = [];
   private inFlight = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly maxInFlight: number;
+  private readonly maxBatch: number;
+  private readonly lingerMs: number;
 
-  /**
-   * @param maxInFlight batches on the wire at once (each holds a connection)
-   * @param maxBatch statements per batch (bounds the time its row locks are held)
-   */
   constructor(
     private readonly db: Pick<Db, 'batch'>,
-    private readonly maxInFlight = 2,
-    private readonly maxBatch = 64,
-  ) {}
+    options: WriteBatcherOptions = {},
+  ) {
+    this.maxInFlight = options.maxInFlight ?? 2;
+    this.maxBatch = options.maxBatch ?? 64;
+    this.lingerMs = options.lingerMs ?? 0;
+  }
 
   /** Same contract as `Db.execute`: resolves once the statement is committed. */
   execute(sql: string, params: readonly unknown[] = []): Promise<{ affectedRows: number }> {
@@ -37,6 +53,22 @@ export class WriteBatcher {
   }
 
   private pump(): void {
+    // A full batch goes at once; a partial one waits up to lingerMs for more.
+    if (this.lingerMs > 0 && this.queue.length > 0 && this.queue.length < this.maxBatch) {
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        this.flush();
+      }, this.lingerMs);
+      return;
+    }
+    this.flush();
+  }
+
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight += 1;
@@ -53,7 +85,8 @@ export class WriteBatcher {
         )
         .finally(() => {
           this.inFlight -= 1;
-          this.pump();
+          // What queued up meanwhile has waited long enough.
+          this.flush();
         });
     }
   }

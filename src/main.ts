@@ -38,8 +38,9 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
     .configureOutput({
       writeOut: (s) => deps.io.stdout.write(s),
       writeErr: (s) => deps.io.stderr.write(s),
-      // Commander's messages start with "error: "; ours are one line prefixed "fcctl: ".
-      outputError: (s, write) => write(`fcctl: ${s.replace(/^error: /, '').trimEnd().split('\n')[0]}\n`),
+      // Commander's messages start with "error: "; ours are one line prefixed "fcctl: " (a newline in
+      // the refused value is escaped; the "Did you mean" line is left out).
+      outputError: (s, write) => write(`fcctl: ${oneLine(s.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean [^\n]*\)$/, ''))}\n`),
     });
 
   const db = program.command('db').description('reference schema: create and check');
@@ -59,6 +60,27 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   const config = program.command('config').description('configuration');
   createConfigShowCommand(config, deps, resources);
   return program;
+}
+
+/** Longest error line printed: a refused value is echoed, and an argument or file may be megabytes. */
+const MAX_ERROR_CHARS = 2000;
+
+/**
+ * A message cut to twice {@link MAX_ERROR_CHARS} before it is redacted: an echoed value may be
+ * megabytes, and only the first {@link MAX_ERROR_CHARS} are printed, so a secret this cut splits
+ * lies beyond the printed part.
+ */
+const bounded = (message: string) => (message.length > 2 * MAX_ERROR_CHARS ? message.slice(0, 2 * MAX_ERROR_CHARS) : message);
+
+/**
+ * An error message as exactly one line: control characters (a newline in a path) escaped as
+ * `\uXXXX`, cut to {@link MAX_ERROR_CHARS}.
+ * @example oneLine('cannot read a\nb') // 'cannot read a\\u000ab'
+ */
+export function oneLine(message: string): string {
+  // eslint-disable-next-line no-control-regex
+  const escaped = message.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > MAX_ERROR_CHARS ? `${escaped.slice(0, MAX_ERROR_CHARS)}…` : escaped;
 }
 
 /**
@@ -82,13 +104,13 @@ export async function main(argv: readonly string[], deps: Deps): Promise<number>
     }
     const secrets = resources.lastSecrets;
     if (err instanceof FcctlError) {
-      deps.io.stderr.write(`fcctl: ${redact(err.message, secrets)}\n`);
+      deps.io.stderr.write(`fcctl: ${oneLine(redact(bounded(err.message), secrets))}\n`);
       if (debug && err.cause instanceof Error) deps.io.stderr.write(`${redact(err.cause.stack ?? '', secrets)}\n`);
       return err.exitCode;
     }
     const e = err as Error;
-    const first = redact(String(e?.message ?? e).split('\n')[0] ?? '', secrets);
-    deps.io.stderr.write(`fcctl: unexpected error: ${first}${debug ? '' : ' (run with --debug for details)'}\n`);
+    const first = redact(bounded(String(e?.message ?? e).split('\n')[0] ?? ''), secrets);
+    deps.io.stderr.write(`fcctl: unexpected error: ${oneLine(first)}${debug ? '' : ' (run with --debug for details)'}\n`);
     if (debug) deps.io.stderr.write(`${redact(e?.stack ?? '', secrets)}\n`);
     // Unexpected errors are almost always the environment (a dropped connection mid-query).
     return ExitCode.ENVIRONMENT;

@@ -60,5 +60,21 @@ export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number
 
 /** `--metrics-file`, the same wording on every cron command. */
 export function addMetricsFileOption(cmd: Command): Command {
-  return cmd.option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)');
+  return cmd.option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)', pathArg);
+}
+
+/**
+ * A file or directory option: not empty (which would silently mean the current directory) and
+ * without NUL (no path can hold one); anything else is exit 2 naming the option.
+ * @example .requiredOption('--out <file.jsonl>', 'the manifest file', pathArg)
+ */
+export function pathArg(value: string): string {
+  if (value.length === 0) throw new InvalidArgumentError('expected a path, got an empty value');
+  if (value.includes('\u0000')) throw new InvalidArgumentError('expected a path without NUL characters');
+  return value;
+}
+
+/** {@link pathArg} for a repeatable option: collects the checked values. */
+export function pathsArg(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), pathArg(value)];
 }

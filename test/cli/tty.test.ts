@@ -21,7 +21,7 @@ describe('the live view in a real terminal (tmux)', () => {
 
   it('deliveries send shows done/total and rate while it runs, then a summary table', async () => {
     const env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
-    expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
+    expect((await runCli(['db', 'init', '--side', 'fc', '--dev'], { env })).code).toBe(0);
     await insertRegistry(dbs.admin, dbs.fcName);
     const key = uniqueConsumerKey('tty');
     const q = await bindQueue(key);

@@ -34,7 +34,7 @@ export async function expectRefused(
   const after = [await checksumTables(dbs.admin, dbs.fcName, FC_TABLES), await checksumTables(dbs.admin, dbs.shName, shTables)];
   const lines = r.stderr.trim().split('\n');
   const refused = r.code === (c.code ?? 2) && lines.length === 1 && !/\n\s+at |Error:.*\n/.test(r.stderr) && before.join() === after.join();
-  recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: refused ? 1 : 0 });
+  recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: refused ? 1 : 0, badInputsMishandled: refused ? 0 : 1 });
   expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: c.code ?? 2 });
   expect(lines, r.stderr).toHaveLength(1);
   expect(r.stderr).toMatch(/^fcctl: /);

@@ -21,7 +21,12 @@ export interface FaultTotals {
   wronglyAccepted?: number;
   duplicates?: number;
   badInputsTried?: number;
+  /** refused with the documented code, one line, nothing changed */
   badInputsRefused?: number;
+  /** not bad input after all (a parameter that matches nothing): the usual exit, nothing changed */
+  badInputsAcceptedHarmlessly?: number;
+  /** anything else: must be 0 */
+  badInputsMishandled?: number;
 }
 
 /** Appends a test's totals to the file named by FCCTL_FAULT_TOTALS (no-op when unset). */

@@ -228,18 +228,23 @@ describe('manifest scan', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     // Page queries of planned ranges after the first wait until the test has inserted rows into
-    // one. (Page rows are streamed through the driver's core pool; boundary queries use db.query.)
+    // one. (Page rows are streamed on a connection of the driver's core pool; boundary queries use db.query.)
     const core = db.pool.pool;
     const gatedCore = {
-      query: (sql: string, params: unknown[]) => {
-        if (!(/answer_uuid > \?/.test(sql) && /answer_uuid <= \?/.test(sql))) return core.query(sql, params);
-        const relay = new EventEmitter();
-        void gate.then(() => {
-          const q = core.query(sql, params);
-          for (const event of ['result', 'error', 'end']) q.on(event, (x: unknown) => relay.emit(event, x));
-        });
-        return relay;
-      },
+      getConnection: (cb: (err: unknown, conn?: unknown) => void) =>
+        core.getConnection((err, conn) => {
+          if (err) return cb(err);
+          const query = (sql: string, params: unknown[]) => {
+            if (!(/answer_uuid > \?/.test(sql) && /answer_uuid <= \?/.test(sql))) return conn.query(sql, params);
+            const relay = new EventEmitter();
+            void gate.then(() => {
+              const q = conn.query(sql, params);
+              for (const event of ['result', 'error', 'end']) q.on(event, (x: unknown) => relay.emit(event, x));
+            });
+            return relay;
+          };
+          cb(null, { query, on: conn.on.bind(conn), removeListener: conn.removeListener.bind(conn), release: () => conn.release(), destroy: () => conn.destroy() });
+        }),
     };
     const gated: Db = { ...db, pool: { pool: gatedCore } as unknown as Db['pool'] };
     const added = Array.from({ length: 150 }, (_, i) => testUuid('scan', 'growing-added', i)).filter((k) => k > keys[99]! && k <= keys[199]!);

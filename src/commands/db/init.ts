@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
-import { initSchema, type InitResult, type Side } from '../../lib/db/schema.js';
+import { SafetyError } from '../../lib/cli/exit.js';
+import { devMarkRefusal, initSchema, type InitResult, type Side } from '../../lib/db/schema.js';
 import { localDateTime } from '../../lib/time.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 
@@ -15,6 +16,17 @@ export function sidesOf(side: string): Side[] {
 /** `fcctl db init --side fc|sh|all [--dev]`: creates the reference schema, idempotently. */
 export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<number> {
   const results: InitResult[] = [];
+  // Every side is checked before any is written: a refusal changes nothing anywhere.
+  if (options.dev) {
+    const refusals: string[] = [];
+    for (const side of options.sides) {
+      const refusal = await devMarkRefusal(side === 'fc' ? await ctx.fcDb() : await ctx.shDb(), side);
+      if (refusal !== null) refusals.push(refusal);
+    }
+    if (refusals.length > 0) {
+      throw new SafetyError(`refusing to mark a development database: ${refusals.join('; ')}; --dev is only for a new, empty database (dev seed --replace deletes what one holds)`);
+    }
+  }
   for (const side of options.sides) {
     const db = side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
     const result = await initSchema(db, side, { dev: options.dev, now: localDateTime(ctx.now()) });

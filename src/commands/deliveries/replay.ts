@@ -14,7 +14,7 @@ import {
 import { type ReplayResult, runReplayBatch } from '../../lib/deliveries/replay-run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, secondsArg } from '../options.js';
-import { consumerArg, schoolArg } from './target.js';
+import { routableConsumerArg, schoolArg } from './target.js';
 
 export interface DeliveriesReplayOptions {
   readonly consumerAppKey: string;
@@ -152,7 +152,7 @@ export function createDeliveriesReplayCommand(parent: Command, deps: Deps, resou
   return parent
     .command('replay')
     .description('replay deliveries under an operation id: QUEUED, ALREADY_DELIVERED, GRANT_REVOKED, REVISION_MISMATCH or NO_DELIVERY_ROW (writes only with --execute)')
-    .requiredOption('--consumer <key>', 'consumer app key', consumerArg)
+    .requiredOption('--consumer <key>', 'consumer app key (no . * #: it must make a routing key)', routableConsumerArg)
     .requiredOption('--school <id>', 'consumer school id', schoolArg)
     .option('--answer <uuid>', 'answer uuid (single replay)')
     .option('--expected-revision <n>', 'the revision the newest row must have (single replay)')

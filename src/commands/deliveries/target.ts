@@ -14,6 +14,17 @@ export function consumerArg(value: string): string {
 }
 
 /**
+ * `--consumer KEY` where the key must make a routing key (SPEC §4): {@link consumerArg} and none of
+ * `.` `*` `#`. For commands that queue a message: a row of such a key can never be sent.
+ * @example .requiredOption('--consumer <key>', 'consumer app key', routableConsumerArg)
+ */
+export function routableConsumerArg(value: string): string {
+  consumerArg(value);
+  if (/[.*#]/.test(value)) throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
+  return value;
+}
+
+/**
  * `--school ID`: a positive integer that fits a BIGINT, kept as decimal text.
  * @example schoolArg('5') // '5'
  */

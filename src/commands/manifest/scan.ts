@@ -11,7 +11,7 @@ import { formatShard, type Shard, shardRange } from '../../lib/manifest/shard.js
 import { countManifestRows } from '../../lib/manifest/sql.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { schoolArg } from '../deliveries/target.js';
-import { intArg } from '../options.js';
+import { intArg, pathArg } from '../options.js';
 import { shardArg, sideArg, uuidArg } from './options.js';
 
 export interface ManifestScanOptions {
@@ -105,8 +105,8 @@ export function createManifestScanCommand(parent: Command, deps: Deps, resources
     .requiredOption('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)', sideArg)
     .requiredOption('--school <id>', 'school id', schoolArg)
     .requiredOption('--form <uuid>', 'form uuid', uuidArg)
-    .requiredOption('--out <file.jsonl>', 'the manifest file (rewritten from the checkpointed length on resume)')
-    .option('--checkpoint <file.json>', 'the checkpoint (default: beside --out, x.jsonl → x.checkpoint.json)')
+    .requiredOption('--out <file.jsonl>', 'the manifest file (rewritten from the checkpointed length on resume)', pathArg)
+    .option('--checkpoint <file.json>', 'the checkpoint (default: beside --out, x.jsonl → x.checkpoint.json)', pathArg)
     .option('--size <n>', `rows per page (at most ${MAX_PAGE_SIZE}); may change between resumes`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
     .option('--shard <i/n>', 'scan only shard i of n of the answer-uuid key space (outputs of shards 1..n concatenate in order)', shardArg)
     .option('--restart', 'discard an existing checkpoint (of other arguments, or finished) and scan from the start', false)

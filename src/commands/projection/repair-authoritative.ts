@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { readInput } from '../../lib/cli/input.js';
+import { requireSetting } from '../../lib/config/config.js';
 import type { Column } from '../../lib/cli/table.js';
 import { isRefused, REASON_CODES, REPAIR_RESULTS, type Triple } from '../../lib/projection/decide.js';
 import { EvidenceFile } from '../../lib/projection/evidence.js';
@@ -22,7 +23,7 @@ import {
 import { type RepairOutcome, type RepairRunOptions, runRepairBatch } from '../../lib/projection/repair.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { consumerArg, schoolArg } from '../deliveries/target.js';
-import { intArg, secondsArg } from '../options.js';
+import { intArg, pathArg, secondsArg } from '../options.js';
 
 /** The evidence file's name when `--evidence` is not given: beside the plan, or in the current directory. */
 export const DEFAULT_EVIDENCE_NAME = 'repair-evidence.jsonl';
@@ -118,6 +119,8 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
   const dryRun = !options.execute;
   const batch = options.single === undefined;
   const host = hostname();
+  // A database that is not configured is bad input too: refused before the evidence file is touched.
+  if (items.length > 0) for (const name of ['fcDatabaseUrl', 'shDatabaseUrl'] as const) requireSetting(ctx.config, name);
   const evidence = await EvidenceFile.open(evidencePath(options));
   const runOptions: RepairRunOptions = {
     consumerAppKey: options.consumerAppKey,
@@ -256,10 +259,10 @@ export function createProjectionRepairCommand(parent: Command, deps: Deps, resou
     .option('--expected-hash <hash>', 'the local content hash as read (one answer)')
     .option('--expected-is-deleted <0|1>', 'the local isDeleted as read (one answer)')
     .option('--expect-missing', 'the local row was observed missing: insert it UNLINKED (one answer)', false)
-    .option('--envelope <file>', 'take the authoritative snapshot from this v2 envelope (checked as canon check-envelope does) instead of building it from the FC answer row; - for stdin')
-    .option('--plan <file>', 'repair every line of a repair-plan.jsonl of reconcile diff; - for stdin')
+    .option('--envelope <file>', 'take the authoritative snapshot from this v2 envelope (checked as canon check-envelope does) instead of building it from the FC answer row; - for stdin', pathArg)
+    .option('--plan <file>', 'repair every line of a repair-plan.jsonl of reconcile diff; - for stdin', pathArg)
     .option('--execute', 'write; without it only report what each answer would get', false)
-    .option('--evidence <file>', `JSON lines appended per decision (default: ${DEFAULT_EVIDENCE_NAME} beside the plan, or in the current directory)`)
+    .option('--evidence <file>', `JSON lines appended per decision (default: ${DEFAULT_EVIDENCE_NAME} beside the plan, or in the current directory)`, pathArg)
     .option('--run-id <id>', 'run id for the audit rows and evidence (default: a new UUID)')
     .option('--concurrency <n>', 'answers repaired at once (--plan)', intArg(1, 32), 4)
     .option('--max-rereads <n>', 'times an answer is re-read and decided again after LOCAL_CHANGED', intArg(0, 10), 3)

@@ -3,7 +3,7 @@ import { ExitCode } from '../../lib/cli/exit.js';
 import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
 import { type DiffResult, parseTaskStart, runDiff } from '../../lib/reconcile/diff.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { collect } from '../manifest/options.js';
+import { pathArg, pathsArg } from '../options.js';
 
 export interface ReconcileDiffOptions {
   readonly fcFile: string;
@@ -77,12 +77,12 @@ export function createReconcileDiffCommand(parent: Command, deps: Deps, resource
   return parent
     .command('diff')
     .description('merge-join a complete FC and SH manifest: report.csv, summary.json, repair-plan.jsonl, local-ahead.jsonl, retire-candidates.jsonl')
-    .requiredOption('--fc <file.jsonl>', 'the FC manifest (manifest scan --side fc)')
-    .requiredOption('--sh <file.jsonl>', 'the SH manifest (manifest scan --side sh)')
+    .requiredOption('--fc <file.jsonl>', 'the FC manifest (manifest scan --side fc)', pathArg)
+    .requiredOption('--sh <file.jsonl>', 'the SH manifest (manifest scan --side sh)', pathArg)
     .requiredOption('--task-start <time>', 'yyyy-MM-dd HH:mm:ss in the SH database\'s clock, taken before both scans began; local rows created after it are never retire candidates')
-    .requiredOption('--out-dir <dir>', 'where the five files go (created if missing; written only when the whole diff succeeded)')
-    .option('--fc-checkpoint <file>', 'the FC manifest\'s checkpoint (default beside it); repeat once per shard, in shard order, for concatenated shards', collect)
-    .option('--sh-checkpoint <file>', 'the SH manifest\'s checkpoint (default beside it); repeat once per shard, in shard order', collect)
+    .requiredOption('--out-dir <dir>', 'where the five files go (created if missing; written only when the whole diff succeeded)', pathArg)
+    .option('--fc-checkpoint <file>', 'the FC manifest\'s checkpoint (default beside it); repeat once per shard, in shard order, for concatenated shards', pathsArg)
+    .option('--sh-checkpoint <file>', 'the SH manifest\'s checkpoint (default beside it); repeat once per shard, in shard order', pathsArg)
     .action(async (opts: { fc: string; sh: string; taskStart: string; outDir: string; fcCheckpoint?: string[]; shCheckpoint?: string[] }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(

@@ -5,7 +5,7 @@ import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
 import { EXCLUSION_REASONS, proveAbsence } from '../../lib/retire/proof.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { collect } from '../manifest/options.js';
+import { pathArg, pathsArg } from '../options.js';
 import { proofIdArg } from './options.js';
 
 export interface RetireProveOptions {
@@ -96,10 +96,10 @@ export function createRetireProveCommand(parent: Command, deps: Deps, resources:
   return parent
     .command('prove')
     .description('write a retire proof: candidates absent from a complete FC manifest and, checked now, at FC; with the local values to expect and a digest')
-    .requiredOption('--candidates <file>', 'retire-candidates.jsonl of reconcile diff / run')
-    .requiredOption('--fc-manifest <file>', 'the complete FC manifest the candidates came from')
-    .option('--fc-checkpoint <file>', 'its checkpoint (default beside it); repeat once per shard, in shard order, when the shards cover the whole key space', collect)
-    .requiredOption('--out <file>', 'the proof file to write (never overwritten)')
+    .requiredOption('--candidates <file>', 'retire-candidates.jsonl of reconcile diff / run', pathArg)
+    .requiredOption('--fc-manifest <file>', 'the complete FC manifest the candidates came from', pathArg)
+    .option('--fc-checkpoint <file>', 'its checkpoint (default beside it); repeat once per shard, in shard order, when the shards cover the whole key space', pathsArg)
+    .requiredOption('--out <file>', 'the proof file to write (never overwritten)', pathArg)
     .option('--proof-id <id>', 'proof id, 1–128 characters, recorded as retire_proof_id (default: rp- and a new UUID)', proofIdArg)
     .option('--task-id <id>', 'the reconcile task id (default: the run id in run.json beside the candidates)', proofIdArg)
     .action(async (o: { candidates: string; fcManifest: string; fcCheckpoint?: string[]; out: string; proofId?: string; taskId?: string }, cmd: Command) => {

@@ -8,7 +8,7 @@ import { REFUSAL_REASONS } from '../../lib/retire/decide.js';
 import { defaultEvidencePath, readProofFile } from '../../lib/retire/proof.js';
 import { type EntryOutcome, EvidenceLog, newRunId, type RetireRunResult, runRetire } from '../../lib/retire/retire.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { durationArg } from '../options.js';
+import { durationArg, pathArg } from '../options.js';
 import { runIdArg } from './options.js';
 
 export interface RetireAbsentOptions {
@@ -113,14 +113,14 @@ export function createRetireAbsentCommand(program: Command, deps: Deps, resource
   return program
     .command('retire-absent')
     .description('retire projection rows a proof shows FC no longer has: RETIRED, ALREADY_RETIRED or REFUSED per answer (writes only with --execute); `retire-absent prove` makes the proof')
-    .option('--proof <file>', 'the proof file (fcctl retire-absent prove)')
+    .option('--proof <file>', 'the proof file (fcctl retire-absent prove)', pathArg)
     .option('--execute', 'mark the rows retired and write the audit; without it only report what each entry would be', false)
     .addOption(
       new Option('--max-proof-age <duration>', 'refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest\'s completion or its making, the earlier')
         .argParser(durationArg(1, 30 * 86400))
         .default(DEFAULT_MAX_PROOF_AGE_SECONDS, '24h'),
     )
-    .option('--evidence <file>', 'JSON lines of every decision, appended (default: beside the proof, x.json → x.evidence.jsonl)')
+    .option('--evidence <file>', 'JSON lines of every decision, appended (default: beside the proof, x.json → x.evidence.jsonl)', pathArg)
     .option('--run-id <id>', 'run id recorded in the audit and the evidence, 1–64 characters (default: a new UUID)', runIdArg)
     .action(async (o: { proof?: string; execute: boolean; maxProofAge: number; evidence?: string; runId?: string }, cmd: Command) => {
       if (o.proof === undefined) throw new UsageError('give --proof FILE (made by `fcctl retire-absent prove`)');

@@ -41,9 +41,19 @@ function readValueFile(readFile: (p: string) => string, path: string, what: stri
     // One trailing newline is how editors and `echo` leave files; it is never part of a secret.
     return readFile(path).replace(/\r?\n$/, '');
   } catch (err) {
-    throw new UsageError(`${what}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_ENCODING_INVALID_ENCODED_DATA') throw new UsageError(`${what}: ${path} is not UTF-8 text`);
+    throw new UsageError(`${what}: cannot read ${path}: ${code ?? 'error'}`);
   }
 }
+
+/** A file's text; bytes that are not UTF-8 are refused, never turned into U+FFFD. */
+function readUtf8File(path: string): string {
+  return new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(path));
+}
+
+/** `fcDatabaseUrl` → `--fc-database-url` */
+const flagName = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 function loadConfigFile(readFile: (p: string) => string, path: string): Record<string, unknown> {
   const text = readValueFile(readFile, path, '--config');
@@ -69,7 +79,7 @@ function loadConfigFile(readFile: (p: string) => string, path: string): Record<s
  * @example resolveConfig({ flags: {}, env: process.env }).fcDatabaseUrl.value
  */
 export function resolveConfig(inputs: ConfigInputs): Config {
-  const readFile = inputs.readFile ?? ((p: string) => readFileSync(p, 'utf8'));
+  const readFile = inputs.readFile ?? readUtf8File;
   const configPath = inputs.flags['config'];
   const file = typeof configPath === 'string' ? loadConfigFile(readFile, configPath) : {};
   const out = {} as Record<SettingName, Setting>;
@@ -81,6 +91,8 @@ export function resolveConfig(inputs: ConfigInputs): Config {
     const fileValue = file[name];
     const fileFile = file[`${name}File`];
     let setting: Setting;
+    // An empty flag (`--fc-database-url "$UNSET"`) must not fall through to another source.
+    if (flagValue === '' && spec.flag) throw new UsageError(`${flagName(spec.flag)} is empty: leave it out to use ${spec.env} or the config file`);
     if (typeof flagValue === 'string' && flagValue !== '') setting = { value: flagValue, source: 'flag' };
     else if (envValue !== undefined && envValue !== '') setting = { value: envValue, source: 'env' };
     else if (envFile) setting = { value: readValueFile(readFile, envFile, `${spec.env}_FILE`), source: 'env-file' };
@@ -129,7 +141,7 @@ export function requireSetting(config: Config, name: SettingName): string {
   const value = config[name].value;
   if (value === undefined) {
     const spec = SETTINGS[name];
-    const flag = spec.flag ? `--${spec.flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} or ` : '';
+    const flag = spec.flag ? `${flagName(spec.flag)} or ` : '';
     throw new UsageError(`${name} is not configured: set ${flag}${spec.env}`);
   }
   return value;

@@ -20,7 +20,9 @@ export function maskUrl(value: string): string {
  * @example redact('failed: mysql://u:pw@h/db', ['pw']) // 'failed: mysql://u:***@h/db'
  */
 export function redact(text: string, secrets: readonly string[]): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)([^@\s]*)@/gi, '$1***@');
+  // The lookbehind starts a scheme only where one can start: without it, every letter of a long
+  // word was a new start and the scan took time quadratic in its length.
+  let out = text.replace(/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)([^@\s]*)@/gi, '$1***@');
   for (const secret of secrets) {
     if (secret.length >= 3) out = out.split(secret).join('***');
   }

@@ -181,6 +181,29 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
   return { side, created, existing, versionRecorded, markedDev };
 }
 
+/**
+ * The reference tables of a side that exist here and hold at least one row (the version table
+ * left out); one `LIMIT 1` read each, never a count of a large table.
+ */
+export async function tablesWithRows(db: Db, side: Side): Promise<string[]> {
+  const { liveColumns } = await liveSchema(db);
+  const names = parseSchema(schemaSql(side)).map((t) => t.name).filter((t) => t !== 'fcctl_schema_version' && liveColumns.has(t));
+  const holding: string[] = [];
+  for (const t of names) if ((await db.query(`SELECT 1 AS x FROM ${t} LIMIT 1`)).length > 0) holding.push(t);
+  return holding;
+}
+
+/**
+ * Why `db init --dev` must not mark this database, or null when it may: only a database already
+ * marked, or one whose fcctl tables hold no rows (just created), becomes a development database —
+ * `dev seed --replace` deletes what a development database holds.
+ */
+export async function devMarkRefusal(db: Db, side: Side): Promise<string | null> {
+  if (await isDevDatabase(db, side)) return null;
+  const holding = await tablesWithRows(db, side);
+  return holding.length === 0 ? null : `the ${side.toUpperCase()} database holds rows (${holding.join(', ')}) and is not marked already`;
+}
+
 /** True when `db init --dev` marked this database as a development database. */
 export async function isDevDatabase(db: Db, side: Side): Promise<boolean> {
   try {

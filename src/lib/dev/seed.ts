@@ -57,9 +57,10 @@ export function defaultConsumerKeys(count: number, publisherKey: string): string
   return keys;
 }
 
-/** A routing-key-safe app key (SPEC §4): non-empty, none of `.` `*` `#` or whitespace, ≤ 64. */
+/** A routing-key-safe app key (SPEC §4): non-empty, none of `.` `*` `#`, whitespace or control characters, ≤ 64. */
 export function isValidAppKey(key: string): boolean {
-  return key.length > 0 && key.length <= 64 && !/[.*#\s]/.test(key);
+  // eslint-disable-next-line no-control-regex
+  return key.length > 0 && key.length <= 64 && !/[.*#\s\u0000-\u001f\u007f]/.test(key);
 }
 
 export interface AppRow {

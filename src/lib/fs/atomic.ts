@@ -4,7 +4,7 @@
  * never a partial one.
  */
 import { randomBytes } from 'node:crypto';
-import { open, rename, unlink } from 'node:fs/promises';
+import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -57,4 +57,23 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     throw err;
   }
   await fsyncDir(dirname(path));
+}
+
+/**
+ * Removes the temp files {@link tempPathFor} left beside `path` by a writer killed before its
+ * rename (`kill -9` in the middle of a write). Only for the holder of the lock that guards `path`:
+ * no other writer can be using one of them.
+ * @example await removeStaleTemps('/var/lib/x/report.csv') // removes /var/lib/x/.report.csv.4242.1a2b3c4d.tmp
+ */
+export async function removeStaleTemps(path: string): Promise<void> {
+  const prefix = `.${basename(path)}.`;
+  let names: string[];
+  try {
+    names = await readdir(dirname(path));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (name.startsWith(prefix) && /^[0-9]+\.[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length))) await unlink(join(dirname(path), name)).catch(() => undefined);
+  }
 }

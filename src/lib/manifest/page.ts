@@ -168,31 +168,49 @@ export async function readManifestLines(db: Db, side: ManifestSide, o: ReadPageO
 
 /**
  * Runs a SELECT and hands each row to `onRow` as the driver parses it (mysql2's row events on
- * the pool), instead of collecting the result set. An exception from `onRow` is raised once the
- * statement has ended (the connection goes back to the pool clean); later rows are skipped.
+ * a pooled connection), instead of collecting the result set. An exception from `onRow` is raised
+ * once the statement has ended (the connection goes back to the pool clean); later rows are skipped.
+ * A lost connection rejects (the connection is destroyed, not returned).
  */
 function eachRow<T>(db: Db, sql: string, params: readonly unknown[], onRow: (row: T) => void): Promise<void> {
+  // A lost or refused connection is the environment's (exit 3), and names the database.
+  const mapped = (error: unknown) => {
+    const e = error as { fatal?: boolean; code?: string; message?: string };
+    return e.fatal ? new EnvironmentError(`lost the connection to the ${db.label}: ${e.code ?? e.message}`, { cause: error }) : error;
+  };
   return new Promise((resolve, reject) => {
-    let failed: { error: unknown } | null = null;
-    let settled = false;
-    const settle = (error?: unknown) => {
-      if (settled) return;
-      settled = true;
-      if (error !== undefined) reject(error);
-      else if (failed) reject(failed.error);
-      else resolve();
-    };
-    const q = db.pool.pool.query(sql, params as unknown[]);
-    q.on('result', (row) => {
-      if (failed) return;
-      try {
-        onRow(row as T);
-      } catch (err) {
-        failed = { error: err };
-      }
+    db.pool.pool.getConnection((connectError, conn) => {
+      if (connectError) return reject(mapped(connectError));
+      let failed: { error: unknown } | null = null;
+      let settled = false;
+      const settle = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        conn.removeListener('error', settle);
+        if (error !== undefined) {
+          conn.destroy();
+          reject(mapped(error));
+          return;
+        }
+        conn.release();
+        if (failed) reject(failed.error);
+        else resolve();
+      };
+      // mysql2 tells a query without a callback nothing when its connection dies (or was already
+      // dead when taken from the pool): only the connection hears it, so listen there too.
+      conn.on('error', settle);
+      const q = conn.query(sql, params as unknown[]);
+      q.on('result', (row) => {
+        if (failed) return;
+        try {
+          onRow(row as T);
+        } catch (err) {
+          failed = { error: err };
+        }
+      });
+      q.on('error', (err: Error) => settle(err));
+      q.on('end', () => settle());
     });
-    q.on('error', (err: Error) => settle(err));
-    q.on('end', () => settle());
   });
 }
 

@@ -26,6 +26,7 @@ import { type FileHandle, open, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { SafetyError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
+import { removeStaleTemps } from '../fs/atomic.js';
 import { type Checkpoint, CHECKPOINT_FORMAT, lockPathFor, paramsDigest, readCheckpoint, type ScanParams, writeCheckpoint } from './checkpoint.js';
 import { acquireLock } from './lock.js';
 import { type ManifestLines, readManifestLines, readPageBoundary } from './page.js';
@@ -137,9 +138,14 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
   const digest = paramsDigest(params);
   const checkpointPath = resolve(o.checkpoint);
   if (checkpointPath === params.out) throw new UsageError('--checkpoint and --out must be different files');
+  // Before any checkpoint is written: an --out that is a directory would fail only after it.
+  const existing = await stat(params.out).catch(() => null);
+  if (existing !== null && !existing.isFile()) throw new UsageError(`--out ${params.out} is not a regular file`);
   const lock = await acquireLock(lockPathFor(checkpointPath), deps.command ?? 'manifest scan', `checkpoint ${checkpointPath}`);
   let fh: FileHandle | undefined;
   try {
+    // A scan killed while replacing its checkpoint left a temp file.
+    await removeStaleTemps(checkpointPath);
     let previous = await readCheckpoint(checkpointPath);
     let restarted = false;
     if (previous !== null && previous.paramsDigest !== digest) {

@@ -49,11 +49,23 @@ const INT64_MAX = 2n ** 63n - 1n;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
+ * A refused value as a message shows it: JSON of a scalar, cut to 64 characters; only the kind of
+ * an object or array (a hostile plan line may hold megabytes, or nesting too deep to serialize).
+ * @example shown({ a: 1 }) // 'an object'
+ */
+function shown(value: unknown): string {
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
+  if (typeof value === 'string' && value.length > 64) return `${JSON.stringify(value.slice(0, 64)).slice(0, -1)}…"`;
+  // JSON has no Infinity (1e309 parses to it): JSON.stringify would show null
+  return typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value));
+}
+
+/**
  * An answer or form uuid: the 8-4-4-4-12 hex form (the lookup is exact, so case is kept).
  * @example checkUuid('nope', 0, '--answer') // throws RepairInputError('--answer "nope" is not a UUID')
  */
 export function checkUuid(value: unknown, line: number, name: string): string {
-  if (typeof value !== 'string' || !UUID.test(value)) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a UUID`);
+  if (typeof value !== 'string' || !UUID.test(value)) throw new RepairInputError(line, `${name} ${shown(value)} is not a UUID`);
   return value;
 }
 
@@ -63,7 +75,7 @@ export function checkUuid(value: unknown, line: number, name: string): string {
  */
 export function checkSchool(value: unknown, line: number, name: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (typeof text !== 'string' || !/^[1-9]\d{0,18}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a positive whole number`);
+  if (typeof text !== 'string' || !/^[1-9]\d{0,18}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${shown(value)} is not a positive whole number`);
   return text;
 }
 
@@ -73,7 +85,7 @@ export function checkSchool(value: unknown, line: number, name: string): string 
  */
 export function checkRevision(value: unknown, line: number, name: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : value;
-  if (typeof text !== 'string' || !/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${JSON.stringify(value)} is not a whole number ≥ 0`);
+  if (typeof text !== 'string' || !/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${shown(value)} is not a whole number ≥ 0`);
   return BigInt(text).toString();
 }
 
@@ -93,7 +105,7 @@ export function checkHash(value: unknown, line: number, name: string): string {
 export function checkIsDeletedFlag(value: unknown): boolean {
   if (value === '0') return false;
   if (value === '1') return true;
-  throw new RepairInputError(0, `--expected-is-deleted ${JSON.stringify(value)} must be 0 or 1`);
+  throw new RepairInputError(0, `--expected-is-deleted ${shown(value)} must be 0 or 1`);
 }
 
 /**
@@ -138,7 +150,7 @@ function planItem(line: number, o: Record<string, unknown>): RepairItem {
   for (const m of PLAN_MEMBERS) if (!(m in o)) throw new RepairInputError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
   const category = o['category'];
   if (typeof category !== 'string' || !(REPAIR_CATEGORIES as readonly string[]).includes(category)) {
-    throw new RepairInputError(line, `category ${JSON.stringify(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
+    throw new RepairInputError(line, `category ${shown(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
   }
   const answerUuid = checkUuid(o['answerUuid'], line, 'answerUuid');
   const schId = checkSchool(o['schId'], line, 'schId');
@@ -229,11 +241,11 @@ export function authoritativeFromEnvelope(
   }
   const e = r.envelope;
   const problems: string[] = [];
-  if (!UUID.test(e.answerUuid)) problems.push(`answerUuid ${JSON.stringify(e.answerUuid)} is not a UUID`);
-  if (!UUID.test(e.formUuid)) problems.push(`formUuid ${JSON.stringify(e.formUuid)} is not a UUID`);
-  if (e.answerUuid !== want.answerUuid) problems.push(`answerUuid ${JSON.stringify(e.answerUuid)} is not --answer ${want.answerUuid}`);
+  if (!UUID.test(e.answerUuid)) problems.push(`answerUuid ${shown(e.answerUuid)} is not a UUID`);
+  if (!UUID.test(e.formUuid)) problems.push(`formUuid ${shown(e.formUuid)} is not a UUID`);
+  if (e.answerUuid !== want.answerUuid) problems.push(`answerUuid ${shown(e.answerUuid)} is not --answer ${want.answerUuid}`);
   if (e.consumerSchoolId !== want.schId) problems.push(`consumerSchoolId ${e.consumerSchoolId} is not --school ${want.schId}`);
-  if (e.consumerAppKey !== want.consumerAppKey) problems.push(`consumerAppKey ${JSON.stringify(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);
+  if (e.consumerAppKey !== want.consumerAppKey) problems.push(`consumerAppKey ${shown(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);
   if (BigInt(e.answerRevision) < 0n || BigInt(e.formVersion) < 0n) problems.push('answerRevision and formVersion must be ≥ 0');
   const snapshot = JSON.parse(e.snapshotJson) as Record<string, unknown>;
   if (String(snapshot['schId']) !== want.schId) problems.push(`snapshot schId ${String(snapshot['schId'])} is not --school ${want.schId}`);

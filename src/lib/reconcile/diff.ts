@@ -132,8 +132,18 @@ export type DiffResult = { readonly kind: 'done'; readonly summary: DiffSummary;
  */
 export function parseTaskStart(text: string): string {
   const t = normalizeDateTime(text.trim());
-  if (t === null || text.includes('.')) throw new UsageError(`--task-start ${JSON.stringify(text)} is not a time like 2026-11-30 01:00:00 (the SH database's clock)`);
+  if (t === null || text.includes('.') || !isCalendarTime(t)) throw new UsageError(`--task-start ${JSON.stringify(text)} is not a time like 2026-11-30 01:00:00 (the SH database's clock)`);
   return t;
+}
+
+/**
+ * A `yyyy-MM-dd HH:mm:ss` that names a real second of DATETIME's range: month 13 or February 30
+ * would otherwise be compared as text against every createTime.
+ */
+function isCalendarTime(t: string): boolean {
+  const [y, mo, d, h, mi, s] = t.split(/[- :]/).map(Number) as [number, number, number, number, number, number];
+  const at = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  return y >= 1000 && at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d && at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
 }
 
 /** A temp file that becomes `finalPath` on commit; counts lines and hashes what it writes. */

@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { canonicalize } from '../canon/index.js';
 import { SafetyError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
-import { writeFileAtomic } from '../fs/atomic.js';
+import { removeStaleTemps, writeFileAtomic } from '../fs/atomic.js';
 import { acquireLock } from '../manifest/lock.js';
 import { normalizeDateTime, type ManifestSide } from '../manifest/row.js';
 import { runManifestScan, type ScanProgress, type ScanResult } from '../manifest/scan.js';
@@ -142,6 +142,8 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
   }
   const lock = await acquireLock(join(outDir, RUN_FILES.lock), 'reconcile run', `run directory ${outDir}`);
   try {
+    // A run killed in the middle of a write left temp files; the scans sweep their checkpoints'.
+    for (const f of [RUN_FILES.run, ...Object.values(DIFF_FILES)]) await removeStaleTemps(join(outDir, f));
     const params: RunParams = { schId: o.schId, formUuid: o.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase };
     const paramsDigest = digestOf(params);
     const runPath = join(outDir, RUN_FILES.run);

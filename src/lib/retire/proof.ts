@@ -366,7 +366,8 @@ export function parseCandidates(text: string, label: string): Candidate[] {
     }
     if (!isObject(v)) throw bad('not a JSON object');
     for (const k of ['answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'taskStart']) if (!(k in v)) throw bad(`member ${k} is missing`);
-    if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC') throw bad(`category ${JSON.stringify(v['category'])} is not ABSENT_AT_FC`);
+    // Named by its kind, not serialized: a hostile line may nest too deep for JSON.stringify.
+    if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC') throw bad(`category ${typeof v['category'] === 'string' ? JSON.stringify(v['category'].slice(0, 64)) : `of type ${Array.isArray(v['category']) ? 'array' : typeof v['category']}`} is not ABSENT_AT_FC`);
     const { answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime, taskStart } = v;
     if (!isAnswerUuid(answerUuid)) throw bad('answerUuid must be a string of 1 to 36 characters');
     if (!isBigintText(schId, POSITIVE)) throw bad('schId must be a positive whole number as text');

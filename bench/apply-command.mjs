@@ -7,6 +7,8 @@
 //   npm run build && eval "$(bash scripts/services.sh env)" && node bench/apply-command.mjs \
 //     [--rows 2000] [--latency 20] [--concurrency 16] [--batch-size 100] [--mode found|not-found] [--rounds 3] [--json]
 //     [--dry-run]        lookups only (what the writes cost, by difference)
+//     BENCH_TIMELINE=1   also print the stand-in's requests per 250 ms of each run (warm-up, stalls)
+//     BENCH_NODE_ARGS    extra node arguments for the fcctl child (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //     [--simulated]      no HTTP: the runner in this process with the flow center replaced by a timer of
 //                        --latency ms (claims, decisions and writes on the real database): the runner's own ceiling
 import { spawn } from 'node:child_process';
@@ -142,8 +144,17 @@ try {
     const standInCpuMs = cpuAfter.cpuUserMs + cpuAfter.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs;
     const load = os.loadavg()[0];
     const summary = r.out.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
+    if (process.env.BENCH_TIMELINE) {
+      const log = await adminCall('GET', '/__admin/log');
+      const t = log.map((e) => e.at);
+      const start = Math.min(...t);
+      const buckets = [];
+      for (const x of t) buckets[Math.floor((x - start) / 250)] = (buckets[Math.floor((x - start) / 250)] ?? 0) + 1;
+      console.error(`requests per 250 ms: ${[...buckets].map((b) => b ?? 0).join(' ')}`);
+    }
     if (!summary || summary.done !== rows) throw new Error(`round ${round}: ${r.err || JSON.stringify(summary)}`);
-    results.push({ round, seconds: summary.seconds, wall, rowsPerSecond: rows / summary.seconds, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100, standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100, load1: Math.round(load * 10) / 10 });
+    // rowsPerSecond is computed from the unrounded run time (summary.seconds is rounded to 0.1 s).
+    results.push({ round, seconds: Math.round((rows / summary.rowsPerSecond) * 100) / 100, wall, rowsPerSecond: summary.rowsPerSecond, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100, standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100, load1: Math.round(load * 10) / 10 });
   }
 } finally {
   standIn?.kill('SIGTERM');

@@ -136,7 +136,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   const http = pLimit(options.concurrency);
   // Row writes are independent and guarded one by one: they go to the database in groups. A row's
   // request slot is free before its write, so a few milliseconds of lingering cost no throughput.
-  const writes = new WriteBatcher(deps.db, { lingerMs: 5 });
+  const writes = new WriteBatcher(deps.db, { lingerMs: 20 });
   let errorStreak = 0;
   let lastError = '';
   let tripped = false;

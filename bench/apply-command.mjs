@@ -77,6 +77,9 @@ const adminCall = (method, path, body) => fetch(`${standInUrl}${path}`, { method
 const env = { PATH: process.env.PATH, FCCTL_SH_DATABASE_URL: shUrl, FCCTL_FLOW_URL: standInUrl, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret };
 
 const results = [];
+const perRow = mode === 'found' ? 1 : 2;
+/** rows/s the transport alone reaches (second, warm pass), or null when simulated */
+let reference = null;
 
 /** One run of the runner in this process, the flow center replaced by a timer (every instance exists, owned, status 30). */
 async function simulated() {
@@ -156,18 +159,33 @@ try {
     // rowsPerSecond is computed from the unrounded run time (summary.seconds is rounded to 0.1 s).
     results.push({ round, seconds: Math.round((rows / summary.rowsPerSecond) * 100) / 100, wall, rowsPerSecond: summary.rowsPerSecond, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100, standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100, load1: Math.round(load * 10) / 10 });
   }
+  if (!args.simulated) {
+    // Reference in the same script, same stand-in, same moment: the same number of signed lookups
+    // through FlowClient at the same concurrency, nothing else (no database, no runner). What the
+    // HTTP round trips alone allow on this machine now; fcctl's figure is also given against it.
+    const { FlowClient } = await import('../dist/lib/flow/client.js');
+    const pLimit = (await import('p-limit')).default;
+    const client = new FlowClient({ baseUrl: standInUrl, appKey: APP.key, secret: APP.secret, timeoutMs: 10_000, maxSockets: concurrency });
+    const limit = pLimit(concurrency);
+    for (let pass = 0; pass < 2; pass++) {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: rows * perRow }, (_, i) => limit(() => client.lookup('honor_apply', `ref${pass}-${i}`))));
+      reference = (rows * perRow) / ((performance.now() - t0) / 1000) / perRow;
+    }
+    client.close();
+  }
 } finally {
   standIn?.kill('SIGTERM');
   await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
   await admin.end();
 }
 
-const perRow = mode === 'found' ? 1 : 2;
 const bound = concurrency / (latency / 1000) / perRow;
 const median = [...results].sort((a, b) => a.rowsPerSecond - b.rowsPerSecond)[Math.floor(results.length / 2)];
 const report = {
   mode, simulated: args.simulated, rows, latencyMs: latency, concurrency, batchSize: Number(args['batch-size']), requestsPerRow: perRow, boundRowsPerSecond: bound,
   medianRowsPerSecond: Math.round(median.rowsPerSecond), ratio: Math.round((median.rowsPerSecond / bound) * 100) / 100,
+  referenceRowsPerSecond: reference === null ? null : Math.round(reference), ratioToReference: reference === null ? null : Math.round((median.rowsPerSecond / reference) * 100) / 100,
   rounds: results.map((r) => ({ ...r, rowsPerSecond: Math.round(r.rowsPerSecond), wall: Math.round(r.wall * 100) / 100 })),
   node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model,
 };
@@ -178,4 +196,5 @@ else {
     console.log(`  round ${r.round}: ${r.seconds} s in the command (${r.wall} s wall), ${r.rowsPerSecond} rows/s, ${r.lookups} lookups, ${r.posts} posts; CPU per row: fcctl ${r.fcctlCpuMsPerRow} ms${args.simulated ? ' (the runner in this process)' : ` (whole process, startup included), stand-in ${r.standInCpuMsPerRow} ms`}; load ${r.load1} on ${report.cpus} CPUs`);
   }
   console.log(`  median ${report.medianRowsPerSecond} rows/s = ${report.ratio} × bound (goal ≥ 0.8)`);
+  if (reference !== null) console.log(`  reference, same script: FlowClient lookups alone (no database) ${report.referenceRowsPerSecond} rows/s = ${report.referenceRowsPerSecond && Math.round((report.referenceRowsPerSecond / bound) * 100) / 100} × bound; fcctl = ${report.ratioToReference} × the reference`);
 }

@@ -25,8 +25,8 @@ export const ROWS = {
   ]],
   'apply-command': (r) => [[
     `apply-command: resolve-unknown, ${r.rows} rows, ${r.latencyMs} ms, concurrency ${r.concurrency}`,
-    `${n(r.medianRowsPerSecond)} rows/s = **${f(r.ratio)}×**`,
-    `bound ${n(r.boundRowsPerSecond)} rows/s`,
+    `${n(r.medianRowsPerSecond)} rows/s = **${f(r.ratio)}×**${r.referenceRowsPerSecond ? ` (${f(r.ratioToReference)}× the transport-only reference)` : ''}`,
+    `bound ${n(r.boundRowsPerSecond)} rows/s${r.referenceRowsPerSecond ? `; same-run reference: FlowClient lookups alone ${n(r.referenceRowsPerSecond)}/s` : ''}`,
     '≥ 0.8×',
     met(r.ratio >= 0.8),
   ]],

@@ -8,6 +8,7 @@
 import pLimit from 'p-limit';
 import type { RetryPolicy } from '../deliveries/decide.js';
 import { newClaimOwner } from '../deliveries/relay.js';
+import { InFlight } from '../batch/in-flight.js';
 import { WriteBatcher } from '../db/batch.js';
 import type { Db } from '../db/connect.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
@@ -241,7 +242,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     report(row, result);
   };
 
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new InFlight();
   let fatal: unknown = null;
   for (;;) {
     if (fatal) break;
@@ -252,7 +253,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     }
     // Claim only when the limiter is about to run dry, so claimed rows never wait long on their lease.
     if (http.pendingCount >= options.concurrency) {
-      await Promise.race(inFlight);
+      await inFlight.next();
       continue;
     }
     const claimedAt = deps.clock();
@@ -260,15 +261,14 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     if (rows.length === 0) break;
     summary.claimed += rows.length;
     for (const row of rows) {
-      const p: Promise<void> = processRow(row, claimedAt)
-        .catch((err: unknown) => {
+      inFlight.add(
+        processRow(row, claimedAt).catch((err: unknown) => {
           fatal ??= err;
-        })
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
+        }),
+      );
     }
   }
-  await Promise.all(inFlight);
+  await inFlight.all();
   if (fatal) throw fatal;
   if (tripped) {
     summary.stoppedBy = 'flow-center-errors';

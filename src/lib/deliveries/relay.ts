@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Broker } from '../amqp/connect.js';
 import { DELIVERY_EXCHANGE } from '../amqp/connect.js';
 import { ConfirmPublisher, type PublishOutcome } from '../amqp/confirm-publisher.js';
+import { InFlight } from '../batch/in-flight.js';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { adjudicate, afterFailure, prePublish, type PrePublishDecision, type PublisherFacts, type RetryPolicy } from './decide.js';
@@ -229,7 +230,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     throw new EnvironmentError(`cannot open a confirm channel: ${(err as Error).message}`, { cause: err });
   }
   const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs);
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new InFlight();
   let fatal: unknown = null;
 
   const processBatch = async (rows: DeliveryRow[], claimedAt: number) => {
@@ -257,7 +258,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       break;
     }
     if (inFlight.size >= options.pipeline) {
-      await Promise.race(inFlight);
+      await inFlight.next();
       continue;
     }
     const limit = Math.min(options.batchSize, options.maxRows - summary.claimed);
@@ -266,18 +267,17 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     if (rows.length === 0) {
       if (inFlight.size === 0) break;
       // Rows may come back due (held elsewhere, released) only later; finish what is in flight.
-      await Promise.race(inFlight);
+      await inFlight.next();
       continue;
     }
     summary.claimed += rows.length;
-    const p: Promise<void> = processBatch(rows, claimedAt)
-      .catch((err: unknown) => {
+    inFlight.add(
+      processBatch(rows, claimedAt).catch((err: unknown) => {
         fatal ??= err;
-      })
-      .finally(() => inFlight.delete(p));
-    inFlight.add(p);
+      }),
+    );
   }
-  await Promise.all(inFlight);
+  await inFlight.all();
   const lost = publisher.lost;
   await publisher.close();
   if (fatal) throw fatal;

@@ -64,8 +64,11 @@ for (const file of files) {
 }
 
 describe('fixtures/canon', () => {
-  it.runIf(existsSync(shared))('keeps an exact copy of the shared vectors', () => {
-    expect(readFileSync(new URL('fc-canon-v1.json', fixtures), 'utf8')).toBe(readFileSync(shared, 'utf8'));
+  it('keeps an exact copy of the shared vectors (compared when ../shared is beside the checkout)', () => {
+    const copy = readFileSync(new URL('fc-canon-v1.json', fixtures), 'utf8');
+    // A clone elsewhere (CI) has no ../shared: the copy then stands alone, and must still hold vectors.
+    if (!existsSync(shared)) expect((JSON.parse(copy) as { vectors: unknown[] }).vectors.length).toBeGreaterThan(0);
+    else expect(copy).toBe(readFileSync(shared, 'utf8'));
   });
   it('fcctl-extra.json documents inputBase64 and its oracle', () => {
     const extra = load(new URL('fcctl-extra.json', fixtures));

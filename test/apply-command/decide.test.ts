@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { APPLY_RETRY_POLICY, DONE_BRANCHES, planWrite, resolve, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
-import { claimSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
+import { claimSelect, claimStartSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
 import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
 import { durationArg } from '../../src/commands/options.js';
 import {
@@ -157,13 +157,14 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
 
 describe('SQL builders', () => {
   it('claims UNKNOWN/due FAILED/old PENDING of the app key, unclaimed or lease expired, oldest first, SKIP LOCKED', () => {
-    const q = claimSelect('100021', 600, 50);
+    const q = claimSelect('100021', 600, '41', 50);
     expect(q.sql).toBe(
       'SELECT id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time FROM flow_apply_command WHERE ' +
         "((state IN ('UNKNOWN', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW())) OR (state = 'PENDING' AND create_time <= NOW() - INTERVAL ? SECOND)) " +
-        'AND apply_app_key = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW()) ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED',
+        'AND apply_app_key = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW()) AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED',
     );
-    expect(q.params).toEqual([600, '100021', 50]);
+    expect(q.params).toEqual([600, '100021', '41', 50]);
+    expect(claimStartSelect().sql).toContain('FORCE INDEX (idx_apply_command_due)');
     expect(peekSelect('k', 60, '9', 10).sql).not.toContain('FOR UPDATE');
     expect(otherAppKeySelect('k', 60).sql).toContain('apply_app_key <> ?');
   });

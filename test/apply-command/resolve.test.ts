@@ -370,6 +370,32 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
   });
 });
 
+describe('claims do not grow with history', () => {
+  it('a run starts after the DONE prefix and each claim walks the primary key from the last one (a range, not a scan from the start)', async () => {
+    const { openDb } = await import('../../src/lib/db/connect.js');
+    const { claimStart, claimSelect } = await import('../../src/lib/apply-command/sql.js');
+    const own = await freshDatabases('hist');
+    const db = await openDb('SH database', own.shUrl);
+    try {
+      expect((await runCli(['db', 'init', '--side', 'sh'], { env: own.env() })).code).toBe(0);
+      expect(await claimStart(db)).toBe('0');
+      await insertCommands(own.admin, own.shName, Array.from({ length: 300 }, (_, i) => ({ bizId: `done-${i}`, state: 'DONE' as const })));
+      await insertCommands(own.admin, own.shName, [{ bizId: 'todo-1' }, { bizId: 'todo-2', state: 'DEAD' }, { bizId: 'todo-3', state: 'FAILED' }]);
+      const ids = Object.fromEntries(
+        ((await own.admin.query(`SELECT biz_id, id FROM \`${own.shName}\`.flow_apply_command WHERE biz_id LIKE 'todo-%'`))[0] as Array<{ biz_id: string; id: string }>).map((r) => [r.biz_id, BigInt(r.id)]),
+      );
+      // Just before the first row in a state resolve can take; the 300 DONE rows lie behind it.
+      expect(await claimStart(db)).toBe(String(ids['todo-1']! - 1n));
+      const q = claimSelect(APP.key, 600, await claimStart(db), 10);
+      const [plan] = (await own.admin.query(`EXPLAIN ${q.sql.replace('FROM flow_apply_command', `FROM \`${own.shName}\`.flow_apply_command`)}`, q.params)) as unknown as [Array<{ type: string; key: string }>];
+      expect(plan[0]).toMatchObject({ type: 'range', key: 'PRIMARY' });
+    } finally {
+      await db.close();
+      await own.drop();
+    }
+  });
+});
+
 describe('stale workers change nothing', () => {
   it('a lease that expired and was taken over: the old owner\'s write matches nothing', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
@@ -378,11 +404,11 @@ describe('stale workers change nothing', () => {
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     const db = await openDb('SH database', dbs.shUrl);
     try {
-      const mine = (await claimRows(db, 'owner-a', APP.key, 600, 1000, 30)).filter((r) => r.biz_id.startsWith(p));
+      const mine = (await claimRows(db, 'owner-a', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(mine).toHaveLength(1);
       // the lease runs out; owner b claims the row
       await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE biz_id LIKE ?`, [`${p}%`]);
-      const theirs = (await claimRows(db, 'owner-b', APP.key, 600, 1000, 30)).filter((r) => r.biz_id.startsWith(p));
+      const theirs = (await claimRows(db, 'owner-b', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(theirs).toHaveLength(1);
       const gen = generationOf(mine[0]!);
       const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror: { bizType: BIZ_TYPE, bizId: `${p}-1`, status: 30 } });

@@ -13,7 +13,7 @@ import { WriteBatcher } from '../db/batch.js';
 import type { Db } from '../db/connect.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
 import { planWrite, resolve, type RowResult, type Transition } from './decide.js';
-import { applyWrite, claimRows, otherAppKeySelect, peekSelect } from './sql.js';
+import { applyWrite, claimRows, claimStart, otherAppKeySelect, peekSelect } from './sql.js';
 import { type ApplyCommandRow, generationOf } from './types.js';
 
 /** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
@@ -244,6 +244,8 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
 
   const inFlight = new InFlight();
   let fatal: unknown = null;
+  let cursor = await claimStart(deps.db);
+  let cursorMoved = false;
   for (;;) {
     if (fatal) break;
     const stop = stopReason();
@@ -257,8 +259,18 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
       continue;
     }
     const claimedAt = deps.clock();
-    const rows = await claimRows(deps.db, owner, deps.appKey, options.pendingGraceSeconds, Math.min(options.batchSize, options.maxRows - summary.claimed), options.leaseSeconds);
+    const claim = (afterId: string) => claimRows(deps.db, owner, deps.appKey, options.pendingGraceSeconds, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed), options.leaseSeconds);
+    let rows = await claim(cursor);
+    if (rows.length === 0 && cursorMoved) {
+      // Rows behind the cursor may have become claimable meanwhile (released by another
+      // resolver, or due again): one more look from the start before calling it drained.
+      cursor = await claimStart(deps.db);
+      cursorMoved = false;
+      rows = await claim(cursor);
+    }
     if (rows.length === 0) break;
+    cursor = String(rows[rows.length - 1]!.id);
+    cursorMoved = true;
     summary.claimed += rows.length;
     for (const row of rows) {
       inFlight.add(

@@ -32,10 +32,33 @@ export function claimableWhere(appKey: string, graceSeconds: number): Sql {
   };
 }
 
-/** The claim's SELECT: oldest id first (no class of rows starves another), locked rows skipped. */
-export function claimSelect(appKey: string, graceSeconds: number, limit: number): Sql {
+/**
+ * The claim's SELECT: oldest id first (no class of rows starves another), locked rows skipped,
+ * after `afterId` — the run's cursor, so a claim walks the primary key from where the last one
+ * stopped instead of from the table's start through every DONE row (seed 003: claims must not
+ * grow with history).
+ */
+export function claimSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Sql {
   const w = claimableWhere(appKey, graceSeconds);
-  return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`, params: [...w.params, limit] };
+  return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`, params: [...w.params, afterId, limit] };
+}
+
+/**
+ * Where a run's claims start: just before the smallest id in a state resolve can take, read
+ * from `idx_apply_command_due` alone (the backlog's entries, never the DONE rows; no lock).
+ * `'0'` when there is none.
+ */
+export function claimStartSelect(): Sql {
+  return {
+    sql: "SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE state IN ('UNKNOWN', 'FAILED', 'PENDING')",
+    params: [],
+  };
+}
+
+export async function claimStart(db: Db): Promise<string> {
+  const q = claimStartSelect();
+  const min = (await db.query<{ id: string | number | null }>(q.sql, q.params))[0]?.id;
+  return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
 }
 
 export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Sql {
@@ -46,9 +69,9 @@ export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly s
  * Claims up to `limit` rows for `owner` with a lease in one short transaction (`FOR UPDATE SKIP
  * LOCKED`: concurrent resolvers never wait on or share a row). No HTTP happens inside it.
  */
-export async function claimRows(db: Db, owner: string, appKey: string, graceSeconds: number, limit: number, leaseSeconds: number): Promise<ApplyCommandRow[]> {
+export async function claimRows(db: Db, owner: string, appKey: string, graceSeconds: number, afterId: string, limit: number, leaseSeconds: number): Promise<ApplyCommandRow[]> {
   return db.transaction(async (conn: PoolConnection) => {
-    const sel = claimSelect(appKey, graceSeconds, limit);
+    const sel = claimSelect(appKey, graceSeconds, afterId, limit);
     const [rows] = await conn.query(sel.sql, sel.params);
     const claimed = rows as ApplyCommandRow[];
     if (claimed.length > 0) {

@@ -43,7 +43,7 @@ const env = { ...process.env, FCCTL_FC_DATABASE_URL: fcUrl, FCCTL_AMQP_URL: amqp
 
 const fcctl = (argv) =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, '--json', ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), BIN, '--json', ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.on('error', reject);
@@ -115,7 +115,8 @@ for (let r = 0; r < Number(args.rounds); r++) {
   if (s.accepted !== ROWS) throw new Error(`fcctl accepted ${s.accepted} of ${ROWS}`);
   const q = await ch.checkQueue('bench.send');
   if (q.messageCount !== ROWS) throw new Error(`queue holds ${q.messageCount}, expected ${ROWS}`);
-  rounds.push({ raw, fcctl: ROWS / s.seconds, fcctlWall: ROWS / wall, snapshotBytes });
+  // rowsPerSecond: from the unrounded run time (seconds is rounded to 0.1 s)
+  rounds.push({ raw, fcctl: s.rowsPerSecond, fcctlWall: ROWS / wall, snapshotBytes });
 }
 await ch.purgeQueue('bench.send');
 await conn.close();

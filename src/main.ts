@@ -74,7 +74,7 @@ const bounded = (message: string) => (message.length > 2 * MAX_ERROR_CHARS ? mes
 
 /**
  * An error message as exactly one line: control characters (a newline in a path) escaped as
- * `\uXXXX`, cut to {@link MAX_ERROR_CHARS}.
+ * `\u` and four hex digits, cut to {@link MAX_ERROR_CHARS}.
  * @example oneLine('cannot read a\nb') // 'cannot read a\\u000ab'
  */
 export function oneLine(message: string): string {

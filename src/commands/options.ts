@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -58,9 +58,13 @@ export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number
   return { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number };
 }
 
-/** `--metrics-file`, the same wording on every cron command. */
+/** `--metrics-file`, the same wording and path check on every cron command. */
+export function metricsFileOption(): Option {
+  return new Option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)').argParser(pathArg);
+}
+
 export function addMetricsFileOption(cmd: Command): Command {
-  return cmd.option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)', pathArg);
+  return cmd.addOption(metricsFileOption());
 }
 
 /**

@@ -4,7 +4,7 @@ import { type ListFormat, Output } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { applyScanGauges, scanApplyCommands } from '../../lib/apply-command/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { durationArg, intArg, pathArg } from '../options.js';
+import { durationArg, intArg, metricsFileOption } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface ApplyCommandScanOptions {
@@ -71,7 +71,7 @@ export function createApplyCommandScanCommand(parent: Command, deps: Deps, resou
     .option('--limit <n>', 'newest DEAD rows to list', intArg(1, 10_000), 20)
     .addOption(new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table'))
     .option('--pending-grace <duration>', 'PENDING rows count as due after this (as resolve-unknown)', durationArg(60, 30 * 86400), 600)
-    .option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)', pathArg)
+    .addOption(metricsFileOption())
     .option('--fail-if-dead', 'exit 1 when any row is DEAD', false)
     .action(async (o: { limit: number; format: ListFormat; pendingGrace: number; metricsFile?: string; failIfDead: boolean }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);

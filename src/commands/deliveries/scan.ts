@@ -5,7 +5,7 @@ import { type ListFormat, Output } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, pathArg } from '../options.js';
+import { intArg, metricsFileOption } from '../options.js';
 
 export interface DeliveriesScanOptions {
   readonly limit: number;
@@ -91,7 +91,7 @@ export function createDeliveriesScanCommand(parent: Command, deps: Deps, resourc
     .description('read-only outbox report: states, due, held, oldest pending, stuck claims, FAILED/DEAD reasons')
     .option('--limit <n>', 'newest FAILED/DEAD rows to list', intArg(1, 10_000), 20)
     .addOption(new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table'))
-    .option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)', pathArg)
+    .addOption(metricsFileOption())
     .option('--fail-if-dead', 'exit 1 when any row is DEAD', false)
     .action(async (opts: { limit: number; format: ListFormat; metricsFile?: string; failIfDead: boolean }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);

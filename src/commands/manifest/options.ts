@@ -29,8 +29,3 @@ export function shardArg(value: string): Shard {
   if (s === null) throw new InvalidArgumentError(`expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS}, e.g. 2/4`);
   return s;
 }
-
-/** Collects a repeatable option's values. */
-export function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}

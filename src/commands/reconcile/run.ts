@@ -8,7 +8,7 @@ import { runReconcile } from '../../lib/reconcile/run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { schoolArg } from '../deliveries/target.js';
 import { uuidArg } from '../manifest/options.js';
-import { intArg, pathArg } from '../options.js';
+import { intArg, metricsFileOption, pathArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 import { diffSummaryFields } from './diff.js';
 
@@ -81,7 +81,7 @@ export function createReconcileRunCommand(parent: Command, deps: Deps, resources
     .requiredOption('--out-dir <dir>', 'run directory: run.json, both manifests and checkpoints, the diff\'s files', pathArg)
     .option('--size <n>', `rows per manifest page (at most ${MAX_PAGE_SIZE})`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
     .option('--restart', 'discard an unfinished run (or one of other parameters) in --out-dir and start a new one', false)
-    .option('--metrics-file <path>', 'write Prometheus gauges (node_exporter textfile collector) here, atomically', pathArg)
+    .addOption(metricsFileOption())
     .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; metricsFile?: string }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(

@@ -36,6 +36,16 @@ describe('flow-center client against the stand-in', () => {
     expect(await client.apply({ ...req, flowGuid: 'guid-other' })).toMatchObject({ kind: 'http', status: 409 });
   });
 
+  it('a latency fault delays the answer by at least its length, counted from the request, and is used up', async () => {
+    await fc.faults([{ path: '/oapi/flow/instance', kind: 'latency', ms: 150, count: 1 }]);
+    let t0 = performance.now();
+    expect(await new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 2000 }).lookup('t', 'slow')).toEqual({ kind: 'not-found' });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(150);
+    t0 = performance.now();
+    await client.lookup('t', 'fast');
+    expect(performance.now() - t0).toBeLessThan(150);
+  });
+
   it('business keys with spaces, slashes and non-ASCII are signed and sent as the canonical query', async () => {
     const odd = { bizType: 'honor apply', bizId: '甲/乙 1&x=y' };
     expect(await client.lookup(odd.bizType, odd.bizId)).toEqual({ kind: 'not-found' });

@@ -44,6 +44,24 @@ describe('InFlight', () => {
     expect(woken.sort()).toEqual([1, 2]);
   });
 
+  it('notify() wakes the waiter without a task settling; with no waiter it is a no-op', async () => {
+    const f = new InFlight();
+    const t = deferred();
+    f.add(t.promise);
+    f.notify();
+    let woke = false;
+    const waiting = f.next().then(() => (woke = true));
+    await Promise.resolve();
+    expect(woke).toBe(false);
+    f.notify();
+    await waiting;
+    expect(woke).toBe(true);
+    expect(f.size).toBe(1);
+    t.resolve();
+    await f.all();
+    expect(f.size).toBe(0);
+  });
+
   it('all() also waits for tasks added while it waits', async () => {
     const f = new InFlight();
     const first = deferred();

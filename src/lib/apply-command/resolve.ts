@@ -225,8 +225,11 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     return { kind: 'transition', t: resolve(row, lookup, applied) };
   };
 
+  const inFlight = new InFlight();
   const processRow = async (row: ApplyCommandRow, claimedAt: number) => {
-    const decided = await http(() => decide(row, claimedAt));
+    // The claim loop tops the limiter up when a request slot frees, not when a write lands: writes
+    // linger in groups, and waiting for them let the limiter run dry between claims.
+    const decided = await http(() => decide(row, claimedAt)).finally(() => inFlight.notify());
     if (decided.kind === 'release') {
       await applyWrite(writes, owner, { kind: 'release', gen: generationOf(row) });
       report(row, { kind: 'released', reason: decided.reason });
@@ -242,7 +245,6 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     report(row, result);
   };
 
-  const inFlight = new InFlight();
   let fatal: unknown = null;
   let cursor = await claimStart(deps.db);
   let cursorMoved = false;

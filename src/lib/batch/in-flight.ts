@@ -16,14 +16,22 @@ export class InFlight {
   add(task: Promise<void>): void {
     const tracked: Promise<void> = task.finally(() => {
       this.tasks.delete(tracked);
-      const wake = this.wake;
-      this.wake = null;
-      wake?.();
+      this.notify();
     });
     this.tasks.add(tracked);
   }
 
-  /** Resolves when one task settles (at once when there are none). */
+  /**
+   * Wakes the waiter as a task settling would: for a task that reached a point the loop cares
+   * about before it settles (e.g. its request slot is free while its write is still queued).
+   */
+  notify(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** Resolves when one task settles or `notify()` is called (at once when there are none). */
   next(): Promise<void> {
     if (this.tasks.size === 0) return Promise.resolve();
     return new Promise<void>((resolve) => {

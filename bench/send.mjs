@@ -3,6 +3,8 @@
 // broker, same body size, same window, in the same script (issue 4: goal ≥ 0.5×).
 //
 //   npm run build && node bench/send.mjs [--rows 20000] [--bytes 1024] [--window 256] [--rounds 3] [--json]
+//   BENCH_FCCTL_ARGS="--pipeline 3 --batch-size 250"   extra options for the fcctl run (tuning)
+//   BENCH_NODE_ARGS                                  extra node arguments for it (e.g. --cpu-prof)
 //
 // Each round: reset the bench outbox to PENDING and purge the queue, publish --rows raw messages
 // of the same size with amqplib (ConfirmChannel, mandatory, persistent, the same window), then run
@@ -10,6 +12,7 @@
 // from its own summary (claim → publish → confirm → adjudicate, process start excluded) and also
 // reported by wall clock including Node start-up.
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +52,19 @@ const fcctl = (argv) =>
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`fcctl ${argv.join(' ')} exited ${code}`))));
   });
+// CPU seconds the broker and the database used (Linux /proc), to see who the machine's cores went to.
+const serverPids = () => Object.fromEntries(['mariadbd', 'beam.smp'].map((n) => { try { return [n, execFileSync('pgrep', ['-x', n], { encoding: 'utf8' }).trim().split('\n')[0]]; } catch { return [n, null]; } }));
+const cpuOf = (pids) =>
+  Object.fromEntries(Object.entries(pids).map(([n, pid]) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return [n, (Number(f[11]) + Number(f[12])) / 100]; // utime + stime, in clock ticks of 1/100 s
+    } catch {
+      return [n, NaN];
+    }
+  }));
+const cpuSince = (before) => Object.fromEntries(Object.entries(cpuOf(pids)).map(([n, s]) => [n, Math.round((s - before[n]) * 100) / 100]));
+const pids = serverPids();
 const summaryOf = (out) => out.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -107,16 +123,20 @@ const rounds = [];
 for (let r = 0; r < Number(args.rounds); r++) {
   const snapshotBytes = await resetRound(ch);
   // the envelope adds the 14 other members (~420 bytes) around the snapshot
+  let c0 = cpuOf(pids);
   const raw = await rawRate(conn, snapshotBytes + 420);
+  const rawServerCpu = cpuSince(c0);
   await ch.purgeQueue('bench.send');
+  c0 = cpuOf(pids);
   const t0 = performance.now();
-  const s = summaryOf(await fcctl(['deliveries', 'send', '--window', String(WINDOW)]));
+  const s = summaryOf(await fcctl(['deliveries', 'send', '--window', String(WINDOW), ...(process.env.BENCH_FCCTL_ARGS ? process.env.BENCH_FCCTL_ARGS.split(' ') : [])]));
   const wall = (performance.now() - t0) / 1000;
   if (s.accepted !== ROWS) throw new Error(`fcctl accepted ${s.accepted} of ${ROWS}`);
   const q = await ch.checkQueue('bench.send');
   if (q.messageCount !== ROWS) throw new Error(`queue holds ${q.messageCount}, expected ${ROWS}`);
   // rowsPerSecond: from the unrounded run time (seconds is rounded to 0.1 s)
-  rounds.push({ raw, fcctl: s.rowsPerSecond, fcctlWall: ROWS / wall, snapshotBytes });
+  const fcctlServerCpu = cpuSince(c0);
+  rounds.push({ raw, fcctl: s.rowsPerSecond, fcctlWall: ROWS / wall, snapshotBytes, rawServerCpu, fcctlServerCpu });
 }
 await ch.purgeQueue('bench.send');
 await conn.close();
@@ -141,4 +161,5 @@ else {
   console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|`);
   console.log(`| ${result.rows} | ${result.window} | ${result.snapshotBytes} | ${result.rawPerSecond} | ${result.fcctlPerSecond} | ${result.fcctlWallPerSecond} | ${result.ratio} | ${result.ratioWall} |`);
   console.log(`\nmedian of ${result.rounds} rounds; goal: ratio ≥ 0.5`);
+  for (const [i, r] of rounds.entries()) console.log(`round ${i + 1}: server CPU s during raw ${JSON.stringify(r.rawServerCpu)}, during fcctl ${JSON.stringify(r.fcctlServerCpu)}`);
 }

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { generationOf } from '../../src/lib/apply-command/types.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
@@ -9,8 +12,10 @@ import { type FlowCenter, type LogEntry, startFlowCenter, type StandInInstance }
 let dbs: TestDatabases;
 let fc: FlowCenter;
 let env: Record<string, string | undefined>;
+let dir: string;
 
 beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fcctl-apply-'));
   dbs = await freshDatabases('apply');
   fc = await startFlowCenter({ apps: { [APP.key]: APP.secret, '100099': 'other-app-secret' } });
   env = dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
@@ -19,6 +24,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fc?.stop();
   await dbs?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
   await fc.clearFaults();
@@ -323,6 +329,24 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     await resolveRun();
   });
 
+  it('--dry-run pages through more rows than a batch: each looked up exactly once, --max-rows honoured, nothing written', async () => {
+    const p = uniquePrefix('drypages');
+    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 25 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await fc.addInstances(Array.from({ length: 25 }, (_, i) => owned(`${p}-${i}`, 30)));
+    const before = await shChecksum();
+    const all = await resolveRun(['--dry-run', '--batch-size', '4', '--concurrency', '3']);
+    expect(summaryOf(all.stdout)).toMatchObject({ dryRun: true, claimed: 25, lookups: 25, done: 25, posts: 0, stoppedBy: 'drained' });
+    const looked = of(await fc.log(), p).map((e) => e.bizId);
+    expect(new Set(looked).size).toBe(25);
+    expect(looked).toHaveLength(25);
+    await fc.reset();
+    const some = await resolveRun(['--dry-run', '--batch-size', '4', '--max-rows', '10']);
+    expect(summaryOf(some.stdout)).toMatchObject({ claimed: 10, lookups: 10, stoppedBy: 'max-rows' });
+    expect(await shChecksum()).toBe(before);
+    await fc.addInstances(Array.from({ length: 25 }, (_, i) => owned(`${p}-${i}`, 30)));
+    await resolveRun();
+  });
+
   it('a flow center answering only errors stops the run (exit 3) and releases untried rows with their budget untouched', async () => {
     const p = uniquePrefix('down');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 40 }, (_, i) => ({ bizId: `${p}-${i}` })));
@@ -359,12 +383,12 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const p = uniquePrefix('ev');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-a` }, { bizId: `${p}-b` }]);
     await fc.addInstances([owned(`${p}-a`, 30)]);
-    const r = await resolveRun(['--metrics-file', `${process.env['TMPDIR'] ?? '/tmp'}/fcctl-apply-${p}.prom`]);
+    const r = await resolveRun(['--metrics-file', join(dir, `${p}.prom`)]);
     const lines = jsonLines(r.stdout);
     expect(lines.map((l) => l['type'])).toEqual(['row', 'summary']);
     expect(lines[0]).toMatchObject({ type: 'row', bizId: `${p}-b`, kind: 'done', via: 'apply', branch: 'CREATED', status: 10 });
     const { readFile } = await import('node:fs/promises');
-    const prom = await readFile(`${process.env['TMPDIR'] ?? '/tmp'}/fcctl-apply-${p}.prom`, 'utf8');
+    const prom = await readFile(join(dir, `${p}.prom`), 'utf8');
     expect(prom).toContain('fcctl_rows{command="apply-command resolve-unknown",result="done"} 2');
     expect(prom).toContain('fcctl_run_exit_code{command="apply-command resolve-unknown"} 0');
   });

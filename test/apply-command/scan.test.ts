@@ -1,3 +1,4 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,10 +10,12 @@ import { insertCommands, SH_TABLES } from '../helpers/apply-commands.js';
 
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
+let dir: string;
 
 beforeAll(async () => {
   dbs = await freshDatabases('applyscan');
   env = dbs.env();
+  dir = mkdtempSync(join(tmpdir(), 'fcctl-apply-scan-'));
   expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
   await insertCommands(dbs.admin, dbs.shName, [
     { bizId: 'u-old', state: 'UNKNOWN', createTime: 'NOW() - INTERVAL 2 HOUR' },
@@ -38,6 +41,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await dbs?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const scan = (args: string[] = []) => runCli(['apply-command', 'scan', ...args], { env });
@@ -96,7 +100,7 @@ describe('apply-command scan', () => {
   });
 
   it('--fail-if-dead exits 1; --metrics-file writes the gauges', async () => {
-    const file = join(tmpdir(), `fcctl-apply-scan-${process.pid}.prom`);
+    const file = join(dir, 'scan.prom');
     const r = await scan(['--json', '--fail-if-dead', '--metrics-file', file]);
     expect(r.code).toBe(1);
     const prom = await readFile(file, 'utf8');

@@ -1,4 +1,4 @@
-import { mkdtempSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ describe('files fcctl writes for itself are created 0600', () => {
   });
   afterAll(async () => {
     await dbs?.drop();
+    rmSync(dir, { recursive: true, force: true });
   });
   const mode = (p: string) => statSync(p).mode & 0o777;
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +39,7 @@ describe('secrets never leave fcctl', () => {
     expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   });
   afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
     await dbs.admin.query(`DROP USER IF EXISTS '${user}'@'127.0.0.1'`);
     await dbs?.drop();
   });

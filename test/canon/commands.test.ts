@@ -1,10 +1,10 @@
 // `fcctl canon hash | verify | check-envelope`, in process (runCli) and as the built binary (spawnCli),
 // plus the line splitter and buffered writer behind `hash --lines`, and the pure envelope check.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import { afterAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { contentHash } from '../../src/lib/canon/index.js';
 import { checkVector, parseVectorFile, VectorFileError } from '../../src/lib/canon/vectors.js';
 import { BufferedWriter, type LineEvent, LineSplitter } from '../../src/lib/cli/lines.js';
@@ -15,6 +15,7 @@ import { main } from '../../src/main.js';
 import { cleanEnv, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fcctl-canon-cmd-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, content: string | Buffer) => {
   const p = join(dir, name);
   writeFileSync(p, content);

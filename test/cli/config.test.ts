@@ -1,12 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/lib/config/config.js';
 import { maskUrl, redact } from '../../src/lib/config/mask.js';
 import { cleanEnv, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fcctl-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, text: string) => {
   const p = join(dir, name);
   writeFileSync(p, text);

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,12 +11,15 @@ import { waitFor } from '../helpers/wait.js';
 describe('the live view in a real terminal (tmux)', () => {
   let dbs: TestDatabases;
   let session: TmuxSession | undefined;
+  let dir: string;
   beforeAll(async () => {
     dbs = await freshDatabases('tty');
+    dir = mkdtempSync(join(tmpdir(), 'fcctl-tty-'));
   });
   afterAll(async () => {
     session?.kill();
     await dbs?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('deliveries send shows done/total and rate while it runs, then a summary table', async () => {
@@ -51,7 +54,7 @@ describe('the live view in a real terminal (tmux)', () => {
     expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
     expect((await runCli(['dev', 'seed', '--answers', '300', '--schools', '1', '--replace'], { env })).code).toBe(0);
     const [[pair]] = (await dbs.admin.query(`SELECT sch_id AS s, form_uuid AS f FROM \`${dbs.fcName}\`.answer GROUP BY sch_id, form_uuid ORDER BY sch_id, form_uuid LIMIT 1`)) as unknown as [[{ s: string; f: string }]];
-    const outDir = join(mkdtempSync(join(tmpdir(), 'fcctl-tty-')), 'run');
+    const outDir = join(dir, 'run');
     const run = new TmuxSession(`node ${FCCTL_BIN} reconcile run --school ${pair.s} --form ${pair.f} --out-dir ${outDir}`, env);
     try {
       await waitFor('the end of the run', async () => run.screen().includes('[exit 0]'), 120_000, 200);

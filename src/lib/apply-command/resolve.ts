@@ -170,21 +170,29 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   summary.otherAppKey = Number((await deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
 
   if (options.dryRun) {
-    // Lookups only: nothing is claimed, posted or written.
+    // Lookups only: nothing is claimed, posted or written. The next page is read as soon as the
+    // limiter runs low, not when a page's last lookup is back (that left the limiter idle).
+    const pages = new InFlight();
+    let failure: unknown = null;
     let afterId = '0';
     for (;;) {
+      if (failure) break;
       const stop = stopReason();
       if (stop) {
         summary.stoppedBy = stop;
         break;
+      }
+      if (http.pendingCount >= options.concurrency) {
+        await pages.next();
+        continue;
       }
       const q = peekSelect(deps.appKey, options.pendingGraceSeconds, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
       const rows = await deps.db.query<ApplyCommandRow>(q.sql, q.params);
       if (rows.length === 0) break;
       afterId = String(rows[rows.length - 1]!.id);
       summary.claimed += rows.length;
-      await Promise.all(
-        rows.map((row) =>
+      for (const row of rows) {
+        pages.add(
           http(async () => {
             if (halted()) return;
             const lookup = await deps.flow.lookup(row.biz_type, row.biz_id);
@@ -193,10 +201,14 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
             const step = resolve(row, lookup);
             if (step.kind === 'post') report(row, { kind: 'would-post' });
             else report(row, planWrite(row, step, options.retry).result);
+          }).catch((err: unknown) => {
+            failure ??= err;
           }),
-        ),
-      );
+        );
+      }
     }
+    await pages.all();
+    if (failure) throw failure;
     if (tripped) summary.flowCenterErrors = lastError;
     return summary;
   }

@@ -89,7 +89,12 @@ export async function acquireLock(path: string, command: string, what = 'this ch
   const text = `${JSON.stringify(info)}\n`;
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = tempPathFor(path);
-    await writeFile(tmp, text, { flag: 'wx', mode: 0o644 });
+    await writeFile(tmp, text, { flag: 'wx', mode: 0o644 }).catch(async (err: NodeJS.ErrnoException) => {
+      // A write that failed after creating the file (disk full) leaves no temp file behind; an
+      // EEXIST temp is not ours to remove.
+      if (err.code !== 'EEXIST') await unlink(tmp).catch(() => undefined);
+      throw err;
+    });
     try {
       const { ino } = await stat(tmp); // a hard link is the same inode
       await link(tmp, path);

@@ -170,6 +170,43 @@ describe('dev seed with the SH side, then reconcile run', () => {
     expect(readFileSync(join(out, 'sh-manifest.jsonl')).equals(readFileSync(join(fresh, 'sh-manifest.jsonl')))).toBe(true);
   });
 
+  it('a new run stopped before a side is scanned resumes with fresh scans of both sides, never the previous run\'s manifest', async () => {
+    const out = join(dir, 'rerun-stopped');
+    const args = ['--json', 'reconcile', 'run', '--school', '6', '--form', forms[2]!, '--out-dir', out];
+    expect((await runCli(args, { env })).code).toBe(0);
+    const atFc = new Set(uuidsOf(join(out, 'fc-manifest.jsonl')));
+    const gone = uuidsOf(join(out, 'sh-manifest.jsonl')).find((u) => atFc.has(u))!;
+    expect(gone).toBeDefined();
+    expect(readFileSync(join(out, 'report.csv'), 'utf8')).not.toContain(`MISSING_LOCAL,${gone},`);
+    // Changed at SH after the first run: the next run must see it gone.
+    await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [gone]);
+    const controller = new AbortController();
+    const fcDb = await openDb('FC database', dbs.fcUrl);
+    const shDb = await openDb('SH database', dbs.shUrl);
+    try {
+      const stopped = await runReconcile(
+        { schId: '6', formUuid: forms[2]!, outDir: out, size: 1, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+        {
+          fcDb: async () => fcDb,
+          shDb: async () => shDb,
+          signal: controller.signal,
+          onPage: (side) => {
+            if (side === 'fc') controller.abort(new Error('stopped by test'));
+          },
+        },
+      );
+      expect(stopped).toMatchObject({ kind: 'stopped', phase: 'scan-fc' });
+    } finally {
+      await fcDb.close();
+      await shDb.close();
+    }
+    const r = await runCli(args, { env });
+    expect(r.code).toBe(0);
+    expect(summaryOf(r.stdout)).toMatchObject({ resumed: true });
+    expect(uuidsOf(join(out, 'sh-manifest.jsonl'))).not.toContain(gone);
+    expect(readFileSync(join(out, 'report.csv'), 'utf8')).toMatch(new RegExp(`^MISSING_LOCAL,${gone},`, 'm'));
+  });
+
   it('on a terminal: live progress on stderr, the summary as a table with the counts', async () => {
     const out = join(dir, 'tty');
     const r = await runCli(['reconcile', 'run', '--school', '5', '--form', forms[2]!, '--out-dir', out], { env, tty: true });

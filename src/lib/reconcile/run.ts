@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { canonicalize } from '../canon/index.js';
-import { SafetyError, UsageError } from '../cli/exit.js';
+import { EnvironmentError, SafetyError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { removeStaleTemps, writeFileAtomic } from '../fs/atomic.js';
 import { acquireLock } from '../manifest/lock.js';
@@ -157,8 +157,15 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
     if (resume) {
       run = previous;
     } else {
-      // A new run: the previous run's diff files go first, so the directory never mixes two runs.
-      for (const f of Object.values(DIFF_FILES)) await unlink(join(outDir, f)).catch(() => undefined);
+      // A new run: the previous run's scans and diff files go first, checkpoints before anything,
+      // so the directory never mixes two runs — a new run stopped before a side's scan began must
+      // not resume onto the previous run's finished manifest of that side (it predates the new
+      // task start: a row deleted since would be missed).
+      for (const f of [RUN_FILES.fcCheckpoint, RUN_FILES.shCheckpoint, RUN_FILES.fcManifest, RUN_FILES.shManifest, ...Object.values(DIFF_FILES)]) {
+        await unlink(join(outDir, f)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw new EnvironmentError(`cannot remove the previous run's ${f} from ${outDir}: ${err.code ?? err.message}`, { cause: err });
+        });
+      }
       deps.onPhase?.('task-start', {});
       const taskStart = await takeTaskStart(await deps.shDb(), deps.signal);
       run = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };

@@ -122,24 +122,33 @@ describe('decideReplay: explicit table', () => {
 });
 
 describe('decideReplay: exhaustive over state × receipt × grant × revision × prior', () => {
-  const receipts = [null, '2026-10-21 10:06:00'];
+  // [consumer_applied_at, consumer_outcome, taken in?]
+  const receipts: Array<[string | null, string | null, boolean]> = [
+    [null, null, false],
+    ['2026-10-21 10:06:00', 'APPLIED', true],
+    ['2026-10-21 10:06:00', 'IGNORED', true],
+    ['2026-10-21 10:06:00', null, true],
+    ['2026-10-21 10:06:00', 'CONFLICT', false],
+    ['2026-10-21 10:06:00', 'DEFERRED', false],
+    ['2026-10-21 10:06:00', 'REJECTED', false],
+  ];
   const revisions = ['3', '4'];
   const priors: Array<'none' | 'same' | 'other'> = ['none', 'same', 'other'];
   let cases = 0;
   it('keeps every invariant of seed 000 §7.1/§8 and SPEC §5', () => {
     for (const state of DELIVERY_STATES as readonly DeliveryState[])
-      for (const applied of receipts)
+      for (const [appliedAt, outcome, applied] of receipts)
         for (const [gname, g] of Object.entries(GRANTS))
           for (const rev of revisions)
             for (const p of priors)
               for (const present of [true, false]) {
                 cases += 1;
-                const newest = present ? row({ state, consumer_applied_at: applied, answer_revision: rev }) : null;
+                const newest = present ? row({ state, consumer_applied_at: appliedAt, consumer_outcome: outcome, answer_revision: rev }) : null;
                 const prior: RecordedAnswer | null =
                   p === 'none' ? null : { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: p === 'same' ? '3' : '9', code: 'NO_DELIVERY_ROW', reason: 'recorded', eventId: null };
                 const d = decideReplay({ request, newest, grant: g, prior });
                 const write = 'write' in d ? d.write : undefined;
-                const label = JSON.stringify({ state, applied, gname, rev, p, present });
+                const label = JSON.stringify({ state, appliedAt, outcome, gname, rev, p, present });
                 // a recorded operation decides alone and never writes
                 if (p === 'same') expect(d, label).toEqual({ code: 'NO_DELIVERY_ROW', reason: 'recorded', repeated: true, eventId: null, deliveryId: null });
                 if (p === 'other') expect(d.code, label).toBe('OPERATION_CONFLICT');
@@ -171,7 +180,7 @@ describe('decideReplay: exhaustive over state × receipt × grant × revision ×
                 expect(d.code, label).toBe('QUEUED');
                 expect(write, label).toEqual({ kind: 'reset', from: { id: '17', state, retryCount: 3, replayOpDigest: null }, opDigest: OP });
               }
-    expect(cases).toBe(5 * 2 * 7 * 2 * 3 * 2);
+    expect(cases).toBe(5 * 7 * 7 * 2 * 3 * 2);
   });
 
   it('grantRefusal says exactly what send\'s pre-publish step 2 says', () => {
@@ -196,8 +205,8 @@ describe('replay SQL (as text)', () => {
   it('the reset is guarded on the generation read, never touches receipts or a revoked row, clears the claim', () => {
     const { sql, params } = replaySql.write({ kind: 'reset', from: { id: '17', state: 'DEAD', retryCount: 8, replayOpDigest: null }, opDigest: OP });
     expect(sql).toContain("SET state = 'PENDING', retry_count = 0, replay_op_digest = ?, last_error = NULL, next_retry_at = NULL, broker_accepted_at = NULL, claim_owner = NULL, claim_expires_at = NULL");
-    expect(sql).toContain('WHERE id = ? AND state = ? AND retry_count = ? AND replay_op_digest <=> ? AND consumer_applied_at IS NULL');
-    expect(sql).not.toMatch(/consumer_applied_at\s*=|consumer_outcome|snapshot_json|event_id/);
+    expect(sql).toContain("WHERE id = ? AND state = ? AND retry_count = ? AND replay_op_digest <=> ? AND (consumer_applied_at IS NULL OR consumer_outcome IN ('CONFLICT', 'DEFERRED', 'REJECTED'))");
+    expect(sql).not.toMatch(/consumer_applied_at\s*=|consumer_outcome\s*=|snapshot_json|event_id/);
     expect(params).toEqual([OP, '17', 'DEAD', 8, null]);
   });
   it('the revoke only marks open or DEAD rows', () => {

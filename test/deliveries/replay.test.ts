@@ -30,6 +30,8 @@ interface RowSpec {
   lastError?: string | null;
   brokerAccepted?: boolean;
   applied?: boolean;
+  /** the receipt's outcome when `applied` (APPLIED by default) */
+  outcome?: string;
   grantVersion?: number;
   claimed?: boolean;
 }
@@ -53,7 +55,7 @@ async function insertRow(admin: mysql.Connection, fcName: string, s: RowSpec): P
       state === 'FAILED' ? '2030-01-01 00:00:00' : null,
       s.lastError !== undefined ? s.lastError : { PENDING: null, FAILED: 'NACK', DEAD: 'NO_ROUTE', BROKER_ACCEPTED: null, GRANT_REVOKED: 'GRANT_REVOKED' }[state],
       s.brokerAccepted || state === 'BROKER_ACCEPTED' ? '2026-10-21 10:05:01' : null,
-      s.applied ? '2026-10-21 10:06:00' : null, s.applied ? 'APPLIED' : null,
+      s.applied ? '2026-10-21 10:06:00' : null, s.applied ? (s.outcome ?? 'APPLIED') : null,
       s.claimed ? 'someone:1:abc' : null, s.claimed ? '2030-01-01 00:00:00' : null,
     ],
   );
@@ -98,13 +100,14 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
   const replay = (key: string, answer: string, rev: string | number, op: string, execute: boolean) =>
     runCli(['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', '--answer', answer, '--expected-revision', String(rev), '--operation-id', op, ...(execute ? ['--execute'] : [])], { env: t.env });
 
-  type Scenario = 'plain' | 'receipt' | 'grant revoked' | 'grant advanced' | 'other revision';
+  // 'deferred receipt': the consumer reported DEFERRED (not taken in): replayable like 'plain'
+  type Scenario = 'plain' | 'receipt' | 'deferred receipt' | 'grant revoked' | 'grant advanced' | 'other revision';
   const STATES: State[] = ['PENDING', 'FAILED', 'DEAD', 'BROKER_ACCEPTED', 'GRANT_REVOKED'];
-  const SCENARIOS: Scenario[] = ['plain', 'receipt', 'grant revoked', 'grant advanced', 'other revision'];
+  const SCENARIOS: Scenario[] = ['plain', 'receipt', 'deferred receipt', 'grant revoked', 'grant advanced', 'other revision'];
   const expectedCode = (state: State, scenario: Scenario): string => {
     if (scenario === 'other revision') return 'REVISION_MISMATCH';
     if (scenario === 'receipt') return 'ALREADY_DELIVERED';
-    if (scenario !== 'plain' || state === 'GRANT_REVOKED') return 'GRANT_REVOKED';
+    if ((scenario !== 'plain' && scenario !== 'deferred receipt') || state === 'GRANT_REVOKED') return 'GRANT_REVOKED';
     return 'QUEUED';
   };
   const cases: Array<[State | 'no row', Scenario, string]> = [...STATES.flatMap((s) => SCENARIOS.map((sc) => [s, sc, expectedCode(s, sc)] as [State, Scenario, string])), ['no row', 'plain', 'NO_DELIVERY_ROW']];
@@ -122,7 +125,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
       let answeredAbout: { id: string | null; eventId: string | null } | null = null;
       const expectedRevision = 1;
       if (state !== 'no row') {
-        const r = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state, applied: scenario === 'receipt', claimed: state === 'PENDING' });
+        const r = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state, applied: scenario === 'receipt' || scenario === 'deferred receipt', outcome: scenario === 'deferred receipt' ? 'DEFERRED' : undefined, claimed: state === 'PENDING' });
         ({ id, eventId, answerUuid: answer } = r);
         if (scenario === 'other revision') {
           // the answer moved on: a newer row (revision 2) exists, the responder expected 1

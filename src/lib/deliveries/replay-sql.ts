@@ -3,7 +3,7 @@
  * executed on the real database). The replay's writes are conditional on the generation read —
  * state, retry count and replay digest — so they can never land on a row that moved on.
  */
-import type { ReplayRequest, ReplayWrite } from './replay.js';
+import { NOT_TAKEN_OUTCOMES, type ReplayRequest, type ReplayWrite } from './replay.js';
 
 export interface Statement {
   readonly sql: string;
@@ -67,8 +67,8 @@ export const replaySql = {
    * The row's write, conditional on the generation it was read at:
    * - `reset`: PENDING under the operation's digest, retry count 0, error, retry time, broker
    *   acceptance and claim cleared — a late confirm of the old generation then matches nothing
-   *   in send's guard (claim owner, retry count, replay digest, state). Never a row with a
-   *   consumer receipt, never a GRANT_REVOKED row.
+   *   in send's guard (claim owner, retry count, replay digest, state). Never a row the consumer
+   *   reported taken in (a receipt but CONFLICT, DEFERRED, REJECTED), never a GRANT_REVOKED row.
    * - `revoke`: GRANT_REVOKED with the grant check's code; claim and retry time cleared.
    */
   write: (w: ReplayWrite): Statement => {
@@ -80,7 +80,7 @@ export const replaySql = {
           sql:
             "UPDATE answer_delivery SET state = 'PENDING', retry_count = 0, replay_op_digest = ?, last_error = NULL, next_retry_at = NULL, " +
             'broker_accepted_at = NULL, claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() ' +
-            `WHERE ${guard} AND consumer_applied_at IS NULL AND state <> 'GRANT_REVOKED'`,
+            `WHERE ${guard} AND (consumer_applied_at IS NULL OR consumer_outcome IN (${NOT_TAKEN_OUTCOMES.map((o) => `'${o}'`).join(', ')})) AND state <> 'GRANT_REVOKED'`,
           params: [w.opDigest, ...g],
         };
       case 'revoke':

@@ -140,6 +140,22 @@ function sameParameters(prior: RecordedAnswer, request: ReplayRequest): boolean 
   );
 }
 
+/**
+ * Receipt outcomes by which the consumer did not take the snapshot in (seed 000 §7.2: a hash that
+ * disagrees with the envelope, authorization not confirmed, a refused payload): such a row may
+ * still be replayed. APPLIED, IGNORED (it already had this or newer) and an outcome not given
+ * count as delivered.
+ */
+export const NOT_TAKEN_OUTCOMES = ['CONFLICT', 'DEFERRED', 'REJECTED'] as const;
+
+/**
+ * Whether the consumer reported the row taken in (SPEC §5 ALREADY_DELIVERED).
+ * @example consumerHasIt({ consumer_applied_at: '2026-10-21 10:06:00', consumer_outcome: 'DEFERRED' }) // false
+ */
+export function consumerHasIt(row: Pick<ReplayRow, 'consumer_applied_at' | 'consumer_outcome'>): boolean {
+  return row.consumer_applied_at !== null && !(NOT_TAKEN_OUTCOMES as readonly string[]).includes(row.consumer_outcome ?? '');
+}
+
 const generationOf = (row: ReplayRow): RowGeneration => ({ id: String(row.id), state: row.state, retryCount: Number(row.retry_count), replayOpDigest: row.replay_op_digest });
 
 /**
@@ -147,11 +163,12 @@ const generationOf = (row: ReplayRow): RowGeneration => ({ id: String(row.id), s
  * 1. an answer recorded for the operation → that answer again, nothing written (or
  *    `OPERATION_CONFLICT` when it was recorded for other parameters);
  * 2. no row → `NO_DELIVERY_ROW`; newest row of another revision → `REVISION_MISMATCH`;
- * 3. the consumer reported it applied (`consumer_applied_at`) → `ALREADY_DELIVERED`;
+ * 3. the consumer reported it taken in (a receipt other than CONFLICT, DEFERRED or REJECTED) →
+ *    `ALREADY_DELIVERED`;
  * 4. the row is `GRANT_REVOKED` (terminal, never revived), or the fresh grant is missing, revoked,
  *    unreadable or of another version → `GRANT_REVOKED`; an open or DEAD row is marked
  *    GRANT_REVOKED (a BROKER_ACCEPTED row keeps its state: the broker did accept it);
- * 5. otherwise (PENDING, FAILED, DEAD, BROKER_ACCEPTED without a receipt) → `QUEUED`: reset to
+ * 5. otherwise (PENDING, FAILED, DEAD, BROKER_ACCEPTED without such a receipt) → `QUEUED`: reset to
  *    PENDING under the operation's generation, conditional on the generation read.
  * @example decideReplay({ request, newest: null, grant: null, prior: null }).code // 'NO_DELIVERY_ROW'
  */
@@ -186,7 +203,7 @@ export function decideReplay(facts: ReplayFacts): ReplayDecision {
   if (expected === null || actual !== expected) {
     return answer('REVISION_MISMATCH', `the newest row has revision ${row.answer_revision}, expected ${request.expectedRevision}`);
   }
-  if (row.consumer_applied_at !== null) {
+  if (consumerHasIt(row)) {
     return answer('ALREADY_DELIVERED', `the consumer reported ${row.consumer_outcome ?? 'a receipt'} at ${row.consumer_applied_at}`);
   }
   if (row.state === 'GRANT_REVOKED') {

@@ -51,6 +51,24 @@ describe('ConfirmPublisher on the real broker', () => {
     await p.close();
   });
 
+  it('a publish that throws before it is sent gives up the channel: no later confirm is credited to another message', async () => {
+    // A queue that refuses every message: the broker nacks what is routed to it.
+    const ch = await conn.createChannel();
+    const full = `${exchange}.full`;
+    await ch.assertQueue(full, { durable: false, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+    await ch.bindQueue(full, exchange, 'full.#');
+    const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
+    // Outstanding before the bad publish: must not come back as an ack of someone else's.
+    const before = p.publish(exchange, 'full.a', Buffer.from('{}'), { messageId: 'nacked', mandatory: true });
+    const bad = await p.publish(exchange, 'x'.repeat(256), Buffer.from('{}'), { messageId: 'bad-key', mandatory: true });
+    expect(bad).toMatchObject({ kind: 'error' });
+    expect(p.closed).toMatch(/a publish failed before it was sent/);
+    expect(['closed', 'nack']).toContain((await before).kind);
+    expect(await p.publish(exchange, 'routed.e', Buffer.from('{}'), { messageId: 'after', mandatory: true })).toEqual({ kind: 'unsent' });
+    await ch.deleteQueue(full);
+    await ch.close();
+  });
+
   it('a window slot wait ends as unsent when the channel closes; outstanding confirms as closed', async () => {
     const ch = await conn.createConfirmChannel();
     const p = new ConfirmPublisher(ch, 1, 5000);

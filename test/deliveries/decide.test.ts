@@ -54,6 +54,14 @@ describe('routingKeyFor', () => {
   for (const school of [0, -1, '05', '1.5', 'abc', '', '1e3']) {
     it(`refuses school ${JSON.stringify(school)}`, () => expect(routingKeyFor('k', school).ok).toBe(false));
   }
+  it('refuses a routing key over 255 UTF-8 bytes (an AMQP short string), takes one of exactly 255', () => {
+    // 60 four-byte characters fit a VARCHAR(64) key but make a 257-byte routing key
+    expect(routingKeyFor('\u{1F600}'.repeat(60), 5)).toMatchObject({ ok: false, detail: expect.stringMatching(/255 bytes/) });
+    const key = '\u00e9'.repeat(100); // 200 bytes
+    const school = '1'.repeat(255 - 'fc.snapshot.v2..'.length - 200);
+    expect(routingKeyFor(key, school)).toEqual({ ok: true, routingKey: `fc.snapshot.v2.${key}.${school}` });
+    expect(routingKeyFor(key, `${school}1`).ok).toBe(false);
+  });
 });
 
 describe('prePublish: checks in SPEC §5 order', () => {

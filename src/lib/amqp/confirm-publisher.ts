@@ -33,14 +33,16 @@ export class ConfirmPublisher {
       const entry = id === undefined ? undefined : this.outstanding.get(id);
       if (entry) entry.returned = true;
     });
-    const onGone = (why: string) => {
-      if (this.closedReason !== null) return;
-      this.closedReason = why;
-      for (const { settle } of [...this.outstanding.values()]) settle({ kind: 'closed' });
-      for (const wake of this.waiters.splice(0)) wake();
-    };
-    channel.on('close', () => onGone('channel closed'));
-    channel.on('error', (err: Error) => onGone(err.message));
+    channel.on('close', () => this.gone('channel closed'));
+    channel.on('error', (err: Error) => this.gone(err.message));
+  }
+
+  /** The channel is unusable: every outstanding message is `closed` (resent later), waiters wake. */
+  private gone(why: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = why;
+    for (const { settle } of [...this.outstanding.values()]) settle({ kind: 'closed' });
+    for (const wake of this.waiters.splice(0)) wake();
   }
 
   /** Why the channel is gone, or null while it is usable. */
@@ -95,9 +97,19 @@ export class ConfirmPublisher {
           else entry.settle({ kind: 'ack', returned: entry.returned });
         });
       } catch (err) {
-        // Once the channel is closed publish throws: nothing went out. Any other synchronous
-        // error would repeat on every retry, so it is a failure that spends the retry budget.
-        entry.settle(this.closedReason !== null ? { kind: 'unsent' } : { kind: 'error', detail: (err as Error).message });
+        // Once the channel is closed publish throws: nothing went out.
+        if (this.closedReason !== null) {
+          entry.settle({ kind: 'unsent' });
+          return;
+        }
+        // Any other synchronous error (a frame that cannot be encoded) would repeat on every
+        // retry, so it spends the retry budget. amqplib has already queued this message's confirm
+        // callback before encoding it, so from now on the broker's acks would be credited to the
+        // wrong messages: the channel is given up (the rest are resent), never trusted again.
+        const detail = (err as Error).message;
+        entry.settle({ kind: 'error', detail });
+        this.gone(`a publish failed before it was sent (${detail}); the channel was closed so that no confirm is credited to another message`);
+        void this.channel.close().catch(() => undefined);
       }
     });
   }

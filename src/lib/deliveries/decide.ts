@@ -45,7 +45,10 @@ export function routingKeyFor(appKey: string, schoolId: string | number): { ok: 
   if (appKey.length > 200) return { ok: false, detail: 'consumer app key too long' };
   const school = String(schoolId);
   if (!POSITIVE_INT.test(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
-  return { ok: true, routingKey: `fc.snapshot.v2.${appKey}.${school}` };
+  const routingKey = `fc.snapshot.v2.${appKey}.${school}`;
+  // An AMQP short string: over 255 bytes it cannot be encoded (60 emoji fit a VARCHAR(64) key).
+  if (Buffer.byteLength(routingKey, 'utf8') > 255) return { ok: false, detail: 'routing key is over 255 bytes (AMQP limit)' };
+  return { ok: true, routingKey };
 }
 
 /** Publisher identity (SPEC §5 step 1), decided once per batch. */

@@ -160,6 +160,19 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   });
 
+  it('a claim with an owner but no expiry (written by hand or another tool) counts as expired: the row is sent', async () => {
+    const key = uniqueConsumerKey('noexp');
+    const q = await bindQueue(key);
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 2);
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET claim_owner = 'gone:1:x', claim_expires_at = NULL WHERE consumer_app_key = ?`, [key]);
+    const r = await send();
+    expect(r.code).toBe(0);
+    expect((await rowsOf(key)).map((x) => [x.state, x.claim_owner])).toEqual([['BROKER_ACCEPTED', null], ['BROKER_ACCEPTED', null]]);
+    expect(await q.drain()).toHaveLength(2);
+    await q.close();
+  });
+
   it('--dry-run runs the checks and writes and publishes nothing', async () => {
     const key = uniqueConsumerKey('dry');
     const q = await bindQueue(key);

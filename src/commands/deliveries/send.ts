@@ -38,7 +38,8 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   }
   const started = Date.now();
   const progress = ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send');
-  progress.setTotal(Math.min(await countDue(db), options.maxRows));
+  // The total only draws the terminal's bar: cron runs (JSON) do not count the backlog at all.
+  if (!ctx.output.json) progress.setTotal(await countDue(db, Math.min(options.maxRows, 1_000_000)));
   let summary: SendSummary;
   try {
     summary = await runSend(options, {

@@ -8,10 +8,14 @@ const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
   'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, replay_op_digest';
 
-/** Due: PENDING or FAILED whose time has come, and not under someone else's live lease. */
+/**
+ * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
+ * without an expiry (written by hand or by another tool) counts as expired, so no row is stuck
+ * forever (seed 003 §10.6; `deliveries scan` counts such rows as stuck claims).
+ */
 const DUE =
   "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) " +
-  'AND (claim_owner IS NULL OR claim_expires_at < NOW())';
+  'AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())';
 
 /**
  * Claims up to `limit` due rows for `owner` with a lease, in one short transaction:
@@ -32,9 +36,12 @@ export async function claimDue(db: Db, owner: string, limit: number, leaseSecond
   });
 }
 
-/** How many rows are due now (for the progress total; a later claim may find fewer or more). */
-export async function countDue(db: Db): Promise<number> {
-  const rows = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM answer_delivery WHERE ${DUE}`);
+/**
+ * How many rows are due now, counting no further than `cap` (for a progress total; a later claim
+ * may find fewer or more). Capped, so a backlog of millions is not read whole to draw a bar.
+ */
+export async function countDue(db: Db, cap: number): Promise<number> {
+  const rows = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery WHERE ${DUE} LIMIT ?) due`, [cap]);
   return Number(rows[0]?.n ?? 0);
 }
 

@@ -3,6 +3,7 @@ import {
   type Authoritative,
   type AuthoritativeSnapshot,
   decideRepair,
+  envelopeAgainstFc,
   type FreshGrant,
   isRefused,
   MISSING,
@@ -115,6 +116,34 @@ describe('decideRepair: every result from every local state', () => {
 
   it('types: results are a closed union', () => {
     expectTypeOf<RepairResult>().toEqualTypeOf<'APPLIED' | 'LOCAL_CHANGED' | 'LOCAL_AHEAD' | 'DEFERRED'>();
+  });
+});
+
+describe('envelopeAgainstFc: an --envelope is written only while it is FC\'s current answer', () => {
+  const envelope: AuthoritativeSnapshot = { ...snapshot, source: 'envelope', eventId: 'e-sent', grantVersion: '1', snapshotJson: '{"sent":1}' };
+  it('the same form, revision, hash and isDeleted: the envelope, with the grant read now', () => {
+    const r = envelopeAgainstFc(envelope, ready({ grant_version: '2' }));
+    expect(r).toEqual({ kind: 'ready', snapshot: envelope, consumerAppKey: '100100', grant: { ...grant, grant_version: '2' } });
+    // and the grant check still decides on the envelope's own grant version
+    expect(decideRepair(r, MISSING, null)).toMatchObject({ result: 'DEFERRED', code: 'GRANT_VERSION_CHANGED' });
+  });
+  it.each([
+    ['form', { formUuid: 'f0000000-0000-4000-8000-000000000002' }, /form f0000000-0000-4000-8000-000000000002/],
+    ['revision', { revision: '4' }, /revision 4/],
+    ['hash', { contentHash: H('b') }, /hash bbbbbbbbbbbb…/],
+    ['isDeleted', { isDeleted: true }, /isDeleted 1/],
+  ] as const)('FC now has another %s → DEFERRED ENVELOPE_NOT_CURRENT, nothing written', (_what, fcNow, detail) => {
+    const fc: Authoritative = { kind: 'ready', snapshot: { ...snapshot, ...fcNow }, consumerAppKey: '100100', grant };
+    const r = envelopeAgainstFc(envelope, fc);
+    expect(r).toMatchObject({ kind: 'unavailable', code: 'ENVELOPE_NOT_CURRENT' });
+    expect(r.kind === 'unavailable' && r.detail).toMatch(detail);
+    const d = decideRepair(r, MISSING, null);
+    expect(d).toMatchObject({ result: 'DEFERRED', code: 'ENVELOPE_NOT_CURRENT' });
+    expect(d.write).toBeUndefined();
+  });
+  it('FC has no such answer (or another school, no grant…): that refusal stands', () => {
+    const gone: Authoritative = { kind: 'unavailable', code: 'ANSWER_NOT_AT_FC', detail: 'FC has no answer' };
+    expect(envelopeAgainstFc(envelope, gone)).toBe(gone);
   });
 });
 

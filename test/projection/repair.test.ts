@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalize } from '../../src/lib/canon/index.js';
 import { buildEnvelope } from '../../src/lib/deliveries/envelope.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
@@ -224,6 +225,37 @@ describe('--envelope FILE', () => {
     const runLine = readFileSync(evidence, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['type'] === 'run').at(-1);
     expect(runLine).toMatchObject({ mode: 'single', envelope: good, envelopeSha256: createHash('sha256').update(readFileSync(good)).digest('hex'), execute: true });
     expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toMatchObject({ snapshot_json: fc.snapshotJson, content_hash: fc.contentHash, answer_revision: '3' });
+  });
+});
+
+describe('--envelope FILE that is not FC\'s current answer', () => {
+  it('an older envelope (same revision, another hash) or one for an answer FC no longer has → DEFERRED, nothing written', async () => {
+    const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
+    await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
+    const args = ['--school', '5', '--answer', fc.answerUuid, '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0', '--execute'];
+    const other = '{"answerNo":null,"appCode":"demo","code":"c","createTime":null,"schId":5,"status":"s","subjectId":null,"submitterId":1,"updateTime":null,"values":{"old":true}}';
+    const otherHash = (canonicalize(other) as { hash: string }).hash;
+    const file = join(tmp, 'stale-envelope.json');
+    writeFileSync(
+      file,
+      buildEnvelope({
+        id: '1', event_id: randomUUID(), event_type: 'updated', source_app_key: '100021', consumer_app_key: KEY, consumer_school_id: '5', grant_version: '2', form_uuid: FORM,
+        form_version: 4, answer_uuid: fc.answerUuid, answer_revision: '3', is_deleted: 0, content_hash: otherHash, occurred_at: '2026-10-22 09:30:00',
+        snapshot_json: other, state: 'PENDING', retry_count: 0, replay_op_digest: null,
+      }),
+    );
+    const before = await projectionRow(dbs.admin, dbs.shName, fc.answerUuid);
+    const r = await repair([...args, '--envelope', file]);
+    expect(r.code).toBe(1);
+    expect(resultOf(r.stdout)).toMatchObject({ result: 'DEFERRED', code: 'ENVELOPE_NOT_CURRENT' });
+    expect(resultOf(r.stdout)['reason']).toMatch(/FC now has hash/);
+    expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toEqual(before);
+    // FC no longer has the answer at all
+    await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.answer WHERE answer_uuid = ?`, [fc.answerUuid]);
+    const gone = await repair([...args, '--envelope', file]);
+    expect(gone.code).toBe(1);
+    expect(resultOf(gone.stdout)).toMatchObject({ result: 'DEFERRED', code: 'ANSWER_NOT_AT_FC' });
+    expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toEqual(before);
   });
 });
 

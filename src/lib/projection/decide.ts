@@ -26,6 +26,7 @@ export type RepairResult = (typeof REPAIR_RESULTS)[number];
  * | `GRANT_MISSING` `GRANT_REVOKED` `GRANT_NOT_READABLE` `GRANT_MISMATCH` `GRANT_VERSION_CHANGED` | DEFERRED | the fresh grant does not authorize this consumer and school |
  * | `FORM_MISMATCH` | DEFERRED | the local row belongs to another form than FC's answer |
  * | `LOCAL_RETIRED` | DEFERRED | the local row is retired (`retire-absent`): a person decides |
+ * | `ENVELOPE_NOT_CURRENT` | DEFERRED | `--envelope`: FC's answer now has another form, revision, hash or isDeleted |
  *
  * @example REASON_CODES.includes('ALREADY_CURRENT') // true
  */
@@ -46,6 +47,7 @@ export const REASON_CODES = [
   'GRANT_VERSION_CHANGED',
   'FORM_MISMATCH',
   'LOCAL_RETIRED',
+  'ENVELOPE_NOT_CURRENT',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
@@ -99,7 +101,28 @@ export interface FreshGrant {
  */
 export type Authoritative =
   | { readonly kind: 'ready'; readonly snapshot: AuthoritativeSnapshot; readonly consumerAppKey: string; readonly grant: FreshGrant | null }
-  | { readonly kind: 'unavailable'; readonly code: 'ANSWER_NOT_AT_FC' | 'SCHOOL_MISMATCH' | 'SNAPSHOT_INVALID' | 'GRANT_MISSING'; readonly detail: string };
+  | { readonly kind: 'unavailable'; readonly code: 'ANSWER_NOT_AT_FC' | 'SCHOOL_MISMATCH' | 'SNAPSHOT_INVALID' | 'GRANT_MISSING' | 'ENVELOPE_NOT_CURRENT'; readonly detail: string };
+
+/**
+ * An `--envelope`'s snapshot is authoritative only while it is FC's current answer (seed 000 §8.1:
+ * read the current snapshot from FC and verify form, answer, version): same form, revision, hash
+ * and isDeleted as FC's row read now, whose fresh grant it then goes with. An old envelope
+ * (another hash at the same revision, say) or one FC no longer has is never written.
+ * @example envelopeAgainstFc(envelope, await readFromFc(…)).kind // 'ready' | 'unavailable'
+ */
+export function envelopeAgainstFc(envelope: AuthoritativeSnapshot, fc: Authoritative): Authoritative {
+  if (fc.kind === 'unavailable') return fc;
+  const now = fc.snapshot;
+  const differs: string[] = [];
+  if (now.formUuid !== envelope.formUuid) differs.push(`form ${now.formUuid}`);
+  if (now.revision !== envelope.revision) differs.push(`revision ${now.revision}`);
+  if (now.contentHash !== envelope.contentHash) differs.push(`hash ${now.contentHash.slice(0, 12)}…`);
+  if (now.isDeleted !== envelope.isDeleted) differs.push(`isDeleted ${now.isDeleted ? 1 : 0}`);
+  if (differs.length > 0) {
+    return { kind: 'unavailable', code: 'ENVELOPE_NOT_CURRENT', detail: `the envelope is not FC's current answer (FC now has ${differs.join(', ')}); nothing written` };
+  }
+  return { kind: 'ready', snapshot: envelope, consumerAppKey: fc.consumerAppKey, grant: fc.grant };
+}
 
 /** The local projection row as read (no snapshot body, no business columns). */
 export interface ObservedLocal {

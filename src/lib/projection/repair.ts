@@ -24,6 +24,7 @@ import {
   type Authoritative,
   type AuthoritativeSnapshot,
   decideRepair,
+  envelopeAgainstFc,
   type FreshGrant,
   type ObservedLocal,
   type ReasonCode,
@@ -112,10 +113,6 @@ function localOf(r: LocalRowRaw): ObservedLocal {
     retiredAt: r.retired_at,
     retireProofId: r.retire_proof_id,
   };
-}
-
-async function readGrant(fcDb: Db, formUuid: string, schId: string, consumerAppKey: string): Promise<FreshGrant | null> {
-  return (await stmt<FreshGrant>(fcDb, fcSql.grant(formUuid, schId, consumerAppKey)))[0] ?? null;
 }
 
 /**
@@ -222,9 +219,8 @@ function auditOf(item: RepairItem, o: RepairRunOptions, expected: Triple, at: Om
  * A lost race rolls back and is LOCAL_CHANGED, with the row re-read (and its own audit row).
  */
 async function attemptOnce(item: RepairItem, expected: Triple, attempt: number, o: RepairRunOptions, deps: RepairDeps): Promise<Attempt> {
-  const authoritative: Authoritative = o.envelope
-    ? { kind: 'ready', snapshot: o.envelope, consumerAppKey: o.consumerAppKey, grant: await readGrant(deps.fcDb, o.envelope.formUuid, item.schId, o.consumerAppKey) }
-    : await readFromFc(deps.fcDb, item, o);
+  const fromFc = await readFromFc(deps.fcDb, item, o);
+  const authoritative: Authoritative = o.envelope ? envelopeAgainstFc(o.envelope, fromFc) : fromFc;
   const observed = await readLocal(deps.shDb, item.answerUuid, item.schId);
   const decision = decideRepair(authoritative, expected, observed);
   if (!o.execute) return { decision, observed, authoritative, written: false, raced: false };

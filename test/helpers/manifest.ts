@@ -102,7 +102,7 @@ export async function writeManifestFiles(
   name: string,
   side: 'fc' | 'sh',
   rows: readonly import('../../src/lib/manifest/row.js').ManifestRow[],
-  options: { schId?: string; formUuid?: string; shard?: string | null; completed?: boolean } = {},
+  options: { schId?: string; formUuid?: string; shard?: string | null; completed?: boolean; completedAt?: string } = {},
 ): Promise<{ file: string; checkpoint: string; bytes: Buffer }> {
   const { writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
@@ -127,7 +127,7 @@ export async function writeManifestFiles(
     completed,
     startedAt: '2026-11-30T00:00:00.000Z',
     updatedAt: '2026-11-30T00:01:00.000Z',
-    completedAt: completed ? '2026-11-30T00:01:00.000Z' : null,
+    completedAt: completed ? (options.completedAt ?? '2026-11-30T00:01:00.000Z') : null,
   });
   return { file, checkpoint, bytes };
 }

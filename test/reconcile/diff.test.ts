@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadManifestSource } from '../../src/lib/manifest/reader.js';
 import type { ManifestRow } from '../../src/lib/manifest/row.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { testUuid, writeManifestFiles } from '../helpers/manifest.js';
@@ -110,6 +111,17 @@ describe('reconcile diff', () => {
     expect(r.code).toBe(0);
     expect(readFileSync(join(out, 'report.csv'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
     expect(readFileSync(join(out, 'retire-candidates.jsonl'), 'utf8')).toBe('');
+  });
+
+  it('a sharded manifest is as fresh as its oldest shard: completedAt is the earliest completion (a proof\'s age counts from it)', async () => {
+    const sub = join(dir, 'shard-ages');
+    mkdirSync(sub);
+    const keys = Array.from({ length: 6 }, (_, i) => testUuid('age', i)).sort();
+    const a = await writeManifestFiles(sub, 'fc-1', 'fc', keys.slice(0, 3).map((k) => row(k, '1')), { shard: '1/2', completedAt: '2026-11-30T09:00:00.000Z' });
+    const b = await writeManifestFiles(sub, 'fc-2', 'fc', keys.slice(3).map((k) => row(k, '1')), { shard: '2/2', completedAt: '2026-11-27T09:00:00.000Z' });
+    writeFileSync(join(sub, 'fc.jsonl'), Buffer.concat([a.bytes, b.bytes]));
+    const source = await loadManifestSource('fc', join(sub, 'fc.jsonl'), [a.checkpoint, b.checkpoint]);
+    expect(source.completedAt).toBe('2026-11-27T09:00:00.000Z');
   });
 
   it('shards: outputs concatenated in shard order with one checkpoint per shard, same result as unsharded', async () => {

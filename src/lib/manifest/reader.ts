@@ -34,7 +34,10 @@ export interface ManifestSource {
   readonly wholeKeySpace: boolean;
   readonly bytes: number;
   readonly rows: number;
-  /** the latest completion time of the checkpoints */
+  /**
+   * the earliest completion time of the checkpoints: the manifest is only as fresh as its oldest
+   * shard, and a proof's age (retire-absent) counts from it
+   */
   readonly completedAt: string;
 }
 
@@ -101,7 +104,7 @@ export async function loadManifestSource(side: ManifestSide, file: string, check
     wholeKeySpace,
     bytes,
     rows: loaded.reduce((n, l) => n + l.checkpoint.rows, 0),
-    completedAt: loaded.map((l) => l.checkpoint.completedAt ?? l.checkpoint.updatedAt).sort().at(-1)!,
+    completedAt: loaded.map((l) => l.checkpoint.completedAt ?? l.checkpoint.updatedAt).sort()[0]!,
   };
 }
 

@@ -305,6 +305,12 @@ const GLOBAL_CASES: RefusalCase[] = [
     (url): RefusalCase => ({ name: `--flow-url ${show(url)} (resolve-unknown)`, argv: ['--flow-url', url, 'apply-command', 'resolve-unknown', '--dry-run'], says: /flowUrl/ }),
   ),
   { name: 'FCCTL_FC_DATABASE_URL that is no URL (db check)', argv: ['db', 'check', '--side', 'fc'], env: { FCCTL_FC_DATABASE_URL: DROP }, says: /FC database URL is not a valid URL/ },
+  // commands that name their database in checkpoints and proofs read the URL first
+  ...[
+    ['reconcile', 'run', '--school', '5', '--form', 'f0000000-0000-4000-8000-000000000001', '--out-dir', 'never-made'],
+    ['retire-absent', 'prove', '--candidates', 'never-made.jsonl', '--fc-manifest', 'never-made-fc.jsonl', '--proof-id', 'P-1', '--out', 'never-made.json'],
+    ['manifest', 'scan', '--side', 'fc', '--school', '5', '--form', 'f0000000-0000-4000-8000-000000000001', '--out', 'never-made.jsonl'],
+  ].map((argv): RefusalCase => ({ name: `a malformed FC database URL with a password (${argv.slice(0, 2).join(' ')})`, argv, env: { FCCTL_FC_DATABASE_URL: 'mysql://u:s3cret@db:port/fc' }, says: /database URL is not a valid URL: \*\*\*/ })),
   { name: 'no FC database configured (deliveries scan)', argv: ['deliveries', 'scan'], env: { FCCTL_FC_DATABASE_URL: '' }, says: /fcDatabaseUrl is not configured/ },
   { name: 'no SH database configured (apply-command scan)', argv: ['apply-command', 'scan'], env: { FCCTL_SH_DATABASE_URL: '' }, says: /shDatabaseUrl is not configured/ },
   { name: 'no app key configured (deliveries send)', argv: ['deliveries', 'send'], env: { FCCTL_APP_KEY: '' }, says: /appKey is not configured/ },

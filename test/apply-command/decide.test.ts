@@ -229,6 +229,13 @@ describe('response bodies, validated strictly', () => {
     expect(parseExactJson('{"a":9007199254740993,"b":"9007199254740993","c":1.5,"d":-12345678901234567}')).toEqual({ ok: true, value: { a: '9007199254740993', b: '9007199254740993', c: 1.5, d: '-12345678901234567' } });
     expect(parseLookupBody(`{"found":true,"instance":${inst}}`, key)).toMatchObject({ kind: 'found', instance: { submitterId: '9007199254740993', status: 30, round: 1 } });
   });
+  it('a leading byte order mark is skipped (bytes or text), never thrown: a gateway that adds one breaks nothing', () => {
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`{"found":true,"instance":${inst}}`)]);
+    expect(parseLookupBody(bom, key)).toMatchObject({ kind: 'found', instance: { submitterId: '9007199254740993' } });
+    expect(parseLookupBody('\uFEFF{"found":false}', key)).toEqual({ kind: 'not-found' });
+    expect(parseApplyBody(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`{"branch":"CREATED","instance":${inst}}`)]), key)).toMatchObject({ kind: 'applied', branch: 'CREATED' });
+    expect(parseLookupBody(Buffer.from([0xef, 0xbb, 0xbf]), key).kind).toBe('malformed');
+  });
   it('refuses what it cannot trust', () => {
     const bad = [
       '{"found":tru', '', '[]', '{"found":"true"}', '{"found":false,"found":true}', '{"found":false,"instance":{}}', '{}',

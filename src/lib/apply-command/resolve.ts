@@ -138,6 +138,8 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   // Row writes are independent and guarded one by one: they go to the database in groups. A row's
   // request slot is free before its write, so a few milliseconds of lingering cost no throughput.
   const writes = new WriteBatcher(deps.db, { lingerMs: 20 });
+  /** a database error that ends the run (the command maps it to exit 3); rows not started are left alone */
+  let fatal: unknown = null;
   let errorStreak = 0;
   let lastError = '';
   let tripped = false;
@@ -164,7 +166,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     return null;
   };
   /** Stops that also give back rows claimed but not started (budgets let them finish). */
-  const halted = () => tripped || deps.signal.aborted;
+  const halted = () => tripped || deps.signal.aborted || fatal !== null;
 
   const other = otherAppKeySelect(deps.appKey, options.pendingGraceSeconds);
   summary.otherAppKey = Number((await deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
@@ -173,10 +175,9 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     // Lookups only: nothing is claimed, posted or written. The next page is read as soon as the
     // limiter runs low, not when a page's last lookup is back (that left the limiter idle).
     const pages = new InFlight();
-    let failure: unknown = null;
     let afterId = '0';
     for (;;) {
-      if (failure) break;
+      if (fatal) break;
       const stop = stopReason();
       if (stop) {
         summary.stoppedBy = stop;
@@ -202,13 +203,13 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
             if (step.kind === 'post') report(row, { kind: 'would-post' });
             else report(row, planWrite(row, step, options.retry).result);
           }).catch((err: unknown) => {
-            failure ??= err;
+            fatal ??= err;
           }),
         );
       }
     }
     await pages.all();
-    if (failure) throw failure;
+    if (fatal) throw fatal;
     if (tripped) summary.flowCenterErrors = lastError;
     return summary;
   }
@@ -257,7 +258,6 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     report(row, result);
   };
 
-  let fatal: unknown = null;
   let cursor = await claimStart(deps.db);
   let cursorMoved = false;
   for (;;) {

@@ -103,7 +103,8 @@ export function errorCode(e: FlowError): string {
 export function parseExactJson(bytes: Uint8Array | string): { ok: true; value: unknown } | { ok: false; detail: string } {
   const strict = canonicalize(bytes);
   if (!strict.ok) return { ok: false, detail: `not strict JSON: ${strict.error.code} at ${strict.error.line}:${strict.error.column}` };
-  const text = typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8');
+  // The reader skips a leading byte order mark (RFC 8259 §8.1 allows ignoring one); JSON.parse would not.
+  const text = (typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8')).replace(/^\uFEFF/, '');
   if (!/[0-9]{16}/.test(text)) return { ok: true, value: JSON.parse(text) as unknown };
   let out = '';
   let i = 0;

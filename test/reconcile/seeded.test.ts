@@ -27,6 +27,29 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
 const uuidsOf = (path: string) => jsonl(path).map((r) => r['answerUuid'] as string);
 
+/** Runs `reconcile run` in this process (pages of 1) and stops it when `stopAt` says so. */
+async function stoppedRun(schId: string, formUuid: string, outDir: string, stopAt: (side: 'fc' | 'sh', page: number) => boolean) {
+  const controller = new AbortController();
+  const fcDb = await openDb('FC database', dbs.fcUrl);
+  const shDb = await openDb('SH database', dbs.shUrl);
+  try {
+    return await runReconcile(
+      { schId, formUuid, outDir, size: 1, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+      {
+        fcDb: async () => fcDb,
+        shDb: async () => shDb,
+        signal: controller.signal,
+        onPage: (side, p) => {
+          if (stopAt(side, p.page)) controller.abort(new Error('stopped by test'));
+        },
+      },
+    );
+  } finally {
+    await fcDb.close();
+    await shDb.close();
+  }
+}
+
 beforeAll(async () => {
   dbs = await freshDatabases('seeded');
   env = dbs.env();
@@ -138,26 +161,8 @@ describe('dev seed with the SH side, then reconcile run', () => {
     const fresh = join(dir, 'fresh');
     expect((await runCli(['--json', 'reconcile', 'run', '--school', '6', '--form', forms[1]!, '--out-dir', fresh], { env })).code).toBe(0);
     const out = join(dir, 'stopped');
-    const controller = new AbortController();
-    const fcDb = await openDb('FC database', dbs.fcUrl);
-    const shDb = await openDb('SH database', dbs.shUrl);
-    try {
-      const stopped = await runReconcile(
-        { schId: '6', formUuid: forms[1]!, outDir: out, size: 1, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
-        {
-          fcDb: async () => fcDb,
-          shDb: async () => shDb,
-          signal: controller.signal,
-          onPage: (side, p) => {
-            if (side === 'sh' && p.page === 2) controller.abort(new Error('stopped by test'));
-          },
-        },
-      );
-      expect(stopped).toMatchObject({ kind: 'stopped', phase: 'scan-sh', reason: 'stopped by test' });
-    } finally {
-      await fcDb.close();
-      await shDb.close();
-    }
+    const stopped = await stoppedRun('6', forms[1]!, out, (side, page) => side === 'sh' && page === 2);
+    expect(stopped).toMatchObject({ kind: 'stopped', phase: 'scan-sh', reason: 'stopped by test' });
     const run = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as { runId: string; taskStart: string; state: string };
     expect(run.state).toBe('scanning');
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
@@ -180,26 +185,7 @@ describe('dev seed with the SH side, then reconcile run', () => {
     expect(readFileSync(join(out, 'report.csv'), 'utf8')).not.toContain(`MISSING_LOCAL,${gone},`);
     // Changed at SH after the first run: the next run must see it gone.
     await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [gone]);
-    const controller = new AbortController();
-    const fcDb = await openDb('FC database', dbs.fcUrl);
-    const shDb = await openDb('SH database', dbs.shUrl);
-    try {
-      const stopped = await runReconcile(
-        { schId: '6', formUuid: forms[2]!, outDir: out, size: 1, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
-        {
-          fcDb: async () => fcDb,
-          shDb: async () => shDb,
-          signal: controller.signal,
-          onPage: (side) => {
-            if (side === 'fc') controller.abort(new Error('stopped by test'));
-          },
-        },
-      );
-      expect(stopped).toMatchObject({ kind: 'stopped', phase: 'scan-fc' });
-    } finally {
-      await fcDb.close();
-      await shDb.close();
-    }
+    expect(await stoppedRun('6', forms[2]!, out, (side) => side === 'fc')).toMatchObject({ kind: 'stopped', phase: 'scan-fc' });
     const r = await runCli(args, { env });
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ resumed: true });

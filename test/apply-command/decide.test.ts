@@ -37,7 +37,9 @@ const lookups: Array<[string, LookupResult]> = [
   ['found, nothing matches', { kind: 'found', instance: instance({ applyAppKey: 'x', submitterId: '1', flowGuid: 'y', status: 10 }) }],
   ['not found', { kind: 'not-found' }],
   ['timeout', { kind: 'timeout', detail: 'no answer' }],
-  ['network', { kind: 'network', detail: 'ECONNREFUSED' }],
+  ['network, refused', { kind: 'network', detail: 'ECONNREFUSED' }],
+  ['network, name not resolved', { kind: 'network', detail: 'ENOTFOUND' }],
+  ['network, reset', { kind: 'network', detail: 'ECONNRESET' }],
   ['http 401', { kind: 'http', status: 401, detail: 'sig' }],
   ['http 404', { kind: 'http', status: 404, detail: 'no route' }],
   ['http 500', { kind: 'http', status: 500, detail: '' }],
@@ -50,6 +52,7 @@ const applies: Array<[string, ApplyResult | undefined]> = [
   ...APPLY_BRANCHES.map((branch): [string, ApplyResult] => [`${branch} foreign`, { kind: 'applied', branch, instance: instance({ flowGuid: 'other', status: 10 }) }]),
   ['apply timeout', { kind: 'timeout', detail: '' }],
   ['apply network', { kind: 'network', detail: 'UND_ERR_SOCKET' }],
+  ['apply refused', { kind: 'network', detail: 'ECONNREFUSED' }],
   ['apply 400', { kind: 'http', status: 400, detail: '' }],
   ['apply 409', { kind: 'http', status: 409, detail: 'OWNERSHIP' }],
   ['apply 500', { kind: 'http', status: 500, detail: '' }],
@@ -58,6 +61,8 @@ const applies: Array<[string, ApplyResult | undefined]> = [
 ];
 
 const code = (r: { kind: string; status?: number }) => (r.kind === 'http' ? `HTTP_${r.status}` : r.kind.toUpperCase());
+/** Not charged to the budget: only a request that never reached the flow center. */
+const isCharged = (r: { kind: string; detail?: string }) => !(r.kind === 'network' && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(r.detail ?? ''));
 
 /** The oracle: SPEC §9 written out as a table, independently of decide.ts. */
 function expected(lookup: LookupResult, apply: ApplyResult | undefined): Record<string, unknown> {
@@ -66,9 +71,9 @@ function expected(lookup: LookupResult, apply: ApplyResult | undefined): Record<
     const owned = i.applyAppKey === R.apply_app_key && i.submitterId === R.submitter_id && i.flowGuid === R.flow_guid;
     return owned ? { kind: 'done', via: 'lookup', status: i.status } : { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: null };
   }
-  if (lookup.kind !== 'not-found') return { kind: 'fail', reason: `LOOKUP_${code(lookup)}` };
+  if (lookup.kind !== 'not-found') return { kind: 'fail', reason: `LOOKUP_${code(lookup)}`, charged: isCharged(lookup) };
   if (apply === undefined) return { kind: 'post' };
-  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${code(apply)}` };
+  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${code(apply)}`, charged: isCharged(apply) };
   if (apply.instance.flowGuid !== R.flow_guid) return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch };
   if (['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'].includes(apply.branch)) return { kind: 'done', via: 'apply', status: apply.instance.status, branch: apply.branch };
   return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch };
@@ -83,7 +88,7 @@ function shape(step: Step): Record<string, unknown> {
     case 'dead':
       return { kind: 'dead', reason: step.reason, branch: step.branch };
     case 'fail':
-      return { kind: 'fail', reason: step.reason };
+      return { kind: 'fail', reason: step.reason, charged: step.charged };
   }
 }
 
@@ -135,12 +140,23 @@ describe('resolve: every lookup result × every apply answer (SPEC §9)', () => 
 
 describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
   it('doubles and dies', () => {
-    const fail: Transition = { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: 'no answer' };
+    const fail: Transition = { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: 'no answer', charged: true };
     const seen = [0, 1, 2, 3, 4, 5].map((n) => planWrite(row({ retry_count: n }), fail, APPLY_RETRY_POLICY).write);
     expect(seen.map((w) => (w.kind === 'fail' ? [w.state, w.retryCount, w.backoffSeconds] : null))).toEqual([
       ['FAILED', 1, 20], ['FAILED', 2, 40], ['FAILED', 3, 80], ['FAILED', 4, 160], ['FAILED', 5, 320], ['DEAD', 6, null],
     ]);
     expect(seen[0]).toMatchObject({ lastError: 'LOOKUP_TIMEOUT: no answer' });
+  });
+  it('a flow center that could not be reached fails the row with backoff but never spends its budget (never DEAD from an outage)', () => {
+    const refused = resolve(R, { kind: 'network', detail: 'ECONNREFUSED' }) as Transition;
+    expect(refused).toMatchObject({ kind: 'fail', reason: 'LOOKUP_NETWORK', charged: false });
+    const seen = [0, 1, 5].map((n) => planWrite(row({ retry_count: n }), refused, APPLY_RETRY_POLICY));
+    expect(seen.map((p) => (p.write.kind === 'fail' ? [p.write.state, p.write.retryCount, p.write.backoffSeconds] : null))).toEqual([
+      ['FAILED', 0, 20], ['FAILED', 1, 40], ['FAILED', 5, 640],
+    ]);
+    expect(seen.every((p) => p.result.kind === 'failed' && !p.result.dead)).toBe(true);
+    // a connection cut once the request was out may have reached it: charged
+    expect(planWrite(row({ retry_count: 5 }), resolve(R, { kind: 'network', detail: 'ECONNRESET' }) as Transition, APPLY_RETRY_POLICY).write).toMatchObject({ state: 'DEAD', retryCount: 6 });
   });
   it('a done write mirrors the status and keeps the branch; a lookup leaves last_branch alone', () => {
     const viaApply = planWrite(R, { kind: 'done', via: 'apply', branch: 'CREATED', instance: instance({ status: 10 }), roundBehind: false }, APPLY_RETRY_POLICY);

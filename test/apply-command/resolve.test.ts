@@ -187,6 +187,23 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(events.find((e) => e['bizId'] === id('restart'))).toMatchObject({ kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED' });
   });
 
+  it('a flow center that refuses connections: rows FAILED with backoff, retry budget untouched however often it happens', async () => {
+    const p = uniquePrefix('refused');
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }, { bizId: `${p}-2` }]);
+    const down = { ...env, FCCTL_FLOW_URL: 'http://127.0.0.1:1' };
+    for (let run = 0; run < 8; run++) {
+      const r = await resolveRun([], down);
+      expect(r.code).toBe(1);
+      expect(summaryOf(r.stdout)).toMatchObject({ failed: 2, dead: 0, failedByReason: { LOOKUP_NETWORK: 2 } });
+      const rows = await commandsOf(dbs.admin, dbs.shName, p);
+      expect(rows.map((x) => [x.state, x.retry_count, x.backoff])).toEqual([['FAILED', 0, 20], ['FAILED', 0, 20]]);
+      await makeDue(dbs.admin, dbs.shName, p);
+    }
+    // back up: settled at once
+    await fc.addInstances([owned(`${p}-1`, 30), owned(`${p}-2`, 40)]);
+    expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ done: 2 });
+  });
+
   it('an apply that timed out after the flow center acted: FAILED, then the next lookup settles it with no second POST', async () => {
     const p = uniquePrefix('late');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);

@@ -7,7 +7,7 @@
  * - DONE is only ever decided from an instance the flow center described (looked up or created).
  */
 import { afterFailure, type RetryPolicy } from '../deliveries/decide.js';
-import { type ApplyBranch, type ApplyRequest, type ApplyResult, errorCode, type FlowInstance, type LookupResult } from '../flow/client.js';
+import { type ApplyBranch, type ApplyRequest, type ApplyResult, errorCode, type FlowError, type FlowInstance, type LookupResult } from '../flow/client.js';
 import { type ApplyCommandRow, type CommandGeneration, generationOf } from './types.js';
 
 /** Branches after which the command is settled: the flow center holds exactly this command's instance. */
@@ -24,8 +24,11 @@ export type Transition =
   | { readonly kind: 'done'; readonly via: 'apply'; readonly branch: ApplyBranch; readonly instance: FlowInstance; readonly roundBehind: boolean }
   /** a person must look: someone else's instance, a branch that is not "taken", or a command that cannot be resent */
   | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: ApplyBranch | null; readonly detail: string }
-  /** no usable answer: retry later with backoff (DEAD once the budget is spent) */
-  | { readonly kind: 'fail'; readonly reason: string; readonly detail: string };
+  /**
+   * no usable answer: retry later with backoff (DEAD once the budget is spent). `charged` false:
+   * the request never reached the flow center, so the retry budget is not spent.
+   */
+  | { readonly kind: 'fail'; readonly reason: string; readonly detail: string; readonly charged: boolean };
 
 /** A transition, or: resend the apply (only ever after "not found"). */
 export type Step = Transition | { readonly kind: 'post'; readonly request: ApplyRequest };
@@ -65,6 +68,20 @@ export function applyRequestOf(row: ApplyCommandRow): ApplyRequest {
   };
 }
 
+/** Connection errors by which a request never reached the flow center (nothing was sent). */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a failed call is charged to the row's retry budget. A flow center that cannot be
+ * reached at all (refused, not resolved, no route) is an outage the rows should outlive: seed 000
+ * §7.3 expects them to heal once it is back, not to go DEAD after a few minutes of it. Every
+ * other error — timeouts, cut connections, HTTP statuses, bad bodies — may have reached it.
+ * @example charged({ kind: 'network', detail: 'ECONNREFUSED' }) // false
+ */
+export function charged(error: FlowError): boolean {
+  return !(error.kind === 'network' && NOT_REACHED.has(error.detail));
+}
+
 function describe(instance: FlowInstance): string {
   return `instance ${instance.instanceId} status ${instance.status}`;
 }
@@ -72,7 +89,7 @@ function describe(instance: FlowInstance): string {
 const roundBehind = (row: ApplyCommandRow, instance: FlowInstance) => instance.round !== null && instance.round < Number(row.attempt);
 
 function afterApply(row: ApplyCommandRow, apply: ApplyResult): Transition {
-  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail };
+  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
   const foreign = ownershipMismatch(row, apply.instance);
   if (foreign.length > 0) {
     return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${apply.branch} answered with ${describe(apply.instance)} whose ${foreign.join(', ')} differ` };
@@ -107,7 +124,7 @@ export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply?: Appl
       return afterApply(row, apply);
     }
     default:
-      return { kind: 'fail', reason: `LOOKUP_${errorCode(lookup)}`, detail: lookup.detail };
+      return { kind: 'fail', reason: `LOOKUP_${errorCode(lookup)}`, detail: lookup.detail, charged: charged(lookup) };
   }
 }
 
@@ -142,7 +159,7 @@ const errorText = (reason: string, detail: string) => (detail ? `${reason}: ${de
 
 /**
  * The write and the reported result of a transition.
- * @example planWrite(row, { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: '' }, APPLY_RETRY_POLICY) // FAILED, retry 1, 20 s
+ * @example planWrite(row, { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: '', charged: true }, APPLY_RETRY_POLICY) // FAILED, retry 1, 20 s
  */
 export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPolicy): { write: CommandWrite; result: RowResult } {
   const gen = generationOf(row);
@@ -158,7 +175,9 @@ export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPoli
     case 'dead':
       return { write: { kind: 'dead', gen, branch: t.branch, lastError: errorText(t.reason, t.detail) }, result: { kind: 'dead', reason: t.reason, branch: t.branch } };
     case 'fail': {
-      const next = afterFailure(Number(row.retry_count), policy);
+      const retries = Number(row.retry_count);
+      // Not charged: FAILED with the backoff of its current count, the count (and budget) kept.
+      const next = t.charged ? afterFailure(retries, policy) : { state: 'FAILED' as const, retryCount: retries, backoffSeconds: Math.min(policy.capSeconds, policy.baseSeconds * 2 ** retries) };
       return {
         write: { kind: 'fail', gen, ...next, lastError: errorText(t.reason, t.detail) },
         result: { kind: 'failed', reason: t.reason, dead: next.state === 'DEAD' },

@@ -190,6 +190,13 @@ case "${1:-}" in
     exit $rc
     ;;
   env) print_env ;;
+  mq-ctl)
+    # For the fault suite: rabbitmqctl against the local node (e.g. a memory alarm that blocks
+    # publishers: mq-ctl set_vm_memory_high_watermark absolute 1). Local broker only.
+    if external; then log "external servers: not touching them"; exit 2; fi
+    shift
+    ctl "$@"
+    ;;
   add-vhost)
     # For tests that need an empty vhost (e.g. no delivery exchange): local broker only.
     [ -n "${2:-}" ] || { echo "usage: scripts/services.sh add-vhost NAME" >&2; exit 2; }

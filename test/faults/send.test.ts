@@ -5,7 +5,7 @@ import { Rng } from '../../src/lib/dev/random.js';
 import { type CliResult, FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { FAULT_SIZE, pick, recordTotals, restartService } from '../helpers/faults.js';
+import { brokerMemoryAlarm, FAULT_SIZE, pick, recordTotals, restartService } from '../helpers/faults.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -321,6 +321,38 @@ describe('deliveries send under faults', () => {
     });
     const failedByReason = summaryOf(faulted)?.['failedByReason'] as Record<string, number>;
     expect(failedByReason['CHANNEL_CLOSED']).toBeGreaterThan(0);
+  });
+
+  it('a broker memory alarm (publishes blocked, nothing read): exit 3 with one line within seconds, no claim after it; a run after the alarm accepts everything', async () => {
+    const d = await seedDataset(pick(1000, 5000));
+    await brokerMemoryAlarm(true);
+    let blocked: CliResult;
+    const started = Date.now();
+    try {
+      blocked = await sendRun([...SHORT_LEASE, '--batch-size', '100']);
+    } finally {
+      await brokerMemoryAlarm(false);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    console.log(`deliveries send: memory alarm: the blocked run ended after ${seconds.toFixed(1)} s and said ${JSON.stringify(blocked.stderr.trim())}`);
+    expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\)/);
+    // It used to hang for good in the channel's close (cron then piles runs up).
+    expect(seconds).toBeLessThan(60);
+    const s = summaryOf(blocked)!;
+    expect(s).toMatchObject({ stoppedBy: 'broker-blocked', accepted: 0 });
+    // Once blocked it claims no more: only what was claimed before the block was tried.
+    expect(Number(s['claimed'])).toBeLessThan(d.ids.length + d.revokedIds.length);
+    expect(await acceptedCount(d)).toBe(0);
+    await waitFor(
+      'leases and backoff to run out',
+      async () => (await countRows(d, "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())")) === 0,
+      30_000,
+      250,
+    );
+    const recovery = await sendRun([]);
+    expect(recovery.stderr).toBe('');
+    expect(recovery.code).toBe(0);
+    await checkRecovered(d, 'deliveries send: broker memory alarm', 1, 2);
   });
 
   it('database connection cut mid-run: exit 3 with one line; claimed rows come back after their lease', async () => {

@@ -38,6 +38,15 @@ export function recordTotals(test: string, totals: FaultTotals): void {
 
 const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.url));
 
+/**
+ * A real RabbitMQ memory alarm on the local node (`on`: a watermark of 1 byte; `off`: the default
+ * 0.4): while it is on the broker blocks every publishing connection and reads nothing from it.
+ */
+export async function brokerMemoryAlarm(on: boolean): Promise<void> {
+  const args = on ? ['absolute', '1'] : ['0.4'];
+  await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'set_vm_memory_high_watermark', ...args], { timeout: 60_000 });
+}
+
 /** A real restart of the local MariaDB or RabbitMQ (all connections drop), down for `downSeconds`. */
 export async function restartService(which: 'mariadb' | 'rabbitmq', downSeconds = 0): Promise<void> {
   await promisify(execFile)('bash', [SERVICES, 'restart', which, String(downSeconds)], { timeout: 180_000 });

@@ -59,7 +59,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   } finally {
     progress.stop();
   }
-  const exitCode = summary.brokerLost ? ExitCode.ENVIRONMENT : summary.failed + summary.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  const exitCode = summary.brokerLost || summary.brokerBlocked ? ExitCode.ENVIRONMENT : summary.failed + summary.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
   const seconds = (Date.now() - started) / 1000;
   ctx.output.summary({
     command: 'deliveries send',
@@ -82,6 +82,9 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
     rowsPerSecond: seconds > 0 ? Math.round(summary.claimed / seconds) : 0,
   });
   if (summary.brokerLost) throw new EnvironmentError(`broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`);
+  if (summary.brokerBlocked) {
+    throw new EnvironmentError(`the broker is blocking publishes (${summary.brokerBlocked}: a resource alarm); stopped claiming, unconfirmed rows were marked FAILED and will be resent`);
+  }
   const { accepted, failed, dead, revoked, held, skipped } = summary;
   return { exitCode, rowsByResult: { accepted, failed, dead, revoked, held, skipped } };
 }

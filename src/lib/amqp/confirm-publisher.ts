@@ -1,5 +1,6 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { BrokerOutcome } from '../deliveries/decide.js';
+import { CLOSE_TIMEOUT_MS, within } from './connect.js';
 
 /** A publish's outcome, or `unsent` when the channel was gone before the message went out. */
 export type PublishOutcome = BrokerOutcome | { readonly kind: 'unsent' };
@@ -119,7 +120,8 @@ export class ConfirmPublisher {
     if (this.closedReason !== null) return;
     this.closedReason = 'closed by fcctl';
     this.closedOnPurpose = true;
-    await this.channel.close().catch(() => undefined);
+    // Bounded: a broker that blocks the connection never answers; the connection's close drops it.
+    await within(this.channel.close(), CLOSE_TIMEOUT_MS);
   }
 
   /** Why the channel went away unexpectedly, or null. */

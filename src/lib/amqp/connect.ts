@@ -12,7 +12,35 @@ export interface Broker {
   confirmChannel(): Promise<amqp.ConfirmChannel>;
   /** a throwaway channel for passive checks (a failed check closes the channel it ran on) */
   channel(): Promise<amqp.Channel>;
+  /**
+   * Why the broker is blocking this connection's publishes (a memory or disk alarm), or null.
+   * While blocked it reads nothing from the connection, so a publish is never confirmed.
+   */
+  readonly blocked: string | null;
+  /** Closes the connection; bounded, since a broker that blocks it never answers the close. */
   close(): Promise<void>;
+}
+
+/** How long a close may wait for the broker's answer before the socket is simply dropped. */
+export const CLOSE_TIMEOUT_MS = 3000;
+
+/**
+ * Resolves when `closing` settles or after `ms`, whichever comes first; `true` when it settled.
+ * @example if (!(await within(channel.close(), 3000))) socket.destroy()
+ */
+export async function within(closing: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    closing.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return settled;
 }
 
 /** One line, password masked, for anything that went wrong talking to the broker. */
@@ -37,12 +65,22 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
   // A lost connection surfaces through the channels' close events; keep it from crashing the process.
   connection.on('error', () => undefined);
   let closed = false;
+  let blocked: string | null = null;
   connection.on('close', () => {
     closed = true;
+  });
+  connection.on('blocked', (reason: string) => {
+    blocked = reason || 'blocked by the broker';
+  });
+  connection.on('unblocked', () => {
+    blocked = null;
   });
   return {
     connection,
     url,
+    get blocked() {
+      return blocked;
+    },
     confirmChannel: async () => {
       const ch = await connection.createConfirmChannel();
       ch.on('error', () => undefined);
@@ -54,7 +92,14 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
       return ch;
     },
     close: async () => {
-      if (!closed) await connection.close().catch(() => undefined);
+      if (closed) return;
+      // A blocked connection is never read by the broker, so its close-ok never comes: drop the
+      // socket rather than hang (cron would pile up runs).
+      if (!(await within(connection.close(), CLOSE_TIMEOUT_MS))) {
+        // With an error: amqplib tidies up (heartbeat timers included) on the socket's 'error'.
+        const socket = (connection as unknown as { connection?: { stream?: { destroy(err: Error): void } } }).connection?.stream;
+        socket?.destroy(new Error('the broker did not answer the close'));
+      }
     },
   };
 }

@@ -47,9 +47,11 @@ export interface SendSummary {
   failedByReason: Record<string, number>;
   /** adjudications the generation guard turned away (a replay or another worker got there first) */
   stale: number;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost';
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-blocked';
   /** why the broker went away mid-run; the command then exits 3 after its summary */
   brokerLost?: string;
+  /** why the broker blocked publishing (a resource alarm); the run stopped claiming, exit 3 */
+  brokerBlocked?: string;
 }
 
 export interface SendDeps {
@@ -252,7 +254,9 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   };
 
   for (;;) {
-    const stop = stopReason() ?? (publisher.closed ? 'broker-lost' : null) ?? (fatal ? 'broker-lost' : null);
+    // A blocking broker confirms nothing until its alarm clears: claim no more rows meanwhile
+    // (each would only time out and spend a retry).
+    const stop = stopReason() ?? (publisher.closed ? 'broker-lost' : null) ?? (fatal ? 'broker-lost' : null) ?? (broker.blocked !== null ? 'broker-blocked' : null);
     if (stop) {
       summary.stoppedBy = stop;
       break;
@@ -284,6 +288,9 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   if (lost) {
     summary.stoppedBy = 'broker-lost';
     summary.brokerLost = lost;
+  } else if (broker.blocked !== null) {
+    summary.stoppedBy = 'broker-blocked';
+    summary.brokerBlocked = broker.blocked;
   }
   return summary;
 }

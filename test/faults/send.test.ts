@@ -170,6 +170,23 @@ function expectEnvironmentFailure(r: CliResult, message: RegExp): void {
 const sendRun = (args: string[], runEnv = env) => spawnCli(['--json', 'deliveries', 'send', ...args], { env: runEnv, timeoutMs: 120_000 });
 const summaryOf = (r: CliResult) => jsonLines(r.stdout).find((l) => l['type'] === 'summary');
 
+/**
+ * After one faulted run: nothing is rewritten by hand — a recovery run (straight to the services)
+ * once the leases and the backoff have run out, then every check of {@link checkRecovered}.
+ */
+async function recoverAfterFault(d: Dataset, test: string): Promise<void> {
+  await waitFor(
+    'leases and backoff to run out',
+    async () => (await countRows(d, "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())")) === 0,
+    30_000,
+    250,
+  );
+  const recovery = await sendRun([]);
+  expect(recovery.stderr).toBe('');
+  expect(recovery.code).toBe(0);
+  await checkRecovered(d, test, 1, 2);
+}
+
 interface MidRunFault {
   test: string;
   rows: number;
@@ -205,17 +222,7 @@ async function faultMidRun(f: MidRunFault): Promise<CliResult> {
     // The fault landed mid-run: rows were left to the recovery.
     expect(await acceptedCount(d)).toBeLessThan(d.ids.length);
     await checkpoint(d);
-    // Nothing is rewritten by hand: the recovery runs once the leases and the backoff have run out.
-    await waitFor(
-      'leases and backoff to run out',
-      async () => (await countRows(d, "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())")) === 0,
-      30_000,
-      250,
-    );
-    const recovery = await sendRun([]);
-    expect(recovery.stderr).toBe('');
-    expect(recovery.code).toBe(0);
-    await checkRecovered(d, f.test, 1, 2);
+    await recoverAfterFault(d, f.test);
     return faulted;
   } finally {
     // A test failed before its fault must not leave the run relaying the next test's rows.
@@ -343,16 +350,7 @@ describe('deliveries send under faults', () => {
     // Once blocked it claims no more: only what was claimed before the block was tried.
     expect(Number(s['claimed'])).toBeLessThan(d.ids.length + d.revokedIds.length);
     expect(await acceptedCount(d)).toBe(0);
-    await waitFor(
-      'leases and backoff to run out',
-      async () => (await countRows(d, "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())")) === 0,
-      30_000,
-      250,
-    );
-    const recovery = await sendRun([]);
-    expect(recovery.stderr).toBe('');
-    expect(recovery.code).toBe(0);
-    await checkRecovered(d, 'deliveries send: broker memory alarm', 1, 2);
+    await recoverAfterFault(d, 'deliveries send: broker memory alarm');
   });
 
   it('database connection cut mid-run: exit 3 with one line; claimed rows come back after their lease', async () => {

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { EnvironmentError, ExitCode } from '../../lib/cli/exit.js';
+import { ExitCode } from '../../lib/cli/exit.js';
 import { writeRunMetrics } from '../../lib/cli/metrics.js';
 import { type ListFormat, Output } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';

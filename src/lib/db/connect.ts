@@ -56,17 +56,24 @@ export function dbError(label: string, url: string, err: unknown): Error {
 }
 
 /**
+ * The URL of a database setting, or bad input (exit 2) naming it with the password masked.
+ * @example parseDatabaseUrl('FC database', 'mysql://u:p@db:3306/fc').hostname // 'db'
+ */
+export function parseDatabaseUrl(label: string, url: string): URL {
+  try {
+    return new URL(url);
+  } catch {
+    throw new UsageError(`${label} URL is not a valid URL: ${maskUrl(url)}`);
+  }
+}
+
+/**
  * Opens a pool and checks it answers. Times are read as strings (`dateStrings`), big integers
  * as strings: never through a JS Date or a lossy number (SPEC §1).
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
 export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`${label} URL is not a valid URL: ${maskUrl(url)}`);
-  }
+  const parsed = parseDatabaseUrl(label, url);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
   }

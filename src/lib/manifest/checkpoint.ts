@@ -19,7 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { canonicalize } from '../canon/index.js';
 import { SafetyError, UsageError } from '../cli/exit.js';
-import { maskUrl } from '../config/mask.js';
+import { parseDatabaseUrl } from '../db/connect.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import type { ManifestSide } from './row.js';
 
@@ -73,13 +73,8 @@ export function paramsDigest(params: ScanParams): string {
  * @example databaseIdentity('mysql://u:p@db.local:3306/fc') // 'db.local:3306/fc'
  */
 export function databaseIdentity(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    // bad input (exit 2), as openDb would say, before anything is read or locked
-    throw new UsageError(`database URL is not a valid URL: ${maskUrl(url)}`);
-  }
+  // bad input (exit 2) before anything is read or locked
+  const u = parseDatabaseUrl('database', url);
   return `${u.hostname}:${u.port || '3306'}/${decodeURIComponent(u.pathname.replace(/^\//, ''))}`;
 }
 

@@ -25,7 +25,6 @@ import {
   type AuthoritativeSnapshot,
   decideRepair,
   envelopeAgainstFc,
-  type FreshGrant,
   type ObservedLocal,
   type ReasonCode,
   type RepairDecision,

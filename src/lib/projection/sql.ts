@@ -142,7 +142,7 @@ export function grantOf(r: AnswerWithGrantRaw): FreshGrant | null {
 
 const GRANT_COLUMNS = 'form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked';
 
-/** @example const { sql, params } = fcSql.grant(formUuid, '5', '100100') */
+/** @example const { sql, params } = fcSql.answerWithGrant(answerUuid, '5', '100100') */
 export const fcSql = {
   /**
    * The answer and, in the same statement, the grant of its form to the consumer at the school:
@@ -156,9 +156,4 @@ export const fcSql = {
     params: [big(consumerSchoolId), consumerAppKey, answerUuid],
   }),
 
-  /** The grant of a form to a consumer at a school, read fresh (never cached): `--envelope` mode. */
-  grant: (formUuid: string, consumerSchoolId: string, consumerAppKey: string): Statement => ({
-    sql: `SELECT ${GRANT_COLUMNS} FROM form_consumer_grant WHERE form_uuid = ? AND consumer_school_id = ? AND consumer_app_key = ?`,
-    params: [formUuid, big(consumerSchoolId), consumerAppKey],
-  }),
 };

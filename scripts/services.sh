@@ -14,6 +14,9 @@ MY_PORT=${FCCTL_LOCAL_MYSQL_PORT:-33306}
 MQ_PORT=${FCCTL_LOCAL_AMQP_PORT:-35672}
 MQ_DIST_PORT=${FCCTL_LOCAL_AMQP_DIST_PORT:-35673}
 EPMD_PORT=${FCCTL_LOCAL_EPMD_PORT:-34369}
+# The management API (loopback only): `doctor --isolation` and the tests read the broker's
+# permissions, policies and bindings through it.
+MQ_MGMT_PORT=${FCCTL_LOCAL_AMQP_MANAGEMENT_PORT:-35674}
 MY_DIR="$BASE/mariadb"
 MQ_DIR="$BASE/rabbitmq"
 MY_SOCK="$MY_DIR/mysqld.sock"
@@ -94,7 +97,6 @@ mq_env() {
   export RABBITMQ_PID_FILE="$MQ_DIR/rabbit.pid"
   export RABBITMQ_CONFIG_FILE="$MQ_DIR/rabbitmq"
   export RABBITMQ_ENABLED_PLUGINS_FILE="$MQ_DIR/enabled_plugins"
-  export RABBITMQ_ENABLED_PLUGINS=""
   export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 }
 
@@ -102,16 +104,29 @@ ctl() { mq_env; rabbitmqctl -n "$MQ_NODE" "$@"; }
 
 mq_running() { port_open "$MQ_PORT" && ctl status >/dev/null 2>&1; }
 
+# A node started before the management plugin was part of the setup gets it enabled in place.
+mq_management() {
+  port_open "$MQ_MGMT_PORT" && return 0
+  log "enabling the management plugin on 127.0.0.1:$MQ_MGMT_PORT"
+  (mq_env; rabbitmq-plugins -n "$MQ_NODE" enable --online rabbitmq_management >/dev/null 2>&1) || true
+  for _ in $(seq 1 120); do port_open "$MQ_MGMT_PORT" && return 0; sleep 0.5; done
+  log "the management API did not come up on 127.0.0.1:$MQ_MGMT_PORT; see $MQ_DIR/log"
+  exit 3
+}
+
 mq_up() {
   if mq_running; then
     log "rabbitmq already running on 127.0.0.1:$MQ_PORT"
     ctl list_vhosts 2>/dev/null | grep -qx "$MQ_VHOST" || mq_setup
+    mq_management
     return 0
   fi
   mkdir -p "$MQ_DIR/mnesia" "$MQ_DIR/log"
-  printf '[].\n' >"$MQ_DIR/enabled_plugins"
+  printf '[rabbitmq_management].\n' >"$MQ_DIR/enabled_plugins"
   cat >"$MQ_DIR/rabbitmq.conf" <<CONF
 listeners.tcp.default = 127.0.0.1:$MQ_PORT
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $MQ_MGMT_PORT
 loopback_users = none
 log.console = false
 log.file.level = warning
@@ -123,6 +138,7 @@ CONF
   for _ in $(seq 1 240); do port_open "$MQ_PORT" && break; sleep 0.5; done
   ctl await_startup --timeout 120 >/dev/null 2>&1 || { log "rabbitmq did not start; see $MQ_DIR/log"; tail -n 30 "$BASE/rabbitmq.out" >&2 || true; exit 3; }
   mq_setup
+  mq_management
 }
 
 # The local user and fcctl's own vhost; idempotent.
@@ -138,15 +154,19 @@ mq_setup() {
 print_env() {
   if external; then
     printf "export FCCTL_TEST_MYSQL_URL='%s'\nexport FCCTL_TEST_AMQP_URL='%s'\n" "$FCCTL_TEST_MYSQL_URL" "$FCCTL_TEST_AMQP_URL"
-    return
+    [ -n "${FCCTL_TEST_AMQP_MANAGEMENT_URL:-}" ] && printf "export FCCTL_TEST_AMQP_MANAGEMENT_URL='%s'\n" "$FCCTL_TEST_AMQP_MANAGEMENT_URL"
+    return 0
   fi
   local my="mysql://$MY_USER:$MY_PASS@127.0.0.1:$MY_PORT"
   local mq="amqp://$MQ_USER:$MQ_PASS@127.0.0.1:$MQ_PORT/$MQ_VHOST"
+  local mgmt="http://$MQ_USER:$MQ_PASS@127.0.0.1:$MQ_MGMT_PORT"
   printf "export FCCTL_TEST_MYSQL_URL='%s'\n" "$my"
   printf "export FCCTL_TEST_AMQP_URL='%s'\n" "$mq"
+  printf "export FCCTL_TEST_AMQP_MANAGEMENT_URL='%s'\n" "$mgmt"
   printf "export FCCTL_FC_DATABASE_URL='%s/fcctl_fc'\n" "$my"
   printf "export FCCTL_SH_DATABASE_URL='%s/fcctl_sh'\n" "$my"
   printf "export FCCTL_AMQP_URL='%s'\n" "$mq"
+  printf "export FCCTL_AMQP_MANAGEMENT_URL='%s'\n" "$mgmt"
 }
 
 case "${1:-}" in

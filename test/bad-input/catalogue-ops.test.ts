@@ -11,6 +11,7 @@ import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, snapshotOf } from '../helpers/deliveries.js';
 import { recordTotals } from '../helpers/faults.js';
+import { managementUrlAs } from '../helpers/management.js';
 
 /**
  * The bad-input catalogue, part A: the global options and `config show`, `db init`, `db check`,
@@ -72,7 +73,7 @@ const COMMANDS: readonly CommandSpec[] = [
   { cmd: ['config', 'show'], base: [], noArguments: true },
   { cmd: ['db', 'init'], base: ['--side', 'fc'], choices: [['--side', ['fc', 'sh', 'all']]], required: ['--side'], noArguments: true },
   { cmd: ['db', 'check'], base: [], choices: [['--side', ['fc', 'sh', 'all']]], noArguments: true },
-  { cmd: ['doctor'], base: [], noArguments: true },
+  { cmd: ['doctor'], base: [], valued: ['--consumer-queue'], noArguments: true },
   {
     cmd: ['dev', 'seed'],
     base: [],
@@ -217,6 +218,9 @@ const FILES: Record<string, string | Buffer> = {
   'config-bool.json': '{"appCode":true}',
   'config-null-value.json': '{"fcDatabaseUrl":null}',
   'config-object.json': '{"amqpUrl":{"host":"x"}}',
+  'config-zone-number.json': '{"serviceTimeZone":8}',
+  'config-zone-bad.json': '{"serviceTimeZone":"Mars/Olympus"}',
+  'zone-bad': 'CST\n',
   'config-secret-file.json': JSON.stringify({ appSecretFile: file('absent-secret') }),
   'config-latin1.json': latin1('{"appKey":"a\u00ff"}'),
   'config-deep.json': `{"appKey":${deep}}`,
@@ -294,7 +298,7 @@ const GLOBAL_CASES: RefusalCase[] = [
   { name: 'an unknown subcommand', argv: ['deliveries', 'bogus'], says: /unknown command 'bogus'/ },
   { name: 'a command name with SQL', argv: [DROP], says: /unknown command/ },
   { name: 'FCCTL_APP_SECRET_FILE naming a missing file', argv: ['config', 'show'], env: { FCCTL_APP_SECRET: '', FCCTL_APP_SECRET_FILE: file('absent-secret') }, says: /FCCTL_APP_SECRET_FILE: cannot read/ },
-  ...(['--fc-database-url', '--sh-database-url', '--amqp-url', '--flow-url', '--app-key', '--app-code'] as const).map(
+  ...(['--fc-database-url', '--sh-database-url', '--amqp-url', '--amqp-management-url', '--flow-url', '--app-key', '--app-code'] as const).map(
     (flag): RefusalCase => ({ name: `${flag} ""`, argv: [flag, '', 'config', 'show'], says: new RegExp(`${escape(flag)} is empty`) }),
   ),
   ...[DROP, '%', '*', 'a.b', NON_UTF8, 'http://127.0.0.1/x', 'mysql//no-colon'].map(
@@ -332,6 +336,26 @@ const DB_CASES: RefusalCase[] = [
   ...['k1,k1', 'k1, k1'].map((keys): RefusalCase => ({ name: `dev seed --consumer-keys ${show(keys)}: a key twice`, argv: ['dev', 'seed', '--consumer-keys', keys], says: /a key is given twice/ })),
   { name: 'dev seed --consumer-keys holding the publisher key', argv: ['dev', 'seed', '--consumer-keys', `k1,${PUBLISHER.appKey}`], says: /is the publisher's app key/ },
   { name: 'dev seed --consumers not matching --consumer-keys', argv: ['dev', 'seed', '--consumers', '3', '--consumer-keys', 'k1,k2'], says: /does not match the 2 keys/ },
+];
+
+/** `doctor --isolation` needs the management API (http or https) and the publisher's AMQP URL; refused before anything connects. */
+const MANAGEMENT_SECRET = 'mgmt-SECRET-pw';
+const DOCTOR_CASES: RefusalCase[] = [
+  { name: 'doctor --isolation without a management URL', argv: ['doctor', '--isolation'], says: /^fcctl: --isolation reads the RabbitMQ management API: set FCCTL_AMQP_MANAGEMENT_URL/ },
+  { name: 'doctor --isolation without an AMQP URL', argv: ['--amqp-management-url', 'http://u:p@127.0.0.1:1/', 'doctor', '--isolation'], env: { FCCTL_AMQP_URL: '' }, says: /--isolation checks the publisher of FCCTL_AMQP_URL: set FCCTL_AMQP_URL/ },
+  ...[`amqp://fcctl:${MANAGEMENT_SECRET}@127.0.0.1:35672/fcctl`, 'ftp://127.0.0.1/', 'file:///etc/passwd', `mysql://u:${MANAGEMENT_SECRET}@h/db`, DROP, '*', 'mysql//no-colon', NON_UTF8].map(
+    (url): RefusalCase => ({
+      name: `doctor --isolation --amqp-management-url ${show(url)}`,
+      argv: ['--amqp-management-url', url, 'doctor', '--isolation'],
+      // the password of a URL that is refused is masked too
+      says: new RegExp(`^(?![\\s\\S]*${MANAGEMENT_SECRET})fcctl: amqpManagementUrl (must start with http:\\/\\/ or https:\\/\\/|is not a valid URL)`),
+    }),
+  ),
+  { name: 'doctor --isolation with FCCTL_AMQP_MANAGEMENT_URL of another scheme', argv: ['doctor', '--isolation'], env: { FCCTL_AMQP_MANAGEMENT_URL: 'amqps://127.0.0.1:5671/' }, says: /amqpManagementUrl must start with http:\/\/ or https:\/\// },
+  { name: 'doctor --consumer-queue without --isolation', argv: ['doctor', '--consumer-queue', 'svc-hall.q'], says: /--consumer-queue applies only with --isolation/ },
+  ...['', 'a\u0000b', 'a\nb', 'q'.repeat(256), 'é'.repeat(128)].map(
+    (name): RefusalCase => ({ name: `doctor --consumer-queue ${show(name.length > 20 ? `${name.slice(0, 8)}… (${Buffer.byteLength(name)} bytes)` : name)}`, argv: ['doctor', '--isolation', '--consumer-queue', name], says: /option '--consumer-queue <name>' argument .* is invalid/ }),
+  ),
 ];
 
 /** `canon` inputs refused with the one line fcctl's own errors have (the file, not its JSON). */
@@ -397,7 +421,7 @@ const CANON_DOCUMENT_CASES: ReadonlyArray<{ name: string; argv: string[]; stdin?
  * (canon: the bad line or envelope problem), or 3 (doctor: a failed check — a checker names every
  * broken setting instead of stopping at the first); the problem named on stdout, nothing on stderr.
  */
-const FINDING_CASES: ReadonlyArray<{ name: string; argv: string[]; finds: RegExp; code?: 3 }> = [
+const FINDING_CASES: ReadonlyArray<{ name: string; argv: string[]; finds: RegExp; code?: 3; hides?: string }> = [
   { name: 'canon hash --lines: one bad line of three', argv: ['canon', 'hash', '--lines', file('lines-one-bad.jsonl')], finds: /^[0-9a-f]{64}\nerror\tTRAILING_COMMA\t.*\n[0-9a-f]{64}\n$/ },
   { name: 'canon hash --lines: a 50 MB line', argv: ['canon', 'hash', '--lines', file('huge.json')], finds: /^error\tUNTERMINATED\t/ },
   { name: 'canon hash --lines --max-line-bytes 1 MiB: a 50 MB line', argv: ['canon', 'hash', '--lines', '--max-line-bytes', '1048576', file('huge.json')], finds: /^error\tLINE_TOO_LONG\ta line of 52428806 bytes/ },
@@ -421,7 +445,16 @@ const FINDING_CASES: ReadonlyArray<{ name: string; argv: string[]; finds: RegExp
     ['--sh-database-url', 'http://127.0.0.1/x', /"check":"SH database","status":"fail","detail":"SH database URL must start with mysql:\/\//],
     ['--amqp-url', '*', /"check":"broker","status":"fail","detail":"amqpUrl must start with amqp/],
     ['--flow-url', DROP, /"check":"flow center","status":"fail"/],
+    ['--service-time-zone', 'Mars/Olympus', /"check":"service time zone","status":"fail","detail":"serviceTimeZone from --service-time-zone: \\"Mars\/Olympus\\" is not an IANA time zone name/],
   ] as const).map(([flag, value, finds]) => ({ name: `doctor ${flag} ${show(value)}`, argv: [flag, value, 'doctor'], finds, code: 3 as const })),
+  // the management API of the test broker with a wrong password: a failed check naming the refusal, the password never printed
+  {
+    name: 'doctor --isolation with a wrong management password',
+    argv: ['--amqp-management-url', managementUrlAs(undefined, MANAGEMENT_SECRET), 'doctor', '--isolation'],
+    finds: /"check":"isolation: management API","status":"fail","detail":"RabbitMQ management API at http:\/\/[^:]+:\*\*\*@127\.0\.0\.1:\d+\/?: the management API refused the credentials of user \\"[^"\\]+\\" \(HTTP 401\)"/,
+    code: 3,
+    hides: MANAGEMENT_SECRET,
+  },
 ];
 
 const REPLAY_FILE_CASES: RefusalCase[] = [
@@ -492,6 +525,30 @@ const CRON_CASES: RefusalCase[] = [
   ),
 ];
 
+/**
+ * `serviceTimeZone` (SPEC §10) on `deliveries send`, with the real broker: a zone checked late
+ * would claim and publish the due rows, and the tables' checksums would show it.
+ */
+const sendZone = (name: string, c: Omit<RefusalCase, 'name' | 'argv'> & { flags?: string[] }): RefusalCase => ({
+  name: `deliveries send: ${name}`,
+  argv: [...(c.flags ?? []), 'deliveries', 'send'],
+  // read when the case runs: a module-level testAmqpUrl() would throw outside the test script
+  env: { FCCTL_AMQP_URL: process.env['FCCTL_TEST_AMQP_URL'], ...c.env },
+  says: c.says!,
+});
+const ZONE_CASES: RefusalCase[] = [
+  sendZone('--service-time-zone Mars/Olympus', { flags: ['--service-time-zone', 'Mars/Olympus'], says: /^fcctl: serviceTimeZone from --service-time-zone: "Mars\/Olympus" is not an IANA time zone name/ }),
+  sendZone('FCCTL_SERVICE_TIME_ZONE=+25:00', { env: { FCCTL_SERVICE_TIME_ZONE: '+25:00' }, says: /^fcctl: serviceTimeZone from FCCTL_SERVICE_TIME_ZONE: "\+25:00" is not an offset ±HH:MM/ }),
+  sendZone('--service-time-zone ""', { flags: ['--service-time-zone', ''], says: /^fcctl: --service-time-zone is empty/ }),
+  sendZone('a config file whose serviceTimeZone is a number', { flags: ['--config', file('config-zone-number.json')], says: /"serviceTimeZone" must be a string/ }),
+  sendZone('a config file whose serviceTimeZone is no zone', { flags: ['--config', file('config-zone-bad.json')], says: /serviceTimeZone from the config file: "Mars\/Olympus" is not/ }),
+  sendZone('FCCTL_SERVICE_TIME_ZONE_FILE holding an abbreviation', { env: { FCCTL_SERVICE_TIME_ZONE_FILE: file('zone-bad') }, says: /serviceTimeZone from FCCTL_SERVICE_TIME_ZONE_FILE: "CST" is an abbreviation/ }),
+  ...['CST', '+08', '+0800', '+8:00', '-18:01', ' Asia/Shanghai', 'Asia/Shanghai\n', ...SQL_META, ...WILDCARDS, NON_UTF8, 'x'.repeat(10 * 1024 * 1024)].map((zone) =>
+    sendZone(`--service-time-zone ${show(zone.length > 20 ? `${zone.slice(0, 8)}… (${zone.length} characters)` : zone)}`, { flags: ['--service-time-zone', zone], says: /^fcctl: serviceTimeZone from --service-time-zone: ".*" (is not|is an abbreviation)/ }),
+  ),
+  { name: 'deliveries send: --service-time-zone without its value', argv: ['deliveries', 'send', '--service-time-zone'], says: /option '--service-time-zone <zone>' argument missing/ },
+];
+
 const HUGE = 'x'.repeat(10 * 1024 * 1024);
 /** 10 MB arguments and arguments holding a line break: still one line, cut to a readable length. */
 const LONG_ARGUMENT_CASES: RefusalCase[] = [
@@ -515,11 +572,13 @@ const CATALOGUE: Record<string, RefusalCase[]> = {
   'generic options': COMMANDS.flatMap(genericCases),
   'global options and config': GLOBAL_CASES,
   'db init and dev seed': DB_CASES,
+  'doctor --isolation': DOCTOR_CASES,
   canon: CANON_FCCTL_CASES,
   'deliveries replay --from': REPLAY_FILE_CASES,
   'deliveries --consumer and --school': targetCases(),
   'deliveries replay flags': replayFlagCases(),
   'cron commands': CRON_CASES,
+  'deliveries send: serviceTimeZone': ZONE_CASES,
   'huge and multi-line arguments': LONG_ARGUMENT_CASES,
 };
 
@@ -558,13 +617,21 @@ const HARMLESS_CASES: HarmlessCase[] = [
   ...[DROP, '%', '*', NON_UTF8].map(
     (key): HarmlessCase => ({ name: `resolve-unknown --dry-run with app key ${show(key)} takes no other app's rows`, argv: ['--app-key', key, 'apply-command', 'resolve-unknown', '--dry-run'], code: 0, summary: { claimed: 0, done: 0 } }),
   ),
-  // a publisher key no registry row has fails the publisher check (SPEC §5 step 1: the rows' source key first) of every due row; a dry run writes nothing
-  ...[DROP, '*', 'a.b', NON_UTF8].map(
-    (key): HarmlessCase => ({ name: `deliveries send --dry-run with app key ${show(key)} fails the publisher check`, argv: ['--app-key', key, 'deliveries', 'send', '--dry-run'], code: 1, summary: { dryRun: true, published: 0, failedByReason: { SOURCE_MISMATCH: 7 } }, broker: true }),
-  ),
   ...[DROP, '%', NON_UTF8].map(
     (code): HarmlessCase => ({ name: `config show with --app-code ${show(code)} shows it as given`, argv: ['--app-code', code, 'config', 'show'], code: 0, summary: { command: 'config show' } }),
   ),
+];
+
+/**
+ * A misconfigured publisher is the run's problem, never the rows': a key or code the registry does
+ * not have stops `deliveries send` before any claim (exit 3, one line naming the setting), so one
+ * wrong key cannot spend every row's retry budget (issue 16).
+ */
+const MISCONFIGURED_CASES: ReadonlyArray<{ name: string; argv: readonly string[]; says: RegExp }> = [
+  ...[DROP, '*', 'a.b', NON_UTF8].flatMap((key) =>
+    [[], ['--dry-run']].map((mode) => ({ name: `deliveries send ${mode.join(' ')} with app key ${show(key)}: exit 3 before any claim`, argv: ['--app-key', key, 'deliveries', 'send', ...mode], says: /^fcctl: publisher identity: .*FCCTL_APP_KEY.*no row was claimed\n$/ })),
+  ),
+  ...[DROP, '%', 'nope'].map((code) => ({ name: `deliveries send with app code ${show(code)}: exit 3 before any claim`, argv: ['--app-code', code, 'deliveries', 'send'], says: /^fcctl: publisher identity: no registry row for app code .*FCCTL_APP_CODE.*no row was claimed\n$/ })),
 ];
 
 // --- the tests ----------------------------------------------------------------------------------
@@ -635,10 +702,20 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   describe('found: inputs whose problems are the command\'s result (exit 1 or 3, named on stdout)', () => {
     it.each(FINDING_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const r = await runUnchanged(c.argv);
-      const ok = r.code === (c.code ?? 1) && r.stderr === '' && c.finds.test(r.stdout);
+      const ok = r.code === (c.code ?? 1) && r.stderr === '' && c.finds.test(r.stdout) && !(c.hides && r.stdout.includes(c.hides));
       recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: c.code ?? 1, stderr: '' });
       expect(r.stdout.slice(0, 2000)).toMatch(c.finds);
+      if (c.hides) expect(r.stdout).not.toContain(c.hides);
+    });
+  });
+
+  describe('a misconfigured publisher: exit 3 with one line, no row claimed, nothing changed', () => {
+    it.each(MISCONFIGURED_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+      const r = await runUnchanged(c.argv, { env: { FCCTL_AMQP_URL: testAmqpUrl() } });
+      const ok = r.code === 3 && c.says.test(r.stderr);
+      recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 3, stderr: expect.stringMatching(c.says) });
     });
   });
 
@@ -666,7 +743,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   });
 
   it('the catalogue is a few hundred cases', () => {
-    const total = Object.values(CATALOGUE).reduce((n, cases) => n + cases.length, 0) + CANON_DOCUMENT_CASES.length + FINDING_CASES.length + HARMLESS_CASES.length;
+    const total = Object.values(CATALOGUE).reduce((n, cases) => n + cases.length, 0) + CANON_DOCUMENT_CASES.length + FINDING_CASES.length + HARMLESS_CASES.length + MISCONFIGURED_CASES.length;
     expect(total).toBeGreaterThan(300);
     expect(new Set(Object.values(CATALOGUE).flat().map((c) => c.name)).size).toBe(Object.values(CATALOGUE).flat().length);
   });

@@ -770,7 +770,7 @@ function envelope(over: Partial<DeliveryRow> = {}): string {
     id: '1', event_id: '0e000000-0000-4000-8000-000000000001', event_type: 'updated', source_app_key: '100021', consumer_app_key: KEY, consumer_school_id: '5', grant_version: '1', form_uuid: FORM,
     form_version: 1, answer_uuid: U(STALE), answer_revision: '3', is_deleted: 0, content_hash: contentHash, occurred_at: '2026-10-01 08:00:00', snapshot_json: snapshotJson, state: 'PENDING', retry_count: 0, replay_op_digest: null,
   } as DeliveryRow;
-  return file('envelope.json', buildEnvelope({ ...row, ...over }));
+  return file('envelope.json', buildEnvelope({ ...row, ...over }, 'Asia/Shanghai'));
 }
 const withEnvelope = (path: string) => argv(REPAIR, { ...SINGLE, '--envelope': path });
 /** Plans that are refused (exit 2, naming the line, nothing connected). */

@@ -393,6 +393,9 @@ describe('BufferedWriter', () => {
 const SNAPSHOT =
   '{"schId":5,"appCode":"demo","code":"honor_apply","submitterId":1001,"subjectId":7,"status":"processed","values":{"name":"张三","n":12.50,"big":9007199254740993,"items":[1,2]},"answerNo":null,"createTime":"2026-10-21T10:00:00","updateTime":null}';
 
+/** The service's zone the envelopes are built in (occurredAt's offset; check-envelope accepts any). */
+const ZONE = 'Asia/Shanghai';
+
 function row(over: Partial<DeliveryRow> = {}): DeliveryRow {
   const snapshot = over.snapshot_json ?? SNAPSHOT;
   return {
@@ -426,7 +429,7 @@ function members(body: Buffer, snapshot: string): Array<[string, string]> {
 const join_ = (entries: Array<[string, string]>) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
 /** A valid envelope with members replaced (raw JSON text), removed (undefined) or added. */
 function edited(changes: Record<string, string | undefined>, base = row()): string {
-  const entries = members(buildEnvelope(base), base.snapshot_json).filter(([k]) => !(k in changes) || changes[k] !== undefined);
+  const entries = members(buildEnvelope(base, ZONE), base.snapshot_json).filter(([k]) => !(k in changes) || changes[k] !== undefined);
   const out = entries.map(([k, v]): [string, string] => [k, k in changes ? changes[k]! : v]);
   for (const [k, v] of Object.entries(changes)) if (v !== undefined && !entries.some(([name]) => name === k)) out.push([k, v]);
   return join_(out);
@@ -440,7 +443,7 @@ async function check(body: string | Buffer) {
 
 describe('canon check-envelope', () => {
   it('accepts an envelope built by buildEnvelope: exit 0, no problem, routing key and hash', async () => {
-    const body = buildEnvelope(row());
+    const body = buildEnvelope(row(), ZONE);
     const r = await check(body);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -448,7 +451,7 @@ describe('canon check-envelope', () => {
     expect(r.summary).toMatchObject({ command: 'canon check-envelope', exitCode: 0, problems: 0, algorithm: 'fc.canon.v1', numberMode: 'exact', routingKey: 'fc.snapshot.v2.100100.5', recomputedHash: contentHash(SNAPSHOT) });
     // Standard input, and a snapshot carrying `intent` for the target consumer.
     const withIntent = SNAPSHOT.replace(/}$/, ',"intent":{"op":"x"}}');
-    const stdin = await runCli(['canon', 'check-envelope'], { stdin: buildEnvelope(row({ snapshot_json: withIntent, content_hash: contentHash(withIntent) })).toString('utf8') });
+    const stdin = await runCli(['canon', 'check-envelope'], { stdin: buildEnvelope(row({ snapshot_json: withIntent, content_hash: contentHash(withIntent) }), ZONE).toString('utf8') });
     expect(stdin.code).toBe(0);
   });
 
@@ -456,12 +459,12 @@ describe('canon check-envelope', () => {
     ['an extra member', () => edited({ debug: 'true' }), 'EXTRA_MEMBER', /"debug" is not in the closed set of 15/],
     ['a missing member', () => edited({ answerRevision: undefined }), 'MISSING_MEMBER', /"answerRevision" is missing/],
     ['a duplicate member', () => edited({}).replace(/}$/, ',"eventId":"other"}'), 'DUPLICATE_MEMBER', /"eventId" appears more than once/],
-    ['a tampered hash', () => buildEnvelope(row({ content_hash: contentHash('{}') })).toString('utf8'), 'SNAPSHOT_HASH_MISMATCH', /is not the snapshot's hash/],
+    ['a tampered hash', () => buildEnvelope(row({ content_hash: contentHash('{}') }), ZONE).toString('utf8'), 'SNAPSHOT_HASH_MISMATCH', /is not the snapshot's hash/],
     // 9007199254740993 → …992 is the same JS number: only an exact hash over the raw bytes sees it.
     ['a snapshot changed beyond 2^53', () => edited({ snapshot: SNAPSHOT.replace('9007199254740993', '9007199254740992') }), 'SNAPSHOT_HASH_MISMATCH', /is not the snapshot's hash/],
-    ['a dotted app key', () => buildEnvelope(row({ consumer_app_key: 'fault.dotted' })).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault.dotted"/],
-    ['a wildcard app key', () => buildEnvelope(row({ consumer_app_key: 'fault*wild' })).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault\*wild"/],
-    ['school 0', () => buildEnvelope(row({ consumer_school_id: '0' })).toString('utf8'), 'INVALID_ROUTING_KEY', /school id "0" is not a positive integer/],
+    ['a dotted app key', () => buildEnvelope(row({ consumer_app_key: 'fault.dotted' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault.dotted"/],
+    ['a wildcard app key', () => buildEnvelope(row({ consumer_app_key: 'fault*wild' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault\*wild"/],
+    ['school 0', () => buildEnvelope(row({ consumer_school_id: '0' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /school id "0" is not a positive integer/],
     ['a string school id', () => edited({ consumerSchoolId: '"5"' }), 'INVALID_MEMBER', /^consumerSchoolId must be a positive integer, got "5"$/],
     ['a number event id', () => edited({ eventId: '12' }), 'INVALID_MEMBER', /^eventId must be a string of 1 to 36 characters, got 12$/],
     ['a 37-character event id', () => edited({ eventId: JSON.stringify('x'.repeat(37)) }), 'INVALID_MEMBER', /^eventId must be a string of 1 to 36/],
@@ -471,8 +474,8 @@ describe('canon check-envelope', () => {
     ['an unknown event type', () => edited({ eventType: '"deleted"' }), 'INVALID_MEMBER', /^eventType must be one of created, updated, tombstoned/],
     ['another protocol version', () => edited({ protocolVersion: '"fc.answer.snapshot.v1"' }), 'INVALID_MEMBER', /^protocolVersion must be "fc.answer.snapshot.v2"/],
     ['an uppercase hash', () => edited({ contentHash: JSON.stringify(contentHash(SNAPSHOT).toUpperCase()) }), 'INVALID_MEMBER', /^contentHash must be 64 lowercase hex digits/],
-    ['a snapshot member too many', () => { const s = SNAPSHOT.replace(/}$/, ',"extra":1}'); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) })).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
-    ['a snapshot member missing', () => { const s = SNAPSHOT.replace('"answerNo":null,', ''); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) })).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
+    ['a snapshot member too many', () => { const s = SNAPSHOT.replace(/}$/, ',"extra":1}'); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
+    ['a snapshot member missing', () => { const s = SNAPSHOT.replace('"answerNo":null,', ''); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
     ['a snapshot that is an array', () => edited({ snapshot: '[1]' }), 'SNAPSHOT_INVALID', /snapshot must be a JSON object, got \[1\]/],
     ['a snapshot with a duplicate name', () => edited({ snapshot: SNAPSHOT.replace('"schId":5', '"schId":5,"schId":6') }), 'SNAPSHOT_INVALID', /^DUPLICATE_KEY: /],
     ['a JSON array', () => '[1,2]', 'NOT_AN_OBJECT', /not a JSON object/],
@@ -526,7 +529,7 @@ describe('canon check-envelope', () => {
   });
 
   it('library: checkEnvelope returns the checked values, integers as text and the snapshot byte for byte', () => {
-    const r = checkEnvelope(buildEnvelope(row({ grant_version: '9223372036854775807' })));
+    const r = checkEnvelope(buildEnvelope(row({ grant_version: '9223372036854775807' }), ZONE));
     expectTypeOf(r).toEqualTypeOf<EnvelopeCheck>();
     expect(r.kind).toBe('checked');
     if (r.kind !== 'checked') return;

@@ -24,8 +24,8 @@ describe('ConfirmPublisher on the real broker', () => {
   it('acks a routed message, reports a returned one as returned even though the broker acks it', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     const [routed, unroutable] = await Promise.all([
-      p.publish(exchange, 'routed.a', Buffer.from('{}'), { messageId: 'm-routed', mandatory: true }),
-      p.publish(exchange, 'nowhere', Buffer.from('{}'), { messageId: 'm-returned', mandatory: true }),
+      p.publish({ exchange, routingKey: 'routed.a', body: Buffer.from('{}'), options: { messageId: 'm-routed', mandatory: true } }),
+      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'm-returned', mandatory: true } }),
     ]);
     expect(routed).toEqual({ kind: 'ack', returned: false });
     expect(unroutable).toEqual({ kind: 'ack', returned: true });
@@ -35,19 +35,19 @@ describe('ConfirmPublisher on the real broker', () => {
   it('never has two copies of one messageId unconfirmed: the second copy is not sent', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     const [first, second] = await Promise.all([
-      p.publish(exchange, 'nowhere', Buffer.from('{}'), { messageId: 'dup', mandatory: true }),
-      p.publish(exchange, 'nowhere', Buffer.from('{}'), { messageId: 'dup', mandatory: true }),
+      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } }),
+      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } }),
     ]);
     expect(first).toEqual({ kind: 'ack', returned: true });
     expect(second).toEqual({ kind: 'unsent' });
     // once settled, the id may be published again, and its return is its own
-    expect(await p.publish(exchange, 'routed.b', Buffer.from('{}'), { messageId: 'dup', mandatory: true })).toEqual({ kind: 'ack', returned: false });
+    expect(await p.publish({ exchange, routingKey: 'routed.b', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } })).toEqual({ kind: 'ack', returned: false });
     await p.close();
   });
 
   it('does not publish what could not be confirmed before the lease ends', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
-    expect(await p.publish(exchange, 'routed.c', Buffer.from('{}'), { messageId: 'late', mandatory: true }, Date.now() + 1000)).toEqual({ kind: 'unsent' });
+    expect(await p.publish({ exchange, routingKey: 'routed.c', body: Buffer.from('{}'), options: { messageId: 'late', mandatory: true } }, Date.now() + 1000)).toEqual({ kind: 'unsent' });
     await p.close();
   });
 
@@ -59,12 +59,12 @@ describe('ConfirmPublisher on the real broker', () => {
     await ch.bindQueue(full, exchange, 'full.#');
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     // Outstanding before the bad publish: must not come back as an ack of someone else's.
-    const before = p.publish(exchange, 'full.a', Buffer.from('{}'), { messageId: 'nacked', mandatory: true });
-    const bad = await p.publish(exchange, 'x'.repeat(256), Buffer.from('{}'), { messageId: 'bad-key', mandatory: true });
+    const before = p.publish({ exchange, routingKey: 'full.a', body: Buffer.from('{}'), options: { messageId: 'nacked', mandatory: true } });
+    const bad = await p.publish({ exchange, routingKey: 'x'.repeat(256), body: Buffer.from('{}'), options: { messageId: 'bad-key', mandatory: true } });
     expect(bad).toMatchObject({ kind: 'error' });
     expect(p.closed).toMatch(/a publish failed before it was sent/);
     expect(['closed', 'nack']).toContain((await before).kind);
-    expect(await p.publish(exchange, 'routed.e', Buffer.from('{}'), { messageId: 'after', mandatory: true })).toEqual({ kind: 'unsent' });
+    expect(await p.publish({ exchange, routingKey: 'routed.e', body: Buffer.from('{}'), options: { messageId: 'after', mandatory: true } })).toEqual({ kind: 'unsent' });
     await ch.deleteQueue(full);
     await ch.close();
   });
@@ -72,12 +72,63 @@ describe('ConfirmPublisher on the real broker', () => {
   it('a window slot wait ends as unsent when the channel closes; outstanding confirms as closed', async () => {
     const ch = await conn.createConfirmChannel();
     const p = new ConfirmPublisher(ch, 1, 5000);
-    const first = p.publish(exchange, 'routed.d', Buffer.from('{}'), { messageId: 'w1', mandatory: true });
-    const waiting = p.publish(exchange, 'routed.d', Buffer.from('{}'), { messageId: 'w2', mandatory: true });
+    const first = p.publish({ exchange, routingKey: 'routed.d', body: Buffer.from('{}'), options: { messageId: 'w1', mandatory: true } });
+    const waiting = p.publish({ exchange, routingKey: 'routed.d', body: Buffer.from('{}'), options: { messageId: 'w2', mandatory: true } });
     // Closing the channel under the publisher (as a broker restart would)
     ch.emit('close');
     expect(['closed', 'ack']).toContain((await first).kind);
     expect(await waiting).toEqual({ kind: 'unsent' });
     expect(p.lost).toBe('channel closed');
+  });
+
+  describe('with recovery: a refused message is not an outage', () => {
+    const message = (routingKey: string, messageId: string, ex = exchange) => ({ exchange: ex, routingKey, body: Buffer.from('{}'), options: { messageId, mandatory: true } });
+    const recovery = (probeExchange = exchange) => ({ reopen: () => conn.createConfirmChannel(), probe: () => message('nowhere.probe', `probe-${Math.random()}`, probeExchange) });
+
+    it('a message to a missing exchange (404) is found and refused alone; every message before and after it is acked', async () => {
+      const p = new ConfirmPublisher(await conn.createConfirmChannel(), 64, 5000, recovery());
+      const out = await Promise.all([
+        ...Array.from({ length: 20 }, (_, i) => p.publish(message('routed.r', `before-${i}`))),
+        p.publish(message('x', 'culprit', `${exchange}.missing`)),
+        ...Array.from({ length: 20 }, (_, i) => p.publish(message('routed.r', `after-${i}`))),
+      ]);
+      expect(out[20]).toMatchObject({ kind: 'refused', code: 404, text: expect.stringMatching(/NOT_FOUND - no exchange/) });
+      expect(out.filter((o) => o.kind === 'ack')).toHaveLength(40);
+      expect(p.refusals).toBe(1);
+      expect(p.closed).toBeNull();
+      // the publisher goes on on its new channel
+      expect(await p.publish(message('routed.r', 'later'))).toEqual({ kind: 'ack', returned: false });
+      await p.close();
+      const ch = await conn.createChannel();
+      await ch.purgeQueue(`${exchange}.q`);
+      await ch.close();
+    });
+
+    it('when the return probe is refused too, nothing can be published: the publisher is gone and the suspects are unknown (resent later, not charged)', async () => {
+      const p = new ConfirmPublisher(await conn.createConfirmChannel(), 64, 5000, recovery(`${exchange}.missing`));
+      const out = await Promise.all([p.publish(message('routed.r', 'u1')), p.publish(message('x', 'u2', `${exchange}.missing`)), p.publish(message('routed.r', 'u3'))]);
+      expect(out[1]).toEqual({ kind: 'unknown' });
+      expect(out.filter((o) => o.kind === 'refused')).toHaveLength(0);
+      expect(p.lost).toMatch(/refuses every message on the channel, not only one \(404 .*the return probe: 404/);
+      expect(await p.publish(message('routed.r', 'u4'))).toEqual({ kind: 'unsent' });
+      const ch = await conn.createChannel();
+      await ch.purgeQueue(`${exchange}.q`);
+      await ch.close();
+    });
+
+    it('a publish that throws before it is sent fails alone; the others are resent on a fresh channel and acked', async () => {
+      const p = new ConfirmPublisher(await conn.createConfirmChannel(), 64, 5000, recovery());
+      const first = Array.from({ length: 10 }, (_, i) => p.publish(message('routed.s', `s-${i}`)));
+      const bad = p.publish(message('x'.repeat(256), 'bad-key'));
+      const later = Array.from({ length: 10 }, (_, i) => p.publish(message('routed.s', `t-${i}`)));
+      expect(await bad).toMatchObject({ kind: 'error' });
+      const rest = await Promise.all([...first, ...later]);
+      expect(rest.map((o) => o.kind)).toEqual(Array(20).fill("ack"));
+      expect(p.closed).toBeNull();
+      await p.close();
+      const ch = await conn.createChannel();
+      await ch.purgeQueue(`${exchange}.q`);
+      await ch.close();
+    });
   });
 });

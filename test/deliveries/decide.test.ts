@@ -22,11 +22,21 @@ const publisher: PublisherFacts = { appKey: '100021', appCode: 'demo', registry:
 describe('adjudicate: the SPEC §5 / seed 004 table', () => {
   const table: Array<[BrokerOutcome, ReturnType<typeof adjudicate>]> = [
     [{ kind: 'ack', returned: false }, { kind: 'accept' }],
-    [{ kind: 'ack', returned: true }, { kind: 'fail', reason: 'NO_ROUTE' }],
-    [{ kind: 'nack' }, { kind: 'fail', reason: 'NACK' }],
-    [{ kind: 'timeout' }, { kind: 'fail', reason: 'CONFIRM_TIMEOUT' }],
-    [{ kind: 'closed' }, { kind: 'fail', reason: 'CHANNEL_CLOSED' }],
-    [{ kind: 'error', detail: 'x' }, { kind: 'fail', reason: 'PUBLISH_ERROR' }],
+    [{ kind: 'ack', returned: true }, { kind: 'fail', reason: 'NO_ROUTE', detail: '' }],
+    [{ kind: 'nack' }, { kind: 'fail', reason: 'NACK', detail: '' }],
+    [{ kind: 'timeout' }, { kind: 'fail', reason: 'CONFIRM_TIMEOUT', detail: '' }],
+    [{ kind: 'closed' }, { kind: 'fail', reason: 'CHANNEL_CLOSED', detail: '' }],
+    [{ kind: 'error', detail: 'x' }, { kind: 'fail', reason: 'PUBLISH_ERROR', detail: 'x' }],
+    // A refusal of this message alone: the broker's reason as a stable code, its text kept.
+    [{ kind: 'refused', code: 403, text: "ACCESS_REFUSED - write access to topic 'fc.snapshot.v2.k.5' refused" }, { kind: 'fail', reason: 'ACCESS_REFUSED', detail: "ACCESS_REFUSED - write access to topic 'fc.snapshot.v2.k.5' refused" }],
+    [{ kind: 'refused', code: 406, text: 'PRECONDITION_FAILED - message size 2000 is larger than configured max size 1024' }, { kind: 'fail', reason: 'MESSAGE_TOO_LARGE', detail: 'PRECONDITION_FAILED - message size 2000 is larger than configured max size 1024' }],
+    [{ kind: 'refused', code: 406, text: 'PRECONDITION_FAILED - something else' }, { kind: 'fail', reason: 'PRECONDITION_FAILED', detail: 'PRECONDITION_FAILED - something else' }],
+    [{ kind: 'refused', code: 404, text: 'NOT_FOUND - no exchange' }, { kind: 'fail', reason: 'NOT_FOUND', detail: 'NOT_FOUND - no exchange' }],
+    [{ kind: 'refused', code: 405, text: 'RESOURCE_LOCKED' }, { kind: 'fail', reason: 'RESOURCE_LOCKED', detail: 'RESOURCE_LOCKED' }],
+    [{ kind: 'refused', code: 540, text: 'NOT_IMPLEMENTED' }, { kind: 'fail', reason: 'BROKER_REFUSED', detail: 'NOT_IMPLEMENTED' }],
+    // Its confirm lost to another message's refusal, or never sent: nothing charged.
+    [{ kind: 'unknown' }, { kind: 'release', reason: 'OUTCOME_UNKNOWN' }],
+    [{ kind: 'unsent' }, { kind: 'release', reason: 'NOT_SENT' }],
   ];
   for (const [outcome, expected] of table) {
     it(`${JSON.stringify(outcome)} → ${JSON.stringify(expected)}`, () => expect(adjudicate(outcome)).toEqual(expected));
@@ -65,60 +75,83 @@ describe('routingKeyFor', () => {
 });
 
 describe('prePublish: checks in SPEC §5 order', () => {
+  it('0. a FAILED row at or over the retry budget goes DEAD unsent, before any other check; PENDING rows are not judged by it', () => {
+    expect(prePublish(row({ state: 'FAILED', retry_count: 5 }), { publisher, grant: grant(), maxRetries: 5 })).toEqual({ kind: 'exhausted' });
+    expect(prePublish(row({ state: 'FAILED', retry_count: 9 }), { publisher: { ...publisher, registry: null }, grant: undefined, maxRetries: 8 })).toEqual({ kind: 'exhausted' });
+    expect(prePublish(row({ state: 'FAILED', retry_count: 4 }), { publisher, grant: grant(), maxRetries: 5 }).kind).toBe('publish');
+    expect(prePublish(row({ state: 'PENDING', retry_count: 5 }), { publisher, grant: grant(), maxRetries: 5 }).kind).toBe('publish');
+  });
   it('publishes a clean row', () => {
-    expect(prePublish(row(), { publisher, grant: grant() })).toEqual({ kind: 'publish', routingKey: 'fc.snapshot.v2.100018.5' });
+    expect(prePublish(row(), { publisher, grant: grant(), maxRetries: 8 })).toEqual({ kind: 'publish', routingKey: 'fc.snapshot.v2.100018.5' });
   });
   it('1. source and registry identity come first, even before a revoked grant', () => {
-    expect(prePublish(row({ source_app_key: 'other' }), { publisher, grant: grant({ revoked: 1 }) })).toMatchObject({ kind: 'fail', reason: 'SOURCE_MISMATCH' });
-    expect(prePublish(row(), { publisher: { ...publisher, registry: 'unreachable' }, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_UNREACHABLE' });
-    expect(prePublish(row(), { publisher: { ...publisher, registry: null }, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
-    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '0', app_code: 'demo', app_key: '100021' } }, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
-    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '42', app_code: 'demo', app_key: '999' } }, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
+    expect(prePublish(row({ source_app_key: 'other' }), { publisher, grant: grant({ revoked: 1 }), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'SOURCE_MISMATCH' });
+    expect(prePublish(row(), { publisher: { ...publisher, registry: 'unreachable' }, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_UNREACHABLE' });
+    expect(prePublish(row(), { publisher: { ...publisher, registry: null }, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
+    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '0', app_code: 'demo', app_key: '100021' } }, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
+    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '42', app_code: 'demo', app_key: '999' } }, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'REGISTRY_MISMATCH' });
     // id ≠ app key is allowed (seed 004)
-    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '7', app_code: 'demo', app_key: '100021' } }, grant: grant() }).kind).toBe('publish');
+    expect(prePublish(row(), { publisher: { ...publisher, registry: { id: '7', app_code: 'demo', app_key: '100021' } }, grant: grant(), maxRetries: 8 }).kind).toBe('publish');
   });
   it('2. grant: missing, revoked, not readable, version changed → revoke; push disabled → hold', () => {
-    expect(prePublish(row(), { publisher, grant: undefined })).toEqual({ kind: 'revoke', reason: 'GRANT_MISSING' });
-    expect(prePublish(row(), { publisher, grant: grant({ revoked: 1 }) })).toEqual({ kind: 'revoke', reason: 'GRANT_REVOKED' });
-    expect(prePublish(row(), { publisher, grant: grant({ subscribe_allowed: 0 }) })).toEqual({ kind: 'revoke', reason: 'GRANT_NOT_READABLE' });
-    expect(prePublish(row(), { publisher, grant: grant({ read_allowed: 0 }) })).toEqual({ kind: 'revoke', reason: 'GRANT_NOT_READABLE' });
-    expect(prePublish(row(), { publisher, grant: grant({ grant_version: '8' }) })).toEqual({ kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' });
-    expect(prePublish(row(), { publisher, grant: grant({ grant_version: '6' }) })).toEqual({ kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' });
-    expect(prePublish(row(), { publisher, grant: grant({ push_allowed: 0 }) })).toEqual({ kind: 'hold', reason: 'PUSH_DISABLED' });
+    expect(prePublish(row(), { publisher, grant: undefined, maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_MISSING' });
+    expect(prePublish(row(), { publisher, grant: grant({ revoked: 1 }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_REVOKED' });
+    expect(prePublish(row(), { publisher, grant: grant({ subscribe_allowed: 0 }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_NOT_READABLE' });
+    expect(prePublish(row(), { publisher, grant: grant({ read_allowed: 0 }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_NOT_READABLE' });
+    expect(prePublish(row(), { publisher, grant: grant({ grant_version: '8' }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' });
+    expect(prePublish(row(), { publisher, grant: grant({ grant_version: '6' }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' });
+    expect(prePublish(row(), { publisher, grant: grant({ push_allowed: 0 }), maxRetries: 8 })).toEqual({ kind: 'hold', reason: 'PUSH_DISABLED' });
     // a revoked grant wins over push disabled: revocation is terminal
-    expect(prePublish(row(), { publisher, grant: grant({ push_allowed: 0, revoked: 1 }) }).kind).toBe('revoke');
+    expect(prePublish(row(), { publisher, grant: grant({ push_allowed: 0, revoked: 1 }), maxRetries: 8 }).kind).toBe('revoke');
   });
   it('3. routing key, event id and snapshot', () => {
     const g = (key: string, school: string) => grant({ consumer_app_key: key, consumer_school_id: school });
-    expect(prePublish(row({ consumer_app_key: 'a.b' }), { publisher, grant: g('a.b', '5') })).toMatchObject({ kind: 'fail', reason: 'INVALID_ROUTING_KEY' });
-    expect(prePublish(row({ consumer_school_id: '0' }), { publisher, grant: g('100018', '0') })).toMatchObject({ kind: 'fail', reason: 'INVALID_ROUTING_KEY' });
-    expect(prePublish(row({ content_hash: '0'.repeat(64) }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_HASH_MISMATCH' });
-    expect(prePublish(row({ snapshot_json: '{"a":' }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
+    expect(prePublish(row({ consumer_app_key: 'a.b' }), { publisher, grant: g('a.b', '5'), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'INVALID_ROUTING_KEY' });
+    expect(prePublish(row({ consumer_school_id: '0' }), { publisher, grant: g('100018', '0'), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'INVALID_ROUTING_KEY' });
+    expect(prePublish(row({ content_hash: '0'.repeat(64) }), { publisher, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_HASH_MISMATCH' });
+    expect(prePublish(row({ snapshot_json: '{"a":' }), { publisher, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
     const extra = snapshotOf(5, { extra: 1 });
-    expect(prePublish(row({ snapshot_json: extra, content_hash: (canonicalize(extra) as { hash: string }).hash }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
+    expect(prePublish(row({ snapshot_json: extra, content_hash: (canonicalize(extra) as { hash: string }).hash }), { publisher, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
     const withIntent = snapshotOf(5, { intent: { intentId: 'svchall-1', consumerAppKey: '100018', consumerSchoolId: 5 } });
-    expect(prePublish(row({ snapshot_json: withIntent }), { publisher, grant: grant() }).kind).toBe('publish');
+    expect(prePublish(row({ snapshot_json: withIntent }), { publisher, grant: grant(), maxRetries: 8 }).kind).toBe('publish');
     // another consumer's intent is never sent (SPEC §4)
     const otherIntent = snapshotOf(5, { intent: { intentId: 'svchall-1', consumerAppKey: '100099', consumerSchoolId: 5 } });
-    expect(prePublish(row({ snapshot_json: otherIntent }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
-    expect(prePublish(row({ event_type: 'deleted' }), { publisher, grant: grant() })).toMatchObject({ kind: 'fail', reason: 'INVALID_EVENT' });
+    expect(prePublish(row({ snapshot_json: otherIntent }), { publisher, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'SNAPSHOT_INVALID' });
+    expect(prePublish(row({ event_type: 'deleted' }), { publisher, grant: grant(), maxRetries: 8 })).toMatchObject({ kind: 'fail', reason: 'INVALID_EVENT' });
   });
 });
 
 describe('envelope', () => {
   it('has exactly the 15 members, the snapshot byte for byte and a verifying hash', () => {
     const r = row({ consumer_school_id: '9007199254740993', snapshot_json: '{"schId":5,"appCode":"demo","code":"c","submitterId":1,"subjectId":null,"status":"s","values":{"n":0.1000000000000000055511151231257827},"answerNo":null,"createTime":"2026-10-21T10:00:00","updateTime":null}' });
-    const text = buildEnvelope(r).toString('utf8');
+    const text = buildEnvelope(r, 'Asia/Shanghai').toString('utf8');
     const parsed = JSON.parse(text) as Record<string, unknown>;
     expect(Object.keys(parsed)).toEqual(['protocolVersion', 'eventId', 'eventType', 'sourceAppKey', 'consumerAppKey', 'consumerSchoolId', 'grantVersion', 'formUuid', 'formVersion', 'answerUuid', 'answerRevision', 'isDeleted', 'contentHash', 'occurredAt', 'snapshot']);
     expect(text).toContain('"consumerSchoolId":9007199254740993,');
     expect(text).toContain(`"snapshot":${r.snapshot_json}}`);
     expect(parsed['protocolVersion']).toBe('fc.answer.snapshot.v2');
     expect(parsed['isDeleted']).toBe(false);
-    expect(parsed['occurredAt']).toMatch(/^2026-10-21T10:05:00[+-]\d{2}:\d{2}$/);
+    expect(parsed['occurredAt']).toBe('2026-10-21T10:05:00+08:00');
     expect(messageOptions(r)).toMatchObject({ mandatory: true, persistent: true, messageId: r.event_id, contentType: 'application/json', appId: '100021', type: 'created' });
   });
-  it('occurredAt keeps the wall-clock fields', () => expect(occurredAtIso('2026-01-02 03:04:05').slice(0, 19)).toBe('2026-01-02T03:04:05'));
+  it('occurredAt keeps the wall-clock fields', () => expect(occurredAtIso('2026-01-02 03:04:05', 'America/New_York').slice(0, 19)).toBe('2026-01-02T03:04:05'));
+  // SPEC §10: the offset is the service zone's at that wall time, never this process's TZ
+  it.each([
+    ['2026-10-21 10:05:00', 'Asia/Shanghai', '2026-10-21T10:05:00+08:00'],
+    ['2026-10-21 10:05:00', 'UTC', '2026-10-21T10:05:00+00:00'],
+    ['2026-07-01 12:00:00', 'America/New_York', '2026-07-01T12:00:00-04:00'],
+    ['2026-01-15 12:00:00', 'America/New_York', '2026-01-15T12:00:00-05:00'],
+    ['2026-11-01 01:30:00', 'America/New_York', '2026-11-01T01:30:00-04:00'],
+    ['2026-10-21 10:05:00', 'Asia/Kolkata', '2026-10-21T10:05:00+05:30'],
+    ['2026-10-21 10:05:00', '-05:30', '2026-10-21T10:05:00-05:30'],
+    ['2026-10-21T10:05:00', '+08:00', '2026-10-21T10:05:00+08:00'],
+  ])('occurredAtIso(%j, %j) = %j', (local, zone, iso) => expect(occurredAtIso(local, zone)).toBe(iso));
+  it('the same row in two zones differs in occurredAt only', () => {
+    const a = buildEnvelope(row(), 'Asia/Shanghai').toString('utf8');
+    const b = buildEnvelope(row(), 'UTC').toString('utf8');
+    expect(a.replace('"occurredAt":"2026-10-21T10:05:00+08:00"', '')).toBe(b.replace('"occurredAt":"2026-10-21T10:05:00+00:00"', ''));
+    expect(a).not.toBe(b);
+  });
 });
 
 describe('planWrites and compileWrite', () => {
@@ -151,5 +184,34 @@ describe('planWrites and compileWrite', () => {
     const accept = compileWrite('me', writes[0]!);
     expect(accept.sql).toContain('broker_accepted_at = COALESCE(broker_accepted_at, NOW())');
     expect(compileWrite('me', writes[2]!).sql.split(' WHERE ')[0]).not.toContain('retry_count');
+  });
+  it('a refused message fails alone with the broker\'s code and text; lost confirms are released uncharged; a spent budget is buried as it stands', () => {
+    const culprit = row({ id: '1', retry_count: 2 });
+    const lost = row({ id: '2' });
+    const spent = row({ id: '3', state: 'FAILED', retry_count: 8 });
+    const text = "ACCESS_REFUSED - write access to topic 'fc.snapshot.v2.k.5' refused";
+    const { writes, results } = planWrites(
+      [
+        { row: culprit, decision: { kind: 'publish', routingKey: 'k' }, outcome: { kind: 'refused', code: 403, text } },
+        { row: lost, decision: { kind: 'publish', routingKey: 'k' }, outcome: { kind: 'unknown' } },
+        { row: spent, decision: { kind: 'exhausted' } },
+      ],
+      DEFAULT_RETRY_POLICY,
+      600,
+    );
+    expect(results.map((r) => r.result)).toEqual([
+      { kind: 'failed', reason: 'ACCESS_REFUSED', dead: false },
+      { kind: 'skipped', reason: 'OUTCOME_UNKNOWN' },
+      { kind: 'failed', reason: 'RETRY_BUDGET_SPENT', dead: true },
+    ]);
+    expect(writes).toEqual([
+      { kind: 'fail', gens: [{ id: '1', retryCount: 2, replayOpDigest: null }], state: 'FAILED', retryCount: 3, backoffSeconds: 80, lastError: `ACCESS_REFUSED: ${text}` },
+      { kind: 'bury', gens: [{ id: '3', retryCount: 8, replayOpDigest: null }] },
+      { kind: 'release', gens: [{ id: '2', retryCount: 0, replayOpDigest: null }] },
+    ]);
+    // buried: DEAD, its retry count and last error as they were
+    const bury = compileWrite('me', writes[1]!);
+    expect(bury.sql.split(' WHERE ')[0]).toBe("UPDATE answer_delivery SET state = 'DEAD', next_retry_at = NULL, claim_owner = NULL, claim_expires_at = NULL, update_time = NOW()");
+    expect(compileWrite('me', writes[2]!).sql.split(' WHERE ')[0]).toBe('UPDATE answer_delivery SET claim_owner = NULL, claim_expires_at = NULL');
   });
 });

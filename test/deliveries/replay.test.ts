@@ -480,7 +480,7 @@ describe('deliveries replay racing deliveries send (real broker)', () => {
     const old = await deliveryRow(id);
     const conn = await amqp.connect(testAmqpUrl());
     const ch = await conn.createConfirmChannel();
-    ch.publish('fc.answer.delivery.v2', `fc.snapshot.v2.${key}.5`, buildEnvelope(old), messageOptions(old));
+    ch.publish('fc.answer.delivery.v2', `fc.snapshot.v2.${key}.5`, buildEnvelope(old, 'UTC'), messageOptions(old));
     await ch.waitForConfirms();
     await conn.close();
     // The replay lands before the relay adjudicates.

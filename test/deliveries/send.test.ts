@@ -127,6 +127,12 @@ describe('deliveries send against the real broker and database', () => {
     expect((await rowsOf(revoked)).map((x) => [x.state, x.last_error])).toEqual([['GRANT_REVOKED', 'GRANT_REVOKED'], ['GRANT_REVOKED', 'GRANT_REVOKED']]);
     expect((await rowsOf(advanced)).map((x) => [x.state, x.last_error])).toEqual([['GRANT_REVOKED', 'GRANT_VERSION_CHANGED'], ['GRANT_REVOKED', 'GRANT_VERSION_CHANGED']]);
     expect((await rowsOf(held)).map((x) => [x.state, x.retry_count, x.claim_owner])).toEqual([['PENDING', 0, null], ['PENDING', 0, null]]);
+    // Held rows are counted, not logged (their state did not change), and looked at again only
+    // after --hold-recheck (default 10 minutes): the next run does not claim them.
+    expect(jsonLines(r.stdout).filter((l) => l['type'] === 'row' && l['kind'] === 'held')).toEqual([]);
+    const [recheck] = await dbs.admin.query(`SELECT TIMESTAMPDIFF(SECOND, NOW(), next_retry_at) AS s FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`, [held]);
+    for (const { s } of recheck as Array<{ s: number }>) expect(Number(s)).toBeGreaterThanOrEqual(595);
+    expect(summaryOf((await send()).stdout)).toMatchObject({ claimed: 0, held: 0 });
     for (const q of queues) {
       expect(await q.drain()).toHaveLength(0);
       await q.close();
@@ -150,22 +156,27 @@ describe('deliveries send against the real broker and database', () => {
     expect(s).toMatchObject({ failed: 5, accepted: 0, published: 0, failedByReason: { SNAPSHOT_HASH_MISMATCH: 1, INVALID_ROUTING_KEY: 4 } });
     expect(await q.drain()).toHaveLength(0);
 
-    // Registry mismatch: the configured key is not the registry's.
+    // Registry mismatch: the configured key is not the registry's. The run's problem, not the
+    // row's: exit 3 before any claim, the row untouched (test/deliveries/misconfigured.test.ts).
     const other = uniqueConsumerKey('reg');
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: other });
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: other, sourceAppKey: '999999' });
     const mismatch = await runCli(['--json', 'deliveries', 'send'], { env: { ...env, FCCTL_APP_KEY: '999999' } });
-    expect(mismatch.code).toBe(1);
-    expect((await rowsOf(other)).map((x) => [x.state, x.last_error?.split(':')[0]])).toEqual([['FAILED', 'REGISTRY_MISMATCH']]);
+    expect(mismatch.code).toBe(3);
+    expect(mismatch.stderr).toMatch(/FCCTL_APP_KEY/);
+    expect((await rowsOf(other)).map((x) => [x.state, x.retry_count, x.claim_owner])).toEqual([['PENDING', 0, null]]);
     await q.close();
   });
 
-  it('a claim with an owner but no expiry (written by hand or another tool) counts as expired: the row is sent', async () => {
+  it('a claim with an owner but no expiry (written by hand or another tool) counts as expired: the row is sent, and scan counts it as due', async () => {
     const key = uniqueConsumerKey('noexp');
     const q = await bindQueue(key);
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 2);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET claim_owner = 'gone:1:x', claim_expires_at = NULL WHERE consumer_app_key = ?`, [key]);
+    // scan's due count is send's claim rule exactly
+    const scan = await runCli(['--json', 'deliveries', 'scan'], { env });
+    expect(summaryOf(scan.stdout)).toMatchObject({ due: 2, stuckClaims: 2 });
     const r = await send();
     expect(r.code).toBe(0);
     expect((await rowsOf(key)).map((x) => [x.state, x.claim_owner])).toEqual([['BROKER_ACCEPTED', null], ['BROKER_ACCEPTED', null]]);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/checks.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { ensureExchange, PUBLISHER } from '../helpers/deliveries.js';
+import { ensureExchange, insertRegistry, PUBLISHER } from '../helpers/deliveries.js';
 import { freshVhost } from '../helpers/vhost.js';
 
 describe('doctor checks (pure)', () => {
@@ -46,7 +46,7 @@ describe('fcctl doctor (real services)', () => {
     const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
     expect(r.code).toBe(0);
     const c = checks(r.stdout);
-    expect(c['mandatory return probe']).toMatchObject({ status: 'ok', detail: 'mandatory return arrived before its ack' });
+    expect(c['mandatory return probe']).toMatchObject({ status: 'ok', detail: 'a mandatory probe through fc.answer.delivery.v2 to fc.snapshot.v2.fcctl-return-probe.0 came back as a return before its ack' });
     expect(c['flow center']).toMatchObject({ status: 'skipped' });
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
   });
@@ -61,7 +61,8 @@ describe('fcctl doctor (real services)', () => {
     expect(send.stderr).toBe('fcctl: exchange fc.answer.delivery.v2 does not exist on the broker: create it, or pass --declare\n');
     // still missing: nothing was declared
     expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'fail' });
-    // --declare creates it
+    // --declare creates it (send checks the publisher against the registry first)
+    await insertRegistry(dbs.admin, dbs.fcName);
     expect((await runCli(['deliveries', 'send', '--declare'], { env })).code).toBe(0);
     expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'ok' });
   });

@@ -199,7 +199,7 @@ describe('--envelope FILE', () => {
       id: '1', event_id: randomUUID(), event_type: 'updated', source_app_key: '100021', consumer_app_key: KEY, consumer_school_id: '5', grant_version: '2', form_uuid: FORM,
       form_version: 4, answer_uuid: fc.answerUuid, answer_revision: '3', is_deleted: 0, content_hash: fc.contentHash, occurred_at: '2026-10-22 09:30:00',
       snapshot_json: fc.snapshotJson, state: 'PENDING', retry_count: 0, replay_op_digest: null, ...over,
-    });
+    }, 'Asia/Shanghai');
 
   it('repairs from the envelope (stored canonical, intent left out), and the grant is still re-read: another grant version is DEFERRED', async () => {
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
@@ -242,7 +242,7 @@ describe('--envelope FILE that is not FC\'s current answer', () => {
         id: '1', event_id: randomUUID(), event_type: 'updated', source_app_key: '100021', consumer_app_key: KEY, consumer_school_id: '5', grant_version: '2', form_uuid: FORM,
         form_version: 4, answer_uuid: fc.answerUuid, answer_revision: '3', is_deleted: 0, content_hash: otherHash, occurred_at: '2026-10-22 09:30:00',
         snapshot_json: other, state: 'PENDING', retry_count: 0, replay_op_digest: null,
-      }),
+      }, 'Asia/Shanghai'),
     );
     const before = await projectionRow(dbs.admin, dbs.shName, fc.answerUuid);
     const r = await repair([...args, '--envelope', file]);
@@ -347,7 +347,7 @@ describe('bad input → exit 2, nothing read or written (the database URLs point
       id: '1', event_id: randomUUID(), event_type: 'updated', source_app_key: '100021', consumer_app_key: KEY, consumer_school_id: '5', grant_version: '2', form_uuid: FORM,
       form_version: 4, answer_uuid: A, answer_revision: '3', is_deleted: 0, content_hash: 'd4c0b9d9de3fcd1ff5a2a0c5c2a4d80bcb3e78e31a6b6ba1c4b1e0f0b9c3d9a1', occurred_at: '2026-10-22 09:30:00',
       snapshot_json: '{}', state: 'PENDING', retry_count: 0, replay_op_digest: null, ...over,
-    });
+    }, 'Asia/Shanghai');
   const snapshot = '{"schId":5,"appCode":"a","code":"c","submitterId":1,"subjectId":null,"status":"s","values":{},"answerNo":null,"createTime":"2026-10-21T08:00:00","updateTime":null}';
   /** a valid envelope of `snapshot` (its hash from `canon hash`, in beforeAll) */
   const goodEnvelope = (over: Partial<DeliveryRow> = {}) => env0({ snapshot_json: snapshot, content_hash: SNAPSHOT_HASH, ...over });

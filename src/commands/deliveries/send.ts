@@ -1,16 +1,18 @@
 import type { Command } from 'commander';
-import { DELIVERY_EXCHANGE, exchangeExists, openBroker } from '../../lib/amqp/connect.js';
+import { DELIVERY_EXCHANGE, exchangeExists, openBroker, vhostOf } from '../../lib/amqp/connect.js';
 import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
 import { countDue } from '../../lib/deliveries/sql.js';
+import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { addMetricsFileOption, addRetryOptions, intArg, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
-export interface DeliveriesSendOptions extends SendOptions {
+export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'> {
   readonly declare: boolean;
+  readonly allowDefaultVhost: boolean;
   readonly metricsFile?: string;
 }
 
@@ -25,8 +27,15 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   if (options.leaseSeconds * 1000 < options.confirmTimeoutMs * 2) {
     throw new UsageError('--lease-seconds must be at least twice --confirm-timeout: a lease must outlive the confirms it waits for');
   }
+  // A configured zone is checked here, connecting nothing; unset, it is read from the FC database.
+  const { zone: serviceTimeZone } = await resolveServiceTimeZone(ctx.config, ctx.fcDb);
+  const amqpUrl = requireSetting(ctx.config, 'amqpUrl');
+  // Seed 000 §6: full snapshots are never published on a vhost shared with other systems.
+  if (!options.dryRun && !options.allowDefaultVhost && vhostOf(amqpUrl) === '/') {
+    throw new EnvironmentError('amqpUrl names the default vhost "/": full snapshots are not published on a shared vhost (seed 000 §6); use fcctl\'s own vhost, or pass --allow-default-vhost');
+  }
   const db = await ctx.fcDb();
-  const broker = await openBroker(requireSetting(ctx.config, 'amqpUrl'));
+  const broker = await openBroker(amqpUrl);
   ctx.onClose(() => broker.close());
   // A dry run writes nothing, on the broker either: it only checks.
   if (options.declare && !options.dryRun) {
@@ -42,7 +51,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   if (!ctx.output.json) progress.setTotal(await countDue(db, Math.min(options.maxRows, 1_000_000)));
   let summary: SendSummary;
   try {
-    summary = await runSend(options, {
+    summary = await runSend({ ...options, serviceTimeZone }, {
       db,
       broker: options.dryRun ? null : broker,
       publisher: { appKey, appCode },
@@ -51,7 +60,8 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
       onRow: (row, result) => {
         const failure = result.kind === 'failed' || result.kind === 'revoked' ? result.reason : undefined;
         progress.record(failure);
-        if (result.kind !== 'accepted') {
+        // Held rows are counted, not logged: their state did not change (thousands a run otherwise).
+        if (result.kind !== 'accepted' && result.kind !== 'held') {
           ctx.output.event('row', { eventId: row.event_id, answerUuid: row.answer_uuid, consumerAppKey: row.consumer_app_key, consumerSchoolId: String(row.consumer_school_id), ...result });
         }
       },
@@ -75,8 +85,10 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
     skipped: summary.skipped,
     ...(options.dryRun ? { wouldPublish: summary.wouldPublish } : {}),
     stale: summary.stale,
+    brokerRefusals: summary.brokerRefusals,
     failedByReason: summary.failedByReason,
     stoppedBy: summary.stoppedBy,
+    serviceTimeZone,
     seconds: Math.round(seconds * 10) / 10,
     // from the unrounded time: the rate cron dashboards and the benchmark read
     rowsPerSecond: seconds > 0 ? Math.round(summary.claimed / seconds) : 0,
@@ -99,10 +111,11 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 3600)
     .option('--lease-seconds <s>', 'claim lease; another relay may take the row after it', intArg(5, 86400), 120)
     .option('--confirm-timeout <s>', 'seconds to wait for a confirm before the outcome counts as unknown', secondsArg(0.05, 600), 15)
-    .option('--hold-recheck <s>', 'when to look again at a row held by push_allowed = 0', intArg(1, 86400), 60)
+    .option('--hold-recheck <s>', 'seconds before a row held by push_allowed = 0 is looked at again', intArg(1, 86400), 600)
     .option('--pipeline <n>', 'batches in flight at once', intArg(1, 8), 2)
     .option('--dry-run', 'run every check; publish and write nothing', false)
-    .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false);
+    .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false)
+    .option('--allow-default-vhost', 'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)', false);
   addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
   addMetricsFileOption(cmd);
   return cmd
@@ -121,6 +134,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
           dryRun: o['dryRun'] as boolean,
           pipeline: o['pipeline'] as number,
           declare: o['declare'] as boolean,
+          allowDefaultVhost: o['allowDefaultVhost'] as boolean,
           metricsFile: o['metricsFile'] as string | undefined,
         },
         ctx,

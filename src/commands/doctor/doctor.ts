@@ -1,15 +1,33 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { DELIVERY_EXCHANGE, exchangeExists, openBroker, type Broker } from '../../lib/amqp/connect.js';
 import { probeReturnBeforeAck } from '../../lib/amqp/probe.js';
+import { UsageError } from '../../lib/cli/exit.js';
 import { redact } from '../../lib/config/mask.js';
 import { checkSchema, describeProblem, type Side } from '../../lib/db/schema.js';
 import { type CheckResult, doctorExitCode, vhostCheck } from '../../lib/doctor/checks.js';
+import { CONSUMER_QUEUE } from '../../lib/doctor/isolation.js';
+import { checkIsolation, isolationTarget, registeredAppKeys } from '../../lib/doctor/isolation-inspect.js';
+import { serviceTimeZoneCheck } from '../../lib/time/service-zone.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 
-/** `fcctl doctor [--probe]`: every configured connection, the schemas, the exchange, the broker's return behaviour. */
-export async function runDoctor(options: { probe: boolean }, ctx: Ctx): Promise<number> {
+export interface DoctorOptions {
+  readonly probe: boolean;
+  /** the broker isolation table of seed 000 §6, read through the management API */
+  readonly isolation?: boolean;
+  readonly consumerQueue?: string;
+}
+
+/**
+ * `fcctl doctor [--probe] [--isolation]`: every configured connection, the schemas, the exchange,
+ * the broker's return behaviour, the broker's isolation.
+ */
+export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<number> {
   const results: CheckResult[] = [];
   const message = (err: unknown) => redact(((err as Error)?.message ?? String(err)).split('\n')[0] ?? '', ctx.secrets());
+  // before anything connects: --isolation without its settings is a usage error (exit 2)
+  const isolation = options.isolation
+    ? isolationTarget({ amqpUrl: ctx.config.amqpUrl.value, amqpManagementUrl: ctx.config.amqpManagementUrl.value }, options.consumerQueue ?? CONSUMER_QUEUE)
+    : undefined;
 
   for (const side of ['fc', 'sh'] as Side[]) {
     const name = side === 'fc' ? 'fcDatabaseUrl' : 'shDatabaseUrl';
@@ -32,6 +50,7 @@ export async function runDoctor(options: { probe: boolean }, ctx: Ctx): Promise<
       results.push({ check: label, status: 'fail', detail: message(err) });
     }
   }
+  results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message));
 
   const amqpUrl = ctx.config.amqpUrl.value;
   if (amqpUrl === undefined) {
@@ -65,6 +84,14 @@ export async function runDoctor(options: { probe: boolean }, ctx: Ctx): Promise<
     }
   }
 
+  if (isolation) {
+    const appKeys = async () => {
+      if (ctx.config.fcDatabaseUrl.value === undefined) throw new Error('FC database not configured');
+      return registeredAppKeys(await ctx.fcDb());
+    };
+    results.push(...(await checkIsolation(isolation, appKeys, message)));
+  }
+
   const flowUrl = ctx.config.flowUrl.value;
   if (flowUrl === undefined) {
     results.push({ check: 'flow center', status: 'skipped', detail: 'not configured' });
@@ -85,12 +112,22 @@ export async function runDoctor(options: { probe: boolean }, ctx: Ctx): Promise<
   return exitCode;
 }
 
+/** A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters. */
+function queueNameArg(value: string): string {
+  if (value === '' || Buffer.byteLength(value, 'utf8') > 255) throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
+  return value;
+}
+
 export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor): Command {
   return program
     .command('doctor')
-    .description('check every configured connection, the schemas, the delivery exchange and (--probe) mandatory returns')
-    .option('--probe', 'publish to an unroutable key on a temporary exchange and check the return arrives before the ack', false)
-    .action(async (opts: { probe: boolean }, cmd: Command) => {
-      resources.exitCode = await runF({ probe: opts.probe }, makeContext(cmd, deps, resources));
+    .description('check every configured connection, the schemas, the delivery exchange, (--probe) mandatory returns and (--isolation) the broker isolation of seed 000 §6')
+    .option('--probe', 'publish a mandatory probe through the delivery exchange to a key no consumer can bind and check its return arrives before its ack', false)
+    .option('--isolation', "check the broker's isolation through the management API (FCCTL_AMQP_MANAGEMENT_URL): vhost, publisher permissions, topic permissions, bindings, consumer queues, alternate exchange", false)
+    .option('--consumer-queue <name>', 'the consumer queue --isolation checks (and its .dlq)', queueNameArg, CONSUMER_QUEUE)
+    .action(async (opts: { probe: boolean; isolation: boolean; consumerQueue: string }, cmd: Command) => {
+      if (!opts.isolation && cmd.getOptionValueSource('consumerQueue') === 'cli') throw new UsageError('--consumer-queue applies only with --isolation');
+      resources.exitCode = await runF({ probe: opts.probe, isolation: opts.isolation, consumerQueue: opts.consumerQueue }, makeContext(cmd, deps, resources));
     });
 }

@@ -5,6 +5,15 @@ import { maskUrl } from '../config/mask.js';
 /** The v2 delivery exchange (SPEC §4). */
 export const DELIVERY_EXCHANGE = 'fc.answer.delivery.v2';
 
+/**
+ * The routing key of the return probe (`amqp/probe.ts`): a consumer key no registry holds and
+ * school 0, which no delivery ever has (school ids are positive), so no consumer's own binding
+ * (`fc.snapshot.v2.<key>.*` or `.<school>`) can match it. Only a binding that catches every key
+ * (`#`, `fc.snapshot.v2.#`, `*.…`) or an alternate exchange takes it. The publisher's topic
+ * permission must allow it (README, "Running on a production broker").
+ */
+export const RETURN_PROBE_ROUTING_KEY = 'fc.snapshot.v2.fcctl-return-probe.0';
+
 export interface Broker {
   readonly connection: amqp.ChannelModel;
   readonly url: string;
@@ -19,6 +28,25 @@ export interface Broker {
   readonly blocked: string | null;
   /** Closes the connection; bounded, since a broker that blocks it never answers the close. */
   close(): Promise<void>;
+}
+
+/**
+ * The vhost an AMQP URL names: its path, URL-decoded; `/` (the default vhost) when empty.
+ * @example vhostOf('amqp://u:p@h:5672/fcctl') // 'fcctl'
+ */
+export function vhostOf(url: string): string {
+  checkAmqpUrl(url);
+  let path: string;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    throw new UsageError(`amqpUrl is not a URL: ${maskUrl(url)}`);
+  }
+  return path === '' || path === '/' ? '/' : decodeURIComponent(path.slice(1));
+}
+
+function checkAmqpUrl(url: string): void {
+  if (!/^amqps?:\/\//.test(url)) throw new UsageError(`amqpUrl must start with amqp:// or amqps://: ${maskUrl(url)}`);
 }
 
 /** How long a close may wait for the broker's answer before the socket is simply dropped. */
@@ -55,7 +83,7 @@ export function brokerError(url: string, what: string, err: unknown): Environmen
  * @example const broker = await openBroker(process.env.FCCTL_AMQP_URL!)
  */
 export async function openBroker(url: string, options: { heartbeatSeconds?: number } = {}): Promise<Broker> {
-  if (!/^amqps?:\/\//.test(url)) throw new UsageError(`amqpUrl must start with amqp:// or amqps://: ${maskUrl(url)}`);
+  checkAmqpUrl(url);
   let connection: amqp.ChannelModel;
   try {
     connection = await amqp.connect(url, { timeout: 5000, heartbeat: options.heartbeatSeconds ?? 15 });

@@ -11,9 +11,13 @@ export const SETTINGS = {
   fcDatabaseUrl: { env: 'FCCTL_FC_DATABASE_URL', flag: 'fcDatabaseUrl', kind: 'url' },
   shDatabaseUrl: { env: 'FCCTL_SH_DATABASE_URL', flag: 'shDatabaseUrl', kind: 'url' },
   amqpUrl: { env: 'FCCTL_AMQP_URL', flag: 'amqpUrl', kind: 'url' },
+  // RabbitMQ's management API (http://user:pass@host:15672), read by `doctor --isolation` only.
+  amqpManagementUrl: { env: 'FCCTL_AMQP_MANAGEMENT_URL', flag: 'amqpManagementUrl', kind: 'url' },
   flowUrl: { env: 'FCCTL_FLOW_URL', flag: 'flowUrl', kind: 'url' },
   appKey: { env: 'FCCTL_APP_KEY', flag: 'appKey', kind: 'text' },
   appCode: { env: 'FCCTL_APP_CODE', flag: 'appCode', kind: 'text' },
+  // IANA zone of the service's DATETIMEs (occurredAt's offset); unset: the FC database's own zone.
+  serviceTimeZone: { env: 'FCCTL_SERVICE_TIME_ZONE', flag: 'serviceTimeZone', kind: 'text' },
   // Secrets have no flag: a flag shows in `ps` and shell history.
   appSecret: { env: 'FCCTL_APP_SECRET', flag: null, kind: 'secret' },
 } as const;

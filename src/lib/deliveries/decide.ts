@@ -8,6 +8,15 @@ export type FailReason =
   | 'CONFIRM_TIMEOUT'
   | 'CHANNEL_CLOSED'
   | 'PUBLISH_ERROR'
+  /** the broker closed the channel over this message alone (a channel exception), by reply code */
+  | 'ACCESS_REFUSED'
+  | 'MESSAGE_TOO_LARGE'
+  | 'PRECONDITION_FAILED'
+  | 'NOT_FOUND'
+  | 'RESOURCE_LOCKED'
+  | 'BROKER_REFUSED'
+  /** a FAILED row already at or over the retry budget (the budget was lowered): DEAD, not sent */
+  | 'RETRY_BUDGET_SPENT'
   | 'SOURCE_MISMATCH'
   | 'REGISTRY_MISMATCH'
   | 'REGISTRY_UNREACHABLE'
@@ -19,6 +28,8 @@ export type FailReason =
 /** What the pre-publish checks decided for one claimed row (SPEC §5, in order). */
 export type PrePublishDecision =
   | { readonly kind: 'publish'; readonly routingKey: string }
+  /** a FAILED row whose budget is already spent (at or over the retry limit): DEAD, never sent */
+  | { readonly kind: 'exhausted' }
   | { readonly kind: 'hold'; readonly reason: 'PUSH_DISABLED' }
   | { readonly kind: 'revoke'; readonly reason: 'GRANT_MISSING' | 'GRANT_REVOKED' | 'GRANT_NOT_READABLE' | 'GRANT_VERSION_CHANGED' }
   | { readonly kind: 'fail'; readonly reason: FailReason; readonly detail: string };
@@ -101,7 +112,9 @@ export function checkSnapshot(
  * publisher facts were read fresh by the caller.
  * @example prePublish(row, { publisher, grant })
  */
-export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts; grant: GrantRow | undefined }): PrePublishDecision {
+export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts; grant: GrantRow | undefined; maxRetries: number }): PrePublishDecision {
+  // 0. the budget: a lowered --max-retries must not buy rows past it one more try
+  if (row.state === 'FAILED' && Number(row.retry_count) >= facts.maxRetries) return { kind: 'exhausted' };
   // 1. publisher identity
   if (row.source_app_key !== facts.publisher.appKey) {
     return { kind: 'fail', reason: 'SOURCE_MISMATCH', detail: `row source ${row.source_app_key} is not the configured app key` };
@@ -132,28 +145,65 @@ export type BrokerOutcome =
   | { readonly kind: 'timeout' }
   | { readonly kind: 'closed' }
   /** the client refused to send it (synchronous publish error other than a closed channel) */
-  | { readonly kind: 'error'; readonly detail: string };
+  | { readonly kind: 'error'; readonly detail: string }
+  /** the broker closed the channel over this message, sent alone (AMQP reply code and text) */
+  | { readonly kind: 'refused'; readonly code: number; readonly text: string }
+  /** sent, but its confirm was lost when the broker refused another message: resent later */
+  | { readonly kind: 'unknown' }
+  /** never went out (the channel was gone first, or the lease too short to wait for a confirm) */
+  | { readonly kind: 'unsent' };
 
 /** What to write for an outcome. Staleness (DEAD, GRANT_REVOKED, other generation) is the guard's job in SQL. */
-export type Transition = { readonly kind: 'accept' } | { readonly kind: 'fail'; readonly reason: FailReason };
+export type Transition =
+  | { readonly kind: 'accept' }
+  | { readonly kind: 'fail'; readonly reason: FailReason; readonly detail: string }
+  /** claim dropped, nothing charged: the row is due again at once */
+  | { readonly kind: 'release'; readonly reason: 'NOT_SENT' | 'OUTCOME_UNKNOWN' };
+
+/**
+ * The stable code of a broker refusal (an AMQP channel exception) of one message.
+ * @example refusalReason(406, 'PRECONDITION_FAILED - message size 2000 is larger than configured max size 1024') // 'MESSAGE_TOO_LARGE'
+ */
+export function refusalReason(code: number, text: string): FailReason {
+  switch (code) {
+    case 403:
+      return 'ACCESS_REFUSED';
+    case 406:
+      return /message size|max(imum)? size|too large/i.test(text) ? 'MESSAGE_TOO_LARGE' : 'PRECONDITION_FAILED';
+    case 404:
+      return 'NOT_FOUND';
+    case 405:
+      return 'RESOURCE_LOCKED';
+    default:
+      return 'BROKER_REFUSED';
+  }
+}
 
 /**
  * The adjudication table of SPEC §5 / seed 004: only an ack of a message that was not returned
- * is acceptance; a returned message is NO_ROUTE even when acked.
- * @example adjudicate({ kind: 'ack', returned: true }) // { kind: 'fail', reason: 'NO_ROUTE' }
+ * is acceptance; a returned message is NO_ROUTE even when acked. A message whose confirm was lost
+ * to another message's refusal is released, not charged (at-least-once: a duplicate is allowed, a
+ * false DEAD is not).
+ * @example adjudicate({ kind: 'ack', returned: true }) // { kind: 'fail', reason: 'NO_ROUTE', detail: '' }
  */
 export function adjudicate(outcome: BrokerOutcome): Transition {
   switch (outcome.kind) {
     case 'ack':
-      return outcome.returned ? { kind: 'fail', reason: 'NO_ROUTE' } : { kind: 'accept' };
+      return outcome.returned ? { kind: 'fail', reason: 'NO_ROUTE', detail: '' } : { kind: 'accept' };
     case 'nack':
-      return { kind: 'fail', reason: 'NACK' };
+      return { kind: 'fail', reason: 'NACK', detail: '' };
     case 'timeout':
-      return { kind: 'fail', reason: 'CONFIRM_TIMEOUT' };
+      return { kind: 'fail', reason: 'CONFIRM_TIMEOUT', detail: '' };
     case 'closed':
-      return { kind: 'fail', reason: 'CHANNEL_CLOSED' };
+      return { kind: 'fail', reason: 'CHANNEL_CLOSED', detail: '' };
     case 'error':
-      return { kind: 'fail', reason: 'PUBLISH_ERROR' };
+      return { kind: 'fail', reason: 'PUBLISH_ERROR', detail: outcome.detail };
+    case 'refused':
+      return { kind: 'fail', reason: refusalReason(outcome.code, outcome.text), detail: outcome.text };
+    case 'unknown':
+      return { kind: 'release', reason: 'OUTCOME_UNKNOWN' };
+    case 'unsent':
+      return { kind: 'release', reason: 'NOT_SENT' };
   }
 }
 

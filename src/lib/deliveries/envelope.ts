@@ -1,21 +1,18 @@
+import { offsetAt } from '../time/zone.js';
 import type { DeliveryRow } from './types.js';
 
 export const PROTOCOL_VERSION = 'fc.answer.snapshot.v2';
 
-const pad = (n: number) => String(Math.abs(n)).padStart(2, '0');
-
 /**
- * A local DATETIME string as ISO-8601 with the offset of this process's zone at that time, the
- * service's local zone (SPEC §1). Parsed field by field: never through `Date.parse` of the text.
- * @example occurredAtIso('2026-10-21 10:05:00') // '2026-10-21T10:05:00+08:00' in Asia/Shanghai
+ * A local DATETIME string as ISO-8601 with the offset that wall-clock time has in the service's
+ * zone (SPEC §1, §10): an IANA name (DST-aware) or `±HH:MM`, never this process's `TZ`. The fields
+ * are kept as stored; parsed field by field, never through `Date.parse` of the text.
+ * @example occurredAtIso('2026-10-21 10:05:00', 'Asia/Shanghai') // '2026-10-21T10:05:00+08:00'
  */
-export function occurredAtIso(local: string): string {
-  const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})/.exec(local);
-  if (!m) throw new Error(`not a DATETIME: ${local}`);
-  const [, y, mo, d, h, mi, s] = m.map(Number) as [number, number, number, number, number, number, number];
-  const offsetMinutes = -new Date(y, mo - 1, d, h, mi, s).getTimezoneOffset();
-  const sign = offsetMinutes < 0 ? '-' : '+';
-  return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}${sign}${pad(Math.trunc(offsetMinutes / 60))}:${pad(offsetMinutes % 60)}`;
+export function occurredAtIso(local: string, zone: string): string {
+  // offsetAt checks the text is a DATETIME first
+  const offset = offsetAt(local, zone);
+  return `${local.slice(0, 10)}T${local.slice(11, 19)}${offset}`;
 }
 
 /** Decimal digits of a BIGINT column (mysql2 gives strings for them). */
@@ -28,9 +25,10 @@ function int(value: string | number): string {
 /**
  * The v2 envelope body: exactly the 15 members of SPEC §4, with the stored snapshot embedded byte
  * for byte (it is immutable; numbers inside it never pass through a JS number).
- * @example buildEnvelope(row).toString('utf8').startsWith('{"protocolVersion":')
+ * `zone` is the service's time zone, for `occurredAt`'s offset ({@link occurredAtIso}).
+ * @example buildEnvelope(row, 'Asia/Shanghai').toString('utf8').startsWith('{"protocolVersion":')
  */
-export function buildEnvelope(row: DeliveryRow): Buffer {
+export function buildEnvelope(row: DeliveryRow, zone: string): Buffer {
   const s = JSON.stringify;
   const text =
     `{"protocolVersion":${s(PROTOCOL_VERSION)},"eventId":${s(row.event_id)},"eventType":${s(row.event_type)},` +
@@ -38,7 +36,7 @@ export function buildEnvelope(row: DeliveryRow): Buffer {
     `"consumerSchoolId":${int(row.consumer_school_id)},"grantVersion":${int(row.grant_version)},` +
     `"formUuid":${s(row.form_uuid)},"formVersion":${int(row.form_version)},"answerUuid":${s(row.answer_uuid)},` +
     `"answerRevision":${int(row.answer_revision)},"isDeleted":${Number(row.is_deleted) === 1},` +
-    `"contentHash":${s(row.content_hash)},"occurredAt":${s(occurredAtIso(row.occurred_at))},` +
+    `"contentHash":${s(row.content_hash)},"occurredAt":${s(occurredAtIso(row.occurred_at, zone))},` +
     `"snapshot":${row.snapshot_json}}`;
   return Buffer.from(text, 'utf8');
 }

@@ -3,10 +3,11 @@ import { randomBytes } from 'node:crypto';
 import type { Broker } from '../amqp/connect.js';
 import { DELIVERY_EXCHANGE } from '../amqp/connect.js';
 import { ConfirmPublisher, type PublishOutcome } from '../amqp/confirm-publisher.js';
+import { returnProbeMessage, sendReturnProbe } from '../amqp/probe.js';
 import { InFlight } from '../batch/in-flight.js';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
-import { adjudicate, afterFailure, prePublish, type PrePublishDecision, type PublisherFacts, type RetryPolicy } from './decide.js';
+import { adjudicate, afterFailure, checkPublisher, prePublish, type PrePublishDecision, type PublisherFacts, type RetryPolicy } from './decide.js';
 import { buildEnvelope, messageOptions } from './envelope.js';
 import { applyWritesReportingStale, claimDue, grantsFor, peekDue, registryByCode, type Write } from './sql.js';
 import { type DeliveryRow, type Generation, generationOf, grantKey } from './types.js';
@@ -23,7 +24,14 @@ export interface SendOptions {
   readonly dryRun: boolean;
   /** batches claimed ahead while earlier ones are still being confirmed */
   readonly pipeline: number;
+  /** the zone of the service's DATETIMEs, for occurredAt's offset: an IANA name or `±HH:MM` */
+  readonly serviceTimeZone: string;
+  /** a grant check older than this when its row is published is read again (back-pressure can delay a publish) */
+  readonly grantMaxAgeMs?: number;
 }
+
+/** How old a batch's grant check may be at the moment one of its rows is published. */
+export const GRANT_MAX_AGE_MS = 5000;
 
 /** The result of one row, as reported in events and counted in the summary. */
 export type RowResult =
@@ -47,6 +55,8 @@ export interface SendSummary {
   failedByReason: Record<string, number>;
   /** adjudications the generation guard turned away (a replay or another worker got there first) */
   stale: number;
+  /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
+  brokerRefusals: number;
   stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-blocked';
   /** why the broker went away mid-run; the command then exits 3 after its summary */
   brokerLost?: string;
@@ -70,7 +80,7 @@ export function newClaimOwner(): string {
 }
 
 function emptySummary(): SendSummary {
-  return { claimed: 0, published: 0, accepted: 0, failed: 0, dead: 0, revoked: 0, held: 0, skipped: 0, wouldPublish: 0, failedByReason: {}, stale: 0, stoppedBy: 'drained' };
+  return { claimed: 0, published: 0, accepted: 0, failed: 0, dead: 0, revoked: 0, held: 0, skipped: 0, wouldPublish: 0, failedByReason: {}, stale: 0, brokerRefusals: 0, stoppedBy: 'drained' };
 }
 
 /** Groups per-row decisions into one write per distinct transition (batched, SPEC §2). */
@@ -81,6 +91,7 @@ export function planWrites(
 ): { writes: Write[]; results: Array<{ row: DeliveryRow; result: RowResult }> } {
   const accept: Generation[] = [];
   const release: Generation[] = [];
+  const bury: Generation[] = [];
   const hold: Generation[] = [];
   const revoke = new Map<string, Generation[]>();
   const fail = new Map<string, { gens: Generation[]; state: 'FAILED' | 'DEAD'; retryCount: number; backoffSeconds: number | null; lastError: string }>();
@@ -111,17 +122,19 @@ export function planWrites(
       case 'fail':
         addFail(row, decision.reason, decision.detail);
         break;
+      case 'exhausted':
+        bury.push(gen);
+        results.push({ row, result: { kind: 'failed', reason: 'RETRY_BUDGET_SPENT', dead: true } });
+        break;
       case 'publish': {
-        if (!outcome || outcome.kind === 'unsent') {
-          release.push(gen);
-          results.push({ row, result: { kind: 'skipped', reason: 'NOT_SENT' } });
-          break;
-        }
-        const t = adjudicate(outcome);
+        const t = adjudicate(outcome ?? { kind: 'unsent' });
         if (t.kind === 'accept') {
           accept.push(gen);
           results.push({ row, result: { kind: 'accepted' } });
-        } else addFail(row, t.reason, '');
+        } else if (t.kind === 'release') {
+          release.push(gen);
+          results.push({ row, result: { kind: 'skipped', reason: t.reason } });
+        } else addFail(row, t.reason, t.detail);
         break;
       }
     }
@@ -131,6 +144,7 @@ export function planWrites(
   for (const g of fail.values()) writes.push({ kind: 'fail', ...g });
   for (const [reason, gens] of revoke) writes.push({ kind: 'revoke', gens, lastError: reason });
   if (hold.length) writes.push({ kind: 'hold', gens: hold, recheckSeconds: holdRecheckSeconds });
+  if (bury.length) writes.push({ kind: 'bury', gens: bury });
   if (release.length) writes.push({ kind: 'release', gens: release });
   return { writes, results };
 }
@@ -145,12 +159,28 @@ async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise
   return { appKey: publisher.appKey, appCode: publisher.appCode, registry };
 }
 
-async function decideBatch(db: Db, rows: readonly DeliveryRow[], publisher: SendDeps['publisher']) {
+/**
+ * The publisher identity of SPEC §5 step 1, checked before any row is claimed: a wrong
+ * FCCTL_APP_KEY or FCCTL_APP_CODE is the run's problem, not each row's (one wrong key would
+ * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
+ */
+export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher']): Promise<PublisherFacts> {
   const facts = await publisherFacts(db, publisher);
+  const check = checkPublisher(facts);
+  if (check.ok) return facts;
+  const setting =
+    check.reason === 'REGISTRY_UNREACHABLE'
+      ? 'the app registry (application_info) could not be read'
+      : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
+  throw new EnvironmentError(`publisher identity: ${setting}; no row was claimed`);
+}
+
+/** The pre-publish decisions of `rows`, with their grants read now. */
+async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: PublisherFacts, maxRetries: number) {
   const grants = await grantsFor(db, rows);
   return rows.map((row) => ({
     row,
-    decision: prePublish(row, { publisher: facts, grant: grants.get(grantKey(row.form_uuid, row.consumer_school_id, row.consumer_app_key)) }),
+    decision: prePublish(row, { publisher: facts, grant: grants.get(grantKey(row.form_uuid, row.consumer_school_id, row.consumer_app_key)), maxRetries }),
   }));
 }
 
@@ -203,6 +233,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     return null;
   };
 
+  const maxRetries = options.retry.maxRetries;
   if (options.dryRun) {
     let afterId = '0';
     for (;;) {
@@ -211,11 +242,12 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
         summary.stoppedBy = stop;
         break;
       }
+      const facts = await verifiedPublisher(deps.db, deps.publisher);
       const rows = await peekDue(deps.db, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
       if (rows.length === 0) break;
       afterId = String(rows[rows.length - 1]!.id);
       summary.claimed += rows.length;
-      const decided = await decideBatch(deps.db, rows, deps.publisher);
+      const decided = await decideRows(deps.db, rows, facts, maxRetries);
       const { results } = planWrites(decided.map((d) => (d.decision.kind === 'publish' ? { ...d, outcome: { kind: 'ack', returned: false } as const } : d)), options.retry, options.holdRecheckSeconds);
       report(results.map((r) => (r.result.kind === 'accepted' ? { row: r.row, result: { kind: 'would-publish' } as const } : r)));
     }
@@ -225,28 +257,47 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   if (!deps.broker) throw new Error('runSend needs a broker unless dryRun');
   const broker = deps.broker;
   const owner = newClaimOwner();
+  let facts = await verifiedPublisher(deps.db, deps.publisher);
   let channel;
   try {
     channel = await broker.confirmChannel();
   } catch (err) {
     throw new EnvironmentError(`cannot open a confirm channel: ${(err as Error).message}`, { cause: err });
   }
-  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs);
+  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs, { reopen: () => broker.confirmChannel(), probe: returnProbeMessage });
+  // Seed 004: without observable returns no scan-send. Proven where the rows go, before any claim.
+  const probe = await sendReturnProbe(publisher, options.confirmTimeoutMs);
+  if (!probe.ok) {
+    await publisher.close();
+    throw new EnvironmentError(`return probe failed: ${probe.detail}; nothing was claimed or sent`);
+  }
   const inFlight = new InFlight();
   let fatal: unknown = null;
+  const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
 
-  const processBatch = async (rows: DeliveryRow[], claimedAt: number) => {
+  const processBatch = async (rows: DeliveryRow[], claimedAt: number, batchFacts: PublisherFacts) => {
     // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
     const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
-    const decided = await decideBatch(deps.db, rows, deps.publisher);
-    const outcomes = await Promise.all(
-      decided.map(async (d) => {
-        if (d.decision.kind !== 'publish') return d;
-        const outcome = await publisher.publish(DELIVERY_EXCHANGE, d.decision.routingKey, buildEnvelope(d.row), messageOptions(d.row), notAfter);
-        if (outcome.kind !== 'unsent') summary.published += 1;
-        return { ...d, outcome };
-      }),
-    );
+    const decided: Array<{ row: DeliveryRow; decision: PrePublishDecision; outcome?: Promise<PublishOutcome> }> = await decideRows(deps.db, rows, batchFacts, maxRetries);
+    let checkedAt = deps.clock();
+    for (let i = 0; i < decided.length; i++) {
+      if (decided[i]!.decision.kind !== 'publish') continue;
+      await publisher.slot();
+      // Under back-pressure a publish can come long after its batch's grant check: look again.
+      if (deps.clock() - checkedAt > grantMaxAgeMs) {
+        const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), batchFacts, maxRetries);
+        again.forEach((d, k) => (decided[i + k] = d));
+        checkedAt = deps.clock();
+        if (decided[i]!.decision.kind !== 'publish') continue;
+      }
+      const d = decided[i]!;
+      const routingKey = (d.decision as { routingKey: string }).routingKey;
+      d.outcome = publisher.publish({ exchange: DELIVERY_EXCHANGE, routingKey, body: buildEnvelope(d.row, options.serviceTimeZone), options: messageOptions(d.row) }, notAfter);
+      void d.outcome.then((o) => {
+        if (o.kind !== 'unsent') summary.published += 1;
+      });
+    }
+    const outcomes = await Promise.all(decided.map(async (d) => ({ row: d.row, decision: d.decision, ...(d.outcome ? { outcome: await d.outcome } : {}) })));
     const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
     const stale = await applyWritesReportingStale(deps.db, owner, writes);
     summary.stale += stale.size;
@@ -266,6 +317,8 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       continue;
     }
     const limit = Math.min(options.batchSize, options.maxRows - summary.claimed);
+    // Identity again before each claim (a registry changed mid-run stops the run, charging nobody).
+    facts = await verifiedPublisher(deps.db, deps.publisher);
     const claimedAt = deps.clock();
     const rows = await claimDue(deps.db, owner, limit, options.leaseSeconds);
     if (rows.length === 0) {
@@ -276,12 +329,13 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     }
     summary.claimed += rows.length;
     inFlight.add(
-      processBatch(rows, claimedAt).catch((err: unknown) => {
+      processBatch(rows, claimedAt, facts).catch((err: unknown) => {
         fatal ??= err;
       }),
     );
   }
   await inFlight.all();
+  summary.brokerRefusals = publisher.refusals;
   const lost = publisher.lost;
   await publisher.close();
   if (fatal) throw fatal;

@@ -7,6 +7,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { gauge, runGauges, type Gauge } from '../cli/metrics.js';
 import type { Db } from '../db/connect.js';
+import { dueRule } from './sql.js';
 import { DELIVERY_STATES } from './types.js';
 
 /** One FAILED/DEAD row as listed. */
@@ -54,8 +55,9 @@ export interface ScanReport {
 const HELD =
   '(g.id IS NOT NULL AND g.revoked = 0 AND g.read_allowed = 1 AND g.subscribe_allowed = 1 ' +
   'AND g.grant_version = d.grant_version AND g.push_allowed = 0)';
-// Same rule as send's claim (src/lib/deliveries/sql.ts DUE), against the one `now` of the report.
-const DUE = '(d.next_retry_at IS NULL OR d.next_retry_at <= ?) AND (d.claim_owner IS NULL OR d.claim_expires_at < ?)';
+// Exactly send's claim rule, against the one `now` of the report.
+const DUE = dueRule('d.', '?');
+const DUE_NOWS = DUE.split('?').length - 1;
 const STUCK = 'd.claim_owner IS NOT NULL AND (d.claim_expires_at IS NULL OR d.claim_expires_at < ?)';
 
 /** The statements of a scan, as `{sql, params}` builders (tested as text). */
@@ -72,7 +74,7 @@ export const scanSql = {
       'FROM answer_delivery d LEFT JOIN form_consumer_grant g ' +
       'ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key ' +
       "WHERE d.state IN ('PENDING', 'FAILED')",
-    params: [now, now, now, now] as unknown[],
+    params: [...Array<string>(DUE_NOWS).fill(now), now, now] as unknown[],
   }),
   reasons: () => ({
     sql:

@@ -11,11 +11,17 @@ const ROW_COLUMNS =
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
  * without an expiry (written by hand or by another tool) counts as expired, so no row is stuck
- * forever (seed 003 §10.6; `deliveries scan` counts such rows as stuck claims).
+ * forever (seed 003 §10.6; `deliveries scan` counts such rows as stuck claims). One rule for the
+ * claim and for `deliveries scan`'s due count: `t` is a table alias prefix (`d.`), `now` the SQL
+ * of the current time (`NOW()`, or `?` for a report's one `now`).
  */
-const DUE =
-  "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) " +
-  'AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())';
+export function dueRule(t = '', now = 'NOW()'): string {
+  return (
+    `${t}state IN ('PENDING', 'FAILED') AND (${t}next_retry_at IS NULL OR ${t}next_retry_at <= ${now}) ` +
+    `AND (${t}claim_owner IS NULL OR ${t}claim_expires_at IS NULL OR ${t}claim_expires_at < ${now})`
+  );
+}
+const DUE = dueRule();
 
 /**
  * Claims up to `limit` due rows for `owner` with a lease, in one short transaction:
@@ -102,7 +108,9 @@ export type Write =
   | { readonly kind: 'fail'; readonly gens: readonly Generation[]; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
   | { readonly kind: 'revoke'; readonly gens: readonly Generation[]; readonly lastError: string }
   | { readonly kind: 'hold'; readonly gens: readonly Generation[]; readonly recheckSeconds: number }
-  | { readonly kind: 'release'; readonly gens: readonly Generation[] };
+  | { readonly kind: 'release'; readonly gens: readonly Generation[] }
+  /** budget already spent: DEAD as it stands, its retry count and last error kept */
+  | { readonly kind: 'bury'; readonly gens: readonly Generation[] };
 
 /** Compiles a write to `{sql, params}`; tested as text, executed on the real database. */
 export function compileWrite(owner: string, w: Write): { sql: string; params: unknown[] } {
@@ -135,6 +143,8 @@ export function compileWrite(owner: string, w: Write): { sql: string; params: un
       };
     case 'release':
       return { sql: `UPDATE answer_delivery SET ${clearClaim} WHERE ${g.sql}`, params: g.params };
+    case 'bury':
+      return { sql: `UPDATE answer_delivery SET state = 'DEAD', next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`, params: g.params };
   }
 }
 
@@ -158,6 +168,8 @@ function reached(w: Write, row: { state: string; retry_count: number | string })
       return row.state === w.state && Number(row.retry_count) === w.retryCount;
     case 'revoke':
       return row.state === 'GRANT_REVOKED';
+    case 'bury':
+      return row.state === 'DEAD';
     case 'hold':
     case 'release':
       return true;

@@ -1,3 +1,4 @@
+import { vhostOf } from '../amqp/connect.js';
 /** One line of `fcctl doctor`. */
 export interface CheckResult {
   readonly check: string;
@@ -11,10 +12,9 @@ export interface CheckResult {
  * @example vhostCheck('amqp://u:p@h:5672') // { status: 'warn', … }
  */
 export function vhostCheck(amqpUrl: string): CheckResult {
-  let vhost = '/';
+  let vhost: string;
   try {
-    const path = new URL(amqpUrl).pathname;
-    vhost = path === '' || path === '/' ? '/' : decodeURIComponent(path.slice(1));
+    vhost = vhostOf(amqpUrl);
   } catch {
     return { check: 'broker vhost', status: 'fail', detail: 'amqpUrl is not a URL' };
   }

@@ -116,7 +116,7 @@ const JSON_BUT_REFUSED = new Set(['DUPLICATE_KEY', 'TOO_DEEP', 'NUMBER_LITERAL_T
  * value — so numbers such as `12.50` or `9007199254740993` are hashed exactly as sent.
  *
  * @example
- * const r = checkEnvelope(buildEnvelope(row));
+ * const r = checkEnvelope(buildEnvelope(row, 'Asia/Shanghai'));
  * if (r.kind === 'checked') for (const p of r.problems) console.log(`${p.code}: ${p.detail}`);
  */
 export function checkEnvelope(body: Uint8Array): EnvelopeCheck {

@@ -159,13 +159,14 @@ export class ConfirmPublisher {
     return this.inFlight;
   }
 
-  private mustWait(): boolean {
+  /** Whether a publish now would have to wait (window full, or a recovery under way). */
+  get busy(): boolean {
     return (this.inFlight >= this.window || this.recovering || this.pausing) && this.closedReason === null;
   }
 
   /** Resolves once a message could be sent at once (a window slot, no recovery), or the publisher is gone. */
   async slot(): Promise<void> {
-    while (this.mustWait()) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    while (this.busy) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
   /**
@@ -175,7 +176,7 @@ export class ConfirmPublisher {
    */
   async publish(message: Message, notAfter = Number.POSITIVE_INFINITY): Promise<PublishOutcome> {
     // No await when a slot is free: the message goes out in the caller's turn, in call order.
-    if (this.mustWait()) await this.slot();
+    if (this.busy) await this.slot();
     const known = this.refusedTopics.get(message.routingKey);
     if (known) return { kind: 'refused', ...known };
     const id = message.options.messageId;

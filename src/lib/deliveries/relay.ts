@@ -282,7 +282,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     let checkedAt = deps.clock();
     for (let i = 0; i < decided.length; i++) {
       if (decided[i]!.decision.kind !== 'publish') continue;
-      await publisher.slot();
+      if (publisher.busy) await publisher.slot();
       // Under back-pressure a publish can come long after its batch's grant check: look again.
       if (deps.clock() - checkedAt > grantMaxAgeMs) {
         const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), batchFacts, maxRetries);
@@ -293,11 +293,15 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       const d = decided[i]!;
       const routingKey = (d.decision as { routingKey: string }).routingKey;
       d.outcome = publisher.publish({ exchange: DELIVERY_EXCHANGE, routingKey, body: buildEnvelope(d.row, options.serviceTimeZone), options: messageOptions(d.row) }, notAfter);
-      void d.outcome.then((o) => {
-        if (o.kind !== 'unsent') summary.published += 1;
-      });
     }
-    const outcomes = await Promise.all(decided.map(async (d) => ({ row: d.row, decision: d.decision, ...(d.outcome ? { outcome: await d.outcome } : {}) })));
+    const outcomes = await Promise.all(
+      decided.map(async ({ row, decision, outcome }) => {
+        if (!outcome) return { row, decision };
+        const o = await outcome;
+        if (o.kind !== 'unsent') summary.published += 1;
+        return { row, decision, outcome: o };
+      }),
+    );
     const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
     const stale = await applyWritesReportingStale(deps.db, owner, writes);
     summary.stale += stale.size;

@@ -226,7 +226,7 @@ async function diffRound(n) {
     await once(out, 'finish');
     const params = { side, database: 'bench:3306/none', schId: SCHOOL, formUuid: FORM, shard: null, out: file };
     const t = new Date().toISOString();
-    await writeCheckpoint(join(dir, `${side}.checkpoint.json`), { format: CHECKPOINT_FORMAT, params, paramsDigest: paramsDigest(params), size: 500, cursor: null, pages: 1, rows, outputBytes: bytes, sha256: digest.digest('hex'), completed: true, startedAt: t, updatedAt: t, completedAt: t });
+    await writeCheckpoint(join(dir, `${side}.checkpoint.json`), { format: CHECKPOINT_FORMAT, params, paramsDigest: paramsDigest(params), size: 500, cursor: null, pages: 1, rows, outputBytes: bytes, sha256: digest.digest('hex'), completed: true, startedAt: t, updatedAt: t, completedAt: t, dbStartedAt: '2026-11-30 00:00:01' });
     return { file, rows, bytes };
   };
   const base = (i, rev) => ({ answerUuid: key(i), revision: String(rev), contentHash: hash(i, rev), isDeleted: false, schId: SCHOOL, createTime: '2026-10-01 08:00:00' });

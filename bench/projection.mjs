@@ -121,8 +121,10 @@ try {
     const summary = JSON.parse(r.out.trim().split('\n').at(-1));
     const [[audit]] = await admin.query(`SELECT COUNT(*) AS n FROM \`${shName}\`.fc_reconcile_audit`);
     const evidence = readFileSync(join(dir, 'repair-evidence.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"decision"')).length;
-    const ok = r.code === 0 && summary.byResult.APPLIED === ROWS && Number(audit.n) === (execute ? ROWS : 0) && evidence === ROWS;
-    const row = { label, concurrency, execute, rows: ROWS, seconds: +(r.ms / 1000).toFixed(2), rowsPerSecond: Math.round(ROWS / (r.ms / 1000)), exit: r.code, applied: summary.byResult.APPLIED, audit: Number(audit.n), evidence, ok };
+    // a dry run reports WOULD_APPLY where an executed run reports APPLIED
+    const applied = summary.byResult[execute ? 'APPLIED' : 'WOULD_APPLY'];
+    const ok = r.code === 0 && applied === ROWS && Number(audit.n) === (execute ? ROWS : 0) && evidence === ROWS;
+    const row = { label, concurrency, execute, rows: ROWS, seconds: +(r.ms / 1000).toFixed(2), rowsPerSecond: Math.round(ROWS / (r.ms / 1000)), exit: r.code, applied, audit: Number(audit.n), evidence, ok };
     results.push(row);
     if (!args.json) console.log(`${label.padEnd(28)} concurrency ${String(concurrency).padStart(2)}  ${row.seconds.toFixed(2).padStart(7)} s  ${String(row.rowsPerSecond).padStart(6)} rows/s  APPLIED ${row.applied}  audit ${row.audit}  evidence decisions ${row.evidence}  ${ok ? 'ok' : `NOT OK ${r.err}`}`);
   };

@@ -17,6 +17,10 @@ EPMD_PORT=${FCCTL_LOCAL_EPMD_PORT:-34369}
 # The management API (loopback only): `doctor --isolation` and the tests read the broker's
 # permissions, policies and bindings through it.
 MQ_MGMT_PORT=${FCCTL_LOCAL_AMQP_MANAGEMENT_PORT:-35674}
+# Debian's /usr/sbin wrappers switch to the `rabbitmq` user, which cannot enter a directory such as
+# /root or a `mktemp -d` one (0700): the broker runs as the invoking user instead, through the
+# scripts the wrappers call, with its own Erlang cookie ($HOME is its data directory).
+RMQ_BIN=${FCCTL_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
 MY_DIR="$BASE/mariadb"
 MQ_DIR="$BASE/rabbitmq"
 MY_SOCK="$MY_DIR/mysqld.sock"
@@ -27,8 +31,12 @@ MY_PASS=fcctl-local
 MQ_USER=fcctl
 MQ_PASS=fcctl-local
 MQ_VHOST=fcctl
+# The invoking user runs both servers, and is MariaDB's socket-authenticated administrator.
+ME=$(id -un)
 
 log() { printf 'services: %s\n' "$*" >&2; }
+# One line naming the cause, never a crash dump; exit 3 (environment).
+die() { log "$*"; exit 3; }
 
 # The URLs `env` prints for these local servers are not external ones (the fault suite restarts them).
 external() { [ -n "${FCCTL_TEST_MYSQL_URL:-}" ] && [ -n "${FCCTL_TEST_AMQP_URL:-}" ] && [ "$FCCTL_TEST_MYSQL_URL" != "mysql://$MY_USER:$MY_PASS@127.0.0.1:$MY_PORT" ]; }
@@ -38,7 +46,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 install_packages() {
   local missing=()
   command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server mariadb-client)
-  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || [ -x /usr/sbin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  [ -x "$RMQ_BIN/rabbitmq-server" ] || missing+=(rabbitmq-server)
   # tmux: the tests look at the live terminal view in a real terminal.
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -56,25 +64,37 @@ install_packages() {
   return 0
 }
 
-mariadb_running() { [ -S "$MY_SOCK" ] && mariadb-admin --socket="$MY_SOCK" -uroot ping >/dev/null 2>&1; }
+mariadb_running() { [ -S "$MY_SOCK" ] && mariadb-admin --socket="$MY_SOCK" -u"$ME" ping >/dev/null 2>&1; }
+
+# A directory the servers keep their data in: created, and usable by the invoking user.
+usable_dir() {
+  mkdir -p "$1" 2>/dev/null && [ -w "$1" ] && [ -x "$1" ] || die "cannot create or write $1 as $ME: choose another FCCTL_SERVICES_DIR"
+}
+
+# Before a start: the port must be free (another process on it would be taken for our server).
+port_free() {
+  if port_open "$1"; then die "port $1 is already in use by another process, not this $2: stop it, or set $3 to another port"; fi
+}
 
 mariadb_up() {
   if mariadb_running; then log "mariadb already running on 127.0.0.1:$MY_PORT"; return 0; fi
-  mkdir -p "$MY_DIR"
+  usable_dir "$MY_DIR"
+  port_free "$MY_PORT" "MariaDB (socket $MY_SOCK)" FCCTL_LOCAL_MYSQL_PORT
   if [ ! -d "$MY_DIR/data/mysql" ]; then
     log "initializing mariadb data in $MY_DIR/data"
-    mariadb-install-db --no-defaults --datadir="$MY_DIR/data" --user=root \
-      --auth-root-authentication-method=socket >"$MY_DIR/install.log" 2>&1
+    mariadb-install-db --no-defaults --datadir="$MY_DIR/data" --user="$ME" \
+      --auth-root-authentication-method=socket >"$MY_DIR/install.log" 2>&1 \
+      || die "mariadb-install-db failed; see $MY_DIR/install.log"
   fi
   log "starting mariadb on 127.0.0.1:$MY_PORT"
-  nohup mariadbd --no-defaults --user=root --datadir="$MY_DIR/data" --socket="$MY_SOCK" \
+  nohup mariadbd --no-defaults --user="$ME" --datadir="$MY_DIR/data" --socket="$MY_SOCK" \
     --port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$MY_DIR/mysqld.pid" \
     --log-error="$MY_DIR/error.log" --character-set-server=utf8mb4 --collation-server=utf8mb4_bin \
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --max-connections=500 \
-    --skip-name-resolve >/dev/null 2>&1 &
+    --skip-name-resolve </dev/null >/dev/null 2>&1 &
   for _ in $(seq 1 120); do mariadb_running && port_open "$MY_PORT" && break; sleep 0.5; done
-  mariadb_running || { log "mariadb did not start; see $MY_DIR/error.log"; tail -n 20 "$MY_DIR/error.log" >&2 || true; exit 3; }
-  mariadb --socket="$MY_SOCK" -uroot <<SQL
+  mariadb_running || die "mariadb did not start: $(grep -m1 -E '\[ERROR\]' "$MY_DIR/error.log" 2>/dev/null | sed 's/^.*\[ERROR\] //' || true) (see $MY_DIR/error.log)"
+  mariadb --socket="$MY_SOCK" -u"$ME" <<SQL
 CREATE DATABASE IF NOT EXISTS fcctl_fc CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
 CREATE DATABASE IF NOT EXISTS fcctl_sh CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
 CREATE USER IF NOT EXISTS '$MY_USER'@'127.0.0.1' IDENTIFIED BY '$MY_PASS';
@@ -98,9 +118,12 @@ mq_env() {
   export RABBITMQ_CONFIG_FILE="$MQ_DIR/rabbitmq"
   export RABBITMQ_ENABLED_PLUGINS_FILE="$MQ_DIR/enabled_plugins"
   export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+  # The node's and the CLI's Erlang cookie: $HOME/.erlang.cookie, private to this directory.
+  export HOME="$MQ_DIR"
+  export ERL_CRASH_DUMP="$MQ_DIR/erl_crash.dump"
 }
 
-ctl() { mq_env; rabbitmqctl -n "$MQ_NODE" "$@"; }
+ctl() { mq_env; "$RMQ_BIN/rabbitmqctl" -n "$MQ_NODE" "$@"; }
 
 mq_running() { port_open "$MQ_PORT" && ctl status >/dev/null 2>&1; }
 
@@ -108,10 +131,20 @@ mq_running() { port_open "$MQ_PORT" && ctl status >/dev/null 2>&1; }
 mq_management() {
   port_open "$MQ_MGMT_PORT" && return 0
   log "enabling the management plugin on 127.0.0.1:$MQ_MGMT_PORT"
-  (mq_env; rabbitmq-plugins -n "$MQ_NODE" enable --online rabbitmq_management >/dev/null 2>&1) || true
+  (mq_env; "$RMQ_BIN/rabbitmq-plugins" -n "$MQ_NODE" enable --online rabbitmq_management >/dev/null 2>&1) || true
   for _ in $(seq 1 120); do port_open "$MQ_MGMT_PORT" && return 0; sleep 0.5; done
-  log "the management API did not come up on 127.0.0.1:$MQ_MGMT_PORT; see $MQ_DIR/log"
-  exit 3
+  die "the management API did not come up on 127.0.0.1:$MQ_MGMT_PORT; see $MQ_DIR/log"
+}
+
+# Why a start failed, in one line, from what the node wrote.
+mq_start_failure() {
+  local out="$BASE/rabbitmq.out" why
+  why=$(grep -h -o -m1 -E 'eaddrinuse|eacces|failed_to_update_enabled_plugins_file|Permission denied|could not bind [^"]*' "$out" "$MQ_DIR"/log/*.log 2>/dev/null | head -n 1 || true)
+  case "$why" in
+    eaddrinuse*|could\ not\ bind*) die "rabbitmq did not start: one of ports $MQ_PORT, $MQ_DIST_PORT, $MQ_MGMT_PORT is in use (see $out)" ;;
+    eacces*|Permission*|failed_to_update*) die "rabbitmq did not start: it cannot write its data under $MQ_DIR (see $out)" ;;
+    *) die "rabbitmq did not start within 120 s (see $out and $MQ_DIR/log)" ;;
+  esac
 }
 
 mq_up() {
@@ -121,7 +154,11 @@ mq_up() {
     mq_management
     return 0
   fi
-  mkdir -p "$MQ_DIR/mnesia" "$MQ_DIR/log"
+  usable_dir "$MQ_DIR/mnesia"
+  usable_dir "$MQ_DIR/log"
+  port_free "$MQ_PORT" "RabbitMQ node $MQ_NODE" FCCTL_LOCAL_AMQP_PORT
+  port_free "$MQ_MGMT_PORT" "RabbitMQ node's management API" FCCTL_LOCAL_AMQP_MANAGEMENT_PORT
+  port_free "$MQ_DIST_PORT" "RabbitMQ node's distribution port" FCCTL_LOCAL_AMQP_DIST_PORT
   printf '[rabbitmq_management].\n' >"$MQ_DIR/enabled_plugins"
   cat >"$MQ_DIR/rabbitmq.conf" <<CONF
 listeners.tcp.default = 127.0.0.1:$MQ_PORT
@@ -131,12 +168,11 @@ loopback_users = none
 log.console = false
 log.file.level = warning
 CONF
-  # Debian's wrapper switches to the rabbitmq user: its folders must belong to it.
-  chown -R rabbitmq:rabbitmq "$MQ_DIR" 2>/dev/null || true
-  log "starting rabbitmq on 127.0.0.1:$MQ_PORT"
-  (mq_env; nohup rabbitmq-server >"$BASE/rabbitmq.out" 2>&1 &)
+  log "starting rabbitmq on 127.0.0.1:$MQ_PORT as $ME"
+  # Detached from the caller's streams (a caller that waits for its pipes to close would hang).
+  (mq_env; cd "$MQ_DIR" && exec nohup "$RMQ_BIN/rabbitmq-server" </dev/null >"$BASE/rabbitmq.out" 2>&1) &
   for _ in $(seq 1 240); do port_open "$MQ_PORT" && break; sleep 0.5; done
-  ctl await_startup --timeout 120 >/dev/null 2>&1 || { log "rabbitmq did not start; see $MQ_DIR/log"; tail -n 30 "$BASE/rabbitmq.out" >&2 || true; exit 3; }
+  ctl await_startup --timeout 120 >/dev/null 2>&1 || mq_start_failure
   mq_setup
   mq_management
 }
@@ -181,6 +217,8 @@ case "${1:-}" in
   down)
     if [ -f "$MY_DIR/mysqld.pid" ] && kill "$(cat "$MY_DIR/mysqld.pid")" 2>/dev/null; then log "mariadb stopping"; fi
     if port_open "$MQ_PORT"; then ctl shutdown >/dev/null 2>&1 && log "rabbitmq stopped"; fi
+    # The node started epmd on its own port: stop it too (nothing else registers there).
+    if port_open "$EPMD_PORT" && command -v epmd >/dev/null 2>&1; then epmd -port "$EPMD_PORT" -kill >/dev/null 2>&1 && log "epmd stopped"; fi
     for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.5; done
     ;;
   restart)
@@ -189,7 +227,7 @@ case "${1:-}" in
     case "${2:-}" in
       mariadb)
         if external; then log "external servers: not restarting"; exit 2; fi
-        mariadb-admin --socket="$MY_SOCK" -uroot shutdown >/dev/null 2>&1 || true
+        mariadb-admin --socket="$MY_SOCK" -u"$ME" shutdown >/dev/null 2>&1 || true
         for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.25; done
         sleep "${3:-0}"
         mariadb_up ;;

@@ -86,3 +86,20 @@ CREATE TABLE IF NOT EXISTS fc_reconcile_audit (
   KEY idx_audit_run (run_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- One row per command an `apply-command requeue` operation answered (SPEC §9, issue 17): the
+-- operation id's digest with the business key is the idempotency key, as fcctl_replay_operation is
+-- on the FC side. Inserted first in the requeue's transaction, so it is also the lock.
+CREATE TABLE IF NOT EXISTS fcctl_requeue_operation (
+  id              BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  op_digest       CHAR(64)     NOT NULL,
+  biz_type        VARCHAR(32)  NOT NULL,
+  biz_id          VARCHAR(64)  NOT NULL,
+  selector        VARCHAR(255) NOT NULL,
+  selector_sha256 CHAR(64)     NOT NULL,
+  code            VARCHAR(32)  NOT NULL,
+  reason          VARCHAR(512) NOT NULL,
+  command_id      BIGINT       NULL,
+  create_time     DATETIME     NOT NULL,
+  UNIQUE KEY uk_requeue_op_command (op_digest, biz_type, biz_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { type Command, CommanderError, Option } from 'commander';
 import { createApplyCommandGroup } from './commands/apply-command/index.js';
 import { createConfigShowCommand } from './commands/config/show.js';
 import { createCanonGroup } from './commands/canon/index.js';
@@ -13,6 +13,7 @@ import { createManifestGroup } from './commands/manifest/index.js';
 import { createReconcileGroup } from './commands/reconcile/index.js';
 import { createRetireAbsentGroup } from './commands/retire-absent/index.js';
 import { createProjectionGroup } from './commands/projection/index.js';
+import { commanderErrorLine, FcctlCommand } from './lib/cli/command.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
 import { loadTerminal } from './lib/cli/terminal.js';
 import { redact } from './lib/config/mask.js';
@@ -21,7 +22,7 @@ const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
 
 /** Builds the command tree. Only commands that work are registered, so `--help` lists only those. */
 export function buildProgram(deps: Deps, resources: Resources): Command {
-  const program = new Command('fcctl')
+  const program = new FcctlCommand('fcctl')
     .description('operator toolkit for the form-center answer delivery system')
     .version(pkg.version, '-V, --version')
     .option('--config <file>', 'JSON config file (flags > FCCTL_* environment > config file)')
@@ -41,8 +42,8 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
       writeOut: (s) => deps.io.stdout.write(s),
       writeErr: (s) => deps.io.stderr.write(s),
       // Commander's messages start with "error: "; ours are one line prefixed "fcctl: " (a newline in
-      // the refused value is escaped; the "Did you mean" line is left out).
-      outputError: (s, write) => write(`fcctl: ${oneLine(s.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean [^\n]*\)$/, ''))}\n`),
+      // the refused value is escaped; a "Did you mean" line is kept at the end of that line).
+      outputError: (s, write) => write(`fcctl: ${oneLine(commanderErrorLine(s))}\n`),
     });
 
   const db = program.command('db').description('reference schema: create and check');
@@ -92,6 +93,19 @@ export function oneLine(message: string): string {
  */
 export async function main(argv: readonly string[], deps: Deps): Promise<number> {
   const resources = new Resources();
+  try {
+    const code = await run(argv, deps, resources);
+    // The summary is printed last, with the code the process ends with: whatever failed after the
+    // command built it (its metrics file, an error thrown after it), the two never differ.
+    resources.summary.release(code);
+    return code;
+  } finally {
+    await resources.closeAll();
+  }
+}
+
+/** {@link main} without the summary and the closing: parses, runs, and maps errors to exit codes. */
+async function run(argv: readonly string[], deps: Deps, resources: Resources): Promise<number> {
   if (deps.io.interactive && !argv.includes('--json')) await loadTerminal();
   const program = buildProgram(deps, resources);
   const debug = argv.includes('--debug');
@@ -116,7 +130,5 @@ export async function main(argv: readonly string[], deps: Deps): Promise<number>
     if (debug) deps.io.stderr.write(`${redact(e?.stack ?? '', secrets)}\n`);
     // Unexpected errors are almost always the environment (a dropped connection mid-query).
     return ExitCode.ENVIRONMENT;
-  } finally {
-    await resources.closeAll();
   }
 }

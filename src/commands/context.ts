@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { type Config, requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
 import type { Io } from '../lib/cli/io.js';
-import { Output } from '../lib/cli/output.js';
+import { Output, SummaryHold } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
 import { UsageError } from '../lib/cli/exit.js';
 import { FlowClient } from '../lib/flow/client.js';
@@ -38,12 +38,21 @@ export class Resources {
   add(fn: () => Promise<void> | void): void {
     this.closers.push(fn);
   }
+  /** Closes in reverse order; a close that fails is ignored: the command's result is decided. */
   async closeAll(): Promise<void> {
-    while (this.closers.length > 0) await this.closers.pop()!();
+    while (this.closers.length > 0) {
+      try {
+        await this.closers.pop()!();
+      } catch {
+        /* the exit code and summary already stand */
+      }
+    }
   }
   lastSecrets: string[] = [];
   /** set by the action that ran */
   exitCode = 0;
+  /** the command's summary, printed by main with the exit code the process ends with */
+  readonly summary = new SummaryHold();
 }
 
 export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx {
@@ -63,7 +72,7 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
   return {
     ...deps,
     config,
-    output: new Output(deps.io, { json: Boolean(flags['json']) }),
+    output: new Output(deps.io, { json: Boolean(flags['json']), hold: resources.summary }),
     debug: Boolean(flags['debug']),
     fcDb: lazy('FC database', 'fcDatabaseUrl'),
     shDb: lazy('SH database', 'shDatabaseUrl'),

@@ -58,6 +58,15 @@ export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number
   return { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number };
 }
 
+/**
+ * `--max-rows` of a batch command: unlimited by default, and `--help` says "no limit" rather than
+ * showing Number.MAX_SAFE_INTEGER.
+ * @example cmd.addOption(maxRowsOption('stop after claiming this many rows'))
+ */
+export function maxRowsOption(description: string): Option {
+  return new Option('--max-rows <n>', description).argParser(intArg(1, Number.MAX_SAFE_INTEGER)).default(Number.MAX_SAFE_INTEGER, 'no limit');
+}
+
 /** `--metrics-file`, the same wording and path check on every cron command. */
 export function metricsFileOption(): Option {
   return new Option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)').argParser(pathArg);

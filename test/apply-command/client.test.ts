@@ -76,10 +76,16 @@ describe('flow-center client against the stand-in', () => {
       await fc.faults([{ path: '/oapi/flow/instance', kind: 'malformed', variant, count: 1 }]);
       expect(await client.lookup(key.bizType, key.bizId), variant).toMatchObject({ kind: 'malformed' });
     }
-    for (const variant of ['not-json', 'unknown-branch', 'missing-field', 'bad-status']) {
+    for (const variant of ['not-json', 'missing-field', 'bad-status']) {
       await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant, count: 1, after: true }]);
       expect(await client.apply(req), variant).toMatchObject({ kind: 'malformed' });
     }
+    // a well-formed answer carrying a branch outside the seven is an answer, not a malformed body
+    await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1, after: true }]);
+    expect(await client.apply(req)).toMatchObject({ kind: 'unknown-branch', branch: 'MAYBE_CREATED', instance: { bizId: key.bizId } });
+    // …but without its instance it is not well formed
+    await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1 }]);
+    expect(await client.apply(req)).toMatchObject({ kind: 'malformed' });
     // a redirect is not followed (the POST would be re-sent elsewhere, unsigned for that path)
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 307, count: 1 }]);
     expect(await client.apply(req)).toMatchObject({ kind: 'http', status: 307 });
@@ -117,6 +123,22 @@ describe('flow-center client against the stand-in', () => {
     const log = await fc.log();
     expect(log.filter((e) => e.status === 401).every((e) => e.auth !== 'ok')).toBe(true);
     // nothing was created by the refused POST
+    expect(await fc.instances()).toEqual([]);
+  });
+
+  it('the stand-in answers 403 to a correctly signed apply for another app (README: 403 = the app may not do this), and checks the signature first', async () => {
+    const foreign = { ...req, applyAppKey: '100099' };
+    expect(await client.apply(foreign)).toMatchObject({ kind: 'http', status: 403, detail: expect.stringContaining('APP_KEY_MISMATCH') });
+    const wrong = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: 'wrong-secret-value', timeoutMs: 300 });
+    expect(await wrong.apply(foreign)).toMatchObject({ kind: 'http', status: 401, detail: expect.stringContaining('SIGNATURE_INVALID') });
+    expect(await wrong.apply(req)).toMatchObject({ kind: 'http', status: 401 });
+    wrong.close();
+    expect((await fc.log()).map((e) => [e.method, e.status, e.auth])).toEqual([
+      ['POST', 403, 'ok'],
+      ['POST', 401, 'signature mismatch'],
+      ['POST', 401, 'signature mismatch'],
+    ]);
+    // neither refusal created anything
     expect(await fc.instances()).toEqual([]);
   });
 

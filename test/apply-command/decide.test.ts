@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { APPLY_RETRY_POLICY, DONE_BRANCHES, planWrite, resolve, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
+import { APPLY_RETRY_POLICY, DONE_BRANCHES, isReasonCode, planWrite, resolve, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
 import { claimSelect, claimStartSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
 import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
 import { durationArg } from '../../src/commands/options.js';
@@ -50,6 +50,11 @@ const applies: Array<[string, ApplyResult | undefined]> = [
   ['no apply', undefined],
   ...APPLY_BRANCHES.map((branch): [string, ApplyResult] => [`${branch} owned`, { kind: 'applied', branch, instance: instance({ status: 10 }) }]),
   ...APPLY_BRANCHES.map((branch): [string, ApplyResult] => [`${branch} foreign`, { kind: 'applied', branch, instance: instance({ flowGuid: 'other', status: 10 }) }]),
+  // well-formed answers with a branch outside the seven (issue 17): an answer, never an error
+  ...['MAYBE_CREATED', 'created', 'CREATED ', 'X'.repeat(40), '分支'].flatMap((branch): Array<[string, ApplyResult]> => [
+    [`unknown branch ${JSON.stringify(branch)} owned`, { kind: 'unknown-branch', branch, instance: instance({ status: 10 }) }],
+    [`unknown branch ${JSON.stringify(branch)} foreign`, { kind: 'unknown-branch', branch, instance: instance({ submitterId: '1', status: 10 }) }],
+  ]),
   ['apply timeout', { kind: 'timeout', detail: '' }],
   ['apply network', { kind: 'network', detail: 'UND_ERR_SOCKET' }],
   ['apply refused', { kind: 'network', detail: 'ECONNREFUSED' }],
@@ -73,9 +78,9 @@ function expected(lookup: LookupResult, apply: ApplyResult | undefined): Record<
   }
   if (lookup.kind !== 'not-found') return { kind: 'fail', reason: `LOOKUP_${code(lookup)}`, charged: isCharged(lookup) };
   if (apply === undefined) return { kind: 'post' };
-  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${code(apply)}`, charged: isCharged(apply) };
-  if (apply.instance.flowGuid !== R.flow_guid) return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch };
-  if (['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'].includes(apply.branch)) return { kind: 'done', via: 'apply', status: apply.instance.status, branch: apply.branch };
+  if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch') return { kind: 'fail', reason: `APPLY_${code(apply)}`, charged: isCharged(apply) };
+  if (apply.instance.flowGuid !== R.flow_guid || apply.instance.submitterId !== R.submitter_id) return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch };
+  if (apply.kind === 'applied' && ['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'].includes(apply.branch)) return { kind: 'done', via: 'apply', status: apply.instance.status, branch: apply.branch };
   return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch };
 }
 
@@ -160,7 +165,10 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
   });
   it('a done write mirrors the status and keeps the branch; a lookup leaves last_branch alone', () => {
     const viaApply = planWrite(R, { kind: 'done', via: 'apply', branch: 'CREATED', instance: instance({ status: 10 }), roundBehind: false }, APPLY_RETRY_POLICY);
-    expect(viaApply.write).toMatchObject({ kind: 'done', status: 10, instanceId: 'FI-9', branch: 'CREATED', note: null, mirror: { bizType: 'honor_apply', bizId: 'A-1', status: 10 } });
+    expect(viaApply.write).toMatchObject({ kind: 'done', status: 10, instanceId: 'FI-9', branch: 'CREATED', note: null, mirror: { status: 10, claimed: { exists: false, status: null } } });
+    // the value read at claim is what the mirror is written over
+    const claimed = planWrite(row({ mirror: { exists: true, status: 20 } }), { kind: 'done', via: 'lookup', instance: instance({ status: 30 }), roundBehind: false }, APPLY_RETRY_POLICY);
+    expect(claimed.write).toMatchObject({ mirror: { status: 30, claimed: { exists: true, status: 20 }, changedNote: expect.stringMatching(/^MIRROR_CHANGED: service_apply\.flow_status was 20 at claim/) } });
     const viaLookup = planWrite(R, { kind: 'done', via: 'lookup', instance: instance({ status: 40 }), roundBehind: false }, APPLY_RETRY_POLICY);
     expect(viaLookup.write).toMatchObject({ kind: 'done', status: 40, branch: null });
     expect(compileWrite('me', viaLookup.write).sql).toContain('c.last_branch = c.last_branch');
@@ -168,6 +176,27 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
   it('a dead write keeps the branch for a person', () => {
     const p = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED', detail: 'RESTARTED, instance FI-9 status 10' }, APPLY_RETRY_POLICY);
     expect(p.write).toEqual({ kind: 'dead', gen: { id: '7', state: 'UNKNOWN', retryCount: 0, attempt: 2, requestToken: 'tok-1' }, branch: 'RESTARTED', lastError: 'UNEXPECTED_BRANCH: RESTARTED, instance FI-9 status 10' });
+  });
+  it('an unknown branch is DEAD UNEXPECTED_BRANCH, kept whole in last_error and cut to 32 characters in last_branch', () => {
+    const long = `MAYBE_${'分'.repeat(40)}\n😀`;
+    const t = resolve(R, { kind: 'not-found' }, { kind: 'unknown-branch', branch: long, instance: instance({ status: 10 }) });
+    expect(t).toMatchObject({ kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: long });
+    const p = planWrite(R, t, APPLY_RETRY_POLICY);
+    expect(p.write).toMatchObject({ kind: 'dead', branch: `MAYBE_${'分'.repeat(26)}` });
+    expect(p.result).toEqual({ kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: `MAYBE_${'分'.repeat(26)}` });
+    const lastError = p.write.kind === 'dead' ? p.write.lastError : '';
+    expect(lastError).toBe(`UNEXPECTED_BRANCH: ${JSON.stringify(long)} (not a branch code of seed 000 §7.4), instance FI-9 status 10`);
+    // a surrogate pair is never split by a cut
+    const emoji = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: `${'A'.repeat(31)}😀`, detail: '' }, APPLY_RETRY_POLICY).write;
+    expect(emoji).toMatchObject({ branch: `${'A'.repeat(31)}😀` });
+    const cut = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: `${'A'.repeat(32)}😀`, detail: '😀'.repeat(600) }, APPLY_RETRY_POLICY).write;
+    expect(cut).toMatchObject({ branch: 'A'.repeat(32) });
+    expect(cut.kind === 'dead' && [...cut.lastError].length).toBe(512);
+    expect(cut.kind === 'dead' && cut.lastError.endsWith('😀')).toBe(true);
+  });
+  it('isReasonCode: the codes fcctl writes before the colon of last_error, and nothing else', () => {
+    for (const c of ['OWNERSHIP_MISMATCH', 'UNEXPECTED_BRANCH', 'INVALID_COMMAND', 'LOOKUP_TIMEOUT', 'APPLY_NETWORK', 'LOOKUP_MALFORMED', 'APPLY_HTTP_503', 'LOOKUP_HTTP_401']) expect(isReasonCode(c), c).toBe(true);
+    for (const c of ['', 'DEAD', 'ROUND_BEHIND', 'MIRROR_CHANGED', 'LOOKUP_HTTP_', 'APPLY_HTTP_5033', 'lookup_timeout', 'LOOKUP_TIMEOUT ', "'; DROP TABLE x; --", '%']) expect(isReasonCode(c), c).toBe(false);
   });
 });
 
@@ -190,20 +219,24 @@ describe('SQL builders', () => {
       { kind: 'release' as const, gen },
       { kind: 'dead' as const, gen, branch: null, lastError: 'x' },
       { kind: 'fail' as const, gen, state: 'FAILED' as const, retryCount: 4, backoffSeconds: 160, lastError: 'x' },
-      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } },
+      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x' } },
     ]) {
       const c = compileWrite('owner-1', w);
       expect(c.sql).toMatch(/WHERE (c\.)?id = \? AND (c\.)?claim_owner = \? AND (c\.)?state = \? AND (c\.)?retry_count = \? AND (c\.)?attempt = \? AND (c\.)?request_token = \?$/);
       expect(c.params.slice(-6)).toEqual(['7', 'owner-1', 'UNKNOWN', 3, 2, 'tok-1']);
     }
-    // DONE and the mirror are one statement: the mirror only happens when the guard holds.
-    const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { bizType: 't', bizId: 'b', status: 30 } });
+    // DONE and the mirror are one statement: the mirror only happens when the guard holds, and
+    // only over the status read at claim.
+    const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { status: 30, claimed: { exists: true, status: 10 }, changedNote: 'MIRROR_CHANGED: x' } });
     expect(done.sql).toBe(
-      'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id ' +
-        "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = ?, c.next_retry_at = NULL, c.claim_owner = NULL, " +
+      'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? ' +
+        "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = IF(s.id IS NULL, ?, ?), c.next_retry_at = NULL, c.claim_owner = NULL, " +
         'c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ? AND c.attempt = ? AND c.request_token = ?',
     );
-    expect(done.params).toEqual([30, 'i', 'CREATED', null, 30, '7', 'o', 'UNKNOWN', 3, 2, 'tok-1']);
+    expect(done.params).toEqual([10, 30, 'i', 'CREATED', 'MIRROR_CHANGED: x', null, 30, '7', 'o', 'UNKNOWN', 3, 2, 'tok-1']);
+    // no service_apply row at claim: nothing to report as changed when none matches
+    const missing = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: null, note: 'ROUND_BEHIND: y', mirror: { status: 30, claimed: { exists: false, status: null }, changedNote: 'MIRROR_CHANGED: x' } });
+    expect(missing.params.slice(0, 5)).toEqual([null, 30, 'i', 'ROUND_BEHIND: y', 'ROUND_BEHIND: y']);
   });
 });
 
@@ -266,8 +299,15 @@ describe('response bodies, validated strictly', () => {
     expect(parseLookupBody('{"found":false}', key)).toEqual({ kind: 'not-found' });
     expect(parseLookupBody('{"found":false,"extra":1}', key)).toEqual({ kind: 'not-found' });
     expect(parseApplyBody(`{"branch":"CREATED","instance":${inst}}`, key)).toMatchObject({ kind: 'applied', branch: 'CREATED' });
-    expect(parseApplyBody(`{"branch":"MAYBE","instance":${inst}}`, key).kind).toBe('malformed');
     expect(parseApplyBody('{"branch":"CREATED"}', key).kind).toBe('malformed');
+  });
+  it('a well-formed apply answer with a branch outside the seven is an answer (unknown-branch), not a malformed body', () => {
+    expect(parseApplyBody(`{"branch":"MAYBE","instance":${inst}}`, key)).toMatchObject({ kind: 'unknown-branch', branch: 'MAYBE', instance: { instanceId: 'FI-1', status: 30 } });
+    expect(parseApplyBody(`{"branch":"created","instance":${inst}}`, key)).toMatchObject({ kind: 'unknown-branch', branch: 'created' });
+    // only a body that is not well formed is malformed: no instance, a bad instance, a branch that is no text
+    for (const b of ['{"branch":"MAYBE"}', `{"branch":"MAYBE","instance":${inst.replace('"status":30', '"status":50')}}`, `{"branch":"","instance":${inst}}`, `{"branch":7,"instance":${inst}}`, `{"branch":null,"instance":${inst}}`, `{"instance":${inst}}`, `{"branch":"A","branch":"B","instance":${inst}}`]) {
+      expect(parseApplyBody(b, key).kind, b).toBe('malformed');
+    }
   });
   it('the apply body writes the submitter id as a number literal, exactly', () => {
     expect(applyBody({ bizType: 't', bizId: 'b', applyAppKey: 'k', submitterId: '9007199254740993', flowGuid: 'g', requestToken: 'r', attempt: 2 })).toBe(

@@ -261,6 +261,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       { k: 'badstatus', fault: { kind: 'malformed' as const, variant: 'bad-status' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'wrongkey', fault: { kind: 'malformed' as const, variant: 'wrong-key' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'apply500', fault: { kind: 'status' as const, status: 500, path: '/oapi/flow/apply' as const }, reason: 'APPLY_HTTP_500' },
+      // an unknown branch with no instance: not well formed (a well-formed one is DEAD at once, below)
       { k: 'applybad', fault: { kind: 'malformed' as const, variant: 'unknown-branch', path: '/oapi/flow/apply' as const }, reason: 'APPLY_MALFORMED' },
     ];
     await insertCommands(dbs.admin, dbs.shName, kinds.map(({ k }) => ({ bizId: `${p}-${k}` })));
@@ -286,19 +287,18 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(posts(log).every((e) => e.requestToken === `tok-${e.bizId}`)).toBe(true);
   });
 
-  it('a tampered signature (wrong secret) → 401 → FAILED; the secret is never printed', async () => {
+  it('a tampered signature (wrong secret) → 401 → the run stops at once (exit 3, one line naming the settings), no row charged; the secret is never printed', async () => {
     const p = uniquePrefix('sig');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     const wrong = { ...env, FCCTL_APP_SECRET: 'not-the-secret-xyz' };
     const r = await resolveRun([], wrong);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(`${r.stdout}${r.stderr}`).not.toContain('not-the-secret-xyz');
+    expect(r.stderr).toMatch(/^fcctl: flow center refused our credentials \(HTTP 401 on GET \/oapi\/flow\/instance: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET; /);
     const [row] = await commandsOf(dbs.admin, dbs.shName, p);
-    expect(row).toMatchObject({ state: 'FAILED', retry_count: 1 });
-    expect(row!.last_error).toMatch(/^LOOKUP_HTTP_401: .*SIGNATURE_INVALID/);
+    expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, last_error: null, claim_owner: null });
     const log = of(await fc.log(), p);
     expect(log.map((e) => [e.method, e.status, e.auth])).toEqual([['GET', 401, 'signature mismatch']]);
-    await makeDue(dbs.admin, dbs.shName, p);
     const ok = await resolveRun();
     expect(`${ok.stdout}${ok.stderr}`).not.toContain(APP.secret);
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE' });
@@ -452,7 +452,8 @@ describe('stale workers change nothing', () => {
       const theirs = (await claimRows(db, 'owner-b', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(theirs).toHaveLength(1);
       const gen = generationOf(mine[0]!);
-      const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror: { bizType: BIZ_TYPE, bizId: `${p}-1`, status: 30 } });
+      const mirror = { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x' };
+      const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror });
       expect(stale).toEqual({ kind: 'stale' });
       expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'UNKNOWN', flow_status: null, claim_owner: 'owner-b' });
       // the new owner's write of an older generation (retry count moved on) also matches nothing
@@ -460,8 +461,8 @@ describe('stale workers change nothing', () => {
       expect(await applyWrite(db, 'owner-b', { kind: 'release', gen })).toEqual({ kind: 'stale' });
       // a resubmission re-armed the row in place (new token, higher attempt): the old attempt's write matches nothing
       await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET attempt = attempt + 1, request_token = 'tok-resubmitted' WHERE biz_id LIKE ?`, [`${p}%`]);
-      expect(await applyWrite(db, 'owner-b', { kind: 'done', gen: { ...gen, retryCount: 1 }, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror: { bizType: BIZ_TYPE, bizId: `${p}-1`, status: 30 } })).toEqual({ kind: 'stale' });
-      expect(await applyWrite(db, 'owner-b', { kind: 'release', gen: { ...gen, retryCount: 1, attempt: gen.attempt + 1, requestToken: 'tok-resubmitted' } })).toEqual({ kind: 'written', mirrored: null });
+      expect(await applyWrite(db, 'owner-b', { kind: 'done', gen: { ...gen, retryCount: 1 }, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror })).toEqual({ kind: 'stale' });
+      expect(await applyWrite(db, 'owner-b', { kind: 'release', gen: { ...gen, retryCount: 1, attempt: gen.attempt + 1, requestToken: 'tok-resubmitted' } })).toEqual({ kind: 'written', mirror: null });
     } finally {
       await db.close();
     }

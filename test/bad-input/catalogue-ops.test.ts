@@ -73,7 +73,7 @@ const COMMANDS: readonly CommandSpec[] = [
   { cmd: ['config', 'show'], base: [], noArguments: true },
   { cmd: ['db', 'init'], base: ['--side', 'fc'], choices: [['--side', ['fc', 'sh', 'all']]], required: ['--side'], noArguments: true },
   { cmd: ['db', 'check'], base: [], choices: [['--side', ['fc', 'sh', 'all']]], noArguments: true },
-  { cmd: ['doctor'], base: [], valued: ['--consumer-queue'], noArguments: true },
+  { cmd: ['doctor'], base: [], valued: ['--consumer-queue', '--consumer-user'], noArguments: true },
   {
     cmd: ['dev', 'seed'],
     base: [],
@@ -133,6 +133,15 @@ const COMMANDS: readonly CommandSpec[] = [
     seconds: [['--max-seconds', 1, 86_400], ['--request-timeout', 0.05, 120]],
     durations: [['--pending-grace', 60, 30 * 86_400]],
     valued: ['--metrics-file'],
+    noArguments: true,
+  },
+  {
+    cmd: ['apply-command', 'requeue'],
+    base: ['--dead', '--operation-id', 'op-bad-input', '--execute', '--evidence', file('requeue-evidence.jsonl')],
+    ints: [['--concurrency', 1, 32]],
+    seconds: [['--max-seconds', 1, 86_400]],
+    required: ['--operation-id'],
+    valued: ['--biz-type', '--biz-id', '--from', '--reason', '--evidence'],
     noArguments: true,
   },
 ];
@@ -267,6 +276,24 @@ const FILES: Record<string, string | Buffer> = {
   'replay-not-object.jsonl': `{"answerUuid":"${ANSWER}","expectedRevision":1,"operationId":"op-1"}\n[1]\n`,
   'replay-fraction.jsonl': `{"answerUuid":"${ANSWER}","expectedRevision":1.5,"operationId":"op-1"}\n`,
   'replay-too-many.csv': REPLAY_HEADER + Array.from({ length: 100_001 }, (_, i) => csvRow(`op-${i}`)).join(''),
+  'requeue-header-only.csv': 'biz_type,biz_id\n',
+  'requeue-no-column.csv': 'biz_type,bizid\nhonor_apply,A-1\n',
+  'requeue-header-twice.csv': 'biz_type,biz_id,biz_id\nhonor_apply,A-1,A-2\n',
+  'requeue-quote.csv': 'biz_type,biz_id\nhonor_apply,A"1\n',
+  'requeue-open-quote.csv': 'biz_type,biz_id\nhonor_apply,"A-1\n',
+  'requeue-fields.csv': 'biz_type,biz_id\nhonor_apply\n',
+  'requeue-empty-id.csv': 'biz_type,biz_id\nhonor_apply,\n',
+  'requeue-long-id.csv': `biz_type,biz_id\nhonor_apply,${'i'.repeat(65)}\n`,
+  'requeue-long-type.csv': `biz_type,biz_id\n${'t'.repeat(33)},A-1\n`,
+  'requeue-space.csv': 'biz_type,biz_id\nhonor_apply,A-1 \n',
+  'requeue-nul.csv': 'biz_type,biz_id\nhonor_apply,A\u00001\n',
+  'requeue-twice.csv': 'biz_type,biz_id\nhonor_apply,A-1\nhonor_apply,A-2\nhonor_apply,A-1\n',
+  'requeue-latin1.csv': latin1('biz_type,biz_id\nhonor_apply,A-\u00ff\n'),
+  'requeue-bad-line.jsonl': '{"bizType":"honor_apply","bizId":"A-1"}\n{"bizType":"honor_apply",}\n',
+  'requeue-not-object.jsonl': '{"bizType":"honor_apply","bizId":"A-1"}\n["honor_apply","A-2"]\n',
+  'requeue-number.jsonl': '{"bizType":"honor_apply","bizId":7}\n',
+  'requeue-snake.jsonl': '{"biz_type":"honor_apply","biz_id":"A-1"}\n',
+  'requeue-too-many.csv': 'biz_type,biz_id\n' + Array.from({ length: 100_001 }, (_, i) => `honor_apply,A-${i}\n`).join(''),
 };
 
 // --- cases written out by hand ------------------------------------------------------------------
@@ -297,6 +324,11 @@ const GLOBAL_CASES: RefusalCase[] = [
   { name: 'an unknown command', argv: ['bogus'], says: /unknown command 'bogus'/ },
   { name: 'an unknown subcommand', argv: ['deliveries', 'bogus'], says: /unknown command 'bogus'/ },
   { name: 'a command name with SQL', argv: [DROP], says: /unknown command/ },
+  // Issue 17: commander's suggestion stays, on the same line; the top level looks one level deeper.
+  { name: 'a mistyped command (fcctl sned)', argv: ['sned'], says: /^fcctl: unknown command 'sned' \(did you mean deliveries send\?\)\n$/ },
+  { name: 'a mistyped subcommand (fcctl deliveries sned)', argv: ['deliveries', 'sned'], says: /^fcctl: unknown command 'sned' \(did you mean send\?\)\n$/ },
+  { name: 'a mistyped option (--batch-siz)', argv: ['deliveries', 'send', '--batch-siz', '5'], says: /^fcctl: unknown option '--batch-siz' \(did you mean --batch-size\?\)\n$/ },
+  { name: 'several required options missing: all named in one line', argv: ['deliveries', 'failed'], says: /^fcctl: required options '--consumer <key>' and '--school <id>' not specified\n$/ },
   { name: 'FCCTL_APP_SECRET_FILE naming a missing file', argv: ['config', 'show'], env: { FCCTL_APP_SECRET: '', FCCTL_APP_SECRET_FILE: file('absent-secret') }, says: /FCCTL_APP_SECRET_FILE: cannot read/ },
   ...(['--fc-database-url', '--sh-database-url', '--amqp-url', '--amqp-management-url', '--flow-url', '--app-key', '--app-code'] as const).map(
     (flag): RefusalCase => ({ name: `${flag} ""`, argv: [flag, '', 'config', 'show'], says: new RegExp(`${escape(flag)} is empty`) }),
@@ -353,6 +385,16 @@ const DOCTOR_CASES: RefusalCase[] = [
   ),
   { name: 'doctor --isolation with FCCTL_AMQP_MANAGEMENT_URL of another scheme', argv: ['doctor', '--isolation'], env: { FCCTL_AMQP_MANAGEMENT_URL: 'amqps://127.0.0.1:5671/' }, says: /amqpManagementUrl must start with http:\/\/ or https:\/\// },
   { name: 'doctor --consumer-queue without --isolation', argv: ['doctor', '--consumer-queue', 'svc-hall.q'], says: /--consumer-queue applies only with --isolation/ },
+  { name: 'doctor --consumer-user without --isolation', argv: ['doctor', '--consumer-user', 'svc-hall'], says: /^fcctl: --consumer-user applies only with --isolation\n$/ },
+  ...['', 'a\u0000b', 'a\nb', 'svc\u007f'].map(
+    (name): RefusalCase => ({ name: `doctor --consumer-user ${show(name)}`, argv: ['doctor', '--isolation', '--consumer-user', 'svc-hall', '--consumer-user', name], says: /option '--consumer-user <name>' argument .* is invalid\. expected a user name/ }),
+  ),
+  {
+    name: 'doctor --isolation --consumer-user naming the publisher of FCCTL_AMQP_URL',
+    argv: ['--amqp-management-url', 'http://u:p@127.0.0.1:1/', 'doctor', '--isolation', '--consumer-user', 'svc-hall', '--consumer-user', 'fc-pub'],
+    env: { FCCTL_AMQP_URL: `amqp://fc-pub:${MANAGEMENT_SECRET}@127.0.0.1:1/fcctl` },
+    says: new RegExp(`^(?![\\s\\S]*${MANAGEMENT_SECRET})fcctl: --consumer-user "fc-pub" is the publisher of FCCTL_AMQP_URL: the publisher must read nothing`),
+  },
   ...['', 'a\u0000b', 'a\nb', 'q'.repeat(256), 'é'.repeat(128)].map(
     (name): RefusalCase => ({ name: `doctor --consumer-queue ${show(name.length > 20 ? `${name.slice(0, 8)}… (${Buffer.byteLength(name)} bytes)` : name)}`, argv: ['doctor', '--isolation', '--consumer-queue', name], says: /option '--consumer-queue <name>' argument .* is invalid/ }),
   ),
@@ -516,12 +558,90 @@ function replayFlagCases(): RefusalCase[] {
   ];
 }
 
+/**
+ * `apply-command requeue` (issue 17): one selection of three, `--reason` a code fcctl writes and
+ * only with `--dead`, a well-formed operation id and business key, a readable `--from` file, an
+ * evidence file that opens — all with `--execute`, so a write anywhere would show.
+ */
+function requeueCases(): RefusalCase[] {
+  const requeue = (...args: string[]): string[] => ['apply-command', 'requeue', ...args, '--execute', '--evidence', file('requeue-evidence.jsonl')];
+  const op = ['--operation-id', 'op-requeue-bad'];
+  const one = ['--biz-type', 'honor_apply', '--biz-id', 'A-1'];
+  const reasons = [...STRINGS, 'lookup_timeout', 'LOOKUP_HTTP_', 'APPLY_HTTP_5000', 'LOOKUP_TIMEOUT ', 'ROUND_BEHIND', 'MIRROR_CHANGED', 'DEAD'];
+  const operations = ['', ' op', 'op ', 'op\u0000x', 'op\nx', 'o'.repeat(129), HUGE];
+  const fromFile = (what: string, name: string, says: RegExp): RefusalCase => ({ name: `apply-command requeue --from: ${what}`, argv: requeue('--from', file(name), ...op), says });
+  return [
+    { name: 'apply-command requeue: no selection', argv: requeue(...op), says: /give --biz-type and --biz-id for one command, --from FILE for a list, or --dead/ },
+    { name: 'apply-command requeue: --biz-type without --biz-id', argv: requeue('--biz-type', 'honor_apply', ...op), says: /--biz-type and --biz-id go together/ },
+    { name: 'apply-command requeue: --biz-id without --biz-type', argv: requeue('--biz-id', 'A-1', ...op), says: /--biz-type and --biz-id go together/ },
+    { name: 'apply-command requeue: a key and --dead', argv: requeue(...one, '--dead', ...op), says: /three ways to select: give one/ },
+    { name: 'apply-command requeue: a key and --from', argv: requeue(...one, '--from', file('requeue-header-only.csv'), ...op), says: /three ways to select/ },
+    { name: 'apply-command requeue: --from and --dead', argv: requeue('--from', file('requeue-header-only.csv'), '--dead', ...op), says: /three ways to select/ },
+    { name: 'apply-command requeue: --reason without --dead', argv: requeue(...one, '--reason', 'UNEXPECTED_BRANCH', ...op), says: /--reason applies only with --dead/ },
+    { name: 'apply-command requeue: --reason with --from', argv: requeue('--from', file('requeue-header-only.csv'), '--reason', 'LOOKUP_TIMEOUT', ...op), says: /--reason applies only with --dead/ },
+    ...reasons.map((v): RefusalCase => ({ name: `apply-command requeue --dead --reason ${show(v)}`, argv: requeue('--dead', '--reason', v, ...op), says: /^fcctl: ".*" is not a reason code fcctl writes \(OWNERSHIP_MISMATCH, UNEXPECTED_BRANCH, INVALID_COMMAND/ })),
+    ...operations.map((v): RefusalCase => ({
+      name: `apply-command requeue --operation-id ${show(v.length > 20 ? `${v.slice(0, 8)}… (${v.length} characters)` : v)}`,
+      argv: requeue('--dead', '--operation-id', v),
+      says: /^fcctl: --operation-id (is empty|is longer than 128 characters|holds control characters or surrounding spaces)\n$/,
+    })),
+    ...([
+      ['--biz-type', '', /--biz-type is missing or empty/],
+      ['--biz-type', 't'.repeat(33), /--biz-type is longer than 32 characters/],
+      ['--biz-id', 'i'.repeat(65), /--biz-id is longer than 64 characters/],
+      ['--biz-id', HUGE, /--biz-id is longer than 64 characters/],
+      ['--biz-id', ' A-1', /--biz-id .* holds control characters or surrounding spaces/],
+      ['--biz-id', 'A\u00001', /--biz-id .* holds control characters/],
+      ['--biz-type', 'honor\napply', /--biz-type .* holds control characters/],
+    ] as const).map(([flag, value, says]): RefusalCase => {
+      const args = flag === '--biz-type' ? ['--biz-type', value, '--biz-id', 'A-1'] : ['--biz-type', 'honor_apply', '--biz-id', value];
+      return { name: `apply-command requeue ${flag} ${show(value.length > 20 ? `${value.slice(0, 8)}… (${value.length} characters)` : value)}`, argv: requeue(...args, ...op), says };
+    }),
+    fromFile('a file that does not exist', 'absent.csv', /--from .*absent\.csv: cannot read: ENOENT/),
+    { name: 'apply-command requeue --from a directory', argv: requeue('--from', dir, ...op), says: /cannot read: EISDIR/ },
+    fromFile('an empty file', 'empty', /no header line \(biz_type,biz_id\)/),
+    fromFile('a header and no keys', 'requeue-header-only.csv', /names no command/),
+    fromFile('a header without biz_id', 'requeue-no-column.csv', /line 1: the header must name biz_type and biz_id/),
+    fromFile('biz_id twice in the header', 'requeue-header-twice.csv', /line 1: biz_type or biz_id appears twice in the header/),
+    fromFile('a quote inside an unquoted field', 'requeue-quote.csv', /line 2: malformed CSV: a quote inside an unquoted field/),
+    fromFile('a quoted field not closed', 'requeue-open-quote.csv', /line 2: malformed CSV: a quoted field is not closed/),
+    fromFile('a row with too few fields', 'requeue-fields.csv', /line 2: malformed CSV: 1 fields, the header has 2/),
+    fromFile('an empty biz_id', 'requeue-empty-id.csv', /line 2: biz_id is missing or empty/),
+    fromFile('a biz_id longer than its column', 'requeue-long-id.csv', /line 2: biz_id is longer than 64 characters/),
+    fromFile('a biz_type longer than its column', 'requeue-long-type.csv', /line 2: biz_type is longer than 32 characters/),
+    fromFile('a biz_id with a trailing space', 'requeue-space.csv', /line 2: biz_id "A-1 " holds control characters or surrounding spaces/),
+    fromFile('a biz_id with a NUL byte', 'requeue-nul.csv', /line 2: biz_id .* holds control characters/),
+    fromFile('one key twice', 'requeue-twice.csv', /line 4: "honor_apply" "A-1" is named on line 2 already/),
+    fromFile('bytes that are not UTF-8', 'requeue-latin1.csv', /not UTF-8 text/),
+    fromFile('JSON lines with one bad line', 'requeue-bad-line.jsonl', /line 2: malformed JSON/),
+    fromFile('a JSON line that is not an object', 'requeue-not-object.jsonl', /line 2: not a JSON object/),
+    fromFile('a numeric bizId', 'requeue-number.jsonl', /line 1: bizId is missing or empty/),
+    fromFile('snake_case members in JSON lines', 'requeue-snake.jsonl', /line 1: bizType is missing or empty/),
+    fromFile('a 50 MB unterminated line', 'huge.json', /line 1: malformed JSON/),
+    fromFile('arrays nested 100,000 deep', 'deep.json', /line 1: the header must name biz_type and biz_id/),
+    fromFile('100,001 keys', 'requeue-too-many.csv', /line 100002: more than 100000 commands; split the file/),
+    { name: 'apply-command requeue --from - : malformed JSON on standard input', argv: requeue('--from', '-', ...op), stdin: '{"bizType":', says: /--from -: line 1: malformed JSON/ },
+    { name: 'apply-command requeue --evidence ""', argv: ['apply-command', 'requeue', '--dead', ...op, '--evidence', ''], says: /option '--evidence <file>' argument .* is invalid/ },
+    { name: 'apply-command requeue --evidence naming a directory', argv: ['apply-command', 'requeue', '--dead', ...op, '--execute', '--evidence', dir], says: /--evidence .*: cannot open for appending: EISDIR/ },
+    { name: 'apply-command requeue --evidence in a missing directory', argv: ['apply-command', 'requeue', '--dead', ...op, '--execute', '--evidence', file('absent-dir/e.jsonl')], says: /--evidence .*: cannot open for appending: ENOENT/ },
+    { name: 'no SH database configured (apply-command requeue)', argv: requeue('--dead', ...op), env: { FCCTL_SH_DATABASE_URL: '' }, says: /shDatabaseUrl is not configured/ },
+  ];
+}
+
 /** Values the cron commands must refuse before claiming anything (combinations of valid numbers). */
 const CRON_CASES: RefusalCase[] = [
   { name: 'deliveries send: a lease shorter than two confirm timeouts', argv: ['deliveries', 'send', '--lease-seconds', '10', '--confirm-timeout', '6'], says: /--lease-seconds must be at least twice --confirm-timeout/ },
   { name: 'apply-command resolve-unknown: a lease shorter than two requests', argv: ['apply-command', 'resolve-unknown', '--lease-seconds', '10', '--request-timeout', '5'], says: /--lease-seconds must cover a lookup and an apply/ },
   ...[['deliveries', 'scan'], ['deliveries', 'send'], ['apply-command', 'scan'], ['apply-command', 'resolve-unknown', '--dry-run']].flatMap((cmd) =>
     ['', 'a\u0000b'].map((path): RefusalCase => ({ name: `${cmd.slice(0, 2).join(' ')} --metrics-file ${show(path)}`, argv: [...cmd, '--metrics-file', path], says: /--metrics-file/ })),
+  ),
+  // Issue 17: a metrics file that cannot be written is found before any work (exit 3, nothing claimed).
+  ...[['deliveries', 'scan'], ['deliveries', 'send'], ['deliveries', 'send', '--dry-run'], ['apply-command', 'scan'], ['apply-command', 'resolve-unknown']].flatMap((cmd) =>
+    [
+      ['in a directory that does not exist', file('no-such-dir/m.prom'), /directory .*no-such-dir does not exist; nothing was done/],
+      ['under a file', `${file('envelope-missing.json')}/m.prom`, /envelope-missing\.json is not a directory; nothing was done/],
+      ['that is a directory', dir, /: it is a directory; nothing was done/],
+    ].map(([what, path, says]): RefusalCase => ({ name: `${cmd.join(' ')} --metrics-file ${what as string}`, argv: [...cmd, '--metrics-file', path as string], code: 3, says: says as RegExp })),
   ),
 ];
 
@@ -577,6 +697,7 @@ const CATALOGUE: Record<string, RefusalCase[]> = {
   'deliveries replay --from': REPLAY_FILE_CASES,
   'deliveries --consumer and --school': targetCases(),
   'deliveries replay flags': replayFlagCases(),
+  'apply-command requeue': requeueCases(),
   'cron commands': CRON_CASES,
   'deliveries send: serviceTimeZone': ZONE_CASES,
   'huge and multi-line arguments': LONG_ARGUMENT_CASES,
@@ -616,6 +737,13 @@ const HARMLESS_CASES: HarmlessCase[] = [
   ),
   ...[DROP, '%', '*', NON_UTF8].map(
     (key): HarmlessCase => ({ name: `resolve-unknown --dry-run with app key ${show(key)} takes no other app's rows`, argv: ['--app-key', key, 'apply-command', 'resolve-unknown', '--dry-run'], code: 0, summary: { claimed: 0, done: 0 } }),
+  ),
+  // requeue: a business key or operation id holding SQL or wildcards matches only itself (no command: refused, exit 1)
+  ...[DROP, '%', '_', '\\', NON_UTF8].map(
+    (v): HarmlessCase => ({ name: `apply-command requeue --biz-id ${show(v)} (dry run) finds no command`, argv: ['apply-command', 'requeue', '--biz-type', 'honor_apply', '--biz-id', v, '--operation-id', `op-${v}`, '--evidence', file('requeue-harmless.jsonl')], code: 1, summary: { dryRun: true, answered: 1, refused: 1, byCode: expect.objectContaining({ NO_COMMAND: 1 }) } }),
+  ),
+  ...[DROP, '%', '*'].map(
+    (v): HarmlessCase => ({ name: `apply-command requeue --dead --reason APPLY_HTTP_599 --operation-id ${show(v)} (dry run) selects nothing`, argv: ['apply-command', 'requeue', '--dead', '--reason', 'APPLY_HTTP_599', '--operation-id', v, '--evidence', file('requeue-harmless.jsonl')], code: 0, summary: { dryRun: true, items: 0, refused: 0 } }),
   ),
   ...[DROP, '%', NON_UTF8].map(
     (code): HarmlessCase => ({ name: `config show with --app-code ${show(code)} shows it as given`, argv: ['--app-code', code, 'config', 'show'], code: 0, summary: { command: 'config show' } }),

@@ -186,6 +186,8 @@ async function vouched(name: string, side: 'fc' | 'sh', content: string | Buffer
     startedAt: '2026-11-30T00:00:00.000Z',
     updatedAt: '2026-11-30T00:01:00.000Z',
     completedAt: '2026-11-30T00:01:00.000Z',
+    // just after DIFF_OPTS' task start: what refuses the file is the line check
+    dbStartedAt: '2026-11-30 01:00:01',
   });
   return path;
 }
@@ -236,6 +238,9 @@ function flippedManifest(side: 'fc' | 'sh'): string {
   flipRevision(m);
   return m;
 }
+
+/** `dbStartedAt` of the real FC checkpoint: the FC database's clock when its scan began. */
+const fcScanStart = () => (JSON.parse(text(R.fcCheckpoint)) as { dbStartedAt: string }).dbStartedAt;
 
 /** `database` of the real FC checkpoint: the configured FC database, as a scan names it. */
 const fcDatabase = () => (JSON.parse(text(R.fcCheckpoint)) as { params: { database: string } }).params.database;
@@ -295,16 +300,18 @@ function stateOf(path: string): string {
 
 // ---------------------------------------------------------------- running the cases
 
-/** Input that must be refused: exit 2 (or 4, a safety refusal), one line naming it, nothing changed. */
+/** Input that must be refused: exit 2 (or 4, a safety refusal; 3, an output that cannot be written), one line naming it, nothing changed. */
 interface Refusal {
   readonly name: string;
   readonly args: () => string[] | Promise<string[]>;
-  readonly code?: 2 | 4;
+  readonly code?: 2 | 3 | 4;
   readonly says: RegExp;
   readonly env?: () => Record<string, string | undefined>;
   readonly stdin?: () => string;
   /** paths whose content (or absence) must be the same afterwards */
   readonly keeps?: readonly string[];
+  /** rows the refusal adds to fc_reconcile_audit (a proof refused with --execute is recorded, SPEC §8); 0 unless given */
+  readonly audits?: number;
 }
 
 /** Input fcctl accepts by design: the exit code it documents, and no database change. */
@@ -322,7 +329,12 @@ function refusals(title: string, cases: readonly Refusal[]): void {
         const args = await c.args();
         const kept = (c.keeps ?? []).map(stateOf);
         const code = c.code ?? 2;
-        const r = await expectRefused(dbs, { name: `${title}: ${c.name}`, argv: args, code, says: c.says, env: c.env?.() ?? env, ...(c.stdin ? { stdin: c.stdin() } : {}) });
+        const audits = c.audits ?? 0;
+        const auditsBefore = await auditCount();
+        // a recorded refusal changes the audit table only: every other table is checksummed
+        const shTables = audits > 0 ? SH_TABLES_FOR_CHECKSUM.filter((t) => t !== 'fc_reconcile_audit') : undefined;
+        const r = await expectRefused(dbs, { name: `${title}: ${c.name}`, argv: args, code, says: c.says, env: c.env?.() ?? env, ...(c.stdin ? { stdin: c.stdin() } : {}) }, shTables);
+        expect(await auditCount()).toBe(auditsBefore + audits);
         expect(r.stderr.length, r.stderr.slice(0, 200)).toBeLessThan(MAX_LINE);
         if (code === 2) expect(r.stdout).toBe('');
         expect((c.keeps ?? []).map(stateOf)).toEqual(kept);
@@ -332,6 +344,7 @@ function refusals(title: string, cases: readonly Refusal[]): void {
 }
 
 const checksums = async () => [await checksumTables(dbs.admin, dbs.fcName, FC_TABLES), await checksumTables(dbs.admin, dbs.shName, SH_TABLES_FOR_CHECKSUM)].join(' ');
+const auditCount = async () => Number(((await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.shName}\`.fc_reconcile_audit`))[0] as Array<{ n: string }>)[0]!.n);
 
 function accepted(title: string, cases: readonly Accepted[]): void {
   describe(`${title}: accepted harmlessly`, () => {
@@ -546,6 +559,12 @@ refusals('reconcile diff', [
       ['a shard checkpoint against an unsharded one', () => fcDiff(withCheckpoint('fc', (c) => reparam(c, { shard: '1/1' }))), /cover different parts of the key space/],
       ['shard checkpoints out of order', () => argv(DIFF, { ...DIFF_OPTS, '--fc-checkpoint': R.fcCheckpoint }).concat(`--fc-checkpoint=${R.fcCheckpoint}`), /an unsharded checkpoint cannot be combined/],
       ['a checkpoint of 50 MB on one line', () => fcDiff(withCheckpointText('fc', { from: huge('cp.json', '{"format":"fcctl.manifest.checkpoint.v1","x":"', '"}') })), /not a valid manifest checkpoint/],
+      // Issue 17: the task start is checked against the FC scan's own start (database clock).
+      ['a --task-start at the FC scan\'s start', () => argv(DIFF, { ...DIFF_OPTS, '--task-start': fcScanStart() }), /--task-start .* is not before the FC scan's start .*take the task start \(SH database NOW\(\)\) before the FC scan begins/],
+      ['a --task-start a day after the FC scan\'s start', () => argv(DIFF, { ...DIFF_OPTS, '--task-start': '2099-01-01 00:00:00' }), /--task-start 2099-01-01 00:00:00 is not before the FC scan's start/],
+      ['an FC checkpoint without its scan\'s start (an older fcctl)', () => fcDiff(withCheckpoint('fc', (c) => void delete c['dbStartedAt'])), /does not record when its scan began in the database's clock/],
+      ['an FC checkpoint whose scan start is no time', () => fcDiff(withCheckpoint('fc', (c) => void (c['dbStartedAt'] = SQL))), /a member is missing or of the wrong type/],
+      ['an FC checkpoint whose scan start is an ISO time', () => fcDiff(withCheckpoint('fc', (c) => void (c['dbStartedAt'] = '2026-11-30T01:00:01.000Z'))), /a member is missing or of the wrong type/],
     ] as const
   ).map(([name, args, says]): Refusal => ({ name, args, code: 4, says, keeps: [NEVER_DIFF] })),
 ]);
@@ -578,6 +597,12 @@ refusals('reconcile run', [
   ...eachValue(RUN_CMD, RUN_OPTS, '--size', ['0', '501', ...NOT_COUNTS], /--size/, { keeps: [NEVER_RUN] }),
   ...eachValue(RUN_CMD, RUN_OPTS, '--out-dir', ['', 'a\u0000b'], /--out-dir/, { keeps: [dir] }),
   ...eachValue(RUN_CMD, RUN_OPTS, '--metrics-file', ['', 'm\u0000.prom'], /--metrics-file/, { keeps: [NEVER_RUN] }),
+  // Issue 17: checked before any work (exit 3): no run directory, nothing scanned.
+  { name: '--metrics-file in a directory that does not exist', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(NEVER_DIR, 'm.prom') }), says: /cannot write --metrics-file .*m\.prom: directory .*never-dir does not exist; nothing was done/, keeps: [NEVER_RUN, NEVER_DIR] },
+  { name: '--metrics-file that is a directory', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(dir, 'keep') }), says: /cannot write --metrics-file .*keep: it is a directory; nothing was done/, keeps: [NEVER_RUN, join(dir, 'keep')] },
+  { name: '--metrics-file under a file', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(R.report, 'm.prom') }), says: /report\.csv is not a directory; nothing was done/, keeps: [NEVER_RUN, R.report] },
+  { name: '--allow-empty given a value', args: () => argv(RUN_CMD, { ...RUN_OPTS, '--allow-empty': 'yes' }), says: /unknown option '--allow-empty=yes'/, keeps: [NEVER_RUN] },
+  { name: '--allow-empty followed by a stray value', args: () => [...argv(RUN_CMD, RUN_OPTS), '--allow-empty', 'yes'], says: /too many arguments/, keeps: [NEVER_RUN] },
   { name: '--out-dir is a file', args: () => argv(RUN_CMD, { ...RUN_OPTS, '--out-dir': R.report }), says: /cannot create --out-dir .*EEXIST/, keeps: [R.report] },
   { name: 'no SH database configured', args: () => argv(RUN_CMD, RUN_OPTS), env: noDatabase('FCCTL_SH_DATABASE_URL'), says: /shDatabaseUrl is not configured/, keeps: [NEVER_RUN] },
   { name: 'no FC database configured', args: () => argv(RUN_CMD, RUN_OPTS), env: noDatabase('FCCTL_FC_DATABASE_URL'), says: /fcDatabaseUrl is not configured/, keeps: [NEVER_RUN] },
@@ -596,9 +621,47 @@ refusals('reconcile run', [
 ]);
 
 accepted('reconcile run', [
-  // README (Metrics): a metrics file that cannot be written is exit 3, after the run it reports on.
-  { name: '--metrics-file in a directory that does not exist', args: () => argv(RUN_CMD, { ...RUN_OPTS, '--out-dir': join(dir, 'runs', 'metrics'), '--metrics-file': join(NEVER_DIR, 'm.prom') }), code: 3, check: (r) => expect(r.stderr).toMatch(/cannot write --metrics-file .*ENOENT/) },
+  // Issue 17: the refusal of an unreadable run.json says "pass --restart", so --restart gets past it.
+  ...(
+    [
+      ['a run.json that is not JSON, with --restart', (d: string) => writeFileSync(join(d, 'run.json'), '{"format":')],
+      ['a run.json of 100,000 nested arrays, with --restart', (d: string) => writeFileSync(join(d, 'run.json'), DEEP)],
+      ['a run.json whose params were edited, with --restart', (d: string) => editJson(join(d, 'run.json'), (r) => void ((r['params'] as Record<string, unknown>)['schId'] = '6'))],
+    ] as const
+  ).map(([name, edit]): Accepted => {
+    let out = '';
+    return {
+      name,
+      args: () => {
+        out = runDirCopy(edit);
+        return [...argv(RUN_CMD, { ...RUN_OPTS, '--out-dir': out }), '--restart'];
+      },
+      code: 0,
+      check: (r) => {
+        expect(summaryOf(r)).toMatchObject({ exitCode: 0, resumed: false });
+        expect(JSON.parse(text(join(out, 'run.json')))).toMatchObject({ format: 'fcctl.reconcile.run.v1', state: 'completed' });
+      },
+    };
+  }),
+  { name: '--allow-empty on a pair that has rows', args: () => [...argv(RUN_CMD, { ...RUN_OPTS, '--out-dir': join(dir, 'runs', 'allow-empty') }), '--allow-empty'], code: 0, check: (r) => expect(summaryOf(r)).toMatchObject({ exitCode: 0, fcRows: 6 }) },
 ]);
+
+describe('reconcile run: a school and form with no rows on either side (a typo in a cron line)', () => {
+  it.each([
+    ['a form no answer has', { '--form': U(98) }],
+    ['a school no answer has', { '--school': '77' }],
+  ] as const)('%s: exit 1 and one warning line, nothing changed; --allow-empty: exit 0', async (name, opts) => {
+    const before = await checksums();
+    const r = await runCli(['--json', ...argv(RUN_CMD, { ...RUN_OPTS, ...opts, '--out-dir': join(dir, 'runs', `empty-${name.length}-${++fileNo}`) })], { env });
+    const ok = r.code === 1 && /^fcctl: warning: no rows at FC or SH for school \d+ form [0-9a-f-]+: a wrong --school or --form\? \(pass --allow-empty if the pair is empty on purpose\)\n$/.test(r.stderr);
+    recordTotals(`bad-input: reconcile run: ${name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^fcctl: warning: no rows at FC or SH for school \d+ form [0-9a-f-]+: a wrong --school or --form\? \(pass --allow-empty if the pair is empty on purpose\)\n$/) });
+    expect(summaryOf(r)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 0 });
+    const allowed = await runCli(['--json', ...argv(RUN_CMD, { ...RUN_OPTS, ...opts, '--out-dir': join(dir, 'runs', `empty-allowed-${++fileNo}`) }), '--allow-empty'], { env });
+    expect({ code: allowed.code, stderr: allowed.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(await checksums()).toBe(before);
+  });
+});
 
 // ---------------------------------------------------------------- retire-absent prove
 
@@ -698,7 +761,7 @@ const NOT_PROOFS: ReadonlyArray<readonly [string, () => string, RegExp]> = [
   ['one line of 50 MB', () => huge('p.json', '{"format":"fcctl.retire-proof.v1","pad":"', ''), /is not a strict JSON document/],
   ['a file over the 64 MiB limit', () => sparse('p.json', 65 * 1024 * 1024), /over the 67108864-byte limit of a retire proof/],
 ];
-/** v1 proofs refused as a whole (exit 4): nothing written to any database, with or without --execute. */
+/** v1 proofs refused as a whole (exit 4): nothing retired; with --execute one audit row records the refusal, without it nothing is written. */
 const REFUSED_PROOFS: ReadonlyArray<readonly [string, () => string, RegExp, Opts?]> = [
   ['tampered: an expected hash changed, digest kept', () => tampered('p.json', (p) => void (entries(p)[0]!['expectedHash'] = 'a'.repeat(64))), /\(PROOF_DIGEST\).*it was changed after prove wrote it/],
   ['tampered: another school, digest kept', () => tampered('p.json', (p) => void (p['schId'] = '6')), /\(PROOF_DIGEST\)/],
@@ -737,13 +800,13 @@ refusals('retire-absent', [
     return { name: `not a proof: ${name}`, args: () => retireWith(path(), { '--evidence': evidence, '--execute': true }), says, keeps: [evidence] };
   }),
   ...REFUSED_PROOFS.flatMap(([name, path, says, opts]): Refusal[] =>
-    [false, true].map((execute) => ({ name: `${name}${execute ? ', with --execute' : ''}`, code: 4, says, args: () => retireWith(path(), { ...opts, ...(execute ? { '--execute': true } : {}) }) })),
+    [false, true].map((execute) => ({ name: `${name}${execute ? ', with --execute' : ''}`, code: 4, says, audits: execute ? 1 : 0, args: () => retireWith(path(), { ...opts, ...(execute ? { '--execute': true } : {}) }) })),
   ),
 ]);
 
 accepted('retire-absent', [
   // The dry run reads and decides, and writes nothing.
-  { name: 'a valid proof without --execute', args: () => retireWith(PROOF), code: 0, check: (r) => expect(summaryOf(r)).toMatchObject({ dryRun: true, retired: ABSENT.length, refused: 0 }) },
+  { name: 'a valid proof without --execute', args: () => retireWith(PROOF), code: 0, check: (r) => expect(summaryOf(r)).toMatchObject({ dryRun: true, wouldRetire: ABSENT.length, refused: 0 }) },
   // A well-sealed proof of another school names rows that school does not have: each is refused.
   {
     name: 'a proof resealed for another school, without --execute',
@@ -859,8 +922,8 @@ refusals('projection repair-authoritative', [
 accepted('projection repair-authoritative', [
   // Without --execute: the decisions, and nothing written (the plan would insert one row and update one).
   { name: 'a valid plan without --execute', args: () => argv(REPAIR, PLAN), code: 0, check: (r) => expect(summaryOf(r)).toMatchObject({ dryRun: true, wouldInsert: 1, wouldUpdate: 1 }) },
-  { name: 'one answer without --execute', args: () => argv(REPAIR, SINGLE), code: 0, check: (r) => expect(resultsOf(r)).toMatchObject([{ result: 'APPLIED', code: 'STALE_REPAIRED', written: false }]) },
-  { name: 'one answer from a valid envelope without --execute', args: () => withEnvelope(envelope()), code: 0, check: (r) => expect(resultsOf(r)).toMatchObject([{ result: 'APPLIED', written: false }]) },
+  { name: 'one answer without --execute', args: () => argv(REPAIR, SINGLE), code: 0, check: (r) => expect(resultsOf(r)).toMatchObject([{ result: 'WOULD_APPLY', code: 'WOULD_REPAIR_STALE', written: false }]) },
+  { name: 'one answer from a valid envelope without --execute', args: () => withEnvelope(envelope()), code: 0, check: (r) => expect(resultsOf(r)).toMatchObject([{ result: 'WOULD_APPLY', written: false }]) },
   { name: 'an empty plan: nothing to repair, no database opened', args: () => plan(''), code: 0, check: (r) => expect(summaryOf(r)).toMatchObject({ items: 0 }) },
   // A consumer key is any stored key (the grant table is looked up with it as a parameter): one no grant has is DEFERRED.
   ...HOSTILE.filter((v) => v !== SQL && !v.includes('\u0000')).map((v): Accepted => ({
@@ -939,7 +1002,8 @@ describe('hostile strings reach the databases only as parameters (with --execute
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(summaryOf(r)).toMatchObject({ retired: ABSENT.length });
-    const [audit] = await dbs.admin.query(`SELECT DISTINCT run_id, proof_id FROM \`${dbs.shName}\`.fc_reconcile_audit WHERE action = 'RETIRE_ABSENT'`);
+    // the entries' rows (the refused proofs above are recorded as rows without an answer)
+    const [audit] = await dbs.admin.query(`SELECT DISTINCT run_id, proof_id FROM \`${dbs.shName}\`.fc_reconcile_audit WHERE action = 'RETIRE_ABSENT' AND answer_uuid IS NOT NULL`);
     expect(audit).toEqual([{ run_id: runId, proof_id: 'rp-bad-input' }]);
     const [retired] = await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.shName}\`.fc_answer_projection WHERE retire_proof_id = 'rp-bad-input'`);
     expect(retired).toEqual([{ n: String(ABSENT.length) }]);

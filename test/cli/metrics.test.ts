@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { escapeHelp, escapeLabelValue, formatMetrics, gauge, writeMetricsFile } from '../../src/lib/cli/metrics.js';
+import { checkMetricsFile, escapeHelp, escapeLabelValue, formatMetrics, gauge, runGauges, writeMetricsFile } from '../../src/lib/cli/metrics.js';
 
 describe('Prometheus text format', () => {
   it('writes HELP, TYPE gauge and one line per sample', () => {
@@ -133,3 +133,36 @@ describe('writeMetricsFile (atomic)', () => {
   });
 });
 
+
+describe('run gauges: when a run counts as completed', () => {
+  const lastSuccess = (facts: Partial<Parameters<typeof runGauges>[0]>) =>
+    runGauges({ command: 'deliveries send', durationSeconds: 1, exitCode: 0, finishedAtSeconds: 2000, previousLastSuccess: 1000, ...facts }).find((g) => g.name === 'fcctl_last_success_timestamp_seconds')?.samples[0]?.value;
+  it.each([
+    ['exit 0', { exitCode: 0 }, 2000],
+    ['exit 1, items failed: it ran to the end', { exitCode: 1 }, 2000],
+    ['exit 1, interrupted: not to the end, the previous time kept', { exitCode: 1, interrupted: true }, 1000],
+    ['exit 3', { exitCode: 3 }, 1000],
+    ['exit 4', { exitCode: 4 }, 1000],
+  ] as const)('%s', (_name, facts, want) => {
+    expect(lastSuccess(facts)).toBe(want);
+  });
+});
+
+describe('checkMetricsFile: found before any work', () => {
+  const d = mkdtempSync(join(tmpdir(), 'fcctl-metrics-check-'));
+  afterAll(() => rmSync(d, { recursive: true, force: true }));
+  it('accepts a new file in an existing directory, and an existing file', async () => {
+    await expect(checkMetricsFile(join(d, 'new.prom'))).resolves.toBeUndefined();
+    writeFileSync(join(d, 'old.prom'), 'x');
+    await expect(checkMetricsFile(join(d, 'old.prom'))).resolves.toBeUndefined();
+  });
+  it.each([
+    ['a missing directory', () => join(d, 'missing', 'm.prom'), /^cannot write --metrics-file .*m\.prom: directory .*missing does not exist; nothing was done$/],
+    ['a file as its directory', () => { writeFileSync(join(d, 'f'), ''); return join(d, 'f', 'm.prom'); }, /f is not a directory; nothing was done$/],
+    ['a directory as the file', () => { mkdirSync(join(d, 'x.prom'), { recursive: true }); return join(d, 'x.prom'); }, /: it is a directory; nothing was done$/],
+  ] as const)('refuses %s (exit 3)', async (_name, path, says) => {
+    const err = await checkMetricsFile(path()).then(() => null, (e: unknown) => e as Error & { exitCode: number });
+    expect(err?.exitCode).toBe(3);
+    expect(err?.message).toMatch(says);
+  });
+});

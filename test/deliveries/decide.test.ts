@@ -75,11 +75,19 @@ describe('routingKeyFor', () => {
 });
 
 describe('prePublish: checks in SPEC §5 order', () => {
-  it('0. a FAILED row at or over the retry budget goes DEAD unsent, before any other check; PENDING rows are not judged by it', () => {
+  it('a FAILED row at or over the retry budget goes DEAD unsent, after the grant checks (revoked stays revoked, held stays held); PENDING rows are not judged by it', () => {
     expect(prePublish(row({ state: 'FAILED', retry_count: 5 }), { publisher, grant: grant(), maxRetries: 5 })).toEqual({ kind: 'exhausted' });
-    expect(prePublish(row({ state: 'FAILED', retry_count: 9 }), { publisher: { ...publisher, registry: null }, grant: undefined, maxRetries: 8 })).toEqual({ kind: 'exhausted' });
+    expect(prePublish(row({ state: 'FAILED', retry_count: 9, content_hash: '0'.repeat(64) }), { publisher, grant: grant(), maxRetries: 8 })).toEqual({ kind: 'exhausted' });
+    expect(prePublish(row({ state: 'FAILED', retry_count: 9 }), { publisher, grant: grant({ revoked: 1 }), maxRetries: 8 })).toEqual({ kind: 'revoke', reason: 'GRANT_REVOKED' });
+    expect(prePublish(row({ state: 'FAILED', retry_count: 9 }), { publisher, grant: grant({ push_allowed: 0 }), maxRetries: 8 })).toEqual({ kind: 'hold', reason: 'PUSH_DISABLED' });
     expect(prePublish(row({ state: 'FAILED', retry_count: 4 }), { publisher, grant: grant(), maxRetries: 5 }).kind).toBe('publish');
     expect(prePublish(row({ state: 'PENDING', retry_count: 5 }), { publisher, grant: grant(), maxRetries: 5 }).kind).toBe('publish');
+  });
+  it('a zero or impossible occurred_at is INVALID_EVENT, never sent', () => {
+    for (const bad of ['0000-00-00 00:00:00', '2026-00-10 10:00:00', '2026-13-01 10:00:00', '2026-10-32 10:00:00', '2026-10-21 24:00:00', 'yesterday']) {
+      expect(prePublish(row({ occurred_at: bad }), { publisher, grant: grant(), maxRetries: 8 }), bad).toMatchObject({ kind: 'fail', reason: 'INVALID_EVENT', detail: expect.stringMatching(/occurred_at .* is not a valid DATETIME/) });
+    }
+    expect(prePublish(row({ occurred_at: '2026-10-21 23:59:59' }), { publisher, grant: grant(), maxRetries: 8 }).kind).toBe('publish');
   });
   it('publishes a clean row', () => {
     expect(prePublish(row(), { publisher, grant: grant(), maxRetries: 8 })).toEqual({ kind: 'publish', routingKey: 'fc.snapshot.v2.100018.5' });

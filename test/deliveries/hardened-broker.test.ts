@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { jsonLines, runCli } from '../helpers/cli.js';
+import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
 import { insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { amqpUrlFor, EXCHANGE, hardenedBroker, type HardenedBroker, mqCtl } from '../helpers/broker.js';
@@ -98,6 +98,23 @@ describe('a message the broker refuses is not an outage', () => {
     expect((await rows('consumer_app_key = ? AND state = ?', [keys.a, 'BROKER_ACCEPTED'])).every((x) => x.retry_count === 0)).toBe(true);
     expect((await rows('consumer_app_key = ? AND state = ?', [keys.outside, 'FAILED'])).length).toBe(10);
     expect(new Set((await qa.drain()).map((m) => m.properties.messageId))).toEqual(new Set(ids));
+  });
+});
+
+describe('refusals with a window of 1 and two batches in flight', () => {
+  it('a routing key refused from memory wakes the other batch: the run ends (it hung for good), every row adjudicated', async () => {
+    const qa = await broker.bindConsumer(keys.a);
+    const qb = await broker.bindConsumer(keys.b);
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.outside }, 1);
+    const a = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a }, 48);
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.outside }, 1);
+    const b = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.b }, 50);
+    const r = await spawnCli(['--json', 'deliveries', 'send', '--batch-size', '50', '--window', '1', '--pipeline', '2'], { env: envFor(broker.publisherUrl), timeoutMs: 60_000 });
+    expect(r.code, r.stderr).toBe(1);
+    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 100, accepted: 98, failed: 2, failedByReason: { ACCESS_REFUSED: 2 } });
+    expect((await rows('claim_owner IS NOT NULL')).length).toBe(0);
+    expect(new Set((await qa.drain()).map((m) => m.properties.messageId))).toEqual(new Set(a));
+    expect(new Set((await qb.drain()).map((m) => m.properties.messageId))).toEqual(new Set(b));
   });
 });
 
@@ -210,6 +227,36 @@ describe('isolation and misconfiguration stop the run before any claim', () => {
       expect(JSON.stringify(await rows("state IN ('PENDING', 'FAILED')"))).toBe(before);
     } finally {
       await dbs.admin.query(`RENAME TABLE \`${dbs.fcName}\`.application_info_gone TO \`${dbs.fcName}\`.application_info`);
+    }
+  });
+
+  it('the registry changed mid-run: the run stops claiming, finishes what is in flight, prints its summary, exit 3; nothing left claimed or charged', async () => {
+    // School 6: rows of this test only.
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 6, consumerKey: keys.a });
+    await broker.bindConsumer(keys.a);
+    const ids = new Set(await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a, schoolId: 6 }, 20_000));
+    const run = runCli(['--json', 'deliveries', 'send', '--batch-size', '500', '--window', '64'], { env: envFor(broker.publisherUrl) });
+    // Once rows are being accepted, the registry says another key.
+    for (let i = 0; i < 400; i++) {
+      if ((await rows("state = 'BROKER_ACCEPTED' AND consumer_school_id = 6")).length > 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.application_info SET app_key = 'moved' WHERE app_code = ?`, [PUBLISHER.appCode]);
+    try {
+      const r = await run;
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(/^fcctl: publisher identity: .*FCCTL_APP_KEY.*; claimed no more rows; what was in flight was finished\n$/);
+      const summary = summaryOf(r.stdout);
+      expect(summary).toMatchObject({ stoppedBy: 'publisher-identity', exitCode: 3, failed: 0, dead: 0 });
+      const all = (await rows('consumer_app_key = ?', [keys.a])).filter((x) => ids.has(x.event_id));
+      expect(all.filter((x) => x.claim_owner !== null)).toHaveLength(0);
+      expect(all.every((x) => x.retry_count === 0 && (x.state === 'BROKER_ACCEPTED' || x.state === 'PENDING'))).toBe(true);
+      const accepted = all.filter((x) => x.state === 'BROKER_ACCEPTED');
+      expect(accepted.length).toBe(summary['accepted']);
+      expect(accepted.length).toBeLessThan(20_000);
+      expect(accepted.length).toBeGreaterThan(0);
+    } finally {
+      await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.application_info SET app_key = ? WHERE app_code = ?`, [PUBLISHER.appKey, PUBLISHER.appCode]);
     }
   });
 

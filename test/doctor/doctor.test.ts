@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/checks.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { hardenedBroker } from '../helpers/broker.js';
 import { ensureExchange, insertRegistry, PUBLISHER } from '../helpers/deliveries.js';
 import { freshVhost } from '../helpers/vhost.js';
 
@@ -49,6 +50,24 @@ describe('fcctl doctor (real services)', () => {
     expect(c['mandatory return probe']).toMatchObject({ status: 'ok', detail: 'a mandatory probe through fc.answer.delivery.v2 to fc.snapshot.v2.fcctl-return-probe.0 came back as a return before its ack' });
     expect(c['flow center']).toMatchObject({ status: 'skipped' });
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
+  });
+
+  it('a least-privilege publisher (configure ^$, write on the exchange, read ^$): the exchange check passes saying what it could not verify; --probe exit 0', async () => {
+    const hard = await hardenedBroker('^fc\\.snapshot\\.v2\\.');
+    try {
+      const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: hard.publisherUrl }) });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      const c = checks(r.stdout);
+      expect(c['delivery exchange']).toMatchObject({
+        status: 'ok',
+        detail:
+          'fc.answer.delivery.v2 exists; its type and durability were not verified: the publisher may not configure it (re-declaring it was refused, 403 ACCESS_REFUSED), as seed 000 §6 asks; doctor --isolation verifies them through the management API',
+      });
+      expect(c['mandatory return probe']).toMatchObject({ status: 'ok' });
+      expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
+    } finally {
+      await hard.drop();
+    }
   });
 
   it('a vhost without the delivery exchange fails the exchange check; send refuses to run (exit 3) and declares nothing', async () => {

@@ -5,14 +5,14 @@ import type { TestDatabases } from './db.js';
 import { recordTotals } from './faults.js';
 
 /** The SH tables fcctl reads and writes (see sql/sh.sql). */
-export const SH_TABLES_FOR_CHECKSUM = ['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit'] as const;
+export const SH_TABLES_FOR_CHECKSUM = ['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit', 'fcctl_requeue_operation'] as const;
 
 export interface RefusalCase {
   /** what is wrong, as the test name says it */
   readonly name: string;
   readonly argv: readonly string[];
-  /** 2 = bad input (default), 4 = safety refusal */
-  readonly code?: 2 | 4;
+  /** 2 = bad input (default), 4 = safety refusal, 3 = an output that cannot be written (checked before any work) */
+  readonly code?: 2 | 3 | 4;
   /** the one line must match this (names the problem) */
   readonly says?: RegExp;
   readonly env?: Record<string, string | undefined>;

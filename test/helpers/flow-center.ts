@@ -43,6 +43,8 @@ export interface Fault {
   ms?: number;
   status?: number;
   variant?: string;
+  /** kind status: the answer body (default an INJECTED error) */
+  body?: unknown;
   branch?: string;
   owner?: Record<string, unknown>;
 }

@@ -102,7 +102,7 @@ export async function writeManifestFiles(
   name: string,
   side: 'fc' | 'sh',
   rows: readonly import('../../src/lib/manifest/row.js').ManifestRow[],
-  options: { schId?: string; formUuid?: string; shard?: string | null; completed?: boolean; completedAt?: string } = {},
+  options: { schId?: string; formUuid?: string; shard?: string | null; completed?: boolean; completedAt?: string; dbStartedAt?: string | null } = {},
 ): Promise<{ file: string; checkpoint: string; bytes: Buffer }> {
   const { writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
@@ -128,6 +128,9 @@ export async function writeManifestFiles(
     startedAt: '2026-11-30T00:00:00.000Z',
     updatedAt: '2026-11-30T00:01:00.000Z',
     completedAt: completed ? (options.completedAt ?? '2026-11-30T00:01:00.000Z') : null,
+    // the scanned database's clock when the scan began: just after the diff tests' task start;
+    // null leaves it out, as in a checkpoint of an older fcctl
+    ...(options.dbStartedAt === null ? {} : { dbStartedAt: options.dbStartedAt ?? '2026-11-30 01:00:01' }),
   });
   return { file, checkpoint, bytes };
 }

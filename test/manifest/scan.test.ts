@@ -211,7 +211,7 @@ describe('manifest scan', () => {
     child.kill('SIGINT');
     expect(await exited).toBe(1);
     const stopped = summaryOf(stdout);
-    expect(stopped).toMatchObject({ completed: false, stoppedBy: 'stopped by SIGINT', exitCode: 1 });
+    expect(stopped).toMatchObject({ completed: false, stoppedBy: 'signal', exitCode: 1 });
     expect(Number(stopped['rows'])).toBeGreaterThan(0);
     expect(Number(stopped['rows'])).toBeLessThan(ROWS);
     const rest = await scan(out, ['--size', '500']);

@@ -2,6 +2,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   type Authoritative,
   type AuthoritativeSnapshot,
+  DRY_RUN_RESULTS,
   decideRepair,
   envelopeAgainstFc,
   type FreshGrant,
@@ -9,7 +10,10 @@ import {
   MISSING,
   type ObservedLocal,
   type RepairDecision,
+  REASON_CODES,
+  REPAIR_RESULTS,
   type RepairResult,
+  resultsFor,
   type Triple,
 } from '../../src/lib/projection/decide.js';
 import { checkProofId, parsePlan, RepairInputError } from '../../src/lib/projection/input.js';
@@ -94,6 +98,30 @@ describe('decideRepair: every result from every local state', () => {
     });
   }
 
+  /** What a dry run says instead: never a label that reads as done. */
+  const DRY_CODE: Record<string, string> = { INSERTED: 'WOULD_INSERT', STALE_REPAIRED: 'WOULD_REPAIR_STALE', HASH_CONFLICT_REPAIRED: 'WOULD_REPAIR_HASH_CONFLICT' };
+  for (const [name, auth, expected, observed, result, code, write] of cases) {
+    it(`dry run: ${name} → ${result === 'APPLIED' ? 'WOULD_APPLY' : result} (${DRY_CODE[code] ?? code}), the same write planned`, () => {
+      const d = decideRepair(auth, expected, observed, 'dry-run');
+      const executed = decideRepair(auth, expected, observed, 'execute');
+      expect(d.result).toBe(result === 'APPLIED' ? 'WOULD_APPLY' : result);
+      expect(d.code).toBe(DRY_CODE[code] ?? code);
+      expect(d.write).toEqual(write);
+      expect(isRefused(d.result)).toBe(result !== 'APPLIED');
+      // no reason of a dry run claims a write: "inserted", "repaired" or "nothing written" of a write are the executed run's words
+      expect(d.reason).not.toMatch(/\binserted\b|REPAIRED|INSERTED/);
+      if (write) expect(d.reason).toMatch(/: would (insert|update) /);
+      if (result !== 'APPLIED') expect(d.reason).toBe(executed.reason);
+    });
+  }
+
+  it('the results each mode reports, in order; the dry-run codes are in the closed set', () => {
+    expect(resultsFor('execute')).toEqual(REPAIR_RESULTS);
+    expect(resultsFor('dry-run')).toEqual(['WOULD_APPLY', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED']);
+    expect(DRY_RUN_RESULTS).not.toContain('APPLIED');
+    for (const c of Object.values(DRY_CODE)) expect(REASON_CODES).toContain(c);
+  });
+
   it('push-disabled grants still authorize a repair (a repair is a read, not a push)', () => {
     expect(decideRepair(ready({ push_allowed: 0 }), MISSING, null).result).toBe('APPLIED');
   });
@@ -129,6 +157,9 @@ describe('envelopeAgainstFc: an --envelope is written only while it is FC\'s cur
   });
   it.each([
     ['form', { formUuid: 'f0000000-0000-4000-8000-000000000002' }, /form f0000000-0000-4000-8000-000000000002/],
+    // the content hash does not cover formVersion: it must be compared on its own, or a wrong form_version is written
+    ['form version', { formVersion: '5' }, /form version 5 \(the envelope 4\)/],
+    ['form version, lower', { formVersion: '3' }, /form version 3 \(the envelope 4\)/],
     ['revision', { revision: '4' }, /revision 4/],
     ['hash', { contentHash: H('b') }, /hash bbbbbbbbbbbb…/],
     ['isDeleted', { isDeleted: true }, /isDeleted 1/],

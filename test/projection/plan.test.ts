@@ -12,6 +12,9 @@ const SEED = 4;
 const ANSWERS = 120;
 const KEY = '100100';
 const CODE_OF: Record<string, string> = { MISSING_LOCAL: 'INSERTED', STALE_LOCAL: 'STALE_REPAIRED', HASH_CONFLICT: 'HASH_CONFLICT_REPAIRED' };
+/** A dry run's words for those: never a label that reads as done. */
+const DRY: Record<string, string> = { APPLIED: 'WOULD_APPLY', INSERTED: 'WOULD_INSERT', STALE_REPAIRED: 'WOULD_REPAIR_STALE', HASH_CONFLICT_REPAIRED: 'WOULD_REPAIR_HASH_CONFLICT' };
+const dryOf = (label: string) => DRY[label] ?? label;
 
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
@@ -95,21 +98,48 @@ describe('repair-authoritative --plan over a seeded drift (dev seed → reconcil
     expect(plan.some((p) => revokedForms.has(p['formUuid'] as string))).toBe(true);
   });
 
-  it('a dry run prints what each line would get, writes nothing to either database, and records dryRun evidence beside the plan', async () => {
+  it('a dry run prints what each line would get (WOULD_APPLY, never APPLIED), writes nothing to either database, and records dryRun evidence beside the plan', async () => {
     const sums = `${await projectionSum()} ${await checksumTables(dbs.admin, dbs.shName, ['fc_reconcile_audit'])} ${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES.filter((t) => t !== 'fcctl_replay_operation'))}`;
     const r = await repair('--concurrency', '4');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(1);
     const results = resultsOf(r.stdout);
-    expect(results.map((x) => [x['answerUuid'], x['result'], x['code']])).toEqual(plan.map((p) => [p['answerUuid'], ...expectedOf(p)]));
+    expect(results.map((x) => [x['answerUuid'], x['result'], x['code']])).toEqual(plan.map((p) => [p['answerUuid'], ...expectedOf(p).map(dryOf)]));
     expect(results.every((x) => x['dryRun'] === true && x['written'] === false)).toBe(true);
+    expect(r.stdout).not.toMatch(/"(APPLIED|INSERTED|STALE_REPAIRED|HASH_CONFLICT_REPAIRED|inserted|updated)"/);
     expect(`${await projectionSum()} ${await checksumTables(dbs.admin, dbs.shName, ['fc_reconcile_audit'])} ${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES.filter((t) => t !== 'fcctl_replay_operation'))}`).toBe(sums);
     const evidence = jsonl(join(dir, 'plan', 'repair-evidence.jsonl'));
     expect(evidence.map((e) => e['type'])).toEqual(['run', ...plan.map(() => 'decision'), 'end']);
     expect(evidence[0]).toMatchObject({ format: 'fcctl.repair-evidence.v1', mode: 'plan', plan: planFile, planSha256: expect.stringMatching(/^[0-9a-f]{64}$/), execute: false, items: plan.length });
     expect(evidence.slice(1, -1).every((e) => e['dryRun'] === true)).toBe(true);
-    expect(evidence.at(-1)).toMatchObject({ exitCode: 1, notRun: 0, stoppedBy: 'done' });
-    expect(summaryOf(r.stdout)).toMatchObject({ evidence: join(dir, 'plan', 'repair-evidence.jsonl'), wouldInsert: plan.filter((p) => p['category'] === 'MISSING_LOCAL' && expectedOf(p)[0] === 'APPLIED').length });
+    // decisions are appended as they settle (concurrency 4): matched by plan line
+    const byLine = new Map(evidence.slice(1, -1).map((e) => [e['line'], e['result']]));
+    expect(plan.map((_p, i) => byLine.get(i + 1))).toEqual(plan.map((p) => dryOf(expectedOf(p)[0])));
+    const want: Record<string, number> = { WOULD_APPLY: 0, LOCAL_CHANGED: 0, LOCAL_AHEAD: 0, DEFERRED: 0 };
+    for (const p of plan) want[dryOf(expectedOf(p)[0])]! += 1;
+    expect(evidence.at(-1)).toMatchObject({ exitCode: 1, notRun: 0, stoppedBy: 'done', byResult: want });
+    const summary = summaryOf(r.stdout);
+    expect(summary).toMatchObject({
+      evidence: join(dir, 'plan', 'repair-evidence.jsonl'),
+      byResult: want,
+      wouldInsert: plan.filter((p) => p['category'] === 'MISSING_LOCAL' && expectedOf(p)[0] === 'APPLIED').length,
+      wouldUpdate: plan.filter((p) => p['category'] !== 'MISSING_LOCAL' && expectedOf(p)[0] === 'APPLIED').length,
+    });
+    expect(Object.keys(summary['byCode'] as object).filter((c) => ['INSERTED', 'STALE_REPAIRED', 'HASH_CONFLICT_REPAIRED'].includes(c))).toEqual([]);
+    expect(summary).not.toHaveProperty('inserted');
+    expect(summary).not.toHaveProperty('updated');
+  });
+
+  it('a dry run on a terminal: the table\'s result column says WOULD_APPLY, the summary wouldInsert/wouldUpdate — never APPLIED', async () => {
+    const sum = await projectionSum();
+    const r = await runCli(['projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'reconcile-seed-4', '--plan', planFile, '--evidence', join(dir, 'tty-evidence.jsonl')], { env, tty: true });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/would answer \(dry run\)/);
+    expect(r.stdout.match(/WOULD_APPLY/g)!.length).toBeGreaterThanOrEqual(plan.filter((p) => expectedOf(p)[0] === 'APPLIED').length);
+    expect(r.stdout).toMatch(/WOULD_INSERT/);
+    expect(r.stdout).toMatch(/wouldInsert\s+\d+/);
+    expect(r.stdout).not.toMatch(/\bAPPLIED\b|\bINSERTED\b|_REPAIRED\b|\binserted\b|\bupdated\b/);
+    expect(await projectionSum()).toBe(sum);
   });
 
   it('stopped before it starts (SIGINT/SIGTERM): no line is run, exit 1, nothing written', async () => {

@@ -47,6 +47,11 @@ const resultOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ===
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const evidenceOf = (answerUuid: string) =>
   readFileSync(evidence, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['answerUuid'] === answerUuid);
+/** A dry run's word for an executed result or code: never one that reads as done. */
+const DRY: Record<string, string> = { APPLIED: 'WOULD_APPLY', INSERTED: 'WOULD_INSERT', STALE_REPAIRED: 'WOULD_REPAIR_STALE', HASH_CONFLICT_REPAIRED: 'WOULD_REPAIR_HASH_CONFLICT' };
+const dryOf = (label: string) => DRY[label] ?? label;
+/** Any label or count of an executed write, as a JSON string or member name. */
+const EXECUTED_WORDS = /"(APPLIED|INSERTED|STALE_REPAIRED|HASH_CONFLICT_REPAIRED|inserted|updated)"|: inserted as|nothing written/;
 const checksums = async () => `${await checksumTables(dbs.admin, dbs.shName, SH_TABLES)} ${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES.filter((t) => t !== 'fcctl_replay_operation'))}`;
 
 type Expect = 'missing' | 'local' | { revision: number; hash: string; isDeleted: 0 | 1 };
@@ -115,7 +120,12 @@ describe('repair-authoritative, one answer: every result from every local state 
       const dry = await repair(args);
       expect(dry.stderr).toBe('');
       expect(dry.code).toBe(exit);
-      expect(resultOf(dry.stdout)).toMatchObject({ result: c.result, code: c.code, written: false, dryRun: true, rereads: c.rereads ?? 0 });
+      expect(resultOf(dry.stdout)).toMatchObject({ result: dryOf(c.result), code: dryOf(c.code), written: false, dryRun: true, rereads: c.rereads ?? 0 });
+      expect(String(resultOf(dry.stdout)['reason'])).toMatch(new RegExp(`^${dryOf(c.code)}: `));
+      const drySummary = summaryOf(dry.stdout);
+      expect(Object.keys(drySummary['byResult'] as object)).toEqual(['WOULD_APPLY', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED']);
+      expect(drySummary).toMatchObject({ dryRun: true, byResult: { [dryOf(c.result)]: 1 }, byCode: { [dryOf(c.code)]: 1 }, wouldInsert: c.after === 'inserted' ? 1 : 0, wouldUpdate: c.after === 'repaired' ? 1 : 0 });
+      if (c.result === 'APPLIED') expect(dry.stdout).not.toMatch(EXECUTED_WORDS);
       expect(await checksums()).toBe(sums);
 
       const r = await repair([...args, '--execute', '--run-id', `run-${answerUuid.slice(0, 8)}`]);
@@ -165,7 +175,7 @@ describe('repair-authoritative, one answer: every result from every local state 
       const lines = evidenceOf(answerUuid);
       expect(lines.map((l) => [l['dryRun'], l['result']])).toEqual([
         ...(c.rereads ? [[true, 'LOCAL_CHANGED']] : []),
-        [true, c.result],
+        [true, dryOf(c.result)],
         ...(c.rereads ? [[false, 'LOCAL_CHANGED']] : []),
         [false, c.result],
       ]);
@@ -225,6 +235,41 @@ describe('--envelope FILE', () => {
     const runLine = readFileSync(evidence, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['type'] === 'run').at(-1);
     expect(runLine).toMatchObject({ mode: 'single', envelope: good, envelopeSha256: createHash('sha256').update(readFileSync(good)).digest('hex'), execute: true });
     expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toMatchObject({ snapshot_json: fc.snapshotJson, content_hash: fc.contentHash, answer_revision: '3' });
+  });
+
+  it('an envelope with another formVersion than FC\'s (the hash does not cover it) → DEFERRED ENVELOPE_NOT_CURRENT, no form_version written', async () => {
+    const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
+    await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
+    const args = ['--school', '5', '--answer', fc.answerUuid, '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0', '--execute', '--run-id', `fv-${fc.answerUuid.slice(0, 8)}`];
+    const file = join(tmp, 'other-form-version.json');
+    // FC's answer has form_version 4; the envelope's snapshot, hash, revision and grant are FC's own
+    writeFileSync(file, envelopeFor(fc, { form_version: 5 }));
+    const before = await projectionRow(dbs.admin, dbs.shName, fc.answerUuid);
+    const r = await repair([...args, '--envelope', file]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(1);
+    expect(resultOf(r.stdout)).toMatchObject({ result: 'DEFERRED', code: 'ENVELOPE_NOT_CURRENT', written: false });
+    expect(resultOf(r.stdout)['reason']).toMatch(/FC now has form version 4 \(the envelope 5\)/);
+    expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toEqual(before);
+    expect((await auditRows(dbs.admin, dbs.shName, fc.answerUuid)).map((a) => [a['outcome'], String(a['reason']).split(':')[0]])).toEqual([['DEFERRED', 'ENVELOPE_NOT_CURRENT']]);
+    // the same envelope with FC's form version repairs
+    writeFileSync(file, envelopeFor(fc, { form_version: 4 }));
+    const ok = await repair([...args, '--envelope', file]);
+    expect(ok.code).toBe(0);
+    expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toMatchObject({ form_version: 4, answer_revision: '3', content_hash: fc.contentHash });
+  });
+
+  it('a dry run on a terminal prints WOULD_APPLY and "would update", never APPLIED or a repaired code', async () => {
+    const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
+    await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
+    const sums = await checksums();
+    const r = await runCli(['projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'INC-7', '--evidence', evidence, '--school', '5', '--answer', fc.answerUuid,
+      '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0'], { env, tty: true });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^WOULD_APPLY {2}WOULD_REPAIR_STALE: would update revision 2 → 3$/m);
+    expect(r.stdout).toMatch(/wouldUpdate\s+1/);
+    expect(r.stdout).not.toMatch(/\bAPPLIED\b|REPAIRED|\binserted\b|\bupdated\b/);
+    expect(await checksums()).toBe(sums);
   });
 });
 

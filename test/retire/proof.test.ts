@@ -96,7 +96,7 @@ describe('retire candidates file', () => {
 describe('retire SQL', () => {
   it('the retirement is one conditional UPDATE of the retirement columns: guarded on every expected value, never a DELETE, never the revision', () => {
     const q = retireSql.markRetired({
-      entry: { answerUuid: U(1), schId: '5', formUuid: FORM, expectedRevision: '9007199254740993', expectedHash: 'a'.repeat(64), expectedIsDeleted: true, localCreateTime: '2026-10-01 08:00:00' },
+      entry: { proofId: 'rp-1', answerUuid: U(1), schId: '5', formUuid: FORM, expectedRevision: '9007199254740993', expectedHash: 'a'.repeat(64), expectedIsDeleted: true, localCreateTime: '2026-10-01 08:00:00' },
       taskStart: '2026-11-30 01:00:00',
       proofId: 'rp-1',
       retiredAt: '2026-11-30 02:00:00',
@@ -113,5 +113,8 @@ describe('retire SQL', () => {
     const audit = retireSql.insertAudit({ outcome: 'REFUSED', reason: `PRESENT_AT_FC: ${'x'.repeat(300)}`, proofId: 'rp-1', runId: 'r', host: 'h', schId: '5', answerUuid: U(1), expected: {}, observed: {} });
     expect(audit.params[0]).toBe('RETIRE_ABSENT');
     expect([...(audit.params[2] as string)]).toHaveLength(255);
+    // a proof refused as a whole: one row without an answer, its id and school null when unreadable
+    const whole = retireSql.insertAudit({ outcome: 'REFUSED', reason: 'PROOF_DIGEST: x', proofId: null, runId: 'r', host: 'h', schId: null, answerUuid: null, expected: { proofFile: 'p' }, observed: {} });
+    expect(whole.params).toEqual(['RETIRE_ABSENT', 'REFUSED', 'PROOF_DIGEST: x', null, 'r', 'h', null, null, '{"proofFile":"p"}', '{}']);
   });
 });

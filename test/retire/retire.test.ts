@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
@@ -20,6 +21,9 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 const resultsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'result');
 const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
 const shSum = () => checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection', 'fc_reconcile_audit']);
+const projectionSum = () => checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
+const auditOfRun = (runId: string) => sh(`SELECT action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = ? ORDER BY id`, [runId]);
+const auditCount = async () => Number((await sh(`SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit`))[0]!['n']);
 const fcSum = () => checksumTables(dbs.admin, dbs.fcName, ['answer']);
 const sh = (sql: string, params: unknown[] = []) => dbs.admin.query(sql.replaceAll('$SH', `\`${dbs.shName}\``), params).then(([r]) => r as Array<Record<string, string | number | null>>);
 const cli = (args: string[], e = env) => runCli(['--json', ...args], { env: e });
@@ -155,24 +159,41 @@ describe('retire-absent prove', () => {
 });
 
 describe('retire-absent --proof', () => {
-  it('dry run: reports RETIRED for every entry, writes nothing to either database, records the decisions in the evidence file', async () => {
+  it('dry run: reports WOULD_RETIRE for every entry (never RETIRED, never a "retired" count), writes nothing to either database, records the decisions in the evidence file', async () => {
     const [s, f] = [await shSum(), await fcSum()];
     const evidence = join(dir, 'dry.evidence.jsonl');
     const r = await cli(['retire-absent', '--proof', proof5, '--evidence', evidence]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(resultsOf(r.stdout).map((x) => [x['result'], x['dryRun']])).toEqual(ABSENT.map(() => ['RETIRED', true]));
-    expect(summaryOf(r.stdout)).toMatchObject({ command: 'retire-absent', exitCode: 0, dryRun: true, proofId: 'rp-school-5', entries: 6, retired: 6, refused: 0 });
+    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun'], x['retiredAt']])).toEqual(ABSENT.map(() => ['WOULD_RETIRE', null, true, null]));
+    expect(resultsOf(r.stdout).every((x) => /^would retire: absent at FC/.test(x['detail'] as string))).toBe(true);
+    const summary = summaryOf(r.stdout);
+    expect(summary).toMatchObject({ command: 'retire-absent', exitCode: 0, dryRun: true, proofId: 'rp-school-5', entries: 6, wouldRetire: 6, alreadyRetired: 0, refused: 0, notRun: 0 });
+    expect(summary).not.toHaveProperty('retired');
+    // no member, label or count anywhere in the output reads as an executed retirement
+    expect(r.stdout).not.toMatch(/"RETIRED"|"retired"/);
     expect([await shSum(), await fcSum()]).toEqual([s, f]);
     const lines = jsonl(evidence);
     expect(lines.map((l) => l['type'])).toEqual(['run', ...ABSENT.map(() => 'decision'), 'end']);
-    expect(lines[1]).toMatchObject({ result: 'RETIRED', dryRun: true, fc: { present: false }, expected: { proofId: 'rp-school-5' } });
+    expect(lines[1]).toMatchObject({ result: 'WOULD_RETIRE', dryRun: true, fc: { present: false }, expected: { proofId: 'rp-school-5' } });
+    expect(lines.at(-1)!['counts']).toEqual({ WOULD_RETIRE: 6, ALREADY_RETIRED: 0, REFUSED: 0 });
   });
 
-  it('a proof with one byte changed → exit 4 PROOF_DIGEST, nothing written to any database (checksums)', async () => {
+  it('dry run on a terminal: the table and the summary say WOULD_RETIRE and wouldRetire, never RETIRED', async () => {
+    const s = await shSum();
+    const r = await runCli(['retire-absent', '--proof', proof5, '--evidence', join(dir, 'dry-tty.evidence.jsonl')], { env, tty: true });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/would do \(dry run\)/);
+    expect(r.stdout.match(/WOULD_RETIRE/g)).toHaveLength(ABSENT.length);
+    expect(r.stdout).toMatch(/wouldRetire\s+6/);
+    expect(r.stdout).not.toMatch(/\bRETIRED\b|\bretired\b/);
+    expect(await shSum()).toBe(s);
+  });
+
+  it('a proof with one byte changed → exit 4 PROOF_DIGEST, nothing retired (checksums); with --execute one audit row records the refusal', async () => {
     const original = readFileSync(proof5);
     const text = original.toString('utf8');
-    const [s, f] = [await shSum(), await fcSum()];
+    const [s, f, audits] = [await projectionSum(), await fcSum(), await auditCount()];
     const spots = [text.indexOf('"expectedRevision":"') + 20, text.indexOf('"expectedHash":"') + 16, text.indexOf('"proofId": "') + 14, text.indexOf('"localCreateTime":"') + 19];
     expect(spots.every((at) => at > 30)).toBe(true);
     for (const at of spots) {
@@ -180,19 +201,50 @@ describe('retire-absent --proof', () => {
       bad[at] = bad[at] === 0x31 ? 0x32 : bad[at] === 0x61 ? 0x62 : bad[at]! ^ 0x01;
       const file = join(dir, `byte-${at}.json`);
       writeFileSync(file, bad);
-      const r = await cli(['retire-absent', '--proof', file, '--execute']);
+      const r = await cli(['retire-absent', '--proof', file, '--execute', '--run-id', `byte-${at}`]);
       expect(r.code, `byte ${at}`).toBe(4);
       expect(r.stderr).toMatch(/^fcctl: proof refused \(PROOF_DIGEST\), nothing retired: .* hashes to [0-9a-f]{64}, not the digest [0-9a-f]{64} it carries; it was changed after prove wrote it\n$/);
       expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_DIGEST']));
       expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 4, proofRefused: 'PROOF_DIGEST', retired: 0, refused: 6 });
       const ev = jsonl(join(dir, `byte-${at}.evidence.jsonl`));
       expect(ev.map((l) => l['type'])).toEqual(['run', 'refused-proof', ...ABSENT.map(() => 'decision'), 'end']);
+      // SPEC §8: the refusal is recorded — one row for the proof, with the id the file claims
+      const claimed = (JSON.parse(bad.toString('utf8')) as { proofId: string }).proofId;
+      const audit = await auditOfRun(`byte-${at}`);
+      expect(audit).toEqual([
+        expect.objectContaining({ action: 'RETIRE_ABSENT', outcome: 'REFUSED', reason: expect.stringMatching(/^PROOF_DIGEST: proof .*byte-\d+\.json: the content hashes to/), proof_id: claimed, host: hostname(), sch_id: '5', answer_uuid: null }),
+      ]);
+      expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({ proofFile: file, proofFileSha256: createHash('sha256').update(bad).digest('hex'), proofId: claimed, formUuid: FORM });
+      expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({ refusal: 'PROOF_DIGEST', entriesRefused: ABSENT.length });
     }
-    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+    expect([await projectionSum(), await fcSum(), await auditCount()]).toEqual([s, f, audits + spots.length]);
   });
 
-  it('refuses a proof as a whole (exit 4, nothing written to any database): expired, from the future, members missing or added, digest missing, another FC database', async () => {
+  it('a refused proof in a dry run writes nothing to any database, not even an audit row', async () => {
+    const file = join(dir, 'dry-refused.json');
+    reseal(proof5, file, (p) => void (p['note'] = 'x'));
     const [s, f] = [await shSum(), await fcSum()];
+    const r = await cli(['retire-absent', '--proof', file, '--run-id', 'dry-refused']);
+    expect(r.code).toBe(4);
+    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_INVALID', true]));
+    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, proofRefused: 'PROOF_INVALID', wouldRetire: 0, refused: 6 });
+    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+    expect(await auditOfRun('dry-refused')).toEqual([]);
+  });
+
+  it('a refused proof whose audit row cannot be written (SH unreachable) → exit 3 naming the refusal, nothing retired', async () => {
+    const file = join(dir, 'refused-no-sh.json');
+    reseal(proof5, file, (p) => void (p['note'] = 'x'));
+    const r = await cli(['retire-absent', '--proof', file, '--execute'], dbs.env({ FCCTL_SH_DATABASE_URL: 'mysql://fcctl:pw@127.0.0.1:9/nope' }));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/^fcctl: proof refused \(PROOF_INVALID\), nothing retired, but the refusal could not be written to fc_reconcile_audit: .*\n$/);
+    const ev = jsonl(join(dir, 'refused-no-sh.evidence.jsonl'));
+    expect(ev.map((l) => l['type'])).toEqual(['run', 'refused-proof', ...ABSENT.map(() => 'decision'), 'end']);
+    expect(ev.at(-1)).toMatchObject({ exitCode: null, error: expect.stringMatching(/could not be written to fc_reconcile_audit/) });
+  });
+
+  it('refuses a proof as a whole (exit 4, nothing retired, one audit row each): expired, from the future, members missing or added, digest missing, another FC database; each entry refused for what was checked', async () => {
+    const [s, f] = [await projectionSum(), await fcSum()];
     const day = 86400_000;
     const cases: Array<[string, (p: Record<string, unknown>) => void, boolean, RegExp, string[]?]> = [
       ['expired', (p) => void (p['createdAt'] = new Date(Date.now() - day - 60_000).toISOString()), true, /\(PROOF_EXPIRED\), nothing retired: the proof is 1d1m(\d+s)? old .*over --max-proof-age 1d/],
@@ -203,7 +255,7 @@ describe('retire-absent --proof', () => {
       ['an extra member, resealed', (p) => void (p['intent'] = { retire: 'everything' }), true, /\(PROOF_INVALID\).*unexpected member "intent"/],
       ['an entry created after the task start, resealed', (p) => void ((p['entries'] as Array<Record<string, unknown>>)[0]!['localCreateTime'] = '2099-01-01 00:00:00'), true, /\(PROOF_INVALID\).*entries\[0\]\.localCreateTime is after the task start/],
     ];
-    for (const [name, edit, resealed, message, extra] of cases) {
+    for (const [i, [name, edit, resealed, message, extra]] of cases.entries()) {
       const file = join(dir, `whole-${name.replaceAll(' ', '-')}.json`);
       if (resealed) reseal(proof5, file, edit);
       else {
@@ -211,15 +263,28 @@ describe('retire-absent --proof', () => {
         edit(p);
         writeFileSync(file, JSON.stringify(p, null, 2));
       }
-      const r = await cli(['retire-absent', '--proof', file, '--execute', ...(extra ?? [])]);
+      const r = await cli(['retire-absent', '--proof', file, '--execute', '--run-id', `whole-${i}`, ...(extra ?? [])]);
       expect(r.code, name).toBe(4);
       expect(r.stderr, name).toMatch(message);
       expect(r.stderr.split('\n')).toHaveLength(2);
+      const code = /\((PROOF_\w+)\)/.exec(r.stderr)![1]!;
+      // each entry is refused for what was checked: a digest that matched is never called PROOF_DIGEST
+      expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']]), name).toEqual(ABSENT.map(() => ['REFUSED', code]));
+      expect(resultsOf(r.stdout).every((x) => (x['detail'] as string).startsWith(`the proof is refused (${code}): `) && (x['detail'] as string).endsWith('; this entry was not checked')), name).toBe(true);
+      expect(summaryOf(r.stdout), name).toMatchObject({ exitCode: 4, proofRefused: code, retired: 0, refused: ABSENT.length, byReason: { [code]: ABSENT.length } });
+      const audit = await auditOfRun(`whole-${i}`);
+      expect(audit, name).toEqual([expect.objectContaining({ action: 'RETIRE_ABSENT', outcome: 'REFUSED', reason: expect.stringMatching(new RegExp(`^${code}: `)), proof_id: 'rp-school-5', host: hostname(), sch_id: '5', answer_uuid: null })]);
+      expect(JSON.parse(audit[0]!['observed_json'] as string), name).toMatchObject({ refusal: code, entriesRefused: ABSENT.length });
     }
-    const other = await cli(['retire-absent', '--proof', proof5, '--execute'], dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://u:p@elsewhere.invalid:3306/fc' }));
+    const other = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'whole-fc-db'], dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://u:p@elsewhere.invalid:3306/fc' }));
     expect(other.code).toBe(4);
     expect(other.stderr).toMatch(/\(FC_DATABASE\).*made against the FC database 127\.0\.0\.1:\d+\/\S+, the configured one is elsewhere\.invalid:3306\/fc\n$/);
-    expect([await shSum(), await fcSum()]).toEqual([s, f]);
+    expect(resultsOf(other.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'FC_DATABASE']));
+    const audit = await auditOfRun('whole-fc-db');
+    expect(audit).toEqual([expect.objectContaining({ outcome: 'REFUSED', reason: expect.stringMatching(/^FC_DATABASE: the proof was made against the FC database 127\.0\.0\.1:/), proof_id: 'rp-school-5', sch_id: '5', answer_uuid: null })]);
+    expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({ refusal: 'FC_DATABASE', configuredFcDatabase: 'elsewhere.invalid:3306/fc' });
+    expect(audit[0]!['observed_json']).not.toMatch(/u:p@|mysql:/);
+    expect([await projectionSum(), await fcSum()]).toEqual([s, f]);
   });
 
   it('bad input → exit 2 with one line, nothing written anywhere (no evidence file either)', async () => {
@@ -351,6 +416,31 @@ describe('retire-absent --proof', () => {
     // and the next reconcile sees them as RETIRED, not as candidates
     const next = await cli(['reconcile', 'run', '--school', '6', '--form', FORM, '--out-dir', join(dir, 'run-6-after')]);
     expect(summaryOf(next.stdout)).toMatchObject({ retireCandidates: 0, counts: { RETIRED: 6, ABSENT_AT_FC: 0 } });
+  });
+
+  it('rows retired by another proof are REFUSED RETIRED_BY_OTHER_PROOF (exit 1), never reported as this proof\'s success; nothing written but the audit', async () => {
+    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string };
+    const other = join(dir, 'proof6-other.json');
+    reseal(join(dir, 'proof6.json'), other, (p) => void (p['proofId'] = 'rp-other'));
+    const projection = await projectionSum();
+    const dry = await cli(['retire-absent', '--proof', other, '--run-id', 'other-dry']);
+    expect(dry.code).toBe(1);
+    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']));
+    expect(await auditOfRun('other-dry')).toEqual([]);
+    const r = await cli(['retire-absent', '--proof', other, '--execute', '--run-id', 'other-exec']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(1);
+    const results = resultsOf(r.stdout);
+    expect(results.map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']));
+    expect(results[0]!['detail']).toMatch(new RegExp(`^retired at \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2} by proof ${mine.proofId}, not by this proof \\(rp-other\\): a person decides; nothing written$`));
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, retired: 0, alreadyRetired: 0, refused: ABSENT.length, byReason: { RETIRED_BY_OTHER_PROOF: ABSENT.length } });
+    expect(await projectionSum()).toBe(projection);
+    const audit = await auditOfRun('other-exec');
+    expect(audit.map((a) => [a['outcome'], a['proof_id'], (a['reason'] as string).split(':')[0]])).toEqual(ABSENT.map(() => ['REFUSED', 'rp-other', 'RETIRED_BY_OTHER_PROOF']));
+    // the proof that did retire them still re-runs clean
+    const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--execute']);
+    expect(again.code).toBe(0);
+    expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
   });
 
   it('prove leaves out a candidate FC has again (exit 1, listed in excluded), and the proof holds the rest', async () => {

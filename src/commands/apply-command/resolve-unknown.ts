@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
+import { batchExitCode, EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import { APPLY_RETRY_POLICY } from '../../lib/apply-command/decide.js';
 import { runResolve, type ResolveOptions, type ResolveSummary } from '../../lib/apply-command/resolve.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, durationArg, intArg, retryPolicyOf, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, durationArg, intArg, maxRowsOption, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
@@ -41,15 +41,16 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
       clock: () => performance.now(),
       onRow: (row, report) => {
         progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-        if (report.kind === 'done' && report.via === 'lookup' && !report.roundBehind) return;
+        if (report.kind === 'done' && report.via === 'lookup' && !report.roundBehind && report.mirror !== 'changed') return;
         ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
       },
     });
   } finally {
     progress.stop();
   }
-  const tripped = summary.stoppedBy === 'flow-center-errors';
-  const exitCode = tripped ? ExitCode.ENVIRONMENT : summary.failed + summary.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  const refused = summary.stoppedBy === 'credentials-refused';
+  const tripped = refused || summary.stoppedBy === 'flow-center-errors';
+  const exitCode = batchExitCode({ environment: tripped, failed: summary.failed + summary.dead, interrupted: summary.stoppedBy === 'signal' });
   const seconds = (Date.now() - started) / 1000;
   ctx.output.summary({
     command: COMMAND,
@@ -69,21 +70,28 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
     ...(options.dryRun ? { wouldPost: summary.wouldPost } : {}),
     roundBehind: summary.roundBehind,
     mirrorMissing: summary.mirrorMissing,
+    mirrorChanged: summary.mirrorChanged,
     otherAppKey: summary.otherAppKey,
     branches: summary.branches,
     failedByReason: summary.failedByReason,
     deadByReason: summary.deadByReason,
     stoppedBy: summary.stoppedBy,
+    ...(summary.credentialsRefused ? { credentialsRefused: summary.credentialsRefused } : {}),
     seconds: Math.round(seconds * 10) / 10,
     rowsPerSecond: seconds > 0 ? Math.round(summary.claimed / seconds) : 0,
   });
+  if (refused) {
+    throw new EnvironmentError(
+      `flow center refused our credentials (${summary.credentialsRefused}): check FCCTL_APP_KEY and FCCTL_APP_SECRET; stopped at the first refusal, no retry was charged to any row (${summary.released} released)`,
+    );
+  }
   if (tripped) {
     throw new EnvironmentError(
       `flow center gave ${options.maxConsecutiveErrors} errors in a row (last: ${summary.flowCenterErrors}); stopped, rows not yet tried were released with their retry budget untouched`,
     );
   }
   const { done, failed, dead, released, stale } = summary;
-  return { exitCode, rowsByResult: { done, failed, dead, released, stale } };
+  return { exitCode, rowsByResult: { done, failed, dead, released, stale }, interrupted: summary.stoppedBy === 'signal' };
 }
 
 export function createApplyCommandResolveCommand(parent: Command, deps: Deps, resources: Resources, runF = runApplyCommandResolve): Command {
@@ -92,7 +100,7 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
     .description('settle UNKNOWN, due FAILED and stale PENDING apply commands: look up first, resend only when not found')
     .option('--batch-size <n>', 'rows claimed per batch', intArg(1, 1000), 100)
     .option('--concurrency <n>', 'flow-center requests in flight at most', intArg(1, 256), 8)
-    .option('--max-rows <n>', 'stop after claiming this many rows', intArg(1, Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER)
+    .addOption(maxRowsOption('stop after claiming this many rows'))
     .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 600)
     .option('--lease-seconds <s>', 'claim lease; another resolver may take the row after it', intArg(10, 86400), 300)
     .option('--pending-grace <duration>', 'take PENDING rows created longer ago than this (90s, 10m, 2h)', durationArg(60, 30 * 86400), 600)

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
-import { type ListFormat, Output } from '../../lib/cli/output.js';
+import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { applyScanGauges, scanApplyCommands } from '../../lib/apply-command/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
@@ -49,7 +49,7 @@ async function scan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<RunOutc
   }
   const counts = { due: report.due, oldestUnknownAgeSeconds: report.oldestUnknownAgeSeconds, stuckClaims: report.stuckClaims, dead: report.dead };
   const deadNote = exitCode === ExitCode.ITEMS_FAILED ? { failed: `${report.dead} DEAD row(s) (--fail-if-dead)` } : {};
-  const out = options.format === 'json' ? new Output(ctx.io, { json: true }) : ctx.output;
+  const out = options.format === 'json' ? ctx.output.asJson() : ctx.output;
   if (out.json) {
     out.rows(report.rows, ROW_COLUMNS, 'json');
     out.summary({ command: COMMAND, exitCode, dbNow: report.dbNow, states: report.states, ...counts, reasons: report.reasons, listed: report.rows.length, ...deadNote });

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
-import { type ListFormat, Output } from '../../lib/cli/output.js';
+import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
@@ -40,7 +40,7 @@ export async function runDeliveriesFailed(options: DeliveriesFailedOptions, ctx:
     ctx.output.rows(p.rows, COLUMNS, 'csv');
     return exitCode;
   }
-  const out = options.format === 'json' ? new Output(ctx.io, { json: true }) : ctx.output;
+  const out = options.format === 'json' ? ctx.output.asJson() : ctx.output;
   out.rows(p.rows, COLUMNS, out.json ? 'json' : 'table', `FAILED/DEAD rows of consumer ${options.consumerAppKey}, school ${options.consumerSchoolId} — page ${p.page}`);
   out.summary({
     command: COMMAND,

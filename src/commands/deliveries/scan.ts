@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
-import { writeRunMetrics } from '../../lib/cli/metrics.js';
-import { type ListFormat, Output } from '../../lib/cli/output.js';
+import { checkMetricsFile, writeRunMetrics } from '../../lib/cli/metrics.js';
+import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
@@ -47,6 +47,7 @@ function counts(report: ScanReport) {
  * stuck claims, FAILED/DEAD reasons and the newest FAILED/DEAD rows; optional Prometheus file.
  */
 export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx): Promise<number> {
+  if (options.metricsFile !== undefined) await checkMetricsFile(options.metricsFile);
   const started = ctx.now().getTime();
   const db = await ctx.fcDb();
   const report = await scanDeliveries(db, options.limit);
@@ -69,7 +70,7 @@ export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx
     ctx.output.rows(report.rows, ROW_COLUMNS, 'csv');
     return exitCode;
   }
-  const out = options.format === 'json' ? new Output(ctx.io, { json: true }) : ctx.output;
+  const out = options.format === 'json' ? ctx.output.asJson() : ctx.output;
   const deadNote = exitCode === ExitCode.ITEMS_FAILED ? { failed: `${report.dead} DEAD row(s) (--fail-if-dead)` } : {};
   if (out.json) {
     out.rows(report.rows, ROW_COLUMNS, 'json');

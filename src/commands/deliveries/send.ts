@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
 import { DELIVERY_EXCHANGE, exchangeExists, openBroker, vhostOf } from '../../lib/amqp/connect.js';
-import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
+import { batchExitCode, EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
 import { countDue } from '../../lib/deliveries/sql.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, intArg, retryPolicyOf, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, intArg, maxRowsOption, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'> {
@@ -69,7 +69,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   } finally {
     progress.stop();
   }
-  const exitCode = summary.brokerLost || summary.brokerBlocked ? ExitCode.ENVIRONMENT : summary.failed + summary.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  const exitCode = batchExitCode({ environment: Boolean(summary.brokerLost || summary.brokerBlocked || summary.publisherIdentity), failed: summary.failed + summary.dead, interrupted: summary.stoppedBy === 'signal' });
   const seconds = (Date.now() - started) / 1000;
   ctx.output.summary({
     command: 'deliveries send',
@@ -93,12 +93,16 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
     // from the unrounded time: the rate cron dashboards and the benchmark read
     rowsPerSecond: seconds > 0 ? Math.round(summary.claimed / seconds) : 0,
   });
+  if (summary.publisherIdentity) throw new EnvironmentError(summary.publisherIdentity);
+  if (summary.stoppedBy === 'broker-refusing') {
+    throw new EnvironmentError(`the broker takes no message on ${DELIVERY_EXCHANGE} any more (${summary.brokerLost}); unconfirmed rows were released without a retry charged`);
+  }
   if (summary.brokerLost) throw new EnvironmentError(`broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`);
   if (summary.brokerBlocked) {
     throw new EnvironmentError(`the broker is blocking publishes (${summary.brokerBlocked}: a resource alarm); stopped claiming, unconfirmed rows were marked FAILED and will be resent`);
   }
   const { accepted, failed, dead, revoked, held, skipped } = summary;
-  return { exitCode, rowsByResult: { accepted, failed, dead, revoked, held, skipped } };
+  return { exitCode, rowsByResult: { accepted, failed, dead, revoked, held, skipped }, interrupted: summary.stoppedBy === 'signal' };
 }
 
 export function createDeliveriesSendCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesSend): Command {
@@ -107,7 +111,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .description('relay due outbox rows to RabbitMQ with confirms, returns and guarded adjudication')
     .option('--batch-size <n>', 'rows claimed per batch', intArg(1, 5000), 500)
     .option('--window <n>', 'messages awaiting a confirm at most', intArg(1, 10000), 256)
-    .option('--max-rows <n>', 'stop after claiming this many rows', intArg(1, Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER)
+    .addOption(maxRowsOption('stop after claiming this many rows'))
     .option('--max-seconds <s>', 'stop claiming after this long', secondsArg(1, 86400), 3600)
     .option('--lease-seconds <s>', 'claim lease; another relay may take the row after it', intArg(5, 86400), 120)
     .option('--confirm-timeout <s>', 'seconds to wait for a confirm before the outcome counts as unknown', secondsArg(0.05, 600), 15)

@@ -4,7 +4,8 @@ import { probeReturnBeforeAck } from '../../lib/amqp/probe.js';
 import { UsageError } from '../../lib/cli/exit.js';
 import { redact } from '../../lib/config/mask.js';
 import { checkSchema, describeProblem, type Side } from '../../lib/db/schema.js';
-import { type CheckResult, doctorExitCode, vhostCheck } from '../../lib/doctor/checks.js';
+import { type CheckResult, doctorExitCode, redeclareCheck, vhostCheck } from '../../lib/doctor/checks.js';
+import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from '../../lib/doctor/flow-center.js';
 import { CONSUMER_QUEUE } from '../../lib/doctor/isolation.js';
 import { checkIsolation, isolationTarget, registeredAppKeys } from '../../lib/doctor/isolation-inspect.js';
 import { serviceTimeZoneCheck } from '../../lib/time/service-zone.js';
@@ -15,6 +16,8 @@ export interface DoctorOptions {
   /** the broker isolation table of seed 000 §6, read through the management API */
   readonly isolation?: boolean;
   readonly consumerQueue?: string;
+  /** `--consumer-user`: the users who may read the delivery exchange (--isolation) */
+  readonly consumerUsers?: readonly string[];
 }
 
 /**
@@ -26,7 +29,7 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
   const message = (err: unknown) => redact(((err as Error)?.message ?? String(err)).split('\n')[0] ?? '', ctx.secrets());
   // before anything connects: --isolation without its settings is a usage error (exit 2)
   const isolation = options.isolation
-    ? isolationTarget({ amqpUrl: ctx.config.amqpUrl.value, amqpManagementUrl: ctx.config.amqpManagementUrl.value }, options.consumerQueue ?? CONSUMER_QUEUE)
+    ? isolationTarget({ amqpUrl: ctx.config.amqpUrl.value, amqpManagementUrl: ctx.config.amqpManagementUrl.value }, options.consumerQueue ?? CONSUMER_QUEUE, { consumerUsers: options.consumerUsers ?? [] })
     : undefined;
 
   for (const side of ['fc', 'sh'] as Side[]) {
@@ -65,14 +68,15 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
       if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
         results.push({ check: 'delivery exchange', status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist (deliveries send --declare creates it)` });
       } else {
-        // Re-declaring with the same type is a no-op on an existing exchange; another type is refused (406).
+        // Re-declaring with the same type is a no-op on an existing exchange; another type is refused
+        // (406); a publisher without configure on it is refused (403): see redeclareCheck.
         const ch = await broker.channel();
         try {
           await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
           await ch.close();
-          results.push({ check: 'delivery exchange', status: 'ok', detail: `${DELIVERY_EXCHANGE} exists, topic, durable` });
+          results.push(redeclareCheck(DELIVERY_EXCHANGE, { ok: true }));
         } catch (err) {
-          results.push({ check: 'delivery exchange', status: 'fail', detail: `${DELIVERY_EXCHANGE} exists but is not a durable topic exchange: ${message(err)}` });
+          results.push(redeclareCheck(DELIVERY_EXCHANGE, { ok: false, code: (err as { code?: number })?.code, message: message(err) }));
         }
       }
       if (options.probe) {
@@ -96,11 +100,13 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
   if (flowUrl === undefined) {
     results.push({ check: 'flow center', status: 'skipped', detail: 'not configured' });
   } else {
+    // One signed lookup: any HTTP answer is no proof, a wrong secret answers too (401).
     try {
-      const res = await fetch(flowUrl, { method: 'GET', signal: AbortSignal.timeout(5000) });
-      results.push({ check: 'flow center', status: 'ok', detail: `reachable (HTTP ${res.status})` });
+      const flow = ctx.flow({ timeoutMs: 5000, maxSockets: 1 });
+      const check = flowCenterCheck(await flow.lookup(DOCTOR_LOOKUP_KEY.bizType, DOCTOR_LOOKUP_KEY.bizId), flow.baseUrl);
+      results.push({ ...check, detail: message(check.detail) });
     } catch (err) {
-      results.push({ check: 'flow center', status: 'fail', detail: `unreachable: ${message((err as Error).cause ?? err)}` });
+      results.push({ check: 'flow center', status: 'fail', detail: message(err) });
     }
   }
 
@@ -110,6 +116,13 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
   const count = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
   ctx.output.summary({ command: 'doctor', exitCode, ok: count('ok'), warn: count('warn'), fail: count('fail'), skipped: count('skipped') });
   return exitCode;
+}
+
+/** A RabbitMQ user name, repeatable: not empty, no control characters. */
+function consumerUserArg(value: string, previous: string[]): string[] {
+  if (value === '') throw new InvalidArgumentError('expected a user name, not an empty one');
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError('expected a user name without control characters');
+  return [...previous, value];
 }
 
 /** A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters. */
@@ -124,10 +137,12 @@ export function createDoctorCommand(program: Command, deps: Deps, resources: Res
     .command('doctor')
     .description('check every configured connection, the schemas, the delivery exchange, (--probe) mandatory returns and (--isolation) the broker isolation of seed 000 §6')
     .option('--probe', 'publish a mandatory probe through the delivery exchange to a key no consumer can bind and check its return arrives before its ack', false)
-    .option('--isolation', "check the broker's isolation through the management API (FCCTL_AMQP_MANAGEMENT_URL): vhost, publisher permissions, topic permissions, bindings, consumer queues, alternate exchange", false)
-    .option('--consumer-queue <name>', 'the consumer queue --isolation checks (and its .dlq)', queueNameArg, CONSUMER_QUEUE)
-    .action(async (opts: { probe: boolean; isolation: boolean; consumerQueue: string }, cmd: Command) => {
+    .option('--isolation', "check the broker's isolation through the management API (FCCTL_AMQP_MANAGEMENT_URL): vhost, delivery exchange, publisher permissions, topic permissions, bindings, who can read the exchange, consumer queues, alternate exchange", false)
+    .option('--consumer-queue <name>', 'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix', queueNameArg, CONSUMER_QUEUE)
+    .option('--consumer-user <name>', "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable", consumerUserArg, [] as string[])
+    .action(async (opts: { probe: boolean; isolation: boolean; consumerQueue: string; consumerUser: string[] }, cmd: Command) => {
       if (!opts.isolation && cmd.getOptionValueSource('consumerQueue') === 'cli') throw new UsageError('--consumer-queue applies only with --isolation');
-      resources.exitCode = await runF({ probe: opts.probe, isolation: opts.isolation, consumerQueue: opts.consumerQueue }, makeContext(cmd, deps, resources));
+      if (!opts.isolation && opts.consumerUser.length > 0) throw new UsageError('--consumer-user applies only with --isolation');
+      resources.exitCode = await runF({ probe: opts.probe, isolation: opts.isolation, consumerQueue: opts.consumerQueue, consumerUsers: opts.consumerUser }, makeContext(cmd, deps, resources));
     });
 }

@@ -92,7 +92,8 @@ export async function runManifestScanCommand(options: ManifestScanOptions, ctx: 
     restarted: result.restarted,
     truncatedBytes: result.truncatedBytes,
     rowsThisRun: result.rowsThisRun,
-    stoppedBy: result.stoppedBy,
+    // only the process's SIGINT/SIGTERM aborts ctx.signal: the same word as every batch command
+    stoppedBy: result.stoppedBy === null ? null : 'signal',
     seconds: Math.round((Date.now() - started) / 100) / 10,
   });
   return exitCode;

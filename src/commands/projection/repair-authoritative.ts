@@ -6,7 +6,7 @@ import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { readInput } from '../../lib/cli/input.js';
 import { requireSetting } from '../../lib/config/config.js';
 import type { Column } from '../../lib/cli/table.js';
-import { isRefused, REASON_CODES, REPAIR_RESULTS, type Triple } from '../../lib/projection/decide.js';
+import { isRefused, REASON_CODES, resultsFor, type Triple } from '../../lib/projection/decide.js';
 import { EvidenceFile } from '../../lib/projection/evidence.js';
 import {
   authoritativeFromEnvelope,
@@ -110,7 +110,7 @@ function evidencePath(options: ProjectionRepairOptions): string {
  * `fcctl projection repair-authoritative` (seed 000 §8.1, SPEC §6): repairs the local projection
  * of one answer, or of every line of a repair plan, from FC — conditionally on the local triple
  * read before, never downgrading, with one evidence line per decision and (with `--execute`) one
- * audit row. Exit 0 when every answer is APPLIED, 1 when any is LOCAL_CHANGED, LOCAL_AHEAD,
+ * audit row. Exit 0 when every answer is APPLIED (WOULD_APPLY in a dry run), 1 when any is LOCAL_CHANGED, LOCAL_AHEAD,
  * DEFERRED or not run, 2 for bad input (nothing read or written), 3 when a database fails.
  */
 export async function runProjectionRepair(options: ProjectionRepairOptions, ctx: Ctx): Promise<number> {
@@ -133,7 +133,8 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
   };
   const tableRows: Array<Record<string, unknown>> = [];
   let summary: Awaited<ReturnType<typeof runRepairBatch>> = { results: [], notRun: 0, stoppedBy: 'done', error: null };
-  const byResult: Record<string, number> = Object.fromEntries(REPAIR_RESULTS.map((c) => [c, 0]));
+  // A dry run counts WOULD_APPLY, never APPLIED: its summary must not read as done.
+  const byResult: Record<string, number> = Object.fromEntries(resultsFor(dryRun ? 'dry-run' : 'execute').map((c) => [c, 0]));
   let exitCode: number = ExitCode.OK;
   try {
     await evidence.append({
@@ -189,7 +190,7 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
               });
               if (!ctx.output.json) {
                 if (batch) tableRows.push({ ...r });
-                else ctx.output.note(`${r.result}  ${r.reason}${r.rereads > 0 ? ` (after ${r.rereads} re-read${r.rereads > 1 ? 's' : ''})` : ''}${dryRun && r.write ? ` — would ${r.write}` : ''}`);
+                else ctx.output.note(`${r.result}  ${r.reason}${r.rereads > 0 ? ` (after ${r.rereads} re-read${r.rereads > 1 ? 's' : ''})` : ''}`);
               }
             },
           },
@@ -250,7 +251,7 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
 export function createProjectionRepairCommand(parent: Command, deps: Deps, resources: Resources, runF = runProjectionRepair): Command {
   return parent
     .command('repair-authoritative')
-    .description('repair the local projection from FC, conditionally on the local triple read before: APPLIED, LOCAL_CHANGED, LOCAL_AHEAD or DEFERRED (writes only with --execute)')
+    .description('repair the local projection from FC, conditionally on the local triple read before: APPLIED (WOULD_APPLY in a dry run), LOCAL_CHANGED, LOCAL_AHEAD or DEFERRED (writes only with --execute)')
     .requiredOption('--consumer <key>', 'this SH deployment\'s consumer app key: the grant (form, school, this key) that authorizes the projection', consumerArg)
     .requiredOption('--proof-id <id>', 'audit reference of this repair (the reconcile task or incident), 1–128 characters')
     .option('--school <id>', 'school of the answer (one answer); with --plan, the school every line must have', schoolArg)

@@ -66,7 +66,7 @@ export async function runReconcileDiff(options: ReconcileDiffOptions, ctx: Ctx):
   }
   const seconds = Math.round((Date.now() - started) / 100) / 10;
   if (result.kind === 'stopped') {
-    ctx.output.summary({ command: 'reconcile diff', exitCode: ExitCode.ITEMS_FAILED, stoppedBy: result.reason, answers: result.answers, written: false, seconds });
+    ctx.output.summary({ command: 'reconcile diff', exitCode: ExitCode.ITEMS_FAILED, stoppedBy: 'signal', answers: result.answers, written: false, seconds });
     return ExitCode.ITEMS_FAILED;
   }
   ctx.output.summary({ command: 'reconcile diff', exitCode: ExitCode.OK, ...diffSummaryFields(result), seconds }, result.summary.counts);
@@ -79,7 +79,7 @@ export function createReconcileDiffCommand(parent: Command, deps: Deps, resource
     .description('merge-join a complete FC and SH manifest: report.csv, summary.json, repair-plan.jsonl, local-ahead.jsonl, retire-candidates.jsonl')
     .requiredOption('--fc <file.jsonl>', 'the FC manifest (manifest scan --side fc)', pathArg)
     .requiredOption('--sh <file.jsonl>', 'the SH manifest (manifest scan --side sh)', pathArg)
-    .requiredOption('--task-start <time>', 'yyyy-MM-dd HH:mm:ss in the SH database\'s clock, taken before both scans began; local rows created after it are never retire candidates')
+    .requiredOption('--task-start <time>', 'yyyy-MM-dd HH:mm:ss in the SH database\'s clock, taken before both scans began (refused, exit 4, unless before the FC scan\'s start its checkpoint records); local rows created after it are never retire candidates')
     .requiredOption('--out-dir <dir>', 'where the five files go (created if missing; written only when the whole diff succeeded)', pathArg)
     .option('--fc-checkpoint <file>', 'the FC manifest\'s checkpoint (default beside it); repeat once per shard, in shard order, for concatenated shards', pathsArg)
     .option('--sh-checkpoint <file>', 'the SH manifest\'s checkpoint (default beside it); repeat once per shard, in shard order', pathsArg)

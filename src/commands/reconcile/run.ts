@@ -4,6 +4,7 @@ import type { Progress } from '../../lib/cli/output.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
+import { emptyPairWarning } from '../../lib/reconcile/checks.js';
 import { runReconcile } from '../../lib/reconcile/run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { schoolArg } from '../deliveries/target.js';
@@ -18,13 +19,16 @@ export interface ReconcileRunOptions {
   readonly outDir: string;
   readonly size: number;
   readonly restart: boolean;
+  /** a school and form with no rows on either side is expected: exit 0, not 1 */
+  readonly allowEmpty: boolean;
   readonly metricsFile?: string;
 }
 
 /**
  * `fcctl reconcile run`: the nightly entry point (src/lib/reconcile/run.ts) — task start from the
  * SH database, FC scan, SH scan, diff, all in `--out-dir` and resumable. Exit 0 when the diff was
- * written, 1 when a stop signal ended the run early (run again to continue).
+ * written, 1 when a stop signal ended the run early (run again to continue) or when neither side
+ * has a row (a typo in a cron line must not stay green; `--allow-empty` accepts it).
  */
 export async function runReconcileRun(options: ReconcileRunOptions, ctx: Ctx): Promise<number> {
   return withRunMetrics('reconcile run', options.metricsFile, () => reconcile(options, ctx));
@@ -65,11 +69,14 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
   const seconds = Math.round((Date.now() - started) / 100) / 10;
   const base = { command: 'reconcile run', runId: result.run.runId, taskStart: result.run.taskStart, resumed: result.resumed };
   if (result.kind === 'stopped') {
-    ctx.output.summary({ ...base, exitCode: ExitCode.ITEMS_FAILED, stoppedBy: result.reason, phase: result.phase, outDir: result.outDir, seconds });
-    return { exitCode: ExitCode.ITEMS_FAILED };
+    ctx.output.summary({ ...base, exitCode: ExitCode.ITEMS_FAILED, stoppedBy: 'signal', phase: result.phase, outDir: result.outDir, seconds });
+    return { exitCode: ExitCode.ITEMS_FAILED, interrupted: true };
   }
-  ctx.output.summary({ ...base, exitCode: ExitCode.OK, ...diffSummaryFields({ kind: 'done', summary: result.summary, outDir: result.outDir }), seconds }, result.summary.counts);
-  return { exitCode: ExitCode.OK, rowsByResult: result.summary.counts };
+  const warning = emptyPairWarning({ schId: options.schId, formUuid: options.formUuid, fcRows: result.summary.inputs.fc.rows, shRows: result.summary.inputs.sh.rows, allowEmpty: options.allowEmpty });
+  if (warning !== null) ctx.io.stderr.write(`fcctl: ${warning}\n`);
+  const exitCode = warning === null ? ExitCode.OK : ExitCode.ITEMS_FAILED;
+  ctx.output.summary({ ...base, exitCode, ...diffSummaryFields({ kind: 'done', summary: result.summary, outDir: result.outDir }), ...(warning !== null ? { empty: true } : {}), seconds }, result.summary.counts);
+  return { exitCode, rowsByResult: result.summary.counts };
 }
 
 export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun): Command {
@@ -80,12 +87,13 @@ export function createReconcileRunCommand(parent: Command, deps: Deps, resources
     .requiredOption('--form <uuid>', 'form uuid', uuidArg)
     .requiredOption('--out-dir <dir>', 'run directory: run.json, both manifests and checkpoints, the diff\'s files', pathArg)
     .option('--size <n>', `rows per manifest page (at most ${MAX_PAGE_SIZE})`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
-    .option('--restart', 'discard an unfinished run (or one of other parameters) in --out-dir and start a new one', false)
+    .option('--restart', 'discard an unfinished run (or one of other parameters, or an unreadable run.json) in --out-dir and start a new one', false)
+    .option('--allow-empty', 'exit 0 even when the school and form have no rows at FC nor at SH (default: exit 1 with a warning)', false)
     .addOption(metricsFileOption())
-    .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; metricsFile?: string }, cmd: Command) => {
+    .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; allowEmpty: boolean; metricsFile?: string }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
-        { schId: opts.school, formUuid: opts.form, outDir: opts.outDir, size: opts.size, restart: opts.restart, ...(opts.metricsFile ? { metricsFile: opts.metricsFile } : {}) },
+        { schId: opts.school, formUuid: opts.form, outDir: opts.outDir, size: opts.size, restart: opts.restart, allowEmpty: opts.allowEmpty, ...(opts.metricsFile ? { metricsFile: opts.metricsFile } : {}) },
         ctx,
       );
     });

@@ -59,7 +59,7 @@ export async function runRetireProve(options: RetireProveOptions, ctx: Ctx): Pro
     return ExitCode.OK;
   }
   if (result.kind === 'stopped') {
-    ctx.output.summary({ command: COMMAND, exitCode: ExitCode.ITEMS_FAILED, written: false, stoppedBy: result.reason, candidates: result.candidates, checked: result.checked, seconds });
+    ctx.output.summary({ command: COMMAND, exitCode: ExitCode.ITEMS_FAILED, written: false, stoppedBy: 'signal', candidates: result.candidates, checked: result.checked, seconds });
     return ExitCode.ITEMS_FAILED;
   }
   const p = result.proof;

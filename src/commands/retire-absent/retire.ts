@@ -28,10 +28,10 @@ const RESULT_COLUMNS: readonly Column[] = [{ key: 'answerUuid', header: 'answer'
 
 /**
  * `fcctl retire-absent --proof F`: retires the projection rows a proof shows FC no longer has
- * (src/lib/retire/retire.ts). Exit 0 when every entry is RETIRED or ALREADY_RETIRED, 1 when any
- * is REFUSED or was not run, 4 when the proof is refused as a whole (digest, format rules, age,
- * another FC database: nothing written to any database), 2 for bad flags or a file that is not a
- * proof (nothing written anywhere).
+ * (src/lib/retire/retire.ts). Exit 0 when every entry is RETIRED (WOULD_RETIRE in a dry run) or
+ * ALREADY_RETIRED by this proof, 1 when any is REFUSED or was not run, 4 when the proof is refused
+ * as a whole (digest, format rules, age, another FC database: nothing retired; with --execute one
+ * audit row), 2 for bad flags or a file that is not a proof (nothing written anywhere).
  */
 export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): Promise<number> {
   const started = Date.now();
@@ -76,10 +76,12 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
   for (const r of result.outcomes) if (r.reason) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
   const count = (k: EntryOutcome['result']) => result.outcomes.filter((r) => r.result === k).length;
   const refused = count('REFUSED');
+  // A dry run counts what it would retire under its own name: never a count that reads as done.
+  const retiredCount = dryRun ? { WOULD_RETIRE: count('WOULD_RETIRE') } : { RETIRED: count('RETIRED') };
   const notRun = result.kind === 'done' ? result.notRun : 0;
   const exitCode = result.kind === 'refused' ? ExitCode.SAFETY : refused + notRun > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
   const proof = reading.kind === 'valid' ? reading.proof : null;
-  await evidence.write({ type: 'end', runId, exitCode, counts: { RETIRED: count('RETIRED'), ALREADY_RETIRED: count('ALREADY_RETIRED'), REFUSED: refused }, notRun, stoppedBy: result.kind === 'done' ? result.stoppedBy : 'refused', endedAt: ctx.now().toISOString() });
+  await evidence.write({ type: 'end', runId, exitCode, counts: { ...retiredCount, ALREADY_RETIRED: count('ALREADY_RETIRED'), REFUSED: refused }, notRun, stoppedBy: result.kind === 'done' ? result.stoppedBy : 'refused', endedAt: ctx.now().toISOString() });
   await evidence.close();
 
   if (dryRun && result.kind === 'done') ctx.output.note('dry run: nothing was written to the databases; pass --execute to retire');
@@ -94,7 +96,7 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
       proofDigest: proof?.digest ?? (reading.kind === 'refused' ? reading.digest : null),
       ...(result.kind === 'refused' ? { proofRefused: result.reason } : {}),
       entries: proof ? proof.entries.length : result.outcomes.length,
-      retired: count('RETIRED'),
+      ...(dryRun ? { wouldRetire: count('WOULD_RETIRE') } : { retired: count('RETIRED') }),
       alreadyRetired: count('ALREADY_RETIRED'),
       refused,
       notRun,
@@ -112,7 +114,7 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
 export function createRetireAbsentCommand(program: Command, deps: Deps, resources: Resources, runF = runRetireAbsent): Command {
   return program
     .command('retire-absent')
-    .description('retire projection rows a proof shows FC no longer has: RETIRED, ALREADY_RETIRED or REFUSED per answer (writes only with --execute); `retire-absent prove` makes the proof')
+    .description('retire projection rows a proof shows FC no longer has: RETIRED (WOULD_RETIRE in a dry run), ALREADY_RETIRED or REFUSED per answer (writes only with --execute); `retire-absent prove` makes the proof')
     .option('--proof <file>', 'the proof file (fcctl retire-absent prove)', pathArg)
     .option('--execute', 'mark the rows retired and write the audit; without it only report what each entry would be', false)
     .addOption(

@@ -95,6 +95,8 @@ export class ConfirmPublisher {
   private readonly exceptions = new WeakMap<ConfirmChannel, { code: number; text: string }>();
   /** messages the broker refused alone so far, each at the cost of a channel (for the summary) */
   refusals = 0;
+  /** gone because the broker refused the return probe too (nothing can be published), not because the connection went away */
+  refusing = false;
   /**
    * Routing keys the broker refused by topic permission (403 naming the key): every later message
    * to such a key would be refused the same way, so it is answered `refused` without being sent
@@ -146,6 +148,11 @@ export class ConfirmPublisher {
     this.wakeAll();
   }
 
+  /**
+   * Wakes every waiter; each looks again whether it may send. Not just one: a woken caller that
+   * then sends nothing (its row refused from memory, or no longer to be published) would
+   * otherwise leave the others asleep with nothing in flight to wake them — a run that hangs.
+   */
   private wakeAll(): void {
     for (const wake of this.waiters.splice(0)) wake();
   }
@@ -178,10 +185,13 @@ export class ConfirmPublisher {
     // No await when a slot is free: the message goes out in the caller's turn, in call order.
     if (this.busy) await this.slot();
     const known = this.refusedTopics.get(message.routingKey);
-    if (known) return { kind: 'refused', ...known };
+    if (known) {
+      this.wakeAll();
+      return { kind: 'refused', ...known, sent: false };
+    }
     const id = message.options.messageId;
     if (this.closedReason !== null || this.outstanding.has(id) || Date.now() + this.confirmTimeoutMs > notAfter) {
-      this.waiters.shift()?.();
+      this.wakeAll();
       return { kind: 'unsent' };
     }
     this.inFlight += 1;
@@ -201,7 +211,7 @@ export class ConfirmPublisher {
           clearTimeout(entry.timer);
           this.outstanding.delete(id);
           this.inFlight -= 1;
-          this.waiters.shift()?.();
+          this.wakeAll();
           resolve(outcome);
         },
       };
@@ -311,7 +321,7 @@ export class ConfirmPublisher {
         const entry = suspects.shift()!;
         const known = this.refusedTopics.get(entry.message.routingKey);
         if (known) {
-          entry.settle({ kind: 'refused', ...known });
+          entry.settle({ kind: 'refused', ...known, sent: true });
           continue;
         }
         if (Date.now() + this.confirmTimeoutMs > entry.notAfter) {
@@ -339,12 +349,18 @@ export class ConfirmPublisher {
           this.refusals += 1;
           const rk = entry.message.routingKey;
           if (raw.code === 403 && raw.text.includes(`topic '${rk}'`)) this.refusedTopics.set(rk, { code: raw.code, text: raw.text });
-          entry.settle({ kind: 'refused', code: raw.code, text: raw.text });
+          entry.settle({ kind: 'refused', code: raw.code, text: raw.text, sent: true });
           continue;
         }
         entry.settle({ kind: 'unknown' });
-        const why = probe.kind === 'exception' ? `${probe.code} ${probe.text}` : probe.kind;
-        this.gone(`the broker refuses every message on the channel, not only one (${raw.code} ${raw.text}; the return probe: ${why})`);
+        this.refusing = probe.kind === 'exception';
+        const why =
+          probe.kind === 'exception'
+            ? `the return probe was refused too (${probe.code} ${probe.text}): the exchange takes no message on this channel`
+            : probe.kind === 'ack'
+              ? 'the return probe came back without a return, so no refusal could be told from the channel'
+              : `the return probe was not confirmed (${probe.kind})`;
+        this.gone(`after the broker refused a message (${raw.code} ${raw.text}), ${why}`);
         return;
       }
     } finally {
@@ -377,7 +393,7 @@ export class ConfirmPublisher {
     }
     if (raw.kind === 'exception') {
       this.gone(`the broker closed the channel: ${raw.code} ${raw.text}`);
-      return { kind: 'refused', code: raw.code, text: raw.text };
+      return { kind: 'refused', code: raw.code, text: raw.text, sent: true };
     }
     if (raw.kind === 'closed' || raw.kind === 'error') this.gone(raw.kind === 'error' ? raw.detail : 'channel closed');
     this.wakeAll();

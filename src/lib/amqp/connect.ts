@@ -36,13 +36,12 @@ export interface Broker {
  */
 export function vhostOf(url: string): string {
   checkAmqpUrl(url);
-  let path: string;
   try {
-    path = new URL(url).pathname;
+    const path = new URL(url).pathname;
+    return path === '' || path === '/' ? '/' : decodeURIComponent(path.slice(1));
   } catch {
-    throw new UsageError(`amqpUrl is not a URL: ${maskUrl(url)}`);
+    throw new UsageError(`amqpUrl is not a URL with a valid vhost: ${maskUrl(url)}`);
   }
-  return path === '' || path === '/' ? '/' : decodeURIComponent(path.slice(1));
 }
 
 function checkAmqpUrl(url: string): void {
@@ -74,7 +73,12 @@ export async function within(closing: Promise<unknown>, ms: number): Promise<boo
 /** One line, password masked, for anything that went wrong talking to the broker. */
 export function brokerError(url: string, what: string, err: unknown): EnvironmentError {
   const e = err as { code?: string | number; message?: string };
-  const detail = typeof e?.code === 'string' ? e.code : (e?.message ?? String(err)).split('\n')[0];
+  let detail = typeof e?.code === 'string' ? e.code : (e?.message ?? String(err)).split('\n')[0];
+  // amqplib reports RabbitMQ's 530 NOT_ALLOWED answer to connection.open (no such vhost, or no
+  // permission on it) only as the frame it did not expect.
+  if (/^Expected ConnectionOpenOk; got <ConnectionClose\b/.test(detail ?? '')) {
+    detail = `vhost "${vhostOf(url)}" not found or not permitted for user "${decodeURIComponent(new URL(url).username) || 'guest'}"`;
+  }
   return new EnvironmentError(`${what} at ${maskUrl(url)}: ${detail}`, { cause: err });
 }
 

@@ -6,7 +6,7 @@
  * user not allowed to read something, another HTTP status or a body that is not the expected JSON
  * is an EnvironmentError (exit 3). A 404 is an answer ("no such thing"), never an error.
  *
- * Reading permissions, topic permissions and operator policies needs a user with the
+ * Reading permissions, topic permissions, operator policies and users needs a user with the
  * `administrator` tag (RabbitMQ answers 401 "Not administrator user" to a `monitoring` user); the
  * client only ever sends GETs.
  */
@@ -31,6 +31,9 @@ export interface ExchangeInfo {
   readonly name: string;
   readonly type: string;
   readonly durable: boolean;
+  readonly autoDelete: boolean;
+  /** an internal exchange takes no publishes from clients, only exchange-to-exchange bindings */
+  readonly internal: boolean;
   readonly arguments: Readonly<Record<string, unknown>>;
   /** the name of the policy that applies to it now, null when none does */
   readonly policy: string | null;
@@ -45,6 +48,17 @@ export interface Policy {
   readonly applyTo: string;
   readonly priority: number;
   readonly definition: Readonly<Record<string, unknown>>;
+}
+
+/** One user's permissions on a vhost, as `GET /api/vhosts/{vhost}/permissions` lists them. */
+export interface UserPermissions extends Permissions {
+  readonly user: string;
+}
+
+/** A user and its tags (`administrator`, `monitoring`, …); never its password hash. */
+export interface UserTags {
+  readonly name: string;
+  readonly tags: readonly string[];
 }
 
 export interface BindingInfo {
@@ -191,6 +205,25 @@ export class ManagementClient {
     return { configure: str(body['configure']), write: str(body['write']), read: str(body['read']) };
   }
 
+  /** `GET /api/vhosts/{vhost}/permissions`: every user with permissions on the vhost (none when it does not exist). */
+  async vhostPermissions(vhost: string): Promise<UserPermissions[]> {
+    const rows = await this.list(['vhosts', vhost, 'permissions'], `the permissions on vhost ${vhost}`);
+    return rows.map((r) => ({ user: str(r['user']), configure: str(r['configure']), write: str(r['write']), read: str(r['read']) }));
+  }
+
+  /**
+   * `GET /api/users?columns=name,tags`: every user's name and tags, never a password hash. Tags are
+   * a list (3.9+) or one comma-separated string (older brokers).
+   */
+  async userTags(): Promise<UserTags[]> {
+    const rows = await this.list(['users'], 'the users and their tags', '?columns=name,tags');
+    return rows.map((r) => {
+      const tags = r['tags'];
+      const list = Array.isArray(tags) ? tags.map(str) : str(tags).split(',');
+      return { name: str(r['name']), tags: list.map((t) => t.trim()).filter((t) => t !== '') };
+    });
+  }
+
   /** `GET /api/topic-permissions/{vhost}/{user}`: one entry per exchange that has one. */
   async topicPermissions(vhost: string, user: string): Promise<TopicPermission[]> {
     const rows = await this.list(['topic-permissions', vhost, user], `the topic permissions of ${user} on vhost ${vhost}`);
@@ -208,6 +241,8 @@ export class ManagementClient {
       name: str(body['name']),
       type: str(body['type']),
       durable: body['durable'] === true,
+      autoDelete: body['auto_delete'] === true,
+      internal: body['internal'] === true,
       arguments: isObj(body['arguments']) ? body['arguments'] : {},
       policy: typeof policy === 'string' && policy !== '' ? policy : null,
     };

@@ -8,13 +8,24 @@
  */
 import { afterFailure, type RetryPolicy } from '../deliveries/decide.js';
 import { type ApplyBranch, type ApplyRequest, type ApplyResult, errorCode, type FlowError, type FlowInstance, type LookupResult } from '../flow/client.js';
-import { type ApplyCommandRow, type CommandGeneration, generationOf } from './types.js';
+import { type ApplyCommandRow, COLUMN_WIDTH, type CommandGeneration, cutText, generationOf, type MirrorAtClaim } from './types.js';
 
 /** Branches after which the command is settled: the flow center holds exactly this command's instance. */
 export const DONE_BRANCHES: readonly ApplyBranch[] = ['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'];
 
 /** Reasons fcctl writes to `last_error` of a DEAD row decided here (the text after ':' is detail). */
-export type DeadReason = 'OWNERSHIP_MISMATCH' | 'UNEXPECTED_BRANCH' | 'INVALID_COMMAND';
+export const DEAD_REASONS = ['OWNERSHIP_MISMATCH', 'UNEXPECTED_BRANCH', 'INVALID_COMMAND'] as const;
+export type DeadReason = (typeof DEAD_REASONS)[number];
+
+/**
+ * Whether `code` is one of the reason codes fcctl writes before the ':' of `last_error` on a
+ * FAILED or DEAD row: a {@link DeadReason}, or `LOOKUP_`/`APPLY_` with `TIMEOUT`, `NETWORK`,
+ * `MALFORMED` or `HTTP_<status>` ({@link errorCode}).
+ * @example isReasonCode('APPLY_HTTP_503') // true
+ */
+export function isReasonCode(code: string): boolean {
+  return (DEAD_REASONS as readonly string[]).includes(code) || /^(LOOKUP|APPLY)_(TIMEOUT|NETWORK|MALFORMED|HTTP_[0-9]{3})$/.test(code);
+}
 
 /** The decision for one row. */
 export type Transition =
@@ -22,8 +33,11 @@ export type Transition =
   | { readonly kind: 'done'; readonly via: 'lookup'; readonly instance: FlowInstance; readonly roundBehind: boolean }
   /** the resent apply was taken (or had been): settle with the instance the flow center returned */
   | { readonly kind: 'done'; readonly via: 'apply'; readonly branch: ApplyBranch; readonly instance: FlowInstance; readonly roundBehind: boolean }
-  /** a person must look: someone else's instance, a branch that is not "taken", or a command that cannot be resent */
-  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: ApplyBranch | null; readonly detail: string }
+  /**
+   * a person must look: someone else's instance, a branch that is not "taken" (one of the seven,
+   * or one the flow center answered outside them: kept as answered), or a command that cannot be resent
+   */
+  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: string | null; readonly detail: string }
   /**
    * no usable answer: retry later with backoff (DEAD once the budget is spent). `charged` false:
    * the request never reached the flow center, so the retry budget is not spent.
@@ -89,13 +103,17 @@ function describe(instance: FlowInstance): string {
 const roundBehind = (row: ApplyCommandRow, instance: FlowInstance) => instance.round !== null && instance.round < Number(row.attempt);
 
 function afterApply(row: ApplyCommandRow, apply: ApplyResult): Transition {
-  if (apply.kind !== 'applied') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
+  if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
+  // An unknown branch is shown quoted (JSON escapes): it is the flow center's text, not ours.
+  const shown = apply.kind === 'applied' ? apply.branch : `${JSON.stringify(cutText(apply.branch, 200))} (not a branch code of seed 000 §7.4)`;
   const foreign = ownershipMismatch(row, apply.instance);
   if (foreign.length > 0) {
-    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${apply.branch} answered with ${describe(apply.instance)} whose ${foreign.join(', ')} differ` };
+    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${shown} answered with ${describe(apply.instance)} whose ${foreign.join(', ')} differ` };
   }
-  if (DONE_BRANCHES.includes(apply.branch)) return { kind: 'done', via: 'apply', branch: apply.branch, instance: apply.instance, roundBehind: roundBehind(row, apply.instance) };
-  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${apply.branch}, ${describe(apply.instance)}` };
+  if (apply.kind === 'applied' && DONE_BRANCHES.includes(apply.branch)) {
+    return { kind: 'done', via: 'apply', branch: apply.branch, instance: apply.instance, roundBehind: roundBehind(row, apply.instance) };
+  }
+  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${shown}, ${describe(apply.instance)}` };
 }
 
 /**
@@ -142,20 +160,28 @@ export type CommandWrite =
       readonly branch: ApplyBranch | null;
       /** written to last_error; null clears it */
       readonly note: string | null;
-      readonly mirror: { readonly bizType: string; readonly bizId: string; readonly status: number };
+      /**
+       * the status mirrored into service_apply.flow_status, only over the value read at claim;
+       * `changedNote` is written to last_error instead of `note` when that value has changed
+       */
+      readonly mirror: { readonly status: number; readonly claimed: MirrorAtClaim; readonly changedNote: string };
     }
   | { readonly kind: 'fail'; readonly gen: CommandGeneration; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
-  | { readonly kind: 'dead'; readonly gen: CommandGeneration; readonly branch: ApplyBranch | null; readonly lastError: string }
+  /** `branch` already cut to the width of last_branch */
+  | { readonly kind: 'dead'; readonly gen: CommandGeneration; readonly branch: string | null; readonly lastError: string }
   | { readonly kind: 'release'; readonly gen: CommandGeneration };
 
 /** The result of one row, as counted in the summary and reported in events. */
 export type RowResult =
   | { readonly kind: 'done'; readonly via: 'lookup' | 'apply'; readonly status: number; readonly branch: ApplyBranch | null; readonly roundBehind: boolean }
   | { readonly kind: 'failed'; readonly reason: string; readonly dead: boolean }
-  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: ApplyBranch | null }
+  | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: string | null }
   | { readonly kind: 'released'; readonly reason: string };
 
-const errorText = (reason: string, detail: string) => (detail ? `${reason}: ${detail}` : reason).slice(0, 512);
+const errorText = (reason: string, detail: string) => cutText(detail ? `${reason}: ${detail}` : reason, COLUMN_WIDTH.lastError);
+
+/** No mirror read at claim: mirror only into a service_apply row whose status is still unset. */
+const NOT_READ: MirrorAtClaim = { exists: false, status: null };
 
 /**
  * The write and the reported result of a transition.
@@ -167,13 +193,20 @@ export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPoli
     case 'done': {
       const branch = t.via === 'apply' ? t.branch : null;
       const note = t.roundBehind ? `ROUND_BEHIND: ${describe(t.instance)} is in round ${t.instance.round}, this command is attempt ${row.attempt}` : null;
+      const claimed = row.mirror ?? NOT_READ;
+      const changed =
+        `MIRROR_CHANGED: service_apply.flow_status was ${claimed.status ?? 'NULL'} at claim and has changed since; ` +
+        `status ${t.instance.status} of ${describe(t.instance)} was not mirrored over it`;
+      const changedNote = cutText(note ? `${note}; ${changed}` : changed, COLUMN_WIDTH.lastError);
       return {
-        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror: { bizType: row.biz_type, bizId: row.biz_id, status: t.instance.status } },
+        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror: { status: t.instance.status, claimed, changedNote } },
         result: { kind: 'done', via: t.via, status: t.instance.status, branch, roundBehind: t.roundBehind },
       };
     }
-    case 'dead':
-      return { write: { kind: 'dead', gen, branch: t.branch, lastError: errorText(t.reason, t.detail) }, result: { kind: 'dead', reason: t.reason, branch: t.branch } };
+    case 'dead': {
+      const branch = t.branch === null ? null : cutText(t.branch, COLUMN_WIDTH.lastBranch);
+      return { write: { kind: 'dead', gen, branch, lastError: errorText(t.reason, t.detail) }, result: { kind: 'dead', reason: t.reason, branch } };
+    }
     case 'fail': {
       const retries = Number(row.retry_count);
       // Not charged: FAILED with the backoff of its current count, the count (and budget) kept.

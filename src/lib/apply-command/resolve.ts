@@ -3,7 +3,8 @@
  * Claim with a lease (short transaction) → look up (no transaction open) → resend only when not
  * found → one guarded write per row. Bounded by p-limit, `--max-rows`, `--max-seconds`, the
  * lease, and a stop signal; a flow center that answers nothing but errors stops the run early
- * instead of spending every row's retry budget.
+ * instead of spending every row's retry budget, and one that refuses our credentials (401/403)
+ * stops it at the first refusal: a wrong secret is the run's problem, never the rows'.
  */
 import pLimit from 'p-limit';
 import type { RetryPolicy } from '../deliveries/decide.js';
@@ -13,8 +14,8 @@ import { WriteBatcher } from '../db/batch.js';
 import type { Db } from '../db/connect.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
 import { planWrite, resolve, type RowResult, type Transition } from './decide.js';
-import { applyWrite, claimRows, claimStart, otherAppKeySelect, peekSelect } from './sql.js';
-import { type ApplyCommandRow, generationOf } from './types.js';
+import { applyWrite, claimRows, claimStart, type MirrorOutcome, otherAppKeySelect, peekSelect } from './sql.js';
+import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf } from './types.js';
 
 /** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
 export interface FlowApi {
@@ -37,9 +38,10 @@ export interface ResolveOptions {
   readonly maxConsecutiveErrors: number;
 }
 
-/** What one row came to, as reported in events. */
+/** What one row came to, as reported in events; a DONE says what became of its mirror. */
 export type RowReport =
-  | RowResult
+  | Exclude<RowResult, { kind: 'done' }>
+  | (Extract<RowResult, { kind: 'done' }> & { readonly mirror?: MirrorOutcome })
   /** the guarded write matched nothing: another worker or the service moved the row on */
   | { readonly kind: 'stale'; readonly would: RowResult['kind'] }
   /** dry run: the lookup found nothing, so a run would resend the apply */
@@ -61,14 +63,18 @@ export interface ResolveSummary {
   roundBehind: number;
   /** DONE rows with no service_apply row to mirror the status into */
   mirrorMissing: number;
+  /** DONE rows whose service_apply.flow_status changed after the claim: left as the service wrote it */
+  mirrorChanged: number;
   /** rows resolve would take but whose apply app key is not the configured one: never touched */
   otherAppKey: number;
   branches: Record<string, number>;
   failedByReason: Record<string, number>;
   deadByReason: Record<string, number>;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'flow-center-errors';
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'flow-center-errors' | 'credentials-refused';
   /** the last error when the run stopped for `maxConsecutiveErrors` */
   flowCenterErrors?: string;
+  /** the refusal (401/403) that stopped the run */
+  credentialsRefused?: string;
 }
 
 export interface ResolveDeps {
@@ -86,7 +92,7 @@ export interface ResolveDeps {
 function emptySummary(): ResolveSummary {
   return {
     claimed: 0, lookups: 0, posts: 0, done: 0, doneViaLookup: 0, doneViaApply: 0, failed: 0, dead: 0, released: 0, stale: 0, wouldPost: 0,
-    roundBehind: 0, mirrorMissing: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
+    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
   };
 }
 
@@ -101,6 +107,8 @@ function count(s: ResolveSummary, r: RowReport): void {
       if (r.via === 'lookup') s.doneViaLookup += 1;
       else s.doneViaApply += 1;
       if (r.roundBehind) s.roundBehind += 1;
+      if (r.mirror === 'missing') s.mirrorMissing += 1;
+      if (r.mirror === 'changed') s.mirrorChanged += 1;
       break;
     case 'failed':
       if (r.dead) s.dead += 1;
@@ -124,7 +132,13 @@ function count(s: ResolveSummary, r: RowReport): void {
 }
 
 /** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
-const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied';
+const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied' && r.kind !== 'unknown-branch';
+
+/**
+ * Whether the flow center refused who we are (401: signature, app key or secret; 403: the app may
+ * not do this): every other row would get the same answer, so nothing is charged to any row.
+ */
+const refusesCredentials = (r: LookupResult | ApplyResult) => r.kind === 'http' && (r.status === 401 || r.status === 403);
 
 /**
  * Runs resolve-unknown. Throws only for database errors (the command maps them to exit 3);
@@ -143,13 +157,19 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   let errorStreak = 0;
   let lastError = '';
   let tripped = false;
+  /** set by the first 401/403: the run stops, and rows whose answer was an error are released */
+  let refused: string | null = null;
 
   const report = (row: ApplyCommandRow, r: RowReport) => {
     count(summary, r);
     deps.onRow?.(row, r);
   };
-  const noteAnswer = (r: LookupResult | ApplyResult) => {
-    if (r.kind === 'applied') bump(summary.branches, r.branch);
+  const noteAnswer = (r: LookupResult | ApplyResult, what: string) => {
+    if (r.kind === 'applied' || r.kind === 'unknown-branch') bump(summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
+    if (refusesCredentials(r) && refused === null) {
+      refused = `HTTP ${'status' in r ? r.status : ''} on ${what}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
+      tripped = true;
+    }
     if (!isError(r)) {
       errorStreak = 0;
       return;
@@ -158,7 +178,10 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     lastError = `${r.kind}${'status' in r ? ` ${r.status}` : ''}: ${'detail' in r ? r.detail : ''}`;
     if (errorStreak >= options.maxConsecutiveErrors) tripped = true;
   };
+  /** After a refusal, an error answer says nothing about the row: it is released, not failed. */
+  const releasedByRefusal = (r: LookupResult | ApplyResult) => refused !== null && isError(r);
   const stopReason = (): ResolveSummary['stoppedBy'] | null => {
+    if (refused !== null) return 'credentials-refused';
     if (tripped) return 'flow-center-errors';
     if (deps.signal.aborted) return 'signal';
     if (summary.claimed >= options.maxRows) return 'max-rows';
@@ -167,6 +190,17 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   };
   /** Stops that also give back rows claimed but not started (budgets let them finish). */
   const halted = () => tripped || deps.signal.aborted || fatal !== null;
+
+  /** The stop the run ended with, when it was the flow center's (set once every row has settled). */
+  const finishStop = () => {
+    if (refused !== null) {
+      summary.stoppedBy = 'credentials-refused';
+      summary.credentialsRefused = refused;
+    } else if (tripped) {
+      summary.stoppedBy = 'flow-center-errors';
+      summary.flowCenterErrors = lastError;
+    }
+  };
 
   const other = otherAppKeySelect(deps.appKey, options.pendingGraceSeconds);
   summary.otherAppKey = Number((await deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
@@ -198,7 +232,8 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
             if (halted()) return;
             const lookup = await deps.flow.lookup(row.biz_type, row.biz_id);
             summary.lookups += 1;
-            noteAnswer(lookup);
+            noteAnswer(lookup, 'GET /oapi/flow/instance');
+            if (releasedByRefusal(lookup)) return report(row, { kind: 'released', reason: 'CREDENTIALS_REFUSED' });
             const step = resolve(row, lookup);
             if (step.kind === 'post') report(row, { kind: 'would-post' });
             else report(row, planWrite(row, step, options.retry).result);
@@ -210,7 +245,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     }
     await pages.all();
     if (fatal) throw fatal;
-    if (tripped) summary.flowCenterErrors = lastError;
+    finishStop();
     return summary;
   }
 
@@ -221,20 +256,23 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   const leaseCovers = (claimedAt: number) => deps.clock() + options.requestTimeoutMs + marginMs <= claimedAt + leaseMs;
 
   type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
+  const tripReason = () => (refused !== null ? 'CREDENTIALS_REFUSED' : 'FLOW_CENTER_ERRORS');
   const decide = async (row: ApplyCommandRow, claimedAt: number): Promise<Decided> => {
-    if (halted()) return { kind: 'release', reason: tripped ? 'FLOW_CENTER_ERRORS' : 'STOPPED' };
+    if (halted()) return { kind: 'release', reason: tripped ? tripReason() : 'STOPPED' };
     if (!leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
     const lookup = await deps.flow.lookup(row.biz_type, row.biz_id);
     summary.lookups += 1;
-    noteAnswer(lookup);
+    noteAnswer(lookup, 'GET /oapi/flow/instance');
+    if (releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
     const step = resolve(row, lookup);
     if (step.kind !== 'post') return { kind: 'transition', t: step };
     // Not found: resend with the same token and attempt — only while the lease is surely ours.
-    if (tripped) return { kind: 'release', reason: 'FLOW_CENTER_ERRORS' };
+    if (tripped) return { kind: 'release', reason: tripReason() };
     if (!leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
     const applied = await deps.flow.apply(step.request);
     summary.posts += 1;
-    noteAnswer(applied);
+    noteAnswer(applied, 'POST /oapi/flow/apply');
+    if (releasedByRefusal(applied)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
     return { kind: 'transition', t: resolve(row, lookup, applied) };
   };
 
@@ -254,8 +292,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
       report(row, { kind: 'stale', would: result.kind });
       return;
     }
-    if (outcome.mirrored === false) summary.mirrorMissing += 1;
-    report(row, result);
+    report(row, result.kind === 'done' && outcome.mirror !== null ? { ...result, mirror: outcome.mirror } : result);
   };
 
   let cursor = await claimStart(deps.db);
@@ -296,10 +333,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   }
   await inFlight.all();
   if (fatal) throw fatal;
-  if (tripped) {
-    summary.stoppedBy = 'flow-center-errors';
-    summary.flowCenterErrors = lastError;
-  }
+  finishStop();
   return summary;
 }
 

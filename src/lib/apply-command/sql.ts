@@ -5,7 +5,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../db/connect.js';
 import type { CommandWrite } from './decide.js';
-import type { CommandGeneration, ApplyCommandRow } from './types.js';
+import { type CommandGeneration, type ApplyCommandRow, cutText, type MirrorAtClaim } from './types.js';
 
 export interface Sql {
   readonly sql: string;
@@ -66,19 +66,38 @@ export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly s
 }
 
 /**
+ * The mirrored status of claimed rows, as the DONE write will compare it. A plain read, apart from
+ * the locking claim SELECT: locking service_apply too would make the service's callbacks wait on
+ * fcctl, and SKIP LOCKED would then skip commands for a lock on their mirror row.
+ */
+export function mirrorSelect(ids: readonly string[]): Sql {
+  return {
+    sql: 'SELECT c.id, s.id AS s_id, s.flow_status FROM flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id WHERE c.id IN (?)',
+    params: [ids],
+  };
+}
+
+/**
  * Claims up to `limit` rows for `owner` with a lease in one short transaction (`FOR UPDATE SKIP
- * LOCKED`: concurrent resolvers never wait on or share a row). No HTTP happens inside it.
+ * LOCKED`: concurrent resolvers never wait on or share a row), with the mirrored status each row
+ * is settled against. No HTTP happens inside it.
  */
 export async function claimRows(db: Db, owner: string, appKey: string, graceSeconds: number, afterId: string, limit: number, leaseSeconds: number): Promise<ApplyCommandRow[]> {
   return db.transaction(async (conn: PoolConnection) => {
     const sel = claimSelect(appKey, graceSeconds, afterId, limit);
     const [rows] = await conn.query(sel.sql, sel.params);
     const claimed = rows as ApplyCommandRow[];
-    if (claimed.length > 0) {
-      const up = claimUpdate(owner, leaseSeconds, claimed.map((r) => String(r.id)));
-      await conn.query(up.sql, up.params);
+    if (claimed.length === 0) return claimed;
+    const ids = claimed.map((r) => String(r.id));
+    const up = claimUpdate(owner, leaseSeconds, ids);
+    await conn.query(up.sql, up.params);
+    const m = mirrorSelect(ids);
+    const [mirrors] = await conn.query(m.sql, m.params);
+    const byId = new Map<string, MirrorAtClaim>();
+    for (const r of mirrors as Array<{ id: string | number; s_id: string | number | null; flow_status: number | null }>) {
+      byId.set(String(r.id), { exists: r.s_id !== null, status: r.flow_status === null ? null : Number(r.flow_status) });
     }
-    return claimed;
+    return claimed.map((r) => ({ ...r, mirror: byId.get(String(r.id)) ?? { exists: false, status: null } }));
   });
 }
 
@@ -112,20 +131,24 @@ const CLEAR_CLAIM = 'claim_owner = NULL, claim_expires_at = NULL';
 /**
  * One write as one statement. A `done` updates the command and mirrors the status into
  * `service_apply.flow_status` in a single multi-table UPDATE: atomic (one implicit transaction),
- * and the mirror happens only when the command row passes the guard.
+ * and the mirror happens only when the command row passes the guard. The service_apply row joins
+ * only while its status is still the one read at claim (`<=>`: NULL too): a status the service's
+ * flow callbacks wrote meanwhile is newer than our lookup, so the command is settled and the
+ * mirror left alone (MIRROR_CHANGED in last_error when the row existed at claim).
  */
 export function compileWrite(owner: string, w: CommandWrite): Sql {
   const g = guard(owner, w.gen);
   switch (w.kind) {
     case 'done': {
       const c = guard(owner, w.gen, 'c');
+      const { claimed } = w.mirror;
       return {
         sql:
-          'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id ' +
-          `SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ${w.branch === null ? 'c.last_branch' : '?'}, c.last_error = ?, ` +
+          'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? ' +
+          `SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ${w.branch === null ? 'c.last_branch' : '?'}, c.last_error = IF(s.id IS NULL, ?, ?), ` +
           'c.next_retry_at = NULL, c.claim_owner = NULL, c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() ' +
           `WHERE ${c.sql}`,
-        params: [w.status, w.instanceId, ...(w.branch === null ? [] : [w.branch]), w.note, w.mirror.status, ...c.params],
+        params: [claimed.status, w.status, w.instanceId, ...(w.branch === null ? [] : [w.branch]), claimed.exists ? w.mirror.changedNote : w.note, w.note, w.mirror.status, ...c.params],
       };
     }
     case 'fail':
@@ -145,17 +168,117 @@ export function compileWrite(owner: string, w: CommandWrite): Sql {
   }
 }
 
+/**
+ * What the mirror of a DONE write did: `written`; `missing` (no service_apply row, none at claim
+ * either); `changed` (its status is no longer the one read at claim, or the row went away).
+ */
+export type MirrorOutcome = 'written' | 'missing' | 'changed';
+
 /** What a write did: `stale` when the guard matched nothing (the row moved on without us). */
-export type WriteOutcome = { readonly kind: 'written'; readonly mirrored: boolean | null } | { readonly kind: 'stale' };
+export type WriteOutcome = { readonly kind: 'written'; readonly mirror: MirrorOutcome | null } | { readonly kind: 'stale' };
 
 /**
- * Executes one write (one statement). A `done` matches the command row and, when there is one,
- * the service_apply row (the connection counts matched rows, FOUND_ROWS): 0 stale, 1 no mirror
- * row, 2 mirrored.
+ * Executes one write (one statement). A `done` matches the command row and, when it still holds
+ * the status read at claim, the service_apply row (the connection counts matched rows,
+ * FOUND_ROWS): 0 stale, 1 not mirrored, 2 mirrored.
  */
 export async function applyWrite(db: { execute(sql: string, params: unknown[]): Promise<{ affectedRows: number }> }, owner: string, w: CommandWrite): Promise<WriteOutcome> {
   const { sql, params } = compileWrite(owner, w);
   const { affectedRows } = await db.execute(sql, params);
   if (affectedRows === 0) return { kind: 'stale' };
-  return { kind: 'written', mirrored: w.kind === 'done' ? affectedRows >= 2 : null };
+  if (w.kind !== 'done') return { kind: 'written', mirror: null };
+  return { kind: 'written', mirror: affectedRows >= 2 ? 'written' : w.mirror.claimed.exists ? 'changed' : 'missing' };
 }
+
+/** The audit action of every requeue decision (`fc_reconcile_audit.action`). */
+export const REQUEUE_AUDIT_ACTION = 'APPLY_REQUEUE';
+
+/** One `fc_reconcile_audit` row of a requeue decision (no school or answer: a command has neither). */
+export interface RequeueAuditRow {
+  readonly outcome: string;
+  /** `fc_reconcile_audit.reason` is VARCHAR(255): cut to fit */
+  readonly reason: string;
+  /** the operation id: what authorised the change, as a proof id does for a repair */
+  readonly operationId: string;
+  readonly runId: string;
+  readonly host: string;
+  readonly expected: unknown;
+  readonly observed: unknown;
+}
+
+const REQUEUE_ROW_COLUMNS =
+  'id, biz_type, biz_id, state, retry_count, attempt, request_token, last_error, last_branch, remote_status, remote_instance_id, claim_owner, ' +
+  'CAST(claim_expires_at AS CHAR) AS claim_expires_at, (claim_owner IS NOT NULL AND claim_expires_at IS NOT NULL AND claim_expires_at >= NOW()) AS claim_live';
+
+/**
+ * SQL of `apply-command requeue`. The write is conditional on the generation read (state, retry
+ * count, attempt, request token) and on no live claim, inside a transaction that holds the row.
+ * @example const { sql, params } = requeueSql.command({ bizType: 'honor_apply', bizId: 'A-1' }, true)
+ */
+export const requeueSql = {
+  /** The command of a business key; `lock` adds `FOR UPDATE` (no resolver can claim it meanwhile). */
+  command: (key: { bizType: string; bizId: string }, lock: boolean): Sql => ({
+    sql: `SELECT ${REQUEUE_ROW_COLUMNS} FROM flow_apply_command WHERE biz_type = ? AND biz_id = ?${lock ? ' FOR UPDATE' : ''}`,
+    params: [key.bizType, key.bizId],
+  }),
+
+  /** One page of DEAD commands (of one reason code when given), by id. No lock: each is re-read locked. */
+  deadKeys: (reason: string | null, afterId: string, limit: number): Sql => ({
+    sql:
+      "SELECT id, biz_type, biz_id FROM flow_apply_command WHERE state = 'DEAD'" +
+      `${reason === null ? '' : " AND SUBSTRING_INDEX(last_error, ':', 1) = ?"} AND id > ? ORDER BY id LIMIT ?`,
+    params: [...(reason === null ? [] : [reason]), afterId, limit],
+  }),
+
+  /**
+   * Every answer recorded for an operation, by command id (as `--dead` selects them; answers of
+   * concurrent transactions are recorded in the order they finished), keys without a command last.
+   */
+  recorded: (opDigest: string): Sql => ({
+    sql: 'SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? ORDER BY command_id IS NULL, command_id, id',
+    params: [opDigest],
+  }),
+
+  /** The answer recorded for one key, read after a duplicate key: the latest committed version. */
+  recordedOne: (opDigest: string, key: { bizType: string; bizId: string }): Sql => ({
+    sql: 'SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? AND biz_type = ? AND biz_id = ? LOCK IN SHARE MODE',
+    params: [opDigest, key.bizType, key.bizId],
+  }),
+
+  /**
+   * Claims the operation for one key: the unique key makes a second call (or a concurrent one,
+   * which waits on this row's lock) fail with a duplicate key; the answer is filled in by
+   * {@link requeueSql.recordAnswer} in the same transaction, so no one ever sees it empty.
+   */
+  claimOperation: (opDigest: string, key: { bizType: string; bizId: string }, selector: { text: string; sha256: string }): Sql => ({
+    sql:
+      'INSERT INTO fcctl_requeue_operation (op_digest, biz_type, biz_id, selector, selector_sha256, code, reason, command_id, create_time) ' +
+      "VALUES (?, ?, ?, ?, ?, '', '', NULL, NOW())",
+    params: [opDigest, key.bizType, key.bizId, cutText(selector.text, 255), selector.sha256],
+  }),
+
+  recordAnswer: (opDigest: string, key: { bizType: string; bizId: string }, code: string, reason: string, commandId: string | null): Sql => ({
+    sql: 'UPDATE fcctl_requeue_operation SET code = ?, reason = ?, command_id = ? WHERE op_digest = ? AND biz_type = ? AND biz_id = ?',
+    params: [code, reason, commandId, opDigest, key.bizType, key.bizId],
+  }),
+
+  /**
+   * Back to UNKNOWN: retry budget reset, due now, claim cleared; token and attempt untouched (the
+   * lookup still comes first). A resolver still holding the old generation in flight has its
+   * write turned away by its own guard (state and retry count moved on).
+   */
+  requeue: (w: { from: CommandGeneration; lastError: string }): Sql => ({
+    sql:
+      "UPDATE flow_apply_command SET state = 'UNKNOWN', retry_count = 0, next_retry_at = NULL, last_error = ?, claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() " +
+      'WHERE id = ? AND state = ? AND retry_count = ? AND attempt = ? AND request_token = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())',
+    params: [w.lastError, w.from.id, w.from.state, w.from.retryCount, w.from.attempt, w.from.requestToken],
+  }),
+
+  /** One audit row (action `APPLY_REQUEUE`), time from the SH database's clock. */
+  audit: (a: RequeueAuditRow): Sql => ({
+    sql:
+      'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
+      'VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, NOW())',
+    params: [REQUEUE_AUDIT_ACTION, a.outcome, cutText(a.reason, 255), a.operationId, a.runId, cutText(a.host, 255), JSON.stringify(a.expected), JSON.stringify(a.observed)],
+  }),
+};

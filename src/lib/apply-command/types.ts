@@ -2,6 +2,29 @@
 export const APPLY_COMMAND_STATES = ['PENDING', 'UNKNOWN', 'DONE', 'FAILED', 'DEAD'] as const;
 export type ApplyCommandState = (typeof APPLY_COMMAND_STATES)[number];
 
+/** Widths of the text columns fcctl writes (sql/sh.sql): longer text is cut to fit, never refused. */
+export const COLUMN_WIDTH = { lastBranch: 32, lastError: 512 } as const;
+
+/**
+ * Text cut to at most `n` characters (code points, as a utf8mb4 VARCHAR counts them: a pair of
+ * surrogates is never split).
+ * @example cutText('MAYBE_CREATED', 5) // 'MAYBE'
+ */
+export function cutText(text: string, n: number): string {
+  if (text.length <= n) return text;
+  return [...text].slice(0, n).join('');
+}
+
+/**
+ * `service_apply.flow_status` as read when the command was claimed: the DONE write mirrors the
+ * status only over this value (SPEC §10), so a status the service wrote meanwhile is kept.
+ */
+export interface MirrorAtClaim {
+  /** whether a service_apply row existed */
+  readonly exists: boolean;
+  readonly status: number | null;
+}
+
 /** A `flow_apply_command` row as resolve reads it: BIGINTs as decimal strings, times as strings. */
 export interface ApplyCommandRow {
   readonly id: string;
@@ -15,9 +38,10 @@ export interface ApplyCommandRow {
   readonly state: ApplyCommandState;
   readonly retry_count: number;
   readonly create_time: string;
+  /** set by the claim (not by a dry run's peek) */
+  readonly mirror?: MirrorAtClaim;
 }
 
-/** What identifies the claimed version of a row: a write for another version changes nothing (SPEC §2). */
 /**
  * What identifies one attempt at a command. A resubmission re-arms the same row in place (new
  * request token, higher attempt: seed 000 §7.4 RESTARTED), so both are part of the generation:

@@ -56,3 +56,24 @@ export class SafetyError extends FcctlError {
 export function exitCodeForCounts(failed: number): ExitCode {
   return failed > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
 }
+
+/** How a batch ended, as far as its exit code cares. */
+export interface BatchEnd {
+  /** the environment stopped it (broker lost or blocked, flow center down) */
+  readonly environment: boolean;
+  /** items failed, went DEAD or were refused */
+  readonly failed: number;
+  /** SIGINT/SIGTERM ended it before it was done */
+  readonly interrupted: boolean;
+}
+
+/**
+ * The exit code of a batch (SPEC §2): 3 when the environment stopped it; otherwise 1 when an item
+ * failed or an interrupt ended it early — "not all done", the same in every command, so a cron
+ * wrapper killed by a timeout never looks green; 0 when everything was done.
+ * @example batchExitCode({ environment: false, failed: 0, interrupted: true }) // 1
+ */
+export function batchExitCode(end: BatchEnd): ExitCode {
+  if (end.environment) return ExitCode.ENVIRONMENT;
+  return end.failed > 0 || end.interrupted ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+}

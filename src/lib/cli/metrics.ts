@@ -3,7 +3,11 @@
  * cron commands write their gauges to a `.prom` file, replaced atomically so the collector never
  * reads half a file.
  */
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { EnvironmentError } from './exit.js';
 
 /** Re-exported for the callers that imported it from here before it moved to `src/lib/fs/atomic.ts`. */
 export { writeFileAtomic };
@@ -93,17 +97,20 @@ export interface RunFacts {
   readonly rowsByResult?: Readonly<Record<string, number>>;
   /** the previous file's last success time, kept when this run did not complete */
   readonly previousLastSuccess?: number;
+  /** an interrupt (SIGINT/SIGTERM) ended it early: exit 1, but it did not run to the end */
+  readonly interrupted?: boolean;
 }
 
 /**
  * The run gauges shared by every cron command: duration, exit code, rows by result and the last
  * time the command completed (exit 0 or 1: it ran to the end; items may have failed). A run that
- * did not complete keeps the previous last-success time, so an alert on its age fires.
+ * did not complete — exit 3 or 4, or interrupted (exit 1 too) — keeps the previous last-success
+ * time, so an alert on its age fires.
  * @example runGauges({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000, rowsByResult: { accepted: 10 } })
  */
 export function runGauges(run: RunFacts): Gauge[] {
   const cmd = { command: run.command };
-  const completed = run.exitCode === 0 || run.exitCode === 1;
+  const completed = (run.exitCode === 0 || run.exitCode === 1) && !run.interrupted;
   const lastSuccess = completed ? run.finishedAtSeconds : run.previousLastSuccess;
   const gauges: Gauge[] = [
     gauge('fcctl_run_duration_seconds', 'duration of the last run in seconds', run.durationSeconds, cmd),
@@ -135,14 +142,36 @@ export async function previousLastSuccess(path: string, command: string): Promis
 }
 
 /**
+ * Checks, before a command does any work, that its metrics file can be written: the directory
+ * exists, is a directory and is writable, and the path is not a directory. Otherwise an
+ * {@link EnvironmentError} (exit 3): a run whose gauges would be lost must not publish 500 rows and
+ * then fail, or alerts would stay silent while rows moved.
+ * @example await checkMetricsFile('/var/lib/node_exporter/fcctl_send.prom')
+ */
+export async function checkMetricsFile(path: string): Promise<void> {
+  const file = resolve(path);
+  const dir = dirname(file);
+  const refuse = (why: string) => new EnvironmentError(`cannot write --metrics-file ${path}: ${why}; nothing was done`);
+  const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+    throw refuse(err.code === 'ENOENT' ? `directory ${dir} does not exist` : `cannot use directory ${dir} (${err.code ?? err.message})`);
+  });
+  if (!dirStat.isDirectory()) throw refuse(`${dir} is not a directory`);
+  // The file is written as a temp file in this directory and renamed over the path.
+  await access(dir, constants.W_OK | constants.X_OK).catch((err: NodeJS.ErrnoException) => {
+    throw refuse(`directory ${dir} is not writable (${err.code ?? err.message})`);
+  });
+  const fileStat = await stat(file).catch(() => null);
+  if (fileStat !== null && fileStat.isDirectory()) throw refuse('it is a directory');
+}
+
+/**
  * Writes a command's metrics file; a file that cannot be written is an environment error
- * (exit 3), raised before the command prints a summary that would say otherwise.
+ * (exit 3). The summary is printed after it by main, with that exit code (see `SummaryHold`).
  */
 export async function writeRunMetrics(path: string, gauges: readonly Gauge[]): Promise<void> {
   try {
     await writeMetricsFile(path, gauges);
   } catch (err) {
-    const { EnvironmentError } = await import('./exit.js');
     throw new EnvironmentError(`cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
   }
 }

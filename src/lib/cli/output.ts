@@ -11,6 +11,30 @@ export interface OutputOptions {
   readonly json?: boolean;
   /** injected clock for progress rates */
   readonly clock?: () => number;
+  /** where the summary waits for the process's exit code (see {@link SummaryHold}) */
+  readonly hold?: SummaryHold;
+}
+
+/**
+ * Keeps a command's summary until the process's exit code is known, then prints it with that
+ * code: whatever fails after a command printed its summary (a metrics file, an error thrown after
+ * it), the summary's `exitCode` is the process's (README "Exit codes").
+ * @example const hold = new SummaryHold(); new Output(io, { hold }).summary({ command: 'x', exitCode: 0 }); hold.release(3) // prints exitCode 3
+ */
+export class SummaryHold {
+  private pending: Array<(exitCode: number) => void> = [];
+
+  /** Keeps a summary's `print` until {@link release}. */
+  keep(print: (exitCode: number) => void): void {
+    this.pending.push(print);
+  }
+
+  /** Prints the summaries kept, in order, with `exitCode`; a second call prints nothing. */
+  release(exitCode: number): void {
+    const pending = this.pending;
+    this.pending = [];
+    for (const print of pending) print(exitCode);
+  }
 }
 
 /** A summary closes every command's output: `{"type":"summary","command":…,"exitCode":…}`. */
@@ -37,6 +61,7 @@ export interface Progress {
 export class Output {
   readonly json: boolean;
   private readonly clock: () => number;
+  private readonly hold: SummaryHold | undefined;
 
   constructor(
     readonly io: Io,
@@ -44,6 +69,15 @@ export class Output {
   ) {
     this.json = Boolean(options.json) || !io.interactive;
     this.clock = options.clock ?? Date.now;
+    this.hold = options.hold;
+  }
+
+  /**
+   * This output in JSON mode (`--format json` on a terminal), keeping its summary hold, so that
+   * summary too is printed with the process's exit code.
+   */
+  asJson(): Output {
+    return this.json ? this : new Output(this.io, { json: true, clock: this.clock, ...(this.hold ? { hold: this.hold } : {}) });
   }
 
   /** One JSON line `{"type":type,...data}` in JSON mode; nothing on a terminal (the view shows it). */
@@ -56,8 +90,19 @@ export class Output {
     if (!this.json) this.io.stdout.write(`${text}\n`);
   }
 
-  /** The closing summary: a JSON line, or a titled table of its scalar members. */
+  /**
+   * The closing summary: a JSON line, or a titled table of its scalar members. With a
+   * {@link SummaryHold} it is printed when the hold is released, with the exit code given there.
+   */
   summary(summary: Summary, counts?: Readonly<Record<string, number>>): void {
+    if (this.hold) {
+      this.hold.keep((exitCode) => this.printSummary({ ...summary, exitCode }, counts));
+      return;
+    }
+    this.printSummary(summary, counts);
+  }
+
+  private printSummary(summary: Summary, counts?: Readonly<Record<string, number>>): void {
     if (this.json) {
       this.line({ type: 'summary', ...summary, ...(counts ? { counts } : {}) });
       return;

@@ -3,7 +3,11 @@ import { fileURLToPath } from 'node:url';
 import type { Db } from './connect.js';
 
 export type Side = 'fc' | 'sh';
-export const SCHEMA_VERSION = 1;
+/**
+ * The reference schema's version, recorded by `db init`. 2: SH `fcctl_requeue_operation`
+ * (`apply-command requeue`); `db init` creates it on a version-1 database, `db check` names it missing.
+ */
+export const SCHEMA_VERSION = 2;
 
 /** One table of the reference schema as its SQL file declares it. */
 export interface TableSpec {

@@ -44,6 +44,7 @@ export interface PublisherFacts {
 const SNAPSHOT_MEMBERS = ['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values'];
 const POSITIVE_INT = /^[1-9][0-9]*$/;
 const EVENT_TYPES = new Set(['created', 'updated', 'tombstoned']);
+const VALID_DATETIME = /^(?!0000)\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d/;
 
 /**
  * The routing key `fc.snapshot.v2.<consumerAppKey>.<consumerSchoolId>`, or why it cannot be made:
@@ -113,8 +114,6 @@ export function checkSnapshot(
  * @example prePublish(row, { publisher, grant })
  */
 export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts; grant: GrantRow | undefined; maxRetries: number }): PrePublishDecision {
-  // 0. the budget: a lowered --max-retries must not buy rows past it one more try
-  if (row.state === 'FAILED' && Number(row.retry_count) >= facts.maxRetries) return { kind: 'exhausted' };
   // 1. publisher identity
   if (row.source_app_key !== facts.publisher.appKey) {
     return { kind: 'fail', reason: 'SOURCE_MISMATCH', detail: `row source ${row.source_app_key} is not the configured app key` };
@@ -128,11 +127,16 @@ export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts;
   if (Number(g.read_allowed) !== 1 || Number(g.subscribe_allowed) !== 1) return { kind: 'revoke', reason: 'GRANT_NOT_READABLE' };
   if (String(g.grant_version) !== String(row.grant_version)) return { kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' };
   if (Number(g.push_allowed) !== 1) return { kind: 'hold', reason: 'PUSH_DISABLED' };
+  // The budget: a lowered --max-retries must not buy a FAILED row one more try (after the grant:
+  // a revoked row is GRANT_REVOKED, a held one stays held).
+  if (row.state === 'FAILED' && Number(row.retry_count) >= facts.maxRetries) return { kind: 'exhausted' };
   // 3. routing key, event, snapshot
   const rk = routingKeyFor(row.consumer_app_key, row.consumer_school_id);
   if (!rk.ok) return { kind: 'fail', reason: 'INVALID_ROUTING_KEY', detail: rk.detail };
   if (row.event_id.length === 0 || row.event_id.length > 36) return { kind: 'fail', reason: 'INVALID_EVENT', detail: 'event id must be 1–36 characters' };
   if (!EVENT_TYPES.has(row.event_type)) return { kind: 'fail', reason: 'INVALID_EVENT', detail: `event type ${JSON.stringify(row.event_type)} is not created, updated or tombstoned` };
+  // occurredAt is built from it: a zero or impossible DATETIME (a lax sql_mode allows them) has no offset.
+  if (!VALID_DATETIME.test(String(row.occurred_at))) return { kind: 'fail', reason: 'INVALID_EVENT', detail: `occurred_at ${JSON.stringify(String(row.occurred_at))} is not a valid DATETIME` };
   const snap = checkSnapshot(row.snapshot_json, row.content_hash, { appKey: row.consumer_app_key, schoolId: String(row.consumer_school_id) });
   if (!snap.ok) return { kind: 'fail', reason: snap.reason, detail: snap.detail };
   return { kind: 'publish', routingKey: rk.routingKey };
@@ -146,8 +150,11 @@ export type BrokerOutcome =
   | { readonly kind: 'closed' }
   /** the client refused to send it (synchronous publish error other than a closed channel) */
   | { readonly kind: 'error'; readonly detail: string }
-  /** the broker closed the channel over this message, sent alone (AMQP reply code and text) */
-  | { readonly kind: 'refused'; readonly code: number; readonly text: string }
+  /**
+   * the broker closed the channel over this message, sent alone (AMQP reply code and text); or,
+   * `sent: false`, not sent because the broker refused its routing key earlier in the run
+   */
+  | { readonly kind: 'refused'; readonly code: number; readonly text: string; readonly sent?: boolean }
   /** sent, but its confirm was lost when the broker refused another message: resent later */
   | { readonly kind: 'unknown' }
   /** never went out (the channel was gone first, or the lease too short to wait for a confirm) */

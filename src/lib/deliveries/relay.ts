@@ -57,9 +57,11 @@ export interface SendSummary {
   stale: number;
   /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
   brokerRefusals: number;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-blocked';
-  /** why the broker went away mid-run; the command then exits 3 after its summary */
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-refusing' | 'broker-blocked' | 'publisher-identity';
+  /** why the broker went away mid-run (or refuses every message: `broker-refusing`); the command then exits 3 after its summary */
   brokerLost?: string;
+  /** why the publisher identity failed mid-run (the registry changed); the command exits 3 after its summary */
+  publisherIdentity?: string;
   /** why the broker blocked publishing (a resource alarm); the run stopped claiming, exit 3 */
   brokerBlocked?: string;
 }
@@ -164,7 +166,7 @@ async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise
  * FCCTL_APP_KEY or FCCTL_APP_CODE is the run's problem, not each row's (one wrong key would
  * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
  */
-export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher']): Promise<PublisherFacts> {
+export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher'], consequence = 'no row was claimed'): Promise<PublisherFacts> {
   const facts = await publisherFacts(db, publisher);
   const check = checkPublisher(facts);
   if (check.ok) return facts;
@@ -172,8 +174,11 @@ export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher']
     check.reason === 'REGISTRY_UNREACHABLE'
       ? 'the app registry (application_info) could not be read'
       : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
-  throw new EnvironmentError(`publisher identity: ${setting}; no row was claimed`);
+  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`);
 }
+
+/** The publisher identity failed (exit 3): a misconfiguration, never charged to rows. */
+export class PublisherIdentityError extends EnvironmentError {}
 
 /** The pre-publish decisions of `rows`, with their grants read now. */
 async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: PublisherFacts, maxRetries: number) {
@@ -282,14 +287,17 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
     let checkedAt = deps.clock();
     for (let i = 0; i < decided.length; i++) {
       if (decided[i]!.decision.kind !== 'publish') continue;
-      if (publisher.busy) await publisher.slot();
-      // Under back-pressure a publish can come long after its batch's grant check: look again.
-      if (deps.clock() - checkedAt > grantMaxAgeMs) {
+      // Under back-pressure a publish can come long after its batch's grant check: look again,
+      // after every wait (with --pipeline another batch may take the slot meanwhile).
+      for (;;) {
+        if (publisher.busy) await publisher.slot();
+        if (deps.clock() - checkedAt <= grantMaxAgeMs) break;
         const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), batchFacts, maxRetries);
         again.forEach((d, k) => (decided[i + k] = d));
         checkedAt = deps.clock();
-        if (decided[i]!.decision.kind !== 'publish') continue;
+        if (decided[i]!.decision.kind !== 'publish') break;
       }
+      if (decided[i]!.decision.kind !== 'publish') continue;
       const d = decided[i]!;
       const routingKey = (d.decision as { routingKey: string }).routingKey;
       d.outcome = publisher.publish({ exchange: DELIVERY_EXCHANGE, routingKey, body: buildEnvelope(d.row, options.serviceTimeZone), options: messageOptions(d.row) }, notAfter);
@@ -298,7 +306,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       decided.map(async ({ row, decision, outcome }) => {
         if (!outcome) return { row, decision };
         const o = await outcome;
-        if (o.kind !== 'unsent') summary.published += 1;
+        if (o.kind !== 'unsent' && !(o.kind === 'refused' && o.sent === false)) summary.published += 1;
         return { row, decision, outcome: o };
       }),
     );
@@ -321,10 +329,20 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
       continue;
     }
     const limit = Math.min(options.batchSize, options.maxRows - summary.claimed);
-    // Identity again before each claim (a registry changed mid-run stops the run, charging nobody).
-    facts = await verifiedPublisher(deps.db, deps.publisher);
     const claimedAt = deps.clock();
-    const rows = await claimDue(deps.db, owner, limit, options.leaseSeconds);
+    let rows: DeliveryRow[];
+    try {
+      // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
+      facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
+      rows = await claimDue(deps.db, owner, limit, options.leaseSeconds);
+    } catch (err) {
+      // Stop claiming, but finish (or release) what is in flight before giving up.
+      if (err instanceof PublisherIdentityError) {
+        summary.stoppedBy = 'publisher-identity';
+        summary.publisherIdentity = err.message;
+      } else fatal ??= err;
+      break;
+    }
     if (rows.length === 0) {
       if (inFlight.size === 0) break;
       // Rows may come back due (held elsewhere, released) only later; finish what is in flight.
@@ -343,8 +361,9 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   const lost = publisher.lost;
   await publisher.close();
   if (fatal) throw fatal;
+  if (summary.publisherIdentity) return summary;
   if (lost) {
-    summary.stoppedBy = 'broker-lost';
+    summary.stoppedBy = publisher.refusing ? 'broker-refusing' : 'broker-lost';
     summary.brokerLost = lost;
   } else if (broker.blocked !== null) {
     summary.stoppedBy = 'broker-blocked';

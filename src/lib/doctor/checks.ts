@@ -27,3 +27,28 @@ export function vhostCheck(amqpUrl: string): CheckResult {
 export function doctorExitCode(results: readonly CheckResult[]): 0 | 3 {
   return results.some((r) => r.status === 'fail') ? 3 : 0;
 }
+
+/** How re-declaring the existing delivery exchange (durable, topic) went: done, or the broker's code and message. */
+export type RedeclareOutcome = { readonly ok: true } | { readonly ok: false; readonly code: number | undefined; readonly message: string };
+
+/**
+ * The plain `delivery exchange` check of an exchange that exists: fcctl re-declares it as a durable
+ * topic exchange, a no-op when it is one. 406 PRECONDITION_FAILED (another type or durability) fails.
+ * 403 ACCESS_REFUSED is the least-privilege publisher of seed 000 §6, which may not configure the
+ * exchange: ok, saying type and durability were not verified (`--isolation` reads them through the
+ * management API). Anything else fails naming it.
+ * @example redeclareCheck('fc.answer.delivery.v2', { ok: false, code: 403, message: '…' }).status // 'ok'
+ */
+export function redeclareCheck(exchange: string, outcome: RedeclareOutcome): CheckResult {
+  const check = 'delivery exchange';
+  if (outcome.ok) return { check, status: 'ok', detail: `${exchange} exists, topic, durable` };
+  if (outcome.code === 403) {
+    return {
+      check,
+      status: 'ok',
+      detail: `${exchange} exists; its type and durability were not verified: the publisher may not configure it (re-declaring it was refused, 403 ACCESS_REFUSED), as seed 000 §6 asks; doctor --isolation verifies them through the management API`,
+    };
+  }
+  if (outcome.code === 406) return { check, status: 'fail', detail: `${exchange} exists but is not a durable topic exchange: ${outcome.message}` };
+  return { check, status: 'fail', detail: `${exchange} exists but could not be re-declared to check its type and durability: ${outcome.message}` };
+}

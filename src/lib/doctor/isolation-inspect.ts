@@ -11,21 +11,28 @@ import type { Db } from '../db/connect.js';
 import type { CheckResult } from './checks.js';
 import { type AppKeys, decideIsolation, DLQ_SUFFIX, type IsolationFacts, ISOLATION_CHECKS, publisherOf } from './isolation.js';
 
-/** What `--isolation` looks at: the API, the publisher and its vhost, the consumer queue. */
+/** What `--isolation` looks at: the API, the publisher and its vhost, the consumer queue and users. */
 export interface IsolationTarget {
   readonly api: ManagementClient;
   readonly publisher: string;
   readonly vhost: string;
   readonly consumerQueue: string;
+  /** `--consumer-user`: the users who may read the delivery exchange (empty: not given) */
+  readonly consumerUsers: readonly string[];
 }
 
 /**
  * Checks the settings `--isolation` needs before anything connects: the management URL (set, and
- * http or https) and the publisher's AMQP URL (its user and vhost are what is checked). Exit 2
- * (UsageError) naming the variable otherwise.
- * @example isolationTarget({ amqpUrl: 'amqp://pub:pw@mq/fcctl', amqpManagementUrl: 'http://mon:pw@mq:15672' }, 'svc-hall.fc.answer.snapshot.v2')
+ * http or https) and the publisher's AMQP URL (its user and vhost are what is checked), and that no
+ * `--consumer-user` is the publisher (it must read nothing). Exit 2 (UsageError) naming the
+ * variable or option otherwise.
+ * @example isolationTarget({ amqpUrl: 'amqp://pub:pw@mq/fcctl', amqpManagementUrl: 'http://mon:pw@mq:15672' }, 'svc-hall.fc.answer.snapshot.v2', { consumerUsers: ['svc-hall'] })
  */
-export function isolationTarget(settings: { amqpUrl: string | undefined; amqpManagementUrl: string | undefined }, consumerQueue: string, options: { timeoutMs?: number } = {}): IsolationTarget {
+export function isolationTarget(
+  settings: { amqpUrl: string | undefined; amqpManagementUrl: string | undefined },
+  consumerQueue: string,
+  options: { timeoutMs?: number; consumerUsers?: readonly string[] } = {},
+): IsolationTarget {
   if (settings.amqpManagementUrl === undefined) {
     throw new UsageError('--isolation reads the RabbitMQ management API: set FCCTL_AMQP_MANAGEMENT_URL (or --amqp-management-url), e.g. http://user:pass@host:15672');
   }
@@ -33,7 +40,11 @@ export function isolationTarget(settings: { amqpUrl: string | undefined; amqpMan
   if (settings.amqpUrl === undefined) throw new UsageError('--isolation checks the publisher of FCCTL_AMQP_URL: set FCCTL_AMQP_URL (or --amqp-url)');
   const publisher = publisherOf(settings.amqpUrl);
   if (publisher === null) throw new UsageError(`amqpUrl is not a valid URL: ${maskUrl(settings.amqpUrl)}`);
-  return { api, publisher: publisher.user, vhost: publisher.vhost, consumerQueue };
+  const consumerUsers = [...new Set(options.consumerUsers ?? [])];
+  if (consumerUsers.includes(publisher.user)) {
+    throw new UsageError(`--consumer-user ${JSON.stringify(publisher.user)} is the publisher of FCCTL_AMQP_URL: the publisher must read nothing, it cannot be a consumer user`);
+  }
+  return { api, publisher: publisher.user, vhost: publisher.vhost, consumerQueue, consumerUsers };
 }
 
 /**
@@ -50,7 +61,7 @@ export async function registeredAppKeys(db: Db): Promise<string[]> {
  * password masked); a failure to read the app keys is a fact (`appKeys.ok === false`).
  */
 export async function inspectIsolation(target: IsolationTarget, appKeys: () => Promise<readonly string[]>, describe: (err: unknown) => string): Promise<IsolationFacts> {
-  const { api, vhost, publisher, consumerQueue } = target;
+  const { api, vhost, publisher, consumerQueue, consumerUsers } = target;
   const keys: Promise<AppKeys> = appKeys().then(
     (k) => ({ ok: true, keys: k }),
     (err: unknown) => ({ ok: false, reason: describe(err) }),
@@ -58,7 +69,7 @@ export async function inspectIsolation(target: IsolationTarget, appKeys: () => P
   // first alone: a refused login or an unreachable API is then one error, not eight
   const vhostExists = await api.vhostExists(vhost);
   const queueNames = [consumerQueue, `${consumerQueue}${DLQ_SUFFIX}`];
-  const [permissions, topicPermissions, exchange, policies, operatorPolicies, bindings, queues] = await Promise.all([
+  const [permissions, topicPermissions, exchange, policies, operatorPolicies, bindings, queues, vhostPermissions, users] = await Promise.all([
     api.permissions(vhost, publisher),
     api.topicPermissions(vhost, publisher),
     api.exchange(vhost, DELIVERY_EXCHANGE),
@@ -66,7 +77,10 @@ export async function inspectIsolation(target: IsolationTarget, appKeys: () => P
     api.operatorPolicies(vhost),
     api.bindingsFrom(vhost, DELIVERY_EXCHANGE),
     Promise.all(queueNames.map((name) => api.queue(vhost, name))),
+    api.vhostPermissions(vhost),
+    api.userTags(),
   ]);
+  const onVhost = new Set(vhostPermissions.map((p) => p.user));
   return {
     vhost,
     vhostExists,
@@ -80,6 +94,10 @@ export async function inspectIsolation(target: IsolationTarget, appKeys: () => P
     bindings: bindings.filter((b) => b.source === DELIVERY_EXCHANGE),
     queues: Object.fromEntries(queueNames.map((name, i) => [name, queues[i] ?? null])),
     appKeys: await keys,
+    vhostPermissions,
+    userTags: Object.fromEntries(users.filter((u) => onVhost.has(u.name)).map((u) => [u.name, u.tags])),
+    consumerUsers,
+    managementUser: api.user,
   };
 }
 

@@ -6,9 +6,11 @@
  * | item | passes when |
  * |---|---|
  * | `isolation: vhost` | the publisher's vhost (the path of FCCTL_AMQP_URL) is not `/` and exists |
+ * | `isolation: delivery exchange` | `fc.answer.delivery.v2` exists, is a topic exchange, durable, not auto-delete, not internal |
  * | `isolation: publisher permissions` | configure covers nothing or only `fc.answer.delivery.v2`; write covers it and nothing else; read covers nothing |
  * | `isolation: publisher topic permissions` | a topic permission on `fc.answer.delivery.v2` whose write pattern allows only `fc.snapshot.v2.` keys, the return probe's key included |
- * | `isolation: bindings` | every binding from the exchange is `fc.snapshot.v2.<key>.*` or `fc.snapshot.v2.<key>.<school>`, key registered in `application_info` |
+ * | `isolation: bindings` | every binding from the exchange is `fc.snapshot.v2.<key>.*` or `fc.snapshot.v2.<key>.<school>`, key registered in `application_info`, to a queue whose name starts with the consumer queue's (`--consumer-queue`: seed 000 §6's `svc-hall.fc.answer.snapshot.v2*`), never to an exchange |
+ * | `isolation: who can read the exchange` | every user whose read permission on the vhost matches `fc.answer.delivery.v2` (and who can therefore bind a queue to it) is allowed: see below |
  * | `isolation: consumer queues` | `svc-hall.fc.answer.snapshot.v2` and its `.dlq` exist, durable, neither auto-delete nor exclusive |
  * | `isolation: alternate exchange` | no `alternate-exchange` on the exchange: not as an argument, not from an applied policy or operator policy |
  *
@@ -30,11 +32,27 @@
  * `{vhost}` in a pattern are expanded first, as RabbitMQ does. The pattern is proven when every top-
  * level alternative is `^` followed by literal text starting `fc.snapshot.v2.`; otherwise tested
  * against sample keys (`fc.snapshot.v1.…`, `x.fc.snapshot.v2.…`, `#`, `fc.snapshot.v2x.…`, the empty
- * key, …) as above. It must allow {@link RETURN_PROBE_ROUTING_KEY}: `deliveries send` publishes that
+ * key, …) as above; a top-level alternative `^` + literal text that departs from `fc.snapshot.v2.`
+ * (`^amq\.`, `^fc\.snapshot\.v3`) provably allows keys outside the prefix and fails whatever the
+ * samples say. It must allow {@link RETURN_PROBE_ROUTING_KEY}: `deliveries send` publishes that
  * probe before each run and sends nothing when the probe is refused.
+ *
+ * Who can read the exchange. Binding a queue (or an exchange) to the delivery exchange needs `read`
+ * on it, so every user whose read regex on the vhost matches `fc.answer.delivery.v2` (RabbitMQ's
+ * reading: unanchored, '' matches nothing) can route snapshots to a queue of their own (seed 000 §6:
+ * no queue an unauthorised consumer can bind). Each such user is judged, the rest are not named:
+ * - the publisher: `fail` (it must read nothing; `--consumer-user` cannot name it);
+ * - a user named by `--consumer-user`: allowed;
+ * - the management API's own user (the one doctor reads as, an administrator): allowed, and named;
+ * - without `--consumer-user`: every other reader is a `warn` (doctor cannot tell the consumer's user
+ *   from another), and the item is `ok` only when there is none;
+ * - with it: another user tagged `administrator` is a `warn` (an administrator can give itself any
+ *   permission through the management API anyway, so naming it is all doctor can do), any other
+ *   user is a `fail`;
+ * - a read regex JavaScript cannot compile is a `warn` (not judged) for anyone not allowed.
  */
 import { DELIVERY_EXCHANGE, RETURN_PROBE_ROUTING_KEY } from '../amqp/connect.js';
-import type { BindingInfo, ExchangeInfo, Permissions, Policy, QueueInfo, TopicPermission } from '../amqp/management.js';
+import type { BindingInfo, ExchangeInfo, Permissions, Policy, QueueInfo, TopicPermission, UserPermissions } from '../amqp/management.js';
 import type { CheckResult } from './checks.js';
 
 /** The prefix of every v2 routing key (SPEC §4). */
@@ -48,9 +66,11 @@ export const DLQ_SUFFIX = '.dlq';
 /** The names of the items, in the order they are reported. */
 export const ISOLATION_CHECKS = {
   vhost: 'isolation: vhost',
+  exchange: 'isolation: delivery exchange',
   permissions: 'isolation: publisher permissions',
   topic: 'isolation: publisher topic permissions',
   bindings: 'isolation: bindings',
+  readers: 'isolation: who can read the exchange',
   queues: 'isolation: consumer queues',
   alternateExchange: 'isolation: alternate exchange',
   /** reported instead of the items when the management API could not be read */
@@ -79,6 +99,14 @@ export interface IsolationFacts {
   /** the consumer queue and its dlq by name; null: it does not exist */
   readonly queues: Readonly<Record<string, QueueInfo | null>>;
   readonly appKeys: AppKeys;
+  /** every user with permissions on the vhost, the publisher included */
+  readonly vhostPermissions: readonly UserPermissions[];
+  /** the tags of the users of `vhostPermissions` by name (a user missing here has none) */
+  readonly userTags: Readonly<Record<string, readonly string[]>>;
+  /** the consumer's users (`--consumer-user`), who may read the exchange; empty: not given */
+  readonly consumerUsers: readonly string[];
+  /** the user the management API is read as */
+  readonly managementUser: string;
 }
 
 /**
@@ -334,7 +362,7 @@ export function judgePermission(
   return { status: 'warn', text: `${op} ${quote(re)} matches no sample name it must not, but its form does not prove it covers only ${listOf(rule.allowed) || 'nothing'} (write ${exactForm})` };
 }
 
-/** Item 2: the publisher's configure, write and read permissions on the vhost. */
+/** Item 3: the publisher's configure, write and read permissions on the vhost. */
 export function permissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'permissions' | 'consumerQueue'>): CheckResult {
   const check = ISOLATION_CHECKS.permissions;
   const who = `publisher ${quote(f.publisher)} on vhost ${quote(f.vhost)}`;
@@ -374,7 +402,27 @@ function expandTopicPattern(re: string, f: { publisher: string; vhost: string })
   return re.replaceAll('{username}', f.publisher).replaceAll('{vhost}', f.vhost);
 }
 
-/** Item 3: the publisher's topic permission on the delivery exchange. */
+/** Whether literal text a key starts with proves the key is outside `prefix`: they differ before either ends. */
+function departsFrom(literal: string, prefix: string): boolean {
+  const n = Math.min(literal.length, prefix.length);
+  return literal.slice(0, n) !== prefix.slice(0, n);
+}
+
+/**
+ * The top-level alternatives of a topic pattern that provably allow only keys outside
+ * `fc.snapshot.v2.`: `^` then literal text departing from the prefix. `^fc\.` is not one (its keys
+ * may be inside), nor is an alternative without `^` or without a literal start.
+ * @example outsideAlternatives('^fc\\.snapshot\\.v2\\.|^amq\\.') // [{ alternative: '^amq\\.', literal: 'amq.' }]
+ */
+export function outsideAlternatives(re: string): Array<{ alternative: string; literal: string }> {
+  return (topLevelAlternatives(re) ?? []).flatMap((alternative) => {
+    if (!alternative.startsWith('^')) return [];
+    const { literal } = literalStart(alternative.slice(1));
+    return literal !== '' && departsFrom(literal, ROUTING_KEY_PREFIX) ? [{ alternative, literal }] : [];
+  });
+}
+
+/** Item 4: the publisher's topic permission on the delivery exchange. */
 export function topicPermissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'topicPermissions'>): CheckResult {
   const check = ISOLATION_CHECKS.topic;
   const who = `publisher ${quote(f.publisher)} on vhost ${quote(f.vhost)}`;
@@ -398,6 +446,11 @@ export function topicPermissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vho
   }
   const outside = TOPIC_SAMPLES_OUTSIDE.filter((k) => rx.test(k));
   if (outside.length) problems.push(`${shown} also allows ${listOf(outside.map((k) => (k === '' ? '(the empty key)' : k)))} (only ${ROUTING_KEY_PREFIX} keys may be published)`);
+  const departing = re === '' ? [] : outsideAlternatives(re);
+  if (departing.length) {
+    const each = departing.map((a) => `${quote(a.alternative)} allows keys starting ${quote(a.literal)}`);
+    problems.push(`${shown}: its top-level alternative${departing.length === 1 ? '' : 's'} ${listOf(each)}, outside ${ROUTING_KEY_PREFIX} (only ${ROUTING_KEY_PREFIX} keys may be published)`);
+  }
   if (problems.length) return { check, status: 'fail', detail: `${who}: ${problems.join('; ')}` };
   const prefixes = re === '' ? null : provablePrefixes(re);
   if (prefixes !== null && prefixes.every((p) => p.startsWith(ROUTING_KEY_PREFIX))) {
@@ -439,25 +492,125 @@ export function bindingProblem(routingKey: string, registered: ReadonlySet<strin
   return null;
 }
 
-/** Item 4: the bindings whose source is the delivery exchange. */
-export function bindingsCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'bindings' | 'appKeys'>): CheckResult {
+/**
+ * Why a binding's destination breaks isolation, or null when it is allowed: a queue whose name starts
+ * with the consumer queue's (seed 000 §6: the consumer's queues are `svc-hall.fc.answer.snapshot.v2*`),
+ * never an exchange (an exchange-to-exchange binding sends snapshots on to wherever that exchange routes).
+ * @example bindingDestinationProblem({ destination: 'rogue.q', destinationType: 'queue' }, 'svc-hall.fc.answer.snapshot.v2') // 'queue rogue.q is not …'
+ */
+export function bindingDestinationProblem(b: Pick<BindingInfo, 'destination' | 'destinationType'>, consumerQueue: string): string | null {
+  if (b.destinationType === 'exchange') return `an exchange-to-exchange binding sends snapshots on to wherever exchange ${b.destination} routes them (bind only the consumer's queues)`;
+  if (!b.destination.startsWith(consumerQueue)) return `queue ${b.destination} is not the consumer's (its name does not start with ${consumerQueue})`;
+  return null;
+}
+
+/** Item 5: the bindings whose source is the delivery exchange: their keys and their destinations. */
+export function bindingsCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'bindings' | 'appKeys' | 'consumerQueue'>): CheckResult {
   const check = ISOLATION_CHECKS.bindings;
   if (f.exchange === null) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
   const registered = f.appKeys.ok ? new Set(f.appKeys.keys) : null;
   const wrong = f.bindings.flatMap((b) => {
-    const problem = bindingProblem(b.routingKey, registered);
-    return problem === null ? [] : [`${quote(b.routingKey)} → ${b.destinationType} ${b.destination}: ${problem}`];
+    const problems = [bindingProblem(b.routingKey, registered), bindingDestinationProblem(b, f.consumerQueue)].filter((p): p is string => p !== null);
+    return problems.length === 0 ? [] : [`${quote(b.routingKey)} → ${b.destinationType} ${b.destination}: ${problems.join(', and ')}`];
   });
   const unknown = f.appKeys.ok ? [] : [`the registered app keys could not be read (${f.appKeys.reason}), so no key was checked against application_info`];
   if (wrong.length || unknown.length) return { check, status: 'fail', detail: [...wrong, ...unknown].join('; ') };
   if (f.bindings.length === 0) return { check, status: 'ok', detail: `no bindings on ${DELIVERY_EXCHANGE}` };
   const keys = [...new Set(f.bindings.map((b) => BINDING_FORM.exec(b.routingKey)![1]!))].sort();
-  return { check, status: 'ok', detail: `${f.bindings.length} binding${f.bindings.length === 1 ? '' : 's'} on ${DELIVERY_EXCHANGE}, all for registered app keys (${listOf(keys)})` };
+  return {
+    check,
+    status: 'ok',
+    detail: `${f.bindings.length} binding${f.bindings.length === 1 ? '' : 's'} on ${DELIVERY_EXCHANGE}, all to ${f.consumerQueue}* queues and for registered app keys (${listOf(keys)})`,
+  };
+}
+
+// --- who can read the exchange ---------------------------------------------------------------------
+
+/** The management tag of a user who may do anything through the management API. */
+export const ADMINISTRATOR_TAG = 'administrator';
+
+/**
+ * Whether a read regex covers the delivery exchange, as RabbitMQ matches it (unanchored; '' is
+ * nothing); null when JavaScript cannot compile it.
+ * @example readsExchange('.*') // true
+ * @example readsExchange('^svc-hall\\.') // false
+ */
+export function readsExchange(read: string): boolean | null {
+  if (read === '') return false;
+  const rx = compile(read);
+  return rx === null ? null : rx.test(DELIVERY_EXCHANGE);
+}
+
+/**
+ * Item 6: the users who can read the delivery exchange, and so bind a queue to it (the rule is in
+ * this file's header). Each is named with its read regex; the allowed ones last.
+ */
+export function readersCheck(f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vhostPermissions' | 'userTags' | 'consumerUsers' | 'managementUser'>): CheckResult {
+  const check = ISOLATION_CHECKS.readers;
+  const consumers = new Set(f.consumerUsers);
+  const given = consumers.size > 0;
+  const verdicts: Array<{ status: Status; text: string }> = [];
+  for (const p of f.vhostPermissions) {
+    const reads = readsExchange(p.read);
+    if (reads === false) continue;
+    const admin = (f.userTags[p.user] ?? []).includes(ADMINISTRATOR_TAG);
+    const who = `${quote(p.user)} (${admin ? 'administrator, ' : ''}read ${quote(p.read)}${reads === null ? ', not judged: JavaScript cannot compile it' : ''})`;
+    if (p.user === f.publisher) {
+      verdicts.push({ status: reads === null ? 'warn' : 'fail', text: `the publisher ${who}: it must read nothing (see ${ISOLATION_CHECKS.permissions})` });
+    } else if (consumers.has(p.user)) {
+      verdicts.push({ status: 'ok', text: `consumer user ${who}` });
+    } else if (p.user === f.managementUser) {
+      verdicts.push({ status: 'ok', text: `the management API's own user ${who}` });
+    } else if (reads === null) {
+      verdicts.push({ status: 'warn', text: `${who}: check by hand that it does not match ${DELIVERY_EXCHANGE}` });
+    } else if (!given) {
+      verdicts.push({ status: 'warn', text: who });
+    } else if (admin) {
+      verdicts.push({ status: 'warn', text: `${who} is not a --consumer-user (an administrator can give itself any permission anyway; take away its permissions on this vhost if it does not need them)` });
+    } else {
+      verdicts.push({ status: 'fail', text: `${who} is not a --consumer-user` });
+    }
+  }
+  const where = `on vhost ${quote(f.vhost)}`;
+  const unreadable = f.consumerUsers.filter((u) => !f.vhostPermissions.some((p) => p.user === u && readsExchange(p.read) !== false));
+  const note = unreadable.length ? ` (--consumer-user ${listOf(unreadable.map(quote))} cannot read it)` : '';
+  if (verdicts.length === 0) return { check, status: 'ok', detail: `no user ${where} can read ${DELIVERY_EXCHANGE}, so none can bind a queue to it${note}` };
+  const status = worst(verdicts.map((v) => v.status));
+  // failures first, then warnings, then the allowed readers
+  const ordered = WORST.flatMap((s) => verdicts.filter((v) => v.status === s));
+  const hint = !given && verdicts.some((v) => v.status === 'warn') ? `; no --consumer-user given: name the consumer's user(s) with --consumer-user (then any other reader fails, an administrator warns)` : '';
+  return { check, status, detail: `users ${where} who can read ${DELIVERY_EXCHANGE}, and so bind a queue to it: ${ordered.map((v) => v.text).join('; ')}${hint}${note}` };
+}
+
+// --- delivery exchange ------------------------------------------------------------------------------
+
+/**
+ * Item 2: the delivery exchange as the management API shows it: a topic exchange (a fanout sends every
+ * snapshot to every bound queue, a headers exchange ignores the routing key), durable and not
+ * auto-delete (once it is gone, whoever declares it first decides its type and arguments), not
+ * internal (clients could not publish to it).
+ */
+export function deliveryExchangeCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange'>): CheckResult {
+  const check = ISOLATION_CHECKS.exchange;
+  if (f.exchange === null) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
+  const e = f.exchange;
+  const why: Record<string, string> = {
+    fanout: 'it sends every snapshot to every bound queue, whatever its routing key',
+    headers: 'it routes by headers and ignores the routing key',
+  };
+  const wrong = [
+    ...(e.type === 'topic' ? [] : [`a ${e.type || '(typeless)'} exchange, not topic (${why[e.type] ?? 'v2 routing keys and bindings are topic patterns'})`]),
+    ...(e.durable ? [] : ['not durable (it is gone after a broker restart, and whoever declares it first then decides its type and arguments)']),
+    ...(e.autoDelete ? ['auto-delete (it goes with its last binding, and whoever declares it first then decides its type and arguments)'] : []),
+    ...(e.internal ? ['internal (clients cannot publish to it)'] : []),
+  ];
+  if (wrong.length) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} on vhost ${quote(f.vhost)} is ${wrong.join('; ')}` };
+  return { check, status: 'ok', detail: `${DELIVERY_EXCHANGE}: topic, durable, not auto-delete, not internal` };
 }
 
 // --- queues -------------------------------------------------------------------------------------
 
-/** Item 5: the consumer queue and its dead-letter queue. */
+/** Item 7: the consumer queue and its dead-letter queue. */
 export function queuesCheck(f: Pick<IsolationFacts, 'vhost' | 'consumerQueue' | 'queues'>): CheckResult {
   const check = ISOLATION_CHECKS.queues;
   const names = [f.consumerQueue, `${f.consumerQueue}${DLQ_SUFFIX}`];
@@ -491,7 +644,7 @@ function patternMatches(p: Policy, name: string): boolean {
 }
 
 /**
- * Item 6: no alternate exchange on the delivery exchange. With one, an unroutable message goes there
+ * Item 8: no alternate exchange on the delivery exchange. With one, an unroutable message goes there
  * instead of being returned: `mandatory` returns never happen (NO_ROUTE is never seen, the return
  * probe fails) and snapshots reach whatever that exchange routes to. A policy is invisible to AMQP,
  * which is why it is read here: the applied policy (the exchange names it), every operator policy
@@ -543,5 +696,5 @@ export function isolationVhostCheck(f: Pick<IsolationFacts, 'vhost' | 'vhostExis
  * @example decideIsolation(facts).filter((r) => r.status === 'fail').map((r) => r.check)
  */
 export function decideIsolation(f: IsolationFacts): CheckResult[] {
-  return [isolationVhostCheck(f), permissionsCheck(f), topicPermissionsCheck(f), bindingsCheck(f), queuesCheck(f), alternateExchangeCheck(f)];
+  return [isolationVhostCheck(f), deliveryExchangeCheck(f), permissionsCheck(f), topicPermissionsCheck(f), bindingsCheck(f), readersCheck(f), queuesCheck(f), alternateExchangeCheck(f)];
 }

@@ -41,8 +41,14 @@ export type FlowError =
 /** The answer to `GET /oapi/flow/instance`. */
 export type LookupResult = { readonly kind: 'found'; readonly instance: FlowInstance } | { readonly kind: 'not-found' } | FlowError;
 
-/** The answer to `POST /oapi/flow/apply`. */
-export type ApplyResult = { readonly kind: 'applied'; readonly branch: ApplyBranch; readonly instance: FlowInstance } | FlowError;
+/**
+ * The answer to `POST /oapi/flow/apply`. `unknown-branch`: a well-formed answer whose branch is
+ * none of the seven codes — an answer, not an error: it is never resent (seed 000 §7.4).
+ */
+export type ApplyResult =
+  | { readonly kind: 'applied'; readonly branch: ApplyBranch; readonly instance: FlowInstance }
+  | { readonly kind: 'unknown-branch'; readonly branch: string; readonly instance: FlowInstance }
+  | FlowError;
 
 /** What an apply carries: the command row's business key, ownership, token and attempt. */
 export interface ApplyRequest {
@@ -184,18 +190,23 @@ export function parseLookupBody(body: Uint8Array | string, key: { bizType: strin
   return inst.ok ? { kind: 'found', instance: inst.instance } : { kind: 'malformed', detail: inst.detail };
 }
 
-/** The apply body: `{"branch":"…","instance":{…}}`, branch from the closed set, instance required. */
+/**
+ * The apply body: `{"branch":"…","instance":{…}}`, instance required. A branch outside the closed
+ * set in an otherwise well-formed body is `unknown-branch`; only a body that is not well formed
+ * (branch missing, not a string or empty, instance invalid) is `malformed`.
+ */
 export function parseApplyBody(body: Uint8Array | string, key: { bizType: string; bizId: string }): ApplyResult {
   const parsed = parseExactJson(body);
   if (!parsed.ok) return { kind: 'malformed', detail: parsed.detail };
   const v = parsed.value;
   if (!isObj(v)) return { kind: 'malformed', detail: 'body is not a JSON object' };
   const branch = v['branch'];
-  if (typeof branch !== 'string' || !(APPLY_BRANCHES as readonly string[]).includes(branch)) {
-    return { kind: 'malformed', detail: `branch ${JSON.stringify(branch)?.slice(0, 40)} is not a known branch code` };
-  }
+  if (typeof branch !== 'string' || branch === '') return { kind: 'malformed', detail: `branch ${JSON.stringify(branch)?.slice(0, 40) ?? 'missing'} is not a non-empty string` };
   const inst = validateInstance(v['instance'], key);
-  return inst.ok ? { kind: 'applied', branch: branch as ApplyBranch, instance: inst.instance } : { kind: 'malformed', detail: inst.detail };
+  if (!inst.ok) return { kind: 'malformed', detail: inst.detail };
+  return (APPLY_BRANCHES as readonly string[]).includes(branch)
+    ? { kind: 'applied', branch: branch as ApplyBranch, instance: inst.instance }
+    : { kind: 'unknown-branch', branch, instance: inst.instance };
 }
 
 /**

@@ -12,8 +12,13 @@
  *  "paramsDigest":"<fc.canon.v1 hash of params>",
  *  "size":200,"cursor":"<last answerUuid written>"|null,"pages":3,"rows":512,"outputBytes":98304,
  *  "sha256":"<SHA-256 of the output's first outputBytes bytes>",
- *  "completed":true,"startedAt":"2026-11-30T01:00:00.000Z","updatedAt":"…","completedAt":"…"|null}
+ *  "completed":true,"startedAt":"2026-11-30T01:00:00.000Z","updatedAt":"…","completedAt":"…"|null,
+ *  "dbStartedAt":"2026-11-30 09:00:01"}
  * ```
+ *
+ * `dbStartedAt` is the scanned database's NOW() when the scan began (kept on resume): `reconcile
+ * diff` refuses a task start that is not before the FC scan's (src/lib/reconcile/checks.ts).
+ * Checkpoints written before it was recorded lack it; they still resume, but a diff refuses them.
  */
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -21,7 +26,7 @@ import { canonicalize } from '../canon/index.js';
 import { SafetyError, UsageError } from '../cli/exit.js';
 import { parseDatabaseUrl } from '../db/connect.js';
 import { writeFileAtomic } from '../fs/atomic.js';
-import type { ManifestSide } from './row.js';
+import { type ManifestSide, normalizeDateTime } from './row.js';
 
 export const CHECKPOINT_FORMAT = 'fcctl.manifest.checkpoint.v1';
 
@@ -56,6 +61,11 @@ export interface Checkpoint {
   readonly startedAt: string;
   readonly updatedAt: string;
   readonly completedAt: string | null;
+  /**
+   * `yyyy-MM-dd HH:mm:ss`: the scanned database's NOW() when the scan began, in that database's
+   * clock; absent in checkpoints of an fcctl that did not record it
+   */
+  readonly dbStartedAt?: string;
 }
 
 /**
@@ -118,7 +128,8 @@ export function parseCheckpoint(text: string): Checkpoint {
     Number.isSafeInteger(c.pages) && c.pages! >= 0 && Number.isSafeInteger(c.rows) && c.rows! >= 0 &&
     Number.isSafeInteger(c.outputBytes) && c.outputBytes! >= 0 && typeof c.sha256 === 'string' && HEX64.test(c.sha256) &&
     typeof c.completed === 'boolean' && typeof c.startedAt === 'string' && typeof c.updatedAt === 'string' &&
-    (c.completedAt === null || typeof c.completedAt === 'string');
+    (c.completedAt === null || typeof c.completedAt === 'string') &&
+    (c.dbStartedAt === undefined || (typeof c.dbStartedAt === 'string' && normalizeDateTime(c.dbStartedAt) === c.dbStartedAt));
   if (!ok) throw new Error('a member is missing or of the wrong type');
   if (paramsDigest(p as ScanParams) !== c.paramsDigest) throw new Error('its paramsDigest does not match its params');
   return c as Checkpoint;

@@ -30,7 +30,7 @@ import { removeStaleTemps } from '../fs/atomic.js';
 import { type Checkpoint, CHECKPOINT_FORMAT, lockPathFor, paramsDigest, readCheckpoint, type ScanParams, writeCheckpoint } from './checkpoint.js';
 import { acquireLock } from './lock.js';
 import { type ManifestLines, readManifestLines, readPageBoundary } from './page.js';
-import type { ManifestSide } from './row.js';
+import { type ManifestSide, normalizeDateTime } from './row.js';
 import { formatShard, type Shard, shardRange } from './shard.js';
 
 /**
@@ -121,6 +121,17 @@ async function writeAll(fh: FileHandle, data: Buffer, position: number): Promise
   }
 }
 
+/**
+ * The database's NOW() as `yyyy-MM-dd HH:mm:ss` (its own clock, whole seconds, as DATETIMEs are).
+ * @example await databaseNow(db) // '2026-11-30 01:00:01'
+ */
+export async function databaseNow(db: Db): Promise<string> {
+  const rows = await db.query<{ t: string }>('SELECT CAST(NOW() AS CHAR) AS t');
+  const t = normalizeDateTime(String(rows[0]?.t ?? ''));
+  if (t === null) throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0]?.t)}`);
+  return t;
+}
+
 /** The scan's parameters as a checkpoint records them. */
 export function scanParams(o: ScanOptions): ScanParams {
   return { side: o.side, database: o.database, schId: o.schId, formUuid: o.formUuid, shard: formatShard(o.shard), out: resolve(o.out) };
@@ -202,6 +213,8 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       checkpoint = { ...previous, size: o.size };
     } else {
       const t = now().toISOString();
+      // Before any page is read: rows the scan may miss were created after this instant.
+      const dbStartedAt = await databaseNow(deps.db);
       checkpoint = {
         format: CHECKPOINT_FORMAT,
         params,
@@ -216,6 +229,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
         startedAt: t,
         updatedAt: t,
         completedAt: null,
+        dbStartedAt,
       };
       // The fresh checkpoint replaces any old one before the output is emptied, so a kill from
       // here on always resumes (from nothing).

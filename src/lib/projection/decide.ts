@@ -10,6 +10,25 @@ export const REPAIR_RESULTS = ['APPLIED', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFER
 export type RepairResult = (typeof REPAIR_RESULTS)[number];
 
 /**
+ * The results a dry run reports: `WOULD_APPLY` where an executed run answers `APPLIED`, so a dry
+ * run's output never reads as done; the refusals are the same (they write nothing either way).
+ */
+export const DRY_RUN_RESULTS = ['WOULD_APPLY', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED'] as const;
+/** A decision's result, in either mode. */
+export type DecisionResult = RepairResult | 'WOULD_APPLY';
+
+/** Whether a run writes (`--execute`) or only reports what it would do. */
+export type RunMode = 'execute' | 'dry-run';
+
+/**
+ * The results a run of that mode reports, in order.
+ * @example resultsFor('dry-run')[0] // 'WOULD_APPLY'
+ */
+export function resultsFor(mode: RunMode): readonly DecisionResult[] {
+  return mode === 'execute' ? REPAIR_RESULTS : DRY_RUN_RESULTS;
+}
+
+/**
  * Why a decision came out as it did: a closed set of codes, each reason text starts with one.
  *
  * | code | result | when |
@@ -26,7 +45,8 @@ export type RepairResult = (typeof REPAIR_RESULTS)[number];
  * | `GRANT_MISSING` `GRANT_REVOKED` `GRANT_NOT_READABLE` `GRANT_MISMATCH` `GRANT_VERSION_CHANGED` | DEFERRED | the fresh grant does not authorize this consumer and school |
  * | `FORM_MISMATCH` | DEFERRED | the local row belongs to another form than FC's answer |
  * | `LOCAL_RETIRED` | DEFERRED | the local row is retired (`retire-absent`): a person decides |
- * | `ENVELOPE_NOT_CURRENT` | DEFERRED | `--envelope`: FC's answer now has another form, revision, hash or isDeleted |
+ * | `ENVELOPE_NOT_CURRENT` | DEFERRED | `--envelope`: FC's answer now has another form, form version, revision, hash or isDeleted |
+ * | `WOULD_INSERT` `WOULD_REPAIR_STALE` `WOULD_REPAIR_HASH_CONFLICT` | WOULD_APPLY | a dry run's `INSERTED`, `STALE_REPAIRED`, `HASH_CONFLICT_REPAIRED`: nothing was written |
  *
  * @example REASON_CODES.includes('ALREADY_CURRENT') // true
  */
@@ -48,11 +68,14 @@ export const REASON_CODES = [
   'FORM_MISMATCH',
   'LOCAL_RETIRED',
   'ENVELOPE_NOT_CURRENT',
+  'WOULD_INSERT',
+  'WOULD_REPAIR_STALE',
+  'WOULD_REPAIR_HASH_CONFLICT',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 /** Results that leave the row unrepaired and count as refused: the run exits 1 (SPEC §2). */
-export const REFUSED_RESULTS: ReadonlySet<RepairResult> = new Set(['LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED']);
+export const REFUSED_RESULTS: ReadonlySet<DecisionResult> = new Set(['LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED']);
 
 /**
  * The local triple (seed 000 §8.1): revision as canonical decimal text, content hash, isDeleted.
@@ -105,9 +128,11 @@ export type Authoritative =
 
 /**
  * An `--envelope`'s snapshot is authoritative only while it is FC's current answer (seed 000 §8.1:
- * read the current snapshot from FC and verify form, answer, version): same form, revision, hash
- * and isDeleted as FC's row read now, whose fresh grant it then goes with. An old envelope
- * (another hash at the same revision, say) or one FC no longer has is never written.
+ * read the current snapshot from FC and verify form, answer, version): same form, form version,
+ * revision, hash and isDeleted as FC's row read now, whose fresh grant it then goes with. An old
+ * envelope (another hash at the same revision, say) or one FC no longer has is never written.
+ * The form version is compared on its own: the content hash does not cover it, yet it is written
+ * to `form_version`.
  * @example envelopeAgainstFc(envelope, await readFromFc(…)).kind // 'ready' | 'unavailable'
  */
 export function envelopeAgainstFc(envelope: AuthoritativeSnapshot, fc: Authoritative): Authoritative {
@@ -115,6 +140,7 @@ export function envelopeAgainstFc(envelope: AuthoritativeSnapshot, fc: Authorita
   const now = fc.snapshot;
   const differs: string[] = [];
   if (now.formUuid !== envelope.formUuid) differs.push(`form ${now.formUuid}`);
+  if (BigInt(now.formVersion) !== BigInt(envelope.formVersion)) differs.push(`form version ${now.formVersion} (the envelope ${envelope.formVersion})`);
   if (now.revision !== envelope.revision) differs.push(`revision ${now.revision}`);
   if (now.contentHash !== envelope.contentHash) differs.push(`hash ${now.contentHash.slice(0, 12)}…`);
   if (now.isDeleted !== envelope.isDeleted) differs.push(`isDeleted ${now.isDeleted ? 1 : 0}`);
@@ -146,7 +172,7 @@ export type RepairWrite =
   | { readonly kind: 'insert' };
 
 export interface RepairDecision {
-  readonly result: RepairResult;
+  readonly result: DecisionResult;
   readonly code: ReasonCode;
   /** `CODE: detail`, one line */
   readonly reason: string;
@@ -217,10 +243,13 @@ const show = (t: Triple) => (t.revision === null ? 'missing' : `revision ${t.rev
  * 8. FC's revision, hash and isDeleted already → `APPLIED`, nothing written (`ALREADY_CURRENT`);
  * 9. lower revision, or the same revision with another hash or isDeleted → `APPLIED` by a
  *    conditional update on the expected triple (`STALE_REPAIRED`, `HASH_CONFLICT_REPAIRED`).
+ * In a dry run (`mode` `dry-run`) the same decision reads as not done: `WOULD_APPLY`, and the
+ * codes of a write `WOULD_INSERT`, `WOULD_REPAIR_STALE`, `WOULD_REPAIR_HASH_CONFLICT`.
  * @example decideRepair(auth, MISSING, null) // { result: 'APPLIED', code: 'INSERTED', write: { kind: 'insert' }, … }
  */
-export function decideRepair(authoritative: Authoritative, expected: Triple, observed: ObservedLocal | null): RepairDecision {
-  const d = (result: RepairResult, code: ReasonCode, detail: string, write?: RepairWrite): RepairDecision => ({
+export function decideRepair(authoritative: Authoritative, expected: Triple, observed: ObservedLocal | null, mode: RunMode = 'execute'): RepairDecision {
+  const dry = mode === 'dry-run';
+  const d = (result: DecisionResult, code: ReasonCode, detail: string, write?: RepairWrite): RepairDecision => ({
     result,
     code,
     reason: `${code}: ${detail}`,
@@ -238,23 +267,28 @@ export function decideRepair(authoritative: Authoritative, expected: Triple, obs
   }
   const local = tripleOf(observed);
   if (!sameTriple(local, expected)) return d('LOCAL_CHANGED', 'EXPECTED_MISMATCH', `expected ${show(expected)}, the local row has ${show(local)}`);
+  const applied = dry ? 'WOULD_APPLY' : 'APPLIED';
   if (observed === null) {
-    return d('APPLIED', 'INSERTED', `inserted as UNLINKED at revision ${auth.revision}`, { kind: 'insert' });
+    return dry
+      ? d(applied, 'WOULD_INSERT', `would insert as UNLINKED at revision ${auth.revision}`, { kind: 'insert' })
+      : d(applied, 'INSERTED', `inserted as UNLINKED at revision ${auth.revision}`, { kind: 'insert' });
   }
   if (observed.retiredAt !== null) {
     return d('DEFERRED', 'LOCAL_RETIRED', `the local row was retired at ${observed.retiredAt} (proof ${observed.retireProofId ?? 'unknown'}) and FC has the answer: a person decides; nothing written`);
   }
   const authTriple: Triple = { revision: auth.revision, hash: auth.contentHash, isDeleted: auth.isDeleted };
-  if (sameTriple(local, authTriple)) return d('APPLIED', 'ALREADY_CURRENT', `the local row already holds revision ${auth.revision} with FC's hash; nothing written`);
+  if (sameTriple(local, authTriple)) return d(applied, 'ALREADY_CURRENT', `the local row already holds revision ${auth.revision} with FC's hash; nothing ${dry ? 'to write' : 'written'}`);
   const write: RepairWrite = { kind: 'update', expected: { revision: observed.revision, hash: observed.hash, isDeleted: observed.isDeleted } };
-  if (cmp(observed.revision, auth.revision) < 0) return d('APPLIED', 'STALE_REPAIRED', `revision ${observed.revision} → ${auth.revision}`, write);
-  return d('APPLIED', 'HASH_CONFLICT_REPAIRED', `revision ${auth.revision}: hash ${observed.hash.slice(0, 12)}… → ${auth.contentHash.slice(0, 12)}…${observed.isDeleted !== auth.isDeleted ? `, isDeleted ${observed.isDeleted ? 1 : 0} → ${auth.isDeleted ? 1 : 0}` : ''}`, write);
+  const would = dry ? 'would update ' : '';
+  if (cmp(observed.revision, auth.revision) < 0) return d(applied, dry ? 'WOULD_REPAIR_STALE' : 'STALE_REPAIRED', `${would}revision ${observed.revision} → ${auth.revision}`, write);
+  const change = `revision ${auth.revision}: hash ${observed.hash.slice(0, 12)}… → ${auth.contentHash.slice(0, 12)}…${observed.isDeleted !== auth.isDeleted ? `, isDeleted ${observed.isDeleted ? 1 : 0} → ${auth.isDeleted ? 1 : 0}` : ''}`;
+  return d(applied, dry ? 'WOULD_REPAIR_HASH_CONFLICT' : 'HASH_CONFLICT_REPAIRED', `${would}${change}`, write);
 }
 
 /**
  * True when the result leaves the answer unrepaired: the run exits 1 (SPEC §2).
  * @example isRefused('LOCAL_AHEAD') // true
  */
-export function isRefused(result: RepairResult): boolean {
+export function isRefused(result: DecisionResult): boolean {
   return REFUSED_RESULTS.has(result);
 }

@@ -23,12 +23,12 @@ import type { Db } from '../db/connect.js';
 import {
   type Authoritative,
   type AuthoritativeSnapshot,
+  type DecisionResult,
   decideRepair,
   envelopeAgainstFc,
   type ObservedLocal,
   type ReasonCode,
   type RepairDecision,
-  type RepairResult,
   type Triple,
   tripleOf,
 } from './decide.js';
@@ -64,7 +64,7 @@ export interface RepairOutcome {
   readonly answerUuid: string;
   readonly schId: string;
   readonly category: string | null;
-  readonly result: RepairResult;
+  readonly result: DecisionResult;
   readonly code: ReasonCode;
   readonly reason: string;
   /** what was (or, in a dry run, would be) written: `insert`, `update`, or null */
@@ -221,7 +221,7 @@ async function attemptOnce(item: RepairItem, expected: Triple, attempt: number, 
   const fromFc = await readFromFc(deps.fcDb, item, o);
   const authoritative: Authoritative = o.envelope ? envelopeAgainstFc(o.envelope, fromFc) : fromFc;
   const observed = await readLocal(deps.shDb, item.answerUuid, item.schId);
-  const decision = decideRepair(authoritative, expected, observed);
+  const decision = decideRepair(authoritative, expected, observed, o.execute ? 'execute' : 'dry-run');
   if (!o.execute) return { decision, observed, authoritative, written: false, raced: false };
 
   const write = decision.write;

@@ -27,6 +27,7 @@ import { fsyncDir, tempPathFor, writeFileAtomic } from '../fs/atomic.js';
 import { type ManifestSource, ManifestReader, loadManifestSource } from '../manifest/reader.js';
 import { compareKeys, type ManifestRow, normalizeDateTime } from '../manifest/row.js';
 import { CATEGORIES, type Category, classify, emptyCounts, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from './classify.js';
+import { taskStartRefusal } from './checks.js';
 
 export const SUMMARY_FORMAT = 'fcctl.reconcile.summary.v1';
 
@@ -218,7 +219,8 @@ function inputOf(source: ManifestSource, sha256: string): DiffInput {
 
 /**
  * Runs the diff. Inputs are checked before anything is written: both checkpoints complete and of
- * the same school, form and shards (else exit 4); every line as it is read (exit 2 naming it).
+ * the same school, form and shards, the task start before the FC scan's start (else exit 4);
+ * every line as it is read (exit 2 naming it).
  * @example const r = await runDiff({ fcFile, shFile, fcCheckpoints: [fcCp], shCheckpoints: [shCp], taskStart: '2026-11-30 01:00:00', outDir: 'out' })
  */
 export async function runDiff(o: DiffOptions, deps: DiffDeps = {}): Promise<DiffResult> {
@@ -232,6 +234,10 @@ export async function runDiff(o: DiffOptions, deps: DiffDeps = {}): Promise<Diff
   if (fcSource.shards.join(',') !== shSource.shards.join(',')) {
     throw new SafetyError(`the manifests cover different parts of the key space: FC shards ${fcSource.shards.join(',') || 'none'}, SH shards ${shSource.shards.join(',') || 'none'}`);
   }
+  // A task start is taken on trust no longer: a late one turns answers created at FC during the
+  // scan into retire candidates.
+  const late = taskStartRefusal(taskStart, fcSource.checkpoints.map(({ path, checkpoint }) => ({ path, dbStartedAt: checkpoint.dbStartedAt })));
+  if (late !== null) throw new SafetyError(late);
   const outDir = resolve(o.outDir);
   let createdDir = false;
   try {

@@ -90,7 +90,12 @@ function digestOf(params: RunParams): string {
   return r.hash;
 }
 
-async function readRunState(path: string): Promise<RunState | null> {
+/**
+ * `run.json`, or null when there is none. One that is not a valid run file is exit 4 — unless
+ * `restart`, which discards it like any other previous run (the refusal tells the operator to
+ * pass --restart, so --restart must get past it).
+ */
+async function readRunState(path: string, restart: boolean): Promise<RunState | null> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -104,6 +109,7 @@ async function readRunState(path: string): Promise<RunState | null> {
     if (v.paramsDigest !== digestOf(v.params)) throw new Error('paramsDigest does not match params');
     return v;
   } catch (err) {
+    if (restart) return null;
     throw new SafetyError(`${path} is not a valid ${RUN_FORMAT} file (${(err as Error).message}); pass --restart to start a new run in this directory`);
   }
 }
@@ -147,7 +153,7 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
     const params: RunParams = { schId: o.schId, formUuid: o.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase };
     const paramsDigest = digestOf(params);
     const runPath = join(outDir, RUN_FILES.run);
-    const previous = await readRunState(runPath);
+    const previous = await readRunState(runPath, o.restart);
     if (previous !== null && previous.paramsDigest !== paramsDigest && !o.restart) {
       const p = previous.params;
       throw new SafetyError(`${outDir} holds a run of other parameters (school ${p.schId}, form ${p.formUuid}, FC ${p.fcDatabase}, SH ${p.shDatabase}); use another --out-dir or pass --restart`);

@@ -5,20 +5,35 @@
  */
 import { compareRevisions } from '../manifest/row.js';
 
-/** Results of one proof entry. */
-export const RETIRE_RESULTS = ['RETIRED', 'ALREADY_RETIRED', 'REFUSED'] as const;
+/**
+ * Results of one proof entry. `WOULD_RETIRE` is what a dry run reports where an executed run
+ * would retire: a dry run never prints `RETIRED`, so its output cannot be read as done.
+ */
+export const RETIRE_RESULTS = ['RETIRED', 'WOULD_RETIRE', 'ALREADY_RETIRED', 'REFUSED'] as const;
 export type RetireResult = (typeof RETIRE_RESULTS)[number];
 
+/** Whether a run writes (`--execute`) or only reports what it would do. */
+export type RunMode = 'execute' | 'dry-run';
+
 /**
- * Why an entry was refused — the closed set, in the order the checks run. `PROOF_DIGEST` and
- * `PROOF_EXPIRED` refuse every entry of a proof at once (the whole run, exit 4); the others are
- * decided per entry by {@link decideRetire}.
+ * Why a whole proof is refused, in the order {@link decideProof} checks: its digest does not
+ * match (`PROOF_DIGEST`); the digest matches but a rule of the format is broken
+ * (`PROOF_INVALID`); too old or made in the future (`PROOF_EXPIRED`); made against another FC
+ * database (`FC_DATABASE`). Each entry of such a proof is refused with the proof's reason.
+ */
+export const PROOF_REFUSAL_REASONS = ['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE'] as const;
+export type ProofRefusalReason = (typeof PROOF_REFUSAL_REASONS)[number];
+
+/**
+ * Why an entry was refused — the closed set, in the order the checks run: the proof's own
+ * reasons ({@link PROOF_REFUSAL_REASONS}, every entry at once, exit 4), then those
+ * {@link decideRetire} decides per entry.
  */
 export const REFUSAL_REASONS = [
-  'PROOF_DIGEST',
-  'PROOF_EXPIRED',
+  ...PROOF_REFUSAL_REASONS,
   'PRESENT_AT_FC',
   'LOCAL_MISSING',
+  'RETIRED_BY_OTHER_PROOF',
   'CREATE_TIME_NULL',
   'CREATED_AFTER_TASK_START',
   'LOCAL_CHANGED',
@@ -27,6 +42,8 @@ export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 /** One proof entry with the proof's school and form: what the local row is expected to be. */
 export interface RetireEntry {
+  /** the proof's id: a row retired under another one is not this proof's to vouch for */
+  readonly proofId: string;
   readonly answerUuid: string;
   readonly schId: string;
   readonly formUuid: string;
@@ -65,28 +82,36 @@ export interface LocalNow {
   readonly retireProofId: string | null;
 }
 
-/** The decision for one entry: retire it, it is retired already, or refused with a reason. */
+/** The decision for one entry: retire it (or, in a dry run, would), it is retired already, or refused with a reason. */
 export type RetireDecision =
-  | { readonly result: 'RETIRED'; readonly reason: null; readonly detail: string }
+  | { readonly result: 'RETIRED' | 'WOULD_RETIRE'; readonly reason: null; readonly detail: string }
   | { readonly result: 'ALREADY_RETIRED'; readonly reason: null; readonly detail: string }
   | { readonly result: 'REFUSED'; readonly reason: RefusalReason; readonly detail: string };
 
-const refused = (reason: RefusalReason, detail: string): RetireDecision => ({ result: 'REFUSED', reason, detail });
+/** A decision of an executed run: never a dry run's `WOULD_RETIRE`. */
+export type ExecutedRetireDecision = Exclude<RetireDecision, { result: 'RETIRED' | 'WOULD_RETIRE' }> | { readonly result: 'RETIRED'; readonly reason: null; readonly detail: string };
+
+const refused = (reason: RefusalReason, detail: string): Extract<RetireDecision, { result: 'REFUSED' }> => ({ result: 'REFUSED', reason, detail });
 
 /**
  * Decides one entry, checking in this order:
  * 1. the answer is at FC now (any school or form: its uuid is unique at FC) → `REFUSED PRESENT_AT_FC`
  *    — before the local row, so a retired row whose answer came back is flagged, not hidden;
  * 2. no local row → `REFUSED LOCAL_MISSING`;
- * 3. the row is retired (by this proof or any other) → `ALREADY_RETIRED`, nothing to write;
+ * 3. the row is retired: by this proof → `ALREADY_RETIRED`, nothing to write (a re-run is
+ *    idempotent); by another proof or none recorded → `REFUSED RETIRED_BY_OTHER_PROOF` (this
+ *    proof did not make that retirement and cannot vouch for it);
  * 4. local createTime null → `REFUSED CREATE_TIME_NULL`; after the task start →
  *    `REFUSED CREATED_AFTER_TASK_START` (seed 000 §8.1: never read as "absent at FC");
  * 5. form, revision, hash, isDeleted or createTime not as the proof expects → `REFUSED LOCAL_CHANGED`;
- * 6. otherwise → `RETIRED` (the caller marks the row, conditional on these same values).
+ * 6. otherwise → `RETIRED` (the caller marks the row, conditional on these same values), or
+ *    `WOULD_RETIRE` in a dry run.
  * Times are `yyyy-MM-dd HH:mm:ss` in the SH database's clock, compared as text.
  * @example decideRetire(entry, { present: false, checkedAt }, local, '2026-11-30 01:00:00').result // 'RETIRED'
  */
-export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string): RetireDecision {
+export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode?: 'execute'): ExecutedRetireDecision;
+export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode: RunMode): RetireDecision;
+export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode: RunMode = 'execute'): RetireDecision {
   if (fcNow.present) {
     const r = fcNow.row;
     const where = r.schId === entry.schId && r.formUuid === entry.formUuid ? '' : ` under school ${r.schId} form ${r.formUuid}`;
@@ -94,8 +119,9 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
   }
   if (localNow === null) return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
   if (localNow.retiredAt !== null) {
-    const by = localNow.retireProofId === null ? 'no proof id recorded' : `proof ${localNow.retireProofId}`;
-    return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} (${by}); nothing written` };
+    if (localNow.retireProofId === entry.proofId) return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} by this proof (${entry.proofId}); nothing written` };
+    const by = localNow.retireProofId === null ? 'with no proof id recorded' : `by proof ${localNow.retireProofId}`;
+    return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} ${by}, not by this proof (${entry.proofId}): a person decides; nothing written`);
   }
   if (localNow.createTime === null) return refused('CREATE_TIME_NULL', 'the local createTime is null: the row cannot be shown to predate the task start');
   if (localNow.createTime > taskStart) return refused('CREATED_AFTER_TASK_START', `created ${localNow.createTime}, after the task start ${taskStart}`);
@@ -106,7 +132,44 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
   if (localNow.isDeleted !== entry.expectedIsDeleted) changed.push(`isDeleted ${localNow.isDeleted} (expected ${entry.expectedIsDeleted})`);
   if (localNow.createTime !== entry.localCreateTime) changed.push(`createTime ${localNow.createTime} (expected ${entry.localCreateTime})`);
   if (changed.length > 0) return refused('LOCAL_CHANGED', `the local row changed since the proof: ${changed.join(', ')}`);
-  return { result: 'RETIRED', reason: null, detail: `absent at FC (checked ${fcNow.checkedAt}), local row as expected` };
+  const facts = `absent at FC (checked ${fcNow.checkedAt}), local row as expected`;
+  return mode === 'execute' ? { result: 'RETIRED', reason: null, detail: facts } : { result: 'WOULD_RETIRE', reason: null, detail: `would retire: ${facts}` };
+}
+
+/** What {@link decideProof} needs of a proof: why reading it refused it, or the facts to check. */
+export type ProofFacts =
+  | { readonly kind: 'refused'; readonly reason: 'PROOF_DIGEST' | 'PROOF_INVALID'; readonly detail: string }
+  | { readonly kind: 'valid'; readonly createdAt: string; readonly manifestCompletedAt: string; readonly fcDatabase: string };
+
+/** A proof refused as a whole. */
+export interface ProofRefusal {
+  readonly reason: ProofRefusalReason;
+  readonly detail: string;
+}
+
+/**
+ * The checks of a proof as a whole, in order: what reading found (digest, format rules), its age
+ * ({@link proofAgeRefusal}), the FC database it was made against (`configuredFcDatabase`,
+ * `host:port/db`). The refusal, or null when the entries may be decided.
+ * @example decideProof({ kind: 'valid', createdAt, manifestCompletedAt, fcDatabase: 'db:3306/fc' }, now, 86400, 'other:3306/fc')?.reason // 'FC_DATABASE'
+ */
+export function decideProof(facts: ProofFacts, now: Date, maxAgeSeconds: number, configuredFcDatabase: string): ProofRefusal | null {
+  if (facts.kind === 'refused') return { reason: facts.reason, detail: facts.detail };
+  const age = proofAgeRefusal(facts.createdAt, facts.manifestCompletedAt, now, maxAgeSeconds);
+  if (age) return age;
+  if (facts.fcDatabase !== configuredFcDatabase) {
+    return { reason: 'FC_DATABASE', detail: `the proof was made against the FC database ${facts.fcDatabase}, the configured one is ${configuredFcDatabase}` };
+  }
+  return null;
+}
+
+/**
+ * The decision for each entry of a proof refused as a whole: refused with the proof's reason —
+ * what was checked is the proof, never the entry (no FC lookup, no local read was made).
+ * @example refusedWithProof({ reason: 'PROOF_INVALID', detail: 'x' }).reason // 'PROOF_INVALID'
+ */
+export function refusedWithProof(refusal: ProofRefusal): RetireDecision {
+  return refused(refusal.reason, `the proof is refused (${refusal.reason}): ${refusal.detail}; this entry was not checked`);
 }
 
 /** Clock skew tolerated before a proof counts as made in the future. */

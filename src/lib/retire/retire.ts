@@ -1,23 +1,35 @@
 /**
- * `retire-absent --proof F`, the I/O: check the proof as a whole (digest, age, FC database), then
- * per entry look the answer up at FC now, read the local row, decide (`decide.ts`) and — with
- * `execute` — apply the decision in ONE short SH transaction: lock the row, decide on what is
- * locked, the conditional retirement UPDATE, the audit row. Every decision is appended to the
- * evidence file (JSON lines, format `fcctl.retire-evidence.v1`).
+ * `retire-absent --proof F`, the I/O: check the proof as a whole (digest, format, age, FC
+ * database), then per entry look the answer up at FC now, read the local row, decide
+ * (`decide.ts`) and — with `execute` — apply the decision in ONE short SH transaction: lock the
+ * row, decide on what is locked, the conditional retirement UPDATE, the audit row. A proof
+ * refused as a whole gets one audit row (with `execute`). A dry run writes to no database. Every
+ * decision is appended to the evidence file (JSON lines, format `fcctl.retire-evidence.v1`).
  *
  * Evidence lines, one JSON object each:
  * - `{"type":"run", format, runId, proofFile, proofFileSha256, proofId, proofDigest, taskId, taskStart, schId, formUuid, execute, maxProofAgeSeconds, host, startedAt}`
  * - `{"type":"decision", runId, proofId, answerUuid, schId, formUuid, result, reason, detail, dryRun, expected, fc, local, retiredAt, decidedAt}`
- * - `{"type":"refused-proof", runId, reason, detail}` when the whole proof is refused (then nothing is written to any database)
+ * - `{"type":"refused-proof", runId, reason, detail}` when the whole proof is refused (nothing retired; with `execute`, one audit row records it)
  * - `{"type":"end", runId, exitCode, counts, notRun, stoppedBy, endedAt}`
  */
 import { randomUUID } from 'node:crypto';
 import { type FileHandle, open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { PoolConnection } from 'mysql2/promise';
-import { UsageError } from '../cli/exit.js';
+import { EnvironmentError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
-import { decideRetire, type FcNow, type LocalNow, proofAgeRefusal, type RefusalReason, type RetireDecision, type RetireEntry } from './decide.js';
+import {
+  decideProof,
+  decideRetire,
+  type FcNow,
+  type LocalNow,
+  type ProofFacts,
+  type ProofRefusalReason,
+  type RefusalReason,
+  refusedWithProof,
+  type RetireDecision,
+  type RetireEntry,
+} from './decide.js';
 import type { ProofReading, RetireProof } from './proof.js';
 import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, retireSql, type Statement } from './sql.js';
 
@@ -86,7 +98,7 @@ export interface EntryOutcome {
 export type RetireRunResult =
   | {
       readonly kind: 'refused';
-      readonly reason: 'PROOF_DIGEST' | 'PROOF_EXPIRED' | 'PROOF_INVALID' | 'FC_DATABASE';
+      readonly reason: ProofRefusalReason;
       readonly detail: string;
       readonly outcomes: readonly EntryOutcome[];
     }
@@ -103,6 +115,7 @@ const MAX_ATTEMPTS = 3;
 
 function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireEntry {
   return {
+    proofId: proof.proofId,
     answerUuid: e.answerUuid,
     schId: proof.schId,
     formUuid: proof.formUuid,
@@ -115,9 +128,10 @@ function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireE
 
 /**
  * Runs one proof. A proof refused as a whole (digest, invalid, age, another FC database) returns
- * `refused` with every readable entry refused for that reason, after writing the evidence — and
- * nothing to any database. Otherwise each entry in order: FC lookup, then the local step; on a
- * stop signal no new entry starts. Database errors propagate (the command exits 3).
+ * `refused` with every readable entry refused for that reason, after writing the evidence and —
+ * with `execute` — one audit row for the proof; nothing is retired. Otherwise each entry in
+ * order: FC lookup, then the local step; on a stop signal no new entry starts. Database errors
+ * propagate (the command exits 3).
  * @example const r = await runRetire({ proofFile, reading, execute: true, maxProofAgeSeconds: 86400, runId, fcDatabase }, { fcDb, shDb, evidence, now, signal })
  */
 export async function runRetire(o: RetireRunOptions, deps: RetireRunDeps): Promise<RetireRunResult> {
@@ -143,26 +157,24 @@ export async function runRetire(o: RetireRunOptions, deps: RetireRunDeps): Promi
   });
 
   // 1. the proof as a whole
-  let refusal: { reason: 'PROOF_DIGEST' | 'PROOF_EXPIRED' | 'PROOF_INVALID' | 'FC_DATABASE'; detail: string; answerUuids: readonly string[] } | null = null;
-  if (r.kind === 'refused') refusal = { reason: r.reason, detail: r.detail, answerUuids: r.answerUuids };
-  else {
-    const p = r.proof;
-    const age = proofAgeRefusal(p.createdAt, p.fcManifest.completedAt, deps.now(), o.maxProofAgeSeconds);
-    if (age) refusal = { reason: 'PROOF_EXPIRED', detail: age.detail, answerUuids: p.entries.map((e) => e.answerUuid) };
-    else if (p.fcDatabase !== o.fcDatabase) {
-      refusal = { reason: 'FC_DATABASE', detail: `the proof was made against the FC database ${p.fcDatabase}, the configured one is ${o.fcDatabase}`, answerUuids: [] };
-    }
-  }
+  const facts: ProofFacts =
+    r.kind === 'refused' ? { kind: 'refused', reason: r.reason, detail: r.detail } : { kind: 'valid', createdAt: r.proof.createdAt, manifestCompletedAt: r.proof.fcManifest.completedAt, fcDatabase: r.proof.fcDatabase };
+  const refusal = decideProof(facts, deps.now(), o.maxProofAgeSeconds, o.fcDatabase);
   if (refusal) {
-    const entryReason: RefusalReason = refusal.reason === 'PROOF_EXPIRED' ? 'PROOF_EXPIRED' : 'PROOF_DIGEST';
+    const proofId = proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null);
+    const answerUuids = proof ? proof.entries.map((e) => e.answerUuid) : r.kind === 'refused' ? r.answerUuids : [];
+    const decision = refusedWithProof(refusal);
     const outcomes: EntryOutcome[] = [];
     await deps.evidence.write({ type: 'refused-proof', runId: o.runId, reason: refusal.reason, detail: refusal.detail });
-    for (const answerUuid of refusal.answerUuids) {
-      const outcome: EntryOutcome = { answerUuid, result: 'REFUSED', reason: entryReason, detail: `the proof is refused: ${refusal.detail}`, retiredAt: null };
+    for (const answerUuid of answerUuids) {
+      const outcome: EntryOutcome = { answerUuid, result: decision.result, reason: decision.reason, detail: decision.detail, retiredAt: null };
       outcomes.push(outcome);
-      await deps.evidence.write({ type: 'decision', runId: o.runId, proofId: proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null), answerUuid, ...rest(outcome), dryRun: !o.execute, decidedAt: deps.now().toISOString() });
+      await deps.evidence.write({ type: 'decision', runId: o.runId, proofId, answerUuid, ...rest(outcome), dryRun: !o.execute, decidedAt: deps.now().toISOString() });
       deps.onResult?.(outcome);
     }
+    // SPEC §8: every refusal is recorded — one row for the proof (answer null), since no entry
+    // was checked; the per-entry lines are in the evidence file. A dry run writes nothing.
+    if (o.execute) await auditProofRefusal(o, deps, host, refusal, answerUuids.length);
     return { kind: 'refused', reason: refusal.reason, detail: refusal.detail, outcomes };
   }
 
@@ -200,6 +212,45 @@ export async function runRetire(o: RetireRunOptions, deps: RetireRunDeps): Promi
     deps.onResult?.(outcome);
   }
   return { kind: 'done', outcomes, notRun: p.entries.length - outcomes.length, stoppedBy };
+}
+
+/**
+ * The audit row of a proof refused as a whole: action `RETIRE_ABSENT`, outcome `REFUSED`, reason
+ * `CODE: detail`, the proof id and school as the file gives them (null when unreadable), no
+ * answer. A failure to write it is exit 3, naming the refusal it could not record.
+ */
+async function auditProofRefusal(o: RetireRunOptions, deps: RetireRunDeps, host: string, refusal: { reason: ProofRefusalReason; detail: string }, entries: number): Promise<void> {
+  const r = o.reading;
+  const proof = r.kind === 'valid' ? r.proof : null;
+  const audit: AuditRow = {
+    outcome: 'REFUSED',
+    reason: `${refusal.reason}: ${refusal.detail}`,
+    proofId: proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null),
+    runId: o.runId,
+    host,
+    schId: proof?.schId ?? (r.kind === 'refused' ? r.schId : null),
+    answerUuid: null,
+    expected: {
+      proofFile: o.proofFile,
+      proofFileSha256: r.fileSha256,
+      proofId: proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null),
+      proofDigest: proof?.digest ?? (r.kind === 'refused' ? r.digest : null),
+      taskId: proof?.taskId ?? null,
+      taskStart: proof?.taskStart ?? null,
+      formUuid: proof?.formUuid ?? (r.kind === 'refused' ? r.formUuid : null),
+      fcDatabase: proof?.fcDatabase ?? null,
+      maxProofAgeSeconds: o.maxProofAgeSeconds,
+    },
+    observed: { refusal: refusal.reason, detail: refusal.detail, entriesRefused: entries, configuredFcDatabase: o.fcDatabase, checkedAt: deps.now().toISOString() },
+  };
+  try {
+    const sh = await deps.shDb();
+    const q = retireSql.insertAudit(audit);
+    await sh.query(q.sql, q.params);
+  } catch (err) {
+    const why = String((err as Error)?.message ?? err).split('\n')[0];
+    throw new EnvironmentError(`proof refused (${refusal.reason}), nothing retired, but the refusal could not be written to fc_reconcile_audit: ${why}`, { cause: err });
+  }
 }
 
 function rest(o: EntryOutcome) {
@@ -248,7 +299,7 @@ async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expect
     const q = retireSql.localRow(entry.answerUuid, entry.schId, false);
     const row = (await sh.query<LocalDbRow>(q.sql, q.params))[0];
     const local = row ? localNowOf(row) : null;
-    return { decision: decideRetire(entry, fcNow, local, p.taskStart), local, retiredAt: null };
+    return { decision: decideRetire(entry, fcNow, local, p.taskStart, 'dry-run'), local, retiredAt: null };
   }
   for (let attempt = 1; ; attempt++) {
     try {
@@ -264,7 +315,7 @@ async function settleInTransaction(conn: PoolConnection, entry: RetireEntry, fcN
   const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T;
   const row = (await run<LocalDbRow[]>(retireSql.localRow(entry.answerUuid, entry.schId, true)))[0];
   const local = row ? localNowOf(row) : null;
-  const decision = decideRetire(entry, fcNow, local, p.taskStart);
+  const decision = decideRetire(entry, fcNow, local, p.taskStart, 'execute');
   let retiredAt: string | null = null;
   if (decision.result === 'RETIRED') {
     retiredAt = row!.sh_now.replace(/\.\d+$/, '');

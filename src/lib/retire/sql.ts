@@ -45,16 +45,19 @@ export interface RetireGuard {
   readonly retiredAt: string;
 }
 
-/** One `fc_reconcile_audit` row. */
+/**
+ * One `fc_reconcile_audit` row: an entry's decision, or (answer null) a proof refused as a whole,
+ * whose id and school are null when they cannot be read from it.
+ */
 export interface AuditRow {
   readonly outcome: 'RETIRED' | 'ALREADY_RETIRED' | 'REFUSED';
   /** `CODE: detail` for a refusal, the detail otherwise (VARCHAR(255): cut to fit) */
   readonly reason: string;
-  readonly proofId: string;
+  readonly proofId: string | null;
   readonly runId: string;
   readonly host: string;
-  readonly schId: string;
-  readonly answerUuid: string;
+  readonly schId: string | null;
+  readonly answerUuid: string | null;
   readonly expected: unknown;
   readonly observed: unknown;
 }
@@ -123,12 +126,12 @@ export const retireSql = {
     ],
   }),
 
-  /** One audit row (action `RETIRE_ABSENT`), time from the SH database's clock. */
+  /** One audit row (action `RETIRE_ABSENT`), time from the SH database's clock (never written by a dry run). */
   insertAudit: (a: AuditRow): Statement => ({
     sql:
       'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
       'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW())',
-    params: [AUDIT_ACTION, a.outcome, cut(a.reason, 255), a.proofId, a.runId, cut(a.host, 255), BigInt(a.schId), a.answerUuid, JSON.stringify(a.expected), JSON.stringify(a.observed)],
+    params: [AUDIT_ACTION, a.outcome, cut(a.reason, 255), a.proofId, a.runId, cut(a.host, 255), a.schId === null ? null : BigInt(a.schId), a.answerUuid, JSON.stringify(a.expected), JSON.stringify(a.observed)],
   }),
 };
 

@@ -1,0 +1,155 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
+import { SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
+import { waitFor } from '../helpers/wait.js';
+
+// Issue 17, items 9–11: --restart over an unreadable run.json, the task start checked against
+// the FC scan's own start, and an empty school/form pair is not a green run.
+const FORM = testUuid('run-checks', 'form');
+const EMPTY_FORM = testUuid('run-checks', 'no such form');
+const answers: TestAnswer[] = Array.from({ length: 6 }, (_, i) => ({ answerUuid: testUuid('run-checks', i), formUuid: FORM, revision: 1 + (i % 2) }));
+let dbs: TestDatabases;
+let env: Record<string, string | undefined>;
+let dir: string;
+
+const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
+const json = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+const dbNow = async () => ((await dbs.admin.query('SELECT CAST(NOW() AS CHAR) AS t'))[0] as Array<{ t: string }>)[0]!.t;
+/** Waits until the database's clock has passed `t` (DATETIMEs have whole seconds). */
+const after = (t: string) => waitFor(`the database clock past ${t}`, async () => (await dbNow()) > t, 5000, 50);
+const checksums = async () => `${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES)} ${await checksumTables(dbs.admin, dbs.shName, SH_TABLES_FOR_CHECKSUM)}`;
+
+beforeAll(async () => {
+  dbs = await freshDatabases('runchecks');
+  env = dbs.env();
+  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
+  await insertAnswers(dbs.admin, dbs.fcName, answers);
+  await insertProjections(dbs.admin, dbs.shName, answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: a.revision ?? 1, contentHash: answerHash(a), createTime: '2026-10-01 08:00:05' })));
+  dir = mkdtempSync(join(tmpdir(), 'fcctl-run-checks-'));
+});
+afterAll(async () => {
+  await dbs?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('reconcile diff checks --task-start against the FC scan\'s own start', () => {
+  it('each scan records its start in the database\'s clock; a later task start is refused (exit 4, nothing written), an earlier one keeps the new answer out of the candidates', async () => {
+    const sub = join(dir, 'task-start');
+    mkdirSync(sub);
+    const early = await dbNow();
+    await after(early);
+    const fc = await runCli(['--json', 'manifest', 'scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', join(sub, 'fc.jsonl')], { env });
+    expect(fc.code).toBe(0);
+    const fcCheckpoint = json(join(sub, 'fc.checkpoint.json'));
+    expect(fcCheckpoint['dbStartedAt']).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    const scanStart = String(fcCheckpoint['dbStartedAt']);
+    expect(scanStart > early).toBe(true);
+    expect(scanStart <= (await dbNow())).toBe(true);
+
+    // Created at FC after the FC scan ran (so not in its manifest), and delivered to SH at once.
+    const late: TestAnswer = { answerUuid: testUuid('run-checks', 'created during the run'), formUuid: FORM };
+    await insertAnswers(dbs.admin, dbs.fcName, [late]);
+    await insertProjections(dbs.admin, dbs.shName, [{ answerUuid: late.answerUuid, formUuid: FORM, contentHash: answerHash(late), createTime: 'NOW()' }]);
+    const created = ((await dbs.admin.query(`SELECT CAST(create_time AS CHAR) AS t FROM \`${dbs.shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [late.answerUuid]))[0] as Array<{ t: string }>)[0]!.t;
+    await after(created);
+    const sh = await runCli(['--json', 'manifest', 'scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', join(sub, 'sh.jsonl')], { env });
+    expect(sh.code).toBe(0);
+    expect(json(join(sub, 'sh.checkpoint.json'))['dbStartedAt']).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+
+    // A task start taken after everything: the new answer's local createTime is before it.
+    const tooLate = await dbNow();
+    expect(tooLate > created).toBe(true);
+    const refusedDir = join(sub, 'refused');
+    const refused = await runCli(['--json', 'reconcile', 'diff', '--fc', join(sub, 'fc.jsonl'), '--sh', join(sub, 'sh.jsonl'), '--task-start', tooLate, '--out-dir', refusedDir], { env });
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toBe(`fcctl: --task-start ${tooLate} is not before the FC scan's start ${scanStart} (FC database clock): answers created at FC after the scan began could be taken as absent at FC; take the task start (SH database NOW()) before the FC scan begins\n`);
+    expect(refused.stdout).toBe('');
+    expect(existsSync(refusedDir)).toBe(false);
+
+    const okDir = join(sub, 'ok');
+    const ok = await runCli(['--json', 'reconcile', 'diff', '--fc', join(sub, 'fc.jsonl'), '--sh', join(sub, 'sh.jsonl'), '--task-start', early, '--out-dir', okDir], { env });
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(summaryOf(ok.stdout)).toMatchObject({ exitCode: 0, retireCandidates: 0 });
+    expect(readFileSync(join(okDir, 'retire-candidates.jsonl'), 'utf8')).toBe('');
+    expect(readFileSync(join(okDir, 'report.csv'), 'utf8')).toMatch(new RegExp(`^ABSENT_CREATED_AFTER_TASK_START,${late.answerUuid},`, 'm'));
+  });
+
+  it('an FC checkpoint of an older fcctl (no dbStartedAt) is refused: its start cannot be checked', async () => {
+    const sub = join(dir, 'task-start');
+    const cp = json(join(sub, 'fc.checkpoint.json'));
+    delete cp['dbStartedAt'];
+    writeFileSync(join(sub, 'fc.checkpoint.json'), JSON.stringify(cp));
+    const out = join(sub, 'old');
+    const r = await runCli(['--json', 'reconcile', 'diff', '--fc', join(sub, 'fc.jsonl'), '--sh', join(sub, 'sh.jsonl'), '--task-start', '2000-01-01 00:00:00', '--out-dir', out], { env });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/^fcctl: FC checkpoint .*fc\.checkpoint\.json does not record when its scan began in the database's clock .*manifest scan --restart, or reconcile run --restart\)\n$/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('reconcile run takes its task start before its FC scan begins, so its own diff passes the check', async () => {
+    const out = join(dir, 'run-order');
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out], { env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const run = json(join(out, 'run.json'));
+    expect(String(run['taskStart']) < String(json(join(out, 'fc-manifest.checkpoint.json'))['dbStartedAt'])).toBe(true);
+  });
+});
+
+describe('reconcile run --restart gets past an unreadable run.json', () => {
+  it('without --restart: exit 4 telling the operator to pass it; with --restart: a new run, exit 0', async () => {
+    const out = join(dir, 'unreadable');
+    const args = ['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out];
+    expect((await runCli(args, { env })).code).toBe(0);
+    const before = json(join(out, 'run.json'));
+    writeFileSync(join(out, 'run.json'), '{"format":');
+    const refused = await runCli(args, { env });
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toMatch(/^fcctl: .*run\.json is not a valid fcctl\.reconcile\.run\.v1 file \(.*\); pass --restart to start a new run in this directory\n$/);
+    const restarted = await runCli([...args, '--restart'], { env });
+    expect(restarted.stderr).toBe('');
+    expect(restarted.code).toBe(0);
+    expect(summaryOf(restarted.stdout)).toMatchObject({ exitCode: 0, resumed: false });
+    const run = json(join(out, 'run.json'));
+    expect(run).toMatchObject({ format: 'fcctl.reconcile.run.v1', state: 'completed' });
+    expect(run['runId']).not.toBe(before['runId']);
+  });
+});
+
+describe('reconcile run for a school and form with no rows on either side', () => {
+  it('exits 1 with a one-line warning (a typo in a cron line must not stay green); the metrics say 1', async () => {
+    const out = join(dir, 'empty');
+    const metrics = join(dir, 'empty.prom');
+    const sums = await checksums();
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', out, '--metrics-file', metrics], { env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`fcctl: warning: no rows at FC or SH for school 5 form ${EMPTY_FORM}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)\n`);
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 0, differences: 0 });
+    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_run_exit_code{command="reconcile run"} 1');
+    expect(await checksums()).toBe(sums);
+  });
+
+  it('--allow-empty accepts it: exit 0, no warning', async () => {
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', join(dir, 'empty-allowed'), '--allow-empty'], { env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 0 });
+    expect(summaryOf(r.stdout)['empty']).toBeUndefined();
+  });
+
+  it('a pair with rows on one side only is no typo: exit 0', async () => {
+    const shOnly = testUuid('run-checks', 'sh only form');
+    await insertProjections(dbs.admin, dbs.shName, [{ answerUuid: testUuid('run-checks', 'sh only'), formUuid: shOnly }]);
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', shOnly, '--out-dir', join(dir, 'sh-only')], { env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 1, retireCandidates: 1 });
+  });
+});

@@ -330,8 +330,8 @@ describe('deliveries send under faults', () => {
     expect(failedByReason['CHANNEL_CLOSED']).toBeGreaterThan(0);
   });
 
-  it('a broker memory alarm (publishes blocked, nothing read): exit 3 with one line within seconds, no claim after it; a run after the alarm accepts everything', async () => {
-    const d = await seedDataset(pick(1000, 5000));
+  it('a broker memory alarm before the run: the return probe is not confirmed, exit 3 naming the alarm within seconds, nothing claimed', async () => {
+    const d = await seedDataset(pick(200, 1000));
     await brokerMemoryAlarm(true);
     let blocked: CliResult;
     const started = Date.now();
@@ -341,16 +341,35 @@ describe('deliveries send under faults', () => {
       await brokerMemoryAlarm(false);
     }
     const seconds = (Date.now() - started) / 1000;
+    expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\); nothing was claimed or sent$/m);
+    expect(seconds).toBeLessThan(60);
+    // Nothing claimed, nothing charged: every row of the dataset as it was seeded.
+    expect(await countRows(d, "state <> 'PENDING' OR claim_owner IS NOT NULL OR retry_count > 0")).toBe(0);
+    await recoverAfterFault(d, 'deliveries send: broker memory alarm before the run');
+  });
+
+  it('a broker memory alarm mid-run (publishes blocked, nothing read): exit 3 with one line within seconds, no claim after it; a run after the alarm accepts everything', async () => {
+    const d = await seedDataset(pick(3000, 10000));
+    let blocked: CliResult;
+    const started = Date.now();
+    const run = sendRun([...SHORT_LEASE, ...PACED]);
+    try {
+      await waitFor('the run to accept its first rows', async () => (await acceptedCount(d)) > 0, 60_000);
+      await brokerMemoryAlarm(true);
+      blocked = await run;
+    } finally {
+      await brokerMemoryAlarm(false);
+    }
+    const seconds = (Date.now() - started) / 1000;
     console.log(`deliveries send: memory alarm: the blocked run ended after ${seconds.toFixed(1)} s and said ${JSON.stringify(blocked.stderr.trim())}`);
     expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\)/);
     // It used to hang for good in the channel's close (cron then piles runs up).
-    expect(seconds).toBeLessThan(60);
+    expect(seconds).toBeLessThan(90);
     const s = summaryOf(blocked)!;
-    expect(s).toMatchObject({ stoppedBy: 'broker-blocked', accepted: 0 });
+    expect(s).toMatchObject({ stoppedBy: 'broker-blocked' });
     // Once blocked it claims no more: only what was claimed before the block was tried.
     expect(Number(s['claimed'])).toBeLessThan(d.ids.length + d.revokedIds.length);
-    expect(await acceptedCount(d)).toBe(0);
-    await recoverAfterFault(d, 'deliveries send: broker memory alarm');
+    await recoverAfterFault(d, 'deliveries send: broker memory alarm mid-run');
   });
 
   it('database connection cut mid-run: exit 3 with one line; claimed rows come back after their lease', async () => {

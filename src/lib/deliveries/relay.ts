@@ -274,6 +274,8 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   const probe = await sendReturnProbe(publisher, options.confirmTimeoutMs);
   if (!probe.ok) {
     await publisher.close();
+    // A broker under a resource alarm confirms nothing: that, not the exchange, is the cause.
+    if (broker.blocked !== null) throw new EnvironmentError(`the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`);
     throw new EnvironmentError(`return probe failed: ${probe.detail}; nothing was claimed or sent`);
   }
   const inFlight = new InFlight();

@@ -215,11 +215,13 @@ case "${1:-}" in
     log "up"
     ;;
   down)
-    if [ -f "$MY_DIR/mysqld.pid" ] && kill "$(cat "$MY_DIR/mysqld.pid")" 2>/dev/null; then log "mariadb stopping"; fi
+    my_pid=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null || true)
+    if [ -n "$my_pid" ] && kill "$my_pid" 2>/dev/null; then log "mariadb stopping"; fi
     if port_open "$MQ_PORT"; then ctl shutdown >/dev/null 2>&1 && log "rabbitmq stopped"; fi
     # The node started epmd on its own port: stop it too (nothing else registers there).
     if port_open "$EPMD_PORT" && command -v epmd >/dev/null 2>&1; then epmd -port "$EPMD_PORT" -kill >/dev/null 2>&1 && log "epmd stopped"; fi
-    for _ in $(seq 1 60); do port_open "$MY_PORT" || break; sleep 0.5; done
+    # Gone for good (not only off its port), so its directory can be removed right after.
+    for _ in $(seq 1 120); do { [ -n "$my_pid" ] && kill -0 "$my_pid" 2>/dev/null; } || break; sleep 0.5; done
     ;;
   restart)
     # For the fault suite: a real server restart, as clients see one (every connection closed, the

@@ -37,7 +37,7 @@ function privateDir(): string {
 afterAll(async () => {
   for (const dir of dirs) {
     await services(dir, 'down');
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   }
 });
 

@@ -45,6 +45,13 @@ const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.
 export async function brokerMemoryAlarm(on: boolean): Promise<void> {
   const args = on ? ['absolute', '1'] : ['0.4'];
   await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'set_vm_memory_high_watermark', ...args], { timeout: 60_000 });
+  // The memory monitor raises or clears the alarm on its next check: wait until it has.
+  for (let i = 0; i < 60; i++) {
+    const { stdout } = await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'eval', 'rabbit_alarm:get_alarms().'], { timeout: 60_000 });
+    if (/memory/.test(stdout) === on) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(`the broker's memory alarm did not turn ${on ? 'on' : 'off'}`);
 }
 
 /** A real restart of the local MariaDB or RabbitMQ (all connections drop), down for `downSeconds`. */

@@ -168,8 +168,8 @@ describe('requeue input (flags and --from files)', () => {
     const bad: Array<[string, RegExp]> = [
       ['', /no header line/],
       ['biz_type,biz_id\n', /names no command/],
-      ['biz_type,bizid\nt,1\n', /line 1: the header must name biz_type and biz_id/],
-      ['biz_type,biz_id,biz_id\nt,1,2\n', /line 1: biz_type or biz_id appears twice/],
+      ['biz_type,bizid\nt,1\n', /line 1: the header lacks biz_id \(columns: biz_type, biz_id\)/],
+      ['biz_type,biz_id,biz_id\nt,1,2\n', /line 1: column biz_id appears twice in the header/],
       ['biz_type,biz_id\nt\n', /line 2: malformed CSV: 1 fields, the header has 2/],
       ['biz_type,biz_id\nt,"1\n', /line 2: malformed CSV: a quoted field is not closed/],
       ['biz_type,biz_id\nt,1"x\n', /line 2: malformed CSV: a quote inside an unquoted field/],

@@ -11,7 +11,8 @@ import {
   type ReplayRequest,
   type ReplayRow,
 } from '../../src/lib/deliveries/replay.js';
-import { MAX_REPLAY_ITEMS, parseCsvRecords, parseReplayFile, ReplayInputError } from '../../src/lib/deliveries/replay-input.js';
+import { LineError, parseCsvRecords } from '../../src/lib/cli/record-file.js';
+import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay-input.js';
 import { failedSql, replaySql } from '../../src/lib/deliveries/replay-sql.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState, type GrantRow } from '../../src/lib/deliveries/types.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
@@ -229,10 +230,10 @@ describe('replay input files', () => {
     try {
       parseReplayFile(text);
     } catch (e) {
-      if (e instanceof ReplayInputError) return e.message;
+      if (e instanceof LineError) return e.message;
       throw e;
     }
-    throw new Error('expected a ReplayInputError');
+    throw new Error('expected a LineError');
   };
 
   it('reads CSV with a header (any column order, extra columns, quotes, CRLF, BOM, blank lines)', () => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import amqp from 'amqplib';
 import { testAmqpUrl } from './db.js';
+import { drainQueue } from './deliveries.js';
 
 const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.url));
 export const EXCHANGE = 'fc.answer.delivery.v2';
@@ -65,18 +66,7 @@ export async function hardenedBroker(topicWrite: string): Promise<HardenedBroker
       const queue = `test.${key}.${randomBytes(2).toString('hex')}`;
       await ch.assertQueue(queue, { durable: false });
       await ch.bindQueue(queue, EXCHANGE, pattern);
-      return {
-        queue,
-        drain: async () => {
-          const out: amqp.GetMessage[] = [];
-          for (;;) {
-            const m = await ch.get(queue, { noAck: true });
-            if (m === false) break;
-            out.push(m);
-          }
-          return out;
-        },
-      };
+      return { queue, drain: () => drainQueue(ch, queue) };
     },
     drop: async () => {
       await conn.close().catch(() => undefined);

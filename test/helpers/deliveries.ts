@@ -104,20 +104,22 @@ export async function bindQueue(
   await ch.bindQueue(queue, 'fc.answer.delivery.v2', `fc.snapshot.v2.${consumerKey}.*`);
   return {
     queue,
-    drain: async () => {
-      const out: amqp.GetMessage[] = [];
-      for (;;) {
-        const m = await ch.get(queue, { noAck: true });
-        if (m === false) break;
-        out.push(m);
-      }
-      return out;
-    },
+    drain: () => drainQueue(ch, queue),
     close: async () => {
       await ch.deleteQueue(queue).catch(() => undefined);
       await conn.close().catch(() => undefined);
     },
   };
+}
+
+/** Every message waiting in `queue`, taken off it. */
+export async function drainQueue(ch: amqp.Channel, queue: string): Promise<amqp.GetMessage[]> {
+  const out: amqp.GetMessage[] = [];
+  for (;;) {
+    const m = await ch.get(queue, { noAck: true });
+    if (m === false) return out;
+    out.push(m);
+  }
 }
 
 /** Makes sure the delivery exchange exists (tests run `send` without --declare). */

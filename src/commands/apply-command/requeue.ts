@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
-import { checkOperationId, ReplayInputError } from '../../lib/deliveries/replay-input.js';
-import { requeueTargetOf, RequeueInputError } from '../../lib/apply-command/requeue-input.js';
+import { LineError } from '../../lib/cli/record-file.js';
+import { checkOperationId } from '../../lib/deliveries/replay-input.js';
+import { requeueTargetOf } from '../../lib/apply-command/requeue-input.js';
 import { type RequeueOptions, runRequeue } from '../../lib/apply-command/requeue-run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, pathArg, secondsArg } from '../options.js';
@@ -16,7 +17,7 @@ function targetAndOperation(o: Record<string, unknown>): { target: RequeueOption
     const target = requeueTargetOf({ bizType: o['bizType'] as string | undefined, bizId: o['bizId'] as string | undefined, from: o['from'] as string | undefined, dead: o['dead'] as boolean, reason: o['reason'] as string | undefined });
     return { target, operationId: checkOperationId(o['operationId'], 0, '--operation-id') };
   } catch (err) {
-    throw err instanceof RequeueInputError || err instanceof ReplayInputError ? new UsageError(err.message) : err;
+    throw err instanceof LineError ? new UsageError(err.message) : err;
   }
 }
 

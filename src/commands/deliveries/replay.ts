@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { LineError } from '../../lib/cli/record-file.js';
 import { EnvironmentError, ExitCode, UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { isRefused, OPERATION_CONFLICT, REPLAY_CODES } from '../../lib/deliveries/replay.js';
@@ -8,7 +9,6 @@ import {
   checkOperationId,
   checkRevision,
   parseReplayFile,
-  ReplayInputError,
   type ReplayItem,
 } from '../../lib/deliveries/replay-input.js';
 import { type ReplayResult, runReplayBatch } from '../../lib/deliveries/replay-run.js';
@@ -61,7 +61,7 @@ async function readItems(options: DeliveriesReplayOptions, ctx: Ctx): Promise<Re
   try {
     return parseReplayFile(text);
   } catch (err) {
-    if (err instanceof ReplayInputError) throw new UsageError(`--from ${from}: ${err.message}`);
+    if (err instanceof LineError) throw new UsageError(`--from ${from}: ${err.message}`);
     throw err;
   }
 }
@@ -143,7 +143,7 @@ function flag<T>(check: (v: unknown, line: number, name: string) => T, value: un
   try {
     return check(value, 0, name);
   } catch (err) {
-    if (err instanceof ReplayInputError) throw new UsageError(err.message);
+    if (err instanceof LineError) throw new UsageError(err.message);
     throw err;
   }
 }

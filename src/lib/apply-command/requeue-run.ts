@@ -35,7 +35,8 @@ import {
   type RequeueSelection,
   selectorOf,
 } from './requeue.js';
-import { MAX_REQUEUE_ITEMS, parseRequeueFile, RequeueInputError, type RequeueTarget } from './requeue-input.js';
+import { LineError } from '../cli/record-file.js';
+import { MAX_REQUEUE_ITEMS, parseRequeueFile, type RequeueTarget } from './requeue-input.js';
 import { requeueSql, type Sql } from './sql.js';
 
 export const REQUEUE_EVIDENCE_FORMAT = 'fcctl.requeue-evidence.v1';
@@ -142,7 +143,7 @@ async function selectionOf(target: RequeueTarget, stdin: AsyncIterable<unknown>)
     const lines = parseRequeueFile(await readFileText(target.path, stdin));
     return { selection: { kind: 'file', keys: lines }, lines };
   } catch (err) {
-    if (err instanceof RequeueInputError) throw new UsageError(`--from ${target.path}: ${err.message}`);
+    if (err instanceof LineError) throw new UsageError(`--from ${target.path}: ${err.message}`);
     throw err;
   }
 }

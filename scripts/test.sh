@@ -11,6 +11,9 @@ eval "$(bash scripts/services.sh env)"
 export FCCTL_FAULT_TOTALS="$PWD/.fault-totals.jsonl"
 rm -f .test-results.json .test-results-faults.json "$FCCTL_FAULT_TOTALS"
 rc=0
+# The tests are type-checked too (their expectTypeOf checks, helpers' types): a type error fails the run.
+export FCCTL_TYPECHECK=passed
+if ! npx tsc -p tsconfig.test.json; then echo "test: the type check of src/ and test/ failed (npx tsc -p tsconfig.test.json)" >&2; FCCTL_TYPECHECK=failed; rc=1; fi
 if [ "${1:-}" = "--faults" ]; then
   shift
   npx vitest run --config vitest.faults.config.ts --reporter=default --reporter=json --outputFile=.test-results-faults.json "$@" || rc=1

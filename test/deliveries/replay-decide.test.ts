@@ -194,7 +194,7 @@ describe('decideReplay: exhaustive over state × receipt × grant × revision ×
     };
     const publisher: PublisherFacts = { appKey: '100021', appCode: 'demo', registry: { id: '42', app_code: 'demo', app_key: '100021' } };
     for (const [name, g] of Object.entries(GRANTS)) {
-      const pre = prePublish(dRow, { publisher, grant: g ?? undefined });
+      const pre = prePublish(dRow, { publisher, grant: g ?? undefined, maxRetries: 8 });
       const refusal = grantRefusal(g, '7');
       if (pre.kind === 'revoke') expect(refusal?.code, name).toBe(pre.reason);
       else expect(refusal, name).toBeNull();

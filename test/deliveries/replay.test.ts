@@ -118,7 +118,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
       await insertGrant(t.dbs.admin, t.dbs.fcName, {
         formUuid: FORM, schoolId: 5, consumerKey: key, revoked: scenario === 'grant revoked' ? 1 : 0, grantVersion: scenario === 'grant advanced' ? 2 : 1,
       });
-      let answer = randomUUID();
+      let answer: string = randomUUID();
       let id: string | null = null;
       let eventId: string | null = null;
       // the row the answer names: the newest row of the answer/consumer/school

@@ -328,6 +328,9 @@ const GLOBAL_CASES: RefusalCase[] = [
   { name: 'a mistyped command (fcctl sned)', argv: ['sned'], says: /^fcctl: unknown command 'sned' \(did you mean deliveries send\?\)\n$/ },
   { name: 'a mistyped subcommand (fcctl deliveries sned)', argv: ['deliveries', 'sned'], says: /^fcctl: unknown command 'sned' \(did you mean send\?\)\n$/ },
   { name: 'a mistyped option (--batch-siz)', argv: ['deliveries', 'send', '--batch-siz', '5'], says: /^fcctl: unknown option '--batch-siz' \(did you mean --batch-size\?\)\n$/ },
+  // Issue 16: the default-vhost switch is a flag, not a setting; the vhost must be a URL path.
+  { name: 'deliveries send --allow-default-vhost=yes (a flag takes no value)', argv: ['deliveries', 'send', '--allow-default-vhost=yes'], says: /^fcctl: unknown option '--allow-default-vhost=yes'/ },
+  { name: 'an amqpUrl whose vhost is not URL-encoded (%ZZ)', argv: ['--amqp-url', 'amqp://u:pw@127.0.0.1:1/%ZZ', 'deliveries', 'send'], env: { FCCTL_APP_KEY: 'k', FCCTL_APP_CODE: 'c' }, says: /^fcctl: amqpUrl is not a URL with a valid vhost: amqp:\/\/u:\*\*\*@127\.0\.0\.1:1\/%ZZ\n$/ },
   { name: 'several required options missing: all named in one line', argv: ['deliveries', 'failed'], says: /^fcctl: required options '--consumer <key>' and '--school <id>' not specified\n$/ },
   { name: 'FCCTL_APP_SECRET_FILE naming a missing file', argv: ['config', 'show'], env: { FCCTL_APP_SECRET: '', FCCTL_APP_SECRET_FILE: file('absent-secret') }, says: /FCCTL_APP_SECRET_FILE: cannot read/ },
   ...(['--fc-database-url', '--sh-database-url', '--amqp-url', '--amqp-management-url', '--flow-url', '--app-key', '--app-code'] as const).map(

@@ -1,4 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { CONTROL, idProblem, isAppKey, isRoutingSafe, isSchoolId, isUuid, MAX_APP_KEY_LENGTH, MAX_ID_LENGTH, MAX_RUN_ID_LENGTH } from '../lib/ids.js';
+import type { ManifestSide } from '../lib/manifest/row.js';
+import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -90,4 +93,104 @@ export function pathArg(value: string): string {
 /** {@link pathArg} for a repeatable option: collects the checked values. */
 export function pathsArg(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), pathArg(value)];
+}
+
+/**
+ * `--consumer KEY`: a consumer credential key as stored (1–64 characters, no whitespace or
+ * control characters). Not checked as a routing key here: a row with a bad key is still listable.
+ * @example .requiredOption('--consumer <key>', 'consumer app key', consumerArg)
+ */
+export function consumerArg(value: string): string {
+  if (!isAppKey(value)) throw new InvalidArgumentError(`expected a consumer app key of 1–${MAX_APP_KEY_LENGTH} characters without spaces`);
+  return value;
+}
+
+/**
+ * `--consumer KEY` where the key must make a routing key (SPEC §4): {@link consumerArg} and none of
+ * `.` `*` `#`. For commands that queue a message: a row of such a key can never be sent.
+ * @example .requiredOption('--consumer <key>', 'consumer app key', routableConsumerArg)
+ */
+export function routableConsumerArg(value: string): string {
+  consumerArg(value);
+  if (!isRoutingSafe(value)) throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
+  return value;
+}
+
+/**
+ * `--school ID`: a positive integer that fits a BIGINT, kept as decimal text.
+ * @example schoolArg('5') // '5'
+ */
+export function schoolArg(value: string): string {
+  if (!isSchoolId(value)) throw new InvalidArgumentError('expected a positive whole number');
+  return value;
+}
+
+/**
+ * `--side sh|fc`.
+ * @example .requiredOption('--side <side>', 'sh or fc', sideArg)
+ */
+export function sideArg(value: string): ManifestSide {
+  if (value !== 'sh' && value !== 'fc') throw new InvalidArgumentError('expected sh or fc');
+  return value;
+}
+
+/**
+ * A UUID option (`--form`, `--cursor`): the 8-4-4-4-12 hex form, kept as given (lookups are exact).
+ * @example .requiredOption('--form <uuid>', 'form uuid', uuidArg)
+ */
+export function uuidArg(value: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError('expected a UUID (8-4-4-4-12 hex digits)');
+  return value;
+}
+
+/**
+ * `--shard i/n`: 1 ≤ i ≤ n ≤ 4096.
+ * @example shardArg('2/4') // { index: 2, count: 4 }
+ */
+export function shardArg(value: string): Shard {
+  const s = parseShard(value);
+  if (s === null) throw new InvalidArgumentError(`expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS}, e.g. 2/4`);
+  return s;
+}
+
+function idArg(max: number): (value: string) => string {
+  return (value: string) => {
+    const p = idProblem(value, max);
+    if (p) throw new InvalidArgumentError(`expected 1–${max} characters without control characters or surrounding spaces (the value ${p})`);
+    return value;
+  };
+}
+
+/**
+ * `--proof-id` and `--task-id` of `retire-absent prove`: 1–128 characters, no control characters,
+ * no surrounding spaces.
+ * @example .option('--proof-id <id>', 'proof id', proofIdArg)
+ */
+export const proofIdArg = idArg(MAX_ID_LENGTH);
+
+/**
+ * `--run-id` of `retire-absent`: 1–64 characters (the audit's `run_id`), no control characters,
+ * no surrounding spaces (`projection repair-authoritative --run-id` is stricter: see `checkRunId`).
+ * @example .option('--run-id <id>', 'run id', runIdArg)
+ */
+export const runIdArg = idArg(MAX_RUN_ID_LENGTH);
+
+/**
+ * A RabbitMQ user name, repeatable: not empty, no control characters.
+ * @example .option('--consumer-user <name>', 'a consumer user', consumerUserArg, [] as string[])
+ */
+export function consumerUserArg(value: string, previous: string[]): string[] {
+  if (value === '') throw new InvalidArgumentError('expected a user name, not an empty one');
+  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a user name without control characters');
+  return [...previous, value];
+}
+
+/**
+ * A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters.
+ * @example .option('--consumer-queue <name>', 'the consumer queue', queueNameArg, CONSUMER_QUEUE)
+ */
+export function queueNameArg(value: string): string {
+  if (value === '' || Buffer.byteLength(value, 'utf8') > 255) throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
+  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
+  return value;
 }

@@ -1,7 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { prePublish, type PublisherFacts } from '../../src/lib/deliveries/decide.js';
 import {
-  canonicalRevision,
   decideReplay,
   grantRefusal,
   isRefused,
@@ -12,6 +11,7 @@ import {
   type ReplayRow,
 } from '../../src/lib/deliveries/replay.js';
 import { LineError, parseCsvRecords } from '../../src/lib/cli/record-file.js';
+import { canonicalRevision } from '../../src/lib/ids.js';
 import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay-input.js';
 import { failedSql, replaySql } from '../../src/lib/deliveries/replay-sql.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState, type GrantRow } from '../../src/lib/deliveries/types.js';

@@ -4,8 +4,7 @@ import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg } from '../options.js';
-import { consumerArg, schoolArg } from './target.js';
+import { consumerArg, intArg, schoolArg } from '../options.js';
 
 export interface DeliveriesFailedOptions {
   readonly consumerAppKey: string;

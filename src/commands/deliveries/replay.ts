@@ -13,8 +13,7 @@ import {
 } from '../../lib/deliveries/replay-input.js';
 import { type ReplayResult, runReplayBatch } from '../../lib/deliveries/replay-run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, secondsArg } from '../options.js';
-import { routableConsumerArg, schoolArg } from './target.js';
+import { intArg, routableConsumerArg, schoolArg, secondsArg } from '../options.js';
 
 export interface DeliveriesReplayOptions {
   readonly consumerAppKey: string;

@@ -5,13 +5,13 @@ import {
   countSeedTables,
   DEFAULT_PUBLISHER,
   defaultConsumerKeys,
-  isValidAppKey,
   planCounts,
   planSeed,
   schoolIds,
   SEED_FORMS,
   writeSeed,
 } from '../../lib/dev/seed.js';
+import { isRoutableAppKey } from '../../lib/ids.js';
 import { countShSeedRows, driftCounts, planShSeed, SH_SEED_TASK_START_WINDOW, writeShSeed } from '../../lib/dev/sh-seed.js';
 import type { Db } from '../../lib/db/connect.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
@@ -41,7 +41,7 @@ export function resolveConsumerKeys(options: Pick<DevSeedOptions, 'consumers' | 
   if (options.consumers !== undefined && options.consumers !== keys.length) {
     throw new UsageError(`--consumers ${options.consumers} does not match the ${keys.length} keys of --consumer-keys`);
   }
-  const bad = keys.find((k) => !isValidAppKey(k));
+  const bad = keys.find((k) => !isRoutableAppKey(k));
   if (bad !== undefined) throw new UsageError(`--consumer-keys: ${JSON.stringify(bad)} is not a valid app key (non-empty, at most 64 characters, no . * # or whitespace; --include-faults adds invalid ones)`);
   if (new Set(keys).size !== keys.length) throw new UsageError('--consumer-keys: a key is given twice');
   if (keys.includes(publisherKey)) throw new UsageError(`--consumer-keys: ${publisherKey} is the publisher's app key`);

@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { DELIVERY_EXCHANGE, exchangeExists, openBroker, type Broker } from '../../lib/amqp/connect.js';
 import { probeReturnBeforeAck } from '../../lib/amqp/probe.js';
 import { UsageError } from '../../lib/cli/exit.js';
@@ -10,6 +10,7 @@ import { CONSUMER_QUEUE } from '../../lib/doctor/isolation.js';
 import { checkIsolation, isolationTarget, registeredAppKeys } from '../../lib/doctor/isolation-inspect.js';
 import { serviceTimeZoneCheck } from '../../lib/time/service-zone.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+import { consumerUserArg, queueNameArg } from '../options.js';
 
 export interface DoctorOptions {
   readonly probe: boolean;
@@ -116,20 +117,6 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
   const count = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
   ctx.output.summary({ command: 'doctor', exitCode, ok: count('ok'), warn: count('warn'), fail: count('fail'), skipped: count('skipped') });
   return exitCode;
-}
-
-/** A RabbitMQ user name, repeatable: not empty, no control characters. */
-function consumerUserArg(value: string, previous: string[]): string[] {
-  if (value === '') throw new InvalidArgumentError('expected a user name, not an empty one');
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError('expected a user name without control characters');
-  return [...previous, value];
-}
-
-/** A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters. */
-function queueNameArg(value: string): string {
-  if (value === '' || Buffer.byteLength(value, 'utf8') > 255) throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
-  return value;
 }
 
 export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor): Command {

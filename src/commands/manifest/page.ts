@@ -4,9 +4,7 @@ import type { Column } from '../../lib/cli/table.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, readManifestPage } from '../../lib/manifest/page.js';
 import type { ManifestSide } from '../../lib/manifest/row.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { schoolArg } from '../deliveries/target.js';
-import { intArg } from '../options.js';
-import { sideArg, uuidArg } from './options.js';
+import { intArg, schoolArg, sideArg, uuidArg } from '../options.js';
 
 export interface ManifestPageOptions {
   readonly side: ManifestSide;

@@ -10,9 +10,7 @@ import { runManifestScan } from '../../lib/manifest/scan.js';
 import { formatShard, type Shard, shardRange } from '../../lib/manifest/shard.js';
 import { countManifestRows } from '../../lib/manifest/sql.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { schoolArg } from '../deliveries/target.js';
-import { intArg, pathArg } from '../options.js';
-import { shardArg, sideArg, uuidArg } from './options.js';
+import { intArg, pathArg, schoolArg, shardArg, sideArg, uuidArg } from '../options.js';
 
 export interface ManifestScanOptions {
   readonly side: ManifestSide;

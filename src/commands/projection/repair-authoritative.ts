@@ -22,8 +22,7 @@ import {
 } from '../../lib/projection/input.js';
 import { type RepairOutcome, type RepairRunOptions, runRepairBatch } from '../../lib/projection/repair.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { consumerArg, schoolArg } from '../deliveries/target.js';
-import { intArg, pathArg, secondsArg } from '../options.js';
+import { consumerArg, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
 
 /** The evidence file's name when `--evidence` is not given: beside the plan, or in the current directory. */
 export const DEFAULT_EVIDENCE_NAME = 'repair-evidence.jsonl';

@@ -7,9 +7,7 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
 import { emptyPairWarning } from '../../lib/reconcile/checks.js';
 import { runReconcile } from '../../lib/reconcile/run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { schoolArg } from '../deliveries/target.js';
-import { uuidArg } from '../manifest/options.js';
-import { intArg, metricsFileOption, pathArg } from '../options.js';
+import { intArg, metricsFileOption, pathArg, schoolArg, uuidArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 import { diffSummaryFields } from './diff.js';
 

@@ -5,8 +5,7 @@ import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
 import { EXCLUSION_REASONS, proveAbsence } from '../../lib/retire/proof.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { pathArg, pathsArg } from '../options.js';
-import { proofIdArg } from './options.js';
+import { pathArg, pathsArg, proofIdArg } from '../options.js';
 
 export interface RetireProveOptions {
   readonly candidates: string;

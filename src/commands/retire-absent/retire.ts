@@ -8,8 +8,7 @@ import { REFUSAL_REASONS } from '../../lib/retire/decide.js';
 import { defaultEvidencePath, readProofFile } from '../../lib/retire/proof.js';
 import { type EntryOutcome, EvidenceLog, newRunId, type RetireRunResult, runRetire } from '../../lib/retire/retire.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { durationArg, pathArg } from '../options.js';
-import { runIdArg } from './options.js';
+import { durationArg, pathArg, runIdArg } from '../options.js';
 
 export interface RetireAbsentOptions {
   readonly proof: string;

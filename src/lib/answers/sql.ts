@@ -3,6 +3,7 @@
  * them. BIGINT keys are bound as BigInt, so they reach the server as exact integer literals.
  */
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import type { AnswerSnapshotSource } from './snapshot.js';
 
 /** An `answer` row as mysql2 returns it: BIGINTs as decimal strings, DATETIMEs as strings. */
@@ -24,11 +25,6 @@ export interface AnswerKey {
   readonly answerUuid: string;
 }
 
-export interface Query {
-  readonly sql: string;
-  readonly params: readonly unknown[];
-}
-
 /** Never `SELECT *`, never the database id (SPEC §7: no database ids leave fcctl). */
 export const ANSWER_COLUMNS =
   'answer_uuid, form_uuid, form_version, sch_id, app_code, code, submitter_id, subject_id, status, ' +
@@ -44,7 +40,7 @@ function bigint(text: string): bigint {
  * One answer by its uuid.
  * @example const { sql, params } = selectAnswerByUuid('a1b2…')
  */
-export function selectAnswerByUuid(answerUuid: string): Query {
+export function selectAnswerByUuid(answerUuid: string): Statement {
   return { sql: `SELECT ${ANSWER_COLUMNS} FROM answer WHERE answer_uuid = ?`, params: [answerUuid] };
 }
 
@@ -62,7 +58,7 @@ export interface AnswerPageOptions {
  * instead of a row constructor `(a,b,c) > (?,?,?)`, which MariaDB does not turn into a range scan.
  * @example selectAnswerPage({ schId: '5', formUuid: 'f…', after, limit: 201 })
  */
-export function selectAnswerPage(options: AnswerPageOptions): Query {
+export function selectAnswerPage(options: AnswerPageOptions): Statement {
   if (!Number.isSafeInteger(options.limit) || options.limit < 1) throw new TypeError(`limit must be a positive integer, got ${options.limit}`);
   if (options.formUuid !== undefined && options.schId === undefined) throw new TypeError('formUuid needs schId');
   const where: string[] = [];

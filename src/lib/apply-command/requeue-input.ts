@@ -9,6 +9,7 @@
  * json` qualify). Each key at most once; 1 to 100,000 keys.
  */
 import { LineError, readRecords } from '../cli/record-file.js';
+import { isTidy } from '../ids.js';
 import { isReasonCode } from './decide.js';
 import type { BizKey } from './requeue.js';
 
@@ -19,9 +20,6 @@ export const MAX_REQUEUE_ITEMS = 100_000;
 export const BIZ_TYPE_WIDTH = 32;
 export const BIZ_ID_WIDTH = 64;
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 /**
  * Checks one part of a business key: a string of 1 to `width` characters, no control characters,
  * no surrounding spaces (a stray space in a file would match nothing, silently).
@@ -30,7 +28,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function checkKeyPart(value: unknown, name: string, width: number, line: number): string {
   if (typeof value !== 'string' || value === '') throw new LineError(line, `${name} is missing or empty`);
   if ([...value].length > width) throw new LineError(line, `${name} is longer than ${width} characters (the column's width)`);
-  if (CONTROL.test(value) || value.trim() !== value) throw new LineError(line, `${name} ${JSON.stringify(value.slice(0, 80))} holds control characters or surrounding spaces`);
+  if (!isTidy(value)) throw new LineError(line, `${name} ${JSON.stringify(value.slice(0, 80))} holds control characters or surrounding spaces`);
   return value;
 }
 

@@ -17,6 +17,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import { runOrdered } from '../batch/ordered.js';
 import { batchExitCode, EnvironmentError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import { opDigest } from '../deliveries/replay.js';
 import { EvidenceFile } from '../projection/evidence.js';
 import {
@@ -37,7 +38,7 @@ import {
 } from './requeue.js';
 import { LineError } from '../cli/record-file.js';
 import { MAX_REQUEUE_ITEMS, parseRequeueFile, type RequeueTarget } from './requeue-input.js';
-import { requeueSql, type Sql } from './sql.js';
+import { requeueSql } from './sql.js';
 
 export const REQUEUE_EVIDENCE_FORMAT = 'fcctl.requeue-evidence.v1';
 
@@ -96,7 +97,7 @@ export interface RequeueRunResult {
   readonly error: unknown;
 }
 
-type Run = <T>(q: Sql) => Promise<T[]>;
+type Run = <T>(q: Statement) => Promise<T[]>;
 
 interface RecordedRaw {
   biz_type: string;
@@ -238,7 +239,7 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
       }
     };
     const requeueInTransaction = async (conn: PoolConnection, key: BizKey): Promise<Decided> => {
-      const run: Run = async <T>(q: Sql) => (await conn.query(q.sql, q.params))[0] as T[];
+      const run: Run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T[];
       try {
         await run(requeueSql.claimOperation(digest, key, selector));
       } catch (err) {

@@ -6,6 +6,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { gauge, type Gauge } from '../cli/metrics.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import { APPLY_COMMAND_STATES } from './types.js';
 
 export type DeadRowView = {
@@ -100,7 +101,7 @@ export interface ApplyScanRaw {
 /** The scan's statements in one read transaction: one consistent view. */
 export async function readApplyScan(db: Db, limit: number, graceSeconds: number): Promise<ApplyScanRaw> {
   return db.transaction(async (conn: PoolConnection) => {
-    const run = async <T>(q: { sql: string; params: unknown[] }) => (await conn.query(q.sql, q.params))[0] as T[];
+    const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T[];
     const now = (await run<{ now: string }>(applyScanSql.now()))[0]!.now;
     return {
       now,

@@ -4,13 +4,9 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import type { CommandWrite } from './decide.js';
 import { type CommandGeneration, type ApplyCommandRow, cutText, type MirrorAtClaim } from './types.js';
-
-export interface Sql {
-  readonly sql: string;
-  readonly params: unknown[];
-}
 
 /** Columns resolve needs; never `SELECT *`. */
 export const ROW_COLUMNS = 'id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time';
@@ -22,7 +18,7 @@ export const ROW_COLUMNS = 'id, biz_type, biz_id, apply_app_key, submitter_id, f
  * live lease of someone else — an owner without an expiry counts as expired, so no row can be
  * stuck forever (seed 003 §10.6).
  */
-export function claimableWhere(appKey: string, graceSeconds: number): Sql {
+export function claimableWhere(appKey: string, graceSeconds: number): Statement {
   return {
     sql:
       "((state IN ('UNKNOWN', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW())) " +
@@ -38,7 +34,7 @@ export function claimableWhere(appKey: string, graceSeconds: number): Sql {
  * stopped instead of from the table's start through every DONE row (seed 003: claims must not
  * grow with history).
  */
-export function claimSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Sql {
+export function claimSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
   return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`, params: [...w.params, afterId, limit] };
 }
@@ -48,7 +44,7 @@ export function claimSelect(appKey: string, graceSeconds: number, afterId: strin
  * from `idx_apply_command_due` alone (the backlog's entries, never the DONE rows; no lock).
  * `'0'` when there is none.
  */
-export function claimStartSelect(): Sql {
+export function claimStartSelect(): Statement {
   return {
     sql: "SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE state IN ('UNKNOWN', 'FAILED', 'PENDING')",
     params: [],
@@ -61,7 +57,7 @@ export async function claimStart(db: Db): Promise<string> {
   return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
 }
 
-export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Sql {
+export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Statement {
   return { sql: 'UPDATE flow_apply_command SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)', params: [owner, leaseSeconds, ids] };
 }
 
@@ -70,7 +66,7 @@ export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly s
  * the locking claim SELECT: locking service_apply too would make the service's callbacks wait on
  * fcctl, and SKIP LOCKED would then skip commands for a lock on their mirror row.
  */
-export function mirrorSelect(ids: readonly string[]): Sql {
+export function mirrorSelect(ids: readonly string[]): Statement {
   return {
     sql: 'SELECT c.id, s.id AS s_id, s.flow_status FROM flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id WHERE c.id IN (?)',
     params: [ids],
@@ -102,13 +98,13 @@ export async function claimRows(db: Db, owner: string, appKey: string, graceSeco
 }
 
 /** Claimable rows without claiming them, for `--dry-run` (keyset on id so it pages forward). */
-export function peekSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Sql {
+export function peekSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
   return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ?`, params: [...w.params, afterId, limit] };
 }
 
 /** Rows that would be claimable but belong to another apply app key: reported, never touched. */
-export function otherAppKeySelect(appKey: string, graceSeconds: number): Sql {
+export function otherAppKeySelect(appKey: string, graceSeconds: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
   // Same rule with the app key condition turned round.
   return { sql: `SELECT COUNT(*) AS n FROM flow_apply_command WHERE ${w.sql.replace('apply_app_key = ?', 'apply_app_key <> ?')}`, params: w.params };
@@ -118,7 +114,7 @@ export function otherAppKeySelect(appKey: string, graceSeconds: number): Sql {
  * The guard of every write after the claim (SPEC §2): still ours, and the same version of the
  * row (state and retry count) as claimed. A stale worker's write matches nothing.
  */
-function guard(owner: string, gen: CommandGeneration, alias = ''): Sql {
+function guard(owner: string, gen: CommandGeneration, alias = ''): Statement {
   const a = alias ? `${alias}.` : '';
   return {
     sql: `${a}id = ? AND ${a}claim_owner = ? AND ${a}state = ? AND ${a}retry_count = ? AND ${a}attempt = ? AND ${a}request_token = ?`,
@@ -136,7 +132,7 @@ const CLEAR_CLAIM = 'claim_owner = NULL, claim_expires_at = NULL';
  * flow callbacks wrote meanwhile is newer than our lookup, so the command is settled and the
  * mirror left alone (MIRROR_CHANGED in last_error when the row existed at claim).
  */
-export function compileWrite(owner: string, w: CommandWrite): Sql {
+export function compileWrite(owner: string, w: CommandWrite): Statement {
   const g = guard(owner, w.gen);
   switch (w.kind) {
     case 'done': {
@@ -217,13 +213,13 @@ const REQUEUE_ROW_COLUMNS =
  */
 export const requeueSql = {
   /** The command of a business key; `lock` adds `FOR UPDATE` (no resolver can claim it meanwhile). */
-  command: (key: { bizType: string; bizId: string }, lock: boolean): Sql => ({
+  command: (key: { bizType: string; bizId: string }, lock: boolean): Statement => ({
     sql: `SELECT ${REQUEUE_ROW_COLUMNS} FROM flow_apply_command WHERE biz_type = ? AND biz_id = ?${lock ? ' FOR UPDATE' : ''}`,
     params: [key.bizType, key.bizId],
   }),
 
   /** One page of DEAD commands (of one reason code when given), by id. No lock: each is re-read locked. */
-  deadKeys: (reason: string | null, afterId: string, limit: number): Sql => ({
+  deadKeys: (reason: string | null, afterId: string, limit: number): Statement => ({
     sql:
       "SELECT id, biz_type, biz_id FROM flow_apply_command WHERE state = 'DEAD'" +
       `${reason === null ? '' : " AND SUBSTRING_INDEX(last_error, ':', 1) = ?"} AND id > ? ORDER BY id LIMIT ?`,
@@ -234,13 +230,13 @@ export const requeueSql = {
    * Every answer recorded for an operation, by command id (as `--dead` selects them; answers of
    * concurrent transactions are recorded in the order they finished), keys without a command last.
    */
-  recorded: (opDigest: string): Sql => ({
+  recorded: (opDigest: string): Statement => ({
     sql: 'SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? ORDER BY command_id IS NULL, command_id, id',
     params: [opDigest],
   }),
 
   /** The answer recorded for one key, read after a duplicate key: the latest committed version. */
-  recordedOne: (opDigest: string, key: { bizType: string; bizId: string }): Sql => ({
+  recordedOne: (opDigest: string, key: { bizType: string; bizId: string }): Statement => ({
     sql: 'SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? AND biz_type = ? AND biz_id = ? LOCK IN SHARE MODE',
     params: [opDigest, key.bizType, key.bizId],
   }),
@@ -250,14 +246,14 @@ export const requeueSql = {
    * which waits on this row's lock) fail with a duplicate key; the answer is filled in by
    * {@link requeueSql.recordAnswer} in the same transaction, so no one ever sees it empty.
    */
-  claimOperation: (opDigest: string, key: { bizType: string; bizId: string }, selector: { text: string; sha256: string }): Sql => ({
+  claimOperation: (opDigest: string, key: { bizType: string; bizId: string }, selector: { text: string; sha256: string }): Statement => ({
     sql:
       'INSERT INTO fcctl_requeue_operation (op_digest, biz_type, biz_id, selector, selector_sha256, code, reason, command_id, create_time) ' +
       "VALUES (?, ?, ?, ?, ?, '', '', NULL, NOW())",
     params: [opDigest, key.bizType, key.bizId, cutText(selector.text, 255), selector.sha256],
   }),
 
-  recordAnswer: (opDigest: string, key: { bizType: string; bizId: string }, code: string, reason: string, commandId: string | null): Sql => ({
+  recordAnswer: (opDigest: string, key: { bizType: string; bizId: string }, code: string, reason: string, commandId: string | null): Statement => ({
     sql: 'UPDATE fcctl_requeue_operation SET code = ?, reason = ?, command_id = ? WHERE op_digest = ? AND biz_type = ? AND biz_id = ?',
     params: [code, reason, commandId, opDigest, key.bizType, key.bizId],
   }),
@@ -267,7 +263,7 @@ export const requeueSql = {
    * lookup still comes first). A resolver still holding the old generation in flight has its
    * write turned away by its own guard (state and retry count moved on).
    */
-  requeue: (w: { from: CommandGeneration; lastError: string }): Sql => ({
+  requeue: (w: { from: CommandGeneration; lastError: string }): Statement => ({
     sql:
       "UPDATE flow_apply_command SET state = 'UNKNOWN', retry_count = 0, next_retry_at = NULL, last_error = ?, claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() " +
       'WHERE id = ? AND state = ? AND retry_count = ? AND attempt = ? AND request_token = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())',
@@ -275,7 +271,7 @@ export const requeueSql = {
   }),
 
   /** One audit row (action `APPLY_REQUEUE`), time from the SH database's clock. */
-  audit: (a: RequeueAuditRow): Sql => ({
+  audit: (a: RequeueAuditRow): Statement => ({
     sql:
       'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
       'VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, NOW())',

@@ -1,4 +1,5 @@
 import { canonicalize } from '../canon/index.js';
+import { isPositiveIntegerText, isRoutingSafe } from '../ids.js';
 import type { DeliveryRow, GrantRow, RegistryRow } from './types.js';
 
 /** Failure reasons fcctl writes to `last_error` (stable codes; the text after ':' is detail). */
@@ -42,7 +43,6 @@ export interface PublisherFacts {
 }
 
 const SNAPSHOT_MEMBERS = ['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values'];
-const POSITIVE_INT = /^[1-9][0-9]*$/;
 const EVENT_TYPES = new Set(['created', 'updated', 'tombstoned']);
 const VALID_DATETIME = /^(?!0000)\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d/;
 
@@ -53,10 +53,10 @@ const VALID_DATETIME = /^(?!0000)\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]
  * @example routingKeyFor('100018', '5') // { ok: true, routingKey: 'fc.snapshot.v2.100018.5' }
  */
 export function routingKeyFor(appKey: string, schoolId: string | number): { ok: true; routingKey: string } | { ok: false; detail: string } {
-  if (appKey === '' || /[.*#\s\u0000-\u001f\u007f]/u.test(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
+  if (!isRoutingSafe(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
   if (appKey.length > 200) return { ok: false, detail: 'consumer app key too long' };
   const school = String(schoolId);
-  if (!POSITIVE_INT.test(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
+  if (!isPositiveIntegerText(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
   const routingKey = `fc.snapshot.v2.${appKey}.${school}`;
   // An AMQP short string: over 255 bytes it cannot be encoded (60 emoji fit a VARCHAR(64) key).
   if (Buffer.byteLength(routingKey, 'utf8') > 255) return { ok: false, detail: 'routing key is over 255 bytes (AMQP limit)' };
@@ -68,7 +68,7 @@ export function checkPublisher(facts: PublisherFacts): { ok: true } | { ok: fals
   const r = facts.registry;
   if (r === 'unreachable') return { ok: false, reason: 'REGISTRY_UNREACHABLE', detail: 'app registry could not be read' };
   if (r === null) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `no registry row for app code ${facts.appCode}` };
-  if (!POSITIVE_INT.test(String(r.id))) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `registry id ${r.id} is not a positive integer` };
+  if (!isPositiveIntegerText(String(r.id))) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `registry id ${r.id} is not a positive integer` };
   if (r.app_code !== facts.appCode) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app code differs' };
   if (r.app_key !== facts.appKey) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app key differs from the configured key' };
   return { ok: true };

@@ -4,7 +4,7 @@
  * line number, and nothing is written (SPEC §2). Pure.
  */
 import { LineError, readRecords } from '../cli/record-file.js';
-import { canonicalRevision } from './replay.js';
+import { idProblem, isUuid, revisionOf } from '../ids.js';
 
 /** One replay request as read; `line` is the 1-based line it starts on (0 for the command line). */
 export interface ReplayItem {
@@ -17,18 +17,14 @@ export interface ReplayItem {
 
 /** Most items one file may hold; larger incidents are split into several files. */
 export const MAX_REPLAY_ITEMS = 100_000;
-export const MAX_OPERATION_ID_LENGTH = 128;
 const COLUMNS = ['answerUuid', 'expectedRevision', 'operationId'] as const;
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Checks an answer uuid: the 8-4-4-4-12 hex form; the lookup is exact, so case is kept.
  * @example checkAnswerUuid('nope', 3) // throws LineError('line 3: answerUuid "nope" is not a UUID')
  */
 export function checkAnswerUuid(value: unknown, line: number, name = 'answerUuid'): string {
-  if (typeof value !== 'string' || !UUID.test(value)) throw new LineError(line, `${name} ${JSON.stringify(value)} is not a UUID`);
+  if (!isUuid(value)) throw new LineError(line, `${name} ${JSON.stringify(value)} is not a UUID`);
   return value;
 }
 
@@ -37,9 +33,7 @@ export function checkAnswerUuid(value: unknown, line: number, name = 'answerUuid
  * @example checkRevision('007', 2) // '7'
  */
 export function checkRevision(value: unknown, line: number, name = 'expectedRevision'): string {
-  const ok =
-    (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) || (typeof value === 'string' && /^\d+$/.test(value));
-  const canon = ok ? canonicalRevision(value as string | number) : null;
+  const canon = revisionOf(value);
   if (canon === null) throw new LineError(line, `${name} ${JSON.stringify(value)} is not a whole number ≥ 0`);
   return canon;
 }
@@ -49,10 +43,9 @@ export function checkRevision(value: unknown, line: number, name = 'expectedRevi
  * @example checkOperationId('INC-42-1', 0) // 'INC-42-1'
  */
 export function checkOperationId(value: unknown, line: number, name = 'operationId'): string {
-  if (typeof value !== 'string' || value.length === 0) throw new LineError(line, `${name} is empty`);
-  if ([...value].length > MAX_OPERATION_ID_LENGTH) throw new LineError(line, `${name} is longer than ${MAX_OPERATION_ID_LENGTH} characters`);
-  if (CONTROL.test(value) || value.trim() !== value) throw new LineError(line, `${name} holds control characters or surrounding spaces`);
-  return value;
+  const problem = idProblem(value);
+  if (problem !== null) throw new LineError(line, `${name} ${problem}`);
+  return value as string;
 }
 
 function item(line: number, fields: Readonly<Record<string, unknown>>): ReplayItem {

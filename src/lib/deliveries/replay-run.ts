@@ -8,9 +8,10 @@
 import { runOrdered, type OrderedSummary } from '../batch/ordered.js';
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import { decideReplay, opDigest, type RecordedAnswer, type ReplayCode, type ReplayDecision, type ReplayRequest, type ReplayRow } from './replay.js';
 import type { ReplayItem } from './replay-input.js';
-import { replaySql, type Statement } from './replay-sql.js';
+import { replaySql } from './replay-sql.js';
 import type { GrantRow } from './types.js';
 
 type Run = <T>(q: Statement) => Promise<T[]>;

@@ -3,12 +3,8 @@
  * executed on the real database). The replay's writes are conditional on the generation read —
  * state, retry count and replay digest — so they can never land on a row that moved on.
  */
+import type { Statement } from '../db/statement.js';
 import { NOT_TAKEN_OUTCOMES, type ReplayRequest, type ReplayWrite } from './replay.js';
-
-export interface Statement {
-  readonly sql: string;
-  readonly params: unknown[];
-}
 
 const REPLAY_ROW_COLUMNS =
   'id, event_id, state, retry_count, replay_op_digest, answer_revision, grant_version, form_uuid, last_error, consumer_applied_at, consumer_outcome';

@@ -4,6 +4,7 @@
  * the answer/consumer/school, the grant read fresh — and applies the write this returns.
  */
 import { createHash } from 'node:crypto';
+import { canonicalRevision } from '../ids.js';
 import type { DeliveryState, GrantRow } from './types.js';
 
 /** The five stable codes of seed 000 §8, in the order they are documented. */
@@ -102,17 +103,6 @@ export interface ReplayFacts {
  */
 export function opDigest(operationId: string): string {
   return createHash('sha256').update(operationId, 'utf8').digest('hex');
-}
-
-/**
- * A revision as canonical decimal text, or null when it is not a whole number ≥ 0 within BIGINT.
- * @example canonicalRevision('007') // '7'
- */
-export function canonicalRevision(value: string | number | bigint): string | null {
-  const text = String(value).trim();
-  if (!/^\d{1,19}$/.test(text)) return null;
-  const n = BigInt(text);
-  return n <= 9223372036854775807n ? n.toString() : null;
 }
 
 /**

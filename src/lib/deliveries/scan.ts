@@ -7,6 +7,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { gauge, runGauges, type Gauge } from '../cli/metrics.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import { dueRule } from './sql.js';
 import { DELIVERY_STATES } from './types.js';
 
@@ -114,7 +115,7 @@ export interface ScanRaw {
 /** Runs the scan's statements in one read transaction: one consistent view of the outbox. */
 export async function readScan(db: Db, limit: number): Promise<ScanRaw> {
   return db.transaction(async (conn: PoolConnection) => {
-    const run = async <T>(q: { sql: string; params: unknown[] }) => (await conn.query(q.sql, q.params))[0] as T[];
+    const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T[];
     const now = (await run<{ now: string }>(scanSql.now()))[0]!.now;
     return {
       now,

@@ -1,5 +1,6 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import type { DeliveryRow, Generation, GrantRow, RegistryRow } from './types.js';
 import { grantKey } from './types.js';
 
@@ -82,7 +83,7 @@ export async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<M
  * The guard every write after the claim carries (SPEC §2): still ours, still open, and the same
  * generation (retry count and replay operation) as when it was claimed.
  */
-function guard(owner: string, gens: readonly Generation[]): { sql: string; params: unknown[] } {
+function guard(owner: string, gens: readonly Generation[]): Statement {
   // Rows of one batch nearly all share a generation: one `id IN (…)` per generation keeps the
   // statement a primary-key lookup instead of hundreds of OR-ed conditions.
   const byGeneration = new Map<string, { retryCount: number; replayOpDigest: string | null; ids: string[] }>();
@@ -113,7 +114,7 @@ export type Write =
   | { readonly kind: 'bury'; readonly gens: readonly Generation[] };
 
 /** Compiles a write to `{sql, params}`; tested as text, executed on the real database. */
-export function compileWrite(owner: string, w: Write): { sql: string; params: unknown[] } {
+export function compileWrite(owner: string, w: Write): Statement {
   const g = guard(owner, w.gens);
   const clearClaim = 'claim_owner = NULL, claim_expires_at = NULL';
   switch (w.kind) {

@@ -15,6 +15,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { Db } from '../db/connect.js';
+import { isRoutableAppKey } from '../ids.js';
 import { Rng, seededUuid } from './random.js';
 import { PAD_OVERHEAD, padValues, valuesJson } from './values.js';
 
@@ -55,12 +56,6 @@ export function defaultConsumerKeys(count: number, publisherKey: string): string
   const keys: string[] = [];
   for (let k = 100100; keys.length < count; k++) if (String(k) !== publisherKey) keys.push(String(k));
   return keys;
-}
-
-/** A routing-key-safe app key (SPEC §4): non-empty, none of `.` `*` `#`, whitespace or control characters, ≤ 64. */
-export function isValidAppKey(key: string): boolean {
-  // eslint-disable-next-line no-control-regex
-  return key.length > 0 && key.length <= 64 && !/[.*#\s\u0000-\u001f\u007f]/.test(key);
 }
 
 export interface AppRow {
@@ -307,7 +302,7 @@ export function planSeed(o: SeedOptions): SeedPlan {
       faults.push({ kind, eventId: delivery(first, snap, appKey, schoolId, g).event_id });
     }
     // One normal row with an active grant whose stored snapshot was changed after hashing.
-    const victim = deliveries.findIndex((d) => grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' && isValidAppKey(d.consumer_app_key) && d.consumer_school_id !== '0');
+    const victim = deliveries.findIndex((d) => grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' && isRoutableAppKey(d.consumer_app_key) && d.consumer_school_id !== '0');
     if (victim >= 0) {
       const d = deliveries[victim]!;
       const a = answers.find((x) => x.answer_uuid === d.answer_uuid)!;

@@ -7,6 +7,7 @@
 import { canonicalize } from '../canon/index.js';
 import { checkSnapshot, routingKeyFor } from '../deliveries/decide.js';
 import { PROTOCOL_VERSION } from '../deliveries/envelope.js';
+import { INT64_MAX, INT64_MIN } from '../ids.js';
 
 /**
  * The 15 members of a v2 envelope, in the order fcctl writes them (SPEC §4).
@@ -105,8 +106,6 @@ export type EnvelopeCheck =
 const EVENT_TYPES = ['created', 'updated', 'tombstoned'];
 const HASH = /^[0-9a-f]{64}$/;
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 /** fc.canon.v1 refusals of input that is still RFC 8259 JSON (so the body is JSON, the snapshot poison). */
 const JSON_BUT_REFUSED = new Set(['DUPLICATE_KEY', 'TOO_DEEP', 'NUMBER_LITERAL_TOO_LONG', 'NUMBER_TOO_LONG', 'NUMBER_OUT_OF_RANGE']);
 

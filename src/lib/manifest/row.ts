@@ -16,6 +16,7 @@
  * | `createTime` | string or null | `yyyy-MM-dd HH:mm:ss` as stored (FC: the answer's; SH: the projection row's) |
  * | `retiredAt` | string or null | SH side only: `retired_at` (`yyyy-MM-dd HH:mm:ss`); absent on FC rows |
  */
+import { isRevisionText, isSchoolId, isStoredUuid } from '../ids.js';
 
 export type ManifestSide = 'fc' | 'sh';
 
@@ -30,16 +31,9 @@ export interface ManifestRow {
   readonly retiredAt?: string | null;
 }
 
-/** `8-4-4-4-12` hex, any case: the form of `--form`, `--cursor` and answer uuids fcctl accepts as input. */
-export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** A DATETIME as mysql2 returns it with `dateStrings` (a fraction, if any, is dropped by {@link normalizeDateTime}). */
 const DATETIME = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.\d+)?$/;
 const HASH = /^[0-9a-f]{64}$/;
-const UNSIGNED = /^(?:0|[1-9][0-9]*)$/;
-const POSITIVE = /^[1-9][0-9]*$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-const INT64_MAX = 2n ** 63n - 1n;
 
 /**
  * A DATETIME as manifest text: `yyyy-MM-dd HH:mm:ss` (a `T` separator is accepted, a fraction
@@ -134,13 +128,13 @@ function parseManifestJson(text: string, side: ManifestSide): ManifestRow {
   for (const k of Object.keys(o)) if (!(members as readonly string[]).includes(k)) throw new ManifestLineError(`unexpected member ${JSON.stringify(k)} in a ${side} manifest`);
   for (const k of members) if (!(k in o)) throw new ManifestLineError(`member ${JSON.stringify(k)} is missing`);
   const { answerUuid, revision, contentHash, isDeleted, schId, createTime } = o;
-  if (typeof answerUuid !== 'string' || answerUuid.length === 0 || answerUuid.length > 36 || CONTROL.test(answerUuid)) {
+  if (!isStoredUuid(answerUuid)) {
     throw new ManifestLineError('answerUuid must be a string of 1 to 36 characters');
   }
-  if (typeof revision !== 'string' || !UNSIGNED.test(revision) || BigInt(revision) > INT64_MAX) throw new ManifestLineError('revision must be a string of digits (a 64-bit integer)');
+  if (!isRevisionText(revision)) throw new ManifestLineError('revision must be a string of digits (a 64-bit integer)');
   if (typeof contentHash !== 'string' || !HASH.test(contentHash)) throw new ManifestLineError('contentHash must be 64 lowercase hex digits');
   if (typeof isDeleted !== 'boolean') throw new ManifestLineError('isDeleted must be true or false');
-  if (typeof schId !== 'string' || !POSITIVE.test(schId) || BigInt(schId) > INT64_MAX) throw new ManifestLineError('schId must be a string of digits (a positive 64-bit integer)');
+  if (!isSchoolId(schId)) throw new ManifestLineError('schId must be a string of digits (a positive 64-bit integer)');
   const time = (name: string, v: unknown): string | null => {
     if (v === null) return null;
     if (typeof v !== 'string' || normalizeDateTime(v) !== v) throw new ManifestLineError(`${name} must be null or "yyyy-MM-dd HH:mm:ss"`);

@@ -7,13 +7,10 @@
  * sort, which is fine once and ruinous once per page. `fcctl db check` verifies both indexes.
  */
 import { ANSWER_COLUMNS } from '../answers/sql.js';
+import type { Statement } from '../db/statement.js';
+import { isPositiveIntegerText } from '../ids.js';
 import type { ManifestSide } from './row.js';
 import type { ShardRange } from './shard.js';
-
-export interface Query {
-  readonly sql: string;
-  readonly params: readonly unknown[];
-}
 
 /** What one page asks for. */
 export interface ManifestPageQuery {
@@ -40,7 +37,7 @@ export const MANIFEST_INDEX: Readonly<Record<ManifestSide, { readonly table: str
 export const SH_MANIFEST_COLUMNS = 'answer_uuid, answer_revision, content_hash, is_deleted, sch_id, create_time, retired_at';
 
 function where(q: ManifestPageQuery): { clause: string; params: unknown[] } {
-  if (!/^[1-9]\d*$/.test(q.schId)) throw new TypeError(`schId must be a positive integer, got ${JSON.stringify(q.schId)}`);
+  if (!isPositiveIntegerText(q.schId)) throw new TypeError(`schId must be a positive integer, got ${JSON.stringify(q.schId)}`);
   if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new TypeError(`limit must be a positive integer, got ${q.limit}`);
   const parts = ['sch_id = ?', 'form_uuid = ?'];
   const params: unknown[] = [BigInt(q.schId), q.formUuid];
@@ -68,7 +65,7 @@ function where(q: ManifestPageQuery): { clause: string; params: unknown[] } {
  * carry `retired_at`, so the diff can tell "already retired" from "absent at FC").
  * @example selectShManifestPage({ schId: '5', formUuid: 'f…', after: null, limit: 201 })
  */
-export function selectShManifestPage(q: ManifestPageQuery): Query {
+export function selectShManifestPage(q: ManifestPageQuery): Statement {
   const { clause, params } = where(q);
   return {
     sql: `SELECT ${SH_MANIFEST_COLUMNS} FROM fc_answer_projection FORCE INDEX (idx_projection_manifest) WHERE ${clause} ORDER BY answer_uuid LIMIT ?`,
@@ -81,7 +78,7 @@ export function selectShManifestPage(q: ManifestPageQuery): Query {
  * from (the content hash is computed from them, SPEC §3), tombstones included.
  * @example selectFcManifestPage({ schId: '5', formUuid: 'f…', after: 'a…', limit: 201 })
  */
-export function selectFcManifestPage(q: ManifestPageQuery): Query {
+export function selectFcManifestPage(q: ManifestPageQuery): Statement {
   const { clause, params } = where(q);
   return {
     sql: `SELECT ${ANSWER_COLUMNS} FROM answer FORCE INDEX (idx_answer_manifest) WHERE ${clause} ORDER BY answer_uuid LIMIT ?`,
@@ -90,7 +87,7 @@ export function selectFcManifestPage(q: ManifestPageQuery): Query {
 }
 
 /** The page query of a side. */
-export function selectManifestPage(side: ManifestSide, q: ManifestPageQuery): Query {
+export function selectManifestPage(side: ManifestSide, q: ManifestPageQuery): Statement {
   return side === 'sh' ? selectShManifestPage(q) : selectFcManifestPage(q);
 }
 
@@ -101,7 +98,7 @@ export function selectManifestPage(side: ManifestSide, q: ManifestPageQuery): Qu
  * scan` plans its pages ahead with it, so that several page queries can run at once.
  * @example selectManifestBoundary('sh', { schId: '5', formUuid: 'f…', after: null, limit: 500 })
  */
-export function selectManifestBoundary(side: ManifestSide, q: ManifestPageQuery): Query {
+export function selectManifestBoundary(side: ManifestSide, q: ManifestPageQuery): Statement {
   const { clause, params } = where(q);
   const { table, index } = MANIFEST_INDEX[side];
   return { sql: `SELECT answer_uuid FROM ${table} FORCE INDEX (${index}) WHERE ${clause} ORDER BY answer_uuid LIMIT 2 OFFSET ${q.limit - 1}`, params };
@@ -111,7 +108,7 @@ export function selectManifestBoundary(side: ManifestSide, q: ManifestPageQuery)
  * How many rows a scan will read (for the progress view's total); an index-only count.
  * @example countManifestRows('sh', { schId: '5', formUuid: 'f…', after: null, limit: 1 })
  */
-export function countManifestRows(side: ManifestSide, q: ManifestPageQuery): Query {
+export function countManifestRows(side: ManifestSide, q: ManifestPageQuery): Statement {
   const { clause, params } = where(q);
   const { table, index } = MANIFEST_INDEX[side];
   return { sql: `SELECT COUNT(*) AS n FROM ${table} FORCE INDEX (${index}) WHERE ${clause}`, params };

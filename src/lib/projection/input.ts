@@ -5,6 +5,7 @@
  */
 import { canonicalize } from '../canon/index.js';
 import { checkEnvelope } from '../envelope/check.js';
+import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../ids.js';
 import { REPAIR_CATEGORIES, type Category } from '../reconcile/classify.js';
 import type { PlanLine } from '../reconcile/diff.js';
 import type { AuthoritativeSnapshot, Triple } from './decide.js';
@@ -32,9 +33,6 @@ export interface RepairItem {
   readonly plan?: { readonly category: Category; readonly formUuid: string; readonly fcRevision: string; readonly fcContentHash: string; readonly fcIsDeleted: boolean };
 }
 
-export const MAX_PROOF_ID_LENGTH = 128;
-/** `fc_reconcile_audit.run_id` is VARCHAR(64). */
-export const MAX_RUN_ID_LENGTH = 64;
 /** Most lines one plan may hold; larger plans are split (one `reconcile diff` per school and form). */
 export const MAX_PLAN_ITEMS = 500_000;
 /** Largest envelope file read (a snapshot is a few KB; the MQ message limit is far below this). */
@@ -42,11 +40,7 @@ export const MAX_ENVELOPE_BYTES = 16 * 1024 * 1024;
 /** Largest plan file read (about 330 bytes a line). */
 export const MAX_PLAN_BYTES = 256 * 1024 * 1024;
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const HASH = /^[0-9a-f]{64}$/;
-const INT64_MAX = 2n ** 63n - 1n;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * A refused value as a message shows it: JSON of a scalar, cut to 64 characters; only the kind of
@@ -65,7 +59,7 @@ function shown(value: unknown): string {
  * @example checkUuid('nope', 0, '--answer') // throws RepairInputError('--answer "nope" is not a UUID')
  */
 export function checkUuid(value: unknown, line: number, name: string): string {
-  if (typeof value !== 'string' || !UUID.test(value)) throw new RepairInputError(line, `${name} ${shown(value)} is not a UUID`);
+  if (!isUuid(value)) throw new RepairInputError(line, `${name} ${shown(value)} is not a UUID`);
   return value;
 }
 
@@ -75,7 +69,7 @@ export function checkUuid(value: unknown, line: number, name: string): string {
  */
 export function checkSchool(value: unknown, line: number, name: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (typeof text !== 'string' || !/^[1-9]\d{0,18}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${shown(value)} is not a positive whole number`);
+  if (!isSchoolId(text)) throw new RepairInputError(line, `${name} ${shown(value)} is not a positive whole number`);
   return text;
 }
 
@@ -84,9 +78,9 @@ export function checkSchool(value: unknown, line: number, name: string): string 
  * @example checkRevision('007', 0, '--expected-revision') // '7'
  */
 export function checkRevision(value: unknown, line: number, name: string): string {
-  const text = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : value;
-  if (typeof text !== 'string' || !/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new RepairInputError(line, `${name} ${shown(value)} is not a whole number ≥ 0`);
-  return BigInt(text).toString();
+  const revision = revisionOf(value);
+  if (revision === null) throw new RepairInputError(line, `${name} ${shown(value)} is not a whole number ≥ 0`);
+  return revision;
 }
 
 /**
@@ -114,10 +108,9 @@ export function checkIsDeletedFlag(value: unknown): boolean {
  * @example checkProofId('reconcile-2026-11-30-5', 0) // 'reconcile-2026-11-30-5'
  */
 export function checkProofId(value: unknown, line: number, name = '--proof-id'): string {
-  if (typeof value !== 'string' || value.length === 0) throw new RepairInputError(line, `${name} is empty`);
-  if ([...value].length > MAX_PROOF_ID_LENGTH) throw new RepairInputError(line, `${name} is longer than ${MAX_PROOF_ID_LENGTH} characters`);
-  if (CONTROL.test(value) || value.trim() !== value) throw new RepairInputError(line, `${name} holds control characters or surrounding spaces`);
-  return value;
+  const problem = idProblem(value);
+  if (problem !== null) throw new RepairInputError(line, `${name} ${problem}`);
+  return value as string;
 }
 
 /**
@@ -125,7 +118,7 @@ export function checkProofId(value: unknown, line: number, name = '--proof-id'):
  * @example checkRunId('nightly-2026-11-30') // 'nightly-2026-11-30'
  */
 export function checkRunId(value: unknown): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(value)) throw new RepairInputError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
+  if (!isTokenRunId(value)) throw new RepairInputError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
   return value;
 }
 
@@ -241,8 +234,8 @@ export function authoritativeFromEnvelope(
   }
   const e = r.envelope;
   const problems: string[] = [];
-  if (!UUID.test(e.answerUuid)) problems.push(`answerUuid ${shown(e.answerUuid)} is not a UUID`);
-  if (!UUID.test(e.formUuid)) problems.push(`formUuid ${shown(e.formUuid)} is not a UUID`);
+  if (!isUuid(e.answerUuid)) problems.push(`answerUuid ${shown(e.answerUuid)} is not a UUID`);
+  if (!isUuid(e.formUuid)) problems.push(`formUuid ${shown(e.formUuid)} is not a UUID`);
   if (e.answerUuid !== want.answerUuid) problems.push(`answerUuid ${shown(e.answerUuid)} is not --answer ${want.answerUuid}`);
   if (e.consumerSchoolId !== want.schId) problems.push(`consumerSchoolId ${e.consumerSchoolId} is not --school ${want.schId}`);
   if (e.consumerAppKey !== want.consumerAppKey) problems.push(`consumerAppKey ${shown(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import type { PoolConnection } from 'mysql2/promise';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import {
   type Authoritative,
   type AuthoritativeSnapshot,
@@ -34,7 +35,7 @@ import {
 } from './decide.js';
 import type { EvidenceFile } from './evidence.js';
 import type { RepairItem } from './input.js';
-import { type AnswerWithGrantRaw, auditSql, fcSql, grantOf, type LocalRowRaw, projectionSql, type Statement } from './sql.js';
+import { type AnswerWithGrantRaw, auditSql, fcSql, grantOf, type LocalRowRaw, projectionSql } from './sql.js';
 
 /** What every item of a run shares. */
 export interface RepairRunOptions {

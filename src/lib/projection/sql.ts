@@ -9,12 +9,8 @@
  * `apply_id`, `flow_guid`, `link_state`, `create_time` or the retirement columns of an existing row.
  */
 import { ANSWER_COLUMNS, type AnswerRow } from '../answers/sql.js';
+import type { Statement } from '../db/statement.js';
 import type { AuthoritativeSnapshot, FreshGrant, RepairWrite } from './decide.js';
-
-export interface Statement {
-  readonly sql: string;
-  readonly params: unknown[];
-}
 
 /** The audit action of a repair decision. */
 export const AUDIT_ACTION = 'REPAIR_AUTHORITATIVE';

@@ -30,6 +30,7 @@ import { canonicalize } from '../canon/index.js';
 import { SafetyError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { fsyncDir, tempPathFor } from '../fs/atomic.js';
+import { idProblem, isRevisionText, isSchoolId, isStoredUuid, isUuid } from '../ids.js';
 import { loadManifestSource, ManifestReader } from '../manifest/reader.js';
 import { compareKeys, normalizeDateTime } from '../manifest/row.js';
 import { RUN_FILES, RUN_FORMAT } from '../reconcile/run.js';
@@ -46,9 +47,6 @@ export const PROOF_FORMAT_DOC =
 export const MAX_PROOF_BYTES = 64 * 1024 * 1024;
 /** Most entries a proof holds, and most candidates `prove` reads. */
 export const MAX_PROOF_ENTRIES = 100_000;
-/** Longest proof id (`retire_proof_id` is VARCHAR(128)) and task id. */
-export const MAX_ID_LENGTH = 128;
-
 export interface ProofManifest {
   readonly path: string;
   readonly checkpoints: readonly string[];
@@ -157,31 +155,10 @@ export type ProofReading =
     };
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const DIGITS = /^(?:0|[1-9][0-9]*)$/;
-const POSITIVE = /^[1-9][0-9]*$/;
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-const INT64_MAX = 2n ** 63n - 1n;
-
-/**
- * Checks an id (proof id, task id, run id): 1–`max` characters, no control characters, no
- * surrounding spaces; the problem, or null when fine.
- * @example idProblem('rp-1', 128) // null
- */
-export function idProblem(value: unknown, max: number): string | null {
-  if (typeof value !== 'string' || value.length === 0) return 'is empty';
-  if ([...value].length > max) return `is longer than ${max} characters`;
-  if (CONTROL.test(value) || value.trim() !== value) return 'holds control characters or surrounding spaces';
-  return null;
-}
-
 const isDateTime = (v: unknown): v is string => typeof v === 'string' && normalizeDateTime(v) === v;
 const isIso = (v: unknown): v is string => typeof v === 'string' && ISO_UTC.test(v) && Number.isFinite(Date.parse(v));
-const isAnswerUuid = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 36 && !CONTROL.test(v);
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-const isBigintText = (v: unknown, re: RegExp): v is string => typeof v === 'string' && re.test(v) && BigInt(v) <= INT64_MAX;
 
 function exactMembers(o: Record<string, unknown>, names: readonly string[], where: string): string | null {
   for (const k of Object.keys(o)) if (!names.includes(k)) return `${where} has an unexpected member ${JSON.stringify(k)}`;
@@ -206,12 +183,12 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
   if (top) return top;
   if (typeof v['formatDoc'] !== 'string') return 'formatDoc is not a string';
   for (const k of ['proofId', 'taskId'] as const) {
-    const p = idProblem(v[k], MAX_ID_LENGTH);
+    const p = idProblem(v[k]);
     if (p) return `${k} ${p}`;
   }
   if (!isDateTime(v['taskStart'])) return 'taskStart is not "yyyy-MM-dd HH:mm:ss"';
-  if (!isBigintText(v['schId'], POSITIVE)) return 'schId is not a positive whole number as text';
-  if (typeof v['formUuid'] !== 'string' || !UUID.test(v['formUuid'])) return 'formUuid is not a UUID';
+  if (!isSchoolId(v['schId'])) return 'schId is not a positive whole number as text';
+  if (!isUuid(v['formUuid'])) return 'formUuid is not a UUID';
   if (!isIso(v['createdAt'])) return 'createdAt is not an ISO 8601 UTC time';
   if (typeof v['fcDatabase'] !== 'string' || v['fcDatabase'].length === 0) return 'fcDatabase is not a string';
   const m = v['fcManifest'];
@@ -235,10 +212,10 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
     if (!isObject(e)) return `${where} is not an object`;
     const ep = exactMembers(e, ENTRY_MEMBERS, where);
     if (ep) return ep;
-    if (!isAnswerUuid(e['answerUuid'])) return `${where}.answerUuid is not 1 to 36 characters`;
+    if (!isStoredUuid(e['answerUuid'])) return `${where}.answerUuid is not 1 to 36 characters`;
     if (seen.has(e['answerUuid'])) return `${where}.answerUuid ${e['answerUuid']} appears twice`;
     seen.add(e['answerUuid']);
-    if (!isBigintText(e['expectedRevision'], DIGITS)) return `${where}.expectedRevision is not a whole number as text`;
+    if (!isRevisionText(e['expectedRevision'])) return `${where}.expectedRevision is not a whole number as text`;
     if (typeof e['expectedHash'] !== 'string' || !HEX64.test(e['expectedHash'])) return `${where}.expectedHash is not 64 lowercase hex digits`;
     if (typeof e['expectedIsDeleted'] !== 'boolean') return `${where}.expectedIsDeleted is not true or false`;
     if (!isDateTime(e['localCreateTime'])) return `${where}.localCreateTime is not "yyyy-MM-dd HH:mm:ss"`;
@@ -253,7 +230,7 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
     if (!isObject(x)) return `${where} is not an object`;
     const xp = exactMembers(x, EXCLUSION_MEMBERS, where);
     if (xp) return xp;
-    if (!isAnswerUuid(x['answerUuid']) || !(EXCLUSION_REASONS as readonly unknown[]).includes(x['reason']) || typeof x['detail'] !== 'string' || !isIso(x['fcCheckedAt'])) return `${where} is not as written by prove`;
+    if (!isStoredUuid(x['answerUuid']) || !(EXCLUSION_REASONS as readonly unknown[]).includes(x['reason']) || typeof x['detail'] !== 'string' || !isIso(x['fcCheckedAt'])) return `${where} is not as written by prove`;
   }
   return null;
 }
@@ -281,16 +258,16 @@ export function parseProof(bytes: Uint8Array, label: string): ProofReading {
   if (format !== PROOF_FORMAT) throw new UsageError(`${label} is a ${JSON.stringify(format)} proof; this fcctl reads ${PROOF_FORMAT} only`);
 
   const str = (x: unknown) => (typeof x === 'string' ? x : null);
-  const answerUuids = Array.isArray(v['entries']) ? (v['entries'] as unknown[]).flatMap((e) => (isObject(e) && isAnswerUuid(e['answerUuid']) ? [e['answerUuid']] : [])) : [];
+  const answerUuids = Array.isArray(v['entries']) ? (v['entries'] as unknown[]).flatMap((e) => (isObject(e) && isStoredUuid(e['answerUuid']) ? [e['answerUuid']] : [])) : [];
   const refusedWith = (reason: 'PROOF_DIGEST' | 'PROOF_INVALID', detail: string): ProofReading => ({
     kind: 'refused',
     reason,
     detail,
     fileSha256,
-    proofId: idProblem(v['proofId'], MAX_ID_LENGTH) === null ? (v['proofId'] as string) : null,
+    proofId: idProblem(v['proofId']) === null ? (v['proofId'] as string) : null,
     digest: str(v['digest']),
-    schId: isBigintText(v['schId'], POSITIVE) ? (v['schId'] as string) : null,
-    formUuid: typeof v['formUuid'] === 'string' && UUID.test(v['formUuid']) ? v['formUuid'] : null,
+    schId: isSchoolId(v['schId']) ? v['schId'] : null,
+    formUuid: isUuid(v['formUuid']) ? v['formUuid'] : null,
     answerUuids: answerUuids.slice(0, MAX_PROOF_ENTRIES),
   });
   const digest = v['digest'];
@@ -369,10 +346,10 @@ export function parseCandidates(text: string, label: string): Candidate[] {
     // Named by its kind, not serialized: a hostile line may nest too deep for JSON.stringify.
     if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC') throw bad(`category ${typeof v['category'] === 'string' ? JSON.stringify(v['category'].slice(0, 64)) : `of type ${Array.isArray(v['category']) ? 'array' : typeof v['category']}`} is not ABSENT_AT_FC`);
     const { answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime, taskStart } = v;
-    if (!isAnswerUuid(answerUuid)) throw bad('answerUuid must be a string of 1 to 36 characters');
-    if (!isBigintText(schId, POSITIVE)) throw bad('schId must be a positive whole number as text');
-    if (typeof formUuid !== 'string' || !UUID.test(formUuid)) throw bad('formUuid must be a UUID');
-    if (!isBigintText(expectedRevision, DIGITS)) throw bad('expectedRevision must be a whole number as text');
+    if (!isStoredUuid(answerUuid)) throw bad('answerUuid must be a string of 1 to 36 characters');
+    if (!isSchoolId(schId)) throw bad('schId must be a positive whole number as text');
+    if (!isUuid(formUuid)) throw bad('formUuid must be a UUID');
+    if (!isRevisionText(expectedRevision)) throw bad('expectedRevision must be a whole number as text');
     if (typeof expectedHash !== 'string' || !HEX64.test(expectedHash)) throw bad('expectedHash must be 64 lowercase hex digits');
     if (typeof expectedIsDeleted !== 'boolean') throw bad('expectedIsDeleted must be true or false');
     if (localCreateTime !== null && !isDateTime(localCreateTime)) throw bad('localCreateTime must be null or "yyyy-MM-dd HH:mm:ss"');
@@ -423,7 +400,7 @@ async function taskIdBeside(candidatesFile: string, taskStart: string): Promise<
   } catch {
     throw new UsageError(`${path} is not JSON; pass --task-id`);
   }
-  if (run.format !== RUN_FORMAT || idProblem(run.runId, MAX_ID_LENGTH) !== null) throw new UsageError(`${path} is not a ${RUN_FORMAT} file with a run id; pass --task-id`);
+  if (run.format !== RUN_FORMAT || idProblem(run.runId) !== null) throw new UsageError(`${path} is not a ${RUN_FORMAT} file with a run id; pass --task-id`);
   if (run.taskStart !== taskStart) {
     throw new SafetyError(`${path} is of the run with task start ${String(run.taskStart)}, the candidates of task start ${taskStart}: they are not of the same reconcile task`);
   }

@@ -18,6 +18,7 @@ import { hostname } from 'node:os';
 import type { PoolConnection } from 'mysql2/promise';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import {
   decideProof,
   decideRetire,
@@ -31,7 +32,7 @@ import {
   type RetireEntry,
 } from './decide.js';
 import type { ProofReading, RetireProof } from './proof.js';
-import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, retireSql, type Statement } from './sql.js';
+import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, retireSql } from './sql.js';
 
 export const EVIDENCE_FORMAT = 'fcctl.retire-evidence.v1';
 

@@ -3,12 +3,8 @@
  * databases). BIGINTs are bound as BigInt (exact). The one write to `fc_answer_projection` is a
  * conditional UPDATE of the retirement columns — never a DELETE, never `answer_revision`.
  */
+import type { Statement } from '../db/statement.js';
 import type { FcAnswerSeen, LocalNow, RetireEntry } from './decide.js';
-
-export interface Statement {
-  readonly sql: string;
-  readonly params: unknown[];
-}
 
 /** The audit action of every retire decision. */
 export const AUDIT_ACTION = 'RETIRE_ABSENT';

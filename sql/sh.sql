@@ -89,6 +89,9 @@ CREATE TABLE IF NOT EXISTS fc_reconcile_audit (
 -- One row per command an `apply-command requeue` operation answered (SPEC §9, issue 17): the
 -- operation id's digest with the business key is the idempotency key, as fcctl_replay_operation is
 -- on the FC side. Inserted first in the requeue's transaction, so it is also the lock.
+-- Plus one header row per operation (biz_type = biz_id = '', never a key: key parts are never
+-- empty), inserted in its own transaction before any command is touched: the unique key binds the
+-- operation id to one selection; completed_at is set once every command has a final answer.
 CREATE TABLE IF NOT EXISTS fcctl_requeue_operation (
   id              BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
   op_digest       CHAR(64)     NOT NULL,
@@ -100,6 +103,7 @@ CREATE TABLE IF NOT EXISTS fcctl_requeue_operation (
   reason          VARCHAR(512) NOT NULL,
   command_id      BIGINT       NULL,
   create_time     DATETIME     NOT NULL,
+  completed_at    DATETIME     NULL,
   UNIQUE KEY uk_requeue_op_command (op_digest, biz_type, biz_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;

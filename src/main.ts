@@ -94,7 +94,9 @@ export function oneLine(message: string): string {
 export async function main(argv: readonly string[], deps: Deps): Promise<number> {
   const resources = new Resources();
   try {
-    const code = await run(argv, deps, resources);
+    // An interrupt is exit 1 everywhere (SPEC §10), also in a command that finished without
+    // looking at the signal: it did not necessarily do what it was asked.
+    const code = interruptedExitCode(await run(argv, deps, resources), deps.signal.aborted);
     // The summary is printed last, with the code the process ends with: whatever failed after the
     // command built it (its metrics file, an error thrown after it), the two never differ.
     resources.summary.release(code);
@@ -102,6 +104,15 @@ export async function main(argv: readonly string[], deps: Deps): Promise<number>
   } finally {
     await resources.closeAll();
   }
+}
+
+/**
+ * The exit code of a run the stop signal may have interrupted: at least 1 when it did (2, 3 and 4
+ * keep their meaning).
+ * @example interruptedExitCode(0, true) // 1
+ */
+export function interruptedExitCode(code: number, aborted: boolean): number {
+  return aborted && code === ExitCode.OK ? ExitCode.ITEMS_FAILED : code;
 }
 
 /** {@link main} without the summary and the closing: parses, runs, and maps errors to exit codes. */

@@ -4,6 +4,7 @@ import type { Io } from '../lib/cli/io.js';
 import { Output, SummaryHold } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
 import { UsageError } from '../lib/cli/exit.js';
+import { type SignalMode, signalMode } from '../lib/cli/signal.js';
 import { FlowClient } from '../lib/flow/client.js';
 
 /** What the process gives every command: streams, environment, clock and the stop signal. */
@@ -12,6 +13,8 @@ export interface Deps {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly now: () => Date;
   readonly signal: AbortSignal;
+  /** tells the process's signal handler what the first SIGINT/SIGTERM does to the command that runs (src/lib/cli/signal.ts) */
+  readonly setSignalMode?: (mode: SignalMode) => void;
 }
 
 /**
@@ -55,7 +58,16 @@ export class Resources {
   readonly summary = new SummaryHold();
 }
 
+/** `deliveries scan` for the scan command under `deliveries` (the root's name left out). */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
 export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx {
+  // Before anything else the command does: a signal from now on is handled as this command needs.
+  deps.setSignalMode?.(signalMode(commandPath(cmd)));
   const flags = cmd.optsWithGlobals() as Record<string, unknown>;
   const config = resolveConfig({ flags, env: deps.env });
   resources.lastSecrets = secretsOf(config);

@@ -8,6 +8,8 @@ export interface RunOutcome {
   readonly extraGauges?: readonly Gauge[];
   /** an interrupt ended the run early: its last-success time is not advanced */
   readonly interrupted?: boolean;
+  /** it ran to the end but warned its input is suspect (an empty side): not a success either */
+  readonly suspect?: boolean;
 }
 
 /**
@@ -30,6 +32,7 @@ export async function withRunMetrics(command: string, metricsFile: string | unde
       finishedAtSeconds: Math.floor(Date.now() / 1000),
       ...(outcome.rowsByResult ? { rowsByResult: outcome.rowsByResult } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
+      ...(outcome.suspect ? { suspect: true } : {}),
       previousLastSuccess: await previousLastSuccess(metricsFile, command),
     });
     await writeRunMetrics(metricsFile, [...gauges, ...(outcome.extraGauges ?? [])]);

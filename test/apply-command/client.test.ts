@@ -83,9 +83,12 @@ describe('flow-center client against the stand-in', () => {
     // a well-formed answer carrying a branch outside the seven is an answer, not a malformed body
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1, after: true }]);
     expect(await client.apply(req)).toMatchObject({ kind: 'unknown-branch', branch: 'MAYBE_CREATED', instance: { bizId: key.bizId } });
-    // …but without its instance it is not well formed
+    // …also without its instance: the branch is kept for a person, never lost to a malformed verdict
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1 }]);
-    expect(await client.apply(req)).toMatchObject({ kind: 'malformed' });
+    expect(await client.apply(req)).toEqual({ kind: 'unknown-branch', branch: 'MAYBE_CREATED', instance: null, problem: 'instance is not an object' });
+    // a known branch without its instance is not well formed
+    await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 200, body: { branch: 'CREATED' }, count: 1 }]);
+    expect(await client.apply(req)).toMatchObject({ kind: 'malformed', detail: 'instance is not an object' });
     // a redirect is not followed (the POST would be re-sent elsewhere, unsigned for that path)
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 307, count: 1 }]);
     expect(await client.apply(req)).toMatchObject({ kind: 'http', status: 307 });

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { APPLY_RETRY_POLICY, DONE_BRANCHES, isReasonCode, planWrite, resolve, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
+import { APPLY_RETRY_POLICY, DONE_BRANCHES, isReasonCode, planWrite, refusesCredentials, resolve, signatureAccepted, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
 import { claimSelect, claimStartSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
 import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
 import { durationArg } from '../../src/commands/options.js';
@@ -54,6 +54,8 @@ const applies: Array<[string, ApplyResult | undefined]> = [
   ...['MAYBE_CREATED', 'created', 'CREATED ', 'X'.repeat(40), '分支'].flatMap((branch): Array<[string, ApplyResult]> => [
     [`unknown branch ${JSON.stringify(branch)} owned`, { kind: 'unknown-branch', branch, instance: instance({ status: 10 }) }],
     [`unknown branch ${JSON.stringify(branch)} foreign`, { kind: 'unknown-branch', branch, instance: instance({ submitterId: '1', status: 10 }) }],
+    // no usable instance: still an answer with a branch, never malformed
+    [`unknown branch ${JSON.stringify(branch)} without instance`, { kind: 'unknown-branch', branch, instance: null, problem: 'instance is not an object' }],
   ]),
   ['apply timeout', { kind: 'timeout', detail: '' }],
   ['apply network', { kind: 'network', detail: 'UND_ERR_SOCKET' }],
@@ -79,6 +81,7 @@ function expected(lookup: LookupResult, apply: ApplyResult | undefined): Record<
   if (lookup.kind !== 'not-found') return { kind: 'fail', reason: `LOOKUP_${code(lookup)}`, charged: isCharged(lookup) };
   if (apply === undefined) return { kind: 'post' };
   if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch') return { kind: 'fail', reason: `APPLY_${code(apply)}`, charged: isCharged(apply) };
+  if (apply.instance === null) return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch };
   if (apply.instance.flowGuid !== R.flow_guid || apply.instance.submitterId !== R.submitter_id) return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch };
   if (apply.kind === 'applied' && ['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'].includes(apply.branch)) return { kind: 'done', via: 'apply', status: apply.instance.status, branch: apply.branch };
   return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch };
@@ -163,15 +166,25 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
     // a connection cut once the request was out may have reached it: charged
     expect(planWrite(row({ retry_count: 5 }), resolve(R, { kind: 'network', detail: 'ECONNRESET' }) as Transition, APPLY_RETRY_POLICY).write).toMatchObject({ state: 'DEAD', retryCount: 6 });
   });
-  it('a done write mirrors the status and keeps the branch; a lookup leaves last_branch alone', () => {
+  it('a done write mirrors the status and keeps the branch; a DONE by lookup clears last_branch', () => {
     const viaApply = planWrite(R, { kind: 'done', via: 'apply', branch: 'CREATED', instance: instance({ status: 10 }), roundBehind: false }, APPLY_RETRY_POLICY);
     expect(viaApply.write).toMatchObject({ kind: 'done', status: 10, instanceId: 'FI-9', branch: 'CREATED', note: null, mirror: { status: 10, claimed: { exists: false, status: null } } });
     // the value read at claim is what the mirror is written over
-    const claimed = planWrite(row({ mirror: { exists: true, status: 20 } }), { kind: 'done', via: 'lookup', instance: instance({ status: 30 }), roundBehind: false }, APPLY_RETRY_POLICY);
-    expect(claimed.write).toMatchObject({ mirror: { status: 30, claimed: { exists: true, status: 20 }, changedNote: expect.stringMatching(/^MIRROR_CHANGED: service_apply\.flow_status was 20 at claim/) } });
+    const claimed = planWrite(row({ mirror: { exists: true, status: 20, id: '3' } }), { kind: 'done', via: 'lookup', instance: instance({ status: 30 }), roundBehind: false }, APPLY_RETRY_POLICY);
+    expect(claimed.write).toMatchObject({
+      mirror: {
+        status: 30,
+        claimed: { exists: true, status: 20, id: '3' },
+        changedNote: expect.stringMatching(/^MIRROR_CHANGED: service_apply\.flow_status was 20 at claim and has changed since/),
+        deletedNote: 'MIRROR_CHANGED: the service_apply row (flow_status 20 at claim) has been deleted since; status 30 of instance FI-9 status 30 was not mirrored',
+      },
+    });
     const viaLookup = planWrite(R, { kind: 'done', via: 'lookup', instance: instance({ status: 40 }), roundBehind: false }, APPLY_RETRY_POLICY);
     expect(viaLookup.write).toMatchObject({ kind: 'done', status: 40, branch: null });
-    expect(compileWrite('me', viaLookup.write).sql).toContain('c.last_branch = c.last_branch');
+    const sql = compileWrite('me', viaLookup.write);
+    expect(sql.sql).toContain('c.last_branch = ?');
+    expect(sql.sql).not.toContain('c.last_branch = c.last_branch');
+    expect(sql.params[sql.sql.slice(0, sql.sql.indexOf('c.last_branch = ?')).split('?').length - 1]).toBeNull();
   });
   it('a dead write keeps the branch for a person', () => {
     const p = planWrite(R, { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED', detail: 'RESTARTED, instance FI-9 status 10' }, APPLY_RETRY_POLICY);
@@ -194,9 +207,48 @@ describe('planWrite: backoff 20 s × 2^n, DEAD at the 6th failure', () => {
     expect(cut.kind === 'dead' && [...cut.lastError].length).toBe(512);
     expect(cut.kind === 'dead' && cut.lastError.endsWith('😀')).toBe(true);
   });
+  it('an unknown branch without a valid instance: DEAD UNEXPECTED_BRANCH with the branch and the problem kept', () => {
+    const t = resolve(R, { kind: 'not-found' }, { kind: 'unknown-branch', branch: 'REJECTED_BY_GUARD', instance: null, problem: 'instance is not an object' });
+    const p = planWrite(R, t, APPLY_RETRY_POLICY);
+    expect(p.write).toMatchObject({ kind: 'dead', branch: 'REJECTED_BY_GUARD', lastError: 'UNEXPECTED_BRANCH: "REJECTED_BY_GUARD" (not a branch code of seed 000 §7.4), no valid instance (instance is not an object)' });
+  });
   it('isReasonCode: the codes fcctl writes before the colon of last_error, and nothing else', () => {
     for (const c of ['OWNERSHIP_MISMATCH', 'UNEXPECTED_BRANCH', 'INVALID_COMMAND', 'LOOKUP_TIMEOUT', 'APPLY_NETWORK', 'LOOKUP_MALFORMED', 'APPLY_HTTP_503', 'LOOKUP_HTTP_401']) expect(isReasonCode(c), c).toBe(true);
     for (const c of ['', 'DEAD', 'ROUND_BEHIND', 'MIRROR_CHANGED', 'LOOKUP_HTTP_', 'APPLY_HTTP_5033', 'lookup_timeout', 'LOOKUP_TIMEOUT ', "'; DROP TABLE x; --", '%']) expect(isReasonCode(c), c).toBe(false);
+  });
+});
+
+describe('refusesCredentials: a 401 always stops the run, a 403 only before anything signed was accepted', () => {
+  const http = (status: number): ApplyResult => ({ kind: 'http', status, detail: '' });
+  const answers: Array<[string, LookupResult | ApplyResult, boolean]> = [
+    // [answer, signature accepted]
+    ['found', { kind: 'found', instance: instance() }, true],
+    ['not found', { kind: 'not-found' }, true],
+    ['applied', { kind: 'applied', branch: 'CREATED', instance: instance() }, true],
+    ['unknown branch', { kind: 'unknown-branch', branch: 'X', instance: instance() }, true],
+    ['http 204', http(204), true],
+    ['http 401', http(401), false],
+    ['http 403', http(403), false],
+    ['http 404', http(404), false],
+    ['http 429', http(429), false],
+    ['http 500', http(500), false],
+    ['timeout', { kind: 'timeout', detail: '' }, false],
+    ['network', { kind: 'network', detail: 'ECONNRESET' }, false],
+    ['malformed (may be an oversized refusal)', { kind: 'malformed', detail: '' }, false],
+  ];
+  it.each(answers)('%s: signatureAccepted', (_n, a, want) => expect(signatureAccepted(a)).toBe(want));
+  const refuses = (a: LookupResult | ApplyResult, before: boolean) => a.kind === 'http' && (a.status === 401 || (a.status === 403 && !before));
+  for (const before of [false, true]) {
+    it.each(answers)(`%s, accepted before ${before}: refuses only 401, or 403 before any acceptance`, (_n, a) => expect(refusesCredentials(a, before)).toBe(refuses(a, before)));
+  }
+  it('the two 403 cases, spelled out', () => {
+    expect(refusesCredentials(http(403), false)).toBe(true);
+    expect(refusesCredentials(http(403), true)).toBe(false);
+    expect(refusesCredentials(http(401), true)).toBe(true);
+    // a 403 that is the row's is an ordinary charged failure
+    const t = resolve(R, { kind: 'not-found' }, http(403));
+    expect(t).toEqual({ kind: 'fail', reason: 'APPLY_HTTP_403', detail: '', charged: true });
+    expect(planWrite(row({ retry_count: 2 }), t, APPLY_RETRY_POLICY).write).toMatchObject({ kind: 'fail', state: 'FAILED', retryCount: 3, backoffSeconds: 80 });
   });
 });
 
@@ -219,24 +271,28 @@ describe('SQL builders', () => {
       { kind: 'release' as const, gen },
       { kind: 'dead' as const, gen, branch: null, lastError: 'x' },
       { kind: 'fail' as const, gen, state: 'FAILED' as const, retryCount: 4, backoffSeconds: 160, lastError: 'x' },
-      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x' } },
+      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { status: 30, claimed: { exists: true, status: null, id: '5' }, changedNote: 'MIRROR_CHANGED: x', deletedNote: 'MIRROR_CHANGED: d' } },
+      { kind: 'done' as const, gen, status: 30, instanceId: 'i', branch: null, note: null, mirror: { status: 30, claimed: { exists: false, status: null, id: null }, changedNote: 'MIRROR_CHANGED: x', deletedNote: 'MIRROR_CHANGED: d' } },
     ]) {
       const c = compileWrite('owner-1', w);
       expect(c.sql).toMatch(/WHERE (c\.)?id = \? AND (c\.)?claim_owner = \? AND (c\.)?state = \? AND (c\.)?retry_count = \? AND (c\.)?attempt = \? AND (c\.)?request_token = \?$/);
       expect(c.params.slice(-6)).toEqual(['7', 'owner-1', 'UNKNOWN', 3, 2, 'tok-1']);
     }
     // DONE and the mirror are one statement: the mirror only happens when the guard holds, and
-    // only over the status read at claim.
-    const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { status: 30, claimed: { exists: true, status: 10 }, changedNote: 'MIRROR_CHANGED: x' } });
+    // only into the row read at claim, over the status read then; s2 tells changed from deleted.
+    const notes = { changedNote: 'MIRROR_CHANGED: x', deletedNote: 'MIRROR_CHANGED: d' };
+    const done = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: 'CREATED', note: null, mirror: { status: 30, claimed: { exists: true, status: 10, id: '55' }, ...notes } });
     expect(done.sql).toBe(
-      'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? ' +
-        "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = IF(s.id IS NULL, ?, ?), c.next_retry_at = NULL, c.claim_owner = NULL, " +
-        'c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ? AND c.attempt = ? AND c.request_token = ?',
+      'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.id = ? AND s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? LEFT JOIN service_apply s2 ON s2.id = ? ' +
+        "SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, c.last_error = CASE WHEN s.id IS NOT NULL THEN ? WHEN s2.id IS NULL THEN ? ELSE ? END, " +
+        'c.next_retry_at = NULL, c.claim_owner = NULL, c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() ' +
+        'WHERE c.id = ? AND c.claim_owner = ? AND c.state = ? AND c.retry_count = ? AND c.attempt = ? AND c.request_token = ?',
     );
-    expect(done.params).toEqual([10, 30, 'i', 'CREATED', 'MIRROR_CHANGED: x', null, 30, '7', 'o', 'UNKNOWN', 3, 2, 'tok-1']);
-    // no service_apply row at claim: nothing to report as changed when none matches
-    const missing = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: null, note: 'ROUND_BEHIND: y', mirror: { status: 30, claimed: { exists: false, status: null }, changedNote: 'MIRROR_CHANGED: x' } });
-    expect(missing.params.slice(0, 5)).toEqual([null, 30, 'i', 'ROUND_BEHIND: y', 'ROUND_BEHIND: y']);
+    expect(done.params).toEqual(['55', 10, '55', 30, 'i', 'CREATED', null, 'MIRROR_CHANGED: d', 'MIRROR_CHANGED: x', 30, '7', 'o', 'UNKNOWN', 3, 2, 'tok-1']);
+    // no service_apply row at claim: the command alone, service_apply is not touched (nor one inserted since)
+    const missing = compileWrite('o', { kind: 'done', gen, status: 30, instanceId: 'i', branch: null, note: 'ROUND_BEHIND: y', mirror: { status: 30, claimed: { exists: false, status: null, id: null }, ...notes } });
+    expect(missing.sql).not.toContain('service_apply');
+    expect(missing.params.slice(0, 4)).toEqual([30, 'i', null, 'ROUND_BEHIND: y']);
   });
 });
 
@@ -304,8 +360,17 @@ describe('response bodies, validated strictly', () => {
   it('a well-formed apply answer with a branch outside the seven is an answer (unknown-branch), not a malformed body', () => {
     expect(parseApplyBody(`{"branch":"MAYBE","instance":${inst}}`, key)).toMatchObject({ kind: 'unknown-branch', branch: 'MAYBE', instance: { instanceId: 'FI-1', status: 30 } });
     expect(parseApplyBody(`{"branch":"created","instance":${inst}}`, key)).toMatchObject({ kind: 'unknown-branch', branch: 'created' });
-    // only a body that is not well formed is malformed: no instance, a bad instance, a branch that is no text
-    for (const b of ['{"branch":"MAYBE"}', `{"branch":"MAYBE","instance":${inst.replace('"status":30', '"status":50')}}`, `{"branch":"","instance":${inst}}`, `{"branch":7,"instance":${inst}}`, `{"branch":null,"instance":${inst}}`, `{"instance":${inst}}`, `{"branch":"A","branch":"B","instance":${inst}}`]) {
+    // the branch is read first: an unknown one is kept whatever the instance (absent, null, invalid)
+    const noInstance: Array<[string, string]> = [
+      ['{"branch":"REJECTED_BY_GUARD"}', 'instance is not an object'],
+      ['{"branch":"REJECTED_BY_GUARD","instance":null}', 'instance is not an object'],
+      ['{"branch":"REJECTED_BY_GUARD","instance":[]}', 'instance is not an object'],
+      [`{"branch":"REJECTED_BY_GUARD","instance":${inst.replace('"status":30', '"status":50')}}`, 'instance.status 50 is not one of 10, 20, 30, 40'],
+      [`{"branch":"REJECTED_BY_GUARD","instance":${inst.replace('"bizId":"A-1"', '"bizId":"A-2"')}}`, 'instance.bizId is not the one asked for'],
+    ];
+    for (const [b, problem] of noInstance) expect(parseApplyBody(b, key), b).toEqual({ kind: 'unknown-branch', branch: 'REJECTED_BY_GUARD', instance: null, problem });
+    // only a body that is not well formed is malformed: a known branch without a valid instance, a branch that is no text
+    for (const b of ['{"branch":"CREATED"}', '{"branch":"SAME_REQUEST","instance":null}', `{"branch":"CREATED","instance":${inst.replace('"status":30', '"status":50')}}`, `{"branch":"","instance":${inst}}`, '{"branch":""}', `{"branch":7,"instance":${inst}}`, `{"branch":null,"instance":${inst}}`, `{"instance":${inst}}`, `{"branch":"A","branch":"B","instance":${inst}}`]) {
       expect(parseApplyBody(b, key).kind, b).toBe('malformed');
     }
   });

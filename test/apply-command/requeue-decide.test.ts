@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   decideRequeue,
   isRefused,
+  isTemporary,
+  operationComplete,
   operationConflict,
   reasonCodeOf,
   type RecordedRequeue,
@@ -34,7 +36,7 @@ const PRIORS = ['none', 'same-selector', 'other-selector'] as const;
  * when named — and not under a live claim is REQUEUED; a recorded answer comes back unchanged;
  * every other state is refused with its reason.
  */
-function expected(state: string, claim: string, mode: string, filter: string, prior: string, exists: boolean): { code: string; repeated: boolean; write: boolean } {
+function expected(state: string, claim: string, mode: string, filter: string, prior: string, exists: boolean, execute: boolean): { code: string; repeated: boolean; write: boolean } {
   if (prior === 'same-selector') return { code: 'NOT_REQUEUABLE', repeated: true, write: false };
   if (prior === 'other-selector') return { code: 'OPERATION_CONFLICT', repeated: false, write: false };
   if (!exists) return { code: 'NO_COMMAND', repeated: false, write: false };
@@ -42,11 +44,12 @@ function expected(state: string, claim: string, mode: string, filter: string, pr
   if (!requeuable) return { code: 'NOT_REQUEUABLE', repeated: false, write: false };
   if (mode === 'dead' && filter === 'other') return { code: 'NOT_REQUEUABLE', repeated: false, write: false };
   if (claim === 'live') return { code: 'CLAIMED', repeated: false, write: false };
-  return { code: 'REQUEUED', repeated: false, write: true };
+  // a dry run's requeue never reads as done; the write comes along only as evidence of what it would do
+  return { code: execute ? 'REQUEUED' : 'WOULD_REQUEUE', repeated: false, write: true };
 }
 
 const cases: Array<[string, RequeueFacts, ReturnType<typeof expected>]> = [];
-for (const mode of MODES) {
+for (const execute of [true, false]) for (const mode of MODES) {
   for (const filter of mode === 'dead' ? FILTERS : (['none'] as const)) {
     for (const prior of PRIORS) {
       for (const exists of [true, false]) {
@@ -58,8 +61,8 @@ for (const mode of MODES) {
             const selector = mode === 'named' ? NAMED : DEAD_ALL;
             const recorded: RecordedRequeue | null =
               prior === 'none' ? null : { selector: 'x', selectorSha256: prior === 'same-selector' ? selector.sha256 : 'f'.repeat(64), code: 'NOT_REQUEUABLE', reason: 'UNKNOWN: first answer', commandId: '7' };
-            const facts: RequeueFacts = { mode, reasonFilter: filter === 'none' ? null : filter === 'same' ? 'UNEXPECTED_BRANCH' : 'LOOKUP_TIMEOUT', key: KEY, selector, prior: recorded, row: r };
-            cases.push([`${mode} filter=${filter} prior=${prior} ${exists ? `${state} claim=${claim}` : 'no row'}`, facts, expected(state, claim, mode, filter, prior, exists)]);
+            const facts: RequeueFacts = { mode, execute, reasonFilter: filter === 'none' ? null : filter === 'same' ? 'UNEXPECTED_BRANCH' : 'LOOKUP_TIMEOUT', key: KEY, selector, prior: recorded, row: r };
+            cases.push([`${execute ? 'execute' : 'dry-run'} ${mode} filter=${filter} prior=${prior} ${exists ? `${state} claim=${claim}` : 'no row'}`, facts, expected(state, claim, mode, filter, prior, exists, execute)]);
           }
         }
       }
@@ -68,23 +71,24 @@ for (const mode of MODES) {
 }
 
 describe('decideRequeue: every state × claim × mode × --reason × recorded answer', () => {
-  // (named + dead × 3 filters) × 3 recorded answers × (6 states × 3 claims + no row)
-  it('covers the whole table', () => expect(cases).toHaveLength((1 + 3) * 3 * (6 * 3 + 1)));
+  // execute/dry run × (named + dead × 3 filters) × 3 recorded answers × (6 states × 3 claims + no row)
+  it('covers the whole table', () => expect(cases).toHaveLength(2 * (1 + 3) * 3 * (6 * 3 + 1)));
   it.each(cases)('%s', (_name, facts, want) => {
     const d = decideRequeue(facts);
     expect({ code: d.code, repeated: d.repeated, write: d.write !== undefined }).toEqual(want);
-    expect(isRefused(d.code)).toBe(d.code !== 'REQUEUED');
+    expect(isRefused(d.code)).toBe(d.code !== 'REQUEUED' && d.code !== 'WOULD_REQUEUE');
+    if (!facts.execute && !d.repeated) expect(d.code === 'REQUEUED' || /^UNKNOWN again/.test(d.reason)).toBe(false);
     if (d.write) {
       // the write carries the generation as read and keeps token and attempt
       expect(d.write.from).toEqual({ id: '7', state: facts.row!.state, retryCount: 6, attempt: 2, requestToken: 'tok-1' });
       expect(d.write.lastError).toBe(`REQUEUED: was ${facts.row!.state} after 6 retries (UNEXPECTED_BRANCH: RESTARTED, instance FI-9 status 10)`);
     }
-    if (d.code === 'REQUEUED' || d.code === 'NOT_REQUEUABLE' || d.code === 'CLAIMED') expect(d.commandId).toBe('7');
+    if (d.code === 'REQUEUED' || d.code === 'WOULD_REQUEUE' || d.code === 'NOT_REQUEUABLE' || d.code === 'CLAIMED') expect(d.commandId).toBe('7');
     if (d.repeated) expect(d).toEqual({ code: 'NOT_REQUEUABLE', reason: 'UNKNOWN: first answer', repeated: true, commandId: '7' });
   });
 
   it('each refusal says why', () => {
-    const reason = (r: Partial<RequeueRow> | null, f: Partial<RequeueFacts> = {}) => decideRequeue({ mode: 'named', reasonFilter: null, key: KEY, selector: NAMED, prior: null, row: r === null ? null : row(r), ...f }).reason;
+    const reason = (r: Partial<RequeueRow> | null, f: Partial<RequeueFacts> = {}) => decideRequeue({ mode: 'named', reasonFilter: null, execute: true, key: KEY, selector: NAMED, prior: null, row: r === null ? null : row(r), ...f }).reason;
     expect(reason({ state: 'UNKNOWN' })).toBe('UNKNOWN: already waiting for resolve-unknown, which looks it up first');
     expect(reason({ state: 'PENDING' })).toBe('PENDING: not sent yet by its service; resolve-unknown takes it after --pending-grace');
     expect(reason({ state: 'DONE', remote_instance_id: 'FI-3', remote_status: 30 })).toBe('DONE: settled (instance FI-3 status 30); a settled command is never resent');
@@ -94,13 +98,14 @@ describe('decideRequeue: every state × claim × mode × --reason × recorded an
     expect(reason({ claim_owner: 'h:1:x', claim_expires_at: '2026-10-21 10:05:00', claim_live: 1 })).toBe('claimed by h:1:x until 2026-10-21 10:05:00; requeue it once that lease is over');
     expect(reason(null)).toBe('no flow_apply_command for biz type "honor_apply", biz id "A-1"');
     expect(reason({ retry_count: 1, last_error: null })).toBe('UNKNOWN again with its retry budget reset, same request token and attempt 2 (resolve-unknown looks it up first); was DEAD after 1 retry');
-    expect(decideRequeue({ mode: 'named', reasonFilter: null, key: KEY, selector: NAMED, prior: { selector: 'dead', selectorSha256: DEAD_ALL.sha256, code: 'REQUEUED', reason: 'r', commandId: '7' }, row: null }).reason).toMatch(
+    expect(reason({ retry_count: 1, last_error: null }, { execute: false })).toBe('would be UNKNOWN again with its retry budget reset, same request token and attempt 2 (resolve-unknown would look it up first); is DEAD after 1 retry');
+    expect(decideRequeue({ mode: 'named', reasonFilter: null, execute: true, key: KEY, selector: NAMED, prior: { selector: 'dead', selectorSha256: DEAD_ALL.sha256, code: 'REQUEUED', reason: 'r', commandId: '7' }, row: null }).reason).toMatch(
       /^operation id already used for dead \(answered REQUEUED for this command\), not for key "honor_apply" "A-1"; use a new operation id$/,
     );
   });
 
   it('reasons and last_error fit their columns, whatever the row held', () => {
-    const d = decideRequeue({ mode: 'named', reasonFilter: null, key: KEY, selector: NAMED, prior: null, row: row({ last_error: `LOOKUP_TIMEOUT: ${'😀'.repeat(600)}` }) });
+    const d = decideRequeue({ mode: 'named', reasonFilter: null, execute: true, key: KEY, selector: NAMED, prior: null, row: row({ last_error: `LOOKUP_TIMEOUT: ${'😀'.repeat(600)}` }) });
     expect([...d.reason].length).toBe(512);
     expect([...d.write!.lastError].length).toBe(512);
     expect(d.write!.lastError.endsWith('😀')).toBe(true);
@@ -128,6 +133,28 @@ describe('selectors, reason codes, operation conflicts', () => {
     expect(operationConflict([], NAMED)).toBeNull();
     expect(operationConflict([{ selector: NAMED.text, selectorSha256: NAMED.sha256 }], NAMED)).toBeNull();
     expect(operationConflict([{ selector: NAMED.text, selectorSha256: NAMED.sha256 }], DEAD_ALL)).toBe('operation id already used for key "honor_apply" "A-1", not for dead; use a new operation id');
+  });
+});
+
+describe('operation completion and temporary answers', () => {
+  const STOPS = ['done', 'signal', 'max-seconds', 'error', 'operation-conflict'] as const;
+  const CODE_SETS = [[], ['REQUEUED'], ['REQUEUED', 'NOT_REQUEUABLE', 'NO_COMMAND'], ['REQUEUED', 'CLAIMED'], ['OPERATION_CONFLICT']] as const;
+  const table: Array<[string, Parameters<typeof operationComplete>[0], boolean]> = [];
+  for (const stoppedBy of STOPS) for (const error of [false, true]) for (const notRun of [0, 1]) for (const truncated of [false, true]) for (const codes of CODE_SETS) {
+    // the oracle: complete only when every selected command got a final answer
+    const want = stoppedBy === 'done' && !error && notRun === 0 && !truncated && !codes.some((c) => c === 'CLAIMED' || c === 'OPERATION_CONFLICT');
+    table.push([`${stoppedBy} error=${error} notRun=${notRun} truncated=${truncated} ${codes.join('+') || 'none'}`, { stoppedBy, error, notRun, truncated, codes: [...codes] }, want]);
+  }
+  it('covers the whole table', () => expect(table).toHaveLength(5 * 2 * 2 * 2 * 5));
+  it.each(table)('operationComplete %s', (_n, r, want) => expect(operationComplete(r)).toBe(want));
+  it('only CLAIMED is temporary (not recorded)', () => {
+    expect(['REQUEUED', 'NOT_REQUEUABLE', 'CLAIMED', 'NO_COMMAND', 'OPERATION_CONFLICT'].filter((c) => isTemporary(c as never))).toEqual(['CLAIMED']);
+  });
+  it('the header row has the empty key no command has, and is left out of the answers', () => {
+    expect(requeueSql.bindOperation('d', NAMED).sql).toMatch(/VALUES \(\?, '', '', \?, \?, 'OPERATION'/);
+    expect(requeueSql.header('d').sql).toContain("biz_type = '' AND biz_id = ''");
+    expect(requeueSql.recorded('d').sql).toContain("biz_type <> ''");
+    expect(requeueSql.completeOperation('d').sql).toMatch(/SET completed_at = NOW\(\) WHERE op_digest = \? AND biz_type = '' AND biz_id = '' AND completed_at IS NULL$/);
   });
 });
 
@@ -163,6 +190,27 @@ describe('requeue input (flags and --from files)', () => {
       { line: 1, bizType: 'honor_apply', bizId: 'A-1' },
       { line: 3, bizType: 't', bizId: '甲 1' },
     ]);
+  });
+  it('JSON lines: a line whose type is present and not "row" is skipped (a listing\'s summary); a row or untyped line is read', () => {
+    const lines = [
+      '{"type":"row","bizType":"t","bizId":"1"}',
+      '{"type":"summary","command":"apply-command scan","listed":2}',
+      '{"bizType":"t","bizId":"2"}',
+      '{"type":"note","bizType":"t","bizId":"3"}',
+      '{"type":null,"bizType":"t","bizId":"4"}',
+      '{"type":"ROW","bizType":"t","bizId":"5"}',
+    ];
+    expect(parseRequeueFile(`${lines.join('\n')}\n`)).toEqual([
+      { line: 1, bizType: 't', bizId: '1' },
+      { line: 3, bizType: 't', bizId: '2' },
+    ]);
+    // a summary alone names no command; malformed lines are still refused with their line
+    expect(() => parseRequeueFile('{"type":"summary"}\n')).toThrow(/names no command/);
+    expect(() => parseRequeueFile('{"type":"summary"}\n{"type":"row",\n')).toThrow(/line 2: malformed JSON/);
+    expect(() => parseRequeueFile('{"type":"summary"}\n["x"]\n')).toThrow(/line 2: not a JSON object/);
+    // CSV is untouched, a column named type included
+    expect(parseRequeueFile('type,biz_type,biz_id\nsummary,t,1\n')).toEqual([{ line: 2, bizType: 't', bizId: '1' }]);
+    expect(parseRequeueFile('\uFEFF{"type":"summary"}\n{"bizType":"t","bizId":"1"}')).toEqual([{ line: 2, bizType: 't', bizId: '1' }]);
   });
   it('refuses a bad file naming the line', () => {
     const bad: Array<[string, RegExp]> = [

@@ -114,10 +114,11 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     const evidence = evidenceFile();
     const r = await requeue([...key(`${p}-1`), '--operation-id', `dry-${p}`], { evidence });
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, byCode: { REQUEUED: 1 } });
-    expect(resultsOf(r.stdout)[0]).toMatchObject({ code: 'REQUEUED', dryRun: true });
+    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, byCode: { WOULD_REQUEUE: 1 } });
+    expect(summaryOf(r.stdout)['byCode']).not.toHaveProperty('REQUEUED');
+    expect(resultsOf(r.stdout)[0]).toMatchObject({ code: 'WOULD_REQUEUE', dryRun: true, reason: expect.stringMatching(/^would be UNKNOWN again with its retry budget reset/) });
     expect(await checksum()).toBe(before);
-    expect(evidenceOf(evidence).filter((l) => l['type'] === 'decision')).toEqual([expect.objectContaining({ dryRun: true, code: 'REQUEUED', after: expect.objectContaining({ state: 'UNKNOWN' }) })]);
+    expect(evidenceOf(evidence).filter((l) => l['type'] === 'decision')).toEqual([expect.objectContaining({ dryRun: true, code: 'WOULD_REQUEUE', after: expect.objectContaining({ state: 'UNKNOWN' }) })]);
     // the operation id was not used up: --execute under it works
     expect((await requeue([...key(`${p}-1`), '--operation-id', `dry-${p}`, '--execute'])).code).toBe(0);
     expect((await byKey(p))['1']).toMatchObject({ state: 'UNKNOWN', retry_count: 0 });
@@ -281,13 +282,30 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     }
   });
 
+  it('the output of apply-command scan --format json, summary line included, feeds --from', async () => {
+    const p = uniquePrefix('rqscan');
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'DEAD', retryCount: 6 }]);
+    const scan = await runCli(['apply-command', 'scan', '--format', 'json', '--limit', '10000'], { env });
+    expect(scan.code).toBe(0);
+    const lines = jsonLines(scan.stdout);
+    expect(lines.some((l) => l['type'] === 'summary')).toBe(true);
+    const file = join(dir, `${p}-scan.jsonl`);
+    writeFileSync(file, scan.stdout);
+    const r = await requeue(['--from', file, '--operation-id', `scan-${p}`]);
+    expect(r.stderr).toBe('');
+    const rows = lines.filter((l) => l['type'] === 'row');
+    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, items: rows.length });
+    expect(resultsOf(r.stdout).find((x) => x['bizId'] === `${p}-1`)).toMatchObject({ code: 'WOULD_REQUEUE' });
+  });
+
   it('a table on a terminal, and the dry-run note', async () => {
     const p = uniquePrefix('rqtty');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'DEAD' }]);
     const r = await runCli(['apply-command', 'requeue', ...key(`${p}-1`), '--operation-id', `tty-${p}`, '--evidence', evidenceFile()], { env, tty: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/would answer \(dry run\)/);
-    expect(r.stdout).toMatch(new RegExp(`${p}-1 +REQUEUED`));
+    expect(r.stdout).toMatch(new RegExp(`${p}-1 +WOULD_REQUEUE +would be UNKNOWN again`));
+    expect(r.stdout + r.stderr).not.toMatch(/\bREQUEUED\b/);
     expect(r.stdout + r.stderr).toMatch(/dry run: nothing was written or recorded; pass --execute to requeue/);
   });
 });

@@ -4,8 +4,9 @@
  * is written only over the value read at claim, and a flow center that refuses our credentials
  * stops the run at the first refusal without charging any row.
  */
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { jsonLines, runCli } from '../helpers/cli.js';
+import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
 import { APP, BIZ_TYPE, commandsOf, defaults, insertCommands, makeDue, uniquePrefix } from '../helpers/apply-commands.js';
 import { type FlowCenter, type LogEntry, startFlowCenter, type StandInInstance } from '../helpers/flow-center.js';
@@ -76,17 +77,51 @@ describe('an apply answer with a branch outside the seven (item 1)', () => {
   });
 });
 
+describe('an unknown branch that comes without a valid instance', () => {
+  it('is DEAD UNEXPECTED_BRANCH with the branch kept (absent, null or invalid instance), never resent; a known branch without one stays APPLY_MALFORMED', async () => {
+    const p = uniquePrefix('ubn');
+    const id = (k: string) => `${p}-${k}`;
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: id('absent') }, { bizId: id('null') }, { bizId: id('bad') }, { bizId: id('known') }]);
+    const answer = (k: string, body: unknown) => ({ path: '/oapi/flow/apply' as const, kind: 'status' as const, status: 200, body, bizId: id(k) });
+    await fc.faults([
+      answer('absent', { branch: 'REJECTED_BY_GUARD' }),
+      answer('null', { branch: `REJECTED_BY_GUARD_${'Y'.repeat(30)}`, instance: null }),
+      answer('bad', { branch: 'REJECTED_BY_GUARD', instance: { instanceId: 'FI-1', bizType: BIZ_TYPE, bizId: id('bad'), status: 99 } }),
+      answer('known', { branch: 'CREATED' }),
+    ]);
+    const r = await resolveRun();
+    expect(r.code).toBe(1);
+    let rows = await byKey(p);
+    expect(rows['absent']).toMatchObject({ state: 'DEAD', retry_count: 0, last_branch: 'REJECTED_BY_GUARD', last_error: 'UNEXPECTED_BRANCH: "REJECTED_BY_GUARD" (not a branch code of seed 000 §7.4), no valid instance (instance is not an object)' });
+    expect(rows['null']).toMatchObject({ state: 'DEAD', last_branch: `REJECTED_BY_GUARD_${'Y'.repeat(30)}`.slice(0, 32), last_error: expect.stringContaining(`"REJECTED_BY_GUARD_${'Y'.repeat(30)}"`) });
+    expect(rows['bad']).toMatchObject({ state: 'DEAD', last_branch: 'REJECTED_BY_GUARD', last_error: expect.stringMatching(/no valid instance \(instance\.status 99 /) });
+    expect(rows['known']).toMatchObject({ state: 'FAILED', retry_count: 1, last_branch: null, last_error: expect.stringMatching(/^APPLY_MALFORMED: instance is not an object/) });
+    // never resent: a later run leaves the DEAD rows alone
+    await makeDue(dbs.admin, dbs.shName, p);
+    await resolveRun();
+    rows = await byKey(p);
+    expect(['absent', 'null', 'bad'].map((k) => rows[k]!.state)).toEqual(['DEAD', 'DEAD', 'DEAD']);
+    const posts = of(await fc.log(), p).filter((e) => e.method === 'POST');
+    expect(posts.filter((e) => e.bizId !== id('known')).map((e) => e.bizId).sort()).toEqual([id('absent'), id('bad'), id('null')]);
+  });
+});
+
 describe('the status mirror is written only over the value read at claim (item 2)', () => {
   it('a status the service writes between claim and write is kept: DONE, MIRROR_CHANGED reported and counted; unchanged values are mirrored', async () => {
     const p = uniquePrefix('mc');
     const id = (k: string) => `${p}-${k}`;
-    await insertCommands(dbs.admin, dbs.shName, [{ bizId: id('changed') }, { bizId: id('was20') }, { bizId: id('null') }, { bizId: id('applied') }, { bizId: id('gone') }, { bizId: id('none'), serviceApply: false }]);
+    await insertCommands(dbs.admin, dbs.shName, [
+      { bizId: id('changed') }, { bizId: id('was20') }, { bizId: id('null') }, { bizId: id('applied') }, { bizId: id('gone') }, { bizId: id('none'), serviceApply: false },
+      { bizId: id('late'), serviceApply: false }, { bizId: id('late20'), serviceApply: false },
+    ]);
     await setFlowStatus(id('was20'), 20);
-    await fc.addInstances([owned(id('changed'), 10), owned(id('was20'), 40), owned(id('null'), 30), owned(id('gone'), 20), owned(id('none'), 20)]);
+    await fc.addInstances([owned(id('changed'), 10), owned(id('was20'), 40), owned(id('null'), 30), owned(id('gone'), 20), owned(id('none'), 20), owned(id('late'), 30), owned(id('late20'), 30)]);
     // Two lookups wait long enough for "the service" to write in between; the others answer at once.
     await fc.faults([
       { path: '/oapi/flow/instance', kind: 'latency', ms: 1500, bizId: id('changed') },
       { path: '/oapi/flow/instance', kind: 'latency', ms: 1500, bizId: id('gone') },
+      { path: '/oapi/flow/instance', kind: 'latency', ms: 1500, bizId: id('late') },
+      { path: '/oapi/flow/instance', kind: 'latency', ms: 1500, bizId: id('late20') },
       { path: '/oapi/flow/apply', kind: 'latency', ms: 1500, bizId: id('applied') },
     ]);
     const run = resolveRun(['--concurrency', '8']);
@@ -97,15 +132,20 @@ describe('the status mirror is written only over the value read at claim (item 2
     await setFlowStatus(id('changed'), 30);
     await setFlowStatus(id('applied'), 40);
     await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.service_apply WHERE biz_id = ?`, [id('gone')]);
+    // service_apply rows that were not there at claim: the service's own, never written by us
+    await dbs.admin.query(`INSERT INTO \`${dbs.shName}\`.service_apply (biz_type, biz_id, flow_status) VALUES (?, ?, NULL), (?, ?, 20)`, [BIZ_TYPE, id('late'), BIZ_TYPE, id('late20')]);
     const r = await run;
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 6, done: 6, mirrorChanged: 3, mirrorMissing: 1 });
+    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 8, done: 8, mirrorChanged: 2, mirrorDeleted: 1, mirrorMissing: 3 });
     const rows = await byKey(p);
     expect(rows['changed']).toMatchObject({ state: 'DONE', remote_status: 10, flow_status: 30, claim_owner: null });
     expect(rows['changed']!.last_error).toMatch(/^MIRROR_CHANGED: service_apply\.flow_status was NULL at claim and has changed since; status 10 of instance FI-\d+ status 10 was not mirrored over it$/);
     expect(rows['applied']).toMatchObject({ state: 'DONE', last_branch: 'CREATED', remote_status: 10, flow_status: 40 });
     expect(rows['applied']!.last_error).toMatch(/^MIRROR_CHANGED: /);
-    expect(rows['gone']).toMatchObject({ state: 'DONE', remote_status: 20, flow_status: null, last_error: expect.stringMatching(/^MIRROR_CHANGED: /) });
+    expect(rows['gone']).toMatchObject({ state: 'DONE', remote_status: 20, flow_status: null });
+    expect(rows['gone']!.last_error).toMatch(/^MIRROR_CHANGED: the service_apply row \(flow_status NULL at claim\) has been deleted since; status 20 of instance FI-\d+ status 20 was not mirrored$/);
+    expect(rows['late']).toMatchObject({ state: 'DONE', remote_status: 30, flow_status: null, last_error: null });
+    expect(rows['late20']).toMatchObject({ state: 'DONE', remote_status: 30, flow_status: 20, last_error: null });
     // unchanged since the claim: mirrored over it, whatever it held
     expect(rows['was20']).toMatchObject({ state: 'DONE', remote_status: 40, flow_status: 40, last_error: null });
     expect(rows['null']).toMatchObject({ state: 'DONE', remote_status: 30, flow_status: 30, last_error: null });
@@ -113,6 +153,7 @@ describe('the status mirror is written only over the value read at claim (item 2
     const events = rowEvents(r.stdout);
     expect(events.find((e) => e['bizId'] === id('changed'))).toMatchObject({ kind: 'done', via: 'lookup', status: 10, mirror: 'changed' });
     expect(events.find((e) => e['bizId'] === id('applied'))).toMatchObject({ kind: 'done', via: 'apply', mirror: 'changed' });
+    expect(events.find((e) => e['bizId'] === id('gone'))).toMatchObject({ kind: 'done', via: 'lookup', mirror: 'deleted' });
     // a plain DONE by lookup with its mirror written stays quiet
     expect(events.find((e) => e['bizId'] === id('null'))).toBeUndefined();
   });
@@ -160,7 +201,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect(ok.code).toBe(0);
   });
 
-  it('403 on the lookup: the same stop', async () => {
+  it('403 on the first lookup (nothing signed accepted yet): the same stop', async () => {
     const p = uniquePrefix('s403');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 5 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'status', status: 403, body: { error: 'APP_NOT_PERMITTED', message: 'this app may not look instances up' } }]);
@@ -171,16 +212,42 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect((await commandsOf(dbs.admin, dbs.shName, p)).every((x) => x.state === 'UNKNOWN' && x.retry_count === 0 && x.claim_owner === null)).toBe(true);
   });
 
-  it('403 on the resent apply after "not found": released, not failed; nothing else is sent', async () => {
+  it('a 403 after the flow center accepted our signed requests is the row\'s: FAILED with backoff and charged, the other rows settle, run after run', async () => {
     const p = uniquePrefix('a403');
-    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-0`, retryCount: 2 }, ...Array.from({ length: 5 }, (_, i) => ({ bizId: `${p}-${i + 1}` }))]);
-    await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 403 }]);
+    const id = (i: number) => `${p}-R${i}`;
+    const ids = [1, 2, 3, 4, 5, 6];
+    await insertCommands(dbs.admin, dbs.shName, ids.map((i) => ({ bizId: id(i), state: 'FAILED' as const, retryCount: 1, nextRetryAt: 'NOW() - INTERVAL 1 SECOND' })));
+    await fc.faults([
+      { path: '/oapi/flow/apply', kind: 'status', status: 403, bizId: id(2), body: { error: 'FORBIDDEN', message: 'not for this one' } },
+      { path: '/oapi/flow/instance', kind: 'status', status: 403, bizId: id(4) },
+    ]);
+    for (const run of [1, 2]) {
+      if (run === 2) await makeDue(dbs.admin, dbs.shName, p);
+      const r = await resolveRun(['--concurrency', '1']);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).not.toMatch(/refused our credentials/);
+      expect(summaryOf(r.stdout)).toMatchObject({ stoppedBy: 'drained', failed: 2, dead: 0, released: 0, failedByReason: { APPLY_HTTP_403: 1, LOOKUP_HTTP_403: 1 } });
+      const rows = await byKey(p);
+      expect(rows['R2']).toMatchObject({ state: 'FAILED', retry_count: 1 + run, claim_owner: null, last_error: expect.stringMatching(/^APPLY_HTTP_403: .*FORBIDDEN/) });
+      expect(rows['R4']).toMatchObject({ state: 'FAILED', retry_count: 1 + run, claim_owner: null, last_error: expect.stringMatching(/^LOOKUP_HTTP_403: /) });
+      for (const k of ['R1', 'R3', 'R5', 'R6']) expect(rows[k], k).toMatchObject({ state: 'DONE', remote_status: 10, last_branch: 'CREATED' });
+    }
+    const [due] = (await dbs.admin.query(`SELECT TIMESTAMPDIFF(SECOND, NOW(), next_retry_at) AS s FROM \`${dbs.shName}\`.flow_apply_command WHERE biz_id = ?`, [id(2)])) as unknown as [Array<{ s: number }>];
+    // backoff after the second charged failure: 20 s × 2^2
+    expect(Number(due[0]!.s)).toBeGreaterThan(70);
+    expect(of(await fc.log(), p).filter((e) => e.method === 'POST' && e.bizId === id(2)).map((e) => e.status)).toEqual([403, 403]);
+  });
+
+  it('a 401 stops the run even after requests were accepted (exit 3, uncharged)', async () => {
+    const p = uniquePrefix('a401');
+    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 4 }, (_, i) => ({ bizId: `${p}-${i}`, retryCount: 2 })));
+    await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 401, bizId: `${p}-1` }]);
     const r = await resolveRun(['--concurrency', '1']);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/HTTP 403 on POST \/oapi\/flow\/apply/);
-    expect(summaryOf(r.stdout)).toMatchObject({ stoppedBy: 'credentials-refused', lookups: 1, posts: 1, failed: 0, dead: 0 });
+    expect(r.stderr).toMatch(/HTTP 401 on POST \/oapi\/flow\/apply/);
+    expect(summaryOf(r.stdout)).toMatchObject({ stoppedBy: 'credentials-refused', done: 1, failed: 0, dead: 0 });
     const rows = await commandsOf(dbs.admin, dbs.shName, p);
-    expect(rows.map((x) => [x.state, x.retry_count, x.claim_owner, x.last_error])).toEqual([['UNKNOWN', 2, null, null], ...Array(5).fill(['UNKNOWN', 0, null, null])]);
+    expect(rows.map((x) => [x.state, x.retry_count, x.claim_owner])).toEqual([['DONE', 2, null], ...Array(3).fill(['UNKNOWN', 2, null])]);
   });
 
   it('other 4xx statuses still fail the row with backoff (a 401/403 is special, not every client error)', async () => {
@@ -190,5 +257,44 @@ describe('a flow center that refuses our credentials stops the run at the first 
     const r = await resolveRun();
     expect(r.code).toBe(1);
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'FAILED', retry_count: 1, last_error: expect.stringMatching(/^LOOKUP_HTTP_429: /) });
+  });
+});
+
+describe('a DONE by lookup', () => {
+  it('clears last_branch: the row was settled by the lookup, not by a branch left from an earlier answer', async () => {
+    const p = uniquePrefix('lb');
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-requeued` }, { bizId: `${p}-applied` }]);
+    // a requeued row still carries the branch of its earlier answer
+    await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET last_branch = 'created' WHERE biz_id = ?`, [`${p}-requeued`]);
+    await fc.addInstances([owned(`${p}-requeued`, 30)]);
+    const r = await resolveRun();
+    expect(r.code).toBe(0);
+    const rows = await byKey(p);
+    expect(rows['requeued']).toMatchObject({ state: 'DONE', remote_status: 30, last_branch: null });
+    expect(rows['applied']).toMatchObject({ state: 'DONE', remote_status: 10, last_branch: 'CREATED' });
+  });
+});
+
+describe('SIGTERM', () => {
+  it('no POST starts after the signal: a row whose lookup came back "not found" after it is released uncharged', { timeout: 60_000 }, async () => {
+    const p = uniquePrefix('term');
+    const ids = Array.from({ length: 4 }, (_, i) => `${p}-${i}`);
+    await insertCommands(dbs.admin, dbs.shName, ids.map((bizId) => ({ bizId, retryCount: 1 })));
+    // slow lookups: the signal comes while all four are in flight; each then answers "not found"
+    await fc.faults(ids.map((bizId) => ({ path: '/oapi/flow/instance' as const, kind: 'latency' as const, ms: 1500, bizId })));
+    const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'apply-command', 'resolve-unknown', ...FAST, '--concurrency', '4'], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    const closed = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    await waitFor('the four lookups', async () => of(await fc.log(), p).filter((e) => e.method === 'GET').length >= 4, 20_000, 20);
+    child.kill('SIGTERM');
+    const code = await closed;
+    expect(code).toBe(1);
+    const summary = summaryOf(out);
+    expect(summary).toMatchObject({ exitCode: 1, stoppedBy: 'signal', posts: 0, failed: 0, dead: 0, done: 0 });
+    expect(Number(summary['released'])).toBe(Number(summary['claimed']));
+    expect(of(await fc.log(), p).filter((e) => e.method === 'POST')).toEqual([]);
+    const rows = await commandsOf(dbs.admin, dbs.shName, p);
+    expect(rows.map((x) => [x.state, x.retry_count, x.claim_owner, x.last_error])).toEqual(Array(4).fill(['UNKNOWN', 1, null, null]));
   });
 });

@@ -261,8 +261,8 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       { k: 'badstatus', fault: { kind: 'malformed' as const, variant: 'bad-status' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'wrongkey', fault: { kind: 'malformed' as const, variant: 'wrong-key' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'apply500', fault: { kind: 'status' as const, status: 500, path: '/oapi/flow/apply' as const }, reason: 'APPLY_HTTP_500' },
-      // an unknown branch with no instance: not well formed (a well-formed one is DEAD at once, below)
-      { k: 'applybad', fault: { kind: 'malformed' as const, variant: 'unknown-branch', path: '/oapi/flow/apply' as const }, reason: 'APPLY_MALFORMED' },
+      // a known branch with no instance: not well formed (an unknown branch is DEAD at once, resolve-guards)
+      { k: 'applybad', fault: { kind: 'status' as const, status: 200, body: { branch: 'CREATED' }, path: '/oapi/flow/apply' as const }, reason: 'APPLY_MALFORMED' },
     ];
     await insertCommands(dbs.admin, dbs.shName, kinds.map(({ k }) => ({ bizId: `${p}-${k}` })));
     await fc.faults(kinds.map(({ k, fault }) => ({ path: '/oapi/flow/instance' as const, ...fault, bizId: `${p}-${k}` })));
@@ -452,7 +452,7 @@ describe('stale workers change nothing', () => {
       const theirs = (await claimRows(db, 'owner-b', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(theirs).toHaveLength(1);
       const gen = generationOf(mine[0]!);
-      const mirror = { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x' };
+      const mirror = { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x', deletedNote: 'MIRROR_CHANGED: d' };
       const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror });
       expect(stale).toEqual({ kind: 'stale' });
       expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'UNKNOWN', flow_status: null, claim_owner: 'owner-b' });

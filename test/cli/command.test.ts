@@ -116,6 +116,14 @@ describe('usage errors on the command line: one line, exit 2, and as helpful as 
     expect(r.stdout).toMatch(/--max-rows <n>\s+stop after claiming this many rows\s+\(default:\s+no\s+limit\)/);
     expect(r.stdout).not.toContain(String(Number.MAX_SAFE_INTEGER));
   });
+
+  it('reconcile run --help: --allow-empty has one default text (was "(default: exit 1 with a warning) (default: false)")', async () => {
+    const r = await runCli(['reconcile', 'run', '--help']);
+    expect(r.code).toBe(0);
+    const help = r.stdout.replace(/\s+/g, ' ');
+    expect(help).toMatch(/--allow-empty exit 0 even when .*\(default: exit 1 with a warning\) --metrics-file/);
+    expect(help).not.toMatch(/with a warning\) \(default: false\)/);
+  });
 });
 
 describe('a vhost the broker refuses', () => {

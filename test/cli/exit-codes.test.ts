@@ -165,6 +165,33 @@ describe('a metrics file that becomes unwritable while the run is under way', ()
   });
 });
 
+describe('a scan that fails records its exit code in the metrics', () => {
+  it.each([
+    ['deliveries scan', ['deliveries', 'scan']],
+    ['apply-command scan', ['apply-command', 'scan']],
+  ] as const)('%s with the database unreachable: exit 3, metrics 3, last success kept (deliveries scan: was 0)', async (command, argv) => {
+    const metrics = join(dir, `unreachable-${++caseNo}.prom`);
+    writeFileSync(metrics, `fcctl_run_exit_code{command="${command}"} 0\nfcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
+    // port 1: nothing listens, the connection is refused at once
+    const r = await runCli(['--json', ...argv, '--metrics-file', metrics], { env: { ...env, FCCTL_FC_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/fc', FCCTL_SH_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/sh' } });
+    expect(r.code).toBe(3);
+    const prom = readFileSync(metrics, 'utf8');
+    expect(prom).toContain(`fcctl_run_exit_code{command="${command}"} 3\n`);
+    expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
+  });
+
+  it('deliveries scan that succeeds still writes its report gauges beside the run gauges', async () => {
+    const metrics = join(dir, `ok-${++caseNo}.prom`);
+    const r = await runCli(['--json', 'deliveries', 'scan', '--metrics-file', metrics], { env });
+    expect(r.code).toBe(0);
+    const prom = readFileSync(metrics, 'utf8');
+    for (const name of ['fcctl_deliveries_rows', 'fcctl_deliveries_due', 'fcctl_deliveries_held', 'fcctl_deliveries_oldest_pending_age_seconds', 'fcctl_deliveries_stuck_claims', 'fcctl_deliveries_dead', 'fcctl_run_exit_code', 'fcctl_last_success_timestamp_seconds']) {
+      expect(prom).toContain(`# TYPE ${name} gauge\n`);
+    }
+    expect(prom).toContain('fcctl_run_exit_code{command="deliveries scan"} 0\n');
+  });
+});
+
 describe('a vhost the broker refuses', () => {
   it('deliveries send: exit 3, one line naming the vhost and user, the password masked', async () => {
     const url = new URL(testAmqpUrl());

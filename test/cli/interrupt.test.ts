@@ -101,6 +101,39 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+describe('a command that does not watch the signal ends at once on the first one, exit 1 (real processes)', () => {
+  /** Holds `argv` at a table lock, sends SIGTERM, and returns what it did within 5 s with the lock still held (null: still running). */
+  async function termWhileLocked(argv: readonly string[], database: string, table: string): Promise<CliResult | null> {
+    const lock = await lockTable(database, table);
+    try {
+      const run = startCli(['--json', ...argv], { env });
+      await lock.waitForBlocked();
+      run.child.kill('SIGTERM');
+      const r = await Promise.race([run.done, new Promise<null>((res) => setTimeout(() => res(null), 5000))]);
+      if (r === null) run.child.kill('SIGKILL');
+      return r;
+    } finally {
+      await lock.unlock();
+    }
+  }
+
+  it('apply-command scan --metrics-file blocked on a lock: was blocked until the lock cleared, then exit 0 with metrics 0', async () => {
+    const metrics = join(dir, 'apply-command-scan.prom');
+    writeFileSync(metrics, 'fcctl_run_exit_code{command="apply-command scan"} 7\n');
+    const r = await termWhileLocked(['apply-command', 'scan', '--metrics-file', metrics], dbs.shName, 'flow_apply_command');
+    expect(r).not.toBeNull();
+    expect(r!.code).toBe(1);
+    // ended at once: no gauges written that would claim the run went through
+    expect(readFileSync(metrics, 'utf8')).toBe('fcctl_run_exit_code{command="apply-command scan"} 7\n');
+  });
+
+  it('deliveries scan blocked on a lock: exit 1 at once', async () => {
+    const r = await termWhileLocked(['deliveries', 'scan'], dbs.fcName, 'answer_delivery');
+    expect(r).not.toBeNull();
+    expect(r!.code).toBe(1);
+  });
+});
+
 describe('an interrupted batch command exits 1 with stoppedBy "signal" (real processes)', () => {
   it('deliveries send (SIGTERM): was exit 0; the metrics say 1 and keep the last success', async () => {
     const metrics = previousMetrics('deliveries send');

@@ -141,6 +141,7 @@ describe('run gauges: when a run counts as completed', () => {
     ['exit 0', { exitCode: 0 }, 2000],
     ['exit 1, items failed: it ran to the end', { exitCode: 1 }, 2000],
     ['exit 1, interrupted: not to the end, the previous time kept', { exitCode: 1, interrupted: true }, 1000],
+    ['exit 1, ran to the end but warned of an empty side: no success (was 2000)', { exitCode: 1, suspect: true }, 1000],
     ['exit 3', { exitCode: 3 }, 1000],
     ['exit 4', { exitCode: 4 }, 1000],
   ] as const)('%s', (_name, facts, want) => {

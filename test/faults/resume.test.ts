@@ -126,7 +126,7 @@ function expectDatabaseLost(r: Ended): void {
 const killPoints = (from: number, total: number) => Array.from({ length: KILLS }, () => from + 1 + Math.floor(random() * (total - from - 1))).sort((a, b) => a - b);
 
 /** Wall-clock times a command writes into its JSON files (the host's, and a scan's start in the database's clock); documented as the run's own. */
-const normalise = (text: string) => text.replace(/"(startedAt|updatedAt|completedAt|createdAt|dbStartedAt)":\s*"[^"]*"/g, '"$1":"<time>"');
+const normalise = (text: string) => text.replace(/"(startedAt|updatedAt|completedAt|createdAt|dbStartedAt|dbStartedAtUtc)":\s*"[^"]*"/g, '"$1":"<time>"');
 
 /** What a resumed result holds that the reference does not, and the reverse, by line; and repeated lines. */
 function compareLines(reference: string, got: string): { checked: number; lost: number; extra: number; duplicates: number } {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,7 +68,7 @@ describe('reconcile diff checks --task-start against the FC scan\'s own start', 
     const refusedDir = join(sub, 'refused');
     const refused = await runCli(['--json', 'reconcile', 'diff', '--fc', join(sub, 'fc.jsonl'), '--sh', join(sub, 'sh.jsonl'), '--task-start', tooLate, '--out-dir', refusedDir], { env });
     expect(refused.code).toBe(4);
-    expect(refused.stderr).toBe(`fcctl: --task-start ${tooLate} is not before the FC scan's start ${scanStart} (FC database clock): answers created at FC after the scan began could be taken as absent at FC; take the task start (SH database NOW()) before the FC scan begins\n`);
+    expect(refused.stderr).toBe(`fcctl: --task-start ${tooLate} is not before the FC scan's start ${scanStart} (FC database clock, compared as local time: SH and FC must be in the same time zone): answers created at FC after the scan began could be taken as absent at FC; take the task start (SH database NOW()) before the FC scan begins\n`);
     expect(refused.stdout).toBe('');
     expect(existsSync(refusedDir)).toBe(false);
 
@@ -99,7 +99,29 @@ describe('reconcile diff checks --task-start against the FC scan\'s own start', 
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const run = json(join(out, 'run.json'));
-    expect(String(run['taskStart']) < String(json(join(out, 'fc-manifest.checkpoint.json'))['dbStartedAt'])).toBe(true);
+    const fcCheckpoint = json(join(out, 'fc-manifest.checkpoint.json'));
+    expect(String(run['taskStart']) < String(fcCheckpoint['dbStartedAt'])).toBe(true);
+    // the instants too: these are what reconcile run compares (SH and FC may be in different zones)
+    expect(run['taskStartUtc']).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    expect(fcCheckpoint['dbStartedAtUtc']).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    expect(String(run['taskStartUtc']) < String(fcCheckpoint['dbStartedAtUtc'])).toBe(true);
+  });
+});
+
+describe('reconcile run stopped by a signal while it waits for its task start', () => {
+  it('exit 1, stoppedBy "signal", no error line (was exit 3 "the SH database\'s clock did not advance past the task start" in 2 of 3 tries)', async () => {
+    const ac = new AbortController();
+    ac.abort(new Error('stopped by SIGTERM'));
+    for (let i = 0; i < 3; i++) {
+      const out = join(dir, `stopped-at-start-${i}`);
+      const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out], { env, signal: ac.signal });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: '' });
+      const s = summaryOf(r.stdout);
+      expect(s).toMatchObject({ command: 'reconcile run', exitCode: 1, stoppedBy: 'signal' });
+      // stopped in the task start's wait (nothing recorded), or — when the SH clock crossed the second first — at the FC scan
+      if (s['phase'] === 'task-start') expect({ runId: s['runId'], runJson: existsSync(join(out, 'run.json')) }).toEqual({ runId: null, runJson: false });
+      else expect(s['phase']).toBe('scan-fc');
+    }
   });
 });
 
@@ -120,6 +142,28 @@ describe('reconcile run --restart gets past an unreadable run.json', () => {
     const run = json(join(out, 'run.json'));
     expect(run).toMatchObject({ format: 'fcctl.reconcile.run.v1', state: 'completed' });
     expect(run['runId']).not.toBe(before['runId']);
+    // the unreadable one is set aside, not deleted
+    const aside = readdirSync(out).filter((f) => f.startsWith('run.json.unreadable-'));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(out, aside[0]!), 'utf8')).toBe('{"format":');
+  });
+
+  // EACCES takes the same path (a read error other than ENOENT) but cannot be tested here: the suite runs as root.
+  it('a directory at run.json (EISDIR): exit 4 naming --restart; with --restart it is set aside and a new run completes (was exit 3 "unexpected error: EISDIR")', async () => {
+    const out = join(dir, 'run-json-dir');
+    const args = ['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out];
+    mkdirSync(join(out, 'run.json'), { recursive: true });
+    writeFileSync(join(out, 'run.json', 'someone'), 'x');
+    const refused = await runCli(args, { env });
+    expect(refused.stderr).toMatch(/^fcctl: .*run\.json cannot be read \(EISDIR\); pass --restart to set it aside and start a new run in this directory\n$/);
+    expect(refused.code).toBe(4);
+    const restarted = await runCli([...args, '--restart'], { env });
+    expect(restarted.stderr).toBe('');
+    expect(restarted.code).toBe(0);
+    expect(json(join(out, 'run.json'))).toMatchObject({ format: 'fcctl.reconcile.run.v1', state: 'completed' });
+    const aside = readdirSync(out).filter((f) => f.startsWith('run.json.unreadable-'));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(out, aside[0]!, 'someone'), 'utf8')).toBe('x');
   });
 });
 
@@ -127,29 +171,52 @@ describe('reconcile run for a school and form with no rows on either side', () =
   it('exits 1 with a one-line warning (a typo in a cron line must not stay green); the metrics say 1', async () => {
     const out = join(dir, 'empty');
     const metrics = join(dir, 'empty.prom');
+    writeFileSync(metrics, 'fcctl_last_success_timestamp_seconds{command="reconcile run"} 1000\n');
     const sums = await checksums();
     const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', out, '--metrics-file', metrics], { env });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`fcctl: warning: no rows at FC or SH for school 5 form ${EMPTY_FORM}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)\n`);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 0, differences: 0 });
-    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_run_exit_code{command="reconcile run"} 1');
+    const prom = readFileSync(metrics, 'utf8');
+    expect(prom).toContain('fcctl_run_exit_code{command="reconcile run"} 1\n');
+    // not a success: the stale-success alert fires (was advanced to now), and a gauge says why
+    expect(prom).toContain('fcctl_last_success_timestamp_seconds{command="reconcile run"} 1000\n');
+    expect(prom).toContain('fcctl_reconcile_empty{command="reconcile run"} 1\n');
     expect(await checksums()).toBe(sums);
   });
 
   it('--allow-empty accepts it: exit 0, no warning', async () => {
-    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', join(dir, 'empty-allowed'), '--allow-empty'], { env });
+    const metrics = join(dir, 'empty-allowed.prom');
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', join(dir, 'empty-allowed'), '--allow-empty', '--metrics-file', metrics], { env });
     expect(r.stderr).toBe('');
+    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_reconcile_empty{command="reconcile run"} 0\n');
+    expect(readFileSync(metrics, 'utf8')).toMatch(/^fcctl_last_success_timestamp_seconds\{command="reconcile run"\} \d+$/m);
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 0 });
     expect(summaryOf(r.stdout)['empty']).toBeUndefined();
   });
 
-  it('a pair with rows on one side only is no typo: exit 0', async () => {
+  it('a pair with rows at SH only: the wrong FC database? exit 1 naming FCCTL_FC_DATABASE_URL, the diff still written (was exit 0)', async () => {
     const shOnly = testUuid('run-checks', 'sh only form');
     await insertProjections(dbs.admin, dbs.shName, [{ answerUuid: testUuid('run-checks', 'sh only'), formUuid: shOnly }]);
-    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', shOnly, '--out-dir', join(dir, 'sh-only')], { env });
+    const out = join(dir, 'sh-only');
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', shOnly, '--out-dir', out], { env });
+    expect(r.stderr).toBe(`fcctl: warning: no rows at FC but 1 at SH for school 5 form ${shOnly}: the wrong FC database (FCCTL_FC_DATABASE_URL)? every local row is a retire candidate (pass --allow-empty if FC is empty on purpose)\n`);
+    expect(r.code).toBe(1);
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 1, retireCandidates: 1 });
+    expect(readFileSync(join(out, 'retire-candidates.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+    const allowed = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', shOnly, '--out-dir', join(dir, 'sh-only-allowed'), '--allow-empty'], { env });
+    expect(allowed.stderr).toBe('');
+    expect(allowed.code).toBe(0);
+    expect(summaryOf(allowed.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 1, retireCandidates: 1 });
+  });
+
+  it('a pair with rows at FC only is no typo: exit 0', async () => {
+    const fcOnly = testUuid('run-checks', 'fc only form');
+    await insertAnswers(dbs.admin, dbs.fcName, [{ answerUuid: testUuid('run-checks', 'fc only'), formUuid: fcOnly }]);
+    const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', fcOnly, '--out-dir', join(dir, 'fc-only')], { env });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 1, retireCandidates: 1 });
+    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 1, shRows: 0 });
   });
 });

@@ -9,6 +9,7 @@ import {
   PROOF_REFUSAL_REASONS,
   type ProofFacts,
   proofAgeRefusal,
+  proofIdRefusal,
   REFUSAL_REASONS,
   type RefusalReason,
   refusedWithProof,
@@ -24,9 +25,12 @@ const OTHER_FORM = 'f0000000-0000-4000-8000-000000000001';
 const H1 = 'a'.repeat(64);
 const H2 = 'b'.repeat(64);
 const CHECKED = '2026-11-30T02:00:00.000Z';
+/** this proof's digest, and another proof's (a proof is its id AND its digest) */
+const D1 = 'c'.repeat(64);
+const D2 = 'd'.repeat(64);
 
-const entry: RetireEntry = { proofId: 'rp-1', answerUuid: '00000000-0000-4000-8000-000000000001', schId: '5', formUuid: FORM, expectedRevision: '3', expectedHash: H1, expectedIsDeleted: false, localCreateTime: '2026-10-01 08:00:00' };
-const local = (o: Partial<LocalNow> = {}): LocalNow => ({ schId: '5', formUuid: FORM, revision: '3', contentHash: H1, isDeleted: false, createTime: '2026-10-01 08:00:00', retiredAt: null, retireProofId: null, ...o });
+const entry: RetireEntry = { proofId: 'rp-1', proofDigest: D1, answerUuid: '00000000-0000-4000-8000-000000000001', schId: '5', formUuid: FORM, expectedRevision: '3', expectedHash: H1, expectedIsDeleted: false, localCreateTime: '2026-10-01 08:00:00' };
+const local = (o: Partial<LocalNow> = {}): LocalNow => ({ schId: '5', formUuid: FORM, revision: '3', contentHash: H1, isDeleted: false, createTime: '2026-10-01 08:00:00', retiredAt: null, retireProofId: null, retireProofDigest: null, ...o });
 const absent: FcNow = { present: false, checkedAt: CHECKED };
 const present = (o: Partial<Extract<FcNow, { present: true }>['row']> = {}): FcNow => ({ present: true, checkedAt: CHECKED, row: { answerUuid: entry.answerUuid, schId: '5', formUuid: FORM, revision: '4', isDeleted: false, ...o } });
 
@@ -35,8 +39,13 @@ describe('decideRetire: one row per situation', () => {
     ['absent at FC, local as expected', entry, absent, local(), 'RETIRED', null, /absent at FC \(checked 2026-11-30T02:00:00.000Z\), local row as expected/],
     ['created exactly at the task start', { ...entry, localCreateTime: TASK_START }, absent, local({ createTime: TASK_START }), 'RETIRED', null, /as expected/],
     ['a tombstone, revision beyond 2^53', { ...entry, expectedRevision: '9007199254740993', expectedIsDeleted: true }, absent, local({ revision: '9007199254740993', isDeleted: true }), 'RETIRED', null, /as expected/],
-    ['retired by this proof already', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1' }), 'ALREADY_RETIRED', null, /retired at 2026-11-30 02:00:00 by this proof \(rp-1\); nothing written/],
-    ['retired by this proof, values since changed: still this proof\'s retirement', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', revision: '9' }), 'ALREADY_RETIRED', null, /by this proof/],
+    ['retired by this proof already (its id, its digest recorded)', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', retireProofDigest: D1 }), 'ALREADY_RETIRED', null, /retired at 2026-11-30 02:00:00 by this proof \(rp-1\); nothing written/],
+    ['retired by this proof, values since changed: still this proof\'s retirement', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', retireProofDigest: D1, revision: '9' }), 'ALREADY_RETIRED', null, /by this proof/],
+    ['retired by another proof with the same id (another digest recorded)', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', retireProofDigest: D2 }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /^retired at 2026-11-30 02:00:00 by another proof with the same id rp-1 \(digest d{12}…, this proof's c{12}…\): a person decides; nothing written$/],
+    ['retired by another proof with the same id, values since changed', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', retireProofDigest: D2, revision: '9' }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /same id rp-1/],
+    ['retired under this proof\'s id, no digest recorded (no RETIRED audit row of it)', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1' }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /^retired at 2026-11-30 02:00:00 under this proof's id rp-1, but no RETIRED audit row of this retirement records this proof's digest \(c{12}…\): a person decides; nothing written$/],
+    ['retired by another id that recorded this digest: the id decides too', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-0', retireProofDigest: D1 }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /by proof rp-0, not by this proof \(rp-1\)/],
+    ['retired under this proof\'s id, the digest recorded in other case: not this digest', entry, absent, local({ retiredAt: '2026-11-30 02:00:00', retireProofId: 'rp-1', retireProofDigest: D1.toUpperCase() }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /same id rp-1/],
     ['retired by another proof', entry, absent, local({ retiredAt: '2026-11-01 00:00:00', retireProofId: 'rp-0' }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /retired at 2026-11-01 00:00:00 by proof rp-0, not by this proof \(rp-1\): a person decides; nothing written/],
     ['retired by another proof, values since changed', entry, absent, local({ retiredAt: '2026-11-01 00:00:00', retireProofId: 'rp-0', revision: '9' }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /by proof rp-0/],
     ['retired by a proof whose id only differs in case', entry, absent, local({ retiredAt: '2026-11-01 00:00:00', retireProofId: 'RP-1' }), 'REFUSED', 'RETIRED_BY_OTHER_PROOF', /by proof RP-1/],
@@ -80,8 +89,17 @@ describe('decideRetire: one row per situation', () => {
 describe('decideRetire: exhaustive over every combination of the facts', () => {
   // Each fact either as the proof expects or not; createTime over its four classes.
   const times = { null: null, before: '2026-10-01 08:00:00', equalStart: TASK_START, after: '2026-11-30 01:00:01' } as const;
-  // retired: not, by this proof, by another proof, with no proof id recorded
-  const retirements = { no: undefined, thisProof: 'rp-1', otherProof: 'rp-0', noProofId: null } as const;
+  // retired: not, by this proof (id and digest), by another proof, with no proof id recorded, by
+  // another proof with this proof's id (another digest recorded), under this id with no digest recorded
+  const retirements = {
+    no: [null, null],
+    thisProof: ['rp-1', D1],
+    otherProof: ['rp-0', D2],
+    otherProofThisDigest: ['rp-0', D1],
+    noProofId: [null, null],
+    sameIdOtherDigest: ['rp-1', D2],
+    sameIdNoDigest: ['rp-1', null],
+  } as const;
   const combos: Array<{ fcPresent: boolean; localExists: boolean; retired: keyof typeof retirements; time: keyof typeof times; revision: boolean; hash: boolean; deleted: boolean; form: boolean }> = [];
   for (const fcPresent of [false, true])
     for (const localExists of [false, true])
@@ -102,7 +120,7 @@ describe('decideRetire: exhaustive over every combination of the facts', () => {
     return [mode === 'execute' ? 'RETIRED' : 'WOULD_RETIRE', null];
   }
 
-  it.each(['execute', 'dry-run'] as const)(`%s: all ${2 * 2 * 4 * 4 * 16} combinations decide as the rules say; RETIRED (WOULD_RETIRE in a dry run) only when every rule holds`, (mode) => {
+  it.each(['execute', 'dry-run'] as const)(`%s: all ${2 * 2 * 7 * 4 * 16} combinations decide as the rules say; RETIRED (WOULD_RETIRE in a dry run) only when every rule holds`, (mode) => {
     const seen = new Set<string>();
     let retired = 0;
     for (const c of combos) {
@@ -110,7 +128,8 @@ describe('decideRetire: exhaustive over every combination of the facts', () => {
         ? local({
             createTime: times[c.time],
             retiredAt: c.retired === 'no' ? null : '2026-11-30 02:00:00',
-            retireProofId: retirements[c.retired] ?? null,
+            retireProofId: retirements[c.retired][0],
+            retireProofDigest: c.retired === 'no' ? null : retirements[c.retired][1],
             revision: c.revision ? '3' : '30',
             contentHash: c.hash ? H1 : H2,
             isDeleted: c.deleted ? false : true,
@@ -131,8 +150,8 @@ describe('decideRetire: exhaustive over every combination of the facts', () => {
 
   it('the closed sets of results and refusal reasons', () => {
     expect(RETIRE_RESULTS).toEqual(['RETIRED', 'WOULD_RETIRE', 'ALREADY_RETIRED', 'REFUSED']);
-    expect(PROOF_REFUSAL_REASONS).toEqual(['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE']);
-    expect(REFUSAL_REASONS).toEqual(['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE', 'PRESENT_AT_FC', 'LOCAL_MISSING', 'RETIRED_BY_OTHER_PROOF', 'CREATE_TIME_NULL', 'CREATED_AFTER_TASK_START', 'LOCAL_CHANGED']);
+    expect(PROOF_REFUSAL_REASONS).toEqual(['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE', 'PROOF_ID_REUSED']);
+    expect(REFUSAL_REASONS).toEqual(['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE', 'PROOF_ID_REUSED', 'PRESENT_AT_FC', 'LOCAL_MISSING', 'RETIRED_BY_OTHER_PROOF', 'CREATE_TIME_NULL', 'CREATED_AFTER_TASK_START', 'LOCAL_CHANGED']);
   });
 });
 
@@ -169,6 +188,26 @@ describe('decideProof: the proof as a whole, exhaustively', () => {
   });
 });
 
+describe('proofIdRefusal (PROOF_ID_REUSED): a proof is its id AND its digest', () => {
+  const cases: Array<[string, Array<string | null>, RegExp | null]> = [
+    ['the id never used', [], null],
+    ['the id used by this proof only (a re-run)', [D1], null],
+    ['the id used by another proof', [D2], /^proof id rp-1 was already used by another proof \(with digest d{12}…; this proof's c{12}…\): a proof is its id and its digest — make a new proof with another --proof-id$/],
+    ['the id used by this proof and another one', [D1, D2], /with digest d{12}…/],
+    ['the id used by another proof first, this one after', [D2, D1], /with digest d{12}…/],
+    ['the id recorded with no digest', [null], /\(with no digest recorded; this proof's c{12}…\)/],
+    ['the id recorded with this digest in other case', [D1.toUpperCase()], /with digest C{12}…/],
+  ];
+  it.each(cases)('%s', (_name, recorded, detail) => {
+    const r = proofIdRefusal('rp-1', D1, recorded);
+    if (detail === null) expect(r).toBeNull();
+    else {
+      expect(r?.reason).toBe('PROOF_ID_REUSED');
+      expect(r?.detail).toMatch(detail);
+    }
+  });
+});
+
 describe('proofAgeRefusal (PROOF_EXPIRED)', () => {
   const now = new Date('2026-11-30T12:00:00.000Z');
   const DAY = 86400;
@@ -202,7 +241,7 @@ describe('types of the decision', () => {
     expectTypeOf<Extract<RetireDecision, { result: 'REFUSED' }>['reason']>().toEqualTypeOf<RefusalReason>();
     expectTypeOf<Extract<RetireDecision, { result: 'RETIRED' | 'ALREADY_RETIRED' }>['reason']>().toEqualTypeOf<null>();
     // @ts-expect-error a local row needs its createTime member (null when unknown), it cannot be left out
-    const missing: LocalNow = { schId: '5', formUuid: FORM, revision: '1', contentHash: H1, isDeleted: false, retiredAt: null, retireProofId: null };
+    const missing: LocalNow = { schId: '5', formUuid: FORM, revision: '1', contentHash: H1, isDeleted: false, retiredAt: null, retireProofId: null, retireProofDigest: null };
     void missing;
   });
 });

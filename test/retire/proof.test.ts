@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/cli/exit.js';
 import { formatProof, parseCandidates, parseProof, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest, type RetireProofBody, sealProof } from '../../src/lib/retire/proof.js';
-import { retireSql } from '../../src/lib/retire/sql.js';
+import { type RetiredAuditDbRow, retirementDigest, retireSql } from '../../src/lib/retire/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000000';
 const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
@@ -96,7 +96,7 @@ describe('retire candidates file', () => {
 describe('retire SQL', () => {
   it('the retirement is one conditional UPDATE of the retirement columns: guarded on every expected value, never a DELETE, never the revision', () => {
     const q = retireSql.markRetired({
-      entry: { proofId: 'rp-1', answerUuid: U(1), schId: '5', formUuid: FORM, expectedRevision: '9007199254740993', expectedHash: 'a'.repeat(64), expectedIsDeleted: true, localCreateTime: '2026-10-01 08:00:00' },
+      entry: { proofId: 'rp-1', proofDigest: 'c'.repeat(64), answerUuid: U(1), schId: '5', formUuid: FORM, expectedRevision: '9007199254740993', expectedHash: 'a'.repeat(64), expectedIsDeleted: true, localCreateTime: '2026-10-01 08:00:00' },
       taskStart: '2026-11-30 01:00:00',
       proofId: 'rp-1',
       retiredAt: '2026-11-30 02:00:00',
@@ -116,5 +116,33 @@ describe('retire SQL', () => {
     // a proof refused as a whole: one row without an answer, its id and school null when unreadable
     const whole = retireSql.insertAudit({ outcome: 'REFUSED', reason: 'PROOF_DIGEST: x', proofId: null, runId: 'r', host: 'h', schId: null, answerUuid: null, expected: { proofFile: 'p' }, observed: {} });
     expect(whole.params).toEqual(['RETIRE_ABSENT', 'REFUSED', 'PROOF_DIGEST: x', null, 'r', 'h', null, null, '{"proofFile":"p"}', '{}']);
+  });
+  it('the retirement\'s proof is read from the newest RETIRED audit row of the answer (a plain read, no lock)', () => {
+    const q = retireSql.retiredAudit(U(1), '5');
+    expect(q.sql).toBe("SELECT proof_id, expected_json, observed_json FROM fc_reconcile_audit WHERE action = ? AND outcome = 'RETIRED' AND answer_uuid = ? AND sch_id = ? ORDER BY id DESC LIMIT 1");
+    expect(q.params).toEqual(['RETIRE_ABSENT', U(1), 5n]);
+  });
+});
+
+describe('retirementDigest: the digest of the proof that made the current retirement', () => {
+  const D = 'c'.repeat(64);
+  const AT = '2026-11-30 02:00:00';
+  const row = (o: Partial<RetiredAuditDbRow> = {}): RetiredAuditDbRow => ({ proof_id: 'rp-1', expected_json: JSON.stringify({ proofId: 'rp-1', proofDigest: D }), observed_json: JSON.stringify({ retiredAt: AT }), ...o });
+  it.each<[string, RetiredAuditDbRow | undefined, string | null, string | null, string | null]>([
+    ['the RETIRED row of this retirement', row(), AT, 'rp-1', D],
+    ['its retiredAt with fractional seconds or a T', row({ observed_json: JSON.stringify({ retiredAt: '2026-11-30T02:00:00.000' }) }), AT, 'rp-1', D],
+    ['no RETIRED audit row', undefined, AT, 'rp-1', null],
+    ['not retired', row(), null, 'rp-1', null],
+    ['no proof id on the row', row(), AT, null, null],
+    ['the audit row is of another proof id', row({ proof_id: 'rp-0' }), AT, 'rp-1', null],
+    ['the audit row is of an earlier retirement (another retiredAt)', row(), '2026-11-30 03:00:00', 'rp-1', null],
+    ['no retiredAt observed', row({ observed_json: '{}' }), AT, 'rp-1', null],
+    ['no digest recorded', row({ expected_json: JSON.stringify({ proofId: 'rp-1' }) }), AT, 'rp-1', null],
+    ['a digest that is not 64 lowercase hex', row({ expected_json: JSON.stringify({ proofDigest: D.toUpperCase() }) }), AT, 'rp-1', null],
+    ['expected_json not JSON', row({ expected_json: '{' }), AT, 'rp-1', null],
+    ['expected_json null', row({ expected_json: null }), AT, 'rp-1', null],
+    ['observed_json an array', row({ observed_json: '[]' }), AT, 'rp-1', null],
+  ])('%s', (_name, audit, retiredAt, proofId, digest) => {
+    expect(retirementDigest(audit, retiredAt, proofId)).toBe(digest);
   });
 });

@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { MAX_PROOF_BYTES, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest } from '../../src/lib/retire/proof.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { freshDatabases, type TestDatabases, testMysqlUrl } from '../helpers/db.js';
 import { answerHash, insertAnswers, insertProjections, testUuid, writeManifestFiles } from '../helpers/manifest.js';
 
 const FORM = testUuid('retire', 'form');
@@ -441,6 +442,117 @@ describe('retire-absent --proof', () => {
     const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--execute']);
     expect(again.code).toBe(0);
     expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
+  });
+
+  it('a proof is its id AND its digest: another proof with the same id (another digest) is refused as a whole, PROOF_ID_REUSED (exit 4, one audit row), never ALREADY_RETIRED; the proof that retired still re-runs clean', async () => {
+    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+    const twin = join(dir, 'proof6-twin.json');
+    // same candidates, same id, made a moment later: another digest
+    reseal(join(dir, 'proof6.json'), twin, (p) => void (p['createdAt'] = new Date().toISOString()));
+    const t = JSON.parse(readFileSync(twin, 'utf8')) as { proofId: string; digest: string };
+    expect(t.proofId).toBe(mine.proofId);
+    expect(t.digest).not.toBe(mine.digest);
+    const detail = `proof id ${mine.proofId} was already used by another proof (with digest ${mine.digest.slice(0, 12)}…; this proof's ${t.digest.slice(0, 12)}…): a proof is its id and its digest — make a new proof with another --proof-id`;
+    const projection = await projectionSum();
+    const audits = await auditCount();
+    const dry = await cli(['retire-absent', '--proof', twin, '--run-id', 'twin-dry']);
+    expect(dry.code).toBe(4);
+    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_ID_REUSED']));
+    expect(await auditCount()).toBe(audits);
+    const r = await cli(['retire-absent', '--proof', twin, '--execute', '--run-id', 'twin-exec']);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(detail);
+    const results = resultsOf(r.stdout);
+    expect(results.map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_ID_REUSED']));
+    expect(results[0]!['detail']).toBe(`the proof is refused (PROOF_ID_REUSED): ${detail}; this entry was not checked`);
+    expect(await projectionSum()).toBe(projection);
+    const audit = await auditOfRun('twin-exec');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ outcome: 'REFUSED', proof_id: mine.proofId, answer_uuid: null, reason: `PROOF_ID_REUSED: ${detail}` });
+    expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({ proofId: mine.proofId, proofDigest: t.digest });
+    const ev = jsonl(join(dir, 'proof6-twin.evidence.jsonl'));
+    expect(ev.filter((l) => l['type'] === 'refused-proof').map((l) => l['reason'])).toEqual(['PROOF_ID_REUSED', 'PROOF_ID_REUSED']);
+    // the RETIRED audit rows carry the digest of the proof that retired; the refusal row takes the id from no one
+    const retiredRows = await sh(`SELECT expected_json FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED' AND proof_id = ?`, [mine.proofId]);
+    expect(retiredRows.map((a) => (JSON.parse(a['expected_json'] as string) as { proofDigest: string }).proofDigest)).toEqual(ABSENT.map(() => mine.digest));
+    const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--execute']);
+    expect(again.code).toBe(0);
+    expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
+  });
+
+  it('prove refuses an id another proof already used (exit 4, one line, no file); a chosen id needs the SH database to be checked', async () => {
+    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+    const out = join(dir, 'proof6-reused.json');
+    const r = await cli(proveArgs(run6, out, ['--proof-id', mine.proofId]));
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(new RegExp(`^fcctl: proof id ${mine.proofId} was already used by another proof \\(with digest ${mine.digest.slice(0, 12)}…; this proof's [0-9a-f]{12}…\\): a proof is its id and its digest — make a new proof with another --proof-id; no proof written\n$`));
+    expect(existsSync(out)).toBe(false);
+    // a chosen id no proof used is accepted
+    const free = join(dir, 'proof6-other-id.json');
+    expect((await cli(proveArgs(run6, free, ['--proof-id', 'rp-never-used']))).code).toBe(0);
+    const noSh = { ...env, FCCTL_SH_DATABASE_URL: undefined };
+    const r2 = await cli(proveArgs(run6, join(dir, 'proof6-nosh.json'), ['--proof-id', 'rp-never-used-2']), noSh);
+    expect(r2.code).toBe(2);
+    expect(r2.stderr.split('\n')).toHaveLength(2);
+    expect(existsSync(join(dir, 'proof6-nosh.json'))).toBe(false);
+    // the default id (a new UUID) needs no SH database
+    expect((await cli(proveArgs(run6, join(dir, 'proof6-default-id.json')), noSh)).code).toBe(0);
+  });
+
+  it('two proofs with one id run at once: both pass the id check before either retired; under the row lock the second sees the RETIRED audit row of the other digest → REFUSED RETIRED_BY_OTHER_PROOF, never ALREADY_RETIRED', async () => {
+    await arrangeSchool(7);
+    const run7 = await reconcile(7);
+    const first = join(dir, 'proof7-a.json');
+    expect((await cli(proveArgs(run7, first, ['--proof-id', 'rp-race']))).code).toBe(0);
+    const second = join(dir, 'proof7-b.json');
+    reseal(first, second, (p) => void (p['createdAt'] = new Date().toISOString()));
+    const a = JSON.parse(readFileSync(first, 'utf8')) as { digest: string; entries: Array<{ answerUuid: string }> };
+    // hold the rows so both runs wait on them, past their whole-proof checks
+    const lock = await mysql.createConnection({ uri: testMysqlUrl() });
+    try {
+      await lock.query('START TRANSACTION');
+      await lock.query(`SELECT id FROM \`${dbs.shName}\`.fc_answer_projection WHERE sch_id = 7 AND answer_uuid IN (?) FOR UPDATE`, [a.entries.map((e) => e.answerUuid)]);
+      const runs = [cli(['retire-absent', '--proof', first, '--execute', '--run-id', 'race-a']), cli(['retire-absent', '--proof', second, '--execute', '--run-id', 'race-b'])];
+      for (let i = 0; ; i++) {
+        const [[w]] = (await lock.query(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%fc_answer_projection%FOR UPDATE'`)) as unknown as [[{ n: number | string }]];
+        if (Number(w.n) >= 2) break;
+        if (i > 200) throw new Error('the two runs never both waited on the rows');
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      await lock.query('ROLLBACK');
+      const [ra, rb] = await Promise.all(runs);
+      const results = [ra!, rb!].map((r) => ({ code: r.code, by: resultsOf(r.stdout).map((x) => [x['result'], x['reason']]) }));
+      // whichever took each row first retired it; the other is refused for it, never ALREADY_RETIRED
+      for (const n of ABSENT.keys()) {
+        const pair = results.map((r) => r.by[n]!);
+        expect(pair.map((x) => x[0]).sort(), `entry ${n}`).toEqual(['REFUSED', 'RETIRED']);
+        expect(pair.find((x) => x[0] === 'REFUSED')![1]).toBe('RETIRED_BY_OTHER_PROOF');
+      }
+      for (const r of results) expect(r.code).toBe(r.by.some((x) => x[0] === 'REFUSED') ? 1 : 0);
+      const refusedRows = await sh(`SELECT reason FROM $SH.fc_reconcile_audit WHERE run_id IN ('race-a', 'race-b') AND outcome = 'REFUSED'`);
+      expect(refusedRows).toHaveLength(ABSENT.length);
+      for (const row of refusedRows) expect(row['reason']).toMatch(/^RETIRED_BY_OTHER_PROOF: retired at .* by another proof with the same id rp-race \(digest [0-9a-f]{12}…, this proof's [0-9a-f]{12}…\)/);
+    } finally {
+      await lock.end();
+    }
+  });
+
+  it('a row marked retired under this proof\'s id with no RETIRED audit row of this proof (set by hand) is REFUSED RETIRED_BY_OTHER_PROOF, not ALREADY_RETIRED', async () => {
+    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+    // the retirement of U(6,1) re-made by hand: retired_at moved, so no RETIRED audit row records it
+    await sh(`UPDATE $SH.fc_answer_projection SET retired_at = '2026-11-29 00:00:00' WHERE answer_uuid = ? AND sch_id = 6`, [U(6, 1)]);
+    try {
+      const r = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--run-id', 'hand-dry']);
+      expect(r.code).toBe(1);
+      const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], [x['result'], x['reason'], x['detail']]]));
+      expect(by[U(6, 1)]).toEqual(['REFUSED', 'RETIRED_BY_OTHER_PROOF', `retired at 2026-11-29 00:00:00 under this proof's id ${mine.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${mine.digest.slice(0, 12)}…): a person decides; nothing written`]);
+      expect(by[U(6, 2)]!.slice(0, 2)).toEqual(['ALREADY_RETIRED', null]);
+    } finally {
+      const [{ retired_at }] = (await sh(`SELECT CAST(observed_json AS CHAR) AS retired_at FROM $SH.fc_reconcile_audit WHERE answer_uuid = ? AND sch_id = 6 AND outcome = 'RETIRED'`, [U(6, 1)])) as [{ retired_at: string }];
+      await sh(`UPDATE $SH.fc_answer_projection SET retired_at = ? WHERE answer_uuid = ? AND sch_id = 6`, [(JSON.parse(retired_at) as { retiredAt: string }).retiredAt, U(6, 1)]);
+    }
+    const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json')]);
+    expect(again.code).toBe(0);
   });
 
   it('prove leaves out a candidate FC has again (exit 1, listed in excluded), and the proof holds the rest', async () => {

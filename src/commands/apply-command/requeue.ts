@@ -24,7 +24,7 @@ function targetAndOperation(o: Record<string, unknown>): { target: RequeueOption
 /**
  * `fcctl apply-command requeue`: DEAD (or FAILED) commands back to UNKNOWN with the retry budget
  * reset and the same token and attempt, under an operation id; only reports unless `--execute`.
- * Exit 0 when every command was REQUEUED, 1 when any was refused or not run, 2 bad input, 3 environment.
+ * Exit 0 when every command was REQUEUED (in a dry run: WOULD_REQUEUE), 1 when any was refused or not run, 2 bad input, 3 environment.
  */
 export async function runApplyCommandRequeue(options: RequeueOptions, ctx: Ctx): Promise<number> {
   const started = Date.now();

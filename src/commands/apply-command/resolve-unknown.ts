@@ -41,7 +41,7 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
       clock: () => performance.now(),
       onRow: (row, report) => {
         progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-        if (report.kind === 'done' && report.via === 'lookup' && !report.roundBehind && report.mirror !== 'changed') return;
+        if (report.kind === 'done' && report.via === 'lookup' && !report.roundBehind && report.mirror !== 'changed' && report.mirror !== 'deleted') return;
         ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
       },
     });
@@ -71,6 +71,7 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
     roundBehind: summary.roundBehind,
     mirrorMissing: summary.mirrorMissing,
     mirrorChanged: summary.mirrorChanged,
+    mirrorDeleted: summary.mirrorDeleted,
     otherAppKey: summary.otherAppKey,
     branches: summary.branches,
     failedByReason: summary.failedByReason,

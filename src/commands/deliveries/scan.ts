@@ -1,11 +1,11 @@
 import { type Command, Option } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
-import { checkMetricsFile, writeRunMetrics } from '../../lib/cli/metrics.js';
 import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, metricsFileOption } from '../options.js';
+import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
 
 export interface DeliveriesScanOptions {
   readonly limit: number;
@@ -47,35 +47,29 @@ function counts(report: ScanReport) {
  * stuck claims, FAILED/DEAD reasons and the newest FAILED/DEAD rows; optional Prometheus file.
  */
 export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx): Promise<number> {
-  if (options.metricsFile !== undefined) await checkMetricsFile(options.metricsFile);
-  const started = ctx.now().getTime();
+  // Through withRunMetrics like every cron command: a scan that fails (exit 3) still records 3.
+  return withRunMetrics(COMMAND, options.metricsFile, () => scan(options, ctx));
+}
+
+async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcome> {
   const db = await ctx.fcDb();
   const report = await scanDeliveries(db, options.limit);
   const exitCode = options.failIfDead && report.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
-
-  // Metrics before any output: if the file cannot be written the run fails (exit 3) without
-  // having printed a summary that says otherwise.
-  if (options.metricsFile !== undefined) {
-    const gauges = scanGauges(report, {
-      command: COMMAND,
-      finishedAtSeconds: Math.floor(ctx.now().getTime() / 1000),
-      durationSeconds: (ctx.now().getTime() - started) / 1000,
-      exitCode,
-    });
-    await writeRunMetrics(options.metricsFile, gauges);
-  }
+  // The report's own gauges; withRunMetrics adds the run gauges (scanGauges has them too).
+  const extraGauges = scanGauges(report, { command: COMMAND, finishedAtSeconds: 0, durationSeconds: 0, exitCode }).filter((g) => g.name.startsWith('fcctl_deliveries_'));
+  const outcome = { exitCode, extraGauges };
 
   if (options.format === 'csv') {
     // stdout is the CSV and nothing else, so it can be piped into a CSV reader.
     ctx.output.rows(report.rows, ROW_COLUMNS, 'csv');
-    return exitCode;
+    return outcome;
   }
   const out = options.format === 'json' ? ctx.output.asJson() : ctx.output;
   const deadNote = exitCode === ExitCode.ITEMS_FAILED ? { failed: `${report.dead} DEAD row(s) (--fail-if-dead)` } : {};
   if (out.json) {
     out.rows(report.rows, ROW_COLUMNS, 'json');
     out.summary({ command: COMMAND, exitCode, dbNow: report.dbNow, states: report.states, ...counts(report), reasons: report.reasons, listed: report.rows.length, ...deadNote });
-    return exitCode;
+    return outcome;
   }
   out.rows(Object.entries(report.states).map(([state, n]) => ({ state, n })), [{ key: 'state' }, { key: 'n', header: 'rows' }], 'table', 'answer_delivery by state');
   if (report.reasons.length > 0) {
@@ -83,7 +77,7 @@ export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx
     out.rows(report.rows, TABLE_COLUMNS, 'table', `newest FAILED/DEAD rows (at most ${options.limit})`);
   }
   out.summary({ command: COMMAND, exitCode, dbNow: report.dbNow, ...counts(report), ...deadNote });
-  return exitCode;
+  return outcome;
 }
 
 export function createDeliveriesScanCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesScan): Command {

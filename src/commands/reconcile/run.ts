@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
+import { gauge } from '../../lib/cli/metrics.js';
 import type { Progress } from '../../lib/cli/output.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
@@ -65,7 +66,7 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
     progress?.stop();
   }
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  const base = { command: 'reconcile run', runId: result.run.runId, taskStart: result.run.taskStart, resumed: result.resumed };
+  const base = { command: 'reconcile run', runId: result.run?.runId ?? null, taskStart: result.run?.taskStart ?? null, resumed: result.resumed };
   if (result.kind === 'stopped') {
     ctx.output.summary({ ...base, exitCode: ExitCode.ITEMS_FAILED, stoppedBy: 'signal', phase: result.phase, outDir: result.outDir, seconds });
     return { exitCode: ExitCode.ITEMS_FAILED, interrupted: true };
@@ -74,7 +75,13 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
   if (warning !== null) ctx.io.stderr.write(`fcctl: ${warning}\n`);
   const exitCode = warning === null ? ExitCode.OK : ExitCode.ITEMS_FAILED;
   ctx.output.summary({ ...base, exitCode, ...diffSummaryFields({ kind: 'done', summary: result.summary, outDir: result.outDir }), ...(warning !== null ? { empty: true } : {}), seconds }, result.summary.counts);
-  return { exitCode, rowsByResult: result.summary.counts };
+  // An empty side is exit 1 but no success: the stale-success alert must fire, and the gauge says why.
+  return {
+    exitCode,
+    rowsByResult: result.summary.counts,
+    suspect: warning !== null,
+    extraGauges: [gauge('fcctl_reconcile_empty', 'the last reconcile run warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0', warning === null ? 0 : 1, { command: 'reconcile run' })],
+  };
 }
 
 export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun): Command {
@@ -86,12 +93,13 @@ export function createReconcileRunCommand(parent: Command, deps: Deps, resources
     .requiredOption('--out-dir <dir>', 'run directory: run.json, both manifests and checkpoints, the diff\'s files', pathArg)
     .option('--size <n>', `rows per manifest page (at most ${MAX_PAGE_SIZE})`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
     .option('--restart', 'discard an unfinished run (or one of other parameters, or an unreadable run.json) in --out-dir and start a new one', false)
-    .option('--allow-empty', 'exit 0 even when the school and form have no rows at FC nor at SH (default: exit 1 with a warning)', false)
+    // no commander default value: it would print a second "(default: false)" after this one
+    .option('--allow-empty', 'exit 0 even when the school and form have no rows at FC nor at SH, or none at FC while SH has some (default: exit 1 with a warning)')
     .addOption(metricsFileOption())
-    .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; allowEmpty: boolean; metricsFile?: string }, cmd: Command) => {
+    .action(async (opts: { school: string; form: string; outDir: string; size: number; restart: boolean; allowEmpty?: boolean; metricsFile?: string }, cmd: Command) => {
       const ctx = makeContext(cmd, deps, resources);
       resources.exitCode = await runF(
-        { schId: opts.school, formUuid: opts.form, outDir: opts.outDir, size: opts.size, restart: opts.restart, allowEmpty: opts.allowEmpty, ...(opts.metricsFile ? { metricsFile: opts.metricsFile } : {}) },
+        { schId: opts.school, formUuid: opts.form, outDir: opts.outDir, size: opts.size, restart: opts.restart, allowEmpty: opts.allowEmpty === true, ...(opts.metricsFile ? { metricsFile: opts.metricsFile } : {}) },
         ctx,
       );
     });

@@ -26,7 +26,8 @@ const COMMAND = 'retire-absent prove';
  * retire candidates, the complete FC manifest they came from, and a fresh FC lookup of each.
  * Exit 0 when the proof holds every candidate (or there were none: no proof written), 1 when some
  * were left out (listed in the proof's `excluded` and as `excluded` events) or a stop signal ended
- * it (no proof written), 4 for an incomplete or foreign FC manifest, 2 for bad flags or files.
+ * it (no proof written), 4 for an incomplete or foreign FC manifest or a `--proof-id` another
+ * proof already used (looked up in the SH `fc_reconcile_audit`), 2 for bad flags or files.
  */
 export async function runRetireProve(options: RetireProveOptions, ctx: Ctx): Promise<number> {
   const started = Date.now();
@@ -44,6 +45,9 @@ export async function runRetireProve(options: RetireProveOptions, ctx: Ctx): Pro
     },
     {
       fcDb: () => ctx.fcDb(),
+      // a chosen id is checked against the ids proofs already used (needs the SH database); the
+      // default, a new UUID, is used by no one
+      ...(options.proofId !== undefined ? { shDb: () => ctx.shDb() } : {}),
       now: ctx.now,
       signal: ctx.signal,
       onExcluded: (x) => {
@@ -99,7 +103,7 @@ export function createRetireProveCommand(parent: Command, deps: Deps, resources:
     .requiredOption('--fc-manifest <file>', 'the complete FC manifest the candidates came from', pathArg)
     .option('--fc-checkpoint <file>', 'its checkpoint (default beside it); repeat once per shard, in shard order, when the shards cover the whole key space', pathsArg)
     .requiredOption('--out <file>', 'the proof file to write (never overwritten)', pathArg)
-    .option('--proof-id <id>', 'proof id, 1–128 characters, recorded as retire_proof_id (default: rp- and a new UUID)', proofIdArg)
+    .option('--proof-id <id>', 'proof id, 1–128 characters, recorded as retire_proof_id; never one another proof used (checked in the SH audit; default: rp- and a new UUID)', proofIdArg)
     .option('--task-id <id>', 'the reconcile task id (default: the run id in run.json beside the candidates)', proofIdArg)
     .action(async (o: { candidates: string; fcManifest: string; fcCheckpoint?: string[]; out: string; proofId?: string; taskId?: string }, cmd: Command) => {
       // The parent's options are parsed wherever they stand: refuse them here instead of ignoring them.

@@ -106,14 +106,17 @@ function afterApply(row: ApplyCommandRow, apply: ApplyResult): Transition {
   if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
   // An unknown branch is shown quoted (JSON escapes): it is the flow center's text, not ours.
   const shown = apply.kind === 'applied' ? apply.branch : `${JSON.stringify(cutText(apply.branch, 200))} (not a branch code of seed 000 §7.4)`;
-  const foreign = ownershipMismatch(row, apply.instance);
+  const inst = apply.instance;
+  // An unknown branch without a usable instance is still an answer: DEAD with the branch, never resent.
+  if (inst === null) return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${shown}, no valid instance (${apply.kind === 'unknown-branch' ? apply.problem ?? '' : ''})` };
+  const foreign = ownershipMismatch(row, inst);
   if (foreign.length > 0) {
-    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${shown} answered with ${describe(apply.instance)} whose ${foreign.join(', ')} differ` };
+    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${shown} answered with ${describe(inst)} whose ${foreign.join(', ')} differ` };
   }
   if (apply.kind === 'applied' && DONE_BRANCHES.includes(apply.branch)) {
-    return { kind: 'done', via: 'apply', branch: apply.branch, instance: apply.instance, roundBehind: roundBehind(row, apply.instance) };
+    return { kind: 'done', via: 'apply', branch: apply.branch, instance: inst, roundBehind: roundBehind(row, inst) };
   }
-  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${shown}, ${describe(apply.instance)}` };
+  return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${shown}, ${describe(inst)}` };
 }
 
 /**
@@ -146,6 +149,30 @@ export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply?: Appl
   }
 }
 
+/**
+ * Whether an answer shows the flow center accepted our signature: a well-formed 2xx answer, or a
+ * 2xx it should not have given. A malformed body is not counted: an oversized one is refused
+ * before its status is known.
+ * @example signatureAccepted({ kind: 'not-found' }) // true
+ */
+export function signatureAccepted(answer: LookupResult | ApplyResult): boolean {
+  if (answer.kind === 'http') return answer.status >= 200 && answer.status < 300;
+  return answer.kind === 'found' || answer.kind === 'not-found' || answer.kind === 'applied' || answer.kind === 'unknown-branch';
+}
+
+/**
+ * Whether an answer refuses our credentials, so that the run stops uncharged (SPEC §10: a
+ * misconfiguration never spends row budgets). A 401 (signature refused) always does. A 403 does
+ * only while nothing signed was accepted in this run: once the flow center has taken our
+ * signature, a 403 is about that one request (that row), and charging it as any other 4xx keeps
+ * one row from stopping every run for good.
+ * @example refusesCredentials({ kind: 'http', status: 403, detail: '' }, true) // false
+ */
+export function refusesCredentials(answer: LookupResult | ApplyResult, acceptedBefore: boolean): boolean {
+  if (answer.kind !== 'http') return false;
+  return answer.status === 401 || (answer.status === 403 && !acceptedBefore);
+}
+
 /** Backoff and budget of apply commands: 20 s × 2^n, capped at an hour, DEAD at the 6th failure. */
 export const APPLY_RETRY_POLICY: RetryPolicy = { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 };
 
@@ -156,15 +183,16 @@ export type CommandWrite =
       readonly gen: CommandGeneration;
       readonly status: number;
       readonly instanceId: string;
-      /** the apply branch, null when settled by the lookup (last_branch is then left as it was) */
+      /** the apply branch, null when settled by the lookup (last_branch is then cleared: no branch settled it) */
       readonly branch: ApplyBranch | null;
       /** written to last_error; null clears it */
       readonly note: string | null;
       /**
-       * the status mirrored into service_apply.flow_status, only over the value read at claim;
-       * `changedNote` is written to last_error instead of `note` when that value has changed
+       * the status mirrored into service_apply.flow_status, only into the row that existed at
+       * claim and only over the value read then; `changedNote` / `deletedNote` are written to
+       * last_error instead of `note` when that value has changed / that row has been deleted
        */
-      readonly mirror: { readonly status: number; readonly claimed: MirrorAtClaim; readonly changedNote: string };
+      readonly mirror: { readonly status: number; readonly claimed: MirrorAtClaim; readonly changedNote: string; readonly deletedNote: string };
     }
   | { readonly kind: 'fail'; readonly gen: CommandGeneration; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
   /** `branch` already cut to the width of last_branch */
@@ -180,8 +208,8 @@ export type RowResult =
 
 const errorText = (reason: string, detail: string) => cutText(detail ? `${reason}: ${detail}` : reason, COLUMN_WIDTH.lastError);
 
-/** No mirror read at claim: mirror only into a service_apply row whose status is still unset. */
-const NOT_READ: MirrorAtClaim = { exists: false, status: null };
+/** No mirror read at claim: nothing is mirrored (a service_apply row is only written as read at claim). */
+const NOT_READ: MirrorAtClaim = { exists: false, status: null, id: null };
 
 /**
  * The write and the reported result of a transition.
@@ -197,9 +225,13 @@ export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPoli
       const changed =
         `MIRROR_CHANGED: service_apply.flow_status was ${claimed.status ?? 'NULL'} at claim and has changed since; ` +
         `status ${t.instance.status} of ${describe(t.instance)} was not mirrored over it`;
-      const changedNote = cutText(note ? `${note}; ${changed}` : changed, COLUMN_WIDTH.lastError);
+      const deleted =
+        `MIRROR_CHANGED: the service_apply row (flow_status ${claimed.status ?? 'NULL'} at claim) has been deleted since; ` +
+        `status ${t.instance.status} of ${describe(t.instance)} was not mirrored`;
+      const withNote = (text: string) => cutText(note ? `${note}; ${text}` : text, COLUMN_WIDTH.lastError);
+      const mirror = { status: t.instance.status, claimed, changedNote: withNote(changed), deletedNote: withNote(deleted) };
       return {
-        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror: { status: t.instance.status, claimed, changedNote } },
+        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror },
         result: { kind: 'done', via: t.via, status: t.instance.status, branch, roundBehind: t.roundBehind },
       };
     }

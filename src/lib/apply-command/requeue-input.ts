@@ -6,7 +6,9 @@
  * `--from` format: CSV with a header naming `biz_type` and `biz_id` (other columns ignored, RFC
  * 4180 quoting), or JSON lines (the first non-blank character is `{`) with string members
  * `bizType` and `bizId` (other members ignored: the `row` lines of `apply-command scan --format
- * json` qualify). Each key at most once; 1 to 100,000 keys.
+ * json` qualify). A JSON line whose `type` member is present and is not `"row"` (the `summary`
+ * line of such a listing) is skipped, so a listing can be fed back whole. Each key at most once;
+ * 1 to 100,000 keys.
  */
 import { LineError, readRecords } from '../cli/record-file.js';
 import { isTidy } from '../ids.js';
@@ -75,10 +77,13 @@ type Line = BizKey & { readonly line: number };
  * @example parseRequeueFile('biz_type,biz_id\nhonor_apply,A-1\n') // [{ line: 2, bizType: 'honor_apply', bizId: 'A-1' }]
  */
 export function parseRequeueFile(text: string): Line[] {
-  const { format, records } = readRecords(text, [
+  const { format, records: all } = readRecords(text, [
     { csv: 'biz_type', json: 'bizType' },
     { csv: 'biz_id', json: 'bizId' },
   ]);
+  // JSON lines: the `type` member read by line (a second, cheap pass); a listing's summary line names no command
+  const types = format === 'json' ? new Map(readRecords(text, [{ csv: 'type', json: 'type' }]).records.map((r) => [r.line, r.values[0]])) : null;
+  const records = types ? all.filter(({ line }) => types.get(line) === undefined || types.get(line) === 'row') : all;
   const [typeName, idName] = format === 'csv' ? ['biz_type', 'biz_id'] : ['bizType', 'bizId'];
   const keys: Line[] = records.map(({ line, values }) => ({
     line,

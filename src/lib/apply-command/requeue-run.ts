@@ -3,7 +3,9 @@
  * anything connects), the answers already recorded for the operation, then per command read the
  * facts, decide (`requeue.ts`) and — with `execute` — record the answer, apply the guarded write
  * and the audit row in ONE short SH transaction. The operation row is inserted first and is the
- * idempotency lock, as in `deliveries replay`. Every decision, dry runs included, is a line of the
+ * idempotency lock, as in `deliveries replay`. Before any of that, the operation id is bound to
+ * its selection by a header row (its own statement), which also records when the operation
+ * completed, so an interrupted `--dead` operation continues under the same id. Every decision, dry runs included, is a line of the
  * evidence file (the projection's append-only writer), format `fcctl.requeue-evidence.v1`:
  * - `{"type":"run", runId, operationId, selector, selectorSha256, execute, items, truncated, host, startedAt}`
  * - `{"type":"decision", runId, operationId, bizType, bizId, commandId, code, reason, repeated, dryRun, before, after, decidedAt}`
@@ -24,6 +26,8 @@ import {
   type BizKey,
   decideRequeue,
   isRefused,
+  isTemporary,
+  operationComplete,
   operationConflict,
   OPERATION_CONFLICT,
   type RecordedRequeue,
@@ -35,6 +39,7 @@ import {
   type RequeueRow,
   type RequeueSelection,
   selectorOf,
+  WOULD_REQUEUE,
 } from './requeue.js';
 import { LineError } from '../cli/record-file.js';
 import { MAX_REQUEUE_ITEMS, parseRequeueFile, type RequeueTarget } from './requeue-input.js';
@@ -98,6 +103,12 @@ export interface RequeueRunResult {
 }
 
 type Run = <T>(q: Statement) => Promise<T[]>;
+
+interface HeaderRaw {
+  selector: string;
+  selector_sha256: string;
+  completed_at: string | null;
+}
 
 interface RecordedRaw {
   biz_type: string;
@@ -178,38 +189,51 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
   const selector = selectorOf(selection);
   const digest = opDigest(options.operationId);
   const db = await deps.shDb();
-  const recorded = await db.query<RecordedRaw>(requeueSql.recorded(digest).sql, requeueSql.recorded(digest).params).catch((err: unknown) => {
-    throw schemaHint(err);
-  });
-  const conflict = operationConflict(recorded.map(recordedOf), selector);
-  const mode: RequeueFacts['mode'] = selection.kind === 'dead' ? 'dead' : 'named';
-  const reasonFilter = selection.kind === 'dead' ? selection.reason : null;
-  const priors = new Map(recorded.map((r) => [keyId({ bizType: r.biz_type, bizId: r.biz_id }), recordedOf(r)]));
-
-  // `--dead` under an operation that answered already: exactly those commands again, none new.
-  let items = lines;
-  let truncated = false;
-  if (selection.kind === 'dead' && conflict === null) {
-    if (recorded.length > 0) items = recorded.map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null }));
-    else {
-      items = [];
-      for (let after = '0'; ; ) {
-        const q = requeueSql.deadKeys(selection.reason, after, 1000);
-        const page = await db.query<{ id: string | number; biz_type: string; biz_id: string }>(q.sql, q.params);
-        items.push(...page.map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null })));
-        if (page.length < 1000 || items.length > MAX_REQUEUE_ITEMS) break;
-        after = String(page[page.length - 1]!.id);
-      }
-      truncated = items.length > MAX_REQUEUE_ITEMS;
-      items = items.slice(0, MAX_REQUEUE_ITEMS);
-    }
-  }
-
   const evidence = await EvidenceFile.open(options.evidencePath);
   const runId = randomUUID();
   const host = deps.host ?? hostname();
   const line = (record: Record<string, unknown>) => evidence.append({ format: REQUEUE_EVIDENCE_FORMAT, runId, operationId: options.operationId, ...record });
   try {
+    // The evidence file is open first, so a run refused for it binds nothing. The operation id is
+    // bound to its selection (the header row) before any command is read or written, in its own
+    // statement: a concurrent call with another selection is refused whole. A dry run binds
+    // nothing; it only reads the binding.
+    if (options.execute) {
+      await db.query(requeueSql.bindOperation(digest, selector).sql, requeueSql.bindOperation(digest, selector).params).catch((err: unknown) => {
+        if ((err as { code?: string }).code !== 'ER_DUP_ENTRY') throw schemaHint(err);
+      });
+    }
+    const header = (await db.query<HeaderRaw>(requeueSql.header(digest).sql, requeueSql.header(digest).params).catch((err: unknown) => {
+      throw schemaHint(err);
+    }))[0] ?? null;
+    const recorded = await db.query<RecordedRaw>(requeueSql.recorded(digest).sql, requeueSql.recorded(digest).params).catch((err: unknown) => {
+      throw schemaHint(err);
+    });
+    const conflict = operationConflict([...(header ? [{ selector: header.selector, selectorSha256: header.selector_sha256 }] : []), ...recorded.map(recordedOf)], selector);
+    const mode: RequeueFacts['mode'] = selection.kind === 'dead' ? 'dead' : 'named';
+    const reasonFilter = selection.kind === 'dead' ? selection.reason : null;
+    const priors = new Map(recorded.map((r) => [keyId({ bizType: r.biz_type, bizId: r.biz_id }), recordedOf(r)]));
+
+    // `--dead`: a completed operation answers exactly its recorded commands again, none new; an
+    // incomplete one (interrupted, or a command CLAIMED) repeats those and selects again the DEAD
+    // rows it has not answered yet.
+    let items = lines;
+    let truncated = false;
+    if (selection.kind === 'dead' && conflict === null) {
+      items = recorded.map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null }));
+      if (header?.completed_at == null) {
+        for (let after = '0'; ; ) {
+          const q = requeueSql.deadKeys(selection.reason, after, 1000);
+          const page = await db.query<{ id: string | number; biz_type: string; biz_id: string }>(q.sql, q.params);
+          items.push(...page.filter((r) => !priors.has(keyId({ bizType: r.biz_type, bizId: r.biz_id }))).map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null })));
+          if (page.length < 1000 || items.length > MAX_REQUEUE_ITEMS) break;
+          after = String(page[page.length - 1]!.id);
+        }
+        truncated = items.length > MAX_REQUEUE_ITEMS;
+        items = items.slice(0, MAX_REQUEUE_ITEMS);
+      }
+    }
+
     await line({ type: 'run', selector: selector.text, selectorSha256: selector.sha256, execute: options.execute, items: items.length, truncated, host, startedAt: deps.now().toISOString() });
     if (conflict !== null) {
       await line({ type: 'refused-operation', reason: conflict });
@@ -218,7 +242,7 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
       return { runId, selector: selector.text, dryRun: !options.execute, items: 0, truncated, results: [], byCode: { [OPERATION_CONFLICT]: 1 }, refused: 1, repeated: 0, notRun: 0, stoppedBy: 'operation-conflict', operationConflict: conflict, exitCode, evidencePath: evidence.path, error: null };
     }
 
-    const factsOf = (key: BizKey, prior: RecordedRequeue | null, row: RequeueRow | null): RequeueFacts => ({ mode, reasonFilter, key, selector, prior, row });
+    const factsOf = (key: BizKey, prior: RecordedRequeue | null, row: RequeueRow | null): RequeueFacts => ({ mode, reasonFilter, execute: options.execute, key, selector, prior, row });
     const expected = (key: BizKey) => ({ ...key, selector: selector.text, states: mode === 'dead' ? ['DEAD'] : ['DEAD', 'FAILED'], reason: reasonFilter });
     const decideOne = async (key: BizKey): Promise<Decided> => {
       const prior = priors.get(keyId(key)) ?? null;
@@ -255,7 +279,9 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
         const [res] = await conn.query(requeueSql.requeue(decision.write).sql, requeueSql.requeue(decision.write).params);
         if ((res as { affectedRows: number }).affectedRows !== 1) throw new GenerationMoved('the command changed between read and write');
       }
-      await run(requeueSql.recordAnswer(digest, key, decision.code, decision.reason, decision.commandId));
+      // A temporary answer is audited but not kept, so the operation takes the command later.
+      if (isTemporary(decision.code)) await run(requeueSql.forgetAnswer(digest, key));
+      else await run(requeueSql.recordAnswer(digest, key, decision.code, decision.reason, decision.commandId));
       await run(requeueSql.audit({ outcome: decision.code, reason: decision.reason, operationId: options.operationId, runId, host, expected: expected(key), observed: { row, written: writtenOf(decision) } }));
       return { decision, row };
     };
@@ -267,10 +293,14 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
       return { line: it.line, ...key, commandId: d.commandId, code: d.code, reason: d.reason, repeated: d.repeated };
     });
 
-    const byCode: Record<string, number> = Object.fromEntries([...REQUEUE_CODES, OPERATION_CONFLICT].map((c) => [c, 0]));
+    // a dry run counts WOULD_REQUEUE where an executed run counts REQUEUED (a repeated REQUEUED was done by an earlier run)
+    const byCode: Record<string, number> = Object.fromEntries([...REQUEUE_CODES.map((c) => (c === 'REQUEUED' && !options.execute ? WOULD_REQUEUE : c)), OPERATION_CONFLICT].map((c) => [c, 0]));
     for (const r of summary.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
     const refused = summary.results.filter((r) => isRefused(r.code)).length;
     const exitCode = batchExitCode({ environment: summary.error !== null, failed: refused + summary.notRun, interrupted: summary.stoppedBy === 'signal' });
+    if (options.execute && operationComplete({ stoppedBy: summary.stoppedBy, error: summary.error !== null, notRun: summary.notRun, truncated, codes: summary.results.map((r) => r.code) })) {
+      await db.query(requeueSql.completeOperation(digest).sql, requeueSql.completeOperation(digest).params);
+    }
     await line({ type: 'end', exitCode, byCode, notRun: summary.notRun, stoppedBy: summary.stoppedBy, endedAt: deps.now().toISOString() });
     return {
       runId, selector: selector.text, dryRun: !options.execute, items: items.length, truncated, results: summary.results, byCode, refused,

@@ -14,7 +14,9 @@ export type RequeueCode = (typeof REQUEUE_CODES)[number];
 
 /** The operation id was used before for another selection: nothing is written or recorded. */
 export const OPERATION_CONFLICT = 'OPERATION_CONFLICT' as const;
-export type RequeueOutcomeCode = RequeueCode | typeof OPERATION_CONFLICT;
+/** A dry run's `REQUEUED`: nothing was written, so it must never read as done (issue 17). */
+export const WOULD_REQUEUE = 'WOULD_REQUEUE' as const;
+export type RequeueOutcomeCode = RequeueCode | typeof OPERATION_CONFLICT | typeof WOULD_REQUEUE;
 
 /** Longest reason recorded (`fcctl_requeue_operation.reason` is VARCHAR(512)). */
 export const MAX_REASON_LENGTH = 512;
@@ -95,6 +97,8 @@ export interface RequeueFacts {
   /** `named`: DEAD or FAILED may be requeued; `dead`: only DEAD, of `reasonFilter` when given */
   readonly mode: 'named' | 'dead';
   readonly reasonFilter: string | null;
+  /** false: a dry run, whose requeue is only `WOULD_REQUEUE` */
+  readonly execute: boolean;
   readonly key: BizKey;
   readonly selector: { readonly text: string; readonly sha256: string };
   readonly prior: RecordedRequeue | null;
@@ -145,8 +149,9 @@ function stateRefusal(row: RequeueRow, mode: RequeueFacts['mode']): string | nul
  * 3. a state other than DEAD (or FAILED, when named) → `NOT_REQUEUABLE` with the state's reason;
  *    with `--dead --reason`, a DEAD row whose reason code is no longer that one too;
  * 4. under a live claim → `CLAIMED` (a resolver holds it: try again after its lease);
- * 5. otherwise → `REQUEUED`: UNKNOWN, retry budget reset, same token and attempt.
- * @example decideRequeue({ mode: 'named', reasonFilter: null, key, selector, prior: null, row: null }).code // 'NO_COMMAND'
+ * 5. otherwise → `REQUEUED`: UNKNOWN, retry budget reset, same token and attempt (in a dry run
+ *    `WOULD_REQUEUE`, which writes nothing).
+ * @example decideRequeue({ mode: 'named', reasonFilter: null, execute: true, key, selector, prior: null, row: null }).code // 'NO_COMMAND'
  */
 export function decideRequeue(f: RequeueFacts): RequeueDecision {
   const { prior, row } = f;
@@ -161,7 +166,7 @@ export function decideRequeue(f: RequeueFacts): RequeueDecision {
     }
     return { code: prior.code, reason: prior.reason, repeated: true, commandId: prior.commandId };
   }
-  const answer = (code: RequeueCode, reason: string, write?: RequeueWrite): RequeueDecision => ({
+  const answer = (code: RequeueCode | typeof WOULD_REQUEUE, reason: string, write?: RequeueWrite): RequeueDecision => ({
     code,
     // recorded in a VARCHAR(512): the first answer and its repeats must be the same text
     reason: cutText(reason, MAX_REASON_LENGTH),
@@ -179,10 +184,13 @@ export function decideRequeue(f: RequeueFacts): RequeueDecision {
   if (Number(row.claim_live) === 1) return answer('CLAIMED', `claimed by ${row.claim_owner} until ${row.claim_expires_at}; requeue it once that lease is over`);
   const retries = Number(row.retry_count);
   const was = `${row.state} after ${retries} ${retries === 1 ? 'retry' : 'retries'}${row.last_error ? ` (${row.last_error})` : ''}`;
-  return answer('REQUEUED', `UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown looks it up first); was ${was}`, {
+  const write = {
     from: { id: String(row.id), state: row.state as CommandGeneration['state'], retryCount: retries, attempt: Number(row.attempt), requestToken: row.request_token },
     lastError: cutText(`REQUEUED: was ${was}`, COLUMN_WIDTH.lastError),
-  });
+  };
+  // the write travels with a dry run's answer too (the evidence shows what it would write); the runner applies it only with --execute
+  if (!f.execute) return answer(WOULD_REQUEUE, `would be UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown would look it up first); is ${was}`, write);
+  return answer('REQUEUED', `UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown looks it up first); was ${was}`, write);
 }
 
 /**
@@ -197,9 +205,29 @@ export function operationConflict(recorded: ReadonlyArray<Pick<RecordedRequeue, 
 }
 
 /**
+ * True for an answer that holds only for now (a resolver's lease): it is not recorded, so the
+ * same operation id tried again after the lease decides that command afresh.
+ * @example isTemporary('CLAIMED') // true
+ */
+export function isTemporary(code: RequeueOutcomeCode): boolean {
+  return code === 'CLAIMED';
+}
+
+/**
+ * Whether a run leaves its operation complete: every command it selected has a final answer
+ * (none not run, none temporary, the selection not cut at the limit, no error). Only then does a
+ * re-run of `--dead` under the same id stop selecting and just repeat the recorded answers.
+ * @example operationComplete({ stoppedBy: 'done', error: false, notRun: 0, truncated: false, codes: ['REQUEUED'] }) // true
+ */
+export function operationComplete(r: { readonly stoppedBy: string; readonly error: boolean; readonly notRun: number; readonly truncated: boolean; readonly codes: readonly RequeueOutcomeCode[] }): boolean {
+  return r.stoppedBy === 'done' && !r.error && r.notRun === 0 && !r.truncated && !r.codes.some((c) => isTemporary(c) || c === OPERATION_CONFLICT);
+}
+
+/**
  * True when the command was not requeued: the run exits 1 (SPEC §2).
  * @example isRefused('NOT_REQUEUABLE') // true
  */
 export function isRefused(code: RequeueOutcomeCode): boolean {
-  return code !== 'REQUEUED';
+  // a dry run in which every command would be requeued is exit 0, as the executed one would be
+  return code !== 'REQUEUED' && code !== WOULD_REQUEUE;
 }

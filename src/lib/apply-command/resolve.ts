@@ -3,8 +3,9 @@
  * Claim with a lease (short transaction) → look up (no transaction open) → resend only when not
  * found → one guarded write per row. Bounded by p-limit, `--max-rows`, `--max-seconds`, the
  * lease, and a stop signal; a flow center that answers nothing but errors stops the run early
- * instead of spending every row's retry budget, and one that refuses our credentials (401/403)
- * stops it at the first refusal: a wrong secret is the run's problem, never the rows'.
+ * instead of spending every row's retry budget, and one that refuses our credentials (any 401; a
+ * 403 before it accepted anything signed) stops it at the first refusal: a wrong secret is the
+ * run's problem, never the rows'.
  */
 import pLimit from 'p-limit';
 import type { RetryPolicy } from '../deliveries/decide.js';
@@ -13,7 +14,7 @@ import { InFlight } from '../batch/in-flight.js';
 import { WriteBatcher } from '../db/batch.js';
 import type { Db } from '../db/connect.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../flow/client.js';
-import { planWrite, resolve, type RowResult, type Transition } from './decide.js';
+import { planWrite, refusesCredentials, resolve, type RowResult, signatureAccepted, type Transition } from './decide.js';
 import { applyWrite, claimRows, claimStart, type MirrorOutcome, otherAppKeySelect, peekSelect } from './sql.js';
 import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf } from './types.js';
 
@@ -61,10 +62,12 @@ export interface ResolveSummary {
   wouldPost: number;
   /** DONE rows whose instance is in an earlier round than the command's attempt (flagged in last_error) */
   roundBehind: number;
-  /** DONE rows with no service_apply row to mirror the status into */
+  /** DONE rows with no service_apply row at claim to mirror the status into (one inserted since is not written) */
   mirrorMissing: number;
   /** DONE rows whose service_apply.flow_status changed after the claim: left as the service wrote it */
   mirrorChanged: number;
+  /** DONE rows whose service_apply row, there at claim, was deleted before the write */
+  mirrorDeleted: number;
   /** rows resolve would take but whose apply app key is not the configured one: never touched */
   otherAppKey: number;
   branches: Record<string, number>;
@@ -92,7 +95,7 @@ export interface ResolveDeps {
 function emptySummary(): ResolveSummary {
   return {
     claimed: 0, lookups: 0, posts: 0, done: 0, doneViaLookup: 0, doneViaApply: 0, failed: 0, dead: 0, released: 0, stale: 0, wouldPost: 0,
-    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
+    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, mirrorDeleted: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
   };
 }
 
@@ -109,6 +112,7 @@ function count(s: ResolveSummary, r: RowReport): void {
       if (r.roundBehind) s.roundBehind += 1;
       if (r.mirror === 'missing') s.mirrorMissing += 1;
       if (r.mirror === 'changed') s.mirrorChanged += 1;
+      if (r.mirror === 'deleted') s.mirrorDeleted += 1;
       break;
     case 'failed':
       if (r.dead) s.dead += 1;
@@ -135,12 +139,6 @@ function count(s: ResolveSummary, r: RowReport): void {
 const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied' && r.kind !== 'unknown-branch';
 
 /**
- * Whether the flow center refused who we are (401: signature, app key or secret; 403: the app may
- * not do this): every other row would get the same answer, so nothing is charged to any row.
- */
-const refusesCredentials = (r: LookupResult | ApplyResult) => r.kind === 'http' && (r.status === 401 || r.status === 403);
-
-/**
  * Runs resolve-unknown. Throws only for database errors (the command maps them to exit 3);
  * every flow-center failure is a row result.
  */
@@ -159,6 +157,8 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   let tripped = false;
   /** set by the first 401/403: the run stops, and rows whose answer was an error are released */
   let refused: string | null = null;
+  /** whether the flow center has accepted a signed request of this run (then a 403 is the row's) */
+  let accepted = false;
 
   const report = (row: ApplyCommandRow, r: RowReport) => {
     count(summary, r);
@@ -166,7 +166,9 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
   };
   const noteAnswer = (r: LookupResult | ApplyResult, what: string) => {
     if (r.kind === 'applied' || r.kind === 'unknown-branch') bump(summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
-    if (refusesCredentials(r) && refused === null) {
+    const refusal = refusesCredentials(r, accepted);
+    if (signatureAccepted(r)) accepted = true;
+    if (refusal && refused === null) {
       refused = `HTTP ${'status' in r ? r.status : ''} on ${what}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
       tripped = true;
     }
@@ -199,6 +201,9 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     } else if (tripped) {
       summary.stoppedBy = 'flow-center-errors';
       summary.flowCenterErrors = lastError;
+    } else if (deps.signal.aborted && summary.stoppedBy === 'drained') {
+      // the claims ran out before the signal, but rows in flight were stopped by it
+      summary.stoppedBy = 'signal';
     }
   };
 
@@ -266,8 +271,10 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
     if (releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
     const step = resolve(row, lookup);
     if (step.kind !== 'post') return { kind: 'transition', t: step };
-    // Not found: resend with the same token and attempt — only while the lease is surely ours.
-    if (tripped) return { kind: 'release', reason: tripReason() };
+    // Not found: resend with the same token and attempt — only while the lease is surely ours and
+    // the run goes on. After a stop signal no new POST starts: the lookup found nothing, so the row
+    // is released as it was and the next run looks again.
+    if (halted()) return { kind: 'release', reason: tripped ? tripReason() : 'STOPPED' };
     if (!leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
     const applied = await deps.flow.apply(step.request);
     summary.posts += 1;
@@ -287,7 +294,7 @@ export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Pr
       return;
     }
     const { write, result } = planWrite(row, decided.t, options.retry);
-    const outcome = await applyWrite(writes, owner, write);
+    const outcome = await applyWrite(writes, owner, write, deps.db);
     if (outcome.kind === 'stale') {
       report(row, { kind: 'stale', would: result.kind });
       return;

@@ -91,9 +91,9 @@ export async function claimRows(db: Db, owner: string, appKey: string, graceSeco
     const [mirrors] = await conn.query(m.sql, m.params);
     const byId = new Map<string, MirrorAtClaim>();
     for (const r of mirrors as Array<{ id: string | number; s_id: string | number | null; flow_status: number | null }>) {
-      byId.set(String(r.id), { exists: r.s_id !== null, status: r.flow_status === null ? null : Number(r.flow_status) });
+      byId.set(String(r.id), { exists: r.s_id !== null, status: r.flow_status === null ? null : Number(r.flow_status), id: r.s_id === null ? null : String(r.s_id) });
     }
-    return claimed.map((r) => ({ ...r, mirror: byId.get(String(r.id)) ?? { exists: false, status: null } }));
+    return claimed.map((r) => ({ ...r, mirror: byId.get(String(r.id)) ?? { exists: false, status: null, id: null } }));
   });
 }
 
@@ -127,10 +127,12 @@ const CLEAR_CLAIM = 'claim_owner = NULL, claim_expires_at = NULL';
 /**
  * One write as one statement. A `done` updates the command and mirrors the status into
  * `service_apply.flow_status` in a single multi-table UPDATE: atomic (one implicit transaction),
- * and the mirror happens only when the command row passes the guard. The service_apply row joins
- * only while its status is still the one read at claim (`<=>`: NULL too): a status the service's
- * flow callbacks wrote meanwhile is newer than our lookup, so the command is settled and the
- * mirror left alone (MIRROR_CHANGED in last_error when the row existed at claim).
+ * and the mirror happens only when the command row passes the guard. The mirror is written only
+ * into the service_apply row that existed at claim (by its id when read) and only while its
+ * status is still the one read then (`<=>`: NULL too): a status the service's flow callbacks
+ * wrote meanwhile is newer than our lookup, and a row the service inserted since is its own. No
+ * row at claim: the command alone. A second, read-only join (`s2`) tells a changed row from a
+ * deleted one, so last_error says which.
  */
 export function compileWrite(owner: string, w: CommandWrite): Statement {
   const g = guard(owner, w.gen);
@@ -138,13 +140,24 @@ export function compileWrite(owner: string, w: CommandWrite): Statement {
     case 'done': {
       const c = guard(owner, w.gen, 'c');
       const { claimed } = w.mirror;
+      // last_branch is the branch that settled it; a DONE by lookup clears one left from before
+      // (a requeued row's old answer would otherwise read as the reason it is DONE).
+      const settle = "c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ?, ";
+      const settleParams = [w.status, w.instanceId, w.branch];
+      const rest = 'c.next_retry_at = NULL, c.claim_owner = NULL, c.claim_expires_at = NULL, c.update_time = NOW()';
+      if (!claimed.exists) {
+        return { sql: `UPDATE flow_apply_command c SET ${settle}c.last_error = ?, ${rest} WHERE ${c.sql}`, params: [...settleParams, w.note, ...c.params] };
+      }
+      const byId = claimed.id === undefined || claimed.id === null ? '' : 's.id = ? AND ';
+      const byId2 = claimed.id === undefined || claimed.id === null ? 's2.biz_type = c.biz_type AND s2.biz_id = c.biz_id' : 's2.id = ?';
+      const idParams = claimed.id === undefined || claimed.id === null ? [] : [claimed.id];
       return {
         sql:
-          'UPDATE flow_apply_command c LEFT JOIN service_apply s ON s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? ' +
-          `SET c.state = 'DONE', c.remote_status = ?, c.remote_instance_id = ?, c.last_branch = ${w.branch === null ? 'c.last_branch' : '?'}, c.last_error = IF(s.id IS NULL, ?, ?), ` +
-          'c.next_retry_at = NULL, c.claim_owner = NULL, c.claim_expires_at = NULL, c.update_time = NOW(), s.flow_status = ?, s.update_time = NOW() ' +
+          `UPDATE flow_apply_command c LEFT JOIN service_apply s ON ${byId}s.biz_type = c.biz_type AND s.biz_id = c.biz_id AND s.flow_status <=> ? ` +
+          `LEFT JOIN service_apply s2 ON ${byId2} ` +
+          `SET ${settle}c.last_error = CASE WHEN s.id IS NOT NULL THEN ? WHEN s2.id IS NULL THEN ? ELSE ? END, ${rest}, s.flow_status = ?, s.update_time = NOW() ` +
           `WHERE ${c.sql}`,
-        params: [claimed.status, w.status, w.instanceId, ...(w.branch === null ? [] : [w.branch]), claimed.exists ? w.mirror.changedNote : w.note, w.note, w.mirror.status, ...c.params],
+        params: [...idParams, claimed.status, ...idParams, ...settleParams, w.note, w.mirror.deletedNote, w.mirror.changedNote, w.mirror.status, ...c.params],
       };
     }
     case 'fail':
@@ -165,25 +178,43 @@ export function compileWrite(owner: string, w: CommandWrite): Statement {
 }
 
 /**
- * What the mirror of a DONE write did: `written`; `missing` (no service_apply row, none at claim
- * either); `changed` (its status is no longer the one read at claim, or the row went away).
+ * What the mirror of a DONE write did: `written`; `missing` (no service_apply row at claim:
+ * nothing written, whatever was inserted since); `changed` (the row's status is no longer the
+ * one read at claim); `deleted` (the row read at claim is gone).
  */
-export type MirrorOutcome = 'written' | 'missing' | 'changed';
+export type MirrorOutcome = 'written' | 'missing' | 'changed' | 'deleted';
 
 /** What a write did: `stale` when the guard matched nothing (the row moved on without us). */
 export type WriteOutcome = { readonly kind: 'written'; readonly mirror: MirrorOutcome | null } | { readonly kind: 'stale' };
 
+/** The note a DONE write left, read back to tell a changed mirror row from a deleted one. */
+export function lastErrorSelect(id: string): Statement {
+  return { sql: 'SELECT last_error FROM flow_apply_command WHERE id = ?', params: [id] };
+}
+
 /**
  * Executes one write (one statement). A `done` matches the command row and, when it still holds
  * the status read at claim, the service_apply row (the connection counts matched rows,
- * FOUND_ROWS): 0 stale, 1 not mirrored, 2 mirrored.
+ * FOUND_ROWS): 0 stale, 1 not mirrored, 2 mirrored. Not mirrored over a row that existed at
+ * claim: the statement chose the changed or the deleted note; `reader` reads which back (rare:
+ * only then), without one it is reported as changed.
  */
-export async function applyWrite(db: { execute(sql: string, params: unknown[]): Promise<{ affectedRows: number }> }, owner: string, w: CommandWrite): Promise<WriteOutcome> {
+export async function applyWrite(
+  db: { execute(sql: string, params: unknown[]): Promise<{ affectedRows: number }> },
+  owner: string,
+  w: CommandWrite,
+  reader?: { query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> },
+): Promise<WriteOutcome> {
   const { sql, params } = compileWrite(owner, w);
   const { affectedRows } = await db.execute(sql, params);
   if (affectedRows === 0) return { kind: 'stale' };
   if (w.kind !== 'done') return { kind: 'written', mirror: null };
-  return { kind: 'written', mirror: affectedRows >= 2 ? 'written' : w.mirror.claimed.exists ? 'changed' : 'missing' };
+  if (!w.mirror.claimed.exists) return { kind: 'written', mirror: 'missing' };
+  if (affectedRows >= 2) return { kind: 'written', mirror: 'written' };
+  if (reader === undefined) return { kind: 'written', mirror: 'changed' };
+  const q = lastErrorSelect(w.gen.id);
+  const note = (await reader.query<{ last_error: string | null }>(q.sql, q.params))[0]?.last_error;
+  return { kind: 'written', mirror: note === w.mirror.deletedNote ? 'deleted' : 'changed' };
 }
 
 /** The audit action of every requeue decision (`fc_reconcile_audit.action`). */
@@ -231,8 +262,38 @@ export const requeueSql = {
    * concurrent transactions are recorded in the order they finished), keys without a command last.
    */
   recorded: (opDigest: string): Statement => ({
-    sql: 'SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? ORDER BY command_id IS NULL, command_id, id',
+    sql: "SELECT biz_type, biz_id, selector, selector_sha256, code, reason, command_id FROM fcctl_requeue_operation WHERE op_digest = ? AND biz_type <> '' ORDER BY command_id IS NULL, command_id, id",
     params: [opDigest],
+  }),
+
+  /**
+   * Binds the operation id to its selection before any command is touched: the header row (empty
+   * key, which no command has) in its own autocommitted statement. A duplicate key means the id
+   * is bound already; {@link requeueSql.header} says to which selection.
+   */
+  bindOperation: (opDigest: string, selector: { text: string; sha256: string }): Statement => ({
+    sql:
+      'INSERT INTO fcctl_requeue_operation (op_digest, biz_type, biz_id, selector, selector_sha256, code, reason, command_id, create_time) ' +
+      "VALUES (?, '', '', ?, ?, 'OPERATION', '', NULL, NOW())",
+    params: [opDigest, cutText(selector.text, 255), selector.sha256],
+  }),
+
+  /** The operation's header: its selection and whether it completed (null: not yet). */
+  header: (opDigest: string): Statement => ({
+    sql: "SELECT selector, selector_sha256, CAST(completed_at AS CHAR) AS completed_at FROM fcctl_requeue_operation WHERE op_digest = ? AND biz_type = '' AND biz_id = ''",
+    params: [opDigest],
+  }),
+
+  /** Every command of the operation has a final answer: a re-run only repeats them. */
+  completeOperation: (opDigest: string): Statement => ({
+    sql: "UPDATE fcctl_requeue_operation SET completed_at = NOW() WHERE op_digest = ? AND biz_type = '' AND biz_id = '' AND completed_at IS NULL",
+    params: [opDigest],
+  }),
+
+  /** A temporary answer (CLAIMED) is not kept: the same operation tries that command again. */
+  forgetAnswer: (opDigest: string, key: { bizType: string; bizId: string }): Statement => ({
+    sql: 'DELETE FROM fcctl_requeue_operation WHERE op_digest = ? AND biz_type = ? AND biz_id = ?',
+    params: [opDigest, key.bizType, key.bizId],
   }),
 
   /** The answer recorded for one key, read after a duplicate key: the latest committed version. */

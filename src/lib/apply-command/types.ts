@@ -23,6 +23,8 @@ export interface MirrorAtClaim {
   /** whether a service_apply row existed */
   readonly exists: boolean;
   readonly status: number | null;
+  /** that row's id: the mirror is written into this row only, not one inserted since */
+  readonly id?: string | null;
 }
 
 /** A `flow_apply_command` row as resolve reads it: BIGINTs as decimal strings, times as strings. */

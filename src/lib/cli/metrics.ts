@@ -99,18 +99,23 @@ export interface RunFacts {
   readonly previousLastSuccess?: number;
   /** an interrupt (SIGINT/SIGTERM) ended it early: exit 1, but it did not run to the end */
   readonly interrupted?: boolean;
+  /**
+   * it ran to the end but warned that its input is suspect (`reconcile run`: an empty side, most
+   * likely a typo or the wrong database): exit 1, and not a success either
+   */
+  readonly suspect?: boolean;
 }
 
 /**
  * The run gauges shared by every cron command: duration, exit code, rows by result and the last
  * time the command completed (exit 0 or 1: it ran to the end; items may have failed). A run that
- * did not complete — exit 3 or 4, or interrupted (exit 1 too) — keeps the previous last-success
- * time, so an alert on its age fires.
+ * did not complete — exit 3 or 4, or interrupted (exit 1 too) — or that warned its input is
+ * suspect (exit 1 too) keeps the previous last-success time, so an alert on its age fires.
  * @example runGauges({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000, rowsByResult: { accepted: 10 } })
  */
 export function runGauges(run: RunFacts): Gauge[] {
   const cmd = { command: run.command };
-  const completed = (run.exitCode === 0 || run.exitCode === 1) && !run.interrupted;
+  const completed = (run.exitCode === 0 || run.exitCode === 1) && !run.interrupted && !run.suspect;
   const lastSuccess = completed ? run.finishedAtSeconds : run.previousLastSuccess;
   const gauges: Gauge[] = [
     gauge('fcctl_run_duration_seconds', 'duration of the last run in seconds', run.durationSeconds, cmd),

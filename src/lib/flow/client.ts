@@ -42,12 +42,14 @@ export type FlowError =
 export type LookupResult = { readonly kind: 'found'; readonly instance: FlowInstance } | { readonly kind: 'not-found' } | FlowError;
 
 /**
- * The answer to `POST /oapi/flow/apply`. `unknown-branch`: a well-formed answer whose branch is
- * none of the seven codes — an answer, not an error: it is never resent (seed 000 §7.4).
+ * The answer to `POST /oapi/flow/apply`. `unknown-branch`: an answer whose branch is a non-empty
+ * string outside the seven codes — an answer, not an error: it is never resent (seed 000 §7.4),
+ * whatever its instance looks like (`instance` null and `problem` saying why when it is absent
+ * or invalid: the branch is what a person needs).
  */
 export type ApplyResult =
   | { readonly kind: 'applied'; readonly branch: ApplyBranch; readonly instance: FlowInstance }
-  | { readonly kind: 'unknown-branch'; readonly branch: string; readonly instance: FlowInstance }
+  | { readonly kind: 'unknown-branch'; readonly branch: string; readonly instance: FlowInstance | null; readonly problem?: string }
   | FlowError;
 
 /** What an apply carries: the command row's business key, ownership, token and attempt. */
@@ -191,9 +193,10 @@ export function parseLookupBody(body: Uint8Array | string, key: { bizType: strin
 }
 
 /**
- * The apply body: `{"branch":"…","instance":{…}}`, instance required. A branch outside the closed
- * set in an otherwise well-formed body is `unknown-branch`; only a body that is not well formed
- * (branch missing, not a string or empty, instance invalid) is `malformed`.
+ * The apply body: `{"branch":"…","instance":{…}}`. A non-empty branch outside the closed set is
+ * `unknown-branch` whatever the instance (the branch is looked at first, so it is never lost to
+ * a bad instance and resent); a known branch needs a valid instance. Otherwise `malformed`
+ * (not strict JSON, branch missing, not a string or empty, a known branch's instance invalid).
  */
 export function parseApplyBody(body: Uint8Array | string, key: { bizType: string; bizId: string }): ApplyResult {
   const parsed = parseExactJson(body);
@@ -203,10 +206,11 @@ export function parseApplyBody(body: Uint8Array | string, key: { bizType: string
   const branch = v['branch'];
   if (typeof branch !== 'string' || branch === '') return { kind: 'malformed', detail: `branch ${JSON.stringify(branch)?.slice(0, 40) ?? 'missing'} is not a non-empty string` };
   const inst = validateInstance(v['instance'], key);
+  if (!(APPLY_BRANCHES as readonly string[]).includes(branch)) {
+    return inst.ok ? { kind: 'unknown-branch', branch, instance: inst.instance } : { kind: 'unknown-branch', branch, instance: null, problem: inst.detail };
+  }
   if (!inst.ok) return { kind: 'malformed', detail: inst.detail };
-  return (APPLY_BRANCHES as readonly string[]).includes(branch)
-    ? { kind: 'applied', branch: branch as ApplyBranch, instance: inst.instance }
-    : { kind: 'unknown-branch', branch, instance: inst.instance };
+  return { kind: 'applied', branch: branch as ApplyBranch, instance: inst.instance };
 }
 
 /**

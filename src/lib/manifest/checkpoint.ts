@@ -13,12 +13,14 @@
  *  "size":200,"cursor":"<last answerUuid written>"|null,"pages":3,"rows":512,"outputBytes":98304,
  *  "sha256":"<SHA-256 of the output's first outputBytes bytes>",
  *  "completed":true,"startedAt":"2026-11-30T01:00:00.000Z","updatedAt":"…","completedAt":"…"|null,
- *  "dbStartedAt":"2026-11-30 09:00:01"}
+ *  "dbStartedAt":"2026-11-30 09:00:01","dbStartedAtUtc":"2026-11-30 01:00:01"}
  * ```
  *
- * `dbStartedAt` is the scanned database's NOW() when the scan began (kept on resume): `reconcile
- * diff` refuses a task start that is not before the FC scan's (src/lib/reconcile/checks.ts).
- * Checkpoints written before it was recorded lack it; they still resume, but a diff refuses them.
+ * `dbStartedAt` is the scanned database's NOW() when the scan began (kept on resume), and
+ * `dbStartedAtUtc` its UTC_TIMESTAMP() at the same instant: `reconcile diff` refuses a task start
+ * that is not before the FC scan's (src/lib/reconcile/checks.ts) — in UTC when the task start has
+ * one (`reconcile run`), since SH and FC may be in different zones. Checkpoints written before
+ * they were recorded lack them; they still resume, but a diff that needs them refuses them.
  */
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -66,6 +68,8 @@ export interface Checkpoint {
    * clock; absent in checkpoints of an fcctl that did not record it
    */
   readonly dbStartedAt?: string;
+  /** `yyyy-MM-dd HH:mm:ss`: the scanned database's UTC_TIMESTAMP() at the same instant; absent in older checkpoints */
+  readonly dbStartedAtUtc?: string;
 }
 
 /**
@@ -129,7 +133,8 @@ export function parseCheckpoint(text: string): Checkpoint {
     Number.isSafeInteger(c.outputBytes) && c.outputBytes! >= 0 && typeof c.sha256 === 'string' && HEX64.test(c.sha256) &&
     typeof c.completed === 'boolean' && typeof c.startedAt === 'string' && typeof c.updatedAt === 'string' &&
     (c.completedAt === null || typeof c.completedAt === 'string') &&
-    (c.dbStartedAt === undefined || (typeof c.dbStartedAt === 'string' && normalizeDateTime(c.dbStartedAt) === c.dbStartedAt));
+    (c.dbStartedAt === undefined || (typeof c.dbStartedAt === 'string' && normalizeDateTime(c.dbStartedAt) === c.dbStartedAt)) &&
+    (c.dbStartedAtUtc === undefined || (typeof c.dbStartedAtUtc === 'string' && normalizeDateTime(c.dbStartedAtUtc) === c.dbStartedAtUtc));
   if (!ok) throw new Error('a member is missing or of the wrong type');
   if (paramsDigest(p as ScanParams) !== c.paramsDigest) throw new Error('its paramsDigest does not match its params');
   return c as Checkpoint;

@@ -122,14 +122,17 @@ async function writeAll(fh: FileHandle, data: Buffer, position: number): Promise
 }
 
 /**
- * The database's NOW() as `yyyy-MM-dd HH:mm:ss` (its own clock, whole seconds, as DATETIMEs are).
- * @example await databaseNow(db) // '2026-11-30 01:00:01'
+ * The database's NOW() and UTC_TIMESTAMP() as `yyyy-MM-dd HH:mm:ss` (its own clock, whole seconds,
+ * as DATETIMEs are), read in one statement so both name the same instant: the local one compares
+ * with the side's DATETIMEs, the UTC one with another database's clock in another zone.
+ * @example await databaseNow(db) // { local: '2026-11-30 09:00:01', utc: '2026-11-30 01:00:01' }
  */
-export async function databaseNow(db: Db): Promise<string> {
-  const rows = await db.query<{ t: string }>('SELECT CAST(NOW() AS CHAR) AS t');
-  const t = normalizeDateTime(String(rows[0]?.t ?? ''));
-  if (t === null) throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0]?.t)}`);
-  return t;
+export async function databaseNow(db: Db): Promise<{ local: string; utc: string }> {
+  const rows = await db.query<{ t: string; u: string }>('SELECT CAST(NOW() AS CHAR) AS t, CAST(UTC_TIMESTAMP() AS CHAR) AS u');
+  const local = normalizeDateTime(String(rows[0]?.t ?? ''));
+  const utc = normalizeDateTime(String(rows[0]?.u ?? ''));
+  if (local === null || utc === null) throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0])}`);
+  return { local, utc };
 }
 
 /** The scan's parameters as a checkpoint records them. */
@@ -214,7 +217,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
     } else {
       const t = now().toISOString();
       // Before any page is read: rows the scan may miss were created after this instant.
-      const dbStartedAt = await databaseNow(deps.db);
+      const dbStarted = await databaseNow(deps.db);
       checkpoint = {
         format: CHECKPOINT_FORMAT,
         params,
@@ -229,7 +232,8 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
         startedAt: t,
         updatedAt: t,
         completedAt: null,
-        dbStartedAt,
+        dbStartedAt: dbStarted.local,
+        dbStartedAtUtc: dbStarted.utc,
       };
       // The fresh checkpoint replaces any old one before the output is emptied, so a kill from
       // here on always resumes (from nothing).

@@ -90,6 +90,11 @@ export interface DiffOptions {
   readonly shCheckpoints: readonly string[];
   /** `yyyy-MM-dd HH:mm:ss` (a `T` is accepted) in the SH database's clock */
   readonly taskStart: string;
+  /**
+   * the same instant as the SH database's UTC_TIMESTAMP() (`reconcile run` records it): the check
+   * against the FC scan's start is then made in UTC, whatever zones the two databases are in
+   */
+  readonly taskStartUtc?: string;
   readonly outDir: string;
 }
 
@@ -236,7 +241,10 @@ export async function runDiff(o: DiffOptions, deps: DiffDeps = {}): Promise<Diff
   }
   // A task start is taken on trust no longer: a late one turns answers created at FC during the
   // scan into retire candidates.
-  const late = taskStartRefusal(taskStart, fcSource.checkpoints.map(({ path, checkpoint }) => ({ path, dbStartedAt: checkpoint.dbStartedAt })));
+  const late = taskStartRefusal(
+    { local: taskStart, utc: o.taskStartUtc },
+    fcSource.checkpoints.map(({ path, checkpoint }) => ({ path, dbStartedAt: checkpoint.dbStartedAt, dbStartedAtUtc: checkpoint.dbStartedAtUtc })),
+  );
   if (late !== null) throw new SafetyError(late);
   const outDir = resolve(o.outDir);
   let createdDir = false;

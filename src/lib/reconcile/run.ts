@@ -13,7 +13,7 @@
  * a new one (new task start, fresh scans). Other parameters → exit 4 unless `restart`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { canonicalize } from '../canon/index.js';
 import { EnvironmentError, SafetyError, UsageError } from '../cli/exit.js';
@@ -21,7 +21,7 @@ import type { Db } from '../db/connect.js';
 import { removeStaleTemps, writeFileAtomic } from '../fs/atomic.js';
 import { acquireLock } from '../manifest/lock.js';
 import { normalizeDateTime, type ManifestSide } from '../manifest/row.js';
-import { runManifestScan, type ScanProgress, type ScanResult } from '../manifest/scan.js';
+import { databaseNow, runManifestScan, type ScanProgress, type ScanResult } from '../manifest/scan.js';
 import { type Category } from './classify.js';
 import { DIFF_FILES, type DiffSummary, runDiff } from './diff.js';
 
@@ -52,6 +52,12 @@ export interface RunState {
   readonly paramsDigest: string;
   /** `yyyy-MM-dd HH:mm:ss`, the SH database's NOW() when the run began */
   readonly taskStart: string;
+  /**
+   * `yyyy-MM-dd HH:mm:ss`, the SH database's UTC_TIMESTAMP() at the same instant: the task start is
+   * checked against the FC scan's start in UTC (the two databases may be in different zones);
+   * absent in a run.json of an older fcctl (its diff then compares local times, as it did)
+   */
+  readonly taskStartUtc?: string;
   readonly startedAt: string;
   readonly state: 'scanning' | 'completed';
   readonly completedAt: string | null;
@@ -82,7 +88,8 @@ export interface ReconcileRunDeps {
 
 export type ReconcileRunResult =
   | { readonly kind: 'done'; readonly run: RunState; readonly resumed: boolean; readonly scans: Readonly<Record<ManifestSide, ScanResult>>; readonly summary: DiffSummary; readonly outDir: string }
-  | { readonly kind: 'stopped'; readonly run: RunState; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string };
+  /** `run` is null when the run was stopped before its task start was taken (nothing recorded) */
+  | { readonly kind: 'stopped'; readonly run: RunState | null; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string };
 
 function digestOf(params: RunParams): string {
   const r = canonicalize(JSON.stringify(params));
@@ -91,47 +98,92 @@ function digestOf(params: RunParams): string {
 }
 
 /**
- * `run.json`, or null when there is none. One that is not a valid run file is exit 4 — unless
- * `restart`, which discards it like any other previous run (the refusal tells the operator to
- * pass --restart, so --restart must get past it).
+ * `run.json`, or null when there is none. One that cannot be read (a directory, no permission) or
+ * is not a valid run file is exit 4 — unless `restart`: the refusal tells the operator to pass
+ * --restart, so --restart must get past it. It is then set aside as `run.json.unreadable-<time>`
+ * (kept for a look, never deleted: it may be someone's) and the run starts anew.
  */
-async function readRunState(path: string, restart: boolean): Promise<RunState | null> {
+async function readRunState(path: string, restart: boolean, now: () => Date): Promise<RunState | null> {
+  const setAside = async (why: string): Promise<null> => {
+    const aside = `${path}.unreadable-${now().toISOString().replace(/[:.]/g, '-')}`;
+    try {
+      await rename(path, aside);
+    } catch (err) {
+      throw new EnvironmentError(`cannot set aside ${path} (${why}) for --restart: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    }
+    return null;
+  };
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    const why = code ?? (err as Error).message;
+    if (restart) return setAside(why);
+    throw new SafetyError(`${path} cannot be read (${why}); pass --restart to set it aside and start a new run in this directory`, { cause: err });
   }
   try {
     const v = JSON.parse(text) as RunState;
     if (v.format !== RUN_FORMAT || typeof v.runId !== 'string' || typeof v.taskStart !== 'string' || normalizeDateTime(v.taskStart) !== v.taskStart) throw new Error('bad members');
+    if (v.taskStartUtc !== undefined && (typeof v.taskStartUtc !== 'string' || normalizeDateTime(v.taskStartUtc) !== v.taskStartUtc)) throw new Error('bad taskStartUtc');
     if (v.paramsDigest !== digestOf(v.params)) throw new Error('paramsDigest does not match params');
     return v;
   } catch (err) {
-    if (restart) return null;
+    if (restart) return setAside((err as Error).message);
     throw new SafetyError(`${path} is not a valid ${RUN_FORMAT} file (${(err as Error).message}); pass --restart to start a new run in this directory`);
   }
 }
 
+/** Polls of a database clock: every 50 ms, at most 100 times (5 s). */
+const CLOCK_POLLS = 100;
+const CLOCK_POLL_MS = 50;
+
 /**
- * The task start: the SH database's NOW(), after waiting for its clock to pass that second, so
- * that every row the scans can see created after the start has a createTime strictly after it
- * (DATETIME has whole seconds; without the wait, a row created in the same second would be "not
- * after" the start).
- * @example const taskStart = await takeTaskStart(shDb) // '2026-11-30 01:00:00'
+ * Waits until `passedSql` (one `passed` column, 0 or 1) says a database's clock is past a second:
+ * 'passed', 'aborted' (the stop signal; checked between polls) or 'timeout'.
  */
-export async function takeTaskStart(db: Db, signal?: AbortSignal): Promise<string> {
-  const rows = await db.query<{ t: string }>('SELECT CAST(NOW() AS CHAR) AS t');
-  const t = normalizeDateTime(String(rows[0]?.t ?? ''));
-  if (t === null) throw new Error(`the SH database's NOW() is not a DATETIME: ${JSON.stringify(rows[0]?.t)}`);
-  for (let i = 0; i < 40; i++) {
-    const [{ passed } = { passed: 0 }] = await db.query<{ passed: number | string }>('SELECT NOW() > ? AS passed', [t]);
-    if (Number(passed) === 1) return t;
-    if (signal?.aborted) break;
-    await new Promise((r) => setTimeout(r, 50));
+async function waitForClock(db: Db, passedSql: string, t: string, signal: AbortSignal | undefined): Promise<'passed' | 'aborted' | 'timeout'> {
+  for (let i = 0; i < CLOCK_POLLS; i++) {
+    const [{ passed } = { passed: 0 }] = await db.query<{ passed: number | string }>(passedSql, [t]);
+    if (Number(passed) === 1) return 'passed';
+    if (signal?.aborted) return 'aborted';
+    await new Promise((r) => setTimeout(r, CLOCK_POLL_MS));
   }
+  return 'timeout';
+}
+
+/**
+ * The task start: the SH database's NOW() and UTC_TIMESTAMP() (one instant), after waiting for its
+ * clock to pass that second, so that every row the scans can see created after the start has a
+ * createTime strictly after it (DATETIME has whole seconds; without the wait, a row created in the
+ * same second would be "not after" the start). Null when the stop signal ended the wait: an
+ * interrupt, not an error (exit 1).
+ * @example const taskStart = await takeTaskStart(shDb) // { local: '2026-11-30 09:00:00', utc: '2026-11-30 01:00:00' }
+ */
+export async function takeTaskStart(db: Db, signal?: AbortSignal): Promise<{ local: string; utc: string } | null> {
+  const t = await databaseNow(db).catch((err: Error) => {
+    throw new Error(`the SH database's clock: ${err.message}`);
+  });
+  const waited = await waitForClock(db, 'SELECT NOW() > ? AS passed', t.local, signal);
+  if (waited === 'passed') return t;
+  if (waited === 'aborted') return null;
   throw new Error("the SH database's clock did not advance past the task start");
+}
+
+/**
+ * Before the FC scan begins: waits (at most 5 s, stopped by the signal) until the FC database's
+ * UTC clock has passed the task start's UTC second, so that an FC clock a little behind SH's never
+ * makes the FC scan's start "not after" the task start. A clock still behind after the wait is a
+ * real inversion: exit 4 before anything is scanned.
+ * @example await waitForFcClock(fcDb, '2026-11-30 01:00:00', signal) // 'passed'
+ */
+export async function waitForFcClock(db: Db, taskStartUtc: string, signal?: AbortSignal): Promise<'passed' | 'aborted'> {
+  const waited = await waitForClock(db, 'SELECT UTC_TIMESTAMP() > ? AS passed', taskStartUtc, signal);
+  if (waited !== 'timeout') return waited;
+  throw new SafetyError(
+    `the FC database's clock (UTC) is still not past the task start ${taskStartUtc} UTC (SH database clock) after ${(CLOCK_POLLS * CLOCK_POLL_MS) / 1000} s: the FC clock is behind the SH clock by more than that; fix the clocks (NTP) before reconciling`,
+  );
 }
 
 /**
@@ -153,7 +205,7 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
     const params: RunParams = { schId: o.schId, formUuid: o.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase };
     const paramsDigest = digestOf(params);
     const runPath = join(outDir, RUN_FILES.run);
-    const previous = await readRunState(runPath, o.restart);
+    const previous = await readRunState(runPath, o.restart, now);
     if (previous !== null && previous.paramsDigest !== paramsDigest && !o.restart) {
       const p = previous.params;
       throw new SafetyError(`${outDir} holds a run of other parameters (school ${p.schId}, form ${p.formUuid}, FC ${p.fcDatabase}, SH ${p.shDatabase}); use another --out-dir or pass --restart`);
@@ -174,7 +226,8 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
       }
       deps.onPhase?.('task-start', {});
       const taskStart = await takeTaskStart(await deps.shDb(), deps.signal);
-      run = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };
+      if (taskStart === null) return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir };
+      run = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart: taskStart.local, taskStartUtc: taskStart.utc, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };
       await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`, 0o600);
     }
 
@@ -183,6 +236,9 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
       const phase: RunPhase = side === 'fc' ? 'scan-fc' : 'scan-sh';
       deps.onPhase?.(phase, { runId: run.runId, taskStart: run.taskStart });
       const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
+      if (side === 'fc' && run.taskStartUtc !== undefined && (await waitForFcClock(db, run.taskStartUtc, deps.signal)) === 'aborted') {
+        return { kind: 'stopped', run, resumed: resume, phase, reason: 'signal', outDir };
+      }
       const r = await runManifestScan(
         {
           side,
@@ -209,6 +265,7 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
         fcCheckpoints: [join(outDir, RUN_FILES.fcCheckpoint)],
         shCheckpoints: [join(outDir, RUN_FILES.shCheckpoint)],
         taskStart: run.taskStart,
+        ...(run.taskStartUtc !== undefined ? { taskStartUtc: run.taskStartUtc } : {}),
         outDir,
       },
       { signal: deps.signal, now, ...(deps.onDiffProgress ? { onProgress: deps.onDiffProgress } : {}) },

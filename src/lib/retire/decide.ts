@@ -16,12 +16,14 @@ export type RetireResult = (typeof RETIRE_RESULTS)[number];
 export type RunMode = 'execute' | 'dry-run';
 
 /**
- * Why a whole proof is refused, in the order {@link decideProof} checks: its digest does not
- * match (`PROOF_DIGEST`); the digest matches but a rule of the format is broken
- * (`PROOF_INVALID`); too old or made in the future (`PROOF_EXPIRED`); made against another FC
- * database (`FC_DATABASE`). Each entry of such a proof is refused with the proof's reason.
+ * Why a whole proof is refused, in the order the checks run: its digest does not match
+ * (`PROOF_DIGEST`); the digest matches but a rule of the format is broken (`PROOF_INVALID`); too
+ * old or made in the future (`PROOF_EXPIRED`); made against another FC database (`FC_DATABASE`)
+ * — these four by {@link decideProof}, from the file and the configuration —; then its id already
+ * recorded in `fc_reconcile_audit` by a proof with another digest (`PROOF_ID_REUSED`,
+ * {@link proofIdRefusal}). Each entry of such a proof is refused with the proof's reason.
  */
-export const PROOF_REFUSAL_REASONS = ['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE'] as const;
+export const PROOF_REFUSAL_REASONS = ['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE', 'PROOF_ID_REUSED'] as const;
 export type ProofRefusalReason = (typeof PROOF_REFUSAL_REASONS)[number];
 
 /**
@@ -44,6 +46,11 @@ export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 export interface RetireEntry {
   /** the proof's id: a row retired under another one is not this proof's to vouch for */
   readonly proofId: string;
+  /**
+   * the proof's digest: a proof is its id AND its digest — two proofs may carry the same id
+   * (`--proof-id`), and a retirement made by one is not the other's
+   */
+  readonly proofDigest: string;
   readonly answerUuid: string;
   readonly schId: string;
   readonly formUuid: string;
@@ -80,6 +87,13 @@ export interface LocalNow {
   readonly createTime: string | null;
   readonly retiredAt: string | null;
   readonly retireProofId: string | null;
+  /**
+   * The digest of the proof that made this retirement, as the RETIRED `fc_reconcile_audit` row of
+   * it records (`expected_json.proofDigest`) — the newest RETIRED row of the answer, when its proof
+   * id is `retireProofId` and its `observed_json.retiredAt` is `retiredAt`; null when the row is
+   * not retired or no such audit row records it (e.g. a retirement made or changed by hand).
+   */
+  readonly retireProofDigest: string | null;
 }
 
 /** The decision for one entry: retire it (or, in a dry run, would), it is retired already, or refused with a reason. */
@@ -100,7 +114,10 @@ const refused = (reason: RefusalReason, detail: string): Extract<RetireDecision,
  * 2. no local row → `REFUSED LOCAL_MISSING`;
  * 3. the row is retired: by this proof → `ALREADY_RETIRED`, nothing to write (a re-run is
  *    idempotent); by another proof or none recorded → `REFUSED RETIRED_BY_OTHER_PROOF` (this
- *    proof did not make that retirement and cannot vouch for it);
+ *    proof did not make that retirement and cannot vouch for it). "This proof" is its id AND its
+ *    digest: `retire_proof_id` is this proof's id and the RETIRED audit row of the retirement
+ *    records this proof's digest ({@link LocalNow.retireProofDigest}). The same id with another
+ *    digest recorded, or none, is another proof (`--proof-id` can be given twice);
  * 4. local createTime null → `REFUSED CREATE_TIME_NULL`; after the task start →
  *    `REFUSED CREATED_AFTER_TASK_START` (seed 000 §8.1: never read as "absent at FC");
  * 5. form, revision, hash, isDeleted or createTime not as the proof expects → `REFUSED LOCAL_CHANGED`;
@@ -119,7 +136,14 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
   }
   if (localNow === null) return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
   if (localNow.retiredAt !== null) {
-    if (localNow.retireProofId === entry.proofId) return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} by this proof (${entry.proofId}); nothing written` };
+    if (localNow.retireProofId === entry.proofId) {
+      // the same id is not yet the same proof: the digest recorded when it retired must be this one's
+      if (localNow.retireProofDigest === entry.proofDigest) return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} by this proof (${entry.proofId}); nothing written` };
+      if (localNow.retireProofDigest === null) {
+        return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} under this proof's id ${entry.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${short(entry.proofDigest)}): a person decides; nothing written`);
+      }
+      return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} by another proof with the same id ${entry.proofId} (digest ${short(localNow.retireProofDigest)}, this proof's ${short(entry.proofDigest)}): a person decides; nothing written`);
+    }
     const by = localNow.retireProofId === null ? 'with no proof id recorded' : `by proof ${localNow.retireProofId}`;
     return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} ${by}, not by this proof (${entry.proofId}): a person decides; nothing written`);
   }
@@ -135,6 +159,9 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
   const facts = `absent at FC (checked ${fcNow.checkedAt}), local row as expected`;
   return mode === 'execute' ? { result: 'RETIRED', reason: null, detail: facts } : { result: 'WOULD_RETIRE', reason: null, detail: `would retire: ${facts}` };
 }
+
+/** A digest in a message: its first 12 hex digits. */
+const short = (digest: string) => `${digest.slice(0, 12)}…`;
 
 /** What {@link decideProof} needs of a proof: why reading it refused it, or the facts to check. */
 export type ProofFacts =
@@ -161,6 +188,23 @@ export function decideProof(facts: ProofFacts, now: Date, maxAgeSeconds: number,
     return { reason: 'FC_DATABASE', detail: `the proof was made against the FC database ${facts.fcDatabase}, the configured one is ${configuredFcDatabase}` };
   }
   return null;
+}
+
+/**
+ * The last check of a proof as a whole: a proof is its id AND its digest, so its id must not be
+ * one another proof already used. `recordedDigests` are the digests recorded with this proof id in
+ * the per-entry `fc_reconcile_audit` rows (`expected_json.proofDigest` of rows with an answer:
+ * only a proof that passed the checks as a whole has its entries decided, so a refused proof —
+ * a tampered file claiming the id, or a reuse refused here — never takes an id away). Any digest
+ * other than this proof's → `PROOF_ID_REUSED`; null when the id is unused or used by this proof
+ * only (a re-run).
+ * @example proofIdRefusal('rp-1', 'c'.repeat(64), ['d'.repeat(64)])?.reason // 'PROOF_ID_REUSED'
+ */
+export function proofIdRefusal(proofId: string, digest: string, recordedDigests: readonly (string | null)[]): ProofRefusal | null {
+  const other = recordedDigests.find((d) => d !== digest);
+  if (other === undefined) return null;
+  const theirs = other === null ? 'with no digest recorded' : `with digest ${short(other)}`;
+  return { reason: 'PROOF_ID_REUSED', detail: `proof id ${proofId} was already used by another proof (${theirs}; this proof's ${short(digest)}): a proof is its id and its digest — make a new proof with another --proof-id` };
 }
 
 /**

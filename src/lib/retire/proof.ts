@@ -34,7 +34,8 @@ import { idProblem, isRevisionText, isSchoolId, isStoredUuid, isUuid } from '../
 import { loadManifestSource, ManifestReader } from '../manifest/reader.js';
 import { compareKeys, normalizeDateTime } from '../manifest/row.js';
 import { RUN_FILES, RUN_FORMAT } from '../reconcile/run.js';
-import { fcSeen, type FcLookupRow, retireSql } from './sql.js';
+import { proofIdRefusal } from './decide.js';
+import { fcSeen, type FcLookupRow, type ProofIdDigestDbRow, retireSql } from './sql.js';
 
 export const PROOF_FORMAT = 'fcctl.retire-proof.v1';
 /** Every version of the format starts so; another version is refused as unsupported (exit 2). */
@@ -453,6 +454,11 @@ export interface ProveOptions {
 
 export interface ProveDeps {
   readonly fcDb: () => Promise<Db>;
+  /**
+   * The SH database, to check a chosen proof id (`--proof-id`) is not one another proof already
+   * used (`fc_reconcile_audit`); absent → no check (the id is a new UUID, used by no one).
+   */
+  readonly shDb?: () => Promise<Db>;
   readonly now: () => Date;
   readonly signal?: AbortSignal;
   /** each candidate left out, as it is found */
@@ -479,7 +485,11 @@ const FC_LOOKUP_BATCH = 500;
  * 4. every candidate is looked up at FC by answer uuid now (the time taken just before each
  *    query is recorded); one found (any school or form), or with a null createTime or one after
  *    the task start, is left out and listed in `excluded`;
- * 5. the proof is sealed (digest) and written atomically, never over an existing file.
+ * 5. the proof is sealed (digest); with `deps.shDb` (a chosen `--proof-id`), its id must not be
+ *    recorded in `fc_reconcile_audit` by a proof with another digest — a proof is its id AND its
+ *    digest, and `retire-absent` would refuse it as a whole (`PROOF_ID_REUSED`) — else exit 4, no
+ *    file;
+ * 6. it is written atomically, never over an existing file.
  * @example const r = await proveAbsence({ candidatesFile: 'run/retire-candidates.jsonl', fcManifest: 'run/fc-manifest.jsonl', fcCheckpoints: ['run/fc-manifest.checkpoint.json'], out: 'proof.json', proofId: 'rp-1', fcDatabase: 'db:3306/fc' }, { fcDb, now: () => new Date() })
  */
 export async function proveAbsence(o: ProveOptions, deps: ProveDeps): Promise<ProveResult> {
@@ -585,6 +595,12 @@ export async function proveAbsence(o: ProveOptions, deps: ProveDeps): Promise<Pr
     entries,
     excluded,
   });
+  if (deps.shDb) {
+    const q = retireSql.proofIdDigests(proof.proofId);
+    const recorded = (await (await deps.shDb()).query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest);
+    const reused = proofIdRefusal(proof.proofId, proof.digest, recorded);
+    if (reused) throw new SafetyError(`${reused.detail}; no proof written`);
+  }
   await writeFileExclusive(out, formatProof(proof));
   return { kind: 'written', proof, out, candidates: candidates.length };
 }

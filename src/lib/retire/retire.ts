@@ -25,6 +25,7 @@ import {
   type FcNow,
   type LocalNow,
   type ProofFacts,
+  proofIdRefusal,
   type ProofRefusalReason,
   type RefusalReason,
   refusedWithProof,
@@ -32,7 +33,7 @@ import {
   type RetireEntry,
 } from './decide.js';
 import type { ProofReading, RetireProof } from './proof.js';
-import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, retireSql } from './sql.js';
+import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, type ProofIdDigestDbRow, type RetiredAuditDbRow, retirementDigest, retireSql } from './sql.js';
 
 export const EVIDENCE_FORMAT = 'fcctl.retire-evidence.v1';
 
@@ -117,6 +118,7 @@ const MAX_ATTEMPTS = 3;
 function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireEntry {
   return {
     proofId: proof.proofId,
+    proofDigest: proof.digest,
     answerUuid: e.answerUuid,
     schId: proof.schId,
     formUuid: proof.formUuid,
@@ -128,7 +130,8 @@ function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireE
 }
 
 /**
- * Runs one proof. A proof refused as a whole (digest, invalid, age, another FC database) returns
+ * Runs one proof. A proof refused as a whole (digest, invalid, age, another FC database, its id
+ * already used by a proof with another digest) returns
  * `refused` with every readable entry refused for that reason, after writing the evidence and —
  * with `execute` — one audit row for the proof; nothing is retired. Otherwise each entry in
  * order: FC lookup, then the local step; on a stop signal no new entry starts. Database errors
@@ -160,7 +163,15 @@ export async function runRetire(o: RetireRunOptions, deps: RetireRunDeps): Promi
   // 1. the proof as a whole
   const facts: ProofFacts =
     r.kind === 'refused' ? { kind: 'refused', reason: r.reason, detail: r.detail } : { kind: 'valid', createdAt: r.proof.createdAt, manifestCompletedAt: r.proof.fcManifest.completedAt, fcDatabase: r.proof.fcDatabase };
-  const refusal = decideProof(facts, deps.now(), o.maxProofAgeSeconds, o.fcDatabase);
+  let refusal = decideProof(facts, deps.now(), o.maxProofAgeSeconds, o.fcDatabase);
+  // then its id: a proof is its id AND its digest; an id another proof already used is refused
+  // as a whole (a read, in a dry run too). A race of two such proofs is caught per row, under the
+  // lock, by decideRetire (the digest of the RETIRED audit row).
+  if (!refusal && proof) {
+    const sh = await deps.shDb();
+    const q = retireSql.proofIdDigests(proof.proofId);
+    refusal = proofIdRefusal(proof.proofId, proof.digest, (await sh.query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest));
+  }
   if (refusal) {
     const proofId = proof?.proofId ?? (r.kind === 'refused' ? r.proofId : null);
     const answerUuids = proof ? proof.entries.map((e) => e.answerUuid) : r.kind === 'refused' ? r.answerUuids : [];
@@ -284,6 +295,20 @@ async function lookupFc(fc: Db, answerUuid: string, now: () => Date): Promise<Fc
   return row ? { present: true, checkedAt, row: fcSeen(row) } : { present: false, checkedAt };
 }
 
+/**
+ * The local row as the decision reads it. A retired row also needs the digest of the proof that
+ * retired it — a proof is its id AND its digest, and `retire_proof_id` holds only the id — read
+ * from the RETIRED audit row of that retirement (its `expected_json.proofDigest`, written by
+ * {@link settleInTransaction}). A read only; in the execute transaction the row is locked already.
+ */
+async function localWithRetirement(row: LocalDbRow | undefined, entry: RetireEntry, query: (q: Statement) => Promise<RetiredAuditDbRow[]>): Promise<LocalNow | null> {
+  if (!row) return null;
+  const local = localNowOf(row, null);
+  if (local.retiredAt === null) return local;
+  const audit = (await query(retireSql.retiredAudit(entry.answerUuid, entry.schId)))[0];
+  return { ...local, retireProofDigest: retirementDigest(audit, local.retiredAt, local.retireProofId) };
+}
+
 interface Settled {
   readonly decision: RetireDecision;
   readonly local: LocalNow | null;
@@ -299,7 +324,7 @@ async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expect
   if (!o.execute) {
     const q = retireSql.localRow(entry.answerUuid, entry.schId, false);
     const row = (await sh.query<LocalDbRow>(q.sql, q.params))[0];
-    const local = row ? localNowOf(row) : null;
+    const local = await localWithRetirement(row, entry, async (a) => sh.query<RetiredAuditDbRow>(a.sql, a.params));
     return { decision: decideRetire(entry, fcNow, local, p.taskStart, 'dry-run'), local, retiredAt: null };
   }
   for (let attempt = 1; ; attempt++) {
@@ -315,7 +340,7 @@ async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expect
 async function settleInTransaction(conn: PoolConnection, entry: RetireEntry, fcNow: FcNow, expected: Expected, p: RetireProof, o: RetireRunOptions, host: string): Promise<Settled> {
   const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T;
   const row = (await run<LocalDbRow[]>(retireSql.localRow(entry.answerUuid, entry.schId, true)))[0];
-  const local = row ? localNowOf(row) : null;
+  const local = await localWithRetirement(row, entry, (a) => run<RetiredAuditDbRow[]>(a));
   const decision = decideRetire(entry, fcNow, local, p.taskStart, 'execute');
   let retiredAt: string | null = null;
   if (decision.result === 'RETIRED') {

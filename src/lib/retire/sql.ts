@@ -58,6 +58,18 @@ export interface AuditRow {
   readonly observed: unknown;
 }
 
+/** A digest recorded with a proof id ({@link retireSql.proofIdDigests}); null when the row names none. */
+export interface ProofIdDigestDbRow {
+  readonly proof_digest: string | null;
+}
+
+/** The newest RETIRED audit row of an answer, as {@link retireSql.retiredAudit} reads it. */
+export interface RetiredAuditDbRow {
+  readonly proof_id: string | null;
+  readonly expected_json: string | null;
+  readonly observed_json: string | null;
+}
+
 const LOCAL_COLUMNS = 'sch_id, form_uuid, answer_revision, content_hash, is_deleted, create_time, retired_at, retire_proof_id, CAST(NOW() AS CHAR) AS sh_now';
 
 /**
@@ -122,6 +134,26 @@ export const retireSql = {
     ],
   }),
 
+  /**
+   * The newest RETIRED audit row of `(answer_uuid, sch_id)` — the one the current retirement wrote
+   * (its `expected_json.proofDigest` names the proof that retired, see {@link retirementDigest}).
+   * A plain read (index `idx_audit_answer`), also in a dry run.
+   */
+  retiredAudit: (answerUuid: string, schId: string): Statement => ({
+    sql: "SELECT proof_id, expected_json, observed_json FROM fc_reconcile_audit WHERE action = ? AND outcome = 'RETIRED' AND answer_uuid = ? AND sch_id = ? ORDER BY id DESC LIMIT 1",
+    params: [AUDIT_ACTION, answerUuid, BigInt(schId)],
+  }),
+
+  /**
+   * The proof digests recorded with a proof id by per-entry audit rows (answer not null), for
+   * `proofIdRefusal` (decide.ts): at most a few distinct ones are needed to tell "used by another proof".
+   * A plain read, also in a dry run (`proof_id` has no index: one scan per run).
+   */
+  proofIdDigests: (proofId: string): Statement => ({
+    sql: "SELECT DISTINCT JSON_UNQUOTE(JSON_EXTRACT(expected_json, '$.proofDigest')) AS proof_digest FROM fc_reconcile_audit WHERE action = ? AND proof_id = ? AND answer_uuid IS NOT NULL LIMIT 3",
+    params: [AUDIT_ACTION, proofId],
+  }),
+
   /** One audit row (action `RETIRE_ABSENT`), time from the SH database's clock (never written by a dry run). */
   insertAudit: (a: AuditRow): Statement => ({
     sql:
@@ -139,11 +171,41 @@ export function fcSeen(r: FcLookupRow): FcAnswerSeen {
   return { answerUuid: r.answer_uuid, schId: String(r.sch_id), formUuid: r.form_uuid, revision: String(r.answer_revision), isDeleted: Number(r.is_deleted) !== 0 };
 }
 
+const HEX64 = /^[0-9a-f]{64}$/;
+
+function jsonObject(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * A local row as the decision reads it (times cut to whole seconds, as the manifest writes them).
- * @example localNowOf(row).createTime // '2026-10-01 08:00:00'
+ * The digest of the proof that made a row's current retirement: `expected_json.proofDigest` of the
+ * newest RETIRED audit row of the answer, when that row is of the row's `retire_proof_id` and its
+ * `observed_json.retiredAt` is the row's `retired_at` (else that audit row is of an earlier
+ * retirement, and this one was made or changed otherwise). Null when the row is not retired, there
+ * is no such audit row, or it does not name a digest.
+ * @example retirementDigest({ proof_id: 'rp-1', expected_json: '{"proofDigest":"ab…"}', observed_json: '{"retiredAt":"2026-11-30 02:00:00"}' }, '2026-11-30 02:00:00', 'rp-1') // 'ab…'
  */
-export function localNowOf(r: LocalDbRow): LocalNow {
+export function retirementDigest(audit: RetiredAuditDbRow | undefined, retiredAt: string | null, retireProofId: string | null): string | null {
+  if (audit === undefined || retiredAt === null || retireProofId === null || audit.proof_id !== retireProofId) return null;
+  const observed = jsonObject(audit.observed_json);
+  const at = observed?.['retiredAt'];
+  if (typeof at !== 'string' || at.replace('T', ' ').replace(/\.\d+$/, '') !== retiredAt) return null;
+  const digest = jsonObject(audit.expected_json)?.['proofDigest'];
+  return typeof digest === 'string' && HEX64.test(digest) ? digest : null;
+}
+
+/**
+ * A local row as the decision reads it (times cut to whole seconds, as the manifest writes them),
+ * with the digest of the proof that retired it ({@link retirementDigest}; null when not retired).
+ * @example localNowOf(row, null).createTime // '2026-10-01 08:00:00'
+ */
+export function localNowOf(r: LocalDbRow, retireProofDigest: string | null): LocalNow {
   const t = (v: string | null) => (v === null ? null : v.replace('T', ' ').replace(/\.\d+$/, ''));
   return {
     schId: String(r.sch_id),
@@ -154,5 +216,6 @@ export function localNowOf(r: LocalDbRow): LocalNow {
     createTime: t(r.create_time),
     retiredAt: t(r.retired_at),
     retireProofId: r.retire_proof_id,
+    retireProofDigest: r.retired_at === null ? null : retireProofDigest,
   };
 }

@@ -16,7 +16,8 @@ import {
   resultsFor,
   type Triple,
 } from '../../src/lib/projection/decide.js';
-import { checkProofId, parsePlan, RepairInputError } from '../../src/lib/projection/input.js';
+import { LineError } from '../../src/lib/cli/record-file.js';
+import { checkProofId, parsePlan } from '../../src/lib/projection/input.js';
 import { repairEventId } from '../../src/lib/projection/repair.js';
 import { auditSql, projectionSql } from '../../src/lib/projection/sql.js';
 
@@ -214,7 +215,7 @@ describe('inputs', () => {
 
   it('proof ids: 1–128 characters, no control characters or surrounding spaces', () => {
     expect(checkProofId('x'.repeat(128), 0)).toHaveLength(128);
-    for (const bad of ['', 'x'.repeat(129), ' p', 'p\n', 'a\u0000b']) expect(() => checkProofId(bad, 0)).toThrow(RepairInputError);
+    for (const bad of ['', 'x'.repeat(129), ' p', 'p\n', 'a\u0000b']) expect(() => checkProofId(bad, 0)).toThrow(LineError);
   });
 
   const line = (o: Record<string, unknown> = {}) =>

@@ -17,9 +17,9 @@ import {
   MAX_ENVELOPE_BYTES,
   MAX_PLAN_BYTES,
   parsePlan,
-  RepairInputError,
   type RepairItem,
 } from '../../lib/projection/input.js';
+import { LineError } from '../../lib/cli/record-file.js';
 import { type RepairOutcome, type RepairRunOptions, runRepairBatch } from '../../lib/projection/repair.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { consumerArg, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
@@ -60,7 +60,7 @@ const usage = <T>(f: () => T): T => {
   try {
     return f();
   } catch (err) {
-    if (err instanceof RepairInputError) throw new UsageError(err.message);
+    if (err instanceof LineError) throw new UsageError(err.message);
     throw err;
   }
 };
@@ -94,7 +94,7 @@ async function readItems(options: ProjectionRepairOptions, ctx: Ctx): Promise<In
   try {
     return { items: parsePlan(text, options.schId), sha256: sha256(bytes) };
   } catch (err) {
-    if (err instanceof RepairInputError) throw new UsageError(`--plan ${options.plan}: ${err.message}`);
+    if (err instanceof LineError) throw new UsageError(`--plan ${options.plan}: ${err.message}`);
     throw err;
   }
 }

@@ -7,20 +7,11 @@ import { canonicalize } from '../canon/index.js';
 import { checkEnvelope } from '../envelope/check.js';
 import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../ids.js';
 import { REPAIR_CATEGORIES, type Category } from '../reconcile/classify.js';
+import { LineError } from '../cli/record-file.js';
 import type { PlanLine } from '../reconcile/diff.js';
 import type { AuthoritativeSnapshot, Triple } from './decide.js';
 import { MISSING } from './decide.js';
 
-/** Why an input was refused, naming the line (0: the command line or a whole file). */
-export class RepairInputError extends Error {
-  constructor(
-    readonly line: number,
-    readonly problem: string,
-  ) {
-    super(line > 0 ? `line ${line}: ${problem}` : problem);
-    this.name = 'RepairInputError';
-  }
-}
 
 /** One answer to repair: from the flags (`line` 0) or a plan line. */
 export interface RepairItem {
@@ -56,10 +47,10 @@ function shown(value: unknown): string {
 
 /**
  * An answer or form uuid: the 8-4-4-4-12 hex form (the lookup is exact, so case is kept).
- * @example checkUuid('nope', 0, '--answer') // throws RepairInputError('--answer "nope" is not a UUID')
+ * @example checkUuid('nope', 0, '--answer') // throws LineError('--answer "nope" is not a UUID')
  */
 export function checkUuid(value: unknown, line: number, name: string): string {
-  if (!isUuid(value)) throw new RepairInputError(line, `${name} ${shown(value)} is not a UUID`);
+  if (!isUuid(value)) throw new LineError(line, `${name} ${shown(value)} is not a UUID`);
   return value;
 }
 
@@ -69,7 +60,7 @@ export function checkUuid(value: unknown, line: number, name: string): string {
  */
 export function checkSchool(value: unknown, line: number, name: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (!isSchoolId(text)) throw new RepairInputError(line, `${name} ${shown(value)} is not a positive whole number`);
+  if (!isSchoolId(text)) throw new LineError(line, `${name} ${shown(value)} is not a positive whole number`);
   return text;
 }
 
@@ -79,7 +70,7 @@ export function checkSchool(value: unknown, line: number, name: string): string 
  */
 export function checkRevision(value: unknown, line: number, name: string): string {
   const revision = revisionOf(value);
-  if (revision === null) throw new RepairInputError(line, `${name} ${shown(value)} is not a whole number ≥ 0`);
+  if (revision === null) throw new LineError(line, `${name} ${shown(value)} is not a whole number ≥ 0`);
   return revision;
 }
 
@@ -88,7 +79,7 @@ export function checkRevision(value: unknown, line: number, name: string): strin
  * @example checkHash('ABC', 0, '--expected-hash') // throws
  */
 export function checkHash(value: unknown, line: number, name: string): string {
-  if (typeof value !== 'string' || !HASH.test(value)) throw new RepairInputError(line, `${name} must be 64 lowercase hex digits`);
+  if (typeof value !== 'string' || !HASH.test(value)) throw new LineError(line, `${name} must be 64 lowercase hex digits`);
   return value;
 }
 
@@ -99,7 +90,7 @@ export function checkHash(value: unknown, line: number, name: string): string {
 export function checkIsDeletedFlag(value: unknown): boolean {
   if (value === '0') return false;
   if (value === '1') return true;
-  throw new RepairInputError(0, `--expected-is-deleted ${shown(value)} must be 0 or 1`);
+  throw new LineError(0, `--expected-is-deleted ${shown(value)} must be 0 or 1`);
 }
 
 /**
@@ -109,7 +100,7 @@ export function checkIsDeletedFlag(value: unknown): boolean {
  */
 export function checkProofId(value: unknown, line: number, name = '--proof-id'): string {
   const problem = idProblem(value);
-  if (problem !== null) throw new RepairInputError(line, `${name} ${problem}`);
+  if (problem !== null) throw new LineError(line, `${name} ${problem}`);
   return value as string;
 }
 
@@ -118,7 +109,7 @@ export function checkProofId(value: unknown, line: number, name = '--proof-id'):
  * @example checkRunId('nightly-2026-11-30') // 'nightly-2026-11-30'
  */
 export function checkRunId(value: unknown): string {
-  if (!isTokenRunId(value)) throw new RepairInputError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
+  if (!isTokenRunId(value)) throw new LineError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
   return value;
 }
 
@@ -126,10 +117,10 @@ export function checkRunId(value: unknown): string {
 export function expectedFromFlags(flags: { revision?: unknown; hash?: unknown; isDeleted?: unknown; missing: boolean }): Triple {
   const given = [flags.revision, flags.hash, flags.isDeleted].filter((v) => v !== undefined).length;
   if (flags.missing) {
-    if (given > 0) throw new RepairInputError(0, '--expect-missing cannot be combined with --expected-revision, --expected-hash or --expected-is-deleted');
+    if (given > 0) throw new LineError(0, '--expect-missing cannot be combined with --expected-revision, --expected-hash or --expected-is-deleted');
     return MISSING;
   }
-  if (given < 3) throw new RepairInputError(0, 'give --expected-revision, --expected-hash and --expected-is-deleted (the local row as read), or --expect-missing');
+  if (given < 3) throw new LineError(0, 'give --expected-revision, --expected-hash and --expected-is-deleted (the local row as read), or --expect-missing');
   return {
     revision: checkRevision(flags.revision, 0, '--expected-revision'),
     hash: checkHash(flags.hash, 0, '--expected-hash'),
@@ -140,10 +131,10 @@ export function expectedFromFlags(flags: { revision?: unknown; hash?: unknown; i
 const PLAN_MEMBERS: ReadonlyArray<keyof PlanLine> = ['category', 'answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'fcRevision', 'fcContentHash', 'fcIsDeleted'];
 
 function planItem(line: number, o: Record<string, unknown>): RepairItem {
-  for (const m of PLAN_MEMBERS) if (!(m in o)) throw new RepairInputError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
+  for (const m of PLAN_MEMBERS) if (!(m in o)) throw new LineError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
   const category = o['category'];
   if (typeof category !== 'string' || !(REPAIR_CATEGORIES as readonly string[]).includes(category)) {
-    throw new RepairInputError(line, `category ${shown(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
+    throw new LineError(line, `category ${shown(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
   }
   const answerUuid = checkUuid(o['answerUuid'], line, 'answerUuid');
   const schId = checkSchool(o['schId'], line, 'schId');
@@ -151,17 +142,17 @@ function planItem(line: number, o: Record<string, unknown>): RepairItem {
   const nulls = [o['expectedRevision'], o['expectedHash'], o['expectedIsDeleted']].filter((v) => v === null).length;
   let expected: Triple;
   if (nulls === 3) expected = MISSING;
-  else if (nulls > 0) throw new RepairInputError(line, 'expectedRevision, expectedHash and expectedIsDeleted must be all null (missing) or all set');
+  else if (nulls > 0) throw new LineError(line, 'expectedRevision, expectedHash and expectedIsDeleted must be all null (missing) or all set');
   else {
     const isDeleted = o['expectedIsDeleted'];
-    if (typeof isDeleted !== 'boolean') throw new RepairInputError(line, 'expectedIsDeleted must be true, false or null');
+    if (typeof isDeleted !== 'boolean') throw new LineError(line, 'expectedIsDeleted must be true, false or null');
     expected = { revision: checkRevision(o['expectedRevision'], line, 'expectedRevision'), hash: checkHash(o['expectedHash'], line, 'expectedHash'), isDeleted };
   }
   if ((category === 'MISSING_LOCAL') !== (expected.revision === null)) {
-    throw new RepairInputError(line, category === 'MISSING_LOCAL' ? 'a MISSING_LOCAL line must have a null expected triple' : `a ${category} line must have an expected triple`);
+    throw new LineError(line, category === 'MISSING_LOCAL' ? 'a MISSING_LOCAL line must have a null expected triple' : `a ${category} line must have an expected triple`);
   }
   const fcIsDeleted = o['fcIsDeleted'];
-  if (typeof fcIsDeleted !== 'boolean') throw new RepairInputError(line, 'fcIsDeleted must be true or false');
+  if (typeof fcIsDeleted !== 'boolean') throw new LineError(line, 'fcIsDeleted must be true or false');
   return {
     line,
     answerUuid,
@@ -196,19 +187,19 @@ export function parsePlan(text: string, school?: string): RepairItem[] {
     const line = i + 1;
     const t = lines[i]!.replace(/\r$/, '');
     if (t.trim() === '') continue;
-    if (items.length >= MAX_PLAN_ITEMS) throw new RepairInputError(line, `more than ${MAX_PLAN_ITEMS} items; split the plan`);
+    if (items.length >= MAX_PLAN_ITEMS) throw new LineError(line, `more than ${MAX_PLAN_ITEMS} items; split the plan`);
     let value: unknown;
     try {
       value = JSON.parse(t);
     } catch (err) {
-      throw new RepairInputError(line, `malformed JSON: ${(err as Error).message.split('\n')[0]}`);
+      throw new LineError(line, `malformed JSON: ${(err as Error).message.split('\n')[0]}`);
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new RepairInputError(line, 'not a JSON object');
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new LineError(line, 'not a JSON object');
     const it = planItem(line, value as Record<string, unknown>);
-    if (school !== undefined && it.schId !== school) throw new RepairInputError(line, `school ${it.schId} is not --school ${school}`);
+    if (school !== undefined && it.schId !== school) throw new LineError(line, `school ${it.schId} is not --school ${school}`);
     const key = `${it.answerUuid.toLowerCase()} ${it.schId}`;
     const first = seen.get(key);
-    if (first !== undefined) throw new RepairInputError(line, `answer ${it.answerUuid} at school ${it.schId} is already on line ${first}`);
+    if (first !== undefined) throw new LineError(line, `answer ${it.answerUuid} at school ${it.schId} is already on line ${first}`);
     seen.set(key, line);
     items.push(it);
   }
@@ -220,7 +211,7 @@ export function parsePlan(text: string, school?: string): RepairItem[] {
  * does (any problem refuses the file), then its answer, school and consumer must be the flags'
  * and its uuids well-formed. The snapshot stored is the canonical text (the hash covers it; a
  * top-level `intent` member is not part of it).
- * @throws {RepairInputError} naming every problem found (exit 2)
+ * @throws {LineError} naming every problem found (exit 2)
  * @example authoritativeFromEnvelope(bytes, { answerUuid, schId: '5', consumerAppKey: '100100' }).revision
  */
 export function authoritativeFromEnvelope(
@@ -228,9 +219,9 @@ export function authoritativeFromEnvelope(
   want: { readonly answerUuid: string; readonly schId: string; readonly consumerAppKey: string },
 ): AuthoritativeSnapshot {
   const r = checkEnvelope(body);
-  if (r.kind === 'not-json') throw new RepairInputError(0, `--envelope is not JSON: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`);
+  if (r.kind === 'not-json') throw new LineError(0, `--envelope is not JSON: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`);
   if (r.problems.length > 0 || !r.envelope) {
-    throw new RepairInputError(0, `--envelope refused: ${r.problems.map((p) => `${p.code}: ${p.detail}`).join('; ')}`);
+    throw new LineError(0, `--envelope refused: ${r.problems.map((p) => `${p.code}: ${p.detail}`).join('; ')}`);
   }
   const e = r.envelope;
   const problems: string[] = [];
@@ -242,10 +233,10 @@ export function authoritativeFromEnvelope(
   if (BigInt(e.answerRevision) < 0n || BigInt(e.formVersion) < 0n) problems.push('answerRevision and formVersion must be ≥ 0');
   const snapshot = JSON.parse(e.snapshotJson) as Record<string, unknown>;
   if (String(snapshot['schId']) !== want.schId) problems.push(`snapshot schId ${String(snapshot['schId'])} is not --school ${want.schId}`);
-  if (problems.length > 0) throw new RepairInputError(0, `--envelope refused: ${problems.join('; ')}`);
+  if (problems.length > 0) throw new LineError(0, `--envelope refused: ${problems.join('; ')}`);
   // checkEnvelope hashed these very bytes: they canonicalize.
   const canon = canonicalize(e.snapshotJson);
-  if (!canon.ok || canon.hash !== e.contentHash) throw new RepairInputError(0, '--envelope refused: the snapshot does not canonicalize to contentHash');
+  if (!canon.ok || canon.hash !== e.contentHash) throw new LineError(0, '--envelope refused: the snapshot does not canonicalize to contentHash');
   return {
     source: 'envelope',
     eventId: e.eventId,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/cli/exit.js';
-import { formatProof, parseCandidates, parseProof, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest, type RetireProofBody, sealProof } from '../../src/lib/retire/proof.js';
+import { parseCandidates } from '../../src/lib/retire/inputs.js';
+import { formatProof, parseProof, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest, type RetireProofBody, sealProof } from '../../src/lib/retire/proof.js';
 import { type RetiredAuditDbRow, retirementDigest, retireSql } from '../../src/lib/retire/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000000';

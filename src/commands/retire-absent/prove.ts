@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
-import { EXCLUSION_REASONS, proveAbsence } from '../../lib/retire/proof.js';
+import { EXCLUSION_REASONS } from '../../lib/retire/decide.js';
+import { proveAbsence } from '../../lib/retire/prove.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { pathArg, pathsArg, proofIdArg } from '../options.js';
 
@@ -22,7 +23,7 @@ export interface RetireProveOptions {
 const COMMAND = 'retire-absent prove';
 
 /**
- * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire/proof.ts) from `reconcile`'s
+ * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire/prove.ts; format: proof.ts) from `reconcile`'s
  * retire candidates, the complete FC manifest they came from, and a fresh FC lookup of each.
  * Exit 0 when the proof holds every candidate (or there were none: no proof written), 1 when some
  * were left out (listed in the proof's `excluded` and as `excluded` events) or a stop signal ended

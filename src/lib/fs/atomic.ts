@@ -1,10 +1,10 @@
 /**
- * Durable file writes shared by metrics files, manifest checkpoints and reconcile outputs: a
- * reader (or a process restarted after `kill -9` or a power cut) sees the old file or the new one,
- * never a partial one.
+ * Durable file writes shared by metrics files, manifest checkpoints, reconcile outputs and retire
+ * proofs: a reader (or a process restarted after `kill -9` or a power cut) sees the old file or
+ * the new one (no file or the whole file, for {@link writeFileExclusive}), never a partial one.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readdir, rename, unlink } from 'node:fs/promises';
+import { link, open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -57,6 +57,35 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     throw err;
   }
   await fsyncDir(dirname(path));
+}
+
+/**
+ * Writes `data` to `path` atomically and never over an existing file: a temp file beside it,
+ * fsynced, then hard-linked to `path` (a link, unlike a rename, fails when the path exists), the
+ * temp name removed whatever happened, then the directory fsynced. `'exists'` when `path` exists
+ * (nothing written there); the caller words the refusal. `mode` as for {@link writeFileAtomic}.
+ * @example if ((await writeFileExclusive('/runs/proof.json', text)) === 'exists') throw new Error('choose another path')
+ */
+export async function writeFileExclusive(path: string, data: string | Uint8Array, mode = 0o600): Promise<'written' | 'exists'> {
+  const tmp = tempPathFor(path);
+  const handle = await open(tmp, 'wx', mode);
+  try {
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await link(tmp, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
+    throw err;
+  } finally {
+    // after a link too: the data stays under `path`, the temp name must go
+    await unlink(tmp).catch(() => undefined);
+  }
+  await fsyncDir(dirname(path));
+  return 'written';
 }
 
 /**

@@ -131,8 +131,7 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
 export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode: RunMode = 'execute'): RetireDecision {
   if (fcNow.present) {
     const r = fcNow.row;
-    const where = r.schId === entry.schId && r.formUuid === entry.formUuid ? '' : ` under school ${r.schId} form ${r.formUuid}`;
-    return refused('PRESENT_AT_FC', `FC has answer ${entry.answerUuid}${where} again (revision ${r.revision}${r.isDeleted ? ', tombstone' : ''}, checked ${fcNow.checkedAt})`);
+    return refused('PRESENT_AT_FC', `FC has answer ${entry.answerUuid}${elsewhere(r, entry)} again (${fcState(r)}, checked ${fcNow.checkedAt})`);
   }
   if (localNow === null) return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
   if (localNow.retiredAt !== null) {
@@ -147,8 +146,8 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
     const by = localNow.retireProofId === null ? 'with no proof id recorded' : `by proof ${localNow.retireProofId}`;
     return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} ${by}, not by this proof (${entry.proofId}): a person decides; nothing written`);
   }
-  if (localNow.createTime === null) return refused('CREATE_TIME_NULL', 'the local createTime is null: the row cannot be shown to predate the task start');
-  if (localNow.createTime > taskStart) return refused('CREATED_AFTER_TASK_START', `created ${localNow.createTime}, after the task start ${taskStart}`);
+  const late = createTimeRefusal(localNow.createTime, taskStart);
+  if (late) return refused(late.reason, late.reason === 'CREATE_TIME_NULL' ? `${late.detail}: the row cannot be shown to predate the task start` : late.detail);
   const changed: string[] = [];
   if (localNow.formUuid !== entry.formUuid) changed.push(`form ${localNow.formUuid} (expected ${entry.formUuid})`);
   if (compareRevisions(localNow.revision, entry.expectedRevision) !== 0) changed.push(`revision ${localNow.revision} (expected ${entry.expectedRevision})`);
@@ -159,6 +158,52 @@ export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNo
   const facts = `absent at FC (checked ${fcNow.checkedAt}), local row as expected`;
   return mode === 'execute' ? { result: 'RETIRED', reason: null, detail: facts } : { result: 'WOULD_RETIRE', reason: null, detail: `would retire: ${facts}` };
 }
+
+/**
+ * Why `retire-absent prove` leaves a candidate out of a proof, in the order checked: at FC now
+ * (any school or form), local createTime null, or after the task start.
+ */
+export const EXCLUSION_REASONS = ['PRESENT_AT_FC', 'CREATE_TIME_NULL', 'CREATED_AFTER_TASK_START'] as const;
+export type ExclusionReason = (typeof EXCLUSION_REASONS)[number];
+
+/**
+ * The createTime rule of seed 000 §8.1, shared by {@link candidateExclusion} and
+ * {@link decideRetire}: a row whose createTime is null or after the task start (both
+ * `yyyy-MM-dd HH:mm:ss`, compared as text) is never read as "absent at FC". Null when it passes.
+ * @example createTimeRefusal('2026-11-30 02:00:00', '2026-11-30 01:00:00')?.reason // 'CREATED_AFTER_TASK_START'
+ */
+export function createTimeRefusal(createTime: string | null, taskStart: string): { readonly reason: 'CREATE_TIME_NULL' | 'CREATED_AFTER_TASK_START'; readonly detail: string } | null {
+  if (createTime === null) return { reason: 'CREATE_TIME_NULL', detail: 'the local createTime is null' };
+  if (createTime > taskStart) return { reason: 'CREATED_AFTER_TASK_START', detail: `created ${createTime}, after the task start ${taskStart}` };
+  return null;
+}
+
+/** What {@link candidateExclusion} needs of a retire candidate. */
+export interface CandidateFacts {
+  readonly schId: string;
+  readonly formUuid: string;
+  /** the local createTime the candidates file recorded */
+  readonly localCreateTime: string | null;
+}
+
+/**
+ * Whether a retire candidate may be proven absent: the same checks, in the same order, as steps 1
+ * and 4 of {@link decideRetire} (which checks the local row in between, and reads the createTime
+ * of the row now, not the one recorded with the candidate). `atFc`: the row a fresh FC lookup by
+ * answer uuid found, or null. The reason to leave it out, or null to put it in the proof.
+ * @example candidateExclusion({ schId: '5', formUuid, localCreateTime: null }, null, '2026-11-30 01:00:00')?.reason // 'CREATE_TIME_NULL'
+ */
+export function candidateExclusion(c: CandidateFacts, atFc: FcAnswerSeen | null, taskStart: string): { readonly reason: ExclusionReason; readonly detail: string } | null {
+  if (atFc) return { reason: 'PRESENT_AT_FC', detail: `FC has it now${elsewhere(atFc, c)} (${fcState(atFc)})` };
+  return createTimeRefusal(c.localCreateTime, taskStart);
+}
+
+/** Where an FC row is, in a message: nothing when under the expected school and form. */
+const elsewhere = (r: FcAnswerSeen, expected: { readonly schId: string; readonly formUuid: string }) =>
+  r.schId === expected.schId && r.formUuid === expected.formUuid ? '' : ` under school ${r.schId} form ${r.formUuid}`;
+
+/** An FC row's revision and tombstone, in a message. */
+const fcState = (r: FcAnswerSeen) => `revision ${r.revision}${r.isDeleted ? ', tombstone' : ''}`;
 
 /** A digest in a message: its first 12 hex digits. */
 const short = (digest: string) => `${digest.slice(0, 12)}…`;

@@ -1,8 +1,7 @@
 /**
- * Retire proofs (SPEC §8, seed 000 §8/§8.1 `retireAbsent(AuthoritativeAbsenceProof)`): the file
- * format, its digest, reading it back strictly, and `retire-absent prove`, which makes one from
- * `reconcile diff`'s retire candidates, the complete FC manifest they came from, and a fresh look
- * at FC for every candidate.
+ * The retire proof format (SPEC §8, seed 000 §8/§8.1 `retireAbsent(AuthoritativeAbsenceProof)`):
+ * its types, its digest, its file text and its strict parser — pure. Reading the files is
+ * `inputs.ts`; making a proof (`retire-absent prove`) is `prove.ts`.
  *
  * A proof is one JSON object (format `fcctl.retire-proof.v1`), members in this order:
  *
@@ -24,18 +23,15 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { link, open, readFile, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { canonicalize } from '../canon/index.js';
-import { SafetyError, UsageError } from '../cli/exit.js';
-import type { Db } from '../db/connect.js';
-import { fsyncDir, tempPathFor } from '../fs/atomic.js';
+import { UsageError } from '../cli/exit.js';
 import { idProblem, isRevisionText, isSchoolId, isStoredUuid, isUuid } from '../ids.js';
-import { loadManifestSource, ManifestReader } from '../manifest/reader.js';
-import { compareKeys, normalizeDateTime } from '../manifest/row.js';
-import { RUN_FILES, RUN_FORMAT } from '../reconcile/run.js';
-import { proofIdRefusal } from './decide.js';
-import { fcSeen, type FcLookupRow, type ProofIdDigestDbRow, retireSql } from './sql.js';
+import { normalizeDateTime } from '../manifest/row.js';
+import { EXCLUSION_REASONS, type ExclusionReason } from './decide.js';
+
+/** Re-exported: the exclusion rule lives with the other decisions (`decide.ts`). */
+export { EXCLUSION_REASONS, type ExclusionReason };
 
 export const PROOF_FORMAT = 'fcctl.retire-proof.v1';
 /** Every version of the format starts so; another version is refused as unsupported (exit 2). */
@@ -72,8 +68,7 @@ export interface ProofEntry {
   readonly fcAbsentCheckedAt: string;
 }
 
-export const EXCLUSION_REASONS = ['PRESENT_AT_FC', 'CREATE_TIME_NULL', 'CREATED_AFTER_TASK_START'] as const;
-export type ExclusionReason = (typeof EXCLUSION_REASONS)[number];
+
 
 export interface ProofExclusion {
   readonly answerUuid: string;
@@ -155,11 +150,18 @@ export type ProofReading =
       readonly answerUuids: readonly string[];
     };
 
-const HEX64 = /^[0-9a-f]{64}$/;
+
+/** 64 lowercase hex digits: a SHA-256 or fc.canon.v1 hash. */
+export const HEX64 = /^[0-9a-f]{64}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
-const isDateTime = (v: unknown): v is string => typeof v === 'string' && normalizeDateTime(v) === v;
+/**
+ * A `yyyy-MM-dd HH:mm:ss` time, exactly as fcctl writes it.
+ * @example isDateTime('2026-11-30 01:00:00') // true
+ */
+export const isDateTime = (v: unknown): v is string => typeof v === 'string' && normalizeDateTime(v) === v;
 const isIso = (v: unknown): v is string => typeof v === 'string' && ISO_UTC.test(v) && Number.isFinite(Date.parse(v));
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
 
 function exactMembers(o: Record<string, unknown>, names: readonly string[], where: string): string | null {
   for (const k of Object.keys(o)) if (!names.includes(k)) return `${where} has an unexpected member ${JSON.stringify(k)}`;
@@ -167,7 +169,11 @@ function exactMembers(o: Record<string, unknown>, names: readonly string[], wher
   return null;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/**
+ * A JSON object (not null, not an array).
+ * @example isObject(JSON.parse('[]')) // false
+ */
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const TOP_MEMBERS = ['format', 'formatDoc', 'proofId', 'taskId', 'taskStart', 'schId', 'formUuid', 'createdAt', 'fcDatabase', 'fcManifest', 'candidates', 'entries', 'excluded', 'digest'];
 const MANIFEST_MEMBERS = ['path', 'checkpoints', 'rows', 'bytes', 'sha256', 'completedAt'];
@@ -285,325 +291,6 @@ export function parseProof(bytes: Uint8Array, label: string): ProofReading {
   return { kind: 'valid', proof: v as unknown as RetireProof, fileSha256 };
 }
 
-/**
- * Reads and parses a proof file; a missing, unreadable or oversized file is a {@link UsageError}
- * (exit 2) — the size is checked before anything is read.
- * @example const r = await readProofFile('proof.json'); if (r.kind === 'refused') console.error(r.reason, r.detail)
- */
-export async function readProofFile(path: string): Promise<ProofReading> {
-  const label = `proof ${path}`;
-  try {
-    const s = await stat(path);
-    if (!s.isFile()) throw new UsageError(`${label} is not a file`);
-    if (s.size > MAX_PROOF_BYTES) throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit of a retire proof`);
-    return parseProof(await readFile(path), label);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`cannot read ${label}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-}
-
-// ---------------------------------------------------------------- the candidates file
-
-/** A line of `retire-candidates.jsonl` (`reconcile diff`), checked. */
-export interface Candidate {
-  readonly line: number;
-  readonly answerUuid: string;
-  readonly schId: string;
-  readonly formUuid: string;
-  readonly expectedRevision: string;
-  readonly expectedHash: string;
-  readonly expectedIsDeleted: boolean;
-  /** null only in a hand-made file: such a candidate is excluded (`CREATE_TIME_NULL`) */
-  readonly localCreateTime: string | null;
-  readonly taskStart: string;
-}
-
-/**
- * Parses `retire-candidates.jsonl`: one JSON object per line (blank lines skipped, other members
- * ignored), each with `answerUuid`, `schId`, `formUuid`, `expectedRevision`, `expectedHash`,
- * `expectedIsDeleted`, `localCreateTime`, `taskStart`; every line of the same school, form and
- * task start; no answer twice; at most {@link MAX_PROOF_ENTRIES}. Throws {@link UsageError}
- * naming the line.
- * @example parseCandidates(readFileSync('run/retire-candidates.jsonl', 'utf8'), 'run/retire-candidates.jsonl')
- */
-export function parseCandidates(text: string, label: string): Candidate[] {
-  const out: Candidate[] = [];
-  const seen = new Set<string>();
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!.replace(/\r$/, '');
-    if (raw.trim() === '') continue;
-    const line = i + 1;
-    const bad = (problem: string) => new UsageError(`${label} line ${line}: ${problem}`);
-    let v: unknown;
-    try {
-      v = JSON.parse(raw);
-    } catch {
-      throw bad('not valid JSON');
-    }
-    if (!isObject(v)) throw bad('not a JSON object');
-    for (const k of ['answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'taskStart']) if (!(k in v)) throw bad(`member ${k} is missing`);
-    // Named by its kind, not serialized: a hostile line may nest too deep for JSON.stringify.
-    if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC') throw bad(`category ${typeof v['category'] === 'string' ? JSON.stringify(v['category'].slice(0, 64)) : `of type ${Array.isArray(v['category']) ? 'array' : typeof v['category']}`} is not ABSENT_AT_FC`);
-    const { answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime, taskStart } = v;
-    if (!isStoredUuid(answerUuid)) throw bad('answerUuid must be a string of 1 to 36 characters');
-    if (!isSchoolId(schId)) throw bad('schId must be a positive whole number as text');
-    if (!isUuid(formUuid)) throw bad('formUuid must be a UUID');
-    if (!isRevisionText(expectedRevision)) throw bad('expectedRevision must be a whole number as text');
-    if (typeof expectedHash !== 'string' || !HEX64.test(expectedHash)) throw bad('expectedHash must be 64 lowercase hex digits');
-    if (typeof expectedIsDeleted !== 'boolean') throw bad('expectedIsDeleted must be true or false');
-    if (localCreateTime !== null && !isDateTime(localCreateTime)) throw bad('localCreateTime must be null or "yyyy-MM-dd HH:mm:ss"');
-    if (!isDateTime(taskStart)) throw bad('taskStart must be "yyyy-MM-dd HH:mm:ss"');
-    const first = out[0];
-    if (first && (first.schId !== schId || first.formUuid !== formUuid || first.taskStart !== taskStart)) {
-      throw bad(`school ${schId}, form ${formUuid}, task start ${taskStart}: line ${first.line} has school ${first.schId}, form ${first.formUuid}, task start ${first.taskStart}; a proof covers one reconcile task`);
-    }
-    if (seen.has(answerUuid)) throw bad(`answer ${answerUuid} is listed twice`);
-    seen.add(answerUuid);
-    if (out.length >= MAX_PROOF_ENTRIES) throw bad(`more than ${MAX_PROOF_ENTRIES} candidates; that many absent answers needs a person, not a proof`);
-    out.push({ line, answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime: localCreateTime as string | null, taskStart });
-  }
-  return out;
-}
-
-async function readCandidatesFile(path: string): Promise<{ candidates: Candidate[]; sha256: string }> {
-  const label = `candidates ${path}`;
-  let bytes: Buffer;
-  try {
-    const s = await stat(path);
-    if (!s.isFile()) throw new UsageError(`${label} is not a file`);
-    if (s.size > MAX_PROOF_BYTES) throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit`);
-    bytes = await readFile(path);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`cannot read ${label}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  if (!isUtf8(bytes)) throw new UsageError(`${label} is not UTF-8 text`);
-  return { candidates: parseCandidates(bytes.toString('utf8'), label), sha256: createHash('sha256').update(bytes).digest('hex') };
-}
-
-/**
- * The task id when none is given: the run id of `run.json` beside the candidates (a `reconcile
- * run` directory), which must name the candidates' task start. Exit 2 when there is none.
- */
-async function taskIdBeside(candidatesFile: string, taskStart: string): Promise<string> {
-  const path = join(dirname(resolve(candidatesFile)), RUN_FILES.run);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch {
-    throw new UsageError(`no --task-id given and no ${RUN_FILES.run} beside the candidates (${path}); pass --task-id`);
-  }
-  let run: { format?: unknown; runId?: unknown; taskStart?: unknown };
-  try {
-    run = JSON.parse(text) as typeof run;
-  } catch {
-    throw new UsageError(`${path} is not JSON; pass --task-id`);
-  }
-  if (run.format !== RUN_FORMAT || idProblem(run.runId) !== null) throw new UsageError(`${path} is not a ${RUN_FORMAT} file with a run id; pass --task-id`);
-  if (run.taskStart !== taskStart) {
-    throw new SafetyError(`${path} is of the run with task start ${String(run.taskStart)}, the candidates of task start ${taskStart}: they are not of the same reconcile task`);
-  }
-  return run.runId as string;
-}
-
-// ---------------------------------------------------------------- writing a proof
-
-/**
- * Writes a file atomically and never over an existing one: a temp file beside it, fsynced, then
- * hard-linked to the path (which fails if the path exists), the temp name removed, the directory
- * fsynced. A reader sees no file or the whole file.
- * @throws {UsageError} when the path exists
- * @example await writeFileExclusive('/runs/proof.json', formatProof(proof))
- */
-export async function writeFileExclusive(path: string, data: string): Promise<void> {
-  const tmp = tempPathFor(path);
-  const handle = await open(tmp, 'wx', 0o600);
-  try {
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await link(tmp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`--out ${path} exists; a proof is never overwritten — choose another path`);
-    throw err;
-  } finally {
-    await unlink(tmp).catch(() => undefined);
-  }
-  await fsyncDir(dirname(path));
-}
-
-// ---------------------------------------------------------------- prove
-
-export interface ProveOptions {
-  readonly candidatesFile: string;
-  readonly fcManifest: string;
-  /** one per shard, in shard order; the shards must cover the whole key space */
-  readonly fcCheckpoints: readonly string[];
-  readonly out: string;
-  readonly proofId: string;
-  /** default: the run id of `run.json` beside the candidates */
-  readonly taskId?: string;
-  /** `host:port/db` of the configured FC database: must be the one the manifest was scanned from */
-  readonly fcDatabase: string;
-}
-
-export interface ProveDeps {
-  readonly fcDb: () => Promise<Db>;
-  /**
-   * The SH database, to check a chosen proof id (`--proof-id`) is not one another proof already
-   * used (`fc_reconcile_audit`); absent → no check (the id is a new UUID, used by no one).
-   */
-  readonly shDb?: () => Promise<Db>;
-  readonly now: () => Date;
-  readonly signal?: AbortSignal;
-  /** each candidate left out, as it is found */
-  readonly onExcluded?: (x: ProofExclusion) => void;
-}
-
-export type ProveResult =
-  | { readonly kind: 'written'; readonly proof: RetireProof; readonly out: string; readonly candidates: number }
-  | { readonly kind: 'no-candidates'; readonly out: string }
-  | { readonly kind: 'stopped'; readonly reason: string; readonly checked: number; readonly candidates: number };
-
-/** Answers per FC lookup statement. */
-const FC_LOOKUP_BATCH = 500;
-
-/**
- * `retire-absent prove`, in this order (nothing is written until the end; any refusal leaves no file):
- * 1. `--out` must not exist (exit 2); the candidates file is read and checked (exit 2);
- *    no candidates → no proof (`no-candidates`);
- * 2. the task id (`--task-id`, or `run.json` beside the candidates, which must name their task start);
- * 3. the FC manifest must be complete and vouched for by its checkpoints — completed, every byte's
- *    SHA-256 and the row count as recorded (exit 4; a bad line exit 2) —, cover the whole key
- *    space, be of the candidates' school and form and scanned from the configured FC database
- *    (exit 4), and hold none of the candidates (exit 4: they are not from this manifest);
- * 4. every candidate is looked up at FC by answer uuid now (the time taken just before each
- *    query is recorded); one found (any school or form), or with a null createTime or one after
- *    the task start, is left out and listed in `excluded`;
- * 5. the proof is sealed (digest); with `deps.shDb` (a chosen `--proof-id`), its id must not be
- *    recorded in `fc_reconcile_audit` by a proof with another digest — a proof is its id AND its
- *    digest, and `retire-absent` would refuse it as a whole (`PROOF_ID_REUSED`) — else exit 4, no
- *    file;
- * 6. it is written atomically, never over an existing file.
- * @example const r = await proveAbsence({ candidatesFile: 'run/retire-candidates.jsonl', fcManifest: 'run/fc-manifest.jsonl', fcCheckpoints: ['run/fc-manifest.checkpoint.json'], out: 'proof.json', proofId: 'rp-1', fcDatabase: 'db:3306/fc' }, { fcDb, now: () => new Date() })
- */
-export async function proveAbsence(o: ProveOptions, deps: ProveDeps): Promise<ProveResult> {
-  const out = resolve(o.out);
-  try {
-    await stat(out);
-    throw new UsageError(`--out ${out} exists; a proof is never overwritten — choose another path`);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`cannot use --out ${out}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  try {
-    if (!(await stat(dirname(out))).isDirectory()) throw new Error('not a directory');
-  } catch {
-    throw new UsageError(`--out ${out}: directory ${dirname(out)} does not exist`);
-  }
-  const candidatesFile = resolve(o.candidatesFile);
-  const { candidates, sha256: candidatesSha } = await readCandidatesFile(candidatesFile);
-  if (candidates.length === 0) return { kind: 'no-candidates', out };
-  const first = candidates[0]!;
-  const taskStart = first.taskStart;
-  const taskId = o.taskId ?? (await taskIdBeside(candidatesFile, taskStart));
-
-  const source = await loadManifestSource('fc', o.fcManifest, o.fcCheckpoints);
-  const label = `FC manifest ${source.file}`;
-  if (!source.wholeKeySpace) throw new SafetyError(`${label} covers shards ${source.shards.join(', ')} only, not the whole key space: an answer outside them would look absent`);
-  if (source.schId !== first.schId || source.formUuid !== first.formUuid) {
-    throw new SafetyError(`${label} is of school ${source.schId} form ${source.formUuid}, the candidates of school ${first.schId} form ${first.formUuid}`);
-  }
-  for (const { path, checkpoint } of source.checkpoints) {
-    if (checkpoint.params.database !== o.fcDatabase) {
-      throw new SafetyError(`${label} was scanned from ${checkpoint.params.database} (checkpoint ${path}), but the configured FC database is ${o.fcDatabase}: absence must be checked where the manifest came from`);
-    }
-  }
-  const wanted = new Set(candidates.map((c) => c.answerUuid));
-  const reader = await ManifestReader.open(source);
-  let rows = 0;
-  try {
-    for (let row = await reader.next(); row !== null; row = await reader.next()) {
-      rows++;
-      if (wanted.has(row.answerUuid)) throw new SafetyError(`${label} line ${reader.line} holds candidate ${row.answerUuid}: the candidates are not from this manifest`);
-    }
-    reader.finish();
-  } finally {
-    await reader.close();
-  }
-  const fcManifest: ProofManifest = {
-    path: source.file,
-    checkpoints: source.checkpoints.map((c) => c.path),
-    rows,
-    bytes: source.bytes,
-    sha256: reader.sha256!,
-    completedAt: source.completedAt,
-  };
-
-  const db = await deps.fcDb();
-  const entries: ProofEntry[] = [];
-  const excluded: ProofExclusion[] = [];
-  const exclude = (x: ProofExclusion) => {
-    excluded.push(x);
-    deps.onExcluded?.(x);
-  };
-  for (let i = 0; i < candidates.length; i += FC_LOOKUP_BATCH) {
-    if (deps.signal?.aborted) return { kind: 'stopped', reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'), checked: i, candidates: candidates.length };
-    const batch = candidates.slice(i, i + FC_LOOKUP_BATCH);
-    const checkedAt = deps.now().toISOString();
-    const q = retireSql.fcAnswers(batch.map((c) => c.answerUuid));
-    const found = new Map((await db.query<FcLookupRow>(q.sql, q.params)).map((r) => [r.answer_uuid, fcSeen(r)]));
-    for (const c of batch) {
-      const at = found.get(c.answerUuid);
-      if (at) {
-        const where = at.schId === c.schId && at.formUuid === c.formUuid ? '' : ` under school ${at.schId} form ${at.formUuid}`;
-        exclude({ answerUuid: c.answerUuid, reason: 'PRESENT_AT_FC', detail: `FC has it now${where} (revision ${at.revision}${at.isDeleted ? ', tombstone' : ''})`, fcCheckedAt: checkedAt });
-      } else if (c.localCreateTime === null) {
-        exclude({ answerUuid: c.answerUuid, reason: 'CREATE_TIME_NULL', detail: 'the local createTime is null', fcCheckedAt: checkedAt });
-      } else if (c.localCreateTime > taskStart) {
-        exclude({ answerUuid: c.answerUuid, reason: 'CREATED_AFTER_TASK_START', detail: `created ${c.localCreateTime}, after the task start ${taskStart}`, fcCheckedAt: checkedAt });
-      } else {
-        entries.push({
-          answerUuid: c.answerUuid,
-          expectedRevision: c.expectedRevision,
-          expectedHash: c.expectedHash,
-          expectedIsDeleted: c.expectedIsDeleted,
-          localCreateTime: c.localCreateTime,
-          fcAbsentCheckedAt: checkedAt,
-        });
-      }
-    }
-  }
-  entries.sort((a, b) => compareKeys(a.answerUuid, b.answerUuid));
-  const proof = sealProof({
-    format: PROOF_FORMAT,
-    formatDoc: PROOF_FORMAT_DOC,
-    proofId: o.proofId,
-    taskId,
-    taskStart,
-    schId: first.schId,
-    formUuid: first.formUuid,
-    createdAt: deps.now().toISOString(),
-    fcDatabase: o.fcDatabase,
-    fcManifest,
-    candidates: { path: candidatesFile, rows: candidates.length, sha256: candidatesSha },
-    entries,
-    excluded,
-  });
-  if (deps.shDb) {
-    const q = retireSql.proofIdDigests(proof.proofId);
-    const recorded = (await (await deps.shDb()).query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest);
-    const reused = proofIdRefusal(proof.proofId, proof.digest, recorded);
-    if (reused) throw new SafetyError(`${reused.detail}; no proof written`);
-  }
-  await writeFileExclusive(out, formatProof(proof));
-  return { kind: 'written', proof, out, candidates: candidates.length };
-}
 
 /**
  * The evidence file used when none is given: beside the proof, `x.json` → `x.evidence.jsonl`.

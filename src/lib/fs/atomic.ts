@@ -34,6 +34,22 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** A new temp file beside `path` holding `data`, fsynced and closed; removed again if writing fails. */
+async function writeTemp(path: string, data: string | Uint8Array, mode: number): Promise<string> {
+  const tmp = tempPathFor(path);
+  const handle = await open(tmp, 'wx', mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+    await handle.close();
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+  return tmp;
+}
+
 /**
  * Writes `data` to `path` atomically: a temp file in the same directory, fsynced, then renamed
  * over the target, then the directory fsynced. On failure the temp file is removed and the old
@@ -42,15 +58,8 @@ export async function fsyncDir(dir: string): Promise<void> {
  * @example await writeFileAtomic('/tmp/checkpoint.json', JSON.stringify(state))
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): Promise<void> {
-  const tmp = tempPathFor(path);
-  const handle = await open(tmp, 'wx', mode);
+  const tmp = await writeTemp(path, data, mode);
   try {
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
     await rename(tmp, path);
   } catch (err) {
     await unlink(tmp).catch(() => undefined);
@@ -67,15 +76,8 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
  * @example if ((await writeFileExclusive('/runs/proof.json', text)) === 'exists') throw new Error('choose another path')
  */
 export async function writeFileExclusive(path: string, data: string | Uint8Array, mode = 0o600): Promise<'written' | 'exists'> {
-  const tmp = tempPathFor(path);
-  const handle = await open(tmp, 'wx', mode);
+  const tmp = await writeTemp(path, data, mode);
   try {
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
     await link(tmp, path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';

@@ -3,6 +3,7 @@
  * `reconcile diff`'s retire candidates, and the `run.json` beside them. A refusal is a
  * {@link UsageError} (exit 2), or a {@link SafetyError} (exit 4) for a `run.json` of another task.
  */
+import type { RetireCandidateLine } from '../reconcile/diff.js';
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
@@ -32,18 +33,11 @@ export async function readProofFile(path: string): Promise<ProofReading> {
 
 // ---------------------------------------------------------------- the candidates file
 
-/** A line of `retire-candidates.jsonl` (`reconcile diff`), checked. */
-export interface Candidate {
+/** A line of `retire-candidates.jsonl` as `reconcile diff` writes it, checked, with its line number. */
+export interface Candidate extends Omit<RetireCandidateLine, 'category' | 'localCreateTime'> {
   readonly line: number;
-  readonly answerUuid: string;
-  readonly schId: string;
-  readonly formUuid: string;
-  readonly expectedRevision: string;
-  readonly expectedHash: string;
-  readonly expectedIsDeleted: boolean;
   /** null only in a hand-made file: such a candidate is excluded (`CREATE_TIME_NULL`) */
   readonly localCreateTime: string | null;
-  readonly taskStart: string;
 }
 
 /**

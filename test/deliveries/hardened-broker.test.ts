@@ -50,7 +50,7 @@ async function rows(where = '1 = 1', params: unknown[] = []): Promise<Row[]> {
 }
 
 describe('a message the broker refuses is not an outage', () => {
-  it('401 due rows, one outside the publisher\'s topic permission mid-batch: 400 accepted with retry_count 0 and one message each, the culprit FAILED ACCESS_REFUSED alone', async () => {
+  it('401 due rows, one outside the publisher\'s topic permission mid-batch: 400 accepted with retry_count 0 and each message delivered (a duplicate only for a suspect), the culprit FAILED ACCESS_REFUSED alone', async () => {
     const qa = await broker.bindConsumer(keys.a);
     const qb = await broker.bindConsumer(keys.b);
     const qx = await broker.bindConsumer(keys.outside);
@@ -69,9 +69,14 @@ describe('a message the broker refuses is not an outage', () => {
     expect(failed).toMatchObject({ state: 'FAILED', retry_count: 1, claim_owner: null });
     expect(failed.last_error).toMatch(/^ACCESS_REFUSED: ACCESS_REFUSED - .*fc\.snapshot\.v2\.kx[0-9a-f]+\.5/);
 
+    // At-least-once (issue 16): every innocent message arrives, none is lost. A suspect that the
+    // broker had routed before the culprit closed the channel, its confirm lost with the channel, is
+    // resent and arrives twice; only the suspects can (at most one window, 256, of them).
     const [ma, mb, mx] = [await qa.drain(), await qb.drain(), await qx.drain()];
-    expect(ma.map((m) => m.properties.messageId).sort()).toEqual([...a].sort());
-    expect(mb.map((m) => m.properties.messageId).sort()).toEqual([...b].sort());
+    const delivered = [...ma, ...mb].map((m) => String(m.properties.messageId));
+    expect(new Set(ma.map((m) => m.properties.messageId))).toEqual(new Set(a));
+    expect(new Set(mb.map((m) => m.properties.messageId))).toEqual(new Set(b));
+    expect(delivered.length - new Set(delivered).size).toBeLessThanOrEqual(256);
     expect(mx).toHaveLength(0);
 
     // The next runs charge only the culprit: DEAD after the usual budget, nobody else touched.

@@ -39,7 +39,7 @@ afterAll(async () => {
 });
 
 describe('a message over max_message_size', () => {
-  it('401 due rows, one oversized mid-batch: 400 accepted with retry_count 0 and one message each, the culprit FAILED MESSAGE_TOO_LARGE alone', async () => {
+  it('401 due rows, one oversized mid-batch: 400 accepted with retry_count 0 and each message delivered, the culprit FAILED MESSAGE_TOO_LARGE alone', async () => {
     const q = await broker.bindConsumer(key);
     const before = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 200);
     const big = snapshotOf(5, { values: { text: 'x'.repeat(LIMIT * 2) } });
@@ -60,7 +60,10 @@ describe('a message over max_message_size', () => {
     expect(Number(failed.retry_count)).toBe(1);
     expect(failed.last_error).toMatch(/^MESSAGE_TOO_LARGE: PRECONDITION_FAILED - message size \d+ is larger than configured max size 8192/);
     const messages = await q.drain();
-    expect(messages.map((m) => m.properties.messageId).sort()).toEqual([...before, ...after].sort());
+    // At-least-once: a suspect routed before the culprit closed the channel is resent (its confirm
+    // was lost with the channel), so only suspects, at most one window (256), may arrive twice.
+    expect(new Set(messages.map((m) => m.properties.messageId))).toEqual(new Set([...before, ...after]));
+    expect(messages.length - 400).toBeLessThanOrEqual(256);
     recordTotals('send: a message over max_message_size', { faultsInjected: 1, runs: 1, rowsChecked: 401, rowsLost: 0, wronglyAccepted: 0, duplicates: messages.length - 400 });
   });
 });

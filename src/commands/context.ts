@@ -6,6 +6,7 @@ import { type Db, openDb } from '../lib/db/connect.js';
 import { UsageError } from '../lib/cli/exit.js';
 import { type SignalMode, signalMode } from '../lib/cli/signal.js';
 import { FlowClient } from '../lib/flow/client.js';
+import { type Broker, openBroker } from '../lib/amqp/connect.js';
 
 /** What the process gives every command: streams, environment, clock and the stop signal. */
 export interface Deps {
@@ -27,6 +28,10 @@ export interface Ctx extends Deps {
   readonly debug: boolean;
   fcDb(): Promise<Db>;
   shDb(): Promise<Db>;
+  /** the broker at amqpUrl, opened on first use and closed when the command ends */
+  amqp(): Promise<Broker>;
+  /** milliseconds since the epoch, from the injected clock (commands never read Date.now) */
+  clock(): number;
   /** the signed flow-center client; exit 2 when flowUrl, appKey or appSecret is missing or bad (connects nothing) */
   flow(options: { timeoutMs: number; maxSockets?: number }): FlowClient;
   /** registers something to close when the command ends */
@@ -71,6 +76,12 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
   const flags = cmd.optsWithGlobals() as Record<string, unknown>;
   const config = resolveConfig({ flags, env: deps.env });
   resources.lastSecrets = secretsOf(config);
+  let broker: Promise<Broker> | undefined;
+  const amqp = () =>
+    (broker ??= openBroker(requireSetting(config, 'amqpUrl')).then((b) => {
+      resources.add(() => b.close());
+      return b;
+    }));
   const lazy = (label: string, name: 'fcDatabaseUrl' | 'shDatabaseUrl') => {
     let pending: Promise<Db> | undefined;
     return () => {
@@ -88,6 +99,8 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
     debug: Boolean(flags['debug']),
     fcDb: lazy('FC database', 'fcDatabaseUrl'),
     shDb: lazy('SH database', 'shDatabaseUrl'),
+    amqp,
+    clock: () => deps.now().getTime(),
     flow: ({ timeoutMs, maxSockets }) => {
       const baseUrl = requireSetting(config, 'flowUrl');
       const appKey = requireSetting(config, 'appKey');

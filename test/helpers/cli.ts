@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { PassThrough, Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../src/main.js';
+import { testIo } from './io.js';
 
 export interface CliResult {
   readonly code: number;
@@ -21,19 +21,14 @@ export async function runCli(
   argv: readonly string[],
   options: { env?: Record<string, string | undefined>; tty?: boolean; stdin?: string; signal?: AbortSignal } = {},
 ): Promise<CliResult> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const stdout = Object.assign(new PassThrough(), { isTTY: options.tty ?? false, columns: 120 });
-  const stderr = Object.assign(new PassThrough(), { isTTY: options.tty ?? false, columns: 120 });
-  stdout.on('data', (c: Buffer) => out.push(c));
-  stderr.on('data', (c: Buffer) => err.push(c));
+  const t = testIo({ ...(options.tty !== undefined ? { tty: options.tty } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
   const code = await main(argv, {
-    io: { stdout, stderr, stdin: Readable.from([options.stdin ?? '']), interactive: options.tty ?? false },
+    io: t.io,
     env: options.env ?? cleanEnv(),
     now: () => new Date(),
     signal: options.signal ?? new AbortController().signal,
   });
-  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+  return { code, stdout: t.stdout(), stderr: t.stderr() };
 }
 
 export const FCCTL_BIN = fileURLToPath(new URL('../../bin/fcctl', import.meta.url));

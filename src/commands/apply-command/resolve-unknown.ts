@@ -5,7 +5,7 @@ import { runResolve, type ResolveOptions, type ResolveSummary } from '../../lib/
 import { requireSetting } from '../../lib/config/config.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { addMetricsFileOption, addRetryOptions, durationArg, intArg, maxRowsOption, retryPolicyOf, secondsArg } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
   readonly metricsFile?: string;
@@ -18,7 +18,7 @@ const COMMAND = 'apply-command resolve-unknown';
  * settle or fail each claimed row. Run from cron every few minutes.
  */
 export async function runApplyCommandResolve(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics(COMMAND, options.metricsFile, () => resolveUnknown(options, ctx));
+  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, () => resolveUnknown(options, ctx));
 }
 
 async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<RunOutcome> {

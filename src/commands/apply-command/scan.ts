@@ -5,7 +5,7 @@ import type { Column } from '../../lib/cli/table.js';
 import { applyScanGauges, scanApplyCommands } from '../../lib/apply-command/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { durationArg, intArg, metricsFileOption } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface ApplyCommandScanOptions {
   readonly limit: number;
@@ -34,7 +34,7 @@ const TABLE_COLUMNS = ROW_COLUMNS.filter((c) => c.key !== 'applyAppKey' && c.key
 
 /** `fcctl apply-command scan`: read-only report — states, due, oldest UNKNOWN, stuck claims, DEAD rows and reasons. */
 export async function runApplyCommandScan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics(COMMAND, options.metricsFile, () => scan(options, ctx));
+  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, () => scan(options, ctx));
 }
 
 async function scan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<RunOutcome> {

@@ -5,7 +5,7 @@ import type { Column } from '../../lib/cli/table.js';
 import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, metricsFileOption } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface DeliveriesScanOptions {
   readonly limit: number;
@@ -48,7 +48,7 @@ function counts(report: ScanReport) {
  */
 export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx): Promise<number> {
   // Through withRunMetrics like every cron command: a scan that fails (exit 3) still records 3.
-  return withRunMetrics(COMMAND, options.metricsFile, () => scan(options, ctx));
+  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, () => scan(options, ctx));
 }
 
 async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcome> {

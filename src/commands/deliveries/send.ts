@@ -8,7 +8,7 @@ import { countDue } from '../../lib/deliveries/sql.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { addMetricsFileOption, addRetryOptions, intArg, maxRowsOption, retryPolicyOf, secondsArg } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'> {
   readonly declare: boolean;
@@ -18,7 +18,7 @@ export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZon
 
 /** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
 export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics('deliveries send', options.metricsFile, () => send(options, ctx));
+  return withRunMetrics('deliveries send', options.metricsFile, ctx.clock, () => send(options, ctx));
 }
 
 async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcome> {

@@ -9,7 +9,7 @@ import { emptyPairWarning } from '../../lib/reconcile/checks.js';
 import { runReconcile } from '../../lib/reconcile/run.js';
 import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
 import { intArg, metricsFileOption, pathArg, schoolArg, uuidArg } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 import { diffSummaryFields } from './diff.js';
 
 export interface ReconcileRunOptions {
@@ -30,7 +30,7 @@ export interface ReconcileRunOptions {
  * has a row (a typo in a cron line must not stay green; `--allow-empty` accepts it).
  */
 export async function runReconcileRun(options: ReconcileRunOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics('reconcile run', options.metricsFile, () => reconcile(options, ctx));
+  return withRunMetrics('reconcile run', options.metricsFile, ctx.clock, () => reconcile(options, ctx));
 }
 
 async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {

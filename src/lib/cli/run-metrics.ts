@@ -1,5 +1,5 @@
-import { FcctlError, ExitCode } from '../lib/cli/exit.js';
-import { checkMetricsFile, type Gauge, previousLastSuccess, runGauges, writeRunMetrics } from '../lib/cli/metrics.js';
+import { FcctlError, ExitCode } from './exit.js';
+import { checkMetricsFile, type Gauge, previousLastSuccess, runGauges, writeRunMetrics } from './metrics.js';
 
 /** What a cron command's body returns for its metrics. */
 export interface RunOutcome {
@@ -18,18 +18,18 @@ export interface RunOutcome {
  * last-success time, so an alert on `time() - fcctl_last_success_timestamp_seconds` fires.
  * The file's directory is checked first: one that cannot be written is exit 3 before the body
  * does anything (a run whose gauges are lost would otherwise claim and publish, then fail).
- * @example return withRunMetrics('deliveries send', opts.metricsFile, async () => ({ exitCode: 0 }))
+ * @example return withRunMetrics('deliveries send', opts.metricsFile, ctx.clock, async () => ({ exitCode: 0 }))
  */
-export async function withRunMetrics(command: string, metricsFile: string | undefined, body: () => Promise<RunOutcome>): Promise<number> {
+export async function withRunMetrics(command: string, metricsFile: string | undefined, clock: () => number, body: () => Promise<RunOutcome>): Promise<number> {
   if (metricsFile !== undefined) await checkMetricsFile(metricsFile);
-  const started = Date.now();
+  const started = clock();
   const write = async (outcome: RunOutcome) => {
     if (metricsFile === undefined) return;
     const gauges = runGauges({
       command,
-      durationSeconds: (Date.now() - started) / 1000,
+      durationSeconds: (clock() - started) / 1000,
       exitCode: outcome.exitCode,
-      finishedAtSeconds: Math.floor(Date.now() / 1000),
+      finishedAtSeconds: Math.floor(clock() / 1000),
       ...(outcome.rowsByResult ? { rowsByResult: outcome.rowsByResult } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
       ...(outcome.suspect ? { suspect: true } : {}),

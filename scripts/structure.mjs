@@ -1,0 +1,55 @@
+// The structure rules of issue 18, measured: command files under 100 lines, functions under 80
+// lines (the canonicalizer's parser excepted). `node scripts/structure.mjs` lists what breaks them.
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+
+export const MAX_COMMAND_LINES = 99;
+export const MAX_FUNCTION_LINES = 80;
+const EXEMPT = new Set(['src/lib/canon/canonicalizer.ts']);
+
+function files(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+function nameOf(node, sf) {
+  if (node.name) return node.name.getText(sf);
+  const parent = node.parent;
+  if (parent && ts.isVariableDeclaration(parent)) return parent.name.getText(sf);
+  if (parent && ts.isPropertyAssignment(parent)) return parent.name.getText(sf);
+  return '(anonymous)';
+}
+
+export function measure(root = process.cwd()) {
+  const longCommands = [];
+  const longFunctions = [];
+  for (const file of files(join(root, 'src'))) {
+    const rel = relative(root, file);
+    const text = readFileSync(file, 'utf8');
+    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (rel.startsWith('src/commands/') && lines > MAX_COMMAND_LINES) longCommands.push({ file: rel, lines });
+    if (EXEMPT.has(rel)) continue;
+    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const visit = (node) => {
+      if (ts.isFunctionLike(node) && node.body) {
+        const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
+        const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
+        if (end - start + 1 > MAX_FUNCTION_LINES) longFunctions.push({ file: rel, name: nameOf(node, sf), lines: end - start + 1 });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return { longCommands, longFunctions };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { longCommands, longFunctions } = measure();
+  for (const c of longCommands) console.log(`command ${c.file}: ${c.lines} lines`);
+  for (const f of longFunctions) console.log(`function ${f.file} ${f.name}: ${f.lines} lines`);
+  console.log(`${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines`);
+  process.exitCode = longCommands.length + longFunctions.length > 0 ? 1 : 0;
+}

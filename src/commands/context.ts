@@ -117,3 +117,22 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
     secrets: () => secretsOf(config),
   };
 }
+
+/**
+ * The action every command ends with: its context, its options from the parsed flags (and
+ * positional arguments, in order), its run function — replaced in parse tests — and the exit code.
+ * @example cmd.action(commandAction(deps, resources, (flags) => ({ window: flags['window'] as number }), runF))
+ */
+export function commandAction<O>(
+  deps: Deps,
+  resources: Resources,
+  optionsOf: (flags: Record<string, unknown>, args: readonly string[]) => O,
+  runF: (options: O, ctx: Ctx) => Promise<number>,
+): (...args: unknown[]) => Promise<void> {
+  return async (...args: unknown[]) => {
+    const cmd = args[args.length - 1] as Command;
+    const flags = args[args.length - 2] as Record<string, unknown>;
+    const ctx = makeContext(cmd, deps, resources);
+    resources.exitCode = await runF(optionsOf(flags, args.slice(0, -2) as string[]), ctx);
+  };
+}

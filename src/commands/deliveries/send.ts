@@ -6,7 +6,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/decide.js';
 import { runSend, type SendOptions, type SendSummary } from '../../lib/deliveries/relay.js';
 import { countDue } from '../../lib/deliveries/sql.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { addMetricsFileOption, addRetryOptions, intArg, maxRowsOption, retryPolicyOf, secondsArg } from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
@@ -122,26 +122,23 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--allow-default-vhost', 'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)', false);
   addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
   addMetricsFileOption(cmd);
-  return cmd
-    .action(async (o: Record<string, unknown>, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF(
-        {
-          batchSize: o['batchSize'] as number,
-          window: o['window'] as number,
-          maxRows: o['maxRows'] as number,
-          maxSeconds: o['maxSeconds'] as number,
-          leaseSeconds: o['leaseSeconds'] as number,
-          confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
-          holdRecheckSeconds: o['holdRecheck'] as number,
-          retry: retryPolicyOf(o),
-          dryRun: o['dryRun'] as boolean,
-          pipeline: o['pipeline'] as number,
-          declare: o['declare'] as boolean,
-          allowDefaultVhost: o['allowDefaultVhost'] as boolean,
-          metricsFile: o['metricsFile'] as string | undefined,
-        },
-        ctx,
-      );
-    });
+  return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
+}
+
+function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
+  return {
+    batchSize: o['batchSize'] as number,
+    window: o['window'] as number,
+    maxRows: o['maxRows'] as number,
+    maxSeconds: o['maxSeconds'] as number,
+    leaseSeconds: o['leaseSeconds'] as number,
+    confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
+    holdRecheckSeconds: o['holdRecheck'] as number,
+    retry: retryPolicyOf(o),
+    dryRun: o['dryRun'] as boolean,
+    pipeline: o['pipeline'] as number,
+    declare: o['declare'] as boolean,
+    allowDefaultVhost: o['allowDefaultVhost'] as boolean,
+    metricsFile: o['metricsFile'] as string | undefined,
+  };
 }

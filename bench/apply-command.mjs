@@ -14,23 +14,10 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
+import { benchArgs, flag, ROOT, str } from './lib.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '2000' },
-    latency: { type: 'string', default: '20' },
-    concurrency: { type: 'string', default: '16' },
-    'batch-size': { type: 'string', default: '100' },
-    mode: { type: 'string', default: 'found' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-    'dry-run': { type: 'boolean', default: false },
-    simulated: { type: 'boolean', default: false },
-  },
-});
+const args = benchArgs({ rows: str('2000'), latency: str('20'), concurrency: str('16'), 'batch-size': str('100'), mode: str('found'), rounds: str('3'), 'dry-run': flag(), simulated: flag() });
 const rows = Number(args.rows);
 const latency = Number(args.latency);
 const concurrency = Number(args.concurrency);
@@ -38,7 +25,7 @@ const rounds = Number(args.rounds);
 const mode = args.mode;
 if (mode !== 'found' && mode !== 'not-found') throw new Error('--mode found|not-found');
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = ROOT;
 const base = process.env.FCCTL_TEST_MYSQL_URL;
 if (!base) throw new Error('FCCTL_TEST_MYSQL_URL is not set: eval "$(bash scripts/services.sh env)"');
 const APP = { key: '100021', secret: randomBytes(16).toString('hex') };
@@ -84,7 +71,7 @@ let reference = null;
 /** One run of the runner in this process, the flow center replaced by a timer (every instance exists, owned, status 30). */
 async function simulated() {
   const { openDb } = await import('../dist/lib/db/connect.js');
-  const { runResolve } = await import('../dist/lib/apply-command/resolve.js');
+  const { runResolve } = await import('../dist/lib/apply-command/resolve/run.js');
   const db = await openDb('SH database', shUrl);
   const flow = {
     lookup: async (bizType, bizId) => {

@@ -15,22 +15,10 @@ import { once } from 'node:events';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { contentHash } from '../dist/lib/canon/index.js';
+import { benchArgs, cpuText, FCCTL as fcctl, flag, loadText, ROOT as root, str } from './lib.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    mb: { type: 'string', default: '1024' },
-    docs: { type: 'string', default: '10000' },
-    seed: { type: 'string', default: '42' },
-    dir: { type: 'string', default: os.tmpdir() },
-    keep: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-  },
-});
-const root = fileURLToPath(new URL('..', import.meta.url));
-const fcctl = join(root, 'bin/fcctl');
+const args = benchArgs({ mb: str('1024'), docs: str('10000'), seed: str('42'), dir: str(os.tmpdir()), keep: flag() });
 const targetBytes = Number(args.mb) * 1024 * 1024;
 const RSS_GOAL_MB = 200;
 const BAD_LINE = Buffer.from('{"a":1,}\n');
@@ -141,7 +129,7 @@ try {
   const mb = inputBytes / 1e6;
   const result = {
     node: process.version,
-    cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}`,
+    cpus: cpuText(),
     loadavg: os.loadavg(),
     date: new Date().toISOString(),
     command: `node bin/fcctl canon hash --lines ${big}`,
@@ -165,7 +153,7 @@ try {
   if (args.json) {
     console.log(JSON.stringify({ ...result, ok }));
   } else {
-    console.log(`node ${process.version}, ${result.cpus}, load average ${result.loadavg.map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(`node ${process.version}, ${result.cpus}, load average ${loadText(result.loadavg)}`);
     console.log(`input: ${(inputBytes / 1e6).toFixed(0)} MB (${(inputBytes / 2 ** 20).toFixed(0)} MiB), ${inputLines} lines (${copies} copies of a ${docsPerCopy}-snapshot corpus + 1 refused line each), generated in ${genSeconds.toFixed(1)} s, read from the page cache`);
     console.log('');
     console.log('| measure | value |');

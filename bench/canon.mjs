@@ -10,20 +10,17 @@
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import canonicalizeNpm from 'canonicalize';
 import { canonicalize } from '../dist/lib/canon/index.js';
+import { benchArgs, cpuText, loadText, str } from './lib.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    docs: { type: 'string', default: '10000' },
-    rounds: { type: 'string', default: '7' },
-    warmup: { type: 'string', default: '3' },
-    seed: { type: 'string', default: '42' },
-    json: { type: 'boolean', default: false },
-    only: { type: 'string' }, // run one contender: fcctl | fcctl-string | canonicalize | json
-    dump: { type: 'string' }, // write the corpus as JSON Lines to this file and exit
-  },
+const args = benchArgs({
+  docs: str('10000'),
+  rounds: str('7'),
+  warmup: str('3'),
+  seed: str('42'),
+  only: str(), // run one contender: fcctl | fcctl-string | canonicalize | json
+  dump: str(), // write the corpus as JSON Lines to this file and exit
 });
 
 // ------------------------------------------------------------------ corpus
@@ -210,7 +207,7 @@ if (args.json) {
   console.log(JSON.stringify({ node: process.version, loadavg: os.loadavg(), docs: docCount, bytes, rounds, warmup, results, ratioVsCanonicalize: ratio, cpuRatioVsCanonicalize: cpuRatio }));
 } else {
   console.log(`corpus: ${docCount} snapshots, ${(bytes / 1e6).toFixed(1)} MB, size min/median/max ${sizes[0]}/${sizes[sizes.length >> 1]}/${sizes[sizes.length - 1]} B`);
-  console.log(`node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; median of ${rounds} rounds after ${warmup} warm-up`);
+  console.log(`node ${process.version}, ${cpuText()}, load average ${loadText()}; median of ${rounds} rounds after ${warmup} warm-up`);
   console.log('');
   console.log('| contender | median ms/round | MB/s | MB/s of CPU time | docs/s |');
   console.log('|---|---:|---:|---:|---:|');

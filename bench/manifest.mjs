@@ -27,28 +27,22 @@ import { once } from 'node:events';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs, collect, FCCTL as fcctl, flag, ROOT as root, str } from './lib.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const fcctl = join(root, 'bin/fcctl');
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0a1';
 
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '500000' },
-    first: { type: 'string', default: '100000' },
-    size: { type: 'string', default: '500' },
-    'diff-rows': { type: 'string', default: '1000000' },
-    rounds: { type: 'string', default: '3' },
-    dir: { type: 'string', default: os.tmpdir() },
-    json: { type: 'boolean', default: false },
-    keep: { type: 'boolean', default: false },
-    // internal: the baseline child
-    baseline: { type: 'string' },
-    out: { type: 'string' },
-  },
+const args = benchArgs({
+  rows: str('500000'),
+  first: str('100000'),
+  size: str('500'),
+  'diff-rows': str('1000000'),
+  rounds: str('3'),
+  dir: str(os.tmpdir()),
+  keep: flag(),
+  // internal: the baseline child
+  baseline: str(),
+  out: str(),
 });
 
 const { shManifestRow } = await import('../dist/lib/manifest/page.js');
@@ -118,16 +112,13 @@ function run(argv, env = {}) {
       }
     };
     const timer = setInterval(sample, 20);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
+    const text = collect(child);
     child.on('error', reject);
     child.on('close', (code) => {
       clearInterval(timer);
       const seconds = (performance.now() - t0) / 1000;
-      if (code !== 0) reject(new Error(`${argv.slice(1).join(' ')} exited ${code}: ${stderr.trim()}`));
-      else resolve({ seconds, peakRssMb: hwmKb / 1024, stdout, stderr });
+      if (code !== 0) reject(new Error(`${argv.slice(1).join(' ')} exited ${code}: ${text.err.trim()}`));
+      else resolve({ seconds, peakRssMb: hwmKb / 1024, stdout: text.out, stderr: text.err });
     });
   });
 }

@@ -18,19 +18,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs, collect, FCCTL as fcctl, flag, str } from './lib.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const fcctl = join(root, 'bin/fcctl');
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '10000' },
-    concurrency: { type: 'string', default: '8,4,1' },
-    json: { type: 'boolean', default: false },
-    keep: { type: 'boolean', default: false },
-  },
-});
+const args = benchArgs({ rows: str('10000'), concurrency: str('8,4,1'), keep: flag() });
 const ROWS = Number(args.rows);
 const CONCURRENCY = args.concurrency.split(',').map(Number);
 const FORM = '0be0c0de-0000-4000-8000-00000000f0b2';
@@ -55,14 +45,11 @@ function run(argv) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, [fcctl, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
+    const text = collect(child);
     child.on('error', reject);
     child.on('exit', (code) => {
       const ms = performance.now() - t0;
-      resolve({ code, ms, out, err });
+      resolve({ code, ms, out: text.out, err: text.err });
     });
   });
 }

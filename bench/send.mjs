@@ -15,23 +15,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
+import { benchArgs, collect, ROOT, str } from './lib.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '20000' },
-    bytes: { type: 'string', default: '1024' },
-    window: { type: 'string', default: '256' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
-});
+const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3') });
 const ROWS = Number(args.rows);
 const WINDOW = Number(args.window);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = `${ROOT}bin/fcctl`;
 const KEY = 'benchconsumer';
 const EXCHANGE = 'fc.answer.delivery.v2';
@@ -49,12 +39,10 @@ const fcctl = (argv) =>
   new Promise((resolve, reject) => {
     const node = [process.execPath, ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), BIN, '--json', ...argv];
     const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', ...node], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
+    const text = collect(child);
     child.on('error', reject);
     child.on('close', (code) => {
+      const { out, err } = text;
       const lines = err.trimEnd().split('\n');
       const sec = (t) => { const m = /(\d+)m([\d.]+)s/.exec(t ?? ''); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
       // `times` prints the shell's own times, then its children's (fcctl's)

@@ -132,7 +132,26 @@ export function commandAction<O>(
   return async (...args: unknown[]) => {
     const cmd = args[args.length - 1] as Command;
     const flags = args[args.length - 2] as Record<string, unknown>;
-    const ctx = makeContext(cmd, deps, resources);
-    resources.exitCode = await runF(optionsOf(flags, args.slice(0, -2) as string[]), ctx);
+    // A bad flag is reported before a bad config file: the flags are the operator's last word.
+    const options = optionsOf(flags, args.slice(0, -2) as string[]);
+    resources.exitCode = await runF(options, makeContext(cmd, deps, resources));
   };
+}
+
+/** Counts `n` rows done on a progress view (a page, or the answers joined since the last report). */
+export function recordRows(progress: { record(): void }, n: number): void {
+  for (let i = 0; i < n; i++) progress.record();
+}
+
+/** One command's `create…Command(parent, deps, resources)`, as a group adds it. */
+export type CreateCommand = (parent: Command, deps: Deps, resources: Resources) => Command;
+
+/**
+ * A command group (`fcctl canon …`) and its verbs, in the order `--help` lists them.
+ * @example commandGroup(program, 'dev', 'development databases only', deps, resources, [createDevSeedCommand])
+ */
+export function commandGroup(program: Command, name: string, description: string, deps: Deps, resources: Resources, verbs: readonly CreateCommand[]): Command {
+  const group = program.command(name).description(description);
+  for (const create of verbs) create(group, deps, resources);
+  return group;
 }

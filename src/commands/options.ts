@@ -194,3 +194,141 @@ export function queueNameArg(value: string): string {
   if (CONTROL.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
   return value;
 }
+
+/**
+ * `--number-mode` of the `canon` commands: how numbers are read before hashing.
+ * @example cmd.addOption(numberModeOption())
+ */
+export function numberModeOption(): Option {
+  return new Option('--number-mode <mode>', 'exact: numbers as exact decimals; double: fractions read as doubles first').choices(['exact', 'double']).default('exact');
+}
+
+/**
+ * `--side` of the `db` commands: which database (`all`: both).
+ * @example cmd.addOption(dbSideOption().default('all'))
+ */
+export function dbSideOption(): Option {
+  return new Option('--side <side>', 'which database').choices(['fc', 'sh', 'all']);
+}
+
+/**
+ * The `--side`, `--school` and `--form` every manifest and reconcile command requires: one
+ * wording and one check for all of them.
+ * @example cmd.addOption(sideOption()).addOption(schoolOption()).addOption(formOption())
+ */
+export function sideOption(): Option {
+  return new Option('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)').argParser(sideArg).makeOptionMandatory();
+}
+
+export function schoolOption(): Option {
+  return new Option('--school <id>', 'school id').argParser(schoolArg).makeOptionMandatory();
+}
+
+export function formOption(): Option {
+  return new Option('--form <uuid>', 'form uuid').argParser(uuidArg).makeOptionMandatory();
+}
+
+/**
+ * `--size`, rows per manifest page, 1 to `max`.
+ * @example cmd.addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
+ */
+export function pageSizeOption(description: string, max: number, defaultSize: number): Option {
+  return new Option('--size <n>', description).argParser(intArg(1, max)).default(defaultSize);
+}
+
+/** `--school` and `--form` ({@link schoolOption}, {@link formOption}) on a command, in that order. */
+export function addSchoolFormOptions(cmd: Command): Command {
+  return cmd.addOption(schoolOption()).addOption(formOption());
+}
+
+/** The school and form {@link addSchoolFormOptions} parsed, as the runners name them. */
+export function schoolFormOf(o: Record<string, unknown>): { readonly schId: string; readonly formUuid: string } {
+  return { schId: o['school'] as string, formUuid: o['form'] as string };
+}
+
+/** `--format table|json|csv` of a command that lists rows; a table by default. */
+export function listFormatOption(): Option {
+  return new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table');
+}
+
+/**
+ * `--consumer KEY` and `--school ID` of a command about one consumer and school (`deliveries
+ * failed`, `deliveries replay`), read back with {@link consumerSchoolOf}; `parse` checks the key
+ * ({@link consumerArg}, or {@link routableConsumerArg} when it must make a routing key).
+ * @example addConsumerSchoolOptions(cmd, 'consumer app key', consumerArg)
+ */
+export function addConsumerSchoolOptions(cmd: Command, consumerDescription: string, parse: (value: string) => string): Command {
+  return cmd.requiredOption('--consumer <key>', consumerDescription, parse).requiredOption('--school <id>', 'consumer school id', schoolArg);
+}
+
+/** The consumer and school {@link addConsumerSchoolOptions} parsed, as the runners name them. */
+export function consumerSchoolOf(o: Record<string, unknown>): { readonly consumerAppKey: string; readonly consumerSchoolId: string } {
+  return { consumerAppKey: o['consumer'] as string, consumerSchoolId: o['school'] as string };
+}
+
+/**
+ * `doctor --consumer-queue`: the consumer queue `--isolation` checks.
+ * @example cmd.addOption(consumerQueueOption(CONSUMER_QUEUE))
+ */
+export function consumerQueueOption(defaultQueue: string): Option {
+  return new Option('--consumer-queue <name>', 'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix').argParser(queueNameArg).default(defaultQueue);
+}
+
+/**
+ * `doctor --consumer-user`, repeatable: the consumers' RabbitMQ users.
+ * @example cmd.addOption(consumerUserOption())
+ */
+export function consumerUserOption(): Option {
+  return new Option('--consumer-user <name>', "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable").argParser(consumerUserArg).default([] as string[]);
+}
+
+/** `--batch-size <n>` of a claiming batch command: rows claimed per batch, 1 to `max`. */
+export function batchSizeOption(max: number, defaultSize: number): Option {
+  return new Option('--batch-size <n>', 'rows claimed per batch').argParser(intArg(1, max)).default(defaultSize);
+}
+
+/** `--max-seconds <s>` of a batch command (1 s to a day): when it stops claiming or starting items. */
+export function maxSecondsOption(description: string, defaultSeconds: number): Option {
+  return new Option('--max-seconds <s>', description).argParser(secondsArg(1, 86400)).default(defaultSeconds);
+}
+
+/** `--lease-seconds <s>` of a claiming batch command, from `minSeconds` to a day. */
+export function leaseSecondsOption(description: string, minSeconds: number, defaultSeconds: number): Option {
+  return new Option('--lease-seconds <s>', description).argParser(intArg(minSeconds, 86400)).default(defaultSeconds);
+}
+
+/** `--dry-run` (off by default), with what it leaves out. */
+export function dryRunOption(description: string): Option {
+  return new Option('--dry-run', description).default(false);
+}
+
+/** `--limit <n>` of a scan report: the newest rows to list, 1 to 10,000, 20 by default. */
+export function listLimitOption(description: string): Option {
+  return new Option('--limit <n>', description).argParser(intArg(1, 10_000)).default(20);
+}
+
+/** `--fail-if-dead` of a scan report: exit 1 when any row is DEAD. */
+export function failIfDeadOption(): Option {
+  return new Option('--fail-if-dead', 'exit 1 when any row is DEAD').default(false);
+}
+
+/**
+ * `--pending-grace <duration>` of `apply-command resolve-unknown` and `scan`: how long a PENDING
+ * command is left to its own sender (60 s to 30 days, 10 minutes by default).
+ * @example cmd.addOption(pendingGraceOption('PENDING rows count as due after this (as resolve-unknown)'))
+ */
+export function pendingGraceOption(description: string): Option {
+  return new Option('--pending-grace <duration>', description).argParser(durationArg(60, 30 * 86400)).default(600);
+}
+
+/** `--execute` (off by default) of a command that decides row by row: without it, a dry run that says what it would write. */
+export function executeOption(description: string): Option {
+  return new Option('--execute', description).default(false);
+}
+
+/** `--max-proof-age <duration>` of `retire-absent`: 1 second to 30 days, the default shown as a duration. */
+export function maxProofAgeOption(defaultSeconds: number, shownDefault: string): Option {
+  return new Option('--max-proof-age <duration>', 'refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest\'s completion or its making, the earlier')
+    .argParser(durationArg(1, 30 * 86400))
+    .default(defaultSeconds, shownDefault);
+}

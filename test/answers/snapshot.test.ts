@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AnswerSnapshotError, buildAnswerSnapshot, snapshotText, type AnswerSnapshotSource } from '../../src/lib/answers/snapshot.js';
-import { answerKeyOf, readAnswer, readAnswerPage, selectAnswerPage, type AnswerRow } from '../../src/lib/answers/sql.js';
+import { type AnswerPageOptions, answerKeyOf, type AnswerRow, selectAnswerByUuid, selectAnswerPage } from '../../src/lib/answers/sql.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { openDb, type Db } from '../../src/lib/db/connect.js';
-import { runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 
 interface Vector { name: string; canonical?: string; hash?: string }
+const test = servicesTest({ prefix: 'answers', init: 'fc' });
 const vectors = (JSON.parse(readFileSync(new URL('../../fixtures/canon/fc-canon-v1.json', import.meta.url), 'utf8')) as { vectors: Vector[] }).vectors;
 const seedVector = vectors.find((v) => v.name === 'seed-contract-vector')!;
 
@@ -102,11 +102,17 @@ describe('answer SQL', () => {
   });
 
   describe('against MariaDB', () => {
-    let dbs: TestDatabases;
     let db: Db;
-    beforeAll(async () => {
-      dbs = await freshDatabases('answers');
-      expect((await runCli(['db', 'init', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
+    // The statements run as a runner would: built by sql.ts, executed here.
+    const readAnswer = async (answerUuid: string): Promise<AnswerRow | null> => {
+      const { sql, params } = selectAnswerByUuid(answerUuid);
+      return (await db.query<AnswerRow>(sql, params))[0] ?? null;
+    };
+    const readAnswerPage = (options: AnswerPageOptions): Promise<AnswerRow[]> => {
+      const { sql, params } = selectAnswerPage(options);
+      return db.query<AnswerRow>(sql, params);
+    };
+    test.beforeAll(async ({ dbs }) => {
       const rows: unknown[][] = [];
       // Two schools (one beyond 2^53), two forms, three answers each, inserted out of order.
       for (const sch of ['9007199254740993', '5']) {
@@ -124,31 +130,30 @@ describe('answer SQL', () => {
     });
     afterAll(async () => {
       await db?.close();
-      await dbs?.drop();
     });
 
     it('reads a row by uuid with BIGINTs as strings and times as text; the snapshot builds from it', async () => {
-      const row = (await readAnswer(db, 'a1-f1-9007199254740993'))!;
+      const row = (await readAnswer('a1-f1-9007199254740993'))!;
       expect(row.sch_id).toBe('9007199254740993');
       expect(row.create_time).toBe('2026-10-21 10:00:00');
       expect(buildAnswerSnapshot(row).snapshotJson).toContain('"schId":9007199254740993');
-      expect(await readAnswer(db, 'nope')).toBeNull();
+      expect(await readAnswer('nope')).toBeNull();
     });
 
     it('keyset pages visit every row once, in order, across schools and forms', async () => {
       const seen: string[] = [];
       let after: ReturnType<typeof answerKeyOf> | undefined;
       for (;;) {
-        const page: AnswerRow[] = await readAnswerPage(db, { limit: 5, ...(after ? { after } : {}) });
+        const page: AnswerRow[] = await readAnswerPage({ limit: 5, ...(after ? { after } : {}) });
         seen.push(...page.map((r) => r.answer_uuid));
         if (page.length < 5) break;
         after = answerKeyOf(page.at(-1)!);
       }
       const expected = ['5', '9007199254740993'].flatMap((sch) => ['f1', 'f2'].flatMap((f) => ['a1', 'a2', 'a3'].map((a) => `${a}-${f}-${sch}`)));
       expect(seen).toEqual(expected);
-      const oneForm = await readAnswerPage(db, { schId: '5', formUuid: 'f2', after: { schId: '5', formUuid: 'f2', answerUuid: 'a1-f2-5' }, limit: 10 });
+      const oneForm = await readAnswerPage({ schId: '5', formUuid: 'f2', after: { schId: '5', formUuid: 'f2', answerUuid: 'a1-f2-5' }, limit: 10 });
       expect(oneForm.map((r) => r.answer_uuid)).toEqual(['a2-f2-5', 'a3-f2-5']);
-      const oneSchool = await readAnswerPage(db, { schId: '9007199254740993', after: { schId: '9007199254740993', formUuid: 'f1', answerUuid: 'a3-f1-9007199254740993' }, limit: 10 });
+      const oneSchool = await readAnswerPage({ schId: '9007199254740993', after: { schId: '9007199254740993', formUuid: 'f1', answerUuid: 'a3-f1-9007199254740993' }, limit: 10 });
       expect(oneSchool.map((r) => r.answer_uuid)).toEqual(['a1-f2-9007199254740993', 'a2-f2-9007199254740993', 'a3-f2-9007199254740993']);
     });
   });

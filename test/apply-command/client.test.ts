@@ -1,28 +1,28 @@
 import net from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect } from 'vitest';
 import { FlowClient } from '../../src/lib/flow/client.js';
 import { canonicalQuery, newNonce, signedHeaders } from '../../src/lib/flow/sign.js';
-import { APP } from '../helpers/apply-commands.js';
-import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
+import { APP, APP_FLOW } from '../helpers/apply-commands.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
+import { servicesTest } from '../helpers/services.js';
 
+// the stand-in only: no database is asked for, so none is made
+const test = servicesTest({ prefix: 'flowclient', flowApps: APP_FLOW });
 let fc: FlowCenter;
 let client: FlowClient;
 const key = { bizType: 'honor_apply', bizId: 'A-1' };
 const req = { ...key, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1', requestToken: 'tok-1', attempt: 1 };
 
-beforeAll(async () => {
-  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
+test.beforeAll(({ flowCenter }) => {
+  fc = flowCenter;
   client = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
-});
-afterAll(async () => {
-  await fc?.stop();
 });
 beforeEach(async () => {
   await fc.reset();
 });
 
 describe('flow-center client against the stand-in', () => {
-  it('looks up, creates, and answers the §7.4 guard branches', async () => {
+  test('looks up, creates, and answers the §7.4 guard branches', async () => {
     expect(await client.lookup(key.bizType, key.bizId)).toEqual({ kind: 'not-found' });
     const created = await client.apply(req);
     expect(created).toMatchObject({ kind: 'applied', branch: 'CREATED', instance: { status: 10, submitterId: '9007199254740993', round: 1 } });
@@ -36,7 +36,7 @@ describe('flow-center client against the stand-in', () => {
     expect(await client.apply({ ...req, flowGuid: 'guid-other' })).toMatchObject({ kind: 'http', status: 409 });
   });
 
-  it('a latency fault delays the answer by at least its length, counted from the request, and is used up', async () => {
+  test('a latency fault delays the answer by at least its length, counted from the request, and is used up', async () => {
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'latency', ms: 150, count: 1 }]);
     let t0 = performance.now();
     expect(await new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 2000 }).lookup('t', 'slow')).toEqual({ kind: 'not-found' });
@@ -46,14 +46,14 @@ describe('flow-center client against the stand-in', () => {
     expect(performance.now() - t0).toBeLessThan(150);
   });
 
-  it('business keys with spaces, slashes and non-ASCII are signed and sent as the canonical query', async () => {
+  test('business keys with spaces, slashes and non-ASCII are signed and sent as the canonical query', async () => {
     const odd = { bizType: 'honor apply', bizId: '甲/乙 1&x=y' };
     expect(await client.lookup(odd.bizType, odd.bizId)).toEqual({ kind: 'not-found' });
     const [entry] = await fc.log();
     expect(entry).toMatchObject({ auth: 'ok', status: 200, query: { bizType: odd.bizType, bizId: odd.bizId } });
   });
 
-  it('keeps a base path prefix', async () => {
+  test('keeps a base path prefix', async () => {
     const prefixed = new FlowClient({ baseUrl: `${fc.url}/gw/`, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
     await prefixed.lookup('t', 'b');
     const [entry] = await fc.log();
@@ -61,7 +61,7 @@ describe('flow-center client against the stand-in', () => {
     expect(entry).toMatchObject({ path: '/gw/oapi/flow/instance', auth: 'ok', status: 404 });
   });
 
-  it('errors are typed results: timeout, drop, 4xx/5xx, every malformed body', async () => {
+  test('errors are typed results: timeout, drop, 4xx/5xx, every malformed body', async () => {
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'timeout', count: 1 }]);
     expect(await client.lookup('t', 'b')).toMatchObject({ kind: 'timeout' });
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'drop', count: 1 }]);
@@ -102,7 +102,7 @@ describe('flow-center client against the stand-in', () => {
     expect(await refused.lookup('t', 'b')).toMatchObject({ kind: 'network', detail: 'ECONNREFUSED' });
   });
 
-  it('the stand-in refuses every tampered or replayed request with 401', async () => {
+  test('the stand-in refuses every tampered or replayed request with 401', async () => {
     const path = '/oapi/flow/instance';
     const query = canonicalQuery([['bizType', 't'], ['bizId', 'b']]);
     const sign = (over: { query?: string; nonce?: string; now?: number; secret?: string; appKey?: string } = {}) =>
@@ -129,7 +129,7 @@ describe('flow-center client against the stand-in', () => {
     expect(await fc.instances()).toEqual([]);
   });
 
-  it('the stand-in answers 403 to a correctly signed apply for another app (README: 403 = the app may not do this), and checks the signature first', async () => {
+  test('the stand-in answers 403 to a correctly signed apply for another app (README: 403 = the app may not do this), and checks the signature first', async () => {
     const foreign = { ...req, applyAppKey: '100099' };
     expect(await client.apply(foreign)).toMatchObject({ kind: 'http', status: 403, detail: expect.stringContaining('APP_KEY_MISMATCH') });
     const wrong = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: 'wrong-secret-value', timeoutMs: 300 });
@@ -145,14 +145,14 @@ describe('flow-center client against the stand-in', () => {
     expect(await fc.instances()).toEqual([]);
   });
 
-  it('a client with the wrong secret gets a typed 401, and the secret is nowhere in it', async () => {
+  test('a client with the wrong secret gets a typed 401, and the secret is nowhere in it', async () => {
     const wrong = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: 'wrong-secret-value', timeoutMs: 300 });
     const r = await wrong.lookup('t', 'b');
     expect(r).toMatchObject({ kind: 'http', status: 401 });
     expect(JSON.stringify(r)).not.toContain('wrong-secret-value');
   });
 
-  it('an IPv6 literal base URL is connected to, not looked up by name', async () => {
+  test('an IPv6 literal base URL is connected to, not looked up by name', async () => {
     const http = await import('node:http');
     const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"found":false}'));
     await new Promise<void>((r) => server.listen(0, '::1', r));
@@ -163,13 +163,13 @@ describe('flow-center client against the stand-in', () => {
     await new Promise((r) => server.close(r));
   });
 
-  it('a header value node refuses (control character in the app key) is a typed network error, not a throw', async () => {
+  test('a header value node refuses (control character in the app key) is a typed network error, not a throw', async () => {
     const bad = new FlowClient({ baseUrl: fc.url, appKey: 'k\nX-Injected: 1', secret: APP.secret, timeoutMs: 300 });
     expect(await bad.lookup('t', 'b')).toMatchObject({ kind: 'network' });
     bad.close();
   });
 
-  it('refuses bad base URLs up front', () => {
+  test('refuses bad base URLs up front', () => {
     for (const baseUrl of ['not a url', 'ftp://x', 'https://user:pw@x', 'https://x/?a=1']) {
       expect(() => new FlowClient({ baseUrl, appKey: 'k', secret: 's', timeoutMs: 100 })).toThrow(TypeError);
     }

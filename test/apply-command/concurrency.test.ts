@@ -1,28 +1,18 @@
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { APP, BIZ_TYPE, commandsOf, defaults, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
-import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
+import { describe, expect } from 'vitest';
+import { FCCTL_BIN, jsonLines, spawnCli } from '../helpers/cli.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { APP, APP_FLOW, BIZ_TYPE, commandsOf, defaults, type Env, flowEnv, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
+import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
 
-let dbs: TestDatabases;
-let fc: FlowCenter;
-let env: Record<string, string | undefined>;
-
-beforeAll(async () => {
-  dbs = await freshDatabases('applyconc');
-  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret }, latencyMs: 2 });
-  env = dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
-});
-afterAll(async () => {
-  await fc?.stop();
-  await dbs?.drop();
-});
+const test = servicesTest({ prefix: 'applyconc', init: 'sh', flowApps: APP_FLOW, flowLatencyMs: 2 });
+let dbs: TestDatabases, fc: FlowCenter, env: Env;
+test.beforeAll(({ dbs: d, flowCenter }) => void ([dbs, fc, env] = [d, flowCenter, flowEnv(d, flowCenter)]));
 
 describe('two resolve-unknown processes at once', () => {
-  it('5,000 rows: every row looked up exactly once, resent at most once (only when not found), all DONE', { timeout: 300_000 }, async () => {
+  test('5,000 rows: every row looked up exactly once, resent at most once (only when not found), all DONE', { timeout: 300_000 }, async () => {
     const p = uniquePrefix('conc');
     const n = 5000;
     const ids = Array.from({ length: n }, (_, i) => `${p}-${i}`);
@@ -65,7 +55,7 @@ describe('two resolve-unknown processes at once', () => {
 });
 
 describe('SIGINT', () => {
-  it('stops claiming, lets requests in flight finish, releases what it has not started, prints the summary', { timeout: 120_000 }, async () => {
+  test('stops claiming, lets requests in flight finish, releases what it has not started, prints the summary', { timeout: 120_000 }, async () => {
     const p = uniquePrefix('sig');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 300 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.faults([{ path: '*', kind: 'latency', ms: 100 }]);

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { APPLY_RETRY_POLICY, DONE_BRANCHES, isReasonCode, planWrite, refusesCredentials, resolve, signatureAccepted, type Step, type Transition } from '../../src/lib/apply-command/decide.js';
-import { claimSelect, claimStartSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/sql.js';
+import { APPLY_RETRY_POLICY, DONE_BRANCHES, isReasonCode, planWrite, refusesCredentials, resolve, signatureAccepted, type Step, type Transition } from '../../src/lib/apply-command/resolve/decide.js';
+import { claimSelect, claimStartSelect, compileWrite, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/resolve/sql.js';
 import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
 import { durationArg } from '../../src/commands/options.js';
 import {
@@ -389,31 +389,4 @@ describe('durationArg', () => {
   for (const bad of ['abc', '', '10x', '-5m', '1.5h', '59', '31d']) {
     it(`refuses ${JSON.stringify(bad)}`, () => expect(() => parse(bad)).toThrow());
   }
-});
-
-describe('option parsing (runF captures the options; nothing connects)', () => {
-  it('defaults and units', async () => {
-    const { Command } = await import('commander');
-    const { PassThrough, Readable } = await import('node:stream');
-    const { Resources } = await import('../../src/commands/context.js');
-    const { createApplyCommandResolveCommand } = await import('../../src/commands/apply-command/resolve-unknown.js');
-    const deps = { io: { stdout: new PassThrough(), stderr: new PassThrough(), stdin: Readable.from(['']), interactive: false }, env: {}, now: () => new Date(), signal: new AbortController().signal };
-    const parse = async (argv: string[]) => {
-      const program = new Command('fcctl').exitOverride();
-      let captured: unknown;
-      createApplyCommandResolveCommand(program.command('apply-command'), deps, new Resources(), async (o) => {
-        captured = o;
-        return 0;
-      });
-      await program.parseAsync(['apply-command', 'resolve-unknown', ...argv], { from: 'user' });
-      return captured;
-    };
-    expect(await parse([])).toEqual({
-      batchSize: 100, concurrency: 8, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 600, leaseSeconds: 300, pendingGraceSeconds: 600,
-      retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, requestTimeoutMs: 5000, maxConsecutiveErrors: 20, dryRun: false, metricsFile: undefined,
-    });
-    expect(await parse(['--pending-grace', '2h', '--request-timeout', '0.5', '--max-retries', '3', '--dry-run'])).toMatchObject({
-      pendingGraceSeconds: 7200, requestTimeoutMs: 500, retry: { maxRetries: 3 }, dryRun: true,
-    });
-  });
 });

@@ -10,9 +10,9 @@ import {
   type RequeueFacts,
   type RequeueRow,
   selectorOf,
-} from '../../src/lib/apply-command/requeue.js';
-import { MAX_REQUEUE_ITEMS, parseRequeueFile, requeueTargetOf } from '../../src/lib/apply-command/requeue-input.js';
-import { requeueSql } from '../../src/lib/apply-command/sql.js';
+} from '../../src/lib/apply-command/requeue/decide.js';
+import { MAX_REQUEUE_ITEMS, parseRequeueFile, requeueTargetOf } from '../../src/lib/apply-command/requeue/input.js';
+import { requeueSql } from '../../src/lib/apply-command/requeue/sql.js';
 
 const KEY = { bizType: 'honor_apply', bizId: 'A-1' };
 const row = (over: Partial<RequeueRow> = {}): RequeueRow => ({

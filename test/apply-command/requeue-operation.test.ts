@@ -4,27 +4,19 @@
  * whole), an interrupted `--dead` operation continues under the same id, and a temporary answer
  * (CLAIMED) is not recorded.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
-import { type RequeueOptions, type RequeueResult, runRequeue } from '../../src/lib/apply-command/requeue-run.js';
-import { runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type RequeueOptions, type RequeueResult, runRequeue } from '../../src/lib/apply-command/requeue/run.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { BIZ_TYPE, commandsOf, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
+import { servicesTest } from '../helpers/services.js';
 
+const test = servicesTest({ prefix: 'requeueop', init: 'sh' });
 let dbs: TestDatabases;
 let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-requeue-op-'));
-  dbs = await freshDatabases('requeueop');
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env: dbs.env() })).code).toBe(0);
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+test.beforeAll(({ dbs: d, tmp }) => {
+  [dbs, dir] = [d, tmp];
 });
 
 let seq = 0;
@@ -42,17 +34,23 @@ async function requeueOn(target: RequeueOptions['target'], operationId: string, 
 }
 const setReason = (p: string, reason: string) => dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET last_error = ? WHERE biz_id LIKE ?`, [reason, `${p}%`]);
 const opRows = async (op: string) => {
-  const { opDigest } = await import('../../src/lib/deliveries/replay.js');
+  const { opDigest } = await import('../../src/lib/deliveries/replay/decide.js');
   return (await dbs.admin.query(`SELECT biz_type, biz_id, selector, completed_at FROM \`${dbs.shName}\`.fcctl_requeue_operation WHERE op_digest = ?`, [opDigest(op)]))[0] as Array<{ biz_type: string; biz_id: string; selector: string; completed_at: Date | null }>;
 };
 const auditCount = async (op: string) => Number(((await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.shName}\`.fc_reconcile_audit WHERE proof_id = ?`, [op]))[0] as Array<{ n: string }>)[0]!.n);
 
+/** `n` DEAD commands (budget spent) of a fresh prefix, all with one last_error. */
+async function deadCommands(tag: string, n: number, lastError: string): Promise<string> {
+  const p = uniquePrefix(tag);
+  await insertCommands(dbs.admin, dbs.shName, Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}`, state: 'DEAD' as const, retryCount: 6 })));
+  await setReason(p, lastError);
+  return p;
+}
+
 describe('apply-command requeue operations', () => {
-  it('one operation id, two selections at once (--dead of 3000 and one key): one runs, the other is OPERATION_CONFLICT before it touches anything', { timeout: 120_000 }, async () => {
-    const p = uniquePrefix('opsel');
+  test('one operation id, two selections at once (--dead of 3000 and one key): one runs, the other is OPERATION_CONFLICT before it touches anything', { timeout: 120_000 }, async () => {
     const n = 3000;
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}`, state: 'DEAD' as const, retryCount: 6 })));
-    await setReason(p, 'LOOKUP_NETWORK: reset');
+    const p = await deadCommands('opsel', n, 'LOOKUP_NETWORK: reset');
     const op = `sel-${p}`;
     const [dead, one] = await Promise.all([
       requeueOn({ kind: 'dead', reason: 'LOOKUP_NETWORK' }, op),
@@ -73,11 +71,9 @@ describe('apply-command requeue operations', () => {
     expect(again).toMatchObject({ exitCode: 0, operationConflict: null, repeated: winner.results.length });
   });
 
-  it('an interrupted --dead operation continues under the same id; once complete it only repeats', { timeout: 120_000 }, async () => {
-    const p = uniquePrefix('opint');
+  test('an interrupted --dead operation continues under the same id; once complete it only repeats', { timeout: 120_000 }, async () => {
     const n = 3000;
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}`, state: 'DEAD' as const, retryCount: 6 })));
-    await setReason(p, 'APPLY_HTTP_503: unavailable');
+    const p = await deadCommands('opint', n, 'APPLY_HTTP_503: unavailable');
     const op = `int-${p}`;
     const target = { kind: 'dead', reason: 'APPLY_HTTP_503' } as const;
     const stop = new AbortController();
@@ -101,7 +97,7 @@ describe('apply-command requeue operations', () => {
     expect((await commandsOf(dbs.admin, dbs.shName, `${p}-0`)).find((c) => c.biz_id === `${p}-0`)).toMatchObject({ state: 'DEAD' });
   });
 
-  it('CLAIMED is not recorded: the same operation id after the lease requeues the command', async () => {
+  test('CLAIMED is not recorded: the same operation id after the lease requeues the command', async () => {
     const p = uniquePrefix('opclm');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'FAILED', retryCount: 2 }]);
     await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_owner = 'host:1:live', claim_expires_at = NOW() + INTERVAL 5 MINUTE WHERE biz_id = ?`, [`${p}-1`]);

@@ -4,37 +4,20 @@
  * still first; idempotent per operation id; reports only without --execute; an evidence line and
  * an audit row per command; every other state refused with its reason; guarded writes.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { APP, BIZ_TYPE, commandsOf, defaults, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
-import { type FlowCenter, startFlowCenter, type StandInInstance } from '../helpers/flow-center.js';
+import { APP, APP_FLOW, BIZ_TYPE, clearFlowCenter, commandsByName, commandsOf, type Env, flowEnv, insertCommands, linesOf, ownedInstance as owned, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
+import { servicesTest } from '../helpers/services.js';
 
-let dbs: TestDatabases;
-let fc: FlowCenter;
-let env: Record<string, string | undefined>;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-requeue-'));
-  dbs = await freshDatabases('requeue');
-  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
-  env = dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
-});
-afterAll(async () => {
-  await fc?.stop();
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  await fc.clearFaults();
-  await fc.clearLog();
-});
+const test = servicesTest({ prefix: 'requeue', init: 'sh', flowApps: APP_FLOW });
+let dbs: TestDatabases, fc: FlowCenter, env: Env, dir: string;
+test.beforeAll(({ dbs: d, flowCenter, tmp }) => void ([dbs, fc, env, dir] = [d, flowCenter, flowEnv(d, flowCenter), tmp]));
+beforeEach(() => clearFlowCenter(fc));
 
 const TABLES = ['flow_apply_command', 'service_apply', 'fc_reconcile_audit', 'fcctl_requeue_operation'];
 const checksum = () => checksumTables(dbs.admin, dbs.shName, TABLES);
@@ -42,22 +25,18 @@ let evidenceSeq = 0;
 const evidenceFile = () => join(dir, `evidence-${++evidenceSeq}.jsonl`);
 const requeue = (args: string[], options: { evidence?: string; stdin?: string } = {}) =>
   runCli(['--json', 'apply-command', 'requeue', '--evidence', options.evidence ?? evidenceFile(), ...args], { env, stdin: options.stdin });
-const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const resultsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'result');
+const resultsOf = (stdout: string) => linesOf(stdout, 'result');
 const evidenceOf = (path: string) => readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-const byKey = async (p: string) => Object.fromEntries((await commandsOf(dbs.admin, dbs.shName, p)).map((x) => [x.biz_id.slice(p.length + 1), x]));
+const byKey = (p: string) => commandsByName(dbs.admin, dbs.shName, p);
 const setRow = (bizId: string, sql: string, params: unknown[] = []) => dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET ${sql} WHERE biz_id = ?`, [...params, bizId]);
 const auditOf = async (operationId: string) =>
   (await dbs.admin.query(`SELECT action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json FROM \`${dbs.shName}\`.fc_reconcile_audit WHERE proof_id = ? ORDER BY id`, [operationId]))[0] as Array<Record<string, unknown>>;
 const tokensOf = async (p: string) =>
   ((await dbs.admin.query(`SELECT biz_id, request_token, attempt, next_retry_at FROM \`${dbs.shName}\`.flow_apply_command WHERE biz_id LIKE ? ORDER BY id`, [`${p}%`]))[0] as Array<{ biz_id: string; request_token: string; attempt: number; next_retry_at: string | null }>);
-const owned = (bizId: string, status: StandInInstance['status']): StandInInstance => ({
-  bizType: BIZ_TYPE, bizId, status, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid, round: 1,
-});
 const key = (bizId: string) => ['--biz-type', BIZ_TYPE, '--biz-id', bizId];
 
 describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still comes first', () => {
-  it('a DEAD UNEXPECTED_BRANCH and a DEAD by budget command: UNKNOWN, budget reset, same token and attempt; resolve-unknown then looks up before any resend', async () => {
+  test('a DEAD UNEXPECTED_BRANCH and a DEAD by budget command: UNKNOWN, budget reset, same token and attempt; resolve-unknown then looks up before any resend', async () => {
     const p = uniquePrefix('rq');
     await insertCommands(dbs.admin, dbs.shName, [
       { bizId: `${p}-branch`, state: 'DEAD', attempt: 3 },
@@ -107,7 +86,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect((await byKey(p))['branch']).toMatchObject({ state: 'DONE', remote_status: 30, flow_status: 30 });
   });
 
-  it('a dry run (no --execute) reports what each would answer and writes nothing but evidence lines marked dryRun', async () => {
+  test('a dry run (no --execute) reports what each would answer and writes nothing but evidence lines marked dryRun', async () => {
     const p = uniquePrefix('rqdry');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'DEAD', retryCount: 6 }]);
     const before = await checksum();
@@ -124,7 +103,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect((await byKey(p))['1']).toMatchObject({ state: 'UNKNOWN', retry_count: 0 });
   });
 
-  it('the same operation id again returns the first answers and changes nothing — also after the command went DEAD again', async () => {
+  test('the same operation id again returns the first answers and changes nothing — also after the command went DEAD again', async () => {
     const p = uniquePrefix('rqidem');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-dead`, state: 'DEAD', retryCount: 6 }, { bizId: `${p}-done`, state: 'DONE' }]);
     const op = `idem-${p}`;
@@ -155,7 +134,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect((await byKey(p))['dead']).toMatchObject({ state: 'UNKNOWN', retry_count: 0 });
   });
 
-  it('--dead takes only DEAD rows (of --reason when given); under the same operation id again, exactly those and none that died since', async () => {
+  test('--dead takes only DEAD rows (of --reason when given); under the same operation id again, exactly those and none that died since', async () => {
     const p = uniquePrefix('rqdead');
     // the shared database holds DEAD rows of other tests: a --reason no other test uses keeps this one's selection its own
     await insertCommands(dbs.admin, dbs.shName, [
@@ -183,7 +162,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect(rows['failed409']).toMatchObject({ state: 'DEAD' });
   });
 
-  it('every other state is refused with its reason (exit 1), nothing changes; a live claim is CLAIMED', async () => {
+  test('every other state is refused with its reason (exit 1), nothing changes; a live claim is CLAIMED', async () => {
     const p = uniquePrefix('rqno');
     await insertCommands(dbs.admin, dbs.shName, [
       { bizId: `${p}-pending`, state: 'PENDING' },
@@ -215,9 +194,9 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect((await auditOf(op)).map((a) => a['outcome']).sort()).toEqual(['CLAIMED', 'NOT_REQUEUABLE', 'NOT_REQUEUABLE', 'NOT_REQUEUABLE', 'NO_COMMAND', 'REQUEUED']);
   });
 
-  it('a resolver holding the old generation changes nothing after a requeue (its guard no longer matches)', async () => {
+  test('a resolver holding the old generation changes nothing after a requeue (its guard no longer matches)', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { applyWrite, claimRows } = await import('../../src/lib/apply-command/sql.js');
+    const { applyWrite, claimRows } = await import('../../src/lib/apply-command/resolve/run.js');
     const { generationOf } = await import('../../src/lib/apply-command/types.js');
     const p = uniquePrefix('rqstale');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'FAILED', retryCount: 2 }]);
@@ -237,7 +216,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     }
   });
 
-  it('two processes with the same operation id at once: each command requeued and audited once', { timeout: 60_000 }, async () => {
+  test('two processes with the same operation id at once: each command requeued and audited once', { timeout: 60_000 }, async () => {
     const p = uniquePrefix('rqrace');
     const n = 60;
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}`, state: 'DEAD' as const, retryCount: 6 })));
@@ -255,7 +234,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect(Number((ops as Array<{ n: string }>)[0]!.n)).toBe(n);
   });
 
-  it('environment: an unreachable database is exit 3; a version-1 SH schema without the requeue table is exit 3 naming the fix, until db init adds it', async () => {
+  test('environment: an unreachable database is exit 3; a version-1 SH schema without the requeue table is exit 3 naming the fix, until db init adds it', async () => {
     const down = await runCli(['apply-command', 'requeue', '--dead', '--operation-id', 'env-1', '--evidence', evidenceFile()], { env: { ...env, FCCTL_SH_DATABASE_URL: 'mysql://fcctl:pw-x@127.0.0.1:1/none' } });
     expect(down.code).toBe(3);
     expect(down.stderr).toMatch(/^fcctl: cannot connect to SH database/);
@@ -282,7 +261,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     }
   });
 
-  it('the output of apply-command scan --format json, summary line included, feeds --from', async () => {
+  test('the output of apply-command scan --format json, summary line included, feeds --from', async () => {
     const p = uniquePrefix('rqscan');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'DEAD', retryCount: 6 }]);
     const scan = await runCli(['apply-command', 'scan', '--format', 'json', '--limit', '10000'], { env });
@@ -298,7 +277,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
     expect(resultsOf(r.stdout).find((x) => x['bizId'] === `${p}-1`)).toMatchObject({ code: 'WOULD_REQUEUE' });
   });
 
-  it('a table on a terminal, and the dry-run note', async () => {
+  test('a table on a terminal, and the dry-run note', async () => {
     const p = uniquePrefix('rqtty');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'DEAD' }]);
     const r = await runCli(['apply-command', 'requeue', ...key(`${p}-1`), '--operation-id', `tty-${p}`, '--evidence', evidenceFile()], { env, tty: true });

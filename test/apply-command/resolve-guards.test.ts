@@ -5,45 +5,27 @@
  * stops the run at the first refusal without charging any row.
  */
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { APP, BIZ_TYPE, commandsOf, defaults, insertCommands, makeDue, uniquePrefix } from '../helpers/apply-commands.js';
-import { type FlowCenter, type LogEntry, startFlowCenter, type StandInInstance } from '../helpers/flow-center.js';
+import { beforeEach, describe, expect } from 'vitest';
+import { FCCTL_BIN, runCli } from '../helpers/cli.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { APP_FLOW, BIZ_TYPE, clearFlowCenter, commandsByName, commandsOf, type Env, flowEnv, insertCommands, linesOf, logOf as of, makeDue, ownedInstance as owned, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
+import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
 
-let dbs: TestDatabases;
-let fc: FlowCenter;
-let env: Record<string, string | undefined>;
-
-beforeAll(async () => {
-  dbs = await freshDatabases('applyguard');
-  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
-  env = dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
-});
-afterAll(async () => {
-  await fc?.stop();
-  await dbs?.drop();
-});
-beforeEach(async () => {
-  await fc.clearFaults();
-  await fc.clearLog();
-});
+const test = servicesTest({ prefix: 'applyguard', init: 'sh', flowApps: APP_FLOW });
+let dbs: TestDatabases, fc: FlowCenter, env: Env;
+test.beforeAll(({ dbs: d, flowCenter }) => void ([dbs, fc, env] = [d, flowCenter, flowEnv(d, flowCenter)]));
+beforeEach(() => clearFlowCenter(fc));
 
 const FAST = ['--request-timeout', '2', '--lease-seconds', '30'];
 const resolveRun = (args: string[] = [], e = env) => runCli(['--json', 'apply-command', 'resolve-unknown', ...FAST, ...args], { env: e });
-const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const rowEvents = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'row');
-const owned = (bizId: string, status: StandInInstance['status'], over: Partial<StandInInstance> = {}): StandInInstance => ({
-  bizType: BIZ_TYPE, bizId, status, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid, round: 1, ...over,
-});
-const of = (log: LogEntry[], prefix: string) => log.filter((e) => e.bizId?.startsWith(prefix));
-const byKey = async (p: string) => Object.fromEntries((await commandsOf(dbs.admin, dbs.shName, p)).map((x) => [x.biz_id.slice(p.length + 1), x]));
+const rowEvents = (stdout: string) => linesOf(stdout, 'row');
+const byKey = (p: string) => commandsByName(dbs.admin, dbs.shName, p);
 const setFlowStatus = (bizId: string, status: number | null) => dbs.admin.query(`UPDATE \`${dbs.shName}\`.service_apply SET flow_status = ? WHERE biz_id = ?`, [status, bizId]);
 
 describe('an apply answer with a branch outside the seven (item 1)', () => {
-  it('is DEAD UNEXPECTED_BRANCH at once with the branch kept (cut to last_branch\'s 32 characters), and never resent', async () => {
+  test('is DEAD UNEXPECTED_BRANCH at once with the branch kept (cut to last_branch\'s 32 characters), and never resent', async () => {
     const p = uniquePrefix('ub');
     const id = (k: string) => `${p}-${k}`;
     const long = `NEW_BRANCH_${'X'.repeat(40)}`;
@@ -78,7 +60,7 @@ describe('an apply answer with a branch outside the seven (item 1)', () => {
 });
 
 describe('an unknown branch that comes without a valid instance', () => {
-  it('is DEAD UNEXPECTED_BRANCH with the branch kept (absent, null or invalid instance), never resent; a known branch without one stays APPLY_MALFORMED', async () => {
+  test('is DEAD UNEXPECTED_BRANCH with the branch kept (absent, null or invalid instance), never resent; a known branch without one stays APPLY_MALFORMED', async () => {
     const p = uniquePrefix('ubn');
     const id = (k: string) => `${p}-${k}`;
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: id('absent') }, { bizId: id('null') }, { bizId: id('bad') }, { bizId: id('known') }]);
@@ -107,7 +89,7 @@ describe('an unknown branch that comes without a valid instance', () => {
 });
 
 describe('the status mirror is written only over the value read at claim (item 2)', () => {
-  it('a status the service writes between claim and write is kept: DONE, MIRROR_CHANGED reported and counted; unchanged values are mirrored', async () => {
+  test('a status the service writes between claim and write is kept: DONE, MIRROR_CHANGED reported and counted; unchanged values are mirrored', async () => {
     const p = uniquePrefix('mc');
     const id = (k: string) => `${p}-${k}`;
     await insertCommands(dbs.admin, dbs.shName, [
@@ -166,7 +148,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     for (const [k, want] of Object.entries(states)) expect(rows[k], k).toMatchObject({ ...want, claim_owner: null, flow_status: null });
   };
 
-  it('a wrong secret (401 for every request): exit 3 with one line naming the settings; no retry charged, rows in flight released; a right secret then settles them', async () => {
+  test('a wrong secret (401 for every request): exit 3 with one line naming the settings; no retry charged, rows in flight released; a right secret then settles them', async () => {
     const p = uniquePrefix('s401');
     const n = 40;
     await insertCommands(dbs.admin, dbs.shName, [
@@ -201,7 +183,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect(ok.code).toBe(0);
   });
 
-  it('403 on the first lookup (nothing signed accepted yet): the same stop', async () => {
+  test('403 on the first lookup (nothing signed accepted yet): the same stop', async () => {
     const p = uniquePrefix('s403');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 5 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'status', status: 403, body: { error: 'APP_NOT_PERMITTED', message: 'this app may not look instances up' } }]);
@@ -212,7 +194,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect((await commandsOf(dbs.admin, dbs.shName, p)).every((x) => x.state === 'UNKNOWN' && x.retry_count === 0 && x.claim_owner === null)).toBe(true);
   });
 
-  it('a 403 after the flow center accepted our signed requests is the row\'s: FAILED with backoff and charged, the other rows settle, run after run', async () => {
+  test('a 403 after the flow center accepted our signed requests is the row\'s: FAILED with backoff and charged, the other rows settle, run after run', async () => {
     const p = uniquePrefix('a403');
     const id = (i: number) => `${p}-R${i}`;
     const ids = [1, 2, 3, 4, 5, 6];
@@ -238,7 +220,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect(of(await fc.log(), p).filter((e) => e.method === 'POST' && e.bizId === id(2)).map((e) => e.status)).toEqual([403, 403]);
   });
 
-  it('a 401 stops the run even after requests were accepted (exit 3, uncharged)', async () => {
+  test('a 401 stops the run even after requests were accepted (exit 3, uncharged)', async () => {
     const p = uniquePrefix('a401');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 4 }, (_, i) => ({ bizId: `${p}-${i}`, retryCount: 2 })));
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 401, bizId: `${p}-1` }]);
@@ -250,7 +232,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
     expect(rows.map((x) => [x.state, x.retry_count, x.claim_owner])).toEqual([['DONE', 2, null], ...Array(3).fill(['UNKNOWN', 2, null])]);
   });
 
-  it('other 4xx statuses still fail the row with backoff (a 401/403 is special, not every client error)', async () => {
+  test('other 4xx statuses still fail the row with backoff (a 401/403 is special, not every client error)', async () => {
     const p = uniquePrefix('s429');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'status', status: 429, bizId: `${p}-1` }]);
@@ -261,7 +243,7 @@ describe('a flow center that refuses our credentials stops the run at the first 
 });
 
 describe('a DONE by lookup', () => {
-  it('clears last_branch: the row was settled by the lookup, not by a branch left from an earlier answer', async () => {
+  test('clears last_branch: the row was settled by the lookup, not by a branch left from an earlier answer', async () => {
     const p = uniquePrefix('lb');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-requeued` }, { bizId: `${p}-applied` }]);
     // a requeued row still carries the branch of its earlier answer
@@ -276,7 +258,7 @@ describe('a DONE by lookup', () => {
 });
 
 describe('SIGTERM', () => {
-  it('no POST starts after the signal: a row whose lookup came back "not found" after it is released uncharged', { timeout: 60_000 }, async () => {
+  test('no POST starts after the signal: a row whose lookup came back "not found" after it is released uncharged', { timeout: 60_000 }, async () => {
     const p = uniquePrefix('term');
     const ids = Array.from({ length: 4 }, (_, i) => `${p}-${i}`);
     await insertCommands(dbs.admin, dbs.shName, ids.map((bizId) => ({ bizId, retryCount: 1 })));

@@ -1,50 +1,28 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generationOf } from '../../src/lib/apply-command/types.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { APP, BIZ_TYPE, commandsOf, defaults, insertCommands, makeDue, SH_TABLES, uniquePrefix } from '../helpers/apply-commands.js';
-import { type FlowCenter, type LogEntry, startFlowCenter, type StandInInstance } from '../helpers/flow-center.js';
+import { APP, APP_FLOW, clearFlowCenter, commandsByName, commandsOf, defaults, type Env, flowEnv, insertCommands, linesOf, logOf as of, makeDue, ownedInstance as owned, SH_TABLES, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import type { FlowCenter, LogEntry } from '../helpers/flow-center.js';
+import { servicesTest } from '../helpers/services.js';
 
-let dbs: TestDatabases;
-let fc: FlowCenter;
-let env: Record<string, string | undefined>;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-apply-'));
-  dbs = await freshDatabases('apply');
-  fc = await startFlowCenter({ apps: { [APP.key]: APP.secret, '100099': 'other-app-secret' } });
-  env = dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
-});
-afterAll(async () => {
-  await fc?.stop();
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  await fc.clearFaults();
-  await fc.clearLog();
-});
+// a second app the stand-in knows, for instances and commands of another app key
+const test = servicesTest({ prefix: 'apply', init: 'sh', flowApps: { ...APP_FLOW, '100099': 'other-app-secret' } });
+let dbs: TestDatabases, fc: FlowCenter, env: Env, dir: string;
+test.beforeAll(({ dbs: d, flowCenter, tmp }) => void ([dbs, fc, env, dir] = [d, flowCenter, flowEnv(d, flowCenter), tmp]));
+beforeEach(() => clearFlowCenter(fc));
 
 // A request timeout well above what a loaded test machine needs for a loopback answer.
 const FAST = ['--request-timeout', '1', '--lease-seconds', '30'];
 const resolveRun = (args: string[] = [], e = env) => runCli(['--json', 'apply-command', 'resolve-unknown', ...FAST, ...args], { env: e });
-const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const rowEvents = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'row');
-const owned = (bizId: string, status: StandInInstance['status'], over: Partial<StandInInstance> = {}): StandInInstance => ({
-  bizType: BIZ_TYPE, bizId, status, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid, round: 1, ...over,
-});
+const rowEvents = (stdout: string) => linesOf(stdout, 'row');
 const posts = (log: LogEntry[]) => log.filter((e) => e.method === 'POST');
-const of = (log: LogEntry[], prefix: string) => log.filter((e) => e.bizId?.startsWith(prefix));
 const shChecksum = () => checksumTables(dbs.admin, dbs.shName, SH_TABLES);
 
 describe('apply-command resolve-unknown: look up first, never resend when found', () => {
-  it('1,000 rows whose instance exists with status 30 or 40: zero POSTs, all DONE, status mirrored — also when lookups time out first', async () => {
+  test('1,000 rows whose instance exists with status 30 or 40: zero POSTs, all DONE, status mirrored — also when lookups time out first', async () => {
     const p = uniquePrefix('found');
     const ids = Array.from({ length: 1000 }, (_, i) => `${p}-${i}`);
     await insertCommands(dbs.admin, dbs.shName, ids.map((bizId, i) => ({ bizId, state: i % 3 === 0 ? 'FAILED' : 'UNKNOWN' })));
@@ -77,7 +55,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(summaryOf(third.stdout)).toMatchObject({ claimed: 0, lookups: 0 });
   });
 
-  it('not found → exactly one POST with the same token and attempt; CREATED → DONE with the created instance', async () => {
+  test('not found → exactly one POST with the same token and attempt; CREATED → DONE with the created instance', async () => {
     const p = uniquePrefix('nf');
     await insertCommands(dbs.admin, dbs.shName, [
       { bizId: `${p}-unknown`, state: 'UNKNOWN', attempt: 3 },
@@ -116,7 +94,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     );
   });
 
-  it('--pending-grace takes younger PENDING rows too', async () => {
+  test('--pending-grace takes younger PENDING rows too', async () => {
     const p = uniquePrefix('grace');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'PENDING', createTime: 'NOW() - INTERVAL 3 MINUTE' }]);
     expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ claimed: 0 });
@@ -124,7 +102,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE' });
   });
 
-  it('found but owned by someone else (any of the three fields) → DEAD OWNERSHIP_MISMATCH, no POST', async () => {
+  test('found but owned by someone else (any of the three fields) → DEAD OWNERSHIP_MISMATCH, no POST', async () => {
     const p = uniquePrefix('own');
     await insertCommands(dbs.admin, dbs.shName, ['key', 'sub', 'guid'].map((k) => ({ bizId: `${p}-${k}` })));
     await fc.addInstances([
@@ -143,7 +121,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(posts(of(await fc.log(), p))).toHaveLength(0);
   });
 
-  it('every branch of the apply guard (lookup lagging behind the instance)', async () => {
+  test('every branch of the apply guard (lookup lagging behind the instance)', async () => {
     const p = uniquePrefix('br');
     const id = (k: string) => `${p}-${k}`;
     await insertCommands(dbs.admin, dbs.shName, [
@@ -173,7 +151,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       claimed: 7, posts: 7, done: 4, dead: 3, deadByReason: { UNEXPECTED_BRANCH: 3 },
       branches: { SAME_REQUEST: 1, IDEMPOTENT: 1, STALE_ROUND: 1, RESTARTED: 1, REPLAY_ONLY: 1, CONCURRENT_CREATED: 1, CREATED: 1 },
     });
-    const rows = Object.fromEntries((await commandsOf(dbs.admin, dbs.shName, p)).map((x) => [x.biz_id.slice(p.length + 1), x]));
+    const rows = await commandsByName(dbs.admin, dbs.shName, p);
     expect(rows['same']).toMatchObject({ state: 'DONE', last_branch: 'SAME_REQUEST', remote_status: 30, flow_status: 30 });
     expect(rows['idem']).toMatchObject({ state: 'DONE', last_branch: 'IDEMPOTENT', remote_status: 20, flow_status: 20 });
     expect(rows['concurrent']).toMatchObject({ state: 'DONE', last_branch: 'CONCURRENT_CREATED', remote_status: 10, flow_status: 10 });
@@ -187,7 +165,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(events.find((e) => e['bizId'] === id('restart'))).toMatchObject({ kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED' });
   });
 
-  it('a flow center that refuses connections: rows FAILED with backoff, retry budget untouched however often it happens', async () => {
+  test('a flow center that refuses connections: rows FAILED with backoff, retry budget untouched however often it happens', async () => {
     const p = uniquePrefix('refused');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }, { bizId: `${p}-2` }]);
     const down = { ...env, FCCTL_FLOW_URL: 'http://127.0.0.1:1' };
@@ -204,7 +182,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ done: 2 });
   });
 
-  it('an apply that timed out after the flow center acted: FAILED, then the next lookup settles it with no second POST', async () => {
+  test('an apply that timed out after the flow center acted: FAILED, then the next lookup settles it with no second POST', async () => {
     const p = uniquePrefix('late');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'timeout', after: true, count: 1 }]);
@@ -221,7 +199,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(posts(of(await fc.log(), p))).toHaveLength(1);
   });
 
-  it('an apply refused before acting (503): FAILED, then resent with the same token → CREATED', async () => {
+  test('an apply refused before acting (503): FAILED, then resent with the same token → CREATED', async () => {
     const p = uniquePrefix('503');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 503, count: 1 }]);
@@ -237,7 +215,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     ]);
   });
 
-  it('a race lost to another owner at apply time (409) → FAILED, then the lookup sees it → DEAD OWNERSHIP_MISMATCH', async () => {
+  test('a race lost to another owner at apply time (409) → FAILED, then the lookup sees it → DEAD OWNERSHIP_MISMATCH', async () => {
     const p = uniquePrefix('race');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'concurrent', owner: { applyAppKey: '100099', requestToken: 'theirs' }, count: 1 }]);
@@ -249,7 +227,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(posts(of(await fc.log(), p))).toHaveLength(1);
   });
 
-  it('timeouts, 5xx, malformed bodies → FAILED with backoff 20 s × 2^n, DEAD after --max-retries', async () => {
+  test('timeouts, 5xx, malformed bodies → FAILED with backoff 20 s × 2^n, DEAD after --max-retries', async () => {
     const p = uniquePrefix('err');
     const kinds = [
       { k: 'timeout', fault: { kind: 'timeout' as const }, reason: 'LOOKUP_TIMEOUT' },
@@ -287,7 +265,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(posts(log).every((e) => e.requestToken === `tok-${e.bizId}`)).toBe(true);
   });
 
-  it('a tampered signature (wrong secret) → 401 → the run stops at once (exit 3, one line naming the settings), no row charged; the secret is never printed', async () => {
+  test('a tampered signature (wrong secret) → 401 → the run stops at once (exit 3, one line naming the settings), no row charged; the secret is never printed', async () => {
     const p = uniquePrefix('sig');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     const wrong = { ...env, FCCTL_APP_SECRET: 'not-the-secret-xyz' };
@@ -304,7 +282,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE' });
   });
 
-  it('an owned instance in an earlier round than the attempt: DONE (never resent), flagged ROUND_BEHIND', async () => {
+  test('an owned instance in an earlier round than the attempt: DONE (never resent), flagged ROUND_BEHIND', async () => {
     const p = uniquePrefix('round');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, attempt: 2 }]);
     await fc.addInstances([owned(`${p}-1`, 30, { round: 1 })]);
@@ -314,14 +292,14 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE', flow_status: 30, last_error: expect.stringMatching(/^ROUND_BEHIND: /) });
   });
 
-  it('no service_apply row: DONE, reported as mirrorMissing', async () => {
+  test('no service_apply row: DONE, reported as mirrorMissing', async () => {
     const p = uniquePrefix('nomirror');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, serviceApply: false }]);
     await fc.addInstances([owned(`${p}-1`, 20)]);
     expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ done: 1, mirrorMissing: 1 });
   });
 
-  it('rows of another apply app key are never touched (counted as otherAppKey)', async () => {
+  test('rows of another apply app key are never touched (counted as otherAppKey)', async () => {
     const p = uniquePrefix('other');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, applyAppKey: '100099' }]);
     const before = await shChecksum();
@@ -332,7 +310,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.flow_apply_command WHERE biz_id LIKE ?`, [`${p}%`]);
   });
 
-  it('--dry-run: lookups only — no claim, no POST, no write', async () => {
+  test('--dry-run: lookups only — no claim, no POST, no write', async () => {
     const p = uniquePrefix('dry');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-found` }, { bizId: `${p}-missing` }, { bizId: `${p}-foreign` }]);
     await fc.addInstances([owned(`${p}-found`, 30), owned(`${p}-foreign`, 30, { flowGuid: 'x' })]);
@@ -346,7 +324,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     await resolveRun();
   });
 
-  it('--dry-run pages through more rows than a batch: each looked up exactly once, --max-rows honoured, nothing written', async () => {
+  test('--dry-run pages through more rows than a batch: each looked up exactly once, --max-rows honoured, nothing written', async () => {
     const p = uniquePrefix('drypages');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 25 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.addInstances(Array.from({ length: 25 }, (_, i) => owned(`${p}-${i}`, 30)));
@@ -364,7 +342,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     await resolveRun();
   });
 
-  it('a flow center answering only errors stops the run (exit 3) and releases untried rows with their budget untouched', async () => {
+  test('a flow center answering only errors stops the run (exit 3) and releases untried rows with their budget untouched', async () => {
     const p = uniquePrefix('down');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 40 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.faults([{ path: '*', kind: 'status', status: 503 }]);
@@ -386,7 +364,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect((await commandsOf(dbs.admin, dbs.shName, p)).every((x) => x.state === 'DONE')).toBe(true);
   });
 
-  it('--max-rows bounds what one run takes', async () => {
+  test('--max-rows bounds what one run takes', async () => {
     const p = uniquePrefix('max');
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 10 }, (_, i) => ({ bizId: `${p}-${i}` })));
     await fc.addInstances(Array.from({ length: 10 }, (_, i) => owned(`${p}-${i}`, 30)));
@@ -396,7 +374,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ claimed: 7, done: 7, stoppedBy: 'drained' });
   });
 
-  it('JSON lines: one event per row that did not simply settle by lookup, and a summary', async () => {
+  test('JSON lines: one event per row that did not simply settle by lookup, and a summary', async () => {
     const p = uniquePrefix('ev');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-a` }, { bizId: `${p}-b` }]);
     await fc.addInstances([owned(`${p}-a`, 30)]);
@@ -412,9 +390,10 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 });
 
 describe('claims do not grow with history', () => {
-  it('a run starts after the DONE prefix and each claim walks the primary key from the last one (a range, not a scan from the start)', async () => {
+  test('a run starts after the DONE prefix and each claim walks the primary key from the last one (a range, not a scan from the start)', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { claimStart, claimSelect } = await import('../../src/lib/apply-command/sql.js');
+    const { claimStart } = await import('../../src/lib/apply-command/resolve/run.js');
+    const { claimSelect } = await import('../../src/lib/apply-command/resolve/sql.js');
     const own = await freshDatabases('hist');
     const db = await openDb('SH database', own.shUrl);
     try {
@@ -438,9 +417,9 @@ describe('claims do not grow with history', () => {
 });
 
 describe('stale workers change nothing', () => {
-  it('a lease that expired and was taken over: the old owner\'s write matches nothing', async () => {
+  test('a lease that expired and was taken over: the old owner\'s write matches nothing', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { claimRows, applyWrite } = await import('../../src/lib/apply-command/sql.js');
+    const { claimRows, applyWrite } = await import('../../src/lib/apply-command/resolve/run.js');
     const p = uniquePrefix('stale');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     const db = await openDb('SH database', dbs.shUrl);
@@ -483,7 +462,7 @@ describe('bad input: exit 2, one line, nothing touched', () => {
     ['flowUrl not http', [], { FCCTL_FLOW_URL: 'ftp://flow.example' }],
   ];
   for (const [name, args, over] of cases) {
-    it(name, async () => {
+    test(name, async () => {
       const p = uniquePrefix('bad');
       await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
       const before = await shChecksum();

@@ -1,22 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { insertCommands, SH_TABLES } from '../helpers/apply-commands.js';
+import { servicesTest } from '../helpers/services.js';
 
+const test = servicesTest({ prefix: 'applyscan', init: 'sh' });
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
 let dir: string;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('applyscan');
-  env = dbs.env();
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-apply-scan-'));
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
+test.beforeAll(async ({ dbs: d, tmp }) => {
+  [dbs, env, dir] = [d, d.env(), tmp];
   await insertCommands(dbs.admin, dbs.shName, [
     { bizId: 'u-old', state: 'UNKNOWN', createTime: 'NOW() - INTERVAL 2 HOUR' },
     { bizId: 'u-new', state: 'UNKNOWN', createTime: 'NOW() - INTERVAL 1 MINUTE' },
@@ -39,15 +36,10 @@ beforeAll(async () => {
   // a claim whose lease ran out
   await set('u-new', 'claim_owner = ?, claim_expires_at = NOW() - INTERVAL 1 MINUTE', ['host:1:abc']);
 });
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
 const scan = (args: string[] = []) => runCli(['apply-command', 'scan', ...args], { env });
 
 describe('apply-command scan', () => {
-  it('JSON: counts by state, due, oldest UNKNOWN, stuck claims, DEAD rows with reasons — and changes nothing', async () => {
+  test('JSON: counts by state, due, oldest UNKNOWN, stuck claims, DEAD rows with reasons — and changes nothing', async () => {
     const before = await checksumTables(dbs.admin, dbs.shName, SH_TABLES);
     const r = await scan(['--format', 'json']);
     expect(r.code).toBe(0);
@@ -78,12 +70,12 @@ describe('apply-command scan', () => {
     expect(await checksumTables(dbs.admin, dbs.shName, SH_TABLES)).toBe(before);
   });
 
-  it('--pending-grace widens what counts as due', async () => {
+  test('--pending-grace widens what counts as due', async () => {
     const r = await scan(['--format', 'json', '--pending-grace', '1m']);
     expect(jsonLines(r.stdout).find((l) => l['type'] === 'summary')).toMatchObject({ due: 5 });
   });
 
-  it('CSV: only the DEAD rows, with a header', async () => {
+  test('CSV: only the DEAD rows, with a header', async () => {
     const r = await scan(['--format', 'csv', '--limit', '2']);
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
@@ -91,7 +83,7 @@ describe('apply-command scan', () => {
     expect(lines).toHaveLength(3);
   });
 
-  it('table on a terminal', async () => {
+  test('table on a terminal', async () => {
     const r = await runCli(['apply-command', 'scan'], { env, tty: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('flow_apply_command by state');
@@ -99,7 +91,7 @@ describe('apply-command scan', () => {
     expect(r.stdout).toContain('newest DEAD rows');
   });
 
-  it('--fail-if-dead exits 1; --metrics-file writes the gauges', async () => {
+  test('--fail-if-dead exits 1; --metrics-file writes the gauges', async () => {
     const file = join(dir, 'scan.prom');
     const r = await scan(['--json', '--fail-if-dead', '--metrics-file', file]);
     expect(r.code).toBe(1);
@@ -110,7 +102,7 @@ describe('apply-command scan', () => {
     expect(prom).toMatch(/fcctl_apply_commands_oldest_unknown_age_seconds 7\d\d\d/);
   });
 
-  it('bad input is exit 2 with one line', async () => {
+  test('bad input is exit 2 with one line', async () => {
     for (const args of [['--pending-grace', 'abc'], ['--limit', '0'], ['--format', 'xml']]) {
       const r = await scan(args);
       expect(r.code).toBe(2);

@@ -2,16 +2,21 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { expectRefused, type RefusalCase, SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, snapshotOf } from '../helpers/deliveries.js';
 import { recordTotals } from '../helpers/faults.js';
 import { managementUrlAs } from '../helpers/management.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'badops', init: 'all' });
+/** empty databases of their own, for `db init --dev` on each state a database can be in */
+const devmarkTest = servicesTest({ prefix: 'devmark' });
 
 /**
  * The bad-input catalogue, part A: the global options and `config show`, `db init`, `db check`,
@@ -784,11 +789,10 @@ async function runUnchanged(argv: readonly string[], options: { env?: Record<str
 }
 
 describe('bad-input catalogue A: global options, config, db, doctor, dev seed, canon, deliveries, apply-command', () => {
-  beforeAll(async () => {
+  test.beforeAll(async ({ dbs: services }) => {
     for (const [name, content] of Object.entries(FILES)) writeFileSync(file(name), content);
-    dbs = await freshDatabases('badops');
+    dbs = services;
     env = dbs.env({ FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode, FCCTL_APP_SECRET: 'bad-input-secret', FCCTL_FLOW_URL: 'http://127.0.0.1:1/', FCCTL_AMQP_URL: 'amqp://127.0.0.1:1/' });
-    expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
     // rows on both sides, so a write anywhere changes a checksum
     await insertRegistry(dbs.admin, dbs.fcName);
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: KEY });
@@ -808,12 +812,11 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   }, 120_000);
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
-    await dbs?.drop();
   });
 
   for (const [family, cases] of Object.entries(CATALOGUE)) {
     describe(`refused: ${family}`, () => {
-      it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+      test.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
         const r = await expectRefused(dbs, { ...c, env: { ...env, ...c.env } });
         // a refused 10 MB value is echoed cut, not whole
         expect(r.stderr.length).toBeLessThan(2100);
@@ -822,7 +825,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   }
 
   describe('refused: canon hash documents (exit 2, one line `error: CODE: …`, as documented)', () => {
-    it.each(CANON_DOCUMENT_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    test.each(CANON_DOCUMENT_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const r = await runUnchanged(c.argv, { stdin: c.stdin });
       const ok = r.code === 2 && r.stdout === '' && new RegExp(`^error: ${c.code}: [^\\n]* \\(line \\d+, column \\d+\\)\\n$`).test(r.stderr);
       recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
@@ -831,7 +834,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   });
 
   describe('found: inputs whose problems are the command\'s result (exit 1 or 3, named on stdout)', () => {
-    it.each(FINDING_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    test.each(FINDING_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const r = await runUnchanged(c.argv);
       const ok = r.code === (c.code ?? 1) && r.stderr === '' && c.finds.test(r.stdout) && !(c.hides && r.stdout.includes(c.hides));
       recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
@@ -842,7 +845,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   });
 
   describe('a misconfigured publisher: exit 3 with one line, no row claimed, nothing changed', () => {
-    it.each(MISCONFIGURED_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    test.each(MISCONFIGURED_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const r = await runUnchanged(c.argv, { env: { FCCTL_AMQP_URL: testAmqpUrl() } });
       const ok = r.code === 3 && c.says.test(r.stderr);
       recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
@@ -851,7 +854,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
   });
 
   describe('accepted harmlessly: values that are parameters, not bad input (exit as usual, nothing changed)', () => {
-    it.each(HARMLESS_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    test.each(HARMLESS_CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const r = await runUnchanged(c.argv, { env: c.broker ? { FCCTL_AMQP_URL: testAmqpUrl() } : {} });
       const ok = r.code === c.code && r.stderr === '';
       recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsAcceptedHarmlessly: ok ? 1 : 0, badInputsMishandled: ok ? 0 : 1 });
@@ -860,7 +863,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
     });
   });
 
-  it('a reader that goes away (`fcctl … | true`) costs no stack trace: the run keeps its exit code', async () => {
+  test('a reader that goes away (`fcctl … | true`) costs no stack trace: the run keeps its exit code', async () => {
     const cases: Array<[string[], number]> = [[['--json', 'config', 'show'], 0], [['--json', 'canon', 'check-envelope', file('envelope-missing.json')], 1], [['config', 'show'], 0]];
     for (const [argv, code] of cases) {
       const child = spawn(process.execPath, [FCCTL_BIN, ...argv], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -873,7 +876,7 @@ describe('bad-input catalogue A: global options, config, db, doctor, dev seed, c
     }
   });
 
-  it('the catalogue is a few hundred cases', () => {
+  test('the catalogue is a few hundred cases', () => {
     const total = Object.values(CATALOGUE).reduce((n, cases) => n + cases.length, 0) + CANON_DOCUMENT_CASES.length + FINDING_CASES.length + HARMLESS_CASES.length + MISCONFIGURED_CASES.length;
     expect(total).toBeGreaterThan(300);
     expect(new Set(Object.values(CATALOGUE).flat().map((c) => c.name)).size).toBe(Object.values(CATALOGUE).flat().length);
@@ -892,20 +895,17 @@ describe('db init --dev refuses a database holding data', () => {
     }
     return rows;
   };
-  beforeAll(async () => {
-    own = await freshDatabases('devmark');
-  });
-  afterAll(async () => {
-    await own?.drop();
+  devmarkTest.beforeAll(({ dbs }) => {
+    own = dbs;
   });
 
-  it('a database without the schema: creates it and marks it', async () => {
+  devmarkTest('a database without the schema: creates it and marks it', async () => {
     const r = await init(['--side', 'fc', '--dev']);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(await marks()).toEqual([1, null]);
   });
 
-  it('an empty schema not marked: marks it', async () => {
+  devmarkTest('an empty schema not marked: marks it', async () => {
     expect((await init(['--side', 'sh'])).code).toBe(0);
     expect(await marks()).toEqual([1, 0]);
     const r = await init(['--side', 'sh', '--dev']);
@@ -913,7 +913,7 @@ describe('db init --dev refuses a database holding data', () => {
     expect(await marks()).toEqual([1, 1]);
   });
 
-  it('a marked database holding data stays markable; one side holding data and not marked refuses both sides', async () => {
+  devmarkTest('a marked database holding data stays markable; one side holding data and not marked refuses both sides', async () => {
     await insertRegistry(own.admin, own.fcName);
     expect((await init(['--side', 'fc', '--dev'])).code).toBe(0);
     // FC empty and unmarked (a successful run would mark it), SH unmarked and holding one command
@@ -932,7 +932,7 @@ describe('db init --dev refuses a database holding data', () => {
     expect(await marks()).toEqual([0, 0]);
   });
 
-  it('dev seed --replace refuses an unmarked FC database holding data and deletes nothing', async () => {
+  devmarkTest('dev seed --replace refuses an unmarked FC database holding data and deletes nothing', async () => {
     await insertRegistry(own.admin, own.fcName);
     const r = await expectRefused(own, { name: 'dev seed --replace on an unmarked FC database holding data', argv: ['dev', 'seed', '--replace', '--answers', '3'], code: 4, says: /not marked as a development database/ });
     expect(r.stdout).toBe('');

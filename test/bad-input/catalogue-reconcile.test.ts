@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { buildAnswerSnapshot } from '../../src/lib/answers/snapshot.js';
 import { buildEnvelope } from '../../src/lib/deliveries/envelope.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
@@ -14,11 +14,14 @@ import { proofDigest } from '../../src/lib/retire/proof.js';
 import { expectRefused, SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli, type CliResult } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
 import { insertGrant } from '../helpers/deliveries.js';
 import { recordTotals } from '../helpers/faults.js';
 import { answerHash, answerSource, insertAnswers, insertProjections, testUuid } from '../helpers/manifest.js';
 import { hashOf } from '../helpers/projection.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'badrec', init: 'all' });
 
 /**
  * The bad-input catalogue of the reconciliation commands: `manifest page|scan`, `reconcile
@@ -85,10 +88,9 @@ const EVIDENCE = join(dir, 'repair-evidence.jsonl');
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('badrec');
+test.beforeAll(async ({ dbs: services }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: KEY, grantVersion: 1 });
   const answers = [...SYNCED.map((n) => ({ answerUuid: U(n), formUuid: FORM, revision: 2 })), { answerUuid: U(STALE), formUuid: FORM, revision: 3 }, { answerUuid: U(MISSING), formUuid: FORM, revision: 1 }];
   await insertAnswers(dbs.admin, dbs.fcName, answers);
@@ -107,8 +109,7 @@ beforeAll(async () => {
   expect(prove.stderr).toBe('');
   expect(prove.code).toBe(0);
 });
-afterAll(async () => {
-  await dbs?.drop();
+afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -325,7 +326,7 @@ interface Accepted {
 function refusals(title: string, cases: readonly Refusal[]): void {
   describe(`${title}: refused`, () => {
     for (const c of cases) {
-      it(c.name, async () => {
+      test(c.name, async () => {
         const args = await c.args();
         const kept = (c.keeps ?? []).map(stateOf);
         const code = c.code ?? 2;
@@ -349,7 +350,7 @@ const auditCount = async () => Number(((await dbs.admin.query(`SELECT COUNT(*) A
 function accepted(title: string, cases: readonly Accepted[]): void {
   describe(`${title}: accepted harmlessly`, () => {
     for (const c of cases) {
-      it(c.name, async () => {
+      test(c.name, async () => {
         const args = await c.args();
         const before = await checksums();
         const r = await runCli(['--json', ...args], { env });
@@ -647,7 +648,7 @@ accepted('reconcile run', [
 ]);
 
 describe('reconcile run: a school and form with no rows on either side (a typo in a cron line)', () => {
-  it.each([
+  test.each([
     ['a form no answer has', { '--form': U(98) }],
     ['a school no answer has', { '--school': '77' }],
   ] as const)('%s: exit 1 and one warning line, nothing changed; --allow-empty: exit 0', async (name, opts) => {
@@ -941,7 +942,7 @@ accepted('projection repair-authoritative', [
 describe('groups without a command', () => {
   // Commander's usage text, deliberately (src/main.ts): several lines, but exit 2 and nothing done.
   for (const group of ['manifest', 'reconcile', 'projection']) {
-    it(`fcctl ${group} alone shows its usage on stderr, exit 2`, async () => {
+    test(`fcctl ${group} alone shows its usage on stderr, exit 2`, async () => {
       const before = await checksums();
       const r = await runCli(['--json', group], { env });
       expect(r.code).toBe(2);
@@ -971,7 +972,7 @@ describe('a real process given raw non-UTF-8 bytes in argv', () => {
     ['--concurrency (beside a --consumer of such bytes)', `"$1" "$2" --json projection repair-authoritative --consumer $'\\xff\\xfe' --proof-id p --plan ${R.plan} --evidence ${EVIDENCE} --concurrency $'\\xff'`, /--concurrency/],
   ];
   for (const [name, script, says] of cases) {
-    it(name, async () => {
+    test(name, async () => {
       const before = await checksums();
       const r = await run(script);
       const after = await checksums();
@@ -986,7 +987,7 @@ describe('a real process given raw non-UTF-8 bytes in argv', () => {
 });
 
 describe('hostile strings reach the databases only as parameters (with --execute)', () => {
-  it('a repair whose proof id is SQL: the audit row holds the text, every table is still there', async () => {
+  test('a repair whose proof id is SQL: the audit row holds the text, every table is still there', async () => {
     const r = await runCli(['--json', ...argv(REPAIR, { ...SINGLE, '--proof-id': SQL, '--run-id': 'a.b_c', '--execute': true })], { env });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -996,7 +997,7 @@ describe('hostile strings reach the databases only as parameters (with --execute
     expect(answers).toEqual([{ n: String(SYNCED.length + 2) }]);
   });
 
-  it('a retirement whose run id is SQL with wildcards: every row retired once, the audit holds the text', async () => {
+  test('a retirement whose run id is SQL with wildcards: every row retired once, the audit holds the text', async () => {
     const runId = `${SQL} %_*#`;
     const r = await runCli(['--json', ...retireWith(PROOF, { '--run-id': runId, '--execute': true })], { env });
     expect(r.stderr).toBe('');

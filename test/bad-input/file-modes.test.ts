@@ -1,25 +1,23 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'modes', init: 'all' });
 
 /** Checkpoints, run files, diffs and evidence hold fcctl's own state: only their owner reads them. */
 describe('files fcctl writes for itself are created 0600', () => {
   let dbs: TestDatabases;
-  const dir = mkdtempSync(join(tmpdir(), 'fcctl-modes-'));
-  beforeAll(async () => {
-    dbs = await freshDatabases('modes');
-    expect((await runCli(['db', 'init', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
-  });
-  afterAll(async () => {
-    await dbs?.drop();
-    rmSync(dir, { recursive: true, force: true });
+  let dir: string;
+  test.beforeAll(({ dbs: services, tmp }) => {
+    dbs = services;
+    dir = tmp;
   });
   const mode = (p: string) => statSync(p).mode & 0o777;
 
-  it('manifest scan output and checkpoint; reconcile run files; metrics stay world-readable', async () => {
+  test('manifest scan output and checkpoint; reconcile run files; metrics stay world-readable', async () => {
     const form = '0f0e0d0c-0000-4000-8000-000000000001';
     const out = join(dir, 'sh.jsonl');
     const scan = await runCli(['manifest', 'scan', '--side', 'sh', '--school', '5', '--form', form, '--out', out, '--checkpoint', join(dir, 'sh.checkpoint.json')], { env: dbs.env() });

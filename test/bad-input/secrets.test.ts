@@ -1,10 +1,13 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { PUBLISHER } from '../helpers/deliveries.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'secret' });
 
 /**
  * Every command, run with a known app secret and a database password nobody else uses, must
@@ -16,10 +19,11 @@ describe('secrets never leave fcctl', () => {
   const user = `fcctl_secret_${process.pid}`;
   let dbs: TestDatabases;
   let env: Record<string, string | undefined>;
+  // named at collection time: the table of runs below holds paths in it
   const dir = mkdtempSync(join(tmpdir(), 'fcctl-secrets-'));
 
-  beforeAll(async () => {
-    dbs = await freshDatabases('secret');
+  test.beforeAll(async ({ dbs: services }) => {
+    dbs = services;
     await dbs.admin.query(`CREATE USER IF NOT EXISTS '${user}'@'127.0.0.1' IDENTIFIED BY '${DB_PASSWORD}'`);
     await dbs.admin.query(`GRANT ALL PRIVILEGES ON \`${dbs.fcName}\`.* TO '${user}'@'127.0.0.1'`);
     await dbs.admin.query(`GRANT ALL PRIVILEGES ON \`${dbs.shName}\`.* TO '${user}'@'127.0.0.1'`);
@@ -41,7 +45,6 @@ describe('secrets never leave fcctl', () => {
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
     await dbs.admin.query(`DROP USER IF EXISTS '${user}'@'127.0.0.1'`);
-    await dbs?.drop();
   });
 
   const runs: Array<[string, string[], Record<string, string | undefined>?]> = [
@@ -62,7 +65,7 @@ describe('secrets never leave fcctl', () => {
   ];
 
   for (const [name, args, extra] of runs) {
-    it(name, async () => {
+    test(name, async () => {
       const r = await runCli(args, { env: { ...env, ...extra } });
       const out = r.stdout + r.stderr;
       expect(out).not.toContain(APP_SECRET);
@@ -72,7 +75,7 @@ describe('secrets never leave fcctl', () => {
     });
   }
 
-  it('no file written by these runs holds a secret', () => {
+  test('no file written by these runs holds a secret', () => {
     const files = readdirSync(dir).map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) {

@@ -7,6 +7,17 @@ const deferred = () => {
   return { promise, resolve };
 };
 
+/** next() keeps waiting until `wake` runs, and is woken by it. */
+async function expectNextWokenBy(f: InFlight, wake: () => void): Promise<void> {
+  let woke = false;
+  const waiting = f.next().then(() => (woke = true));
+  await Promise.resolve();
+  expect(woke).toBe(false);
+  wake();
+  await waiting;
+  expect(woke).toBe(true);
+}
+
 describe('InFlight', () => {
   it('next() resolves when any one task settles, size follows, all() waits for the rest', async () => {
     const f = new InFlight();
@@ -15,12 +26,7 @@ describe('InFlight', () => {
     f.add(a.promise);
     f.add(b.promise);
     expect(f.size).toBe(2);
-    let woke = false;
-    const waiting = f.next().then(() => (woke = true));
-    await Promise.resolve();
-    expect(woke).toBe(false);
-    b.resolve();
-    await waiting;
+    await expectNextWokenBy(f, () => b.resolve());
     expect(f.size).toBe(1);
     let all = false;
     const done = f.all().then(() => (all = true));
@@ -49,13 +55,7 @@ describe('InFlight', () => {
     const t = deferred();
     f.add(t.promise);
     f.notify();
-    let woke = false;
-    const waiting = f.next().then(() => (woke = true));
-    await Promise.resolve();
-    expect(woke).toBe(false);
-    f.notify();
-    await waiting;
-    expect(woke).toBe(true);
+    await expectNextWokenBy(f, () => f.notify());
     expect(f.size).toBe(1);
     t.resolve();
     await f.all();

@@ -13,6 +13,7 @@ import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
 import { checkEnvelope, ENVELOPE_MEMBERS, type EnvelopeCheck, type EnvelopeProblemCode } from '../../src/lib/envelope/check.js';
 import { main } from '../../src/main.js';
 import { cleanEnv, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
+import { testIo } from '../helpers/io.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fcctl-canon-cmd-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -301,20 +302,15 @@ describe('canon hash --lines', () => {
   });
   it('an interrupt ends a waiting read at once: what was read is printed, exit 1 and one stderr line', async () => {
     const stdin = new PassThrough();
-    const stdout = Object.assign(new PassThrough(), { isTTY: false });
-    const stderr = Object.assign(new PassThrough(), { isTTY: false });
-    let out = '';
-    let err = '';
-    stdout.on('data', (c: Buffer) => (out += c.toString()));
-    stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const t = testIo({ stdin });
     const controller = new AbortController();
-    const running = main(['canon', 'hash', '--lines'], { io: { stdin, stdout, stderr, interactive: false }, env: cleanEnv(), now: () => new Date(), signal: controller.signal });
+    const running = main(['canon', 'hash', '--lines'], { io: t.io, env: cleanEnv(), now: () => new Date(), signal: controller.signal });
     stdin.write('[1]\n[2]\n[3'); // the third line is still open: standard input stays quiet
-    while (out.split('\n').length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (t.stdout().split('\n').length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
     controller.abort();
     expect(await running).toBe(1);
-    expect(out).toBe(`${contentHash('[1]')}\n${contentHash('[2]')}\n`);
-    expect(err).toBe('fcctl: canon hash --lines: interrupted after 2 lines; the output is incomplete\n');
+    expect(t.stdout()).toBe(`${contentHash('[1]')}\n${contentHash('[2]')}\n`);
+    expect(t.stderr()).toBe('fcctl: canon hash --lines: interrupted after 2 lines; the output is incomplete\n');
   });
 });
 

@@ -1,10 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { compareSchema, parseSchema, schemaSql } from '../../src/lib/db/schema.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'db' });
 
 describe('reference schema files', () => {
-  it('declare every SPEC §1 table with its key columns and indexes', () => {
+  test('declare every SPEC §1 table with its key columns and indexes', () => {
     const fc = parseSchema(schemaSql('fc'));
     const sh = parseSchema(schemaSql('sh'));
     expect(fc.map((t) => t.name)).toEqual(['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery', 'fcctl_replay_operation']);
@@ -20,7 +23,7 @@ describe('reference schema files', () => {
     expect(projection.columns).toEqual(expect.arrayContaining(['projection_version', 'retired_at', 'retire_proof_id', 'last_repair_proof_id', 'biz_ext_json']));
   });
 
-  it('compareSchema names missing tables, columns, indexes and wrong index columns', () => {
+  test('compareSchema names missing tables, columns, indexes and wrong index columns', () => {
     const expected = parseSchema(schemaSql('fc'));
     const cols = new Map(expected.map((t) => [t.name, new Set(t.columns)]));
     const idx = new Map(expected.map((t) => [t.name, new Map(Object.entries(t.indexes))]));
@@ -40,11 +43,8 @@ describe('reference schema files', () => {
 
 describe('fcctl db init / db check (real MariaDB)', () => {
   let dbs: TestDatabases;
-  beforeAll(async () => {
-    dbs = await freshDatabases('db');
-  });
-  afterAll(async () => {
-    await dbs?.drop();
+  test.beforeAll(({ dbs: services }) => {
+    dbs = services;
   });
 
   const tableChecksum = async (name: string) => {
@@ -52,7 +52,7 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     return JSON.stringify(rows);
   };
 
-  it('creates both schemas, a second run changes nothing, check passes', async () => {
+  test('creates both schemas, a second run changes nothing, check passes', async () => {
     const first = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(first.code).toBe(0);
     const summary1 = jsonLines(first.stdout).at(-1)!;
@@ -69,7 +69,7 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     expect(jsonLines(check.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'db check', ok: true });
   });
 
-  it('check exits 3 naming a dropped column and a dropped index, init does not silently "fix" them', async () => {
+  test('check exits 3 naming a dropped column and a dropped index, init does not silently "fix" them', async () => {
     await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP COLUMN claim_expires_at`);
     await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.fc_answer_projection DROP INDEX idx_projection_manifest`);
     const check = await runCli(['db', 'check'], { env: dbs.env() });
@@ -82,14 +82,14 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     expect(fcOnly.stderr).not.toContain('answer_delivery');
   });
 
-  it('init --dev marks the database as a development database', async () => {
+  test('init --dev marks the database as a development database', async () => {
     const r = await runCli(['--json', 'db', 'init', '--side', 'fc', '--dev'], { env: dbs.env() });
     expect(r.code).toBe(0);
     const [rows] = await dbs.admin.query(`SELECT is_dev FROM \`${dbs.fcName}\`.fcctl_schema_version WHERE side='fc'`);
     expect((rows as Array<{ is_dev: number }>)[0]!.is_dev).toBe(1);
   });
 
-  it('an unreachable database exits 3 with one line and the password masked', async () => {
+  test('an unreachable database exits 3 with one line and the password masked', async () => {
     const r = await runCli(['db', 'check', '--side', 'fc'], {
       env: dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://fcctl:s3cr3t-pw@127.0.0.1:1/x' }),
     });
@@ -98,7 +98,7 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     expect(r.stderr + r.stdout).not.toContain('s3cr3t-pw');
   });
 
-  it('a missing database URL is a usage error (exit 2) naming the variable', async () => {
+  test('a missing database URL is a usage error (exit 2) naming the variable', async () => {
     const r = await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env({ FCCTL_FC_DATABASE_URL: '' }) });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('FCCTL_FC_DATABASE_URL');

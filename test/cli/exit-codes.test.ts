@@ -1,16 +1,18 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { APP, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { type CliResult, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
 import { answerHash, insertAnswers, insertProjections, testUuid } from '../helpers/manifest.js';
 import { lockTable, startCli } from '../helpers/table-lock.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'exitcodes', init: 'all', flowApps: { [APP.key]: APP.secret } });
 
 // Issue 17, item 12: the summary's exitCode is the process's, in every cron command (docs/cron),
 // and a metrics file that cannot be written is found before any work.
@@ -26,23 +28,17 @@ const checksums = async () => `${await checksumTables(dbs.admin, dbs.fcName, FC_
 /** Rows a case leaves due would be relayed by a later case: they are buried after each. */
 const buryDue = () => dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
 
-beforeAll(async () => {
-  dbs = await freshDatabases('exitcodes');
-  flow = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
+test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
+  dbs = services;
+  flow = flowCenter;
+  dir = tmp;
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode, FCCTL_FLOW_URL: flow.url, FCCTL_APP_SECRET: APP.secret });
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   await insertRegistry(dbs.admin, dbs.fcName);
   await ensureExchange();
   const answers = Array.from({ length: 4 }, (_, i) => ({ answerUuid: testUuid('exit-codes', i), formUuid: RECONCILE_FORM }));
   await insertAnswers(dbs.admin, dbs.fcName, answers);
   await insertProjections(dbs.admin, dbs.shName, answers.map((a) => ({ ...a, contentHash: answerHash(a) })));
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-exit-codes-'));
 }, 60_000);
-afterAll(async () => {
-  await flow?.stop();
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
 afterEach(buryDue);
 
 interface CronCase {
@@ -79,7 +75,7 @@ const CRON: CronCase[] = [
 const needsOutDir = (argv: readonly string[]) => (argv[0] === 'reconcile' ? ['--out-dir', outDir()] : []);
 
 describe('every cron command: the summary\'s exitCode is the process\'s exit code (and the metrics\')', () => {
-  it.each(CRON.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+  test.each(CRON.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
     await c.before?.();
     const metrics = join(dir, `metrics-${++caseNo}.prom`);
     const r = await spawnCli(['--json', ...c.argv, ...needsOutDir(c.argv), '--metrics-file', metrics], { env });
@@ -110,7 +106,7 @@ describe('--metrics-file that cannot be written: exit 3 before any work, nothing
   ] as const;
   const commands = CRON.filter((c, i) => CRON.findIndex((d) => d.argv.slice(0, 2).join(' ') === c.argv.slice(0, 2).join(' ')) === i);
 
-  it.each(commands.flatMap((c) => cases.map(([what, path, says]) => [`${c.argv.slice(0, 2).join(' ')}: ${what}`, c, path, says] as const)))('%s', async (_name, c, path, says) => {
+  test.each(commands.flatMap((c) => cases.map(([what, path, says]) => [`${c.argv.slice(0, 2).join(' ')}: ${what}`, c, path, says] as const)))('%s', async (_name, c, path, says) => {
     // rows every command would act on
     const { queue } = await dueRows(20);
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${uniquePrefix('mf')}-1` }]);
@@ -127,7 +123,7 @@ describe('--metrics-file that cannot be written: exit 3 before any work, nothing
     await queue.close();
   });
 
-  it('deliveries send with 500 due rows and --metrics-file in a missing directory publishes nothing (was: 500 published, "exitCode":0, exit 3)', async () => {
+  test('deliveries send with 500 due rows and --metrics-file in a missing directory publishes nothing (was: 500 published, "exitCode":0, exit 3)', async () => {
     const { queue, consumerKey } = await dueRows(500);
     const r = await spawnCli(['--json', 'deliveries', 'send', '--metrics-file', '/missing/dir/x.prom'], { env });
     expect(r.code).toBe(3);
@@ -141,7 +137,7 @@ describe('--metrics-file that cannot be written: exit 3 before any work, nothing
 });
 
 describe('a metrics file that becomes unwritable while the run is under way', () => {
-  it('exit 3, and the summary printed says 3 too', { timeout: 60_000 }, async () => {
+  test('exit 3, and the summary printed says 3 too', { timeout: 60_000 }, async () => {
     const metricsDir = join(dir, 'vanishing');
     mkdirSync(metricsDir);
     const metrics = join(metricsDir, 'm.prom');
@@ -166,7 +162,7 @@ describe('a metrics file that becomes unwritable while the run is under way', ()
 });
 
 describe('a scan that fails records its exit code in the metrics', () => {
-  it.each([
+  test.each([
     ['deliveries scan', ['deliveries', 'scan']],
     ['apply-command scan', ['apply-command', 'scan']],
   ] as const)('%s with the database unreachable: exit 3, metrics 3, last success kept (deliveries scan: was 0)', async (command, argv) => {
@@ -180,7 +176,7 @@ describe('a scan that fails records its exit code in the metrics', () => {
     expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
   });
 
-  it('deliveries scan that succeeds still writes its report gauges beside the run gauges', async () => {
+  test('deliveries scan that succeeds still writes its report gauges beside the run gauges', async () => {
     const metrics = join(dir, `ok-${++caseNo}.prom`);
     const r = await runCli(['--json', 'deliveries', 'scan', '--metrics-file', metrics], { env });
     expect(r.code).toBe(0);
@@ -193,7 +189,7 @@ describe('a scan that fails records its exit code in the metrics', () => {
 });
 
 describe('a vhost the broker refuses', () => {
-  it('deliveries send: exit 3, one line naming the vhost and user, the password masked', async () => {
+  test('deliveries send: exit 3, one line naming the vhost and user, the password masked', async () => {
     const url = new URL(testAmqpUrl());
     url.pathname = '/fcctl-no-such-vhost';
     const r = await runCli(['--json', 'deliveries', 'send'], { env: { ...env, FCCTL_AMQP_URL: url.toString() } });

@@ -1,16 +1,18 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { APP, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { type CliResult, jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
+import type { FlowCenter } from '../helpers/flow-center.js';
 import { type ManifestRow } from '../../src/lib/manifest/row.js';
 import { insertProjections, testUuid, writeManifestFiles } from '../helpers/manifest.js';
 import { lockTable, startCli } from '../helpers/table-lock.js';
 import { waitFor } from '../helpers/wait.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'interrupt', flowApps: { [APP.key]: APP.secret } });
 
 // Issue 17, item 13: an interrupt gives the same exit code in every batch command — 1, "not all
 // done" (SPEC §2) — and the summary says `stoppedBy: "signal"`. Each command runs as a real
@@ -69,9 +71,10 @@ function expectInterruptedMetrics(path: string, command: string): void {
   expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
 }
 
-beforeAll(async () => {
-  dbs = await freshDatabases('interrupt');
-  flow = await startFlowCenter({ apps: { [APP.key]: APP.secret } });
+test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
+  dbs = services;
+  flow = flowCenter;
+  dir = tmp;
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: APP.key, FCCTL_APP_CODE: 'demo-publisher', FCCTL_FLOW_URL: flow.url, FCCTL_APP_SECRET: APP.secret });
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
   // FC answers, grants and PENDING outbox rows of one consumer, and an SH projection with drift.
@@ -85,7 +88,6 @@ beforeAll(async () => {
   // Local rows FC never had, created long ago: retire candidates of this school and form; more
   // than `prove` checks at FC in one query (500), so it meets its stop check after the first.
   await insertProjections(dbs.admin, dbs.shName, Array.from({ length: 600 }, (_, i) => ({ answerUuid: testUuid('interrupt', 'absent', i), formUuid: form })));
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-interrupt-'));
   // The inputs of the incident commands, made by the real thing: a repair plan, retire candidates, a proof.
   const run = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', form, '--out-dir', join(dir, 'run')], { env });
   expect(run.code).toBe(0);
@@ -96,9 +98,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await queue?.close();
-  await flow?.stop();
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('a command that does not watch the signal ends at once on the first one, exit 1 (real processes)', () => {
@@ -117,7 +116,7 @@ describe('a command that does not watch the signal ends at once on the first one
     }
   }
 
-  it('apply-command scan --metrics-file blocked on a lock: was blocked until the lock cleared, then exit 0 with metrics 0', async () => {
+  test('apply-command scan --metrics-file blocked on a lock: was blocked until the lock cleared, then exit 0 with metrics 0', async () => {
     const metrics = join(dir, 'apply-command-scan.prom');
     writeFileSync(metrics, 'fcctl_run_exit_code{command="apply-command scan"} 7\n');
     const r = await termWhileLocked(['apply-command', 'scan', '--metrics-file', metrics], dbs.shName, 'flow_apply_command');
@@ -127,7 +126,7 @@ describe('a command that does not watch the signal ends at once on the first one
     expect(readFileSync(metrics, 'utf8')).toBe('fcctl_run_exit_code{command="apply-command scan"} 7\n');
   });
 
-  it('deliveries scan blocked on a lock: exit 1 at once', async () => {
+  test('deliveries scan blocked on a lock: exit 1 at once', async () => {
     const r = await termWhileLocked(['deliveries', 'scan'], dbs.fcName, 'answer_delivery');
     expect(r).not.toBeNull();
     expect(r!.code).toBe(1);
@@ -135,7 +134,7 @@ describe('a command that does not watch the signal ends at once on the first one
 });
 
 describe('an interrupted batch command exits 1 with stoppedBy "signal" (real processes)', () => {
-  it('deliveries send (SIGTERM): was exit 0; the metrics say 1 and keep the last success', async () => {
+  test('deliveries send (SIGTERM): was exit 0; the metrics say 1 and keep the last success', async () => {
     const metrics = previousMetrics('deliveries send');
     const r = await interrupted(['deliveries', 'send', '--batch-size', '10', '--pipeline', '1', '--metrics-file', metrics], dbs.fcName, 'answer_delivery', 'SIGTERM');
     const s = expectStoppedBySignal(r, 'deliveries send');
@@ -144,7 +143,7 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     expectInterruptedMetrics(metrics, 'deliveries send');
   });
 
-  it('apply-command resolve-unknown (SIGINT): was exit 0', async () => {
+  test('apply-command resolve-unknown (SIGINT): was exit 0', async () => {
     await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 30 }, (_, i) => ({ bizId: `${uniquePrefix('sig')}-${i}` })));
     const r = await interrupted(['apply-command', 'resolve-unknown', '--batch-size', '5', '--concurrency', '1'], dbs.shName, 'flow_apply_command', 'SIGINT');
     const s = expectStoppedBySignal(r, 'apply-command resolve-unknown');
@@ -152,7 +151,7 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     expect(Number(s['claimed'])).toBeLessThan(30);
   });
 
-  it('deliveries replay --from (SIGTERM)', async () => {
+  test('deliveries replay --from (SIGTERM)', async () => {
     const [rows] = await dbs.admin.query(`SELECT answer_uuid, answer_revision FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND consumer_school_id = 5 ORDER BY id LIMIT 5`, [KEY]);
     const file = join(dir, 'replay.csv');
     writeFileSync(file, `answerUuid,expectedRevision,operationId\n${(rows as Array<{ answer_uuid: string; answer_revision: string }>).map((x, i) => `${x.answer_uuid},${x.answer_revision},sig-${i}`).join('\n')}\n`);
@@ -161,32 +160,32 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     expect(Number(s['notRun'])).toBeGreaterThan(0);
   });
 
-  it('projection repair-authoritative --plan (SIGINT)', async () => {
+  test('projection repair-authoritative --plan (SIGINT)', async () => {
     const r = await interrupted(['projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'sig-repair', '--plan', R().plan, '--concurrency', '1', '--evidence', join(dir, 'repair.evidence.jsonl')], dbs.fcName, 'answer', 'SIGINT');
     const s = expectStoppedBySignal(r, 'projection repair-authoritative');
     expect(Number(s['notRun'])).toBeGreaterThan(0);
   });
 
-  it('retire-absent prove (SIGTERM): no proof written', async () => {
+  test('retire-absent prove (SIGTERM): no proof written', async () => {
     const out = join(dir, 'never-proof.json');
     const r = await interrupted(['retire-absent', 'prove', '--candidates', R().candidates, '--fc-manifest', R().fcManifest, '--out', out], dbs.fcName, 'answer', 'SIGTERM');
     expectStoppedBySignal(r, 'retire-absent prove');
     expect(existsSync(out)).toBe(false);
   });
 
-  it('retire-absent --proof (SIGINT)', async () => {
+  test('retire-absent --proof (SIGINT)', async () => {
     const r = await interrupted(['retire-absent', '--proof', R().proof, '--evidence', join(dir, 'retire.evidence.jsonl')], dbs.fcName, 'answer', 'SIGINT');
     expectStoppedBySignal(r, 'retire-absent');
   });
 
-  it('manifest scan (SIGTERM): was stoppedBy "stopped by SIGTERM"', async () => {
+  test('manifest scan (SIGTERM): was stoppedBy "stopped by SIGTERM"', async () => {
     const out = join(dir, 'scan', 'sh.jsonl');
     mkdirSync(join(dir, 'scan'));
     const r = await interrupted(['manifest', 'scan', '--side', 'sh', '--school', '5', '--form', form, '--out', out, '--size', '1'], dbs.shName, 'fc_answer_projection', 'SIGTERM');
     expect(expectStoppedBySignal(r, 'manifest scan')).toMatchObject({ completed: false });
   });
 
-  it('reconcile run (SIGINT): was stoppedBy "stopped by SIGINT"', async () => {
+  test('reconcile run (SIGINT): was stoppedBy "stopped by SIGINT"', async () => {
     const out = join(dir, 'run-stopped');
     const metrics = previousMetrics('reconcile run');
     const r = await interrupted(['reconcile', 'run', '--school', '5', '--form', form, '--out-dir', out, '--metrics-file', metrics], dbs.fcName, 'answer', 'SIGINT');
@@ -195,7 +194,7 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     expectInterruptedMetrics(metrics, 'reconcile run');
   });
 
-  it('reconcile diff (SIGTERM): nothing written', { timeout: 120_000 }, async () => {
+  test('reconcile diff (SIGTERM): nothing written', { timeout: 120_000 }, async () => {
     // Large enough that the join is surely under way when the signal comes (no database to hold it at).
     const sub = join(dir, 'big');
     mkdirSync(sub);

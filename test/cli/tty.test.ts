@@ -1,28 +1,27 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { FCCTL_BIN, runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { TmuxSession } from '../helpers/tmux.js';
 import { waitFor } from '../helpers/wait.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'tty' });
 
 describe('the live view in a real terminal (tmux)', () => {
   let dbs: TestDatabases;
   let session: TmuxSession | undefined;
   let dir: string;
-  beforeAll(async () => {
-    dbs = await freshDatabases('tty');
-    dir = mkdtempSync(join(tmpdir(), 'fcctl-tty-'));
+  test.beforeAll(({ dbs: services, tmp }) => {
+    dbs = services;
+    dir = tmp;
   });
-  afterAll(async () => {
+  afterAll(() => {
     session?.kill();
-    await dbs?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('deliveries send shows done/total and rate while it runs, then a summary table', async () => {
+  test('deliveries send shows done/total and rate while it runs, then a summary table', async () => {
     const env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
     expect((await runCli(['db', 'init', '--side', 'fc', '--dev'], { env })).code).toBe(0);
     await insertRegistry(dbs.admin, dbs.fcName);
@@ -49,7 +48,7 @@ describe('the live view in a real terminal (tmux)', () => {
     await q.close();
   }, 240_000);
 
-  it('reconcile run shows each phase live and ends with its summary table', async () => {
+  test('reconcile run shows each phase live and ends with its summary table', async () => {
     const env = dbs.env({ FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
     expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
     expect((await runCli(['dev', 'seed', '--answers', '300', '--schools', '1', '--replace'], { env })).code).toBe(0);

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { createDeliveriesFailedCommand } from '../../src/commands/deliveries/failed.js';
+import { createDeliveriesReplayCommand } from '../../src/commands/deliveries/replay.js';
+import { createDeliveriesScanCommand } from '../../src/commands/deliveries/scan.js';
 import { createDeliveriesSendCommand } from '../../src/commands/deliveries/send.js';
+import { UsageError } from '../../src/lib/cli/exit.js';
 import { parseError, parseWith } from '../helpers/parse.js';
 
 describe('deliveries send: flags → options', () => {
@@ -13,5 +17,54 @@ describe('deliveries send: flags → options', () => {
   });
   it('a value out of range is refused before the run', async () => {
     expect(await parseError(createDeliveriesSendCommand, ['send', '--window', '0'])).toMatch(/--window/);
+  });
+});
+
+const UUID = '5f0a0000-0000-4000-8000-00000000a001';
+
+describe('deliveries replay: flags → options', () => {
+  it('defaults, with --from', async () => {
+    const { options } = await parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', '--from', 'x.csv']);
+    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', from: 'x.csv', execute: false, concurrency: 4, maxSeconds: 3600 });
+  });
+  it('every flag reaches its option; the single request is checked and made canonical', async () => {
+    const { options } = await parseWith(createDeliveriesReplayCommand, [
+      'replay', '--consumer', '100100', '--school', '5', '--answer', UUID, '--expected-revision', '007', '--operation-id', 'inc-1', '--execute', '--concurrency', '8', '--max-seconds', '60',
+    ]);
+    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', single: { answerUuid: UUID, expectedRevision: '7', operationId: 'inc-1' }, execute: true, concurrency: 8, maxSeconds: 60 });
+  });
+  it('a consumer key that cannot make a routing key is refused before the run', async () => {
+    expect(await parseError(createDeliveriesReplayCommand, ['replay', '--consumer', 'a.b', '--school', '5', '--from', 'x.csv'])).toMatch(/--consumer/);
+  });
+  it('--from with a single-request flag is refused (exit 2), the run never called', async () => {
+    await expect(parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', '--from', 'x.csv', '--answer', UUID])).rejects.toThrow(UsageError);
+  });
+});
+
+describe('deliveries failed: flags → options', () => {
+  it('defaults', async () => {
+    const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', '100100', '--school', '5']);
+    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', page: 1, size: 50, format: 'table' });
+  });
+  it('every flag reaches its option', async () => {
+    const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--page', '3', '--size', '200', '--format', 'csv']);
+    expect(options).toEqual({ consumerAppKey: 'k', consumerSchoolId: '9', page: 3, size: 200, format: 'csv' });
+  });
+  it('a page larger than the largest is refused', async () => {
+    expect(await parseError(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--size', '201'])).toMatch(/--size/);
+  });
+});
+
+describe('deliveries scan: flags → options', () => {
+  it('defaults', async () => {
+    const { options } = await parseWith(createDeliveriesScanCommand, ['scan']);
+    expect(options).toEqual({ limit: 20, format: 'table', metricsFile: undefined, failIfDead: false });
+  });
+  it('every flag reaches its option', async () => {
+    const { options } = await parseWith(createDeliveriesScanCommand, ['scan', '--limit', '5', '--format', 'json', '--metrics-file', '/tmp/s.prom', '--fail-if-dead']);
+    expect(options).toEqual({ limit: 5, format: 'json', metricsFile: '/tmp/s.prom', failIfDead: true });
+  });
+  it('an unknown format is refused', async () => {
+    expect(await parseError(createDeliveriesScanCommand, ['scan', '--format', 'xml'])).toMatch(/--format/);
   });
 });

@@ -1,21 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { WriteBatcher } from '../../src/lib/db/batch.js';
 import { openDb, type Db } from '../../src/lib/db/connect.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'batch' });
 
 describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
   let dbs: TestDatabases;
   let db: Db;
   const table = (name = 't') => `\`${dbs.fcName}\`.\`${name}\``;
 
-  beforeAll(async () => {
-    dbs = await freshDatabases('batch');
+  test.beforeAll(async ({ dbs: services }) => {
+    dbs = services;
     await dbs.admin.query(`CREATE TABLE ${table()} (id INT PRIMARY KEY, v VARCHAR(64) NOT NULL) ENGINE=InnoDB`);
     db = await openDb('FC database', dbs.fcUrl);
   });
   afterAll(async () => {
     await db?.close();
-    await dbs?.drop();
   });
 
   const reset = async (n: number) => {
@@ -26,7 +28,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
 
   const counts = (settled: Array<PromiseSettledResult<number>>) => settled.map((r) => (r.status === 'fulfilled' ? r.value : `error: ${String((r.reason as Error).message).slice(0, 15)}`));
 
-  it('returns each statement’s affected rows, in order; quotes in values stay values', async () => {
+  test('returns each statement’s affected rows, in order; quotes in values stay values', async () => {
     await reset(3);
     const settled = await db.batch([
       { sql: `UPDATE ${table()} SET v = ? WHERE id = ?`, params: ["x'; DROP TABLE t; --", 1] },
@@ -37,7 +39,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect(await values()).toEqual(["1:x'; DROP TABLE t; --", '2:z', '3:z']);
   });
 
-  it('each statement is its own autocommit: a failing one fails alone, those before stay, those after still run', async () => {
+  test('each statement is its own autocommit: a failing one fails alone, those before stay, those after still run', async () => {
     await reset(3);
     const settled = await db.batch([
       { sql: `UPDATE ${table()} SET v = ? WHERE id = ?`, params: ['changed', 1] },
@@ -49,7 +51,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect(await values()).toEqual(['1:changed', '2:changed', '3:changed']);
   });
 
-  it('no row lock outlives its own statement: another transaction can lock a row the batch wrote while a later one waits', async () => {
+  test('no row lock outlives its own statement: another transaction can lock a row the batch wrote while a later one waits', async () => {
     await reset(3);
     const other = await (await import('mysql2/promise')).default.createConnection(dbs.fcUrl);
     await other.query('SET SESSION innodb_lock_wait_timeout = 5');
@@ -68,7 +70,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     await other.end();
   });
 
-  it('WriteBatcher: 200 concurrent writes resolve with their own counts in far fewer round trips', async () => {
+  test('WriteBatcher: 200 concurrent writes resolve with their own counts in far fewer round trips', async () => {
     await reset(200);
     let batches = 0;
     const counting = { batch: (s: Parameters<Db['batch']>[0]) => ((batches += 1), db.batch(s)) };
@@ -83,7 +85,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect(rows.filter((r) => r.endsWith(':old'))).toHaveLength(100);
   });
 
-  it('WriteBatcher: a failing write rejects alone; the writes batched with it and later ones go through', async () => {
+  test('WriteBatcher: a failing write rejects alone; the writes batched with it and later ones go through', async () => {
     await reset(2);
     const writer = new WriteBatcher(db, { maxInFlight: 1, maxBatch: 64 });
     const first = writer.execute(`UPDATE ${table()} SET v = 'a' WHERE id = 1`);
@@ -96,7 +98,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect((await writer.execute(`UPDATE ${table()} SET v = 'c' WHERE id = 2`)).affectedRows).toBe(1);
   });
 
-  it('WriteBatcher: a batch that fails as a whole rejects every write in it, and the writer goes on', async () => {
+  test('WriteBatcher: a batch that fails as a whole rejects every write in it, and the writer goes on', async () => {
     let calls = 0;
     const flaky = {
       batch: (s: Parameters<Db['batch']>[0]) => {
@@ -113,7 +115,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect(await values()).toEqual(['1:old', '2:y']);
   });
 
-  it('WriteBatcher lingerMs: writes trickling in within the window share one round trip', async () => {
+  test('WriteBatcher lingerMs: writes trickling in within the window share one round trip', async () => {
     await reset(10);
     const sizes: number[] = [];
     const counting = { batch: (st: Parameters<Db['batch']>[0]) => (sizes.push(st.length), db.batch(st)) };
@@ -128,7 +130,7 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     expect(sizes.length).toBeLessThanOrEqual(2);
   });
 
-  it('a batch after close() is refused instead of opening a pool nobody closes', async () => {
+  test('a batch after close() is refused instead of opening a pool nobody closes', async () => {
     const late = await openDb('FC database', dbs.fcUrl);
     await late.close();
     await expect(late.batch([{ sql: 'SELECT 1', params: [] }, { sql: 'SELECT 2', params: [] }])).rejects.toThrow(/closed/);

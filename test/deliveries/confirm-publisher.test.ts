@@ -6,6 +6,8 @@ import { testAmqpUrl } from '../helpers/db.js';
 describe('ConfirmPublisher on the real broker', () => {
   let conn: amqp.ChannelModel;
   const exchange = `test.publisher.${process.pid}.${Date.now()}`;
+  /** A `{}` message with `mandatory` set, to `ex` (the test exchange by default). */
+  const message = (routingKey: string, messageId: string, ex = exchange) => ({ exchange: ex, routingKey, body: Buffer.from('{}'), options: { messageId, mandatory: true } });
   beforeAll(async () => {
     conn = await amqp.connect(testAmqpUrl());
     const ch = await conn.createChannel();
@@ -24,8 +26,8 @@ describe('ConfirmPublisher on the real broker', () => {
   it('acks a routed message, reports a returned one as returned even though the broker acks it', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     const [routed, unroutable] = await Promise.all([
-      p.publish({ exchange, routingKey: 'routed.a', body: Buffer.from('{}'), options: { messageId: 'm-routed', mandatory: true } }),
-      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'm-returned', mandatory: true } }),
+      p.publish(message('routed.a', 'm-routed')),
+      p.publish(message('nowhere', 'm-returned')),
     ]);
     expect(routed).toEqual({ kind: 'ack', returned: false });
     expect(unroutable).toEqual({ kind: 'ack', returned: true });
@@ -35,19 +37,19 @@ describe('ConfirmPublisher on the real broker', () => {
   it('never has two copies of one messageId unconfirmed: the second copy is not sent', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     const [first, second] = await Promise.all([
-      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } }),
-      p.publish({ exchange, routingKey: 'nowhere', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } }),
+      p.publish(message('nowhere', 'dup')),
+      p.publish(message('nowhere', 'dup')),
     ]);
     expect(first).toEqual({ kind: 'ack', returned: true });
     expect(second).toEqual({ kind: 'unsent' });
     // once settled, the id may be published again, and its return is its own
-    expect(await p.publish({ exchange, routingKey: 'routed.b', body: Buffer.from('{}'), options: { messageId: 'dup', mandatory: true } })).toEqual({ kind: 'ack', returned: false });
+    expect(await p.publish(message('routed.b', 'dup'))).toEqual({ kind: 'ack', returned: false });
     await p.close();
   });
 
   it('does not publish what could not be confirmed before the lease ends', async () => {
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
-    expect(await p.publish({ exchange, routingKey: 'routed.c', body: Buffer.from('{}'), options: { messageId: 'late', mandatory: true } }, Date.now() + 1000)).toEqual({ kind: 'unsent' });
+    expect(await p.publish(message('routed.c', 'late'), Date.now() + 1000)).toEqual({ kind: 'unsent' });
     await p.close();
   });
 
@@ -59,12 +61,12 @@ describe('ConfirmPublisher on the real broker', () => {
     await ch.bindQueue(full, exchange, 'full.#');
     const p = new ConfirmPublisher(await conn.createConfirmChannel(), 16, 5000);
     // Outstanding before the bad publish: must not come back as an ack of someone else's.
-    const before = p.publish({ exchange, routingKey: 'full.a', body: Buffer.from('{}'), options: { messageId: 'nacked', mandatory: true } });
-    const bad = await p.publish({ exchange, routingKey: 'x'.repeat(256), body: Buffer.from('{}'), options: { messageId: 'bad-key', mandatory: true } });
+    const before = p.publish(message('full.a', 'nacked'));
+    const bad = await p.publish(message('x'.repeat(256), 'bad-key'));
     expect(bad).toMatchObject({ kind: 'error' });
     expect(p.closed).toMatch(/a publish failed before it was sent/);
     expect(['closed', 'nack']).toContain((await before).kind);
-    expect(await p.publish({ exchange, routingKey: 'routed.e', body: Buffer.from('{}'), options: { messageId: 'after', mandatory: true } })).toEqual({ kind: 'unsent' });
+    expect(await p.publish(message('routed.e', 'after'))).toEqual({ kind: 'unsent' });
     await ch.deleteQueue(full);
     await ch.close();
   });
@@ -72,8 +74,8 @@ describe('ConfirmPublisher on the real broker', () => {
   it('a window slot wait ends as unsent when the channel closes; outstanding confirms as closed', async () => {
     const ch = await conn.createConfirmChannel();
     const p = new ConfirmPublisher(ch, 1, 5000);
-    const first = p.publish({ exchange, routingKey: 'routed.d', body: Buffer.from('{}'), options: { messageId: 'w1', mandatory: true } });
-    const waiting = p.publish({ exchange, routingKey: 'routed.d', body: Buffer.from('{}'), options: { messageId: 'w2', mandatory: true } });
+    const first = p.publish(message('routed.d', 'w1'));
+    const waiting = p.publish(message('routed.d', 'w2'));
     // Closing the channel under the publisher (as a broker restart would)
     ch.emit('close');
     expect(['closed', 'ack']).toContain((await first).kind);
@@ -82,7 +84,6 @@ describe('ConfirmPublisher on the real broker', () => {
   });
 
   describe('with recovery: a refused message is not an outage', () => {
-    const message = (routingKey: string, messageId: string, ex = exchange) => ({ exchange: ex, routingKey, body: Buffer.from('{}'), options: { messageId, mandatory: true } });
     const recovery = (probeExchange = exchange) => ({ reopen: () => conn.createConfirmChannel(), probe: () => message('nowhere.probe', `probe-${Math.random()}`, probeExchange) });
 
     it('a message to a missing exchange (404) is found and refused alone; every message before and after it is acked', async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { adjudicate, afterFailure, DEFAULT_RETRY_POLICY, prePublish, routingKeyFor, type BrokerOutcome, type PublisherFacts } from '../../src/lib/deliveries/decide.js';
-import { buildEnvelope, messageOptions, occurredAtIso } from '../../src/lib/deliveries/envelope.js';
-import { compileWrite } from '../../src/lib/deliveries/sql.js';
-import { planWrites } from '../../src/lib/deliveries/relay.js';
+import { adjudicate, planWrites, prePublish, type BrokerOutcome, type PublisherFacts } from '../../src/lib/deliveries/send/decide.js';
+import { afterFailure, DEFAULT_RETRY_POLICY } from '../../src/lib/deliveries/retry.js';
+import { buildEnvelope, messageOptions, occurredAtIso, routingKeyFor } from '../../src/lib/deliveries/envelope.js';
+import { compileWrite } from '../../src/lib/deliveries/send/sql.js';
 import type { DeliveryRow, GrantRow } from '../../src/lib/deliveries/types.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { snapshotOf } from '../helpers/deliveries.js';

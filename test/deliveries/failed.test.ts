@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { parseCsv } from '../helpers/csv.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { PUBLISHER, snapshotOf } from '../helpers/deliveries.js';
+import { servicesTest } from '../helpers/services.js';
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
 const KEY = '100100';
+const test = servicesTest({ prefix: 'failed', init: 'fc' });
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
 /** event ids of the FAILED/DEAD rows of KEY/school 5, newest first */
 const expected: string[] = [];
-
 
 async function insert(consumerKey: string, school: number, state: string, updateTime: string | null, extra: { retry?: number; lastError?: string; nextRetry?: string } = {}): Promise<string> {
   const eventId = randomUUID();
@@ -25,10 +26,9 @@ async function insert(consumerKey: string, school: number, state: string, update
   return eventId;
 }
 
-beforeAll(async () => {
-  dbs = await freshDatabases('failed');
+test.beforeAll(async ({ dbs: d }) => {
+  dbs = d;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
   // 250 FAILED/DEAD rows of KEY/5 with distinct update times; several share one time (id breaks the tie)
   const rows: Array<{ id: string; t: string; i: number }> = [];
   for (let i = 0; i < 250; i++) {
@@ -47,14 +47,11 @@ beforeAll(async () => {
   await insert(KEY, 6, 'DEAD', '2026-10-23 00:00:00');
   await insert('100101', 5, 'FAILED', '2026-10-23 00:00:00');
 });
-afterAll(async () => {
-  await dbs?.drop();
-});
 
 const failed = (args: string[], json = true) => runCli([...(json ? ['--json'] : []), 'deliveries', 'failed', '--consumer', KEY, '--school', '5', ...args], { env });
 
 describe('fcctl deliveries failed (real MariaDB)', () => {
-  it('pages FAILED and DEAD rows of one consumer and school, newest first, with reason, retries and next retry', async () => {
+  test('pages FAILED and DEAD rows of one consumer and school, newest first, with reason, retries and next retry', async () => {
     const sum = await checksumTables(dbs.admin, dbs.fcName);
     const seen: string[] = [];
     for (let page = 1; page <= 6; page++) {
@@ -79,7 +76,7 @@ describe('fcctl deliveries failed (real MariaDB)', () => {
     expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(sum);
   });
 
-  it('--format csv gives only the CSV; --format json JSON lines; a table otherwise', async () => {
+  test('--format csv gives only the CSV; --format json JSON lines; a table otherwise', async () => {
     const csv = await failed(['--size', '5', '--format', 'csv'], false);
     expect(csv.code).toBe(0);
     const parsed = parseCsv(csv.stdout);
@@ -96,7 +93,7 @@ describe('fcctl deliveries failed (real MariaDB)', () => {
     expect(table.stdout).toContain(expected[0]);
   });
 
-  it('size above 200, page 0, a bad school or a missing consumer → exit 2, one line, no database needed', async () => {
+  test('size above 200, page 0, a bad school or a missing consumer → exit 2, one line, no database needed', async () => {
     for (const args of [['--size', '201'], ['--size', '0'], ['--page', '0'], ['--school', 'x'], ['--format', 'xml']]) {
       const r = await runCli(['deliveries', 'failed', '--consumer', KEY, '--school', '5', ...args], { env: dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://nobody@127.0.0.1:1/none' }) });
       expect(r.code, args.join(' ')).toBe(2);

@@ -1,12 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect } from 'vitest';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
 import { insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { amqpUrlFor, EXCHANGE, hardenedBroker, type HardenedBroker, mqCtl } from '../helpers/broker.js';
 import { openBroker } from '../../src/lib/amqp/connect.js';
 import { openDb } from '../../src/lib/db/connect.js';
-import { DEFAULT_RETRY_POLICY } from '../../src/lib/deliveries/decide.js';
-import { runSend } from '../../src/lib/deliveries/relay.js';
+import { DEFAULT_RETRY_POLICY } from '../../src/lib/deliveries/retry.js';
+import { runSend } from '../../src/lib/deliveries/send/run.js';
+import { servicesTest } from '../helpers/services.js';
 
 /**
  * `deliveries send` against a broker hardened as seed 000 §6 / seed 004 B-03 ask: its own vhost, a
@@ -16,14 +17,14 @@ import { runSend } from '../../src/lib/deliveries/relay.js';
  */
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
+const test = servicesTest({ prefix: 'hard', init: 'fc' });
 const PROBE_KEY = 'fcctl-return-probe';
 let dbs: TestDatabases;
 const keys = { a: uniqueConsumerKey('ka'), b: uniqueConsumerKey('kb'), outside: uniqueConsumerKey('kx') };
 let broker: HardenedBroker;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('hard');
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
+test.beforeAll(async ({ dbs: d }) => {
+  dbs = d;
   await insertRegistry(dbs.admin, dbs.fcName);
   for (const key of Object.values(keys)) await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
   // The publisher may write the keys of consumers a and b (and the return probe's), not `outside`.
@@ -31,7 +32,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await broker?.drop();
-  await dbs?.drop();
 });
 // `send` relays every due row of the database: what a test leaves due must not reach the next.
 afterEach(async () => {
@@ -50,7 +50,7 @@ async function rows(where = '1 = 1', params: unknown[] = []): Promise<Row[]> {
 }
 
 describe('a message the broker refuses is not an outage', () => {
-  it('401 due rows, one outside the publisher\'s topic permission mid-batch: 400 accepted with retry_count 0 and each message delivered (a duplicate only for a suspect), the culprit FAILED ACCESS_REFUSED alone', async () => {
+  test('401 due rows, one outside the publisher\'s topic permission mid-batch: 400 accepted with retry_count 0 and each message delivered (a duplicate only for a suspect), the culprit FAILED ACCESS_REFUSED alone', async () => {
     const qa = await broker.bindConsumer(keys.a);
     const qb = await broker.bindConsumer(keys.b);
     const qx = await broker.bindConsumer(keys.outside);
@@ -89,7 +89,7 @@ describe('a message the broker refuses is not an outage', () => {
     expect((await rows("state = 'BROKER_ACCEPTED'")).length).toBe(400);
   });
 
-  it('several rows of one refused consumer among many: each refused row FAILED ACCESS_REFUSED, every other row accepted uncharged, none lost', async () => {
+  test('several rows of one refused consumer among many: each refused row FAILED ACCESS_REFUSED, every other row accepted uncharged, none lost', async () => {
     const qa = await broker.bindConsumer(keys.a);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -107,7 +107,7 @@ describe('a message the broker refuses is not an outage', () => {
 });
 
 describe('refusals with a window of 1 and two batches in flight', () => {
-  it('a routing key refused from memory wakes the other batch: the run ends (it hung for good), every row adjudicated', async () => {
+  test('a routing key refused from memory wakes the other batch: the run ends (it hung for good), every row adjudicated', async () => {
     const qa = await broker.bindConsumer(keys.a);
     const qb = await broker.bindConsumer(keys.b);
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.outside }, 1);
@@ -124,7 +124,7 @@ describe('refusals with a window of 1 and two batches in flight', () => {
 });
 
 describe('returns are proven on the real exchange', () => {
-  it('an alternate-exchange policy on the delivery exchange: 0 rows accepted, exit 3, the cause named; nothing claimed', async () => {
+  test('an alternate-exchange policy on the delivery exchange: 0 rows accepted, exit 3, the cause named; nothing claimed', async () => {
     // An alternate exchange with a queue: unroutable messages are acked without a return.
     const conn = await (await import('amqplib')).default.connect(broker.adminUrl);
     const ch = await conn.createChannel();
@@ -155,7 +155,7 @@ describe('returns are proven on the real exchange', () => {
     }
   });
 
-  it('a queue bound with # catches the probe: exit 3, nothing claimed; without it the run goes on', async () => {
+  test('a queue bound with # catches the probe: exit 3, nothing claimed; without it the run goes on', async () => {
     const greedy = await broker.bindConsumer('greedy', '#');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a }, 3);
     const r = await send();
@@ -172,7 +172,7 @@ describe('returns are proven on the real exchange', () => {
     expect(summaryOf(ok.stdout)).toMatchObject({ accepted: 3 });
   });
 
-  it('doctor --probe passes with the least-privilege publisher (write on the exchange only)', async () => {
+  test('doctor --probe passes with the least-privilege publisher (write on the exchange only)', async () => {
     const r = await runCli(['--json', 'doctor', '--probe'], { env: envFor(broker.publisherUrl) });
     const probe = jsonLines(r.stdout).find((l) => l['check'] === 'mandatory return probe');
     expect(probe).toMatchObject({ status: 'ok', detail: expect.stringMatching(/through fc\.answer\.delivery\.v2 .* came back as a return before its ack/) });
@@ -192,7 +192,7 @@ describe('returns are proven on the real exchange', () => {
 });
 
 describe('isolation and misconfiguration stop the run before any claim', () => {
-  it('the default vhost "/" is refused (exit 3, one line) unless --allow-default-vhost', async () => {
+  test('the default vhost "/" is refused (exit 3, one line) unless --allow-default-vhost', async () => {
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a }, 2);
     const onDefault = envFor(amqpUrlFor('/'));
     const r = await send([], onDefault);
@@ -207,7 +207,7 @@ describe('isolation and misconfiguration stop the run before any claim', () => {
     expect(summaryOf(allowed.stdout)).toMatchObject({ claimed: 2, failedByReason: { NO_ROUTE: 2 } });
   });
 
-  it('a wrong FCCTL_APP_KEY or FCCTL_APP_CODE, or an unreadable registry: exit 3 naming the setting, no row claimed, every retry_count unchanged', async () => {
+  test('a wrong FCCTL_APP_KEY or FCCTL_APP_CODE, or an unreadable registry: exit 3 naming the setting, no row claimed, every retry_count unchanged', async () => {
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a }, 4);
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a, state: 'FAILED', retryCount: 3 }, 2);
     const before = JSON.stringify(await rows("state IN ('PENDING', 'FAILED')"));
@@ -235,7 +235,7 @@ describe('isolation and misconfiguration stop the run before any claim', () => {
     }
   });
 
-  it('the registry changed mid-run: the run stops claiming, finishes what is in flight, prints its summary, exit 3; nothing left claimed or charged', async () => {
+  test('the registry changed mid-run: the run stops claiming, finishes what is in flight, prints its summary, exit 3; nothing left claimed or charged', async () => {
     // School 6: rows of this test only.
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 6, consumerKey: keys.a });
     await broker.bindConsumer(keys.a);
@@ -265,7 +265,7 @@ describe('isolation and misconfiguration stop the run before any claim', () => {
     }
   });
 
-  it('FAILED rows at or over --max-retries go DEAD without being published; their last error kept', async () => {
+  test('FAILED rows at or over --max-retries go DEAD without being published; their last error kept', async () => {
     const q = await broker.bindConsumer(keys.a);
     const spent = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: keys.a, state: 'FAILED', retryCount: 5 }, 3);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET last_error = 'NO_ROUTE' WHERE event_id IN (?)`, [spent]);
@@ -279,7 +279,7 @@ describe('isolation and misconfiguration stop the run before any claim', () => {
 });
 
 describe('the grant is read again at the moment of publishing', () => {
-  it('a grant revoked while a batch waits on back-pressure: the rows not yet published become GRANT_REVOKED, none is sent after it', async () => {
+  test('a grant revoked while a batch waits on back-pressure: the rows not yet published become GRANT_REVOKED, none is sent after it', async () => {
     const key = uniqueConsumerKey('late');
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     await mqCtl('set_topic_permissions', '-p', broker.vhost, broker.publisher.name, EXCHANGE, '^fc\\.snapshot\\.v2\\.', '^$');

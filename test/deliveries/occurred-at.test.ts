@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
 import { readServerZone, zoneFromServer } from '../../src/lib/time/service-zone.js';
 import { offsetAt } from '../../src/lib/time/zone.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { servicesTest } from '../helpers/services.js';
 
 /**
  * SPEC §10 (issue 16, part 5): `occurredAt` carries the service's offset, never the fcctl host's.
@@ -14,6 +15,7 @@ import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistr
  */
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
+const test = servicesTest({ prefix: 'occurred', init: 'fc' });
 const HOST_ZONES = ['UTC', 'Asia/Shanghai'] as const;
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
@@ -21,10 +23,9 @@ let key: string;
 let eventId: string;
 let queue: Awaited<ReturnType<typeof bindQueue>>;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('occurred');
+test.beforeAll(async ({ dbs: d }) => {
+  dbs = d;
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
   await insertRegistry(dbs.admin, dbs.fcName);
   await ensureExchange();
   key = uniqueConsumerKey('tz');
@@ -35,7 +36,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await queue?.close();
-  await dbs?.drop();
 });
 
 /** Sends the row once with the built binary under host zone `tz`; returns the one message it published. */
@@ -53,12 +53,12 @@ async function sendUnder(tz: string, extra: Record<string, string | undefined>, 
 }
 
 describe('occurredAt under two host zones (the built binary)', () => {
-  it('the host TZ really changes what a JS Date says (so the comparison below can fail)', () => {
+  test('the host TZ really changes what a JS Date says (so the comparison below can fail)', () => {
     const offsets = HOST_ZONES.map((tz) => spawnSync(process.execPath, ['-e', 'process.stdout.write(String(new Date(2026, 9, 21, 10, 5).getTimezoneOffset()))'], { env: { ...process.env, TZ: tz }, encoding: 'utf8' }).stdout);
     expect(offsets).toEqual(['0', '-480']);
   });
 
-  it.each([
+  test.each([
     ['FCCTL_SERVICE_TIME_ZONE=Asia/Shanghai', { FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' }, [], '2026-10-21T10:05:00+08:00'],
     ['FCCTL_SERVICE_TIME_ZONE=America/New_York (summer time in October)', { FCCTL_SERVICE_TIME_ZONE: 'America/New_York' }, [], '2026-10-21T10:05:00-04:00'],
     ['--service-time-zone +05:30', {}, ['--service-time-zone', '+05:30'], '2026-10-21T10:05:00+05:30'],
@@ -71,7 +71,7 @@ describe('occurredAt under two host zones (the built binary)', () => {
     expect(body['occurredAt']).toBe(occurredAt);
   });
 
-  it('unset: the FC database\'s own zone (the local MariaDB: SYSTEM, system_time_zone UTC → +00:00), the same under both host zones', async () => {
+  test('unset: the FC database\'s own zone (the local MariaDB: SYSTEM, system_time_zone UTC → +00:00), the same under both host zones', async () => {
     const db = await openDb('FC database', dbs.fcUrl);
     const facts = await readServerZone(db).finally(() => db.close());
     const expected = `2026-10-21T10:05:00${offsetAt('2026-10-21 10:05:00', zoneFromServer(facts).zone)}`;

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { prePublish, type PublisherFacts } from '../../src/lib/deliveries/decide.js';
+import { prePublish, type PublisherFacts } from '../../src/lib/deliveries/send/decide.js';
 import {
   decideReplay,
   grantRefusal,
@@ -9,11 +9,12 @@ import {
   type ReplayDecision,
   type ReplayRequest,
   type ReplayRow,
-} from '../../src/lib/deliveries/replay.js';
+} from '../../src/lib/deliveries/replay/decide.js';
 import { LineError, parseCsvRecords } from '../../src/lib/cli/record-file.js';
 import { canonicalRevision } from '../../src/lib/ids.js';
-import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay-input.js';
-import { failedSql, replaySql } from '../../src/lib/deliveries/replay-sql.js';
+import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay/input.js';
+import { failedSql } from '../../src/lib/deliveries/failed/sql.js';
+import { replaySql } from '../../src/lib/deliveries/replay/sql.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState, type GrantRow } from '../../src/lib/deliveries/types.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { snapshotOf } from '../helpers/deliveries.js';
@@ -296,6 +297,6 @@ describe('replay library types', () => {
     expectTypeOf<ReplayDecision['code']>().toEqualTypeOf<'QUEUED' | 'ALREADY_DELIVERED' | 'GRANT_REVOKED' | 'REVISION_MISMATCH' | 'NO_DELIVERY_ROW' | 'OPERATION_CONFLICT'>();
     expectTypeOf(decideReplay).parameter(0).toHaveProperty('prior');
     expectTypeOf(opDigest).returns.toEqualTypeOf<string>();
-    expectTypeOf(parseReplayFile).returns.toEqualTypeOf<import('../../src/lib/deliveries/replay-input.js').ReplayItem[]>();
+    expectTypeOf(parseReplayFile).returns.toEqualTypeOf<import('../../src/lib/deliveries/replay/input.js').ReplayItem[]>();
   });
 });

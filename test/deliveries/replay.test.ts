@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import amqp from 'amqplib';
 import type mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect } from 'vitest';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { openDb } from '../../src/lib/db/connect.js';
 import { buildEnvelope, messageOptions } from '../../src/lib/deliveries/envelope.js';
-import { opDigest } from '../../src/lib/deliveries/replay.js';
-import { applyWrites } from '../../src/lib/deliveries/sql.js';
+import { opDigest } from '../../src/lib/deliveries/replay/decide.js';
+import { applyWrites } from '../../src/lib/deliveries/send/run.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertGrant, insertRegistry, PUBLISHER, snapshotOf, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
+import { servicesTest } from '../helpers/services.js';
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
 type State = 'PENDING' | 'FAILED' | 'DEAD' | 'BROKER_ACCEPTED' | 'GRANT_REVOKED';
@@ -62,17 +62,19 @@ async function insertRow(admin: mysql.Connection, fcName: string, s: RowSpec): P
   return { id: String((res as mysql.ResultSetHeader).insertId), eventId, answerUuid };
 }
 
-let tmp: string;
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), 'fcctl-replay-'));
   await ensureExchange();
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-async function setup(prefix: string) {
-  const dbs = await freshDatabases(prefix);
+// Databases of their own for each part: `send` relays every due row of its database, and one part
+// drops a table.
+const codesTest = servicesTest({ prefix: 'replay', init: 'fc' });
+const batchTest = servicesTest({ prefix: 'rbatch', init: 'fc' });
+const noTableTest = servicesTest({ prefix: 'rnotable', init: 'fc' });
+const raceTest = servicesTest({ prefix: 'rrace', init: 'fc' });
+
+async function setup(dbs: TestDatabases) {
   const env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
   await insertRegistry(dbs.admin, dbs.fcName);
   const fullRow = async (id: string) => {
     const [rows] = await dbs.admin.query(`SELECT * FROM \`${dbs.fcName}\`.answer_delivery WHERE id = ?`, [id]);
@@ -91,11 +93,8 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 
 describe('deliveries replay: every code from every starting state (real MariaDB)', () => {
   let t: Awaited<ReturnType<typeof setup>>;
-  beforeAll(async () => {
-    t = await setup('replay');
-  });
-  afterAll(async () => {
-    await t?.dbs.drop();
+  codesTest.beforeAll(async ({ dbs }) => {
+    t = await setup(dbs);
   });
   const replay = (key: string, answer: string, rev: string | number, op: string, execute: boolean) =>
     runCli(['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', '--answer', answer, '--expected-revision', String(rev), '--operation-id', op, ...(execute ? ['--execute'] : [])], { env: t.env });
@@ -113,7 +112,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
   const cases: Array<[State | 'no row', Scenario, string]> = [...STATES.flatMap((s) => SCENARIOS.map((sc) => [s, sc, expectedCode(s, sc)] as [State, Scenario, string])), ['no row', 'plain', 'NO_DELIVERY_ROW']];
 
   for (const [state, scenario, code] of cases) {
-    it(`${state}, ${scenario} → ${code}; dry run writes nothing; the same operation again answers the same and writes nothing`, async () => {
+    codesTest(`${state}, ${scenario} → ${code}; dry run writes nothing; the same operation again answers the same and writes nothing`, async () => {
       const key = uniqueConsumerKey('r');
       await insertGrant(t.dbs.admin, t.dbs.fcName, {
         formUuid: FORM, schoolId: 5, consumerKey: key, revoked: scenario === 'grant revoked' ? 1 : 0, grantVersion: scenario === 'grant advanced' ? 2 : 1,
@@ -189,7 +188,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
     });
   }
 
-  it('a QUEUED row is never revived once the grant is revoked later, and a new operation on it answers GRANT_REVOKED', async () => {
+  codesTest('a QUEUED row is never revived once the grant is revoked later, and a new operation on it answers GRANT_REVOKED', async () => {
     const key = uniqueConsumerKey('rv');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const { id, answerUuid } = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
@@ -205,7 +204,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
     expect((await t.fullRow(id))['state']).toBe('GRANT_REVOKED');
   });
 
-  it('a long last error: the reason is cut at 512 characters and the repeat returns exactly that text', async () => {
+  codesTest('a long last error: the reason is cut at 512 characters and the repeat returns exactly that text', async () => {
     const key = uniqueConsumerKey('lg');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const { answerUuid } = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'FAILED', lastError: `NACK: ${'债'.repeat(500)}` });
@@ -215,7 +214,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
     expect(b).toMatchObject({ reason: a['reason'], repeated: true });
   });
 
-  it('an operation id reused for other parameters → OPERATION_CONFLICT, exit 1, nothing written or recorded', async () => {
+  codesTest('an operation id reused for other parameters → OPERATION_CONFLICT, exit 1, nothing written or recorded', async () => {
     const key = uniqueConsumerKey('oc');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const a = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'FAILED' });
@@ -232,8 +231,8 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
     expect((await t.fullRow(b.id))['state']).toBe('FAILED');
   });
 
-  it('a concurrent call waits on the operation row: the first commits → the recorded answer; the first rolls back → it decides itself', async () => {
-    const { replayOne } = await import('../../src/lib/deliveries/replay-run.js');
+  codesTest('a concurrent call waits on the operation row: the first commits → the recorded answer; the first rolls back → it decides itself', async () => {
+    const { replayOne } = await import('../../src/lib/deliveries/replay/run.js');
     const mysql2 = (await import('mysql2/promise')).default;
     const key = uniqueConsumerKey('lk');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
@@ -271,7 +270,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
     }
   });
 
-  it('the same operation from two processes at once → one reset, two identical answers', async () => {
+  codesTest('the same operation from two processes at once → one reset, two identical answers', async () => {
     for (let round = 0; round < 3; round++) {
       const key = uniqueConsumerKey('cc');
       await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
@@ -293,14 +292,13 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
 
 describe('deliveries replay --from (batch)', () => {
   let t: Awaited<ReturnType<typeof setup>>;
-  beforeAll(async () => {
-    t = await setup('rbatch');
-  });
-  afterAll(async () => {
-    await t?.dbs.drop();
+  let tmp: string;
+  batchTest.beforeAll(async ({ dbs, tmp: dir }) => {
+    t = await setup(dbs);
+    tmp = dir;
   });
 
-  it('reports without --execute, replays with it; one line per input in input order; summary by code; exit 1 when any is refused', async () => {
+  batchTest('reports without --execute, replays with it; one line per input in input order; summary by code; exit 1 when any is refused', async () => {
     const key = uniqueConsumerKey('b');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const rows = [];
@@ -348,7 +346,7 @@ describe('deliveries replay --from (batch)', () => {
     expect(await t.checksum()).toBe(sum1);
   });
 
-  it('reads JSON lines from stdin; a table on a terminal', async () => {
+  batchTest('reads JSON lines from stdin; a table on a terminal', async () => {
     const key = uniqueConsumerKey('j');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const r1 = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
@@ -361,7 +359,7 @@ describe('deliveries replay --from (batch)', () => {
     expect(await t.fullRow(r1.id)).toMatchObject({ state: 'PENDING', replay_op_digest: opDigest('j-1') });
   });
 
-  it('stopped before it starts (SIGINT) → no request run, summary with notRun, exit 1, nothing written', async () => {
+  batchTest('stopped before it starts (SIGINT) → no request run, summary with notRun, exit 1, nothing written', async () => {
     const key = uniqueConsumerKey('sig');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const r1 = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
@@ -377,7 +375,7 @@ describe('deliveries replay --from (batch)', () => {
     expect(await t.checksum()).toBe(sum);
   });
 
-  it('a bad file or bad flags → exit 2, one line naming the problem (and the line), nothing written even with --execute', async () => {
+  batchTest('a bad file or bad flags → exit 2, one line naming the problem (and the line), nothing written even with --execute', async () => {
     const key = uniqueConsumerKey('bad');
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const good = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
@@ -430,34 +428,27 @@ describe('deliveries replay --from (batch)', () => {
 });
 
 describe('deliveries replay without its table', () => {
-  it('schema missing → exit 3 after the summary, one line naming db init', async () => {
-    const t = await setup('rnotable');
-    try {
-      const key = uniqueConsumerKey('nt');
-      await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
-      const r1 = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
-      await t.dbs.admin.query(`DROP TABLE \`${t.dbs.fcName}\`.fcctl_replay_operation`);
-      for (const execute of [[], ['--execute']]) {
-        const r = await runCli(['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', '--answer', r1.answerUuid, '--expected-revision', '1', '--operation-id', 'x', ...execute], { env: t.env });
-        expect(r.code).toBe(3);
-        expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 3, stoppedBy: 'error', answered: 0 });
-        expect(r.stderr.trim().split('\n')).toHaveLength(1);
-        expect(r.stderr).toMatch(/^fcctl: replay stopped by a database error: .*run `fcctl db init --side fc`/);
-      }
-      expect((await t.fullRow(r1.id))['state']).toBe('DEAD');
-    } finally {
-      await t.dbs.drop();
+  noTableTest('schema missing → exit 3 after the summary, one line naming db init', async ({ dbs }) => {
+    const t = await setup(dbs);
+    const key = uniqueConsumerKey('nt');
+    await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const r1 = await insertRow(t.dbs.admin, t.dbs.fcName, { consumerKey: key, state: 'DEAD' });
+    await t.dbs.admin.query(`DROP TABLE \`${t.dbs.fcName}\`.fcctl_replay_operation`);
+    for (const execute of [[], ['--execute']]) {
+      const r = await runCli(['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', '--answer', r1.answerUuid, '--expected-revision', '1', '--operation-id', 'x', ...execute], { env: t.env });
+      expect(r.code).toBe(3);
+      expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 3, stoppedBy: 'error', answered: 0 });
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^fcctl: replay stopped by a database error: .*run `fcctl db init --side fc`/);
     }
+    expect((await t.fullRow(r1.id))['state']).toBe('DEAD');
   });
 });
 
 describe('deliveries replay racing deliveries send (real broker)', () => {
   let t: Awaited<ReturnType<typeof setup>>;
-  beforeAll(async () => {
-    t = await setup('rrace');
-  });
-  afterAll(async () => {
-    await t?.dbs.drop();
+  raceTest.beforeAll(async ({ dbs }) => {
+    t = await setup(dbs);
   });
   const send = (env = t.env, extra: string[] = []) => runCli(['--json', 'deliveries', 'send', ...extra], { env });
   const deliveryRow = async (id: string): Promise<DeliveryRow> => {
@@ -470,7 +461,7 @@ describe('deliveries replay racing deliveries send (real broker)', () => {
   };
   const replayArgs = (key: string, answer: string, op: string) => ['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', '--answer', answer, '--expected-revision', '1', '--operation-id', op, '--execute'];
 
-  it('replay while a relay holds the row in flight: the old generation\'s ack and nack change nothing, the row ends PENDING, the next send accepts it', async () => {
+  raceTest('replay while a relay holds the row in flight: the old generation\'s ack and nack change nothing, the row ends PENDING, the next send accepts it', async () => {
     const key = uniqueConsumerKey('fl');
     const q = await bindQueue(key);
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
@@ -505,7 +496,7 @@ describe('deliveries replay racing deliveries send (real broker)', () => {
     await q.close();
   });
 
-  it('a real send process with confirms held back by a slow link: replay mid-flight → stale ack ignored, row PENDING, next send accepts; the message is in the queue', async () => {
+  raceTest('a real send process with confirms held back by a slow link: replay mid-flight → stale ack ignored, row PENDING, next send accepts; the message is in the queue', async () => {
     const key = uniqueConsumerKey('px');
     const q = await bindQueue(key);
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
@@ -543,7 +534,7 @@ describe('deliveries replay racing deliveries send (real broker)', () => {
     await q.close();
   }, 120_000);
 
-  it('a DEAD row replayed and sent → BROKER_ACCEPTED with the same event id and the same snapshot bytes', async () => {
+  raceTest('a DEAD row replayed and sent → BROKER_ACCEPTED with the same event id and the same snapshot bytes', async () => {
     const key = uniqueConsumerKey('dd');
     const q = await bindQueue(key);
     await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });

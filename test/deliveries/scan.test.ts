@@ -1,18 +1,21 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseCsv } from '../helpers/csv.js';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scanSql, shapeScan } from '../../src/lib/deliveries/scan.js';
+import { describe, expect } from 'vitest';
+import { scanExitCode, shapeScan } from '../../src/lib/deliveries/scan/decide.js';
+import { scanSql } from '../../src/lib/deliveries/scan/sql.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 
 
 const NACK = 'NACK: broker said "no", try later';
+// `db init --dev` below, in the file's own hook
+const test = servicesTest({ prefix: 'scan' });
 
 describe('shapeScan (pure)', () => {
-  it('lists every known state, converts counts and keeps a null age', () => {
+  test('lists every known state, converts counts and keeps a null age', () => {
     const r = shapeScan({
       now: '2026-11-30 10:00:00',
       states: [{ state: 'PENDING', n: '3' }, { state: 'WEIRD', n: 1 }],
@@ -24,12 +27,21 @@ describe('shapeScan (pure)', () => {
     expect(r).toMatchObject({ due: 3, held: 0, oldestPendingAgeSeconds: null, dead: 0 });
   });
 
-  it('compares against one database now, passed as a parameter (no JS clock, no Date parsing)', () => {
+  test('compares against one database now, passed as a parameter (no JS clock, no Date parsing)', () => {
     const q = scanSql.open('2026-11-30 10:00:00');
     expect(q.params).toEqual(Array(4).fill('2026-11-30 10:00:00'));
     expect(q.sql).not.toContain('NOW()');
     expect(q.sql).toContain('LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key');
   });
+});
+
+describe('scanExitCode (pure)', () => {
+  test.each([
+    [0, false, 0],
+    [3, false, 0],
+    [0, true, 0],
+    [3, true, 1],
+  ])('%i DEAD rows, --fail-if-dead %s → exit %i', (dead, failIfDead, code) => expect(scanExitCode({ dead }, { failIfDead })).toBe(code));
 });
 
 describe('fcctl deliveries scan (real MariaDB)', () => {
@@ -40,17 +52,13 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
   const exec = (sql: string, params: unknown[] = []) => dbs.admin.query(fc(sql), params);
   const scan = (args: string[] = [], tty = false) => runCli([...(tty ? [] : ['--json']), 'deliveries', 'scan', ...args], { env: dbs.env(), tty });
 
-  beforeAll(async () => {
-    dbs = await freshDatabases('scan');
-    tmp = mkdtempSync(join(tmpdir(), 'fcctl-scan-'));
+  test.beforeAll(async ({ dbs: d, tmp: t }) => {
+    dbs = d;
+    tmp = t;
     expect((await runCli(['db', 'init', '--side', 'fc', '--dev'], { env: dbs.env() })).code).toBe(0);
   });
-  afterAll(async () => {
-    rmSync(tmp, { recursive: true, force: true });
-    await dbs?.drop();
-  });
 
-  it('an empty outbox: all zero, no oldest pending (0 in the metrics file)', async () => {
+  test('an empty outbox: all zero, no oldest pending (0 in the metrics file)', async () => {
     const metrics = join(tmp, 'empty.prom');
     const r = await scan(['--metrics-file', metrics]);
     expect(r.code).toBe(0);
@@ -60,7 +68,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(readFileSync(metrics, 'utf8')).toContain('\nfcctl_deliveries_oldest_pending_age_seconds 0\n');
   });
 
-  it('arranged rows: states, due, held, stuck claims, oldest pending, reasons, newest rows', async () => {
+  test('arranged rows: states, due, held, stuck claims, oldest pending, reasons, newest rows', async () => {
     const seed = await runCli(['--json', 'dev', 'seed', '--answers', '10', '--consumer-keys', 'k1,k2', '--schools', '1', '--no-grant-mix'], { env: dbs.env() });
     expect(seed.code).toBe(0);
     const [rowsRaw] = await exec('SELECT id, event_id, consumer_app_key, form_uuid FROM fc.answer_delivery ORDER BY id');
@@ -123,13 +131,13 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(listed.map((l) => l['eventId'])).toEqual([ids['dead4'], ids['dead3'], ids['failed5'], ids['nack'], ids['heldFailed']]);
   });
 
-  it('--limit N lists the newest N FAILED/DEAD rows', async () => {
+  test('--limit N lists the newest N FAILED/DEAD rows', async () => {
     const r = await scan(['--limit', '3']);
     expect(r.code).toBe(0);
     expect(jsonLines(r.stdout).filter((l) => l['type'] === 'row').map((l) => l['eventId'])).toEqual([ids['dead4'], ids['dead3'], ids['failed5']]);
   });
 
-  it('--format csv: stdout is only the CSV, and it parses', async () => {
+  test('--format csv: stdout is only the CSV, and it parses', async () => {
     const r = await scan(['--format', 'csv']);
     expect(r.code).toBe(0);
     const table = parseCsv(r.stdout);
@@ -142,13 +150,13 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(nack[7]).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   });
 
-  it('--format table on a terminal shows the states, reasons and rows', async () => {
+  test('--format table on a terminal shows the states, reasons and rows', async () => {
     const r = await scan([], true);
     expect(r.code).toBe(0);
     for (const text of ['answer_delivery by state', 'FAILED/DEAD reasons', 'newest FAILED/DEAD rows', 'NO_ROUTE', 'stuckClaims']) expect(r.stdout).toContain(text);
   });
 
-  it('--metrics-file writes the gauges atomically', async () => {
+  test('--metrics-file writes the gauges atomically', async () => {
     const path = join(tmp, 'scan.prom');
     const before = Math.floor(Date.now() / 1000);
     const r = await scan(['--metrics-file', path]);
@@ -175,7 +183,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(text).toMatch(/^fcctl_run_duration_seconds\{command="deliveries scan"\} [\d.]+$/m);
   });
 
-  it('is read-only: tables unchanged by any scan', async () => {
+  test('is read-only: tables unchanged by any scan', async () => {
     const before = await checksumTables(dbs.admin, dbs.fcName);
     await scan();
     await scan(['--format', 'csv', '--limit', '1']);
@@ -183,7 +191,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
   });
 
-  it.each([[['--limit', '0']], [['--limit', 'abc']], [['--limit', '-3']], [['--format', 'xml']]])('bad input %j: exit 2, one line, database unchanged', async (args) => {
+  test.each([[['--limit', '0']], [['--limit', 'abc']], [['--limit', '-3']], [['--format', 'xml']]])('bad input %j: exit 2, one line, database unchanged', async (args) => {
     const before = await checksumTables(dbs.admin, dbs.fcName);
     const r = await scan(args);
     expect(r.code).toBe(2);
@@ -192,7 +200,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
   });
 
-  it('an unwritable --metrics-file is exit 3, one line, and no summary claiming success', async () => {
+  test('an unwritable --metrics-file is exit 3, one line, and no summary claiming success', async () => {
     const r = await scan(['--metrics-file', join(tmp, 'missing-dir', 'x.prom')]);
     expect(r.code).toBe(3);
     // found before the scan runs (issue 17): the directory is named
@@ -200,7 +208,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it('--fail-if-dead exits 1 while any row is DEAD, 0 once none is', async () => {
+  test('--fail-if-dead exits 1 while any row is DEAD, 0 once none is', async () => {
     const path = join(tmp, 'dead.prom');
     const r = await scan(['--fail-if-dead', '--metrics-file', path]);
     expect(r.code).toBe(1);

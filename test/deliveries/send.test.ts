@@ -1,24 +1,22 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, snapshotOf, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
+import { servicesTest } from '../helpers/services.js';
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
+const test = servicesTest({ prefix: 'send', init: 'fc' });
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('send');
+test.beforeAll(async ({ dbs: d }) => {
+  dbs = d;
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
   await insertRegistry(dbs.admin, dbs.fcName);
   await ensureExchange();
-});
-afterAll(async () => {
-  await dbs?.drop();
 });
 // `send` relays every due row of the database: rows a test leaves FAILED or held would come due
 // again (20 s backoff) in a later test on a slow machine and change its counts.
@@ -38,6 +36,13 @@ async function rowsOf(consumerKey: string): Promise<Row[]> {
 async function acceptedCount(consumerKey: string): Promise<number> {
   const [rows] = await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [consumerKey]);
   return Number((rows as Array<{ n: number }>)[0]!.n);
+}
+/** A consumer of its own: a unique key, a queue bound to its routing key, a grant on FORM at school 5. */
+async function consumer(prefix: string) {
+  const key = uniqueConsumerKey(prefix);
+  const q = await bindQueue(key);
+  await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  return { key, q };
 }
 const send = (args: string[] = []) => runCli(['--json', 'deliveries', 'send', ...args], { env });
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
@@ -59,7 +64,7 @@ function verifyMessages(messages: Awaited<ReturnType<Awaited<ReturnType<typeof b
 }
 
 describe('deliveries send against the real broker and database', () => {
-  it('10,000 PENDING rows → all BROKER_ACCEPTED, exactly one verified message per event id', async () => {
+  test('10,000 PENDING rows → all BROKER_ACCEPTED, exactly one verified message per event id', async () => {
     const keys = [uniqueConsumerKey(), uniqueConsumerKey()];
     const queues = await Promise.all(keys.map((k) => bindQueue(k)));
     const ids = new Map<string, string[]>();
@@ -85,7 +90,7 @@ describe('deliveries send against the real broker and database', () => {
     expect(summaryOf(again.stdout)).toMatchObject({ claimed: 0, accepted: 0 });
   });
 
-  it('no binding → FAILED NO_ROUTE with 20 s × 2^n backoff, DEAD after the 8th, never accepted', async () => {
+  test('no binding → FAILED NO_ROUTE with 20 s × 2^n backoff, DEAD after the 8th, never accepted', async () => {
     const key = uniqueConsumerKey('noroute');
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 3);
@@ -112,7 +117,7 @@ describe('deliveries send against the real broker and database', () => {
     expect((await rowsOf(key)).every((x) => x.state === 'DEAD' && x.retry_count === 8)).toBe(true);
   });
 
-  it('revoked or advanced grant → GRANT_REVOKED; push disabled → held, retry budget untouched; nothing published', async () => {
+  test('revoked or advanced grant → GRANT_REVOKED; push disabled → held, retry budget untouched; nothing published', async () => {
     const revoked = uniqueConsumerKey('rev');
     const advanced = uniqueConsumerKey('adv');
     const held = uniqueConsumerKey('held');
@@ -139,10 +144,8 @@ describe('deliveries send against the real broker and database', () => {
     }
   });
 
-  it('registry mismatch, tampered snapshot, dotted or wildcard key, school 0 → FAILED with the reason, nothing published', async () => {
-    const key = uniqueConsumerKey('bad');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('registry mismatch, tampered snapshot, dotted or wildcard key, school 0 → FAILED with the reason, nothing published', async () => {
+    const { key, q } = await consumer('bad');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, contentHash: 'f'.repeat(64) });
     for (const k of [`${key}.x`, `${key}*`, `${key}#`]) {
       await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: k });
@@ -168,10 +171,8 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   });
 
-  it('a claim with an owner but no expiry (written by hand or another tool) counts as expired: the row is sent, and scan counts it as due', async () => {
-    const key = uniqueConsumerKey('noexp');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('a claim with an owner but no expiry (written by hand or another tool) counts as expired: the row is sent, and scan counts it as due', async () => {
+    const { key, q } = await consumer('noexp');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 2);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET claim_owner = 'gone:1:x', claim_expires_at = NULL WHERE consumer_app_key = ?`, [key]);
     // scan's due count is send's claim rule exactly
@@ -184,10 +185,8 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   });
 
-  it('--dry-run runs the checks and writes and publishes nothing', async () => {
-    const key = uniqueConsumerKey('dry');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('--dry-run runs the checks and writes and publishes nothing', async () => {
+    const { key, q } = await consumer('dry');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 3);
     const [[before]] = (await dbs.admin.query(`CHECKSUM TABLE \`${dbs.fcName}\`.answer_delivery`)) as unknown as [[{ Checksum: string }]];
     const r = await send(['--dry-run']);
@@ -202,10 +201,10 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   });
 
-  it('a write for another generation or another claim changes nothing', async () => {
+  test('a write for another generation or another claim changes nothing', async () => {
     const key = uniqueConsumerKey('gen');
     const [id] = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key });
-    const { applyWrites } = await import('../../src/lib/deliveries/sql.js');
+    const { applyWrites } = await import('../../src/lib/deliveries/send/run.js');
     const { openDb } = await import('../../src/lib/db/connect.js');
     const db = await openDb('FC database', dbs.fcUrl);
     try {
@@ -229,10 +228,8 @@ describe('deliveries send against the real broker and database', () => {
     }
   });
 
-  it('two send processes over 20,000 rows: every row accepted, every event id in the queue exactly once', async () => {
-    const key = uniqueConsumerKey('two');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('two send processes over 20,000 rows: every row accepted, every event id in the queue exactly once', async () => {
+    const { key, q } = await consumer('two');
     const ids = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 20000);
     const [a, b] = await Promise.all([spawnCli(['--json', 'deliveries', 'send'], { env }), spawnCli(['--json', 'deliveries', 'send'], { env })]);
     expect(a.code).toBe(0);
@@ -249,10 +246,8 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   }, 180_000);
 
-  it('broker connection cut mid-run: nothing accepted without a confirm; later runs accept everything', async () => {
-    const key = uniqueConsumerKey('cut');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('broker connection cut mid-run: nothing accepted without a confirm; later runs accept everything', async () => {
+    const { key, q } = await consumer('cut');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 20000);
     const amqpUrl = new URL(testAmqpUrl());
     const proxy = new TcpProxy(amqpUrl.hostname, Number(amqpUrl.port || 5672));
@@ -291,10 +286,8 @@ describe('deliveries send against the real broker and database', () => {
     await q.close();
   }, 180_000);
 
-  it('kill -9 mid-run: after the lease a new run accepts everything, each accepted row has its message', async () => {
-    const key = uniqueConsumerKey('kill');
-    const q = await bindQueue(key);
-    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  test('kill -9 mid-run: after the lease a new run accepts everything, each accepted row has its message', async () => {
+    const { key, q } = await consumer('kill');
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 20000);
     const { spawn } = await import('node:child_process');
     const { FCCTL_BIN } = await import('../helpers/cli.js');

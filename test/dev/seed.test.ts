@@ -1,11 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { buildAnswerSnapshot } from '../../src/lib/answers/snapshot.js';
 import { ANSWER_COLUMNS, type AnswerRow } from '../../src/lib/answers/sql.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { DEFAULT_PUBLISHER, planSeed } from '../../src/lib/dev/seed.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'seed' });
 
 interface DeliveryRow {
   id: string;
@@ -34,14 +37,11 @@ describe('fcctl dev seed (real MariaDB)', () => {
   const deliveries = () => q<DeliveryRow>('SELECT * FROM fc.answer_delivery ORDER BY id');
   const count = async (table: string) => Number((await q<{ n: string }>(`SELECT COUNT(*) AS n FROM fc.${table}`))[0]!.n);
 
-  beforeAll(async () => {
-    dbs = await freshDatabases('seed');
-  });
-  afterAll(async () => {
-    await dbs?.drop();
+  test.beforeAll(({ dbs: services }) => {
+    dbs = services;
   });
 
-  it('refuses a database db init did not mark as development: exit 4, one line, nothing written', async () => {
+  test('refuses a database db init did not mark as development: exit 4, one line, nothing written', async () => {
     expect((await runCli(['db', 'init', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
     const before = await checksumTables(dbs.admin, dbs.fcName);
     const r = await seed(['--answers', '5']);
@@ -51,7 +51,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     for (const t of ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery']) expect(await count(t)).toBe(0);
   });
 
-  it('fills a marked database: counts per table, one PENDING row per answer revision and consumer', async () => {
+  test('fills a marked database: counts per table, one PENDING row per answer revision and consumer', async () => {
     expect((await runCli(['db', 'init', '--side', 'fc', '--dev'], { env: dbs.env() })).code).toBe(0);
     const r = await seed(['--answers', '60', '--consumer-keys', 'k1,k2', '--schools', '2', '--seed', '7']);
     expect(r.stderr).toBe('');
@@ -73,7 +73,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(publisher.app_key).toBe('100021');
   });
 
-  it('every outbox row is consistent: hash recomputes, snapshot is canonical and rebuilds from its answer row', async () => {
+  test('every outbox row is consistent: hash recomputes, snapshot is canonical and rebuilds from its answer row', async () => {
     const rows = await deliveries();
     const answers = new Map((await q<AnswerRow>(`SELECT ${ANSWER_COLUMNS} FROM fc.answer`)).map((a) => [a.answer_uuid, a]));
     const grants = new Map((await q<{ form_uuid: string; consumer_school_id: string; consumer_app_key: string; grant_version: string; push_allowed: number; revoked: number }>('SELECT * FROM fc.form_consumer_grant')).map((g) => [`${g.form_uuid}|${g.consumer_school_id}|${g.consumer_app_key}`, g]));
@@ -106,7 +106,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(rows.some((r) => r.event_type === 'updated')).toBe(true);
   });
 
-  it('mixes grants: some push-disabled, some revoked, some advanced beyond their rows', async () => {
+  test('mixes grants: some push-disabled, some revoked, some advanced beyond their rows', async () => {
     const mix = await q<{ push_disabled: string; revoked: string; advanced: string; active: string }>(
       `SELECT SUM(g.push_allowed = 0) AS push_disabled, SUM(g.revoked = 1) AS revoked,
               SUM(g.grant_version > (SELECT MAX(d.grant_version) FROM fc.answer_delivery d WHERE d.form_uuid = g.form_uuid AND d.consumer_school_id = g.consumer_school_id AND d.consumer_app_key = g.consumer_app_key)) AS advanced,
@@ -116,7 +116,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(mix[0]).toEqual({ push_disabled: '1', revoked: '1', advanced: '1', active: '10' });
   });
 
-  it('writes realistic values: Chinese text, decimals with trailing zeros, integers beyond 2^53, nesting', async () => {
+  test('writes realistic values: Chinese text, decimals with trailing zeros, integers beyond 2^53, nesting', async () => {
     const values = (await q<{ values_json: string }>('SELECT values_json FROM fc.answer')).map((r) => r.values_json);
     expect(values.some((v) => /[\u4e00-\u9fff]/.test(v))).toBe(true);
     expect(values.some((v) => /:\d+\.\d*0[,}\]]/.test(v))).toBe(true); // e.g. "amount":12.50
@@ -125,7 +125,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect((await q<{ n: string }>('SELECT COUNT(*) AS n FROM fc.answer WHERE submitter_id > 9007199254740992'))[0]!.n).not.toBe('0');
   });
 
-  it('refuses to seed over existing rows without --replace (exit 4, nothing changed)', async () => {
+  test('refuses to seed over existing rows without --replace (exit 4, nothing changed)', async () => {
     const before = await checksumTables(dbs.admin, dbs.fcName);
     const r = await seed(['--answers', '5']);
     expect(r.code).toBe(4);
@@ -134,7 +134,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
   });
 
-  it('is deterministic: the same --seed gives the same ids and hashes, another seed other ones', async () => {
+  test('is deterministic: the same --seed gives the same ids and hashes, another seed other ones', async () => {
     const key = (rows: DeliveryRow[]) => rows.map((r) => `${r.event_id} ${r.content_hash} ${r.consumer_app_key} ${r.grant_version}`);
     const first = key(await deliveries());
     const firstTables = await checksumTables(dbs.admin, dbs.fcName, ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery']);
@@ -147,7 +147,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(other.filter((k) => first.includes(k))).toEqual([]);
   });
 
-  it('pure planning: more consumers or faults never change the existing rows', () => {
+  test('pure planning: more consumers or faults never change the existing rows', () => {
     const base = { seed: 3, answers: 20, schools: 1, snapshotBytes: 0, publisher: DEFAULT_PUBLISHER, grantMix: true, includeFaults: false };
     const a = planSeed({ ...base, consumerKeys: ['k1'] });
     const b = planSeed({ ...base, consumerKeys: ['k1', 'k2'], includeFaults: true });
@@ -156,7 +156,7 @@ describe('fcctl dev seed (real MariaDB)', () => {
     for (const d of a.deliveries) expect(bK1.has(d.event_id)).toBe(true);
   });
 
-  it('--include-faults adds rows that fail the pre-publish checks, and names them', async () => {
+  test('--include-faults adds rows that fail the pre-publish checks, and names them', async () => {
     const r = await seed(['--answers', '10', '--consumer-keys', 'k1,k2', '--schools', '1', '--include-faults', '--no-grant-mix', '--replace', '--app-key', 'pub-1', '--app-code', 'pub-code']);
     expect(r.code).toBe(0);
     const lines = jsonLines(r.stdout);
@@ -186,14 +186,14 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(await q('SELECT COUNT(*) AS n FROM fc.answer_delivery d JOIN fc.form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key WHERE g.grant_version <> d.grant_version')).toEqual([{ n: '0' }]);
   });
 
-  it('--snapshot-bytes grows every snapshot to that size, hashes still recompute', async () => {
+  test('--snapshot-bytes grows every snapshot to that size, hashes still recompute', async () => {
     expect((await seed(['--answers', '20', '--consumers', '2', '--snapshot-bytes', '2048', '--replace'])).code).toBe(0);
     const sizes = await q<{ b: string; n: string }>('SELECT OCTET_LENGTH(snapshot_json) AS b, COUNT(*) AS n FROM fc.answer_delivery GROUP BY b');
     expect(sizes.map((s) => [Number(s.b), Number(s.n)])).toEqual([[2048, 40]]);
     for (const d of await deliveries()) expect(canonicalize(d.snapshot_json).ok && canonicalize(d.snapshot_json)).toMatchObject({ hash: d.content_hash });
   });
 
-  it('seeds 20,000 outbox rows in a few seconds', async () => {
+  test('seeds 20,000 outbox rows in a few seconds', async () => {
     const started = Date.now();
     const r = await seed(['--answers', '5000', '--consumers', '4', '--replace']);
     const seconds = (Date.now() - started) / 1000;
@@ -202,17 +202,8 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(seconds).toBeLessThan(15);
   });
 
-  it.each([
-    [['--answers', '-1']],
-    [['--answers', 'abc']],
-    [['--answers', '1.5']],
-    [['--schools', '0']],
-    [['--snapshot-bytes', 'big']],
-    [['--consumers', '3', '--consumer-keys', 'a,b']],
-    [['--consumer-keys', 'a.b,c']],
-    [['--consumer-keys', 'a,a']],
-    [['--consumer-keys', 'a,100021']],
-  ])('bad input %j: exit 2, one line, database unchanged', async (args) => {
+  const BAD_INPUT = ['--answers -1', '--answers abc', '--answers 1.5', '--schools 0', '--snapshot-bytes big', '--consumers 3 --consumer-keys a,b', '--consumer-keys a.b,c', '--consumer-keys a,a', '--consumer-keys a,100021'];
+  test.each(BAD_INPUT.map((line) => [line.split(' ')]))('bad input %j: exit 2, one line, database unchanged', async (args) => {
     const before = await checksumTables(dbs.admin, dbs.fcName);
     const r = await seed([...args, '--replace']);
     expect(r.code).toBe(2);

@@ -1,19 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/checks.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { hardenedBroker } from '../helpers/broker.js';
 import { ensureExchange, insertRegistry, PUBLISHER } from '../helpers/deliveries.js';
 import { freshVhost } from '../helpers/vhost.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'doctor' });
 
 describe('doctor checks (pure)', () => {
-  it('warns on the default vhost only', () => {
+  test('warns on the default vhost only', () => {
     expect(vhostCheck('amqp://u:p@h:5672').status).toBe('warn');
     expect(vhostCheck('amqp://u:p@h:5672/').status).toBe('warn');
     expect(vhostCheck('amqp://u:p@h:5672/%2F').status).toBe('warn');
     expect(vhostCheck('amqp://u:p@h:5672/fcctl')).toEqual({ check: 'broker vhost', status: 'ok', detail: 'vhost fcctl' });
   });
-  it('fails on any failed check, not on warnings', () => {
+  test('fails on any failed check, not on warnings', () => {
     expect(doctorExitCode([{ check: 'a', status: 'warn', detail: '' }, { check: 'b', status: 'skipped', detail: '' }])).toBe(0);
     expect(doctorExitCode([{ check: 'a', status: 'ok', detail: '' }, { check: 'b', status: 'fail', detail: '' }])).toBe(3);
   });
@@ -22,17 +25,16 @@ describe('doctor checks (pure)', () => {
 describe('fcctl doctor (real services)', () => {
   let dbs: TestDatabases;
   const vhost = freshVhost();
-  beforeAll(async () => {
-    dbs = await freshDatabases('doctor');
+  test.beforeAll(async ({ dbs: services }) => {
+    dbs = services;
     await ensureExchange();
   });
-  afterAll(async () => {
-    await dbs?.drop();
+  afterAll(() => {
     vhost.drop();
   });
   const checks = (stdout: string) => Object.fromEntries(jsonLines(stdout).filter((l) => l['type'] === 'check').map((l) => [l['check'], l]));
 
-  it('empty databases: schema checks fail naming missing tables, exit 3', async () => {
+  test('empty databases: schema checks fail naming missing tables, exit 3', async () => {
     const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
     expect(r.code).toBe(3);
     const c = checks(r.stdout);
@@ -42,7 +44,7 @@ describe('fcctl doctor (real services)', () => {
     expect(c['delivery exchange']).toMatchObject({ status: 'ok' });
   });
 
-  it('after db init, with --probe: every check passes, the return arrives before its ack', async () => {
+  test('after db init, with --probe: every check passes, the return arrives before its ack', async () => {
     expect((await runCli(['db', 'init', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
     const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
     expect(r.code).toBe(0);
@@ -52,7 +54,7 @@ describe('fcctl doctor (real services)', () => {
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
   });
 
-  it('a least-privilege publisher (configure ^$, write on the exchange, read ^$): the exchange check passes saying what it could not verify; --probe exit 0', async () => {
+  test('a least-privilege publisher (configure ^$, write on the exchange, read ^$): the exchange check passes saying what it could not verify; --probe exit 0', async () => {
     const hard = await hardenedBroker('^fc\\.snapshot\\.v2\\.');
     try {
       const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: hard.publisherUrl }) });
@@ -70,7 +72,7 @@ describe('fcctl doctor (real services)', () => {
     }
   });
 
-  it('a vhost without the delivery exchange fails the exchange check; send refuses to run (exit 3) and declares nothing', async () => {
+  test('a vhost without the delivery exchange fails the exchange check; send refuses to run (exit 3) and declares nothing', async () => {
     const env = dbs.env({ FCCTL_AMQP_URL: vhost.url, FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
     const r = await runCli(['--json', 'doctor'], { env });
     expect(r.code).toBe(3);
@@ -86,7 +88,7 @@ describe('fcctl doctor (real services)', () => {
     expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'ok' });
   });
 
-  it('an unreachable broker and flow center are failed checks with the password masked', async () => {
+  test('an unreachable broker and flow center are failed checks with the password masked', async () => {
     const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: 'amqp://fcctl:pw-SECRET-1@127.0.0.1:1/x', FCCTL_FLOW_URL: 'http://127.0.0.1:1/' }) });
     expect(r.code).toBe(3);
     const c = checks(r.stdout);

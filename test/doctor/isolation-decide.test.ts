@@ -26,6 +26,7 @@ import {
   topLevelAlternatives,
 } from '../../src/lib/doctor/isolation.js';
 import { RETURN_PROBE_ROUTING_KEY } from '../../src/lib/amqp/connect.js';
+import { ISOLATION_ITEMS } from '../helpers/isolation.js';
 
 const EXCHANGE = 'fc.answer.delivery.v2';
 const DLQ = `${CONSUMER_QUEUE}.dlq`;
@@ -549,16 +550,7 @@ describe('vhost and the whole table', () => {
 
   it('the correct setup: eight items, in order, every one ok', () => {
     const results = decideIsolation(correct());
-    expect(results.map((r) => r.check)).toEqual([
-      ISOLATION_CHECKS.vhost,
-      ISOLATION_CHECKS.exchange,
-      ISOLATION_CHECKS.permissions,
-      ISOLATION_CHECKS.topic,
-      ISOLATION_CHECKS.bindings,
-      ISOLATION_CHECKS.readers,
-      ISOLATION_CHECKS.queues,
-      ISOLATION_CHECKS.alternateExchange,
-    ]);
+    expect(results.map((r) => r.check)).toEqual(ISOLATION_ITEMS);
     expect(results.filter((r) => r.status !== 'ok')).toEqual([]);
   });
 

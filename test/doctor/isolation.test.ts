@@ -1,13 +1,17 @@
 import amqp from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { EnvironmentError, UsageError } from '../../src/lib/cli/exit.js';
 import { ManagementClient } from '../../src/lib/amqp/management.js';
 import { RETURN_PROBE_ROUTING_KEY } from '../../src/lib/amqp/connect.js';
 import { CONSUMER_QUEUE, ISOLATION_CHECKS } from '../../src/lib/doctor/isolation.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { ISOLATION_ITEMS } from '../helpers/isolation.js';
+import { type TestDatabases } from '../helpers/db.js';
 import { insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { isolatedVhost, type IsolatedVhost, managementUrlAs, mgmt, testManagementUrl } from '../helpers/management.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'isolation', init: 'all' });
 
 /**
  * `doctor --isolation` against the real broker: a vhost of its own, configured here as seed 000 §6
@@ -16,16 +20,7 @@ import { isolatedVhost, type IsolatedVhost, managementUrlAs, mgmt, testManagemen
 
 const EXCHANGE = 'fc.answer.delivery.v2';
 const DLQ = `${CONSUMER_QUEUE}.dlq`;
-const ITEMS = [
-  ISOLATION_CHECKS.vhost,
-  ISOLATION_CHECKS.exchange,
-  ISOLATION_CHECKS.permissions,
-  ISOLATION_CHECKS.topic,
-  ISOLATION_CHECKS.bindings,
-  ISOLATION_CHECKS.readers,
-  ISOLATION_CHECKS.queues,
-  ISOLATION_CHECKS.alternateExchange,
-];
+const ITEMS = ISOLATION_ITEMS;
 /** the svc-hall consumer's permissions (seed 000 §6): its own prefix, and read on the exchange to bind */
 const CONSUMER_PERMISSIONS = {
   configure: '^svc-hall\\.fc\\.answer\\.snapshot\\.v2',
@@ -63,10 +58,20 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
   };
   /** the items that did not pass, as [item, status] */
   const notOk = (checks: Record<string, { status: string }>) => ITEMS.filter((i) => checks[i]?.status !== 'ok').map((i) => [i, checks[i]?.status]);
+  /** doctor fails exactly `item` (exit 3), saying `detail`; `undo` then puts the broken item back, whatever happened */
+  const expectFailsAlone = async (item: string, detail: string, undo: () => Promise<unknown>) => {
+    try {
+      const r = await doctor();
+      expect(r.code).toBe(3);
+      expect(notOk(r.checks)).toEqual([[item, 'fail']]);
+      expect(r.checks[item]!.detail).toBe(detail);
+    } finally {
+      await undo();
+    }
+  };
 
-  beforeAll(async () => {
-    dbs = await freshDatabases('isolation');
-    expect((await runCli(['db', 'init', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+  test.beforeAll(async ({ dbs: services }) => {
+    dbs = services;
     for (const row of [PUBLISHER, svcHall, other]) await insertRegistry(dbs.admin, dbs.fcName, row);
     iso = await isolatedVhost('iso');
     // the correct setup (README "doctor --isolation")
@@ -83,10 +88,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
   });
   afterAll(async () => {
     await iso?.drop();
-    await dbs?.drop();
   });
 
-  it('passes on the correct setup: exit 0, every item ok, one JSON object per item', async () => {
+  test('passes on the correct setup: exit 0, every item ok, one JSON object per item', async () => {
     const r = await doctor();
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(notOk(r.checks)).toEqual([]);
@@ -110,7 +114,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect(r.checks[ISOLATION_CHECKS.topic]!.detail).toContain("the return probe's key included");
   });
 
-  it('the broker agrees with the judgement of the correct setup: the publisher publishes fc.snapshot.v2. keys only and cannot bind', async () => {
+  test('the broker agrees with the judgement of the correct setup: the publisher publishes fc.snapshot.v2. keys only and cannot bind', async () => {
     const conn = await amqp.connect(iso.amqpUrl);
     conn.on('error', () => undefined);
     try {
@@ -140,7 +144,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await mgmt('DELETE', api(`queues/{v}/${enc(CONSUMER_QUEUE)}/contents`));
   });
 
-  it('the default vhost "/" in FCCTL_AMQP_URL is named', async () => {
+  test('the default vhost "/" in FCCTL_AMQP_URL is named', async () => {
     const url = new URL(iso.amqpUrl);
     url.pathname = '/';
     const r = await doctor({ FCCTL_AMQP_URL: url.toString() });
@@ -151,7 +155,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect(r.stdout + r.stderr).not.toContain(iso.publisher.password);
   });
 
-  it('a publisher with ".*" permissions is named, each operation with what it also covers', async () => {
+  test('a publisher with ".*" permissions is named, each operation with what it also covers', async () => {
     await setPermissions({ configure: '.*', write: '.*', read: '.*' });
     try {
       const r = await doctor();
@@ -171,7 +175,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('write on a neighbouring exchange (an unescaped dot, no anchor) is named', async () => {
+  test('write on a neighbouring exchange (an unescaped dot, no anchor) is named', async () => {
     await setPermissions({ configure: '^$', write: 'fc.answer.delivery.v2', read: '^$' });
     try {
       const r = await doctor();
@@ -182,7 +186,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('no topic permission on the exchange is named', async () => {
+  test('no topic permission on the exchange is named', async () => {
     await mgmt('DELETE', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`));
     try {
       const r = await doctor();
@@ -194,7 +198,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a topic permission that refuses the return probe is named', async () => {
+  test('a topic permission that refuses the return probe is named', async () => {
     await mgmt('PUT', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`), { ...CORRECT_TOPIC, write: `^fc\\.snapshot\\.v2\\.${svcHall.appKey}\\.` });
     try {
       const r = await doctor();
@@ -205,7 +209,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a "#" binding and a binding for an unregistered key, to queues of the consumer\'s prefix, are named with their destinations', async () => {
+  test('a "#" binding and a binding for an unregistered key, to queues of the consumer\'s prefix, are named with their destinations', async () => {
     const stranger = uniqueConsumerKey('stranger');
     const audit = `${CONSUMER_QUEUE}.audit`;
     const strangerQueue = `${CONSUMER_QUEUE}.stranger`;
@@ -225,7 +229,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a registered key bound to a rogue queue, and an exchange-to-exchange binding to a fanout feeding one, are named with destination and type', async () => {
+  test('a registered key bound to a rogue queue, and an exchange-to-exchange binding to a fanout feeding one, are named with destination and type', async () => {
     await declareQueue('rogue.q');
     await bind('rogue.q', `fc.snapshot.v2.${svcHall.appKey}.*`);
     await mgmt('PUT', api('exchanges/{v}/spy.fanout'), { type: 'fanout', durable: false });
@@ -259,21 +263,17 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a wildcard in place of the app key, to an exchange, is named with both problems', async () => {
+  test('a wildcard in place of the app key, to an exchange, is named with both problems', async () => {
     await mgmt('PUT', api('exchanges/{v}/spy.fanout'), { type: 'fanout', durable: false });
     await mgmt('POST', api(`bindings/{v}/e/${EXCHANGE}/e/spy.fanout`), { routing_key: 'fc.snapshot.v2.*.5' });
-    try {
-      const r = await doctor();
-      expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.bindings, 'fail']]);
-      expect(r.checks[ISOLATION_CHECKS.bindings]!.detail).toBe(
-        '"fc.snapshot.v2.*.5" → exchange spy.fanout: a wildcard in place of the app key matches every consumer\'s snapshots, and an exchange-to-exchange binding sends snapshots on to wherever exchange spy.fanout routes them (bind only the consumer\'s queues)',
-      );
-    } finally {
-      await mgmt('DELETE', api('exchanges/{v}/spy.fanout'));
-    }
+    await expectFailsAlone(
+      ISOLATION_CHECKS.bindings,
+      '"fc.snapshot.v2.*.5" → exchange spy.fanout: a wildcard in place of the app key matches every consumer\'s snapshots, and an exchange-to-exchange binding sends snapshots on to wherever exchange spy.fanout routes them (bind only the consumer\'s queues)',
+      () => mgmt('DELETE', api('exchanges/{v}/spy.fanout')),
+    );
   });
 
-  it('a second user who can read the exchange (.* .* .*) fails, and can really bind; an administrator warns; without --consumer-user every reader is a warning', async () => {
+  test('a second user who can read the exchange (.* .* .*) fails, and can really bind; an administrator warns; without --consumer-user every reader is a warning', async () => {
     const rogue = await iso.user('rogue', '');
     const ops = await iso.user('ops', 'administrator');
     await setUserPermissions(rogue.user, { configure: '.*', write: '.*', read: '.*' });
@@ -322,7 +322,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     });
   });
 
-  it('a topic permission with an alternative outside the prefix (^amq\\.) fails, and the broker really lets such keys through', async () => {
+  test('a topic permission with an alternative outside the prefix (^amq\\.) fails, and the broker really lets such keys through', async () => {
     const write = '^fc\\.snapshot\\.v2\\.|^amq\\.';
     await mgmt('PUT', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`), { ...CORRECT_TOPIC, write });
     try {
@@ -346,7 +346,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('the delivery exchange as a fanout, then non-durable, auto-delete and internal, is named (and plain doctor\'s re-declare still fails on 406)', async () => {
+  test('the delivery exchange as a fanout, then non-durable, auto-delete and internal, is named (and plain doctor\'s re-declare still fails on 406)', async () => {
     const x = await isolatedVhost('isox');
     const xapi = (path: string) => `/api/${path.replace('{v}', x.path)}`;
     try {
@@ -379,7 +379,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a least-privilege publisher (configure nothing): plain doctor passes, saying the exchange was not re-declared; --probe --isolation exit 0', async () => {
+  test('a least-privilege publisher (configure nothing): plain doctor passes, saying the exchange was not re-declared; --probe --isolation exit 0', async () => {
     await setPermissions({ configure: '^$', write: '^fc\\.answer\\.delivery\\.v2$', read: '^$' });
     try {
       const plain = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: iso.amqpUrl }) });
@@ -401,7 +401,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('a missing dlq, then a non-durable one, is named', async () => {
+  test('a missing dlq, then a non-durable one, is named', async () => {
     await deleteQueue(DLQ);
     try {
       const missing = await doctor();
@@ -418,7 +418,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  it('--consumer-queue names another queue: its missing queues are named, and the bindings to other queues', async () => {
+  test('--consumer-queue names another queue: its missing queues are named, and the bindings to other queues', async () => {
     const r = await doctor({}, ['--consumer-queue', 'svc-other.q']);
     expect(notOk(r.checks)).toEqual([
       [ISOLATION_CHECKS.bindings, 'fail'],
@@ -428,21 +428,16 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect(r.checks[ISOLATION_CHECKS.queues]!.detail).toBe(`svc-other.q does not exist on vhost "${iso.vhost}"; svc-other.q.dlq does not exist on vhost "${iso.vhost}"`);
   });
 
-  it('an alternate-exchange policy (invisible to AMQP) is named', async () => {
+  test('an alternate-exchange policy (invisible to AMQP) is named', async () => {
     await mgmt('PUT', api('policies/{v}/spill'), { pattern: '^fc\\.answer\\.', definition: { 'alternate-exchange': 'amq.fanout' }, 'apply-to': 'exchanges', priority: 0 });
-    try {
-      const r = await doctor();
-      expect(r.code).toBe(3);
-      expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.alternateExchange, 'fail']]);
-      expect(r.checks[ISOLATION_CHECKS.alternateExchange]!.detail).toBe(
-        'policy "spill" (pattern "^fc\\\\.answer\\\\.") gives it alternate-exchange "amq.fanout": unroutable messages go there instead of being returned (no NO_ROUTE, no return probe)',
-      );
-    } finally {
-      await mgmt('DELETE', api('policies/{v}/spill'));
-    }
+    await expectFailsAlone(
+      ISOLATION_CHECKS.alternateExchange,
+      'policy "spill" (pattern "^fc\\\\.answer\\\\.") gives it alternate-exchange "amq.fanout": unroutable messages go there instead of being returned (no NO_ROUTE, no return probe)',
+      () => mgmt('DELETE', api('policies/{v}/spill')),
+    );
   });
 
-  it('several items broken at once: each is named, exit 3', async () => {
+  test('several items broken at once: each is named, exit 3', async () => {
     // the publisher's read .* fails its permissions and makes it a reader of the exchange
     await setPermissions({ configure: '.*', write: '.*', read: '.*' });
     await mgmt('DELETE', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`));
@@ -468,14 +463,14 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect({ code: again.code, notOk: notOk(again.checks) }).toEqual({ code: 0, notOk: [] });
   });
 
-  it('without the FC database the bindings cannot be checked against the registry: fail saying so', async () => {
+  test('without the FC database the bindings cannot be checked against the registry: fail saying so', async () => {
     const r = await runCli(['--json', 'doctor', '--isolation'], { env: dbs.env({ FCCTL_FC_DATABASE_URL: '', FCCTL_AMQP_URL: iso.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl() }) });
     expect(r.code).toBe(3);
     const line = jsonLines(r.stdout).find((l) => l['check'] === ISOLATION_CHECKS.bindings);
     expect(line).toMatchObject({ status: 'fail', detail: 'the registered app keys could not be read (FC database not configured), so no key was checked against application_info' });
   });
 
-  it('a management user without the administrator tag: one failed line naming the tag; a wrong password: the credentials, never the password', async () => {
+  test('a management user without the administrator tag: one failed line naming the tag; a wrong password: the credentials, never the password', async () => {
     const monitor = await iso.user('mon', 'monitoring');
     const r = await doctor({ FCCTL_AMQP_MANAGEMENT_URL: managementUrlAs(monitor.user, monitor.password) });
     expect(r.code).toBe(3);
@@ -489,7 +484,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect(wrong.stdout + wrong.stderr).not.toContain('wrong-SECRET-pw');
   });
 
-  it('an unreachable management API is one failed line, password masked', async () => {
+  test('an unreachable management API is one failed line, password masked', async () => {
     // a port nothing listens on (fetch refuses port 1 itself, as a "bad port")
     const { createServer } = await import('node:net');
     const server = createServer().listen(0, '127.0.0.1');
@@ -504,7 +499,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
 });
 
 describe('ManagementClient', () => {
-  it('refuses a URL that is not http(s) (UsageError, password masked)', () => {
+  test('refuses a URL that is not http(s) (UsageError, password masked)', () => {
     for (const url of ['amqp://u:pw-SECRET@127.0.0.1:5672', 'ftp://h/', 'not a url']) {
       let err: unknown;
       try {
@@ -518,7 +513,7 @@ describe('ManagementClient', () => {
     }
   });
 
-  it('reads as the URL\'s user; a missing object is null, not an error', async () => {
+  test('reads as the URL\'s user; a missing object is null, not an error', async () => {
     const client = new ManagementClient(testManagementUrl());
     expect(await client.vhostExists('fcctl-test-no-such-vhost')).toBe(false);
     expect(await client.exchange('fcctl-test-no-such-vhost', EXCHANGE)).toBeNull();
@@ -527,7 +522,7 @@ describe('ManagementClient', () => {
     await expect(new ManagementClient(managementUrlAs(undefined, 'bad-pw')).vhostExists('/')).rejects.toBeInstanceOf(EnvironmentError);
   });
 
-  it('a timeout is an EnvironmentError naming it', async () => {
+  test('a timeout is an EnvironmentError naming it', async () => {
     // a listener that accepts and never answers
     const { createServer } = await import('node:net');
     const server = createServer(() => undefined).listen(0, '127.0.0.1');

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type mysql from 'mysql2/promise';
+import { jsonLines } from './cli.js';
+import type { TestDatabases } from './db.js';
+import type { FlowCenter, LogEntry, StandInInstance } from './flow-center.js';
 
 /** The app that signs requests in tests; the secret holds non-ASCII so signing is tested on UTF-8 bytes. */
 export const APP = { key: '100021', secret: 'tést-secret-流程-0123456789' } as const;
@@ -83,4 +86,37 @@ export async function commandsOf(admin: mysql.Connection, shName: string, prefix
 /** Makes every FAILED row of a prefix due now (as if its backoff had passed). */
 export async function makeDue(admin: mysql.Connection, shName: string, prefix: string): Promise<void> {
   await admin.query(`UPDATE \`${shName}\`.flow_apply_command SET next_retry_at = NOW() - INTERVAL 1 SECOND WHERE state = 'FAILED' AND biz_id LIKE ?`, [`${prefix}%`]);
+}
+
+/** The stand-in's apps for the apply-command tests: APP, whose secret fcctl signs with. */
+export const APP_FLOW: Record<string, string> = { [APP.key]: APP.secret };
+
+export type Env = Record<string, string | undefined>;
+
+/** Before each test: the stand-in's faults and log cleared (its instances stay: each test has its own prefix). */
+export async function clearFlowCenter(fc: FlowCenter): Promise<void> {
+  await fc.clearFaults();
+  await fc.clearLog();
+}
+
+/** The environment of an fcctl run against these databases and the stand-in, signing as APP. */
+export function flowEnv(dbs: TestDatabases, fc: FlowCenter): Env {
+  return dbs.env({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
+}
+
+/** An instance the stand-in holds for a command inserted with {@link defaults}: owned by it. */
+export function ownedInstance(bizId: string, status: StandInInstance['status'], over: Partial<StandInInstance> = {}): StandInInstance {
+  return { bizType: BIZ_TYPE, bizId, status, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid, round: 1, ...over };
+}
+
+/** The summary line of a `--json` run. */
+export const summaryOf = (stdout: string): Record<string, unknown> => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
+/** The lines of one type of a `--json` run (`row`, `result`). */
+export const linesOf = (stdout: string, type: string): Array<Record<string, unknown>> => jsonLines(stdout).filter((l) => l['type'] === type);
+/** The stand-in's log entries for the business ids of one prefix. */
+export const logOf = (log: readonly LogEntry[], prefix: string): LogEntry[] => log.filter((e) => e.bizId?.startsWith(prefix));
+
+/** The commands of a prefix by the rest of their biz id (`<prefix>-<name>` → `name`). */
+export async function commandsByName(admin: mysql.Connection, shName: string, prefix: string): Promise<Record<string, CommandRow>> {
+  return Object.fromEntries((await commandsOf(admin, shName, prefix)).map((x) => [x.biz_id.slice(prefix.length + 1), x]));
 }

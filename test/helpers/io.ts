@@ -8,7 +8,8 @@ export interface TestIo {
   stderr(): string;
 }
 
-export function testIo(options: { tty?: boolean; stdin?: string; columns?: number } = {}): TestIo {
+/** `stdin`: its whole text, or a stream the test writes to as it goes. */
+export function testIo(options: { tty?: boolean; stdin?: string | Readable; columns?: number } = {}): TestIo {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const tty = options.tty ?? false;
@@ -17,7 +18,7 @@ export function testIo(options: { tty?: boolean; stdin?: string; columns?: numbe
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   return {
-    io: { stdout, stderr, stdin: Readable.from([options.stdin ?? '']), interactive: tty },
+    io: { stdout, stderr, stdin: options.stdin instanceof Readable ? options.stdin : Readable.from([options.stdin ?? '']), interactive: tty },
     stdout: () => Buffer.concat(out).toString('utf8'),
     stderr: () => Buffer.concat(err).toString('utf8'),
   };

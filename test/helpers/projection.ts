@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type mysql from 'mysql2/promise';
 import { buildAnswerSnapshot } from '../../src/lib/answers/snapshot.js';
+import { answerSource } from './manifest.js';
 
 /** An FC answer as the projection tests arrange it. */
 export interface FcAnswerSpec {
@@ -16,16 +17,17 @@ export interface FcAnswerSpec {
 /** Inserts one FC answer; returns its uuid and the fc.canon.v1 snapshot FC's row gives. */
 export async function insertFcAnswer(admin: mysql.Connection, fcName: string, spec: FcAnswerSpec): Promise<{ answerUuid: string; snapshotJson: string; contentHash: string }> {
   const answerUuid = spec.answerUuid ?? randomUUID();
+  // the manifest tests' answer row, with a submitter beyond 2^53 and text beyond ASCII in its values
   const source = {
-    sch_id: String(spec.schId ?? 5),
-    app_code: 'demo-publisher',
-    code: 'honor_apply',
+    ...answerSource({
+      answerUuid,
+      formUuid: spec.formUuid,
+      ...(spec.schId !== undefined ? { schId: spec.schId } : {}),
+      status: spec.status ?? 'processed',
+      valuesJson: `{"name":"张三","amount":12.50,"big":9007199254740993,"id":${JSON.stringify(answerUuid)}}`,
+      createTime: '2026-10-21 08:00:00',
+    }),
     submitter_id: '9007199254740993',
-    subject_id: null,
-    status: spec.status ?? 'processed',
-    values_json: `{"name":"张三","amount":12.50,"big":9007199254740993,"id":${JSON.stringify(answerUuid)}}`,
-    answer_no: null,
-    create_time: '2026-10-21 08:00:00',
     update_time: spec.updateTime === undefined ? '2026-10-22 09:30:00' : spec.updateTime,
   };
   await admin.query(

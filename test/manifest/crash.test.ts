@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 import { insertProjections, testUuid } from '../helpers/manifest.js';
+
+const test = servicesTest({ prefix: 'crash' });
 
 // kill -9 at random points: every resumed scan must end byte-identical to an uninterrupted one.
 const FORM = testUuid('crash', 'form');
@@ -26,8 +28,8 @@ function lcg(seed: number): () => number {
   };
 }
 
-beforeAll(async () => {
-  dbs = await freshDatabases('crash');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
   await insertProjections(
@@ -35,12 +37,8 @@ beforeAll(async () => {
     dbs.shName,
     Array.from({ length: ROWS }, (_, i) => ({ answerUuid: testUuid('crash', i), formUuid: FORM, revision: 1 + (i % 5), isDeleted: i % 31 === 0 ? 1 : 0, createTime: i % 101 === 0 ? null : '2026-10-01 08:00:00' })),
   );
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-crash-'));
+  dir = tmp;
 }, 120_000);
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
 
 /** Starts a scan and SIGKILLs it once its output reaches `killAt` bytes (or at once when 0); resolves when it is gone. */
 function scanAndKill(args: readonly string[], out: string, killAt: number): Promise<{ killed: boolean; code: number | null }> {

@@ -1,11 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildAnswerSnapshot } from '../../src/lib/answers/snapshot.js';
 import { openDb, type Db } from '../../src/lib/db/connect.js';
 import { MANIFEST_INDEX, selectManifestBoundary, selectManifestPage } from '../../src/lib/manifest/sql.js';
 import type { ManifestSide } from '../../src/lib/manifest/row.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 import { answerHash, answerSource, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
+
+const test = servicesTest({ prefix: 'mpage', init: 'all' });
 
 const FORM = testUuid('page', 'form');
 const OTHER_FORM = testUuid('page', 'other-form');
@@ -22,10 +25,9 @@ const answers: TestAnswer[] = Array.from({ length: 30 }, (_, i) => ({
 }));
 const sorted = [...answers].sort((a, b) => (a.answerUuid < b.answerUuid ? -1 : 1));
 
-beforeAll(async () => {
-  dbs = await freshDatabases('mpage');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   // Other schools and forms around the one read: never in its pages.
   await insertAnswers(dbs.admin, dbs.fcName, [
     ...answers,
@@ -42,7 +44,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await shDb?.close();
   await fcDb?.close();
-  await dbs?.drop();
 });
 
 const page = async (args: string[]) => {

@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
 import { processStartTicks } from '../../src/lib/manifest/lock.js';
-import { runManifestScan } from '../../src/lib/manifest/scan.js';
+import { runManifestScan } from '../../src/lib/manifest/scan/run.js';
 import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 import { insertProjections, testUuid } from '../helpers/manifest.js';
 import { waitFor } from '../helpers/wait.js';
+
+const test = servicesTest({ prefix: 'mscan', init: 'sh' });
 
 const FORM = testUuid('scan', 'form');
 const ROWS = 3000;
@@ -27,23 +30,18 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 const cpOf = (out: string) => out.replace(/\.jsonl$/, '.checkpoint.json');
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('mscan');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
   await insertProjections(dbs.admin, dbs.shName, [
     ...Array.from({ length: ROWS }, (_, i) => ({ answerUuid: testUuid('scan', i), formUuid: FORM, revision: 1 + (i % 3), createTime: i % 50 === 0 ? null : '2026-10-01 08:00:00', retiredAt: i % 97 === 0 ? '2026-11-01 00:00:00' : null })),
     ...Array.from({ length: 50 }, (_, i) => ({ answerUuid: testUuid('scan-other', i), formUuid: FORM, schId: 6 })),
   ]);
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-scan-'));
+  dir = tmp;
   const r = await scan(join(dir, 'reference.jsonl'), ['--size', '500']);
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
   reference = readFileSync(join(dir, 'reference.jsonl'));
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('manifest scan', () => {

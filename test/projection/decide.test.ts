@@ -18,7 +18,7 @@ import {
 } from '../../src/lib/projection/decide.js';
 import { LineError } from '../../src/lib/cli/record-file.js';
 import { checkProofId, parsePlan } from '../../src/lib/projection/input.js';
-import { repairEventId } from '../../src/lib/projection/repair.js';
+import { repairEventId } from '../../src/lib/projection/run.js';
 import { auditSql, projectionSql } from '../../src/lib/projection/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000001';

@@ -1,11 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PUBLISHER, defaultConsumerKeys, planSeed } from '../../src/lib/dev/seed.js';
+import { describe, expect } from 'vitest';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { devSeedPlan, seedDevDatabases } from '../helpers/dev-seed.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'projplan' });
 
 // Seed 4 gives consumer 100100 a revoked grant on one form and a push-disabled one on another.
 const SEED = 4;
@@ -25,7 +27,7 @@ let revokedForms: Set<string>;
 /** the answer a consumer moves ahead of FC after the diff */
 let movedAhead: string;
 
-const seedPlan = () => planSeed({ seed: SEED, answers: ANSWERS, consumerKeys: defaultConsumerKeys(3, DEFAULT_PUBLISHER.appKey), schools: 1, snapshotBytes: 0, publisher: DEFAULT_PUBLISHER, grantMix: true, includeFaults: false });
+const seedPlan = () => devSeedPlan(SEED, ANSWERS);
 const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const resultsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'result');
@@ -50,16 +52,14 @@ async function reconcileAll(tag: string): Promise<string[]> {
   return outs;
 }
 
-beforeAll(async () => {
-  dbs = await freshDatabases('projplan');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
-  const seeded = await runCli(['--json', 'dev', 'seed', '--answers', String(ANSWERS), '--schools', '1', '--seed', String(SEED)], { env });
-  expect(seeded.code, seeded.stderr).toBe(0);
+  dir = tmp;
+  await seedDevDatabases(env, SEED, ANSWERS);
   revokedForms = new Set(seedPlan().grants.filter((g) => g.consumer_app_key === KEY && g.variant === 'revoked').map((g) => g.form_uuid));
   expect(revokedForms.size).toBe(1);
 
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-repair-plan-'));
   // One plan over every form of the school: the repair plans of three diffs, concatenated.
   const outs = await reconcileAll('before');
   mkdirSync(join(dir, 'plan'));
@@ -80,10 +80,6 @@ beforeAll(async () => {
     movedAhead,
   ]);
 });
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
 
 const expectedOf = (p: Record<string, unknown>): [string, string] => {
   if (revokedForms.has(p['formUuid'] as string)) return ['DEFERRED', 'GRANT_REVOKED'];
@@ -92,13 +88,13 @@ const expectedOf = (p: Record<string, unknown>): [string, string] => {
 };
 
 describe('repair-authoritative --plan over a seeded drift (dev seed → reconcile run → repair)', () => {
-  it('the plan holds every repair category, some on the revoked form', () => {
+  test('the plan holds every repair category, some on the revoked form', () => {
     const categories = new Set(plan.map((p) => p['category']));
     expect([...categories].sort()).toEqual(['HASH_CONFLICT', 'MISSING_LOCAL', 'STALE_LOCAL']);
     expect(plan.some((p) => revokedForms.has(p['formUuid'] as string))).toBe(true);
   });
 
-  it('a dry run prints what each line would get (WOULD_APPLY, never APPLIED), writes nothing to either database, and records dryRun evidence beside the plan', async () => {
+  test('a dry run prints what each line would get (WOULD_APPLY, never APPLIED), writes nothing to either database, and records dryRun evidence beside the plan', async () => {
     const sums = `${await projectionSum()} ${await checksumTables(dbs.admin, dbs.shName, ['fc_reconcile_audit'])} ${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES.filter((t) => t !== 'fcctl_replay_operation'))}`;
     const r = await repair('--concurrency', '4');
     expect(r.stderr).toBe('');
@@ -130,7 +126,7 @@ describe('repair-authoritative --plan over a seeded drift (dev seed → reconcil
     expect(summary).not.toHaveProperty('updated');
   });
 
-  it('a dry run on a terminal: the table\'s result column says WOULD_APPLY, the summary wouldInsert/wouldUpdate — never APPLIED', async () => {
+  test('a dry run on a terminal: the table\'s result column says WOULD_APPLY, the summary wouldInsert/wouldUpdate — never APPLIED', async () => {
     const sum = await projectionSum();
     const r = await runCli(['projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'reconcile-seed-4', '--plan', planFile, '--evidence', join(dir, 'tty-evidence.jsonl')], { env, tty: true });
     expect(r.code).toBe(1);
@@ -142,7 +138,7 @@ describe('repair-authoritative --plan over a seeded drift (dev seed → reconcil
     expect(await projectionSum()).toBe(sum);
   });
 
-  it('stopped before it starts (SIGINT/SIGTERM): no line is run, exit 1, nothing written', async () => {
+  test('stopped before it starts (SIGINT/SIGTERM): no line is run, exit 1, nothing written', async () => {
     const sum = await projectionSum();
     const stop = new AbortController();
     stop.abort(new Error('SIGTERM'));
@@ -153,7 +149,7 @@ describe('repair-authoritative --plan over a seeded drift (dev seed → reconcil
     expect(await projectionSum()).toBe(sum);
   });
 
-  it('--execute: one result line per plan line in plan order, a summary by result, evidence and audit rows; linked columns byte-identical; exit 1 for the refusals', async () => {
+  test('--execute: one result line per plan line in plan order, a summary by result, evidence and audit rows; linked columns byte-identical; exit 1 for the refusals', async () => {
     const keep = await untouched();
     const r = await repair('--execute', '--concurrency', '4', '--run-id', 'plan-run-1');
     expect(r.stderr).toBe('');
@@ -185,7 +181,7 @@ describe('repair-authoritative --plan over a seeded drift (dev seed → reconcil
     expect((conflicts as Array<{ n: string }>)[0]!.n).toBe('0');
   });
 
-  it('a new reconcile finds only what was refused; the same plan again changes no projection row (ALREADY_CURRENT after a re-read)', async () => {
+  test('a new reconcile finds only what was refused; the same plan again changes no projection row (ALREADY_CURRENT after a re-read)', async () => {
     const outs = await reconcileAll('after');
     const left = outs.flatMap((o) => jsonl(join(o, 'repair-plan.jsonl'))).map((p) => p['answerUuid']).sort();
     expect(left).toEqual(plan.filter((p) => expectedOf(p)[0] === 'DEFERRED').map((p) => p['answerUuid']).sort());

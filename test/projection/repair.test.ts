@@ -1,18 +1,20 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect } from 'vitest';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { buildEnvelope } from '../../src/lib/deliveries/envelope.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
+import { testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { insertGrant } from '../helpers/deliveries.js';
 import { auditRows, hashOf, insertFcAnswer, insertProjection, pick, projectionRow, UNTOUCHED_COLUMNS } from '../helpers/projection.js';
 import { waitFor } from '../helpers/wait.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'proj', init: 'all' });
 
 const KEY = '100100';
 const FORM = 'f1000000-0000-4000-8000-000000000001';
@@ -26,19 +28,14 @@ let env: Record<string, string | undefined>;
 let tmp: string;
 let evidence: string;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('proj');
+test.beforeAll(async ({ dbs: services, tmp: dir }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
+  tmp = dir;
   await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: KEY, grantVersion: 2, push: 0 });
   await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM_REVOKED, schoolId: 5, consumerKey: KEY, grantVersion: 2, revoked: 1 });
   await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM_NO_GRANT, schoolId: 5, consumerKey: 'someone-else', grantVersion: 1 });
-  tmp = mkdtempSync(join(tmpdir(), 'fcctl-repair-'));
   evidence = join(tmp, 'evidence.jsonl');
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
 const repair = (args: readonly string[], options: { env?: Record<string, string | undefined> } = {}) =>
@@ -91,7 +88,7 @@ const CASES: Case[] = [
 
 describe('repair-authoritative, one answer: every result from every local state (real MariaDB)', () => {
   for (const c of CASES) {
-    it(`${c.name} → ${c.result} ${c.code}; the dry run writes nothing; the row, projection_version, untouched columns and audit row afterwards`, async () => {
+    test(`${c.name} → ${c.result} ${c.code}; the dry run writes nothing; the row, projection_version, untouched columns and audit row afterwards`, async () => {
       const answerUuid = randomUUID();
       const formUuid = c.fc?.formUuid ?? FORM;
       const fc = c.fc ? await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid, formUuid, schId: c.fc.schId ?? 5, revision: c.fc.revision ?? 3, isDeleted: c.fc.isDeleted ?? 0 }) : null;
@@ -183,7 +180,7 @@ describe('repair-authoritative, one answer: every result from every local state 
     });
   }
 
-  it('a repeated execution of an applied repair changes nothing more (ALREADY_CURRENT, projection_version kept)', async () => {
+  test('a repeated execution of an applied repair changes nothing more (ALREADY_CURRENT, projection_version kept)', async () => {
     const answerUuid = randomUUID();
     await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid, formUuid: FORM });
     await insertProjection(dbs.admin, dbs.shName, { answerUuid, formUuid: FORM, revision: 2 });
@@ -196,7 +193,7 @@ describe('repair-authoritative, one answer: every result from every local state 
     expect(await projectionRow(dbs.admin, dbs.shName, answerUuid)).toEqual(once);
   });
 
-  it('evidence holds no secret: the database password never appears', async () => {
+  test('evidence holds no secret: the database password never appears', async () => {
     const password = decodeURIComponent(new URL(testMysqlUrl()).password);
     if (password) expect(readFileSync(evidence, 'utf8')).not.toContain(password);
     expect(readFileSync(evidence, 'utf8')).not.toContain('mysql://');
@@ -211,7 +208,7 @@ describe('--envelope FILE', () => {
       snapshot_json: fc.snapshotJson, state: 'PENDING', retry_count: 0, replay_op_digest: null, ...over,
     }, 'Asia/Shanghai');
 
-  it('repairs from the envelope (stored canonical, intent left out), and the grant is still re-read: another grant version is DEFERRED', async () => {
+  test('repairs from the envelope (stored canonical, intent left out), and the grant is still re-read: another grant version is DEFERRED', async () => {
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
     await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
     const args = ['--school', '5', '--answer', fc.answerUuid, '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0', '--execute'];
@@ -237,7 +234,7 @@ describe('--envelope FILE', () => {
     expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toMatchObject({ snapshot_json: fc.snapshotJson, content_hash: fc.contentHash, answer_revision: '3' });
   });
 
-  it('an envelope with another formVersion than FC\'s (the hash does not cover it) → DEFERRED ENVELOPE_NOT_CURRENT, no form_version written', async () => {
+  test('an envelope with another formVersion than FC\'s (the hash does not cover it) → DEFERRED ENVELOPE_NOT_CURRENT, no form_version written', async () => {
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
     await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
     const args = ['--school', '5', '--answer', fc.answerUuid, '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0', '--execute', '--run-id', `fv-${fc.answerUuid.slice(0, 8)}`];
@@ -259,7 +256,7 @@ describe('--envelope FILE', () => {
     expect(await projectionRow(dbs.admin, dbs.shName, fc.answerUuid)).toMatchObject({ form_version: 4, answer_revision: '3', content_hash: fc.contentHash });
   });
 
-  it('a dry run on a terminal prints WOULD_APPLY and "would update", never APPLIED or a repaired code', async () => {
+  test('a dry run on a terminal prints WOULD_APPLY and "would update", never APPLIED or a repaired code', async () => {
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
     await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
     const sums = await checksums();
@@ -274,7 +271,7 @@ describe('--envelope FILE', () => {
 });
 
 describe('--envelope FILE that is not FC\'s current answer', () => {
-  it('an older envelope (same revision, another hash) or one for an answer FC no longer has → DEFERRED, nothing written', async () => {
+  test('an older envelope (same revision, another hash) or one for an answer FC no longer has → DEFERRED, nothing written', async () => {
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid: randomUUID(), formUuid: FORM });
     await insertProjection(dbs.admin, dbs.shName, { answerUuid: fc.answerUuid, formUuid: FORM, revision: 2 });
     const args = ['--school', '5', '--answer', fc.answerUuid, '--expected-revision', '2', '--expected-hash', hashOf(`${fc.answerUuid}:2`), '--expected-is-deleted', '0', '--execute'];
@@ -331,7 +328,7 @@ describe('races with a consumer (real locks: the consumer holds the row until th
   };
 
   for (const [rereads, result, code] of [[0, 'LOCAL_CHANGED', 'EXPECTED_MISMATCH'], [3, 'LOCAL_AHEAD', 'LOCAL_REVISION_AHEAD']] as const) {
-    it(`a consumer write between read and UPDATE → LOCAL_CHANGED${rereads ? ', then re-read → LOCAL_AHEAD' : ''}; the consumer's write stays`, async () => {
+    test(`a consumer write between read and UPDATE → LOCAL_CHANGED${rereads ? ', then re-read → LOCAL_AHEAD' : ''}; the consumer's write stays`, async () => {
       const answerUuid = randomUUID();
       await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid, formUuid: FORM });
       await insertProjection(dbs.admin, dbs.shName, { answerUuid, formUuid: FORM, revision: 2 });
@@ -348,7 +345,7 @@ describe('races with a consumer (real locks: the consumer holds the row until th
     });
   }
 
-  it('a concurrent insert of a missing row: the repair\'s INSERT rolls back on the unique key and re-reads (LOCAL_CHANGED), one row, the consumer\'s', async () => {
+  test('a concurrent insert of a missing row: the repair\'s INSERT rolls back on the unique key and re-reads (LOCAL_CHANGED), one row, the consumer\'s', async () => {
     const answerUuid = randomUUID();
     const fc = await insertFcAnswer(dbs.admin, dbs.fcName, { answerUuid, formUuid: FORM });
     const r = await race(
@@ -406,7 +403,7 @@ describe('bad input → exit 2, nothing read or written (the database URLs point
     expect(SNAPSHOT_HASH).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('control: a valid request against those URLs is exit 3 (it would connect)', async () => {
+  test('control: a valid request against those URLs is exit 3 (it would connect)', async () => {
     const r = await repair(base, { env: nowhere() });
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/cannot connect to FC database at mysql:\/\/fcctl:\*\*\*@127\.0\.0\.1:9\/nope/);
@@ -450,7 +447,7 @@ describe('bad input → exit 2, nothing read or written (the database URLs point
     ['plan not UTF-8', () => ['--plan', file('p7.jsonl', Buffer.from([0x7b, 0xff, 0x7d]))], /not UTF-8/],
   ];
   for (const [name, args, message] of cases) {
-    it(name, async () => {
+    test(name, async () => {
       const ev = join(tmp, `never-${randomUUID()}.jsonl`);
       const r = await runCli(['--json', 'projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'INC-7', '--evidence', ev, ...args()], { env: nowhere() });
       expect(r.code, r.stderr).toBe(2);
@@ -461,13 +458,13 @@ describe('bad input → exit 2, nothing read or written (the database URLs point
     });
   }
 
-  it('an evidence file that cannot be opened is exit 2', async () => {
+  test('an evidence file that cannot be opened is exit 2', async () => {
     const r = await runCli(['--json', 'projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'INC-7', '--evidence', join(tmp, 'no-such-dir', 'e.jsonl'), ...base], { env: nowhere() });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--evidence .*cannot open for appending: ENOENT/);
   });
 
-  it('an empty plan is exit 0 without opening a database (run and end lines in the evidence)', async () => {
+  test('an empty plan is exit 0 without opening a database (run and end lines in the evidence)', async () => {
     const ev = join(tmp, 'empty-evidence.jsonl');
     const r = await runCli(['--json', 'projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'INC-7', '--evidence', ev, '--plan', file('empty.jsonl', '')], { env: nowhere() });
     expect(r.stderr).toBe('');
@@ -476,7 +473,7 @@ describe('bad input → exit 2, nothing read or written (the database URLs point
     expect(readFileSync(ev, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['run', 'end']);
   });
 
-  it('a missing --consumer or --proof-id is exit 2', async () => {
+  test('a missing --consumer or --proof-id is exit 2', async () => {
     expect((await runCli(['projection', 'repair-authoritative', '--proof-id', 'p', ...base], { env: nowhere() })).code).toBe(2);
     expect((await runCli(['projection', 'repair-authoritative', '--consumer', KEY, ...base], { env: nowhere() })).code).toBe(2);
   });

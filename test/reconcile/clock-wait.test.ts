@@ -1,9 +1,11 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Db } from '../../src/lib/db/connect.js';
-import { runReconcile, takeTaskStart, waitForFcClock } from '../../src/lib/reconcile/run.js';
+import { runReconcile, takeTaskStart, waitForFcClock } from '../../src/lib/reconcile/run/run.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'clock-wait' });
 
 /**
  * A database whose clock is "past" a second only from the `passAt`-th poll on (Infinity: never);
@@ -62,19 +64,14 @@ describe('takeTaskStart', () => {
 });
 
 describe('runReconcile stopped while it waits for its task start', () => {
-  it('is a stop (exit 1, stoppedBy "signal" in the command), with no run recorded', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fcctl-task-start-stop-'));
-    try {
-      const ac = new AbortController();
-      const sh = fakeClock(Infinity, (n) => n === 2 && ac.abort());
-      const r = await runReconcile(
-        { schId: '5', formUuid: 'f0000000-0000-4000-8000-000000000000', outDir: dir, size: 200, restart: false, fcDatabase: 'x:3306/fc', shDatabase: 'x:3306/sh' },
-        { fcDb: async () => { throw new Error('the FC database is not used before the task start'); }, shDb: async () => sh.db, signal: ac.signal },
-      );
-      expect(r).toMatchObject({ kind: 'stopped', phase: 'task-start', reason: 'signal', run: null, resumed: false });
-      expect(existsSync(join(dir, 'run.json'))).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  test('is a stop (exit 1, stoppedBy "signal" in the command), with no run recorded', async ({ tmp: dir }) => {
+    const ac = new AbortController();
+    const sh = fakeClock(Infinity, (n) => n === 2 && ac.abort());
+    const r = await runReconcile(
+      { schId: '5', formUuid: 'f0000000-0000-4000-8000-000000000000', outDir: dir, size: 200, restart: false, fcDatabase: 'x:3306/fc', shDatabase: 'x:3306/sh' },
+      { fcDb: async () => { throw new Error('the FC database is not used before the task start'); }, shDb: async () => sh.db, signal: ac.signal },
+    );
+    expect(r).toMatchObject({ kind: 'stopped', phase: 'task-start', reason: 'signal', run: null, resumed: false });
+    expect(existsSync(join(dir, 'run.json'))).toBe(false);
   });
 });

@@ -1,16 +1,18 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
-import { PIPELINE_PAGES, READ_AHEAD_PAGES } from '../../src/lib/manifest/scan.js';
-import { runReconcile } from '../../src/lib/reconcile/run.js';
-import { FCCTL_BIN, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { PIPELINE_PAGES, READ_AHEAD_PAGES } from '../../src/lib/manifest/scan/pipeline.js';
+import { runReconcile } from '../../src/lib/reconcile/run/run.js';
+import { FCCTL_BIN } from '../helpers/cli.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
 import { waitFor } from '../helpers/wait.js';
+
+const test = servicesTest({ prefix: 'concurrent', init: 'all' });
 
 // Seed 000 §8.1: a local page is no consistent snapshot; rows created or changed while the scans
 // run must never be read as "absent at FC".
@@ -40,10 +42,9 @@ async function keyAfter(database: string, table: string, after: string, n: numbe
 }
 const reportRows = (out: string) => readFileSync(join(out, 'report.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.split(',') as [string, string]);
 
-beforeAll(async () => {
-  dbs = await freshDatabases('concurrent');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   await insertAnswers(dbs.admin, dbs.fcName, answers);
   await insertProjections(dbs.admin, dbs.shName, [
     ...answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: a.revision ?? 1, contentHash: answerHash(a), createTime: '2026-10-01 08:00:05' })),
@@ -51,13 +52,11 @@ beforeAll(async () => {
   ]);
   fcDb = await openDb('FC database', dbs.fcUrl);
   shDb = await openDb('SH database', dbs.shUrl);
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-concurrent-'));
+  dir = tmp;
 });
 afterAll(async () => {
   await fcDb?.close();
   await shDb?.close();
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('rows inserted and changed while the scans run', () => {

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadManifestSource } from '../../src/lib/manifest/reader.js';
 import type { ManifestRow } from '../../src/lib/manifest/row.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { testUuid, writeManifestFiles } from '../helpers/manifest.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'diff' });
 
 const TASK_START = '2026-11-30 01:00:00';
 const FORM = 'f0000000-0000-4000-8000-000000000000';
@@ -42,11 +44,8 @@ const SH: ManifestRow[] = [
 ];
 
 let dir: string;
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-diff-'));
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
+test.beforeAll(({ tmp }) => {
+  dir = tmp;
 });
 
 const diff = (args: string[]) => runCli(['--json', 'reconcile', 'diff', ...args]);

@@ -1,13 +1,15 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
 import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
 import { SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { waitFor } from '../helpers/wait.js';
+
+const test = servicesTest({ prefix: 'runchecks', init: 'all' });
 
 // Issue 17, items 9–11: --restart over an unreadable run.json, the task start checked against
 // the FC scan's own start, and an empty school/form pair is not a green run.
@@ -25,17 +27,12 @@ const dbNow = async () => ((await dbs.admin.query('SELECT CAST(NOW() AS CHAR) AS
 const after = (t: string) => waitFor(`the database clock past ${t}`, async () => (await dbNow()) > t, 5000, 50);
 const checksums = async () => `${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES)} ${await checksumTables(dbs.admin, dbs.shName, SH_TABLES_FOR_CHECKSUM)}`;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('runchecks');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
   await insertAnswers(dbs.admin, dbs.fcName, answers);
   await insertProjections(dbs.admin, dbs.shName, answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: a.revision ?? 1, contentHash: answerHash(a), createTime: '2026-10-01 08:00:05' })));
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-run-checks-'));
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = tmp;
 });
 
 describe('reconcile diff checks --task-start against the FC scan\'s own start', () => {

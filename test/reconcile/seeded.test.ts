@@ -1,17 +1,20 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
 import { driftCounts, planShSeed, type ShDriftEntry } from '../../src/lib/dev/sh-seed.js';
 import { DEFAULT_PUBLISHER, defaultConsumerKeys, planSeed, schoolIds } from '../../src/lib/dev/seed.js';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { processStartTicks } from '../../src/lib/manifest/lock.js';
 import { CATEGORIES, type Category } from '../../src/lib/reconcile/classify.js';
-import { runReconcile } from '../../src/lib/reconcile/run.js';
+import { runReconcile } from '../../src/lib/reconcile/run/run.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'seeded' });
 
 const SEED = 3;
 const ANSWERS = 240;
@@ -50,18 +53,14 @@ async function stoppedRun(schId: string, formUuid: string, outDir: string, stopA
   }
 }
 
-beforeAll(async () => {
-  dbs = await freshDatabases('seeded');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-seeded-'));
+  dir = tmp;
   const p = plan();
   expected = planShSeed(SEED, p).drift;
   forms = [...new Set(p.answers.map((a) => a.form_uuid))];
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** What one reconcile run directory says about each answer: category → answer uuids. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/cli/exit.js';
-import { parseCandidates } from '../../src/lib/retire/inputs.js';
+import { parseCandidates } from '../../src/lib/retire/input.js';
 import { formatProof, parseProof, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest, type RetireProofBody, sealProof } from '../../src/lib/retire/proof.js';
 import { type RetiredAuditDbRow, retirementDigest, retireSql } from '../../src/lib/retire/sql.js';
 

@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { MAX_PROOF_BYTES, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest } from '../../src/lib/retire/proof.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases, testMysqlUrl } from '../helpers/db.js';
+import { type TestDatabases, testMysqlUrl } from '../helpers/db.js';
 import { answerHash, insertAnswers, insertProjections, testUuid, writeManifestFiles } from '../helpers/manifest.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'retire', init: 'all' });
 
 const FORM = testUuid('retire', 'form');
 const U = (school: number, n: number) => testUuid('retire', school, n);
@@ -28,6 +31,14 @@ const auditCount = async () => Number((await sh(`SELECT COUNT(*) AS n FROM $SH.f
 const fcSum = () => checksumTables(dbs.admin, dbs.fcName, ['answer']);
 const sh = (sql: string, params: unknown[] = []) => dbs.admin.query(sql.replaceAll('$SH', `\`${dbs.shName}\``), params).then(([r]) => r as Array<Record<string, string | number | null>>);
 const cli = (args: string[], e = env) => runCli(['--json', ...args], { env: e });
+/** The id and digest of school 6's proof, the one that retired its absent rows. */
+const proof6 = () => JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+/** The proof that retired the rows re-runs clean: every entry ALREADY_RETIRED, exit 0. */
+async function expectRerunsClean(proof: string): Promise<void> {
+  const again = await cli(['retire-absent', '--proof', proof, '--execute']);
+  expect(again.code).toBe(0);
+  expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
+}
 
 /** One school: 3 answers in sync, the ABSENT ones only in the projection (created long before any task start). */
 async function arrangeSchool(school: number): Promise<void> {
@@ -62,23 +73,18 @@ let run5: string;
 let proof5: string;
 let run6: string;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('retire');
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
   env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-retire-'));
+  dir = tmp;
   await arrangeSchool(5);
   await arrangeSchool(6);
   run5 = await reconcile(5);
   run6 = await reconcile(6);
 });
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
 
 describe('retire-absent prove', () => {
-  it('writes the proof of SPEC §8: format, ids, task, school/form, the FC manifest, per answer the expected values and the FC check time, a digest', async () => {
+  test('writes the proof of SPEC §8: format, ids, task, school/form, the FC manifest, per answer the expected values and the FC check time, a digest', async () => {
     proof5 = join(dir, 'proof5.json');
     const before = Date.now();
     const r = await cli(proveArgs(run5, proof5, ['--proof-id', 'rp-school-5']));
@@ -114,7 +120,7 @@ describe('retire-absent prove', () => {
     expect(summaryOf(r.stdout)).toMatchObject({ command: 'retire-absent prove', exitCode: 0, written: true, proofId: 'rp-school-5', entries: 6, excluded: 0, digest: p['digest'] });
   });
 
-  it('never overwrites a proof: --out existing → exit 2, the file unchanged', async () => {
+  test('never overwrites a proof: --out existing → exit 2, the file unchanged', async () => {
     const bytes = readFileSync(proof5);
     const r = await cli(proveArgs(run5, proof5));
     expect(r.code).toBe(2);
@@ -122,7 +128,7 @@ describe('retire-absent prove', () => {
     expect(readFileSync(proof5).equals(bytes)).toBe(true);
   });
 
-  it('refuses an incomplete FC manifest (exit 4, no proof): checkpoint not completed, bytes or rows not what the checkpoint says, candidates in the manifest', async () => {
+  test('refuses an incomplete FC manifest (exit 4, no proof): checkpoint not completed, bytes or rows not what the checkpoint says, candidates in the manifest', async () => {
     const sub = join(dir, 'incomplete');
     mkdirSync(sub);
     const cands = join(run5, 'retire-candidates.jsonl');
@@ -160,7 +166,7 @@ describe('retire-absent prove', () => {
 });
 
 describe('retire-absent --proof', () => {
-  it('dry run: reports WOULD_RETIRE for every entry (never RETIRED, never a "retired" count), writes nothing to either database, records the decisions in the evidence file', async () => {
+  test('dry run: reports WOULD_RETIRE for every entry (never RETIRED, never a "retired" count), writes nothing to either database, records the decisions in the evidence file', async () => {
     const [s, f] = [await shSum(), await fcSum()];
     const evidence = join(dir, 'dry.evidence.jsonl');
     const r = await cli(['retire-absent', '--proof', proof5, '--evidence', evidence]);
@@ -180,7 +186,7 @@ describe('retire-absent --proof', () => {
     expect(lines.at(-1)!['counts']).toEqual({ WOULD_RETIRE: 6, ALREADY_RETIRED: 0, REFUSED: 0 });
   });
 
-  it('dry run on a terminal: the table and the summary say WOULD_RETIRE and wouldRetire, never RETIRED', async () => {
+  test('dry run on a terminal: the table and the summary say WOULD_RETIRE and wouldRetire, never RETIRED', async () => {
     const s = await shSum();
     const r = await runCli(['retire-absent', '--proof', proof5, '--evidence', join(dir, 'dry-tty.evidence.jsonl')], { env, tty: true });
     expect(r.code).toBe(0);
@@ -191,7 +197,7 @@ describe('retire-absent --proof', () => {
     expect(await shSum()).toBe(s);
   });
 
-  it('a proof with one byte changed → exit 4 PROOF_DIGEST, nothing retired (checksums); with --execute one audit row records the refusal', async () => {
+  test('a proof with one byte changed → exit 4 PROOF_DIGEST, nothing retired (checksums); with --execute one audit row records the refusal', async () => {
     const original = readFileSync(proof5);
     const text = original.toString('utf8');
     const [s, f, audits] = [await projectionSum(), await fcSum(), await auditCount()];
@@ -221,7 +227,7 @@ describe('retire-absent --proof', () => {
     expect([await projectionSum(), await fcSum(), await auditCount()]).toEqual([s, f, audits + spots.length]);
   });
 
-  it('a refused proof in a dry run writes nothing to any database, not even an audit row', async () => {
+  test('a refused proof in a dry run writes nothing to any database, not even an audit row', async () => {
     const file = join(dir, 'dry-refused.json');
     reseal(proof5, file, (p) => void (p['note'] = 'x'));
     const [s, f] = [await shSum(), await fcSum()];
@@ -233,7 +239,7 @@ describe('retire-absent --proof', () => {
     expect(await auditOfRun('dry-refused')).toEqual([]);
   });
 
-  it('a refused proof whose audit row cannot be written (SH unreachable) → exit 3 naming the refusal, nothing retired', async () => {
+  test('a refused proof whose audit row cannot be written (SH unreachable) → exit 3 naming the refusal, nothing retired', async () => {
     const file = join(dir, 'refused-no-sh.json');
     reseal(proof5, file, (p) => void (p['note'] = 'x'));
     const r = await cli(['retire-absent', '--proof', file, '--execute'], dbs.env({ FCCTL_SH_DATABASE_URL: 'mysql://fcctl:pw@127.0.0.1:9/nope' }));
@@ -244,7 +250,7 @@ describe('retire-absent --proof', () => {
     expect(ev.at(-1)).toMatchObject({ exitCode: null, error: expect.stringMatching(/could not be written to fc_reconcile_audit/) });
   });
 
-  it('refuses a proof as a whole (exit 4, nothing retired, one audit row each): expired, from the future, members missing or added, digest missing, another FC database; each entry refused for what was checked', async () => {
+  test('refuses a proof as a whole (exit 4, nothing retired, one audit row each): expired, from the future, members missing or added, digest missing, another FC database; each entry refused for what was checked', async () => {
     const [s, f] = [await projectionSum(), await fcSum()];
     const day = 86400_000;
     const cases: Array<[string, (p: Record<string, unknown>) => void, boolean, RegExp, string[]?]> = [
@@ -288,7 +294,7 @@ describe('retire-absent --proof', () => {
     expect([await projectionSum(), await fcSum()]).toEqual([s, f]);
   });
 
-  it('bad input → exit 2 with one line, nothing written anywhere (no evidence file either)', async () => {
+  test('bad input → exit 2 with one line, nothing written anywhere (no evidence file either)', async () => {
     const [s, f] = [await shSum(), await fcSum()];
     const text = readFileSync(proof5, 'utf8');
     const files: Record<string, string | Buffer> = {
@@ -333,7 +339,7 @@ describe('retire-absent --proof', () => {
     expect([await shSum(), await fcSum()]).toEqual([s, f]);
   });
 
-  it('execute: RETIRED where every rule holds; an answer back at FC since prove → PRESENT_AT_FC; changed, missing, null or late rows refused; audit and evidence for every decision', async () => {
+  test('execute: RETIRED where every rule holds; an answer back at FC since prove → PRESENT_AT_FC; changed, missing, null or late rows refused; audit and evidence for every decision', async () => {
     // Between prove and retire: U2 comes back at FC, U3's hash changes, U4's createTime is lost,
     // U5 is re-created after the task start, U6's row is gone.
     await insertAnswers(dbs.admin, dbs.fcName, [{ answerUuid: U(5, 2), formUuid: FORM, schId: 5, revision: 3 }]);
@@ -383,7 +389,7 @@ describe('retire-absent --proof', () => {
     expect(ev.find((l) => l['answerUuid'] === U(5, 1))).toMatchObject({ result: 'RETIRED', dryRun: false, retiredAt: after.find((a) => a['answer_uuid'] === U(5, 1))!['retired_at'] });
   });
 
-  it('re-running the same proof: the retirement is never written twice (ALREADY_RETIRED), refusals stand; each run appends its decisions to the audit', async () => {
+  test('re-running the same proof: the retirement is never written twice (ALREADY_RETIRED), refusals stand; each run appends its decisions to the audit', async () => {
     const projection = await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
     const r = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'run-5b']);
     expect(r.code).toBe(1);
@@ -397,7 +403,7 @@ describe('retire-absent --proof', () => {
     ]);
   });
 
-  it('a clean proof: every entry RETIRED (exit 0); the same proof again: every entry ALREADY_RETIRED (exit 0), nothing written twice', async () => {
+  test('a clean proof: every entry RETIRED (exit 0); the same proof again: every entry ALREADY_RETIRED (exit 0), nothing written twice', async () => {
     const proof = join(dir, 'proof6.json');
     expect((await cli(proveArgs(run6, proof))).code).toBe(0);
     const first = await cli(['retire-absent', '--proof', proof, '--execute']);
@@ -419,7 +425,7 @@ describe('retire-absent --proof', () => {
     expect(summaryOf(next.stdout)).toMatchObject({ retireCandidates: 0, counts: { RETIRED: 6, ABSENT_AT_FC: 0 } });
   });
 
-  it('rows retired by another proof are REFUSED RETIRED_BY_OTHER_PROOF (exit 1), never reported as this proof\'s success; nothing written but the audit', async () => {
+  test('rows retired by another proof are REFUSED RETIRED_BY_OTHER_PROOF (exit 1), never reported as this proof\'s success; nothing written but the audit', async () => {
     const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string };
     const other = join(dir, 'proof6-other.json');
     reseal(join(dir, 'proof6.json'), other, (p) => void (p['proofId'] = 'rp-other'));
@@ -439,13 +445,11 @@ describe('retire-absent --proof', () => {
     const audit = await auditOfRun('other-exec');
     expect(audit.map((a) => [a['outcome'], a['proof_id'], (a['reason'] as string).split(':')[0]])).toEqual(ABSENT.map(() => ['REFUSED', 'rp-other', 'RETIRED_BY_OTHER_PROOF']));
     // the proof that did retire them still re-runs clean
-    const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--execute']);
-    expect(again.code).toBe(0);
-    expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
+    await expectRerunsClean(join(dir, 'proof6.json'));
   });
 
-  it('a proof is its id AND its digest: another proof with the same id (another digest) is refused as a whole, PROOF_ID_REUSED (exit 4, one audit row), never ALREADY_RETIRED; the proof that retired still re-runs clean', async () => {
-    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+  test('a proof is its id AND its digest: another proof with the same id (another digest) is refused as a whole, PROOF_ID_REUSED (exit 4, one audit row), never ALREADY_RETIRED; the proof that retired still re-runs clean', async () => {
+    const mine = proof6();
     const twin = join(dir, 'proof6-twin.json');
     // same candidates, same id, made a moment later: another digest
     reseal(join(dir, 'proof6.json'), twin, (p) => void (p['createdAt'] = new Date().toISOString()));
@@ -475,13 +479,11 @@ describe('retire-absent --proof', () => {
     // the RETIRED audit rows carry the digest of the proof that retired; the refusal row takes the id from no one
     const retiredRows = await sh(`SELECT expected_json FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED' AND proof_id = ?`, [mine.proofId]);
     expect(retiredRows.map((a) => (JSON.parse(a['expected_json'] as string) as { proofDigest: string }).proofDigest)).toEqual(ABSENT.map(() => mine.digest));
-    const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--execute']);
-    expect(again.code).toBe(0);
-    expect(summaryOf(again.stdout)).toMatchObject({ alreadyRetired: ABSENT.length, refused: 0 });
+    await expectRerunsClean(join(dir, 'proof6.json'));
   });
 
-  it('prove refuses an id another proof already used (exit 4, one line, no file); a chosen id needs the SH database to be checked', async () => {
-    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+  test('prove refuses an id another proof already used (exit 4, one line, no file); a chosen id needs the SH database to be checked', async () => {
+    const mine = proof6();
     const out = join(dir, 'proof6-reused.json');
     const r = await cli(proveArgs(run6, out, ['--proof-id', mine.proofId]));
     expect(r.code).toBe(4);
@@ -499,7 +501,7 @@ describe('retire-absent --proof', () => {
     expect((await cli(proveArgs(run6, join(dir, 'proof6-default-id.json')), noSh)).code).toBe(0);
   });
 
-  it('two proofs with one id run at once: both pass the id check before either retired; under the row lock the second sees the RETIRED audit row of the other digest → REFUSED RETIRED_BY_OTHER_PROOF, never ALREADY_RETIRED', async () => {
+  test('two proofs with one id run at once: both pass the id check before either retired; under the row lock the second sees the RETIRED audit row of the other digest → REFUSED RETIRED_BY_OTHER_PROOF, never ALREADY_RETIRED', async () => {
     await arrangeSchool(7);
     const run7 = await reconcile(7);
     const first = join(dir, 'proof7-a.json');
@@ -537,8 +539,8 @@ describe('retire-absent --proof', () => {
     }
   });
 
-  it('a row marked retired under this proof\'s id with no RETIRED audit row of this proof (set by hand) is REFUSED RETIRED_BY_OTHER_PROOF, not ALREADY_RETIRED', async () => {
-    const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
+  test('a row marked retired under this proof\'s id with no RETIRED audit row of this proof (set by hand) is REFUSED RETIRED_BY_OTHER_PROOF, not ALREADY_RETIRED', async () => {
+    const mine = proof6();
     // the retirement of U(6,1) re-made by hand: retired_at moved, so no RETIRED audit row records it
     await sh(`UPDATE $SH.fc_answer_projection SET retired_at = '2026-11-29 00:00:00' WHERE answer_uuid = ? AND sch_id = 6`, [U(6, 1)]);
     try {
@@ -555,7 +557,7 @@ describe('retire-absent --proof', () => {
     expect(again.code).toBe(0);
   });
 
-  it('prove leaves out a candidate FC has again (exit 1, listed in excluded), and the proof holds the rest', async () => {
+  test('prove leaves out a candidate FC has again (exit 1, listed in excluded), and the proof holds the rest', async () => {
     const out = join(dir, 'proof5-again.json');
     const r = await cli(proveArgs(run5, out));
     expect(r.code).toBe(1);

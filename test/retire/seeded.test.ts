@@ -1,39 +1,28 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { planShSeed, type ShDriftEntry } from '../../src/lib/dev/sh-seed.js';
-import { DEFAULT_PUBLISHER, defaultConsumerKeys, planSeed } from '../../src/lib/dev/seed.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { devSeedPlan, seedDevDatabases } from '../helpers/dev-seed.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'rseeded' });
 
 // One school keeps it to three reconcile runs; 100 answers give two seeded rows of each absent kind.
 const SEED = 11;
 const ANSWERS = 100;
-let dbs: TestDatabases;
-let env: Record<string, string | undefined>;
-let dir: string;
 let drift: readonly ShDriftEntry[];
 
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 
-beforeAll(async () => {
-  dbs = await freshDatabases('rseeded');
-  env = dbs.env();
-  expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
-  const seeded = await runCli(['--json', 'dev', 'seed', '--answers', String(ANSWERS), '--schools', '1', '--seed', String(SEED)], { env });
-  expect(seeded.code).toBe(0);
-  const plan = planSeed({ seed: SEED, answers: ANSWERS, consumerKeys: defaultConsumerKeys(3, DEFAULT_PUBLISHER.appKey), schools: 1, snapshotBytes: 0, publisher: DEFAULT_PUBLISHER, grantMix: true, includeFaults: false });
-  drift = planShSeed(SEED, plan).drift;
-  dir = mkdtempSync(join(tmpdir(), 'fcctl-retire-seeded-'));
-});
-afterAll(async () => {
-  await dbs?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+test.beforeAll(async ({ dbs }) => {
+  await seedDevDatabases(dbs.env(), SEED, ANSWERS);
+  drift = planShSeed(SEED, devSeedPlan(SEED, ANSWERS)).drift;
 });
 
 describe('dev seed → reconcile run → retire-absent prove → retire-absent --execute', () => {
-  it('retires exactly the seeded absent rows; rows created after the task start or with a null createTime are refused with their reasons', async () => {
+  test('retires exactly the seeded absent rows; rows created after the task start or with a null createTime are refused with their reasons', async ({ dbs, tmp: dir }) => {
+    const env = dbs.env();
     const of = (c: ShDriftEntry['category']) => drift.filter((d) => d.category === c);
     expect(of('ABSENT_AT_FC').length).toBeGreaterThan(1);
     const [localRows] = await dbs.admin.query(`SELECT answer_uuid, answer_revision, content_hash, is_deleted, create_time, retired_at, retire_proof_id FROM \`${dbs.shName}\`.fc_answer_projection`);

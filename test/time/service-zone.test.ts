@@ -2,13 +2,13 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/lib/config/config.js';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
+import { serviceTimeZoneCheck } from '../../src/lib/doctor/checks.js';
 import {
   configuredServiceTimeZone,
   readServerZone,
   SERVER_ZONE_SQL,
   resolveServiceTimeZone,
   type ServerZoneFacts,
-  serviceTimeZoneCheck,
   zoneFromServer,
 } from '../../src/lib/time/service-zone.js';
 import { testMysqlUrl } from '../helpers/db.js';

@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
-import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
+import { UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { LineError } from '../../lib/cli/record-file.js';
-import { checkOperationId } from '../../lib/deliveries/replay-input.js';
-import { requeueTargetOf } from '../../lib/apply-command/requeue-input.js';
-import { type RequeueOptions, runRequeue } from '../../lib/apply-command/requeue-run.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, pathArg, secondsArg } from '../options.js';
+import { checkOperationId } from '../../lib/deliveries/replay/input.js';
+import { requeueRunError, summarizeRequeue } from '../../lib/apply-command/requeue/decide.js';
+import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';
+import { type RequeueOptions, runRequeue } from '../../lib/apply-command/requeue/run.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { intArg, maxSecondsOption, pathArg } from '../options.js';
 
 const COMMAND = 'apply-command requeue';
 const COLUMNS: readonly Column[] = [{ key: 'bizType', header: 'biz type' }, { key: 'bizId', header: 'biz id' }, { key: 'code' }, { key: 'reason' }];
@@ -27,10 +28,10 @@ function targetAndOperation(o: Record<string, unknown>): { target: RequeueOption
  * Exit 0 when every command was REQUEUED (in a dry run: WOULD_REQUEUE), 1 when any was refused or not run, 2 bad input, 3 environment.
  */
 export async function runApplyCommandRequeue(options: RequeueOptions, ctx: Ctx): Promise<number> {
-  const started = Date.now();
+  const started = ctx.clock();
   const shown: Array<Record<string, unknown>> = [];
   const run = await runRequeue(options, {
-    shDb: ctx.shDb, stdin: ctx.io.stdin, now: ctx.now, signal: ctx.signal, clock: Date.now,
+    shDb: ctx.shDb, stdin: ctx.io.stdin, now: ctx.now, signal: ctx.signal, clock: ctx.clock,
     onResult: (r) => {
       ctx.output.event('result', { ...r, dryRun: !options.execute });
       shown.push(r as unknown as Record<string, unknown>);
@@ -40,19 +41,9 @@ export async function runApplyCommandRequeue(options: RequeueOptions, ctx: Ctx):
   if (run.operationConflict) ctx.output.event('result', { code: 'OPERATION_CONFLICT', reason: run.operationConflict, dryRun: !options.execute });
   if (!ctx.output.json && run.operationConflict) ctx.output.note(`OPERATION_CONFLICT  ${run.operationConflict}`);
   if (!options.execute) ctx.output.note('dry run: nothing was written or recorded; pass --execute to requeue');
-  const counts = ctx.output.json ? undefined : Object.fromEntries(Object.entries(run.byCode).filter(([, n]) => n > 0));
-  ctx.output.summary(
-    {
-      command: COMMAND, exitCode: run.exitCode, dryRun: run.dryRun, operationId: options.operationId, selector: run.selector, items: run.items, answered: run.results.length,
-      ...(counts ? {} : { byCode: run.byCode }), repeated: run.repeated, refused: run.refused, notRun: run.notRun, truncated: run.truncated, stoppedBy: run.stoppedBy,
-      evidence: run.evidencePath, seconds: Math.round((Date.now() - started) / 100) / 10,
-    },
-    counts,
-  );
-  if (run.error) {
-    if (run.error instanceof EnvironmentError) throw run.error;
-    throw new EnvironmentError(`requeue stopped by a database error: ${String((run.error as Error)?.message ?? run.error).split('\n')[0]}`, { cause: run.error });
-  }
+  const { fields, counts } = summarizeRequeue(COMMAND, run, { operationId: options.operationId, elapsedMs: ctx.clock() - started, json: ctx.output.json });
+  ctx.output.summary(fields, counts);
+  if (run.error) throw requeueRunError(run.error);
   return run.exitCode;
 }
 
@@ -69,10 +60,10 @@ export function createApplyCommandRequeueCommand(parent: Command, deps: Deps, re
     .option('--evidence <file>', 'evidence JSON lines, appended', pathArg, 'requeue-evidence.jsonl')
     .option('--execute', 'requeue and record; without it only report what each command would answer', false)
     .option('--concurrency <n>', 'commands requeued at once', intArg(1, 32), 4)
-    .option('--max-seconds <s>', 'start no new command after this long', secondsArg(1, 86400), 3600)
-    .action(async (o: Record<string, unknown>, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      const options = { ...targetAndOperation(o), execute: o['execute'] as boolean, evidencePath: o['evidence'] as string, concurrency: o['concurrency'] as number, maxSeconds: o['maxSeconds'] as number };
-      resources.exitCode = await runF(options, ctx);
-    });
+    .addOption(maxSecondsOption('start no new command after this long', 3600))
+    .action(commandAction(deps, resources, requeueOptionsOf, runF));
+}
+
+function requeueOptionsOf(o: Record<string, unknown>): RequeueOptions {
+  return { ...targetAndOperation(o), execute: o['execute'] as boolean, evidencePath: o['evidence'] as string, concurrency: o['concurrency'] as number, maxSeconds: o['maxSeconds'] as number };
 }

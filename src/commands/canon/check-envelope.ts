@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import { CANON_ALGORITHM, MAX_INPUT_BYTES } from '../../lib/canon/index.js';
+import { MAX_INPUT_BYTES } from '../../lib/canon/index.js';
+import { canonSummary } from '../../lib/canon/summary.js';
 import { exitCodeForCounts, UsageError } from '../../lib/cli/exit.js';
 import { inputLabel, readInput } from '../../lib/cli/input.js';
 import { checkEnvelope } from '../../lib/envelope/check.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 
 export interface CanonCheckEnvelopeOptions {
   /** a file, `-` or undefined for standard input */
@@ -32,15 +33,13 @@ export async function runCanonCheckEnvelope(options: CanonCheckEnvelopeOptions, 
   }
   const exitCode = exitCodeForCounts(result.problems.length);
   if (result.envelope) ctx.output.note(`ok: ${result.envelope.eventId} → ${result.envelope.routingKey}, contentHash matches`);
-  ctx.output.summary({
-    command: COMMAND,
-    exitCode,
-    algorithm: CANON_ALGORITHM,
-    numberMode: 'exact',
-    problems: result.problems.length,
-    ...(result.envelope ? { eventId: result.envelope.eventId, routingKey: result.envelope.routingKey } : {}),
-    ...(result.recomputedHash ? { recomputedHash: result.recomputedHash } : {}),
-  });
+  ctx.output.summary(
+    canonSummary(COMMAND, exitCode, 'exact', {
+      problems: result.problems.length,
+      ...(result.envelope ? { eventId: result.envelope.eventId, routingKey: result.envelope.routingKey } : {}),
+      ...(result.recomputedHash ? { recomputedHash: result.recomputedHash } : {}),
+    }),
+  );
   return exitCode;
 }
 
@@ -49,8 +48,5 @@ export function createCanonCheckEnvelopeCommand(parent: Command, deps: Deps, res
     .command('check-envelope')
     .description('check a v2 envelope: closed member set, types, snapshot members and hash, routing key; exit 1 on any problem')
     .argument('[file]', 'the envelope body; - or nothing reads standard input')
-    .action(async (file: string | undefined, _opts: unknown, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF({ file }, ctx);
-    });
+    .action(commandAction(deps, resources, (_o, args): CanonCheckEnvelopeOptions => ({ file: args[0] }), runF));
 }

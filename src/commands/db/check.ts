@@ -1,19 +1,15 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { EnvironmentError } from '../../lib/cli/exit.js';
-import { checkSchema, describeProblem, type Side } from '../../lib/db/schema.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { sidesOf } from './init.js';
+import { checkSides, sidesOf } from '../../lib/db/init.js';
+import { describeProblem, type Side } from '../../lib/db/schema.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { dbSideOption } from '../options.js';
 
 /** `fcctl db check`: exit 3 naming every missing table, column or index. */
 export async function runDbCheck(options: { sides: readonly Side[] }, ctx: Ctx): Promise<number> {
-  const problems: string[] = [];
-  for (const side of options.sides) {
-    const db = side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
-    for (const p of await checkSchema(db, side)) {
-      problems.push(`${side}: ${describeProblem(p)}`);
-      ctx.output.event('problem', { side, ...p });
-    }
-  }
+  const dbOf = (side: Side) => (side === 'fc' ? ctx.fcDb() : ctx.shDb());
+  const found = await checkSides(options.sides, dbOf, (side, p) => ctx.output.event('problem', { side, ...p }));
+  const problems = found.map(({ side, problem }) => `${side}: ${describeProblem(problem)}`);
   if (problems.length > 0) {
     ctx.output.summary({ command: 'db check', exitCode: 3, ok: false, problems });
     throw new EnvironmentError(`schema check failed: ${problems.join('; ')}`);
@@ -26,9 +22,6 @@ export function createDbCheckCommand(parent: Command, deps: Deps, resources: Res
   return parent
     .command('check')
     .description('report missing tables, columns or indexes (exit 3)')
-    .addOption(new Option('--side <side>', 'which database').choices(['fc', 'sh', 'all']).default('all'))
-    .action(async (opts: { side: string }, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF({ sides: sidesOf(opts.side) }, ctx);
-    });
+    .addOption(dbSideOption().default('all'))
+    .action(commandAction(deps, resources, (o) => ({ sides: sidesOf(o['side'] as string) }), runF));
 }

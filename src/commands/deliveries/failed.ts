@@ -1,10 +1,10 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
 import type { ListFormat } from '../../lib/cli/output.js';
-import type { Column } from '../../lib/cli/table.js';
-import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { consumerArg, intArg, schoolArg } from '../options.js';
+import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed/run.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { addConsumerSchoolOptions, consumerArg, consumerSchoolOf, intArg, listFormatOption } from '../options.js';
+import { ONE_CONSUMER_COLUMNS } from './columns.js';
 
 export interface DeliveriesFailedOptions {
   readonly consumerAppKey: string;
@@ -15,16 +15,7 @@ export interface DeliveriesFailedOptions {
 }
 
 const COMMAND = 'deliveries failed';
-const COLUMNS: readonly Column[] = [
-  { key: 'eventId', header: 'event id' },
-  { key: 'state' },
-  { key: 'answerUuid', header: 'answer' },
-  { key: 'answerRevision', header: 'rev' },
-  { key: 'retryCount', header: 'retries' },
-  { key: 'nextRetryAt', header: 'next retry' },
-  { key: 'lastError', header: 'reason' },
-  { key: 'updateTime', header: 'updated' },
-];
+const COLUMNS = ONE_CONSUMER_COLUMNS;
 
 /**
  * `fcctl deliveries failed` (seed 000 §8 `failedPage`): one page of the FAILED and DEAD rows of a
@@ -58,16 +49,14 @@ export async function runDeliveriesFailed(options: DeliveriesFailedOptions, ctx:
 }
 
 export function createDeliveriesFailedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesFailed): Command {
-  return parent
-    .command('failed')
-    .description('page the FAILED and DEAD rows of one consumer and school, newest first')
-    .requiredOption('--consumer <key>', 'consumer app key', consumerArg)
-    .requiredOption('--school <id>', 'consumer school id', schoolArg)
+  const cmd = parent.command('failed').description('page the FAILED and DEAD rows of one consumer and school, newest first');
+  return addConsumerSchoolOptions(cmd, 'consumer app key', consumerArg)
     .option('--page <n>', 'page number, from 1', intArg(1, 1_000_000), 1)
     .option('--size <n>', `rows per page, at most ${MAX_FAILED_PAGE_SIZE}`, intArg(1, MAX_FAILED_PAGE_SIZE), 50)
-    .addOption(new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table'))
-    .action(async (o: { consumer: string; school: string; page: number; size: number; format: ListFormat }, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF({ consumerAppKey: o.consumer, consumerSchoolId: o.school, page: o.page, size: o.size, format: o.format }, ctx);
-    });
+    .addOption(listFormatOption())
+    .action(commandAction(deps, resources, failedOptionsOf, runF));
+}
+
+function failedOptionsOf(o: Record<string, unknown>): DeliveriesFailedOptions {
+  return { ...consumerSchoolOf(o), page: o['page'] as number, size: o['size'] as number, format: o['format'] as ListFormat };
 }

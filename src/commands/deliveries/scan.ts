@@ -1,10 +1,11 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { ExitCode } from '../../lib/cli/exit.js';
 import type { ListFormat } from '../../lib/cli/output.js';
-import type { Column } from '../../lib/cli/table.js';
-import { scanDeliveries, scanGauges, type ScanReport } from '../../lib/deliveries/scan.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, metricsFileOption } from '../options.js';
+import { scanExitCode, scanGauges, type ScanReport } from '../../lib/deliveries/scan/decide.js';
+import { scanDeliveries } from '../../lib/deliveries/scan/run.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { failIfDeadOption, listFormatOption, listLimitOption, metricsFileOption } from '../options.js';
+import { FAILED_ROW_COLUMNS } from './columns.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface DeliveriesScanOptions {
@@ -16,18 +17,7 @@ export interface DeliveriesScanOptions {
 
 const COMMAND = 'deliveries scan';
 
-const ROW_COLUMNS: readonly Column[] = [
-  { key: 'eventId', header: 'event id' },
-  { key: 'state' },
-  { key: 'consumerAppKey', header: 'consumer' },
-  { key: 'consumerSchoolId', header: 'school' },
-  { key: 'answerUuid', header: 'answer' },
-  { key: 'answerRevision', header: 'rev' },
-  { key: 'retryCount', header: 'retries' },
-  { key: 'nextRetryAt', header: 'next retry' },
-  { key: 'lastError', header: 'last error' },
-  { key: 'updateTime', header: 'updated' },
-];
+const ROW_COLUMNS = FAILED_ROW_COLUMNS;
 /** On a terminal the answer uuid and update time are left out so a row fits on one line. */
 const TABLE_COLUMNS = ROW_COLUMNS.filter((c) => c.key !== 'answerUuid' && c.key !== 'updateTime');
 
@@ -54,7 +44,7 @@ export async function runDeliveriesScan(options: DeliveriesScanOptions, ctx: Ctx
 async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcome> {
   const db = await ctx.fcDb();
   const report = await scanDeliveries(db, options.limit);
-  const exitCode = options.failIfDead && report.dead > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  const exitCode = scanExitCode(report, options);
   // The report's own gauges; withRunMetrics adds the run gauges (scanGauges has them too).
   const extraGauges = scanGauges(report, { command: COMMAND, finishedAtSeconds: 0, durationSeconds: 0, exitCode }).filter((g) => g.name.startsWith('fcctl_deliveries_'));
   const outcome = { exitCode, extraGauges };
@@ -84,12 +74,11 @@ export function createDeliveriesScanCommand(parent: Command, deps: Deps, resourc
   return parent
     .command('scan')
     .description('read-only outbox report: states, due, held, oldest pending, stuck claims, FAILED/DEAD reasons')
-    .option('--limit <n>', 'newest FAILED/DEAD rows to list', intArg(1, 10_000), 20)
-    .addOption(new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table'))
+    .addOption(listLimitOption('newest FAILED/DEAD rows to list'))
+    .addOption(listFormatOption())
     .addOption(metricsFileOption())
-    .option('--fail-if-dead', 'exit 1 when any row is DEAD', false)
-    .action(async (opts: { limit: number; format: ListFormat; metricsFile?: string; failIfDead: boolean }, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF({ limit: opts.limit, format: opts.format, metricsFile: opts.metricsFile, failIfDead: opts.failIfDead }, ctx);
-    });
+    .addOption(failIfDeadOption())
+    .action(
+      commandAction(deps, resources, (o) => ({ limit: o['limit'] as number, format: o['format'] as ListFormat, metricsFile: o['metricsFile'] as string | undefined, failIfDead: o['failIfDead'] as boolean }), runF),
+    );
 }

@@ -3,8 +3,8 @@ import { ExitCode } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, readManifestPage } from '../../lib/manifest/page.js';
 import type { ManifestSide } from '../../lib/manifest/row.js';
-import { type Ctx, type Deps, makeContext, type Resources } from '../context.js';
-import { intArg, schoolArg, sideArg, uuidArg } from '../options.js';
+import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { addSchoolFormOptions, pageSizeOption, schoolFormOf, sideOption, uuidArg } from '../options.js';
 
 export interface ManifestPageOptions {
   readonly side: ManifestSide;
@@ -14,15 +14,8 @@ export interface ManifestPageOptions {
   readonly size: number;
 }
 
-const COLUMNS: readonly Column[] = [
-  { key: 'answerUuid', header: 'answer' },
-  { key: 'revision', header: 'rev' },
-  { key: 'contentHash', header: 'hash' },
-  { key: 'isDeleted', header: 'deleted' },
-  { key: 'schId', header: 'school' },
-  { key: 'createTime', header: 'created' },
-  { key: 'retiredAt', header: 'retired' },
-];
+// key → header; `retired` is an SH column only (the last, cut for FC)
+const COLUMNS: readonly Column[] = Object.entries({ answerUuid: 'answer', revision: 'rev', contentHash: 'hash', isDeleted: 'deleted', schId: 'school', createTime: 'created', retiredAt: 'retired' }).map(([key, header]) => ({ key, header }));
 
 /**
  * `fcctl manifest page` (seed 000 §8.1 `manifestPage`): one keyset page of a side, as
@@ -46,16 +39,13 @@ export async function runManifestPage(options: ManifestPageOptions, ctx: Ctx): P
 }
 
 export function createManifestPageCommand(parent: Command, deps: Deps, resources: Resources, runF = runManifestPage): Command {
-  return parent
-    .command('page')
-    .description('one manifest page of a side: answers of a school and form by answer uuid, {rows, nextCursor, completed}')
-    .requiredOption('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)', sideArg)
-    .requiredOption('--school <id>', 'school id', schoolArg)
-    .requiredOption('--form <uuid>', 'form uuid', uuidArg)
+  const cmd = parent.command('page').description('one manifest page of a side: answers of a school and form by answer uuid, {rows, nextCursor, completed}').addOption(sideOption());
+  return addSchoolFormOptions(cmd)
     .option('--cursor <answer-uuid>', 'continue after this answer uuid (the previous page\'s nextCursor)', uuidArg)
-    .option('--size <n>', `rows per page (at most ${MAX_PAGE_SIZE})`, intArg(1, MAX_PAGE_SIZE), DEFAULT_PAGE_SIZE)
-    .action(async (opts: { side: ManifestSide; school: string; form: string; cursor?: string; size: number }, cmd: Command) => {
-      const ctx = makeContext(cmd, deps, resources);
-      resources.exitCode = await runF({ side: opts.side, schId: opts.school, formUuid: opts.form, cursor: opts.cursor ?? null, size: opts.size }, ctx);
-    });
+    .addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
+    .action(commandAction(deps, resources, pageOptionsOf, runF));
+}
+
+function pageOptionsOf(o: Record<string, unknown>): ManifestPageOptions {
+  return { side: o['side'] as ManifestSide, ...schoolFormOf(o), cursor: (o['cursor'] as string | undefined) ?? null, size: o['size'] as number };
 }

@@ -1,9 +1,26 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import type { BrokerOutcome } from '../deliveries/decide.js';
 import { CLOSE_TIMEOUT_MS, within } from './connect.js';
 
-/** A publish's outcome (`unsent` when the channel was gone before the message went out). */
-export type PublishOutcome = BrokerOutcome;
+/**
+ * What the broker said about one published message, as the publisher observed it (`unsent` when
+ * the channel was gone before the message went out); `deliveries send` adjudicates it.
+ */
+export type PublishOutcome =
+  | { readonly kind: 'ack'; readonly returned: boolean }
+  | { readonly kind: 'nack' }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'closed' }
+  /** the client refused to send it (synchronous publish error other than a closed channel) */
+  | { readonly kind: 'error'; readonly detail: string }
+  /**
+   * the broker closed the channel over this message, sent alone (AMQP reply code and text); or,
+   * `sent: false`, not sent because the broker refused its routing key earlier in the run
+   */
+  | { readonly kind: 'refused'; readonly code: number; readonly text: string; readonly sent?: boolean }
+  /** sent, but its confirm was lost when the broker refused another message: resent later */
+  | { readonly kind: 'unknown' }
+  /** never went out (the channel was gone first, or the lease too short to wait for a confirm) */
+  | { readonly kind: 'unsent' };
 
 /** One message as handed to `publish`. */
 export interface Message {

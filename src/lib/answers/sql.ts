@@ -1,8 +1,7 @@
 /**
- * Reading FC `answer` rows. Builders return `{sql, params}` (tested as text); the readers run
- * them. BIGINT keys are bound as BigInt, so they reach the server as exact integer literals.
+ * Statements on FC `answer` rows: builders return `{sql, params}` (tested as text); runners
+ * execute them. BIGINT keys are bound as BigInt, so they reach the server as exact integer literals.
  */
-import type { Db } from '../db/connect.js';
 import type { Statement } from '../db/statement.js';
 import type { AnswerSnapshotSource } from './snapshot.js';
 
@@ -96,16 +95,4 @@ export function selectAnswerPage(options: AnswerPageOptions): Statement {
 /** The key of a row, to continue after it. */
 export function answerKeyOf(row: Pick<AnswerRow, 'sch_id' | 'form_uuid' | 'answer_uuid'>): AnswerKey {
   return { schId: String(row.sch_id), formUuid: row.form_uuid, answerUuid: row.answer_uuid };
-}
-
-/** Reads one answer; null when there is none. */
-export async function readAnswer(db: Db, answerUuid: string): Promise<AnswerRow | null> {
-  const { sql, params } = selectAnswerByUuid(answerUuid);
-  return (await db.query<AnswerRow>(sql, params))[0] ?? null;
-}
-
-/** Reads one keyset page (see {@link selectAnswerPage}). */
-export async function readAnswerPage(db: Db, options: AnswerPageOptions): Promise<AnswerRow[]> {
-  const { sql, params } = selectAnswerPage(options);
-  return db.query<AnswerRow>(sql, params);
 }

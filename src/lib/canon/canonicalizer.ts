@@ -161,18 +161,27 @@ function parseValue(depth: number): void {
   } else throw unexpected('a value');
 }
 
-function parseObject(depth: number): void {
+/**
+ * Past the `{` or `[` at `pos` (its nesting checked) and, when it is empty, past its `close` too:
+ * true for an empty one, already left. Until it is left, `innermostOpen` is this container's.
+ */
+function openContainer(depth: number, close: number, outerOpen: number): boolean {
   const open = pos;
   if (depth > MAX_DEPTH) throw new CanonFailure('TOO_DEEP', `nesting deeper than ${MAX_DEPTH}`, open);
-  const outerOpen = innermostOpen;
   innermostOpen = open;
   pos++;
   skipWs();
-  if (W[pos] === 0x7d && pos < len) {
+  if (W[pos] === close && pos < len) {
     pos++;
     innermostOpen = outerOpen;
-    return;
+    return true;
   }
+  return false;
+}
+
+function parseObject(depth: number): void {
+  const outerOpen = innermostOpen;
+  if (openContainer(depth, 0x7d, outerOpen)) return;
   const base = mTop;
   for (;;) {
     if (W[pos] !== 0x22 || pos >= len) throw unexpected('a member name');
@@ -412,17 +421,8 @@ function memberName(i: number): string {
 }
 
 function parseArray(depth: number): void {
-  const open = pos;
-  if (depth > MAX_DEPTH) throw new CanonFailure('TOO_DEEP', `nesting deeper than ${MAX_DEPTH}`, open);
   const outerOpen = innermostOpen;
-  innermostOpen = open;
-  pos++;
-  skipWs();
-  if (W[pos] === 0x5d && pos < len) {
-    pos++;
-    innermostOpen = outerOpen;
-    return;
-  }
+  if (openContainer(depth, 0x5d, outerOpen)) return;
   for (;;) {
     parseValue(depth);
     skipWs();

@@ -90,3 +90,26 @@ export function openInput(path: string | undefined, io: Io, chunkBytes = 1024 * 
     },
   };
 }
+
+/**
+ * The text of a `--from` file (`-` for `stdin`): exit 2 naming the file when it cannot be read or
+ * is not UTF-8 text.
+ * @example const text = await readFromText('incident-42.csv', io.stdin)
+ */
+export async function readFromText(from: string, stdin: AsyncIterable<unknown>): Promise<string> {
+  let bytes: Buffer;
+  try {
+    if (from === '-') {
+      const chunks: Buffer[] = [];
+      for await (const c of stdin) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
+      bytes = Buffer.concat(chunks);
+    } else bytes = await readFile(from);
+  } catch (err) {
+    throw new UsageError(`--from ${from}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new UsageError(`--from ${from}: not UTF-8 text`);
+  }
+}

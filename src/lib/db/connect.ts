@@ -73,11 +73,24 @@ export function parseDatabaseUrl(label: string, url: string): URL {
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
 export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
+  const pools = new Pools(label, poolOptionsOf(label, url, options));
+  const db = dbOn(label, url, pools);
+  try {
+    await db.query('SELECT 1');
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
+}
+
+/** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
+function poolOptionsOf(label: string, url: string, options: { connectionLimit?: number }): mysql.PoolOptions {
   const parsed = parseDatabaseUrl(label, url);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
   }
-  const poolOptions: mysql.PoolOptions = {
+  return {
     host: parsed.hostname,
     port: parsed.port ? Number(parsed.port) : 3306,
     user: decodeURIComponent(parsed.username),
@@ -92,38 +105,62 @@ export async function openDb(label: string, url: string, options: { connectionLi
     charset: 'utf8mb4_bin',
     multipleStatements: false,
   };
-  const prepare = (p: mysql.Pool) =>
-    p.on('connection', (conn) => {
-      // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
-      conn.on('error', () => undefined);
-      // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
-      // would read them differently, so every fcctl session turns it off.
-      // (The event hands over the driver's callback connection; the command runs before any other.)
-      const core = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
-      core.query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", () => undefined);
+}
+
+function preparePool(p: mysql.Pool): mysql.Pool {
+  return p.on('connection', (conn) => {
+    // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
+    conn.on('error', () => undefined);
+    // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
+    // would read them differently, so every fcctl session turns it off.
+    // (The event hands over the driver's callback connection; the command runs before any other.)
+    const core = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
+    core.query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", () => undefined);
+  });
+}
+
+/**
+ * The main pool and, opened on first use, the batch pool. Multi-statement text only ever goes
+ * through batch(), on its own small pool, built from formatted (escaped) statements: the main
+ * pool keeps multipleStatements off.
+ */
+class Pools {
+  readonly pool: mysql.Pool;
+  private batchPool: mysql.Pool | null = null;
+  private closed = false;
+  constructor(
+    private readonly label: string,
+    private readonly options: mysql.PoolOptions,
+  ) {
+    this.pool = preparePool(mysql.createPool(options));
+  }
+  batchConnection(): Promise<mysql.PoolConnection> {
+    if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
+    this.batchPool ??= preparePool(mysql.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }));
+    return this.batchPool.getConnection();
+  }
+  /**
+   * The driver's callback API: its promise wrapper captures a stack trace per statement, a tenth
+   * of the CPU of a single-row write, and fcctl never shows those stacks.
+   */
+  run(sql: string, params: readonly unknown[]): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      this.pool.pool.query(sql, params as unknown[], (err: unknown, result: unknown) => (err ? reject(err) : resolve(result)));
     });
-  const pool = prepare(mysql.createPool(poolOptions));
-  let closed = false;
-  // Multi-statement text only ever goes through batch(), on its own small pool, built from
-  // formatted (escaped) statements: the main pool keeps multipleStatements off.
-  let batchPool: mysql.Pool | null = null;
-  const batchConnection = () => {
-    if (closed) return Promise.reject(new Error(`${label}: pool is closed`));
-    batchPool ??= prepare(mysql.createPool({ ...poolOptions, multipleStatements: true, connectionLimit: 2 }));
-    return batchPool.getConnection();
-  };
-  // The driver's callback API: its promise wrapper captures a stack trace per statement, a tenth
-  // of the CPU of a single-row write, and fcctl never shows those stacks.
-  const run = (sql: string, params: readonly unknown[]) =>
-    new Promise<unknown>((resolve, reject) => {
-      pool.pool.query(sql, params as unknown[], (err: unknown, result: unknown) => (err ? reject(err) : resolve(result)));
-    });
+  }
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
+  }
+}
+
+function dbOn(label: string, url: string, pools: Pools): Db {
   const db: Db = {
     label,
-    pool,
+    pool: pools.pool,
     async query<T>(sql: string, params: readonly unknown[] = []) {
       try {
-        const rows = await run(sql, params);
+        const rows = await pools.run(sql, params);
         return rows as T[];
       } catch (err) {
         throw dbError(label, url, err);
@@ -131,88 +168,94 @@ export async function openDb(label: string, url: string, options: { connectionLi
     },
     async execute(sql, params = []) {
       try {
-        const r = (await retryOnLockConflict(() => run(sql, params))) as mysql.ResultSetHeader;
+        const r = (await retryOnLockConflict(() => pools.run(sql, params))) as mysql.ResultSetHeader;
         return { affectedRows: r.affectedRows, insertId: r.insertId };
       } catch (err) {
         throw dbError(label, url, err);
       }
     },
-    async batch(statements) {
-      const one = (i: number) =>
-        db.execute(statements[i]!.sql, statements[i]!.params).then(
-          (r): PromiseSettledResult<number> => ({ status: 'fulfilled', value: r.affectedRows }),
-          (reason: unknown): PromiseSettledResult<number> => ({ status: 'rejected', reason }),
-        );
-      if (statements.length <= 1) return Promise.all(statements.map((_, i) => one(i)));
-      // Each statement is followed by recording its row count in a session variable: after an
-      // error, they tell exactly which statements ran (and what they matched); the rest run one by one.
-      const vars = statements.map((_, i) => `@fcctl_batch_${i}`);
-      const text = [
-        `SET ${vars.map((v) => `${v} = NULL`).join(', ')}`,
-        ...statements.flatMap((st, i) => [mysql.format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
-      ].join(';\n');
-      let conn: mysql.PoolConnection;
-      try {
-        conn = await batchConnection();
-      } catch (err) {
-        throw dbError(label, url, err);
-      }
-      let counts: Array<number | null>;
-      try {
-        try {
-          const [results] = await conn.query(text);
-          const rs = results as unknown as mysql.ResultSetHeader[];
-          if (!Array.isArray(rs) || rs.length !== 1 + 2 * statements.length) throw new Error(`${label}: a batch of ${statements.length} statements answered ${Array.isArray(rs) ? rs.length : 1} results`);
-          counts = statements.map((_, i) => rs[1 + 2 * i]!.affectedRows);
-        } catch (err) {
-          if (typeof (err as { errno?: unknown }).errno !== 'number' || (err as { fatal?: boolean }).fatal) throw err;
-          const [rows] = await conn.query(`SELECT ${vars.map((v, i) => `${v} AS r${i}`).join(', ')}`);
-          const row = (rows as Array<Record<string, string | number | null>>)[0] ?? {};
-          counts = statements.map((_, i) => (row[`r${i}`] === null || row[`r${i}`] === undefined ? null : Number(row[`r${i}`])));
-        }
-        conn.release();
-      } catch (err) {
-        conn.destroy();
-        throw dbError(label, url, err);
-      }
-      const settled: Array<PromiseSettledResult<number>> = [];
-      for (let i = 0; i < statements.length; i++) {
-        const c = counts[i];
-        settled.push(c === null || c === undefined ? await one(i) : { status: 'fulfilled', value: c });
-      }
-      return settled;
-    },
-    async transaction(fn) {
-      return retryOnLockConflict(async () => {
-        let conn: mysql.PoolConnection;
-        try {
-          conn = await pool.getConnection();
-        } catch (err) {
-          throw dbError(label, url, err);
-        }
-        try {
-          await conn.beginTransaction();
-          const result = await fn(conn);
-          await conn.commit();
-          return result;
-        } catch (err) {
-          await conn.rollback().catch(() => undefined);
-          throw isTransientLockError(err) ? err : dbError(label, url, err);
-        } finally {
-          conn.release();
-        }
-      });
-    },
-    close: async () => {
-      closed = true;
-      await Promise.all([pool.end().catch(() => undefined), batchPool?.end().catch(() => undefined)]);
-    },
+    batch: (statements) => runBatch(db, statements, pools, (err) => dbError(label, url, err)),
+    transaction: (fn) => runTransaction(pools.pool, fn, (err) => dbError(label, url, err)),
+    close: () => pools.close(),
   };
-  try {
-    await db.query('SELECT 1');
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
   return db;
+}
+
+type Statements = Parameters<Db['batch']>[0];
+
+/** {@link Db.batch}: the statements in one round trip, each settled on its own. */
+async function runBatch(db: Db, statements: Statements, pools: Pools, fail: (err: unknown) => Error): Promise<Array<PromiseSettledResult<number>>> {
+  const one = (i: number) =>
+    db.execute(statements[i]!.sql, statements[i]!.params).then(
+      (r): PromiseSettledResult<number> => ({ status: 'fulfilled', value: r.affectedRows }),
+      (reason: unknown): PromiseSettledResult<number> => ({ status: 'rejected', reason }),
+    );
+  if (statements.length <= 1) return Promise.all(statements.map((_, i) => one(i)));
+  let conn: mysql.PoolConnection;
+  try {
+    conn = await pools.batchConnection();
+  } catch (err) {
+    throw fail(err);
+  }
+  let counts: Array<number | null>;
+  try {
+    counts = await batchCounts(db.label, conn, statements);
+    conn.release();
+  } catch (err) {
+    conn.destroy();
+    throw fail(err);
+  }
+  const settled: Array<PromiseSettledResult<number>> = [];
+  for (let i = 0; i < statements.length; i++) {
+    const c = counts[i];
+    settled.push(c === null || c === undefined ? await one(i) : { status: 'fulfilled', value: c });
+  }
+  return settled;
+}
+
+/**
+ * Runs the statements as one multi-statement text. Each statement is followed by recording its
+ * row count in a session variable: after an error, they tell exactly which statements ran (and
+ * what they matched); the rest (null) run one by one.
+ */
+async function batchCounts(label: string, conn: mysql.PoolConnection, statements: Statements): Promise<Array<number | null>> {
+  const vars = statements.map((_, i) => `@fcctl_batch_${i}`);
+  const text = [
+    `SET ${vars.map((v) => `${v} = NULL`).join(', ')}`,
+    ...statements.flatMap((st, i) => [mysql.format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
+  ].join(';\n');
+  try {
+    const [results] = await conn.query(text);
+    const rs = results as unknown as mysql.ResultSetHeader[];
+    if (!Array.isArray(rs) || rs.length !== 1 + 2 * statements.length) throw new Error(`${label}: a batch of ${statements.length} statements answered ${Array.isArray(rs) ? rs.length : 1} results`);
+    return statements.map((_, i) => rs[1 + 2 * i]!.affectedRows);
+  } catch (err) {
+    if (typeof (err as { errno?: unknown }).errno !== 'number' || (err as { fatal?: boolean }).fatal) throw err;
+    const [rows] = await conn.query(`SELECT ${vars.map((v, i) => `${v} AS r${i}`).join(', ')}`);
+    const row = (rows as Array<Record<string, string | number | null>>)[0] ?? {};
+    return statements.map((_, i) => (row[`r${i}`] === null || row[`r${i}`] === undefined ? null : Number(row[`r${i}`])));
+  }
+}
+
+/** {@link Db.transaction}: one short transaction, run again when InnoDB aborted it for a lock conflict. */
+function runTransaction<T>(pool: mysql.Pool, fn: (conn: mysql.PoolConnection) => Promise<T>, fail: (err: unknown) => Error): Promise<T> {
+  return retryOnLockConflict(async () => {
+    let conn: mysql.PoolConnection;
+    try {
+      conn = await pool.getConnection();
+    } catch (err) {
+      throw fail(err);
+    }
+    try {
+      await conn.beginTransaction();
+      const result = await fn(conn);
+      await conn.commit();
+      return result;
+    } catch (err) {
+      await conn.rollback().catch(() => undefined);
+      throw isTransientLockError(err) ? err : fail(err);
+    } finally {
+      conn.release();
+    }
+  });
 }

@@ -1,5 +1,7 @@
+import { canonicalize } from '../canon/index.js';
+import { isPositiveIntegerText, isRoutingSafe } from '../ids.js';
 import { offsetAt } from '../time/zone.js';
-import type { DeliveryRow } from './types.js';
+import type { DeliveryRow, FailReason } from './types.js';
 
 export const PROTOCOL_VERSION = 'fc.answer.snapshot.v2';
 
@@ -52,4 +54,57 @@ export function messageOptions(row: DeliveryRow) {
     appId: row.source_app_key,
     type: row.event_type,
   } as const;
+}
+
+const SNAPSHOT_MEMBERS = ['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values'];
+
+/**
+ * The routing key `fc.snapshot.v2.<consumerAppKey>.<consumerSchoolId>`, or why it cannot be made:
+ * the key must be non-empty without `.`, `*`, `#` or whitespace (they would widen a topic match),
+ * the school a positive integer (SPEC §4).
+ * @example routingKeyFor('100018', '5') // { ok: true, routingKey: 'fc.snapshot.v2.100018.5' }
+ */
+export function routingKeyFor(appKey: string, schoolId: string | number): { ok: true; routingKey: string } | { ok: false; detail: string } {
+  if (!isRoutingSafe(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
+  if (appKey.length > 200) return { ok: false, detail: 'consumer app key too long' };
+  const school = String(schoolId);
+  if (!isPositiveIntegerText(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
+  const routingKey = `fc.snapshot.v2.${appKey}.${school}`;
+  // An AMQP short string: over 255 bytes it cannot be encoded (60 emoji fit a VARCHAR(64) key).
+  if (Buffer.byteLength(routingKey, 'utf8') > 255) return { ok: false, detail: 'routing key is over 255 bytes (AMQP limit)' };
+  return { ok: true, routingKey };
+}
+
+/**
+ * Checks the stored snapshot: ten members (plus `intent`), parses, and its hash is the row's.
+ * With `consumer`, an `intent` must be that consumer's (SPEC §4: for the target consumer only).
+ */
+export function checkSnapshot(
+  snapshotJson: string,
+  contentHash: string,
+  consumer?: { appKey: string; schoolId: string },
+): { ok: true } | { ok: false; reason: FailReason; detail: string } {
+  const result = canonicalize(snapshotJson);
+  if (!result.ok) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `${result.error.code}: ${result.error.message}` };
+  if (result.hash !== contentHash) return { ok: false, reason: 'SNAPSHOT_HASH_MISMATCH', detail: `recomputed ${result.hash}` };
+  let members: string[];
+  try {
+    // Member names only; values were validated exactly above, so a lossy parse is harmless here.
+    const parsed = JSON.parse(snapshotJson) as unknown;
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    members = Object.keys(parsed).filter((k) => k !== 'intent').sort();
+    const intent = (parsed as Record<string, unknown>)['intent'];
+    if (consumer && intent !== undefined) {
+      const i = intent as Record<string, unknown> | null;
+      if (i === null || typeof i !== 'object' || i['consumerAppKey'] !== consumer.appKey || String(i['consumerSchoolId']) !== consumer.schoolId) {
+        return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot intent is not for this consumer and school' };
+      }
+    }
+  } catch {
+    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
+  }
+  if (members.join(',') !== SNAPSHOT_MEMBERS.join(',')) {
+    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `snapshot members are not the closed set of ten: ${members.join(',')}` };
+  }
+  return { ok: true };
 }

@@ -2,6 +2,30 @@
 export const DELIVERY_STATES = ['PENDING', 'BROKER_ACCEPTED', 'FAILED', 'DEAD', 'GRANT_REVOKED'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
+/** Failure reasons fcctl writes to `last_error` (stable codes; the text after ':' is detail). */
+export type FailReason =
+  | 'NO_ROUTE'
+  | 'NACK'
+  | 'CONFIRM_TIMEOUT'
+  | 'CHANNEL_CLOSED'
+  | 'PUBLISH_ERROR'
+  /** the broker closed the channel over this message alone (a channel exception), by reply code */
+  | 'ACCESS_REFUSED'
+  | 'MESSAGE_TOO_LARGE'
+  | 'PRECONDITION_FAILED'
+  | 'NOT_FOUND'
+  | 'RESOURCE_LOCKED'
+  | 'BROKER_REFUSED'
+  /** a FAILED row already at or over the retry budget (the budget was lowered): DEAD, not sent */
+  | 'RETRY_BUDGET_SPENT'
+  | 'SOURCE_MISMATCH'
+  | 'REGISTRY_MISMATCH'
+  | 'REGISTRY_UNREACHABLE'
+  | 'INVALID_ROUTING_KEY'
+  | 'INVALID_EVENT'
+  | 'SNAPSHOT_INVALID'
+  | 'SNAPSHOT_HASH_MISMATCH';
+
 /** An `answer_delivery` row as fcctl reads it: BIGINTs as decimal strings, times as strings. */
 export interface DeliveryRow {
   readonly id: string;
@@ -56,4 +80,42 @@ export interface GrantRow {
 
 export function grantKey(formUuid: string, schoolId: string | number, appKey: string): string {
   return `${formUuid}\u0000${schoolId}\u0000${appKey}`;
+}
+
+/** A FAILED or DEAD row as `deliveries failed` and `deliveries scan` list it. */
+export type FailedRow = {
+  readonly eventId: string;
+  readonly state: string;
+  readonly answerUuid: string;
+  readonly answerRevision: string;
+  readonly retryCount: number;
+  readonly nextRetryAt: string | null;
+  readonly lastError: string | null;
+  readonly updateTime: string | null;
+};
+
+/** The columns a {@link FailedRow} is read from, untouched. */
+export interface FailedRowRaw {
+  readonly event_id: string;
+  readonly state: string;
+  readonly answer_uuid: string;
+  readonly answer_revision: string | number;
+  readonly retry_count: number;
+  readonly next_retry_at: string | null;
+  readonly last_error: string | null;
+  readonly update_time: string | null;
+}
+
+/** @example failedRowOf(raw).answerRevision // '2' */
+export function failedRowOf(r: FailedRowRaw): FailedRow {
+  return {
+    eventId: r.event_id,
+    state: r.state,
+    answerUuid: r.answer_uuid,
+    answerRevision: String(r.answer_revision),
+    retryCount: Number(r.retry_count),
+    nextRetryAt: r.next_retry_at,
+    lastError: r.last_error,
+    updateTime: r.update_time,
+  };
 }

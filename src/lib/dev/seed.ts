@@ -220,24 +220,41 @@ function eventType(a: SeedAnswerRow): SeedDeliveryRow['event_type'] {
 export function planSeed(o: SeedOptions): SeedPlan {
   const schools = schoolIds(o.schools);
   const forms = SEED_FORMS.map((f) => seededUuid(o.seed, 'form', f.code));
-  const gTime = addSeconds(BASE_TIME, -24 * 3600);
-
-  const apps: AppRow[] = [
+  const b = new PlanBuilder(o);
+  b.apps.push(
     { id: 1, app_code: o.publisher.appCode, app_key: o.publisher.appKey, app_name: '表单中心 (publisher)' },
     ...o.consumerKeys.map((key, i) => ({ id: i + 2, app_code: `consumer-${i + 1}`, app_key: key, app_name: `消费方 ${i + 1}` })),
-  ];
-
+  );
   const triples: Array<[string, string, string]> = [];
   for (const f of forms) for (const s of schools) for (const c of o.consumerKeys) triples.push([f, s, c]);
-  const grantKeys = triples.map(([f, s, c]) => grantKey(f, s, c));
-  const variants = o.grantMix ? grantVariants(o.seed, grantKeys) : new Map<string, GrantVariant>();
-  const grants: GrantRow[] = [];
-  const grantByKey = new Map<string, GrantRow>();
-  const addGrant = (formUuid: string, schoolId: string, appKey: string, variant: GrantVariant) => {
+  const variants = o.grantMix ? grantVariants(o.seed, triples.map(([f, s, c]) => grantKey(f, s, c))) : new Map<string, GrantVariant>();
+  for (const [f, s, c] of triples) b.addGrant(f, s, c, variants.get(grantKey(f, s, c)) ?? 'active');
+  for (let i = 0; i < o.answers; i++) {
+    const { answer, ...snap } = snapshotOf(planAnswer(o, i, forms, schools), o.snapshotBytes);
+    b.answers.push(answer);
+    b.snapshots.push(snap);
+    for (const c of o.consumerKeys) b.addDelivery(answer, snap, c, answer.sch_id, b.grantByKey.get(grantKey(answer.form_uuid, answer.sch_id, c))!);
+  }
+  const faults = o.includeFaults ? addFaults(o, b) : [];
+  return { apps: b.apps, grants: b.grants, answers: b.answers, deliveries: b.deliveries, faults };
+}
+
+/** The rows of a plan as they are built: ids follow the order rows are added in. */
+class PlanBuilder {
+  readonly apps: AppRow[] = [];
+  readonly grants: GrantRow[] = [];
+  readonly grantByKey = new Map<string, GrantRow>();
+  readonly answers: SeedAnswerRow[] = [];
+  readonly deliveries: SeedDeliveryRow[] = [];
+  readonly snapshots: Array<{ snapshotJson: string; contentHash: string }> = [];
+  private readonly gTime = addSeconds(BASE_TIME, -24 * 3600);
+  constructor(private readonly o: SeedOptions) {}
+
+  addGrant(formUuid: string, schoolId: string, appKey: string, variant: GrantVariant): GrantRow {
     const key = grantKey(formUuid, schoolId, appKey);
-    const rowVersion = 1 + new Rng(o.seed, 'grant-version', key).int(0, 4);
+    const rowVersion = 1 + new Rng(this.o.seed, 'grant-version', key).int(0, 4);
     const g: GrantRow = {
-      id: grants.length + 1,
+      id: this.grants.length + 1,
       form_uuid: formUuid,
       consumer_school_id: schoolId,
       consumer_app_key: appKey,
@@ -245,25 +262,21 @@ export function planSeed(o: SeedOptions): SeedPlan {
       rowVersion,
       push_allowed: variant === 'push-disabled' ? 0 : 1,
       revoked: variant === 'revoked' ? 1 : 0,
-      create_time: gTime,
+      create_time: this.gTime,
       update_time: variant === 'active' ? null : addSeconds(BASE_TIME, SPAN_SECONDS + 3600),
       variant,
     };
-    grants.push(g);
-    grantByKey.set(key, g);
+    this.grants.push(g);
+    this.grantByKey.set(key, g);
     return g;
-  };
-  for (const [f, s, c] of triples) addGrant(f, s, c, variants.get(grantKey(f, s, c)) ?? 'active');
+  }
 
-  const answers: SeedAnswerRow[] = [];
-  const deliveries: SeedDeliveryRow[] = [];
-  const snapshots: Array<{ snapshotJson: string; contentHash: string }> = [];
-  const delivery = (a: SeedAnswerRow, snap: { snapshotJson: string; contentHash: string }, appKey: string, schoolId: string, grant: GrantRow): SeedDeliveryRow => {
+  addDelivery(a: SeedAnswerRow, snap: { snapshotJson: string; contentHash: string }, appKey: string, schoolId: string, grant: GrantRow): SeedDeliveryRow {
     const row: SeedDeliveryRow = {
-      id: deliveries.length + 1,
-      event_id: seededUuid(o.seed, 'event', a.answer_uuid, a.answer_revision, appKey, schoolId),
+      id: this.deliveries.length + 1,
+      event_id: seededUuid(this.o.seed, 'event', a.answer_uuid, a.answer_revision, appKey, schoolId),
       event_type: eventType(a),
-      source_app_key: o.publisher.appKey,
+      source_app_key: this.o.publisher.appKey,
       consumer_app_key: appKey,
       consumer_school_id: schoolId,
       grant_version: grant.rowVersion,
@@ -276,46 +289,40 @@ export function planSeed(o: SeedOptions): SeedPlan {
       occurred_at: a.update_time ?? a.create_time,
       snapshot_json: snap.snapshotJson,
     };
-    deliveries.push(row);
+    this.deliveries.push(row);
     return row;
-  };
-  for (let i = 0; i < o.answers; i++) {
-    const { answer, ...snap } = snapshotOf(planAnswer(o, i, forms, schools), o.snapshotBytes);
-    answers.push(answer);
-    snapshots.push(snap);
-    for (const c of o.consumerKeys) delivery(answer, snap, c, answer.sch_id, grantByKey.get(grantKey(answer.form_uuid, answer.sch_id, c))!);
   }
-
-  const faults: SeedFault[] = [];
-  const first = answers[0];
-  if (o.includeFaults && first) {
-    const snap = snapshots[0]!;
-    // Grants are active, so each row passes the grant check and fails where it should (SPEC §5 step 3).
-    const bad: Array<[FaultKind, string, string]> = [
-      ['dotted-app-key', 'fault.dotted', first.sch_id],
-      ['wildcard-app-key', 'fault*wild', first.sch_id],
-    ];
-    if (o.consumerKeys[0] !== undefined) bad.push(['school-zero', o.consumerKeys[0], '0']);
-    for (const [kind, appKey, schoolId] of bad) {
-      if (!apps.some((a) => a.app_key === appKey)) apps.push({ id: apps.length + 1, app_code: `fault-${apps.length + 1}`, app_key: appKey, app_name: `fault: ${kind}` });
-      const g = grantByKey.get(grantKey(first.form_uuid, schoolId, appKey)) ?? addGrant(first.form_uuid, schoolId, appKey, 'active');
-      faults.push({ kind, eventId: delivery(first, snap, appKey, schoolId, g).event_id });
-    }
-    // One normal row with an active grant whose stored snapshot was changed after hashing.
-    const victim = deliveries.findIndex((d) => grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' && isRoutableAppKey(d.consumer_app_key) && d.consumer_school_id !== '0');
-    if (victim >= 0) {
-      const d = deliveries[victim]!;
-      const a = answers.find((x) => x.answer_uuid === d.answer_uuid)!;
-      deliveries[victim] = { ...d, snapshot_json: buildAnswerSnapshot({ ...a, status: `${a.status}-tampered` }).snapshotJson };
-      faults.push({ kind: 'tampered-snapshot', eventId: d.event_id });
-    }
-  }
-  return { apps, grants, answers, deliveries, faults };
 }
 
-// ---------------------------------------------------------------- write
+/** `includeFaults`: rows of the first answer built to fail the pre-publish checks, and one tampered snapshot. */
+function addFaults(o: SeedOptions, b: PlanBuilder): SeedFault[] {
+  const faults: SeedFault[] = [];
+  const first = b.answers[0];
+  if (!first) return faults;
+  const snap = b.snapshots[0]!;
+  // Grants are active, so each row passes the grant check and fails where it should (SPEC §5 step 3).
+  const bad: Array<[FaultKind, string, string]> = [
+    ['dotted-app-key', 'fault.dotted', first.sch_id],
+    ['wildcard-app-key', 'fault*wild', first.sch_id],
+  ];
+  if (o.consumerKeys[0] !== undefined) bad.push(['school-zero', o.consumerKeys[0], '0']);
+  for (const [kind, appKey, schoolId] of bad) {
+    if (!b.apps.some((a) => a.app_key === appKey)) b.apps.push({ id: b.apps.length + 1, app_code: `fault-${b.apps.length + 1}`, app_key: appKey, app_name: `fault: ${kind}` });
+    const g = b.grantByKey.get(grantKey(first.form_uuid, schoolId, appKey)) ?? b.addGrant(first.form_uuid, schoolId, appKey, 'active');
+    faults.push({ kind, eventId: b.addDelivery(first, snap, appKey, schoolId, g).event_id });
+  }
+  // One normal row with an active grant whose stored snapshot was changed after hashing.
+  const { deliveries, grantByKey } = b;
+  const victim = deliveries.findIndex((d) => grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' && isRoutableAppKey(d.consumer_app_key) && d.consumer_school_id !== '0');
+  if (victim >= 0) {
+    const d = deliveries[victim]!;
+    const a = b.answers.find((x) => x.answer_uuid === d.answer_uuid)!;
+    deliveries[victim] = { ...d, snapshot_json: buildAnswerSnapshot({ ...a, status: `${a.status}-tampered` }).snapshotJson };
+    faults.push({ kind: 'tampered-snapshot', eventId: d.event_id });
+  }
+  return faults;
+}
 
-/** Tables the seed fills, in insert order. */
 export const SEED_TABLES = ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery'] as const;
 export type SeedTable = (typeof SEED_TABLES)[number];
 

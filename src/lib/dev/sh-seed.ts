@@ -104,6 +104,23 @@ export function planShSeed(seed: number, plan: Pick<SeedPlan, 'answers'>): ShSee
   const answers = plan.answers;
   const n = answers.length;
   const quota = (p: number) => (n === 0 ? 0 : Math.max(1, Math.floor(n * p)));
+  const categoryOf = driftCategories(seed, answers, quota);
+  const rows: ShProjectionRow[] = [];
+  const drift: ShDriftEntry[] = [];
+  let inSync = 0;
+  answers.forEach((a, i) => {
+    const category = categoryOf.get(a.answer_uuid)!;
+    drift.push({ category, answerUuid: a.answer_uuid, schId: a.sch_id, formUuid: a.form_uuid });
+    const linked = category === 'IN_SYNC' && inSync++ % 7 === 3;
+    const row = projectionOf(seed, a, i, category, linked);
+    if (row !== null) rows.push(row);
+  });
+  absentRows(seed, answers, quota, rows, drift);
+  return { rows, drift };
+}
+
+/** The category of each FC answer: the drift quotas taken in a seeded order, every other answer IN_SYNC. */
+function driftCategories(seed: number, answers: readonly SeedAnswerRow[], quota: (p: number) => number): Map<string, Category> {
   const left: Partial<Record<Category, number>> = {
     MISSING_LOCAL: quota(0.05),
     STALE_LOCAL: quota(0.05),
@@ -119,56 +136,48 @@ export function planShSeed(seed: number, plan: Pick<SeedPlan, 'answers'>): ShSee
     if (c !== 'IN_SYNC') left[c]! -= 1;
     categoryOf.set(a.answer_uuid, c);
   }
+  return categoryOf;
+}
 
-  const rows: ShProjectionRow[] = [];
-  const drift: ShDriftEntry[] = [];
-  let inSync = 0;
-  answers.forEach((a, i) => {
-    const category = categoryOf.get(a.answer_uuid)!;
-    drift.push({ category, answerUuid: a.answer_uuid, schId: a.sch_id, formUuid: a.form_uuid });
-    const rng = new Rng(seed, 'sh-projection', i);
-    const created = addSeconds(a.create_time, rng.int(1, 30));
-    switch (category) {
-      case 'MISSING_LOCAL':
-        return;
-      case 'IN_SYNC': {
-        const linked = inSync++ % 7 === 3;
-        rows.push(
-          projection(a, {
-            create_time: created,
-            projection_version: a.answer_revision,
-            ...(linked ? { link_state: 'LINKED' as const, intent_id: seededUuid(seed, 'intent', a.answer_uuid), apply_id: 100_000 + i, flow_guid: `flow-${a.code}` } : {}),
-          }),
-        );
-        return;
-      }
-      case 'STALE_LOCAL': {
-        const older: SeedAnswerRow = {
-          ...a,
-          answer_revision: a.answer_revision - 1,
-          is_deleted: 0,
-          status: a.answer_revision - 1 === 1 ? 'submitted' : rng.pick(STATUSES),
-          update_time: a.answer_revision - 1 === 1 ? null : addSeconds(a.create_time, 30),
-        };
-        rows.push(projection(older, { create_time: created, projection_version: older.answer_revision }));
-        return;
-      }
-      case 'HASH_CONFLICT': {
-        const other: SeedAnswerRow = { ...a, status: `${a.status}-local` };
-        rows.push(projection(other, { create_time: created, conflict_flag: 1, projection_version: a.answer_revision }));
-        return;
-      }
-      case 'LOCAL_AHEAD': {
-        const newer: SeedAnswerRow = { ...a, answer_revision: a.answer_revision + 1, status: 'processed', update_time: addSeconds(a.update_time ?? a.create_time, 3600) };
-        rows.push(projection(newer, { create_time: created, projection_version: newer.answer_revision }));
-        return;
-      }
-      default:
-        throw new Error(`unexpected category ${category}`);
+/** The projection row of FC answer `i` in its category; null for MISSING_LOCAL. */
+function projectionOf(seed: number, a: SeedAnswerRow, i: number, category: Category, linked: boolean): ShProjectionRow | null {
+  const rng = new Rng(seed, 'sh-projection', i);
+  const created = addSeconds(a.create_time, rng.int(1, 30));
+  switch (category) {
+    case 'MISSING_LOCAL':
+      return null;
+    case 'IN_SYNC':
+      return projection(a, {
+        create_time: created,
+        projection_version: a.answer_revision,
+        ...(linked ? { link_state: 'LINKED' as const, intent_id: seededUuid(seed, 'intent', a.answer_uuid), apply_id: 100_000 + i, flow_guid: `flow-${a.code}` } : {}),
+      });
+    case 'STALE_LOCAL': {
+      const older: SeedAnswerRow = {
+        ...a,
+        answer_revision: a.answer_revision - 1,
+        is_deleted: 0,
+        status: a.answer_revision - 1 === 1 ? 'submitted' : rng.pick(STATUSES),
+        update_time: a.answer_revision - 1 === 1 ? null : addSeconds(a.create_time, 30),
+      };
+      return projection(older, { create_time: created, projection_version: older.answer_revision });
     }
-  });
+    case 'HASH_CONFLICT': {
+      const other: SeedAnswerRow = { ...a, status: `${a.status}-local` };
+      return projection(other, { create_time: created, conflict_flag: 1, projection_version: a.answer_revision });
+    }
+    case 'LOCAL_AHEAD': {
+      const newer: SeedAnswerRow = { ...a, answer_revision: a.answer_revision + 1, status: 'processed', update_time: addSeconds(a.update_time ?? a.create_time, 3600) };
+      return projection(newer, { create_time: created, projection_version: newer.answer_revision });
+    }
+    default:
+      throw new Error(`unexpected category ${category}`);
+  }
+}
 
-  // Rows of answers FC does not have: each a copy of a seeded answer under a new uuid.
+/** Rows of answers FC does not have: each a copy of a seeded answer under a new uuid. */
+function absentRows(seed: number, answers: readonly SeedAnswerRow[], quota: (p: number) => number, rows: ShProjectionRow[], drift: ShDriftEntry[]): void {
+  const n = answers.length;
   const absent: Array<[Category, number]> = [
     ['ABSENT_AT_FC', quota(0.02)],
     ['ABSENT_CREATED_AFTER_TASK_START', quota(0.02)],
@@ -192,7 +201,6 @@ export function planShSeed(seed: number, plan: Pick<SeedPlan, 'answers'>): ShSee
       drift.push({ category, answerUuid: a.answer_uuid, schId: a.sch_id, formUuid: a.form_uuid });
     }
   }
-  return { rows, drift };
 }
 
 /** Counts of a drift list by category. */

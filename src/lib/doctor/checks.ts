@@ -1,4 +1,8 @@
 import { vhostOf } from '../amqp/connect.js';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/connect.js';
+import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
+
 /** One line of `fcctl doctor`. */
 export interface CheckResult {
   readonly check: string;
@@ -28,6 +32,23 @@ export function doctorExitCode(results: readonly CheckResult[]): 0 | 3 {
   return results.some((r) => r.status === 'fail') ? 3 : 0;
 }
 
+/** The summary of a doctor run: its exit code and how many checks ended in each status. */
+export interface DoctorSummary {
+  readonly exitCode: 0 | 3;
+  readonly ok: number;
+  readonly warn: number;
+  readonly fail: number;
+  readonly skipped: number;
+}
+
+/**
+ * @example summarizeDoctor([{ check: 'broker', status: 'fail', detail: '…' }]) // { exitCode: 3, ok: 0, warn: 0, fail: 1, skipped: 0 }
+ */
+export function summarizeDoctor(results: readonly CheckResult[]): DoctorSummary {
+  const count = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
+  return { exitCode: doctorExitCode(results), ok: count('ok'), warn: count('warn'), fail: count('fail'), skipped: count('skipped') };
+}
+
 /** How re-declaring the existing delivery exchange (durable, topic) went: done, or the broker's code and message. */
 export type RedeclareOutcome = { readonly ok: true } | { readonly ok: false; readonly code: number | undefined; readonly message: string };
 
@@ -51,4 +72,22 @@ export function redeclareCheck(exchange: string, outcome: RedeclareOutcome): Che
   }
   if (outcome.code === 406) return { check, status: 'fail', detail: `${exchange} exists but is not a durable topic exchange: ${outcome.message}` };
   return { check, status: 'fail', detail: `${exchange} exists but could not be re-declared to check its type and durability: ${outcome.message}` };
+}
+
+/**
+ * The `doctor` line: ok with the zone and its source; warn when only the FC database's current
+ * offset is known; fail on a bad setting or an unreadable server; skipped with neither.
+ * @example results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message)) // { check: 'service time zone', status: 'ok', detail: 'UTC (from the FC database: …)' }
+ */
+export async function serviceTimeZoneCheck(config: Config, fcDb: () => Promise<Db>, message: (err: unknown) => string): Promise<CheckResult> {
+  const check = 'service time zone';
+  if (config.serviceTimeZone.value === undefined && config.fcDatabaseUrl.value === undefined) {
+    return { check, status: 'skipped', detail: "not configured, and no FC database to read the zone from" };
+  }
+  try {
+    const z = await resolveServiceTimeZone(config, fcDb);
+    return { check, status: z.source === 'fc-database-offset' ? 'warn' : 'ok', detail: describeServiceTimeZone(z) };
+  } catch (err) {
+    return { check, status: 'fail', detail: config.serviceTimeZone.value === undefined ? `cannot read the FC database's zone: ${message(err)}` : message(err) };
+  }
 }

@@ -5,8 +5,7 @@
  * `repair-authoritative --envelope FILE`.
  */
 import { canonicalize } from '../canon/index.js';
-import { checkSnapshot, routingKeyFor } from '../deliveries/decide.js';
-import { PROTOCOL_VERSION } from '../deliveries/envelope.js';
+import { checkSnapshot, PROTOCOL_VERSION, routingKeyFor } from '../deliveries/envelope.js';
 import { INT64_MAX, INT64_MIN } from '../ids.js';
 
 /**
@@ -127,12 +126,24 @@ export function checkEnvelope(body: Uint8Array): EnvelopeCheck {
   } catch (e) {
     return { kind: 'not-json', error: notJsonError(body, e as Error) };
   }
-
   const members = topLevelMembers(text);
   if (members === null) return { kind: 'checked', problems: [{ code: 'NOT_AN_OBJECT', detail: 'the envelope is not a JSON object' }] };
 
+  // Every check adds to the same list, in the stable order: structure, members, routing key, snapshot.
   const problems: EnvelopeProblem[] = [];
-  const byName = new Map<string, string>(); // the last occurrence wins, as in JSON.parse and Jackson
+  const byName = memberSetProblems(members, problems);
+  const values = readMembers(byName, problems);
+  const routingKey = routingKeyProblems(values, problems);
+  const recomputedHash = snapshotProblems(byName.get('snapshot'), byName.get('contentHash'), problems);
+  if (problems.length > 0) return { kind: 'checked', problems, ...(recomputedHash ? { recomputedHash } : {}) };
+  // No problem: every member is present and of its type (the definite assertions are safe).
+  const envelope = { ...values, snapshotJson: byName.get('snapshot')!, routingKey } as CheckedEnvelope;
+  return { kind: 'checked', problems, recomputedHash: recomputedHash!, envelope };
+}
+
+/** The members by name (the last occurrence wins, as in JSON.parse and Jackson); duplicate, missing and extra members reported. */
+function memberSetProblems(members: ReadonlyArray<{ name: string; raw: string }>, problems: EnvelopeProblem[]): Map<string, string> {
+  const byName = new Map<string, string>();
   const seen = new Set<string>();
   for (const { name, raw } of members) {
     if (byName.has(name) && !seen.has(name)) {
@@ -149,7 +160,14 @@ export function checkEnvelope(body: Uint8Array): EnvelopeCheck {
       problems.push({ code: 'EXTRA_MEMBER', member: name, detail: `member ${JSON.stringify(name)} is not in the closed set of 15` });
     }
   }
+  return byName;
+}
 
+/** The values of the scalar members; undefined where absent or invalid (reported). */
+type MemberValues = { -readonly [K in Exclude<keyof CheckedEnvelope, 'snapshotJson' | 'routingKey'>]: CheckedEnvelope[K] | undefined };
+
+/** Each scalar member checked for its type and value, in the closed set's order. */
+function readMembers(byName: ReadonlyMap<string, string>, problems: EnvelopeProblem[]): MemberValues {
   const raw = (name: string) => byName.get(name);
   const invalid = (member: string, expected: string) =>
     problems.push({ code: 'INVALID_MEMBER', member, detail: `${member} must be ${expected}, got ${shown(raw(member) ?? '')}` });
@@ -174,81 +192,62 @@ export function checkEnvelope(body: Uint8Array): EnvelopeCheck {
     }
     return r;
   };
-
-  const protocolVersion = str('protocolVersion', (s) => s === PROTOCOL_VERSION, JSON.stringify(PROTOCOL_VERSION));
-  const eventId = str('eventId', (s) => s.length >= 1 && s.length <= 36, 'a string of 1 to 36 characters');
-  const eventType = str('eventType', (s) => EVENT_TYPES.includes(s), 'one of created, updated, tombstoned');
-  const sourceAppKey = str('sourceAppKey', (s) => s !== '', 'a non-empty string');
-  const consumerAppKey = str('consumerAppKey', () => true, 'a string');
-  const consumerSchoolId = int('consumerSchoolId', 'a positive integer');
-  const grantVersion = int('grantVersion');
-  const formUuid = str('formUuid', (s) => s !== '', 'a non-empty string');
-  const formVersion = int('formVersion');
-  const answerUuid = str('answerUuid', (s) => s !== '', 'a non-empty string');
-  const answerRevision = int('answerRevision');
+  const v: Partial<MemberValues> = {};
+  v.protocolVersion = str('protocolVersion', (s) => s === PROTOCOL_VERSION, JSON.stringify(PROTOCOL_VERSION));
+  v.eventId = str('eventId', (s) => s.length >= 1 && s.length <= 36, 'a string of 1 to 36 characters');
+  v.eventType = str('eventType', (s) => EVENT_TYPES.includes(s), 'one of created, updated, tombstoned') as CheckedEnvelope['eventType'] | undefined;
+  v.sourceAppKey = str('sourceAppKey', (s) => s !== '', 'a non-empty string');
+  v.consumerAppKey = str('consumerAppKey', () => true, 'a string');
+  v.consumerSchoolId = int('consumerSchoolId', 'a positive integer');
+  v.grantVersion = int('grantVersion');
+  v.formUuid = str('formUuid', (s) => s !== '', 'a non-empty string');
+  v.formVersion = int('formVersion');
+  v.answerUuid = str('answerUuid', (s) => s !== '', 'a non-empty string');
+  v.answerRevision = int('answerRevision');
   const isDeletedRaw = raw('isDeleted');
   if (isDeletedRaw !== undefined && isDeletedRaw !== 'true' && isDeletedRaw !== 'false') invalid('isDeleted', 'true or false');
-  const contentHash = str('contentHash', (s) => HASH.test(s), '64 lowercase hex digits');
-  const occurredAt = str('occurredAt', (s) => s !== '', 'a non-empty string');
+  v.isDeleted = isDeletedRaw === 'true';
+  v.contentHash = str('contentHash', (s) => HASH.test(s), '64 lowercase hex digits');
+  v.occurredAt = str('occurredAt', (s) => s !== '', 'a non-empty string');
+  return v as MemberValues;
+}
 
-  // Routing key: each part on its own, so a bad key and a bad school are two lines.
+/** Routing key: each part on its own, so a bad key and a bad school are two lines; the key when both are good, else ''. */
+function routingKeyProblems(v: Pick<MemberValues, 'consumerAppKey' | 'consumerSchoolId'>, problems: EnvelopeProblem[]): string {
   let keyOk = false;
   let schoolOk = false;
-  if (consumerAppKey !== undefined) {
-    const rk = routingKeyFor(consumerAppKey, 1);
+  if (v.consumerAppKey !== undefined) {
+    const rk = routingKeyFor(v.consumerAppKey, 1);
     if (!rk.ok) problems.push({ code: 'INVALID_ROUTING_KEY', member: 'consumerAppKey', detail: rk.detail });
     keyOk = rk.ok;
   }
-  if (consumerSchoolId !== undefined) {
-    const rk = routingKeyFor('x', consumerSchoolId);
+  if (v.consumerSchoolId !== undefined) {
+    const rk = routingKeyFor('x', v.consumerSchoolId);
     if (!rk.ok) problems.push({ code: 'INVALID_ROUTING_KEY', member: 'consumerSchoolId', detail: rk.detail });
     schoolOk = rk.ok;
   }
+  return keyOk && schoolOk ? `fc.snapshot.v2.${v.consumerAppKey}.${v.consumerSchoolId}` : '';
+}
 
-  // Snapshot: its own bytes, hashed exactly; the member set through the same check `send` runs.
-  const snapshotJson = raw('snapshot');
-  let recomputedHash: string | undefined;
-  if (snapshotJson !== undefined) {
-    if (!snapshotJson.startsWith('{')) {
-      problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `snapshot must be a JSON object, got ${shown(snapshotJson)}` });
-    } else {
-      const canon = canonicalize(snapshotJson);
-      if (!canon.ok) {
-        problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `${canon.error.code}: ${canon.error.message}` });
-      } else {
-        recomputedHash = canon.hash;
-        const members = checkSnapshot(snapshotJson, canon.hash);
-        if (!members.ok) problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: members.detail });
-        const given = raw('contentHash');
-        const givenHash = given?.startsWith('"') ? (JSON.parse(given) as string) : undefined;
-        if (givenHash !== undefined && givenHash !== canon.hash) {
-          problems.push({ code: 'SNAPSHOT_HASH_MISMATCH', member: 'contentHash', detail: `contentHash ${JSON.stringify(givenHash)} is not the snapshot's hash ${canon.hash}` });
-        }
-      }
-    }
+/** Snapshot: its own bytes, hashed exactly; the member set through the same check `send` runs. The recomputed hash, when it could be computed. */
+function snapshotProblems(snapshotJson: string | undefined, contentHashRaw: string | undefined, problems: EnvelopeProblem[]): string | undefined {
+  if (snapshotJson === undefined) return undefined;
+  if (!snapshotJson.startsWith('{')) {
+    problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `snapshot must be a JSON object, got ${shown(snapshotJson)}` });
+    return undefined;
   }
-
-  if (problems.length > 0) return { kind: 'checked', problems, ...(recomputedHash ? { recomputedHash } : {}) };
-  // No problem: every member is present and of its type (the definite assertions are safe).
-  const envelope: CheckedEnvelope = {
-    protocolVersion: protocolVersion!,
-    eventId: eventId!,
-    eventType: eventType as CheckedEnvelope['eventType'],
-    sourceAppKey: sourceAppKey!,
-    consumerAppKey: consumerAppKey!,
-    consumerSchoolId: consumerSchoolId!,
-    grantVersion: grantVersion!,
-    formUuid: formUuid!,
-    formVersion: formVersion!,
-    answerUuid: answerUuid!,
-    answerRevision: answerRevision!,
-    isDeleted: isDeletedRaw === 'true',
-    contentHash: contentHash!,
-    occurredAt: occurredAt!,
-    snapshotJson: snapshotJson!,
-    routingKey: keyOk && schoolOk ? `fc.snapshot.v2.${consumerAppKey}.${consumerSchoolId}` : '',
-  };
-  return { kind: 'checked', problems, recomputedHash: recomputedHash!, envelope };
+  const canon = canonicalize(snapshotJson);
+  if (!canon.ok) {
+    problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `${canon.error.code}: ${canon.error.message}` });
+    return undefined;
+  }
+  const members = checkSnapshot(snapshotJson, canon.hash);
+  if (!members.ok) problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: members.detail });
+  const givenHash = contentHashRaw?.startsWith('"') ? (JSON.parse(contentHashRaw) as string) : undefined;
+  if (givenHash !== undefined && givenHash !== canon.hash) {
+    problems.push({ code: 'SNAPSHOT_HASH_MISMATCH', member: 'contentHash', detail: `contentHash ${JSON.stringify(givenHash)} is not the snapshot's hash ${canon.hash}` });
+  }
+  return canon.hash;
 }
 
 /** Why the body is not JSON, with fc.canon.v1's code and position where it has one. */

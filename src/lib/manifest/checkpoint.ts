@@ -18,7 +18,7 @@
  *
  * `dbStartedAt` is the scanned database's NOW() when the scan began (kept on resume), and
  * `dbStartedAtUtc` its UTC_TIMESTAMP() at the same instant: `reconcile diff` refuses a task start
- * that is not before the FC scan's (src/lib/reconcile/checks.ts) — in UTC when the task start has
+ * that is not before the FC scan's (src/lib/reconcile/decide.ts) — in UTC when the task start has
  * one (`reconcile run`), since SH and FC may be in different zones. Checkpoints written before
  * they were recorded lack them; they still resume, but a diff that needs them refuses them.
  */

@@ -1,9 +1,11 @@
 /**
  * `projection repair-authoritative`: the decision, pure (seed 000 §8.1 `repairAuthoritative`,
- * SPEC §6). The runner (`repair.ts`) collects the facts — the authoritative snapshot (built from
+ * SPEC §6). The runner (`run.ts`) collects the facts — the authoritative snapshot (built from
  * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
  * projection row read just now — and applies the write this returns.
  */
+import { ExitCode } from '../cli/exit.js';
+import type { GrantRow } from '../deliveries/types.js';
 
 /** The four stable results of seed 000 §8.1, in the order they are documented. */
 export const REPAIR_RESULTS = ['APPLIED', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED'] as const;
@@ -106,17 +108,8 @@ export interface AuthoritativeSnapshot {
   readonly snapshotJson: string;
 }
 
-/** A `form_consumer_grant` row read fresh, as mysql2 returns it (BIGINTs as strings). */
-export interface FreshGrant {
-  readonly form_uuid: string;
-  readonly consumer_school_id: string;
-  readonly consumer_app_key: string;
-  readonly grant_version: string;
-  readonly read_allowed: number;
-  readonly subscribe_allowed: number;
-  readonly push_allowed: number;
-  readonly revoked: number;
-}
+/** A `form_consumer_grant` row read fresh, as mysql2 returns it (BIGINTs as strings): the row the relay reads too. */
+export type FreshGrant = GrantRow;
 
 /**
  * What the repair works from: either an authoritative snapshot with the grant read fresh for it
@@ -291,4 +284,91 @@ export function decideRepair(authoritative: Authoritative, expected: Triple, obs
  */
 export function isRefused(result: DecisionResult): boolean {
   return REFUSED_RESULTS.has(result);
+}
+
+/** What the run's summary and exit code read of one answer's outcome. */
+export interface SettledRepair {
+  readonly result: DecisionResult;
+  readonly code: ReasonCode;
+  readonly write: 'insert' | 'update' | null;
+  readonly written: boolean;
+  readonly rereads: number;
+}
+
+/** How a run ended: the outcomes, the items never started, and a database error that stopped it. */
+export interface RepairRunEnd {
+  readonly results: readonly SettledRepair[];
+  readonly notRun: number;
+  readonly error: unknown;
+}
+
+/**
+ * The run's exit code (SPEC §2): 3 when a database error stopped it, 1 when any answer is refused
+ * (LOCAL_CHANGED, LOCAL_AHEAD, DEFERRED) or was not run, else 0.
+ * @example repairExitCode({ results: [], notRun: 2, error: null }) // 1
+ */
+export function repairExitCode(end: RepairRunEnd): ExitCode {
+  if (end.error) return ExitCode.ENVIRONMENT;
+  return end.results.filter((r) => isRefused(r.result)).length + end.notRun > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+}
+
+/**
+ * Every result of the run's mode counted, 0 included, in their documented order: a dry run
+ * counts WOULD_APPLY, never APPLIED, so its summary cannot read as done.
+ * @example resultCounts([{ result: 'WOULD_APPLY', … }], true) // { WOULD_APPLY: 1, LOCAL_CHANGED: 0, LOCAL_AHEAD: 0, DEFERRED: 0 }
+ */
+export function resultCounts(results: readonly Pick<SettledRepair, 'result'>[], dryRun: boolean): Record<string, number> {
+  const byResult: Record<string, number> = Object.fromEntries(resultsFor(dryRun ? 'dry-run' : 'execute').map((c) => [c, 0]));
+  for (const r of results) byResult[r.result] = (byResult[r.result] ?? 0) + 1;
+  return byResult;
+}
+
+/** A finished run as its summary reads it: what was asked, the outcomes, how it ended. */
+export interface RepairRunFacts extends RepairRunEnd {
+  readonly exitCode: number;
+  readonly dryRun: boolean;
+  readonly runId: string;
+  readonly proofId: string;
+  readonly consumerAppKey: string;
+  readonly source: 'envelope' | 'fc';
+  readonly items: number;
+  readonly byResult: Readonly<Record<string, number>>;
+  readonly stoppedBy: string;
+  /** the evidence file's path */
+  readonly evidence: string;
+}
+
+/**
+ * The summary `projection repair-authoritative` prints: the counts by result and by code (in
+ * {@link REASON_CODES} order), what was — or in a dry run would be — inserted and updated, and
+ * the re-reads. JSON output carries `byResult`; on a terminal (`json` false) the non-zero results
+ * go to `counts`, shown under the summary.
+ * @example summarizeRepair({ ...facts, results: [] }, 0.1, true).summary.decided // 0
+ */
+export function summarizeRepair(f: RepairRunFacts, seconds: number, json: boolean): { summary: { command: string; exitCode: number; [key: string]: unknown }; counts: Record<string, number> | undefined } {
+  const byCode: Record<string, number> = {};
+  for (const r of f.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
+  const writes = (kind: 'insert' | 'update', written: boolean) => f.results.filter((r) => r.write === kind && (!written || r.written)).length;
+  const counts = json ? undefined : Object.fromEntries(Object.entries(f.byResult).filter(([, n]) => n > 0));
+  const summary = {
+    command: 'projection repair-authoritative',
+    exitCode: f.exitCode,
+    dryRun: f.dryRun,
+    runId: f.runId,
+    proofId: f.proofId,
+    consumerAppKey: f.consumerAppKey,
+    source: f.source,
+    items: f.items,
+    decided: f.results.length,
+    ...(counts ? {} : { byResult: f.byResult }),
+    byCode: Object.fromEntries(REASON_CODES.filter((c) => byCode[c] !== undefined).map((c) => [c, byCode[c]!])),
+    ...(f.dryRun ? { wouldInsert: writes('insert', false), wouldUpdate: writes('update', false) } : { inserted: writes('insert', true), updated: writes('update', true) }),
+    rereads: f.results.reduce((n, r) => n + r.rereads, 0),
+    refused: f.results.filter((r) => isRefused(r.result)).length,
+    notRun: f.notRun,
+    stoppedBy: f.stoppedBy,
+    evidence: f.evidence,
+    seconds,
+  };
+  return { summary, counts };
 }

@@ -1,14 +1,19 @@
 /**
  * Inputs of `projection repair-authoritative`, validated completely before anything connects: a
  * bad flag, envelope or plan line is exit 2 naming it, and nothing is read from or written to a
- * database (SPEC §2, §6). Pure: text in, items out.
+ * database (SPEC §2, §6). The checks are pure (text in, items out); {@link readRepairInputs}
+ * reads the files they check.
  */
+import { createHash } from 'node:crypto';
 import { canonicalize } from '../canon/index.js';
+import { UsageError } from '../cli/exit.js';
+import { readInput } from '../cli/input.js';
+import type { Io } from '../cli/io.js';
 import { checkEnvelope } from '../envelope/check.js';
 import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../ids.js';
 import { REPAIR_CATEGORIES, type Category } from '../reconcile/classify.js';
 import { LineError } from '../cli/record-file.js';
-import type { PlanLine } from '../reconcile/diff.js';
+import type { PlanLine } from '../reconcile/diff/types.js';
 import type { AuthoritativeSnapshot, Triple } from './decide.js';
 import { MISSING } from './decide.js';
 
@@ -250,4 +255,69 @@ export function authoritativeFromEnvelope(
     grantVersion: e.grantVersion,
     snapshotJson: canon.canonical.toString('utf8'),
   };
+}
+
+/** Every input of a run, read and checked: exit 2 before anything connects. */
+export interface RepairInputs {
+  readonly items: RepairItem[];
+  readonly envelope?: AuthoritativeSnapshot;
+  /** SHA-256 of the plan or envelope file as read, for the evidence */
+  readonly sha256: string | null;
+}
+
+/** What {@link readRepairInputs} reads: one answer from the flags (maybe with an envelope file), or a plan file. */
+export interface RepairInputSource {
+  readonly consumerAppKey: string;
+  readonly schId?: string;
+  readonly single?: { readonly answerUuid: string; readonly expected: Triple; readonly envelope?: string };
+  readonly plan?: string;
+}
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A line error of an input as exit 2, the message prefixed. */
+export function usage<T>(f: () => T, prefix = ''): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof LineError) throw new UsageError(`${prefix}${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * Reads and checks every input (`-`: standard input): the one answer of the flags, with the
+ * snapshot of its `--envelope` file, or every line of the plan. Exit 2 naming what is wrong.
+ * @example const { items } = await readRepairInputs({ consumerAppKey: '100100', plan: 'run/repair-plan.jsonl' }, io)
+ */
+export async function readRepairInputs(source: RepairInputSource, io: Io): Promise<RepairInputs> {
+  if (source.single) {
+    const s = source.single;
+    const item: RepairItem = { line: 0, answerUuid: s.answerUuid, schId: source.schId!, expected: s.expected };
+    if (s.envelope === undefined) return { items: [item], sha256: null };
+    const bytes = await readInput(s.envelope, io, MAX_ENVELOPE_BYTES);
+    const envelope = usage(() => authoritativeFromEnvelope(bytes, { answerUuid: s.answerUuid, schId: source.schId!, consumerAppKey: source.consumerAppKey }));
+    return { items: [item], envelope, sha256: sha256(bytes) };
+  }
+  const bytes = await readInput(source.plan, io, MAX_PLAN_BYTES);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new UsageError(`--plan ${source.plan}: not UTF-8 text`);
+  }
+  return { items: usage(() => parsePlan(text, source.schId), `--plan ${source.plan}: `), sha256: sha256(bytes) };
+}
+
+/**
+ * The one answer of single mode from its flags (`--answer`, `--expected-*` or `--expect-missing`,
+ * `--envelope`), checked; exit 2 naming the flag.
+ * @example singleAnswerOf({ answer: uuid, expectMissing: true }).expected // MISSING
+ */
+export function singleAnswerOf(flags: Readonly<Record<string, unknown>>): NonNullable<RepairInputSource['single']> {
+  return usage(() => ({
+    answerUuid: checkUuid(flags['answer'], 0, '--answer'),
+    expected: expectedFromFlags({ revision: flags['expectedRevision'], hash: flags['expectedHash'], isDeleted: flags['expectedIsDeleted'], missing: flags['expectMissing'] === true }),
+    ...(flags['envelope'] !== undefined ? { envelope: flags['envelope'] as string } : {}),
+  }));
 }

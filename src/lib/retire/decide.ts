@@ -1,9 +1,17 @@
 /**
  * `retire-absent`: the decisions, pure (SPEC §8, seed 000 §8 `retireAbsent(AuthoritativeAbsenceProof)`).
- * The runner (`retire.ts`) collects the facts — the answer at FC right now, the local projection
+ * The runner (`retire/run.ts`) collects the facts — the answer at FC right now, the local projection
  * row right now — and applies the write {@link decideRetire} asks for.
+ *
+ * Layout of `lib/retire/`: the domain has two verbs, one folder each with the same roles —
+ * `prove/{run,decide}.ts` (`retire-absent prove`) and `retire/{run,decide}.ts` (`retire-absent
+ * --proof F`): `run.ts` the orchestrator, `decide.ts` what a run comes to (exit code, summary).
+ * What both verbs share stays at this level: this file (the per-entry decisions), `proof.ts` (the
+ * proof format and its strict parser), `input.ts` (reading the proof, candidates and `run.json`
+ * files) and `sql.ts` (the statements).
  */
 import { compareRevisions } from '../manifest/row.js';
+import type { RetireCandidateLine } from '../reconcile/diff/types.js';
 
 /**
  * Results of one proof entry. `WOULD_RETIRE` is what a dry run reports where an executed run
@@ -42,8 +50,12 @@ export const REFUSAL_REASONS = [
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
-/** One proof entry with the proof's school and form: what the local row is expected to be. */
-export interface RetireEntry {
+/**
+ * One proof entry with the proof's school and form: what the local row is expected to be — the
+ * candidate's values (`expectedRevision` decimal text, BIGINT exact; `localCreateTime` the local
+ * `create_time` when the candidate was listed, `yyyy-MM-dd HH:mm:ss`).
+ */
+export interface RetireEntry extends Omit<RetireCandidateLine, 'category' | 'taskStart'> {
   /** the proof's id: a row retired under another one is not this proof's to vouch for */
   readonly proofId: string;
   /**
@@ -51,15 +63,6 @@ export interface RetireEntry {
    * (`--proof-id`), and a retirement made by one is not the other's
    */
   readonly proofDigest: string;
-  readonly answerUuid: string;
-  readonly schId: string;
-  readonly formUuid: string;
-  /** decimal text (BIGINT, exact) */
-  readonly expectedRevision: string;
-  readonly expectedHash: string;
-  readonly expectedIsDeleted: boolean;
-  /** the local `create_time` when the candidate was listed, `yyyy-MM-dd HH:mm:ss` */
-  readonly localCreateTime: string;
 }
 
 /** An FC `answer` row found by the fresh lookup (no values, no database id). */

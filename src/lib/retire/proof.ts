@@ -1,7 +1,7 @@
 /**
  * The retire proof format (SPEC §8, seed 000 §8/§8.1 `retireAbsent(AuthoritativeAbsenceProof)`):
  * its types, its digest, its file text and its strict parser — pure. Reading the files is
- * `inputs.ts`; making a proof (`retire-absent prove`) is `prove.ts`.
+ * `input.ts`; making a proof (`retire-absent prove`) is `prove/run.ts`.
  *
  * A proof is one JSON object (format `fcctl.retire-proof.v1`), members in this order:
  *
@@ -169,6 +169,14 @@ function exactMembers(o: Record<string, unknown>, names: readonly string[], wher
   return null;
 }
 
+/** Item `i` of the array `name`: an object with exactly `members`, where a message names it; or why it is not. */
+function itemAt(items: readonly unknown[], i: number, name: string, members: readonly string[]): { where: string; item: Record<string, unknown> } | string {
+  const item: unknown = items[i];
+  const where = `${name}[${i}]`;
+  if (!isObject(item)) return `${where} is not an object`;
+  return exactMembers(item, members, where) ?? { where, item };
+}
+
 /**
  * A JSON object (not null, not an array).
  * @example isObject(JSON.parse('[]')) // false
@@ -214,11 +222,9 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
   if (entries.length > MAX_PROOF_ENTRIES) return `more than ${MAX_PROOF_ENTRIES} entries`;
   const seen = new Set<string>();
   for (let i = 0; i < entries.length; i++) {
-    const e: unknown = entries[i];
-    const where = `entries[${i}]`;
-    if (!isObject(e)) return `${where} is not an object`;
-    const ep = exactMembers(e, ENTRY_MEMBERS, where);
-    if (ep) return ep;
+    const at = itemAt(entries, i, 'entries', ENTRY_MEMBERS);
+    if (typeof at === 'string') return at;
+    const { where, item: e } = at;
     if (!isStoredUuid(e['answerUuid'])) return `${where}.answerUuid is not 1 to 36 characters`;
     if (seen.has(e['answerUuid'])) return `${where}.answerUuid ${e['answerUuid']} appears twice`;
     seen.add(e['answerUuid']);
@@ -232,11 +238,9 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
   const excluded = v['excluded'];
   if (!Array.isArray(excluded)) return 'excluded is not an array';
   for (let i = 0; i < excluded.length; i++) {
-    const x: unknown = excluded[i];
-    const where = `excluded[${i}]`;
-    if (!isObject(x)) return `${where} is not an object`;
-    const xp = exactMembers(x, EXCLUSION_MEMBERS, where);
-    if (xp) return xp;
+    const at = itemAt(excluded, i, 'excluded', EXCLUSION_MEMBERS);
+    if (typeof at === 'string') return at;
+    const { where, item: x } = at;
     if (!isStoredUuid(x['answerUuid']) || !(EXCLUSION_REASONS as readonly unknown[]).includes(x['reason']) || typeof x['detail'] !== 'string' || !isIso(x['fcCheckedAt'])) return `${where} is not as written by prove`;
   }
   return null;

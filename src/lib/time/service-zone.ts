@@ -1,7 +1,6 @@
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import type { Config, SettingSource } from '../config/config.js';
 import type { Db } from '../db/connect.js';
-import type { CheckResult } from '../doctor/checks.js';
 import { checkTimeZone, instantOffset, offsetOfMinutes } from './zone.js';
 
 /**
@@ -142,22 +141,4 @@ export async function resolveServiceTimeZone(config: Config, fcDb: () => Promise
  */
 export function describeServiceTimeZone(z: ServiceTimeZone): string {
   return `${z.zone} (${z.from})`;
-}
-
-/**
- * The `doctor` line: ok with the zone and its source; warn when only the FC database's current
- * offset is known; fail on a bad setting or an unreadable server; skipped with neither.
- * @example results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message)) // { check: 'service time zone', status: 'ok', detail: 'UTC (from the FC database: …)' }
- */
-export async function serviceTimeZoneCheck(config: Config, fcDb: () => Promise<Db>, message: (err: unknown) => string): Promise<CheckResult> {
-  const check = 'service time zone';
-  if (config.serviceTimeZone.value === undefined && config.fcDatabaseUrl.value === undefined) {
-    return { check, status: 'skipped', detail: "not configured, and no FC database to read the zone from" };
-  }
-  try {
-    const z = await resolveServiceTimeZone(config, fcDb);
-    return { check, status: z.source === 'fc-database-offset' ? 'warn' : 'ok', detail: describeServiceTimeZone(z) };
-  } catch (err) {
-    return { check, status: 'fail', detail: config.serviceTimeZone.value === undefined ? `cannot read the FC database's zone: ${message(err)}` : message(err) };
-  }
 }

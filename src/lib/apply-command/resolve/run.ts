@@ -1,0 +1,385 @@
+/**
+ * `apply-command resolve-unknown`: settles commands whose send outcome is unknown (SPEC §9).
+ * Claim with a lease (short transaction) → look up (no transaction open) → resend only when not
+ * found → one guarded write per row. Bounded by p-limit, `--max-rows`, `--max-seconds`, the
+ * lease, and a stop signal; a flow center that answers nothing but errors stops the run early
+ * instead of spending every row's retry budget, and one that refuses our credentials (any 401; a
+ * 403 before it accepted anything signed) stops it at the first refusal: a wrong secret is the
+ * run's problem, never the rows'.
+ */
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { PoolConnection } from 'mysql2/promise';
+import type { RetryPolicy } from '../../deliveries/retry.js';
+import { newClaimOwner } from '../../db/claim-owner.js';
+import { InFlight } from '../../batch/in-flight.js';
+import { WriteBatcher } from '../../db/batch.js';
+import type { Db } from '../../db/connect.js';
+import type { ApplyRequest, ApplyResult, LookupResult } from '../../flow/client.js';
+import {
+  bump,
+  type CommandWrite,
+  countReport,
+  emptySummary,
+  planWrite,
+  refusesCredentials,
+  resolve,
+  type ResolveSummary,
+  type RowReport,
+  signatureAccepted,
+  type Transition,
+  type WriteOutcome,
+} from './decide.js';
+import { claimSelect, claimStartSelect, claimUpdate, compileWrite, lastErrorSelect, mirrorSelect, otherAppKeySelect, peekSelect } from './sql.js';
+import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf, type MirrorAtClaim } from '../types.js';
+
+export type { MirrorOutcome, ResolveSummary, RowReport, WriteOutcome } from './decide.js';
+
+/** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
+export interface FlowApi {
+  lookup(bizType: string, bizId: string): Promise<LookupResult>;
+  apply(req: ApplyRequest): Promise<ApplyResult>;
+}
+
+export interface ResolveOptions {
+  readonly batchSize: number;
+  readonly concurrency: number;
+  readonly maxRows: number;
+  readonly maxSeconds: number;
+  readonly leaseSeconds: number;
+  readonly pendingGraceSeconds: number;
+  readonly retry: RetryPolicy;
+  readonly dryRun: boolean;
+  /** per flow-center request; a row is only started while its lease outlasts its requests */
+  readonly requestTimeoutMs: number;
+  /** this many flow-center errors in a row with no good answer between them stop the run */
+  readonly maxConsecutiveErrors: number;
+}
+
+export interface ResolveDeps {
+  readonly db: Db;
+  readonly flow: FlowApi;
+  /** the configured app key: only its rows are taken */
+  readonly appKey: string;
+  readonly signal: AbortSignal;
+  /** milliseconds, monotonic enough for budgets and leases */
+  readonly clock: () => number;
+  readonly owner?: string;
+  readonly onRow?: (row: ApplyCommandRow, report: RowReport) => void;
+}
+
+/**
+ * Where a run's claims start (from {@link claimStartSelect}): `'0'` when nothing is in a state
+ * resolve can take.
+ */
+export async function claimStart(db: Db): Promise<string> {
+  const q = claimStartSelect();
+  const min = (await db.query<{ id: string | number | null }>(q.sql, q.params))[0]?.id;
+  return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
+}
+
+/**
+ * Claims up to `limit` rows for `owner` with a lease in one short transaction (`FOR UPDATE SKIP
+ * LOCKED`: concurrent resolvers never wait on or share a row), with the mirrored status each row
+ * is settled against. No HTTP happens inside it.
+ */
+export async function claimRows(db: Db, owner: string, appKey: string, graceSeconds: number, afterId: string, limit: number, leaseSeconds: number): Promise<ApplyCommandRow[]> {
+  return db.transaction(async (conn: PoolConnection) => {
+    const sel = claimSelect(appKey, graceSeconds, afterId, limit);
+    const [rows] = await conn.query(sel.sql, sel.params);
+    const claimed = rows as ApplyCommandRow[];
+    if (claimed.length === 0) return claimed;
+    const ids = claimed.map((r) => String(r.id));
+    const up = claimUpdate(owner, leaseSeconds, ids);
+    await conn.query(up.sql, up.params);
+    const m = mirrorSelect(ids);
+    const [mirrors] = await conn.query(m.sql, m.params);
+    const byId = new Map<string, MirrorAtClaim>();
+    for (const r of mirrors as Array<{ id: string | number; s_id: string | number | null; flow_status: number | null }>) {
+      byId.set(String(r.id), { exists: r.s_id !== null, status: r.flow_status === null ? null : Number(r.flow_status), id: r.s_id === null ? null : String(r.s_id) });
+    }
+    return claimed.map((r) => ({ ...r, mirror: byId.get(String(r.id)) ?? { exists: false, status: null, id: null } }));
+  });
+}
+
+/**
+ * Executes one write (one statement). A `done` matches the command row and, when it still holds
+ * the status read at claim, the service_apply row (the connection counts matched rows,
+ * FOUND_ROWS): 0 stale, 1 not mirrored, 2 mirrored. Not mirrored over a row that existed at
+ * claim: the statement chose the changed or the deleted note; `reader` reads which back (rare:
+ * only then), without one it is reported as changed.
+ */
+export async function applyWrite(
+  db: { execute(sql: string, params: unknown[]): Promise<{ affectedRows: number }> },
+  owner: string,
+  w: CommandWrite,
+  reader?: { query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> },
+): Promise<WriteOutcome> {
+  const { sql, params } = compileWrite(owner, w);
+  const { affectedRows } = await db.execute(sql, params);
+  if (affectedRows === 0) return { kind: 'stale' };
+  if (w.kind !== 'done') return { kind: 'written', mirror: null };
+  if (!w.mirror.claimed.exists) return { kind: 'written', mirror: 'missing' };
+  if (affectedRows >= 2) return { kind: 'written', mirror: 'written' };
+  if (reader === undefined) return { kind: 'written', mirror: 'changed' };
+  const q = lastErrorSelect(w.gen.id);
+  const note = (await reader.query<{ last_error: string | null }>(q.sql, q.params))[0]?.last_error;
+  return { kind: 'written', mirror: note === w.mirror.deletedNote ? 'deleted' : 'changed' };
+}
+
+/** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
+const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied' && r.kind !== 'unknown-branch';
+
+type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
+
+/** Margin a lease must keep beyond one more request. */
+const LEASE_MARGIN_MS = 2000;
+
+/**
+ * One run's state and its steps (gh-ost's `Migrator`): the stops, the flow center's answers as
+ * they come in, the dry run's peek loop and the claim loop, each row's lookup → apply → write.
+ */
+class ResolveRun {
+  readonly summary = emptySummary();
+  private readonly deadline: number;
+  readonly http: LimitFunction;
+  // Row writes are independent and guarded one by one: they go to the database in groups. A row's
+  // request slot is free before its write, so a few milliseconds of lingering cost no throughput.
+  private readonly writes: WriteBatcher;
+  /** a database error that ends the run (the command maps it to exit 3); rows not started are left alone */
+  private fatal: unknown = null;
+  private errorStreak = 0;
+  private lastError = '';
+  private tripped = false;
+  /** set by the first 401/403: the run stops, and rows whose answer was an error are released */
+  private refused: string | null = null;
+  /** whether the flow center has accepted a signed request of this run (then a 403 is the row's) */
+  private accepted = false;
+
+  constructor(
+    private readonly options: ResolveOptions,
+    private readonly deps: ResolveDeps,
+  ) {
+    this.deadline = deps.clock() + options.maxSeconds * 1000;
+    this.http = pLimit(options.concurrency);
+    this.writes = new WriteBatcher(deps.db, { lingerMs: 20 });
+  }
+
+  report(row: ApplyCommandRow, r: RowReport): void {
+    countReport(this.summary, r);
+    this.deps.onRow?.(row, r);
+  }
+
+  /** Notes one flow-center answer: branches, the credentials refusal, the consecutive-error streak. */
+  noteAnswer(r: LookupResult | ApplyResult, what: string): void {
+    if (r.kind === 'applied' || r.kind === 'unknown-branch') bump(this.summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
+    const refusal = refusesCredentials(r, this.accepted);
+    if (signatureAccepted(r)) this.accepted = true;
+    if (refusal && this.refused === null) {
+      this.refused = `HTTP ${'status' in r ? r.status : ''} on ${what}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
+      this.tripped = true;
+    }
+    if (!isError(r)) {
+      this.errorStreak = 0;
+      return;
+    }
+    this.errorStreak += 1;
+    this.lastError = `${r.kind}${'status' in r ? ` ${r.status}` : ''}: ${'detail' in r ? r.detail : ''}`;
+    if (this.errorStreak >= this.options.maxConsecutiveErrors) this.tripped = true;
+  }
+
+  /** After a refusal, an error answer says nothing about the row: it is released, not failed. */
+  releasedByRefusal(r: LookupResult | ApplyResult): boolean {
+    return this.refused !== null && isError(r);
+  }
+
+  private stopReason(): ResolveSummary['stoppedBy'] | null {
+    if (this.refused !== null) return 'credentials-refused';
+    if (this.tripped) return 'flow-center-errors';
+    if (this.deps.signal.aborted) return 'signal';
+    if (this.summary.claimed >= this.options.maxRows) return 'max-rows';
+    if (this.deps.clock() >= this.deadline) return 'max-seconds';
+    return null;
+  }
+
+  /** Stops that also give back rows claimed but not started (budgets let them finish). */
+  halted(): boolean {
+    return this.tripped || this.deps.signal.aborted || this.fatal !== null;
+  }
+
+  /** The reason a row is released without being decided, when the run has stopped. */
+  haltReason(): string {
+    return this.tripped ? (this.refused !== null ? 'CREDENTIALS_REFUSED' : 'FLOW_CENTER_ERRORS') : 'STOPPED';
+  }
+
+  /** Keeps the first database error: the run ends with it once the rows in flight have settled. */
+  readonly fail = (err: unknown): void => {
+    this.fatal ??= err;
+  };
+
+  /**
+   * Whether the loops go on: false after a database error, or at a stop (recorded); waits for a
+   * request slot while the limiter is full, so rows are read or claimed only when about to start.
+   */
+  async mayTakeMore(pending: InFlight): Promise<boolean> {
+    for (;;) {
+      if (this.fatal) return false;
+      const stop = this.stopReason();
+      if (stop) {
+        this.summary.stoppedBy = stop;
+        return false;
+      }
+      if (this.http.pendingCount < this.options.concurrency) return true;
+      await pending.next();
+    }
+  }
+
+  /** How many rows the next page or claim may take. */
+  nextLimit(): number {
+    return Math.min(this.options.batchSize, this.options.maxRows - this.summary.claimed);
+  }
+
+  /** The summary, once every row has settled; the first database error is thrown instead. */
+  finish(): ResolveSummary {
+    if (this.fatal) throw this.fatal;
+    // The stop the run ended with, when it was the flow center's.
+    if (this.refused !== null) {
+      this.summary.stoppedBy = 'credentials-refused';
+      this.summary.credentialsRefused = this.refused;
+    } else if (this.tripped) {
+      this.summary.stoppedBy = 'flow-center-errors';
+      this.summary.flowCenterErrors = this.lastError;
+    } else if (this.deps.signal.aborted && this.summary.stoppedBy === 'drained') {
+      // the claims ran out before the signal, but rows in flight were stopped by it
+      this.summary.stoppedBy = 'signal';
+    }
+    return this.summary;
+  }
+
+  /** Step 1: rows resolve would take but that belong to another app key (reported, never touched). */
+  async countOtherAppKey(): Promise<void> {
+    const other = otherAppKeySelect(this.deps.appKey, this.options.pendingGraceSeconds);
+    this.summary.otherAppKey = Number((await this.deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
+  }
+
+  /**
+   * Step 2 of a dry run: lookups only, nothing claimed, posted or written. The next page is read
+   * as soon as the limiter runs low, not when a page's last lookup is back (that left it idle).
+   */
+  async peekAll(): Promise<void> {
+    const pages = new InFlight();
+    let afterId = '0';
+    while (await this.mayTakeMore(pages)) {
+      const q = peekSelect(this.deps.appKey, this.options.pendingGraceSeconds, afterId, this.nextLimit());
+      const rows = await this.deps.db.query<ApplyCommandRow>(q.sql, q.params);
+      if (rows.length === 0) break;
+      afterId = String(rows[rows.length - 1]!.id);
+      this.summary.claimed += rows.length;
+      for (const row of rows) pages.add(this.http(() => this.peekRow(row)).catch(this.fail));
+    }
+    await pages.all();
+  }
+
+  private async peekRow(row: ApplyCommandRow): Promise<void> {
+    if (this.halted()) return;
+    const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id);
+    this.summary.lookups += 1;
+    this.noteAnswer(lookup, 'GET /oapi/flow/instance');
+    if (this.releasedByRefusal(lookup)) return this.report(row, { kind: 'released', reason: 'CREDENTIALS_REFUSED' });
+    const step = resolve(row, lookup);
+    if (step.kind === 'post') this.report(row, { kind: 'would-post' });
+    else this.report(row, planWrite(row, step, this.options.retry).result);
+  }
+
+  /** Step 2 of a run: claim batches from the cursor, settle every claimed row. */
+  async claimAll(): Promise<void> {
+    const owner = this.deps.owner ?? newClaimOwner();
+    const inFlight = new InFlight();
+    const claim = (afterId: string) =>
+      claimRows(this.deps.db, owner, this.deps.appKey, this.options.pendingGraceSeconds, afterId, this.nextLimit(), this.options.leaseSeconds);
+    let cursor = await claimStart(this.deps.db);
+    let cursorMoved = false;
+    // Claim only when the limiter is about to run dry, so claimed rows never wait long on their lease.
+    while (await this.mayTakeMore(inFlight)) {
+      const claimedAt = this.deps.clock();
+      let rows = await claim(cursor);
+      if (rows.length === 0 && cursorMoved) {
+        // Rows behind the cursor may have become claimable meanwhile (released by another
+        // resolver, or due again): one more look from the start before calling it drained.
+        cursor = await claimStart(this.deps.db);
+        cursorMoved = false;
+        rows = await claim(cursor);
+      }
+      if (rows.length === 0) break;
+      cursor = String(rows[rows.length - 1]!.id);
+      cursorMoved = true;
+      this.summary.claimed += rows.length;
+      for (const row of rows) inFlight.add(this.settleRow(row, claimedAt, owner, inFlight).catch(this.fail));
+    }
+    await inFlight.all();
+  }
+
+  /** Whether the lease still covers one more request with a margin (time from before the claim). */
+  private leaseCovers(claimedAt: number): boolean {
+    return this.deps.clock() + this.options.requestTimeoutMs + LEASE_MARGIN_MS <= claimedAt + this.options.leaseSeconds * 1000;
+  }
+
+  /** Why no (further) request starts for a row now, or null. */
+  private holdBack(claimedAt: number): Decided | null {
+    if (this.halted()) return { kind: 'release', reason: this.haltReason() };
+    if (!this.leaseCovers(claimedAt)) return { kind: 'release', reason: 'LEASE_TOO_SHORT' };
+    return null;
+  }
+
+  /** Look up; resend only when not found, only while the lease is surely ours and the run goes on. */
+  private async decideRow(row: ApplyCommandRow, claimedAt: number): Promise<Decided> {
+    const before = this.holdBack(claimedAt);
+    if (before) return before;
+    const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id);
+    this.summary.lookups += 1;
+    this.noteAnswer(lookup, 'GET /oapi/flow/instance');
+    if (this.releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
+    const step = resolve(row, lookup);
+    if (step.kind !== 'post') return { kind: 'transition', t: step };
+    // After a stop signal no new POST starts: the lookup found nothing, so the row is released as
+    // it was and the next run looks again.
+    const held = this.holdBack(claimedAt);
+    if (held) return held;
+    const applied = await this.deps.flow.apply(step.request);
+    this.summary.posts += 1;
+    this.noteAnswer(applied, 'POST /oapi/flow/apply');
+    if (this.releasedByRefusal(applied)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
+    return { kind: 'transition', t: resolve(row, lookup, applied) };
+  }
+
+  /** One claimed row: decided under a request slot, then its guarded write. */
+  private async settleRow(row: ApplyCommandRow, claimedAt: number, owner: string, inFlight: InFlight): Promise<void> {
+    // The claim loop tops the limiter up when a request slot frees, not when a write lands: writes
+    // linger in groups, and waiting for them let the limiter run dry between claims.
+    const decided = await this.http(() => this.decideRow(row, claimedAt)).finally(() => inFlight.notify());
+    if (decided.kind === 'release') {
+      await applyWrite(this.writes, owner, { kind: 'release', gen: generationOf(row) });
+      this.report(row, { kind: 'released', reason: decided.reason });
+      return;
+    }
+    const { write, result } = planWrite(row, decided.t, this.options.retry);
+    const outcome = await applyWrite(this.writes, owner, write, this.deps.db);
+    if (outcome.kind === 'stale') {
+      this.report(row, { kind: 'stale', would: result.kind });
+      return;
+    }
+    this.report(row, result.kind === 'done' && outcome.mirror !== null ? { ...result, mirror: outcome.mirror } : result);
+  }
+}
+
+/**
+ * Runs resolve-unknown. Throws only for database errors (the command maps them to exit 3);
+ * every flow-center failure is a row result.
+ * @example const summary = await runResolve(options, { db, flow, appKey: '100021', signal, clock: () => performance.now() })
+ */
+export async function runResolve(options: ResolveOptions, deps: ResolveDeps): Promise<ResolveSummary> {
+  const run = new ResolveRun(options, deps);
+  await run.countOtherAppKey();
+  if (options.dryRun) await run.peekAll();
+  else await run.claimAll();
+  return run.finish();
+}

@@ -1,0 +1,399 @@
+/**
+ * `deliveries send`, the runner (SPEC §5): claim due rows with a lease, check each before
+ * publishing, publish with confirms and mandatory returns in a bounded window, and adjudicate
+ * every outcome with writes guarded by claim and generation. The decisions are in `decide.ts`,
+ * the statements in `sql.ts`; this file reads, publishes and executes.
+ */
+import type { PoolConnection } from 'mysql2/promise';
+import { type Broker, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
+import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
+import { returnProbeMessage, sendReturnProbe } from '../../amqp/probe.js';
+import { InFlight } from '../../batch/in-flight.js';
+import { EnvironmentError } from '../../cli/exit.js';
+import type { Progress } from '../../cli/output.js';
+import type { Db } from '../../db/connect.js';
+import { buildEnvelope, messageOptions } from '../envelope.js';
+import { type DeliveryRow, grantKey, type GrantRow, type RegistryRow } from '../types.js';
+import {
+  type BrokerOutcome,
+  checkPublisher,
+  countResult,
+  emptySummary,
+  planWrites,
+  prePublish,
+  type PrePublishDecision,
+  progressReason,
+  type PublisherFacts,
+  writeReached,
+} from './decide.js';
+import { compileWrite, sendSql } from './sql.js';
+import { newClaimOwner } from '../../db/claim-owner.js';
+import type { RowResult, SendDeps, SendOptions, SendSummary, Write } from './types.js';
+
+/** How old a batch's grant check may be at the moment one of its rows is published. */
+export const GRANT_MAX_AGE_MS = 5000;
+
+
+// ── the statements, executed ──
+
+/** Claims up to `limit` due rows for `owner` with a lease, in one short transaction. */
+export async function claimDue(db: Db, owner: string, limit: number, leaseSeconds: number): Promise<DeliveryRow[]> {
+  return db.transaction(async (conn: PoolConnection) => {
+    const claim = sendSql.claim(limit);
+    const claimed = (await conn.query(claim.sql, claim.params))[0] as DeliveryRow[];
+    if (claimed.length > 0) {
+      const lease = sendSql.lease(owner, claimed.map((r) => r.id), leaseSeconds);
+      await conn.query(lease.sql, lease.params);
+    }
+    return claimed;
+  });
+}
+
+/** How many rows are due now, counting no further than `cap` ({@link sendSql.countDue}). */
+export async function countDue(db: Db, cap: number): Promise<number> {
+  const q = sendSql.countDue(cap);
+  const rows = await db.query<{ n: number | string }>(q.sql, q.params);
+  return Number(rows[0]?.n ?? 0);
+}
+
+async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
+  const q = sendSql.peekDue(afterId, limit);
+  return db.query<DeliveryRow>(q.sql, q.params);
+}
+
+/** The grants of a batch's rows, read fresh, keyed by `grantKey`. */
+async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<Map<string, GrantRow>> {
+  const out = new Map<string, GrantRow>();
+  const q = sendSql.grants(rows);
+  if (!q) return out;
+  for (const g of await db.query<GrantRow>(q.sql, q.params)) out.set(grantKey(g.form_uuid, g.consumer_school_id, g.consumer_app_key), g);
+  return out;
+}
+
+/** Executes writes; each is one statement (one autocommit), not one per row. Returns rows matched. */
+export async function applyWrites(db: Db, owner: string, writes: readonly Write[]): Promise<number> {
+  let matched = 0;
+  for (const w of writes) {
+    if (w.gens.length === 0) continue;
+    const { sql, params } = compileWrite(owner, w);
+    matched += (await db.execute(sql, params)).affectedRows;
+  }
+  return matched;
+}
+
+/**
+ * Executes the writes and names the rows the generation guard turned away (a replay or another
+ * relay got there first), so they are reported as stale, not as accepted or failed. The re-read
+ * happens only for a write that matched fewer rows than it named.
+ */
+export async function applyWritesReportingStale(db: Db, owner: string, writes: readonly Write[]): Promise<Set<string>> {
+  const stale = new Set<string>();
+  for (const w of writes) {
+    if (w.gens.length === 0) continue;
+    const { sql, params } = compileWrite(owner, w);
+    const matched = (await db.execute(sql, params)).affectedRows;
+    if (matched >= w.gens.length) continue;
+    const q = sendSql.states(w.gens.map((g) => g.id));
+    const rows = await db.query<{ id: string; state: string; retry_count: number }>(q.sql, q.params);
+    const byId = new Map(rows.map((r) => [String(r.id), r]));
+    for (const g of w.gens) {
+      const row = byId.get(g.id);
+      if (!row || !writeReached(w, row)) stale.add(g.id);
+    }
+  }
+  return stale;
+}
+
+// ── the publisher identity ──
+
+async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<PublisherFacts> {
+  let registry: PublisherFacts['registry'];
+  try {
+    const q = sendSql.registryByCode(publisher.appCode);
+    registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
+  } catch {
+    registry = 'unreachable';
+  }
+  return { appKey: publisher.appKey, appCode: publisher.appCode, registry };
+}
+
+/**
+ * The publisher identity of SPEC §5 step 1, checked before any row is claimed: a wrong
+ * FCCTL_APP_KEY or FCCTL_APP_CODE is the run's problem, not each row's (one wrong key would
+ * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
+ */
+export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher'], consequence = 'no row was claimed'): Promise<PublisherFacts> {
+  const facts = await publisherFacts(db, publisher);
+  const check = checkPublisher(facts);
+  if (check.ok) return facts;
+  const setting =
+    check.reason === 'REGISTRY_UNREACHABLE'
+      ? 'the app registry (application_info) could not be read'
+      : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
+  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`);
+}
+
+/** The publisher identity failed (exit 3): a misconfiguration, never charged to rows. */
+export class PublisherIdentityError extends EnvironmentError {}
+
+type Decided = { row: DeliveryRow; decision: PrePublishDecision };
+
+/** The pre-publish decisions of `rows`, with their grants read now. */
+async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: PublisherFacts, maxRetries: number): Promise<Decided[]> {
+  const grants = await grantsFor(db, rows);
+  return rows.map((row) => ({
+    row,
+    decision: prePublish(row, { publisher: facts, grant: grants.get(grantKey(row.form_uuid, row.consumer_school_id, row.consumer_app_key)), maxRetries }),
+  }));
+}
+
+// ── the run, step by step ──
+
+/** One run's state, shared by its steps. */
+interface Run {
+  readonly options: SendOptions;
+  readonly deps: SendDeps;
+  readonly summary: SendSummary;
+  readonly deadline: number;
+  /** the first error that stops the run; raised once what is in flight has settled */
+  fatal: unknown;
+}
+
+function report(run: Run, results: ReadonlyArray<{ row: DeliveryRow; result: RowResult }>): void {
+  for (const { row, result } of results) {
+    countResult(run.summary, result);
+    run.deps.onRow?.(row, result);
+  }
+  run.deps.onBatch?.(run.summary);
+}
+
+function stopReason(run: Run): SendSummary['stoppedBy'] | null {
+  if (run.deps.signal.aborted) return 'signal';
+  if (run.summary.claimed >= run.options.maxRows) return 'max-rows';
+  if (run.deps.clock() >= run.deadline) return 'max-seconds';
+  return null;
+}
+
+/** `--dry-run`: every check on the due rows, paged forward by id; nothing claimed, sent or written. */
+async function dryRunSend(run: Run): Promise<SendSummary> {
+  const { options, deps, summary } = run;
+  let afterId = '0';
+  for (;;) {
+    const stop = stopReason(run);
+    if (stop) {
+      summary.stoppedBy = stop;
+      break;
+    }
+    const facts = await verifiedPublisher(deps.db, deps.publisher);
+    const rows = await peekDue(deps.db, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
+    if (rows.length === 0) break;
+    afterId = String(rows[rows.length - 1]!.id);
+    summary.claimed += rows.length;
+    const decided = await decideRows(deps.db, rows, facts, options.retry.maxRetries);
+    const { results } = planWrites(decided.map((d) => (d.decision.kind === 'publish' ? { ...d, outcome: { kind: 'ack', returned: false } as const } : d)), options.retry, options.holdRecheckSeconds);
+    report(run, results.map((r) => (r.result.kind === 'accepted' ? { row: r.row, result: { kind: 'would-publish' } as const } : r)));
+  }
+  return summary;
+}
+
+/** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
+async function openPublisher(broker: Broker, options: SendOptions): Promise<ConfirmPublisher> {
+  let channel;
+  try {
+    channel = await broker.confirmChannel();
+  } catch (err) {
+    throw new EnvironmentError(`cannot open a confirm channel: ${(err as Error).message}`, { cause: err });
+  }
+  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs, { reopen: () => broker.confirmChannel(), probe: returnProbeMessage });
+  // Seed 004: without observable returns no scan-send.
+  const probe = await sendReturnProbe(publisher, options.confirmTimeoutMs);
+  if (!probe.ok) {
+    await publisher.close();
+    // A broker under a resource alarm confirms nothing: that, not the exchange, is the cause.
+    if (broker.blocked !== null) throw new EnvironmentError(`the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`);
+    throw new EnvironmentError(`return probe failed: ${probe.detail}; nothing was claimed or sent`);
+  }
+  return publisher;
+}
+
+/**
+ * Publishes the rows of a batch that pass their checks. Under back-pressure a publish can come
+ * long after its batch's grant check: the checks are read again after every wait once older than
+ * the grant age (with --pipeline another batch may take the slot meanwhile).
+ */
+async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: readonly DeliveryRow[], facts: PublisherFacts, notAfter: number) {
+  const { options, deps } = run;
+  const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
+  const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(deps.db, rows, facts, options.retry.maxRetries);
+  let checkedAt = deps.clock();
+  for (let i = 0; i < decided.length; i++) {
+    if (decided[i]!.decision.kind !== 'publish') continue;
+    for (;;) {
+      if (publisher.busy) await publisher.slot();
+      if (deps.clock() - checkedAt <= grantMaxAgeMs) break;
+      const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), facts, options.retry.maxRetries);
+      again.forEach((d, k) => (decided[i + k] = d));
+      checkedAt = deps.clock();
+      if (decided[i]!.decision.kind !== 'publish') break;
+    }
+    if (decided[i]!.decision.kind !== 'publish') continue;
+    const d = decided[i]!;
+    const routingKey = (d.decision as { routingKey: string }).routingKey;
+    d.outcome = publisher.publish({ exchange: DELIVERY_EXCHANGE, routingKey, body: buildEnvelope(d.row, options.serviceTimeZone), options: messageOptions(d.row) }, notAfter);
+  }
+  return decided;
+}
+
+/** One claimed batch: check, publish, await the outcomes, adjudicate with guarded writes, report. */
+async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string, rows: DeliveryRow[], claimedAt: number, facts: PublisherFacts): Promise<void> {
+  const { options, deps, summary } = run;
+  // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
+  const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
+  const decided = await publishChecked(run, publisher, rows, facts, notAfter);
+  const outcomes = await Promise.all(
+    decided.map(async ({ row, decision, outcome }) => {
+      if (!outcome) return { row, decision };
+      const o = await outcome;
+      if (o.kind !== 'unsent' && !(o.kind === 'refused' && o.sent === false)) summary.published += 1;
+      return { row, decision, outcome: o };
+    }),
+  );
+  const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
+  const stale = await applyWritesReportingStale(deps.db, owner, writes);
+  summary.stale += stale.size;
+  report(run, results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
+}
+
+/** The next batch's claim, after the identity is checked again; null stops claiming (the reason kept). */
+async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts } | null> {
+  const { deps, summary } = run;
+  try {
+    // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
+    const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
+    return { facts, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
+  } catch (err) {
+    // Stop claiming, but finish (or release) what is in flight before giving up.
+    if (err instanceof PublisherIdentityError) {
+      summary.stoppedBy = 'publisher-identity';
+      summary.publisherIdentity = err.message;
+    } else run.fatal ??= err;
+    return null;
+  }
+}
+
+/** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
+async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
+  const { options, deps, summary } = run;
+  const inFlight = new InFlight();
+  for (;;) {
+    // A blocking broker confirms nothing until its alarm clears: claim no more rows meanwhile
+    // (each would only time out and spend a retry).
+    const stop = stopReason(run) ?? (publisher.closed ? 'broker-lost' : null) ?? (run.fatal ? 'broker-lost' : null) ?? (broker.blocked !== null ? 'broker-blocked' : null);
+    if (stop) {
+      summary.stoppedBy = stop;
+      break;
+    }
+    if (inFlight.size >= options.pipeline) {
+      await inFlight.next();
+      continue;
+    }
+    const claimedAt = deps.clock();
+    const claimed = await claimNext(run, owner, Math.min(options.batchSize, options.maxRows - summary.claimed));
+    if (!claimed) break;
+    if (claimed.rows.length === 0) {
+      if (inFlight.size === 0) break;
+      // Rows may come back due (held elsewhere, released) only later; finish what is in flight.
+      await inFlight.next();
+      continue;
+    }
+    summary.claimed += claimed.rows.length;
+    inFlight.add(
+      publishBatch(run, publisher, owner, claimed.rows, claimedAt, claimed.facts).catch((err: unknown) => {
+        run.fatal ??= err;
+      }),
+    );
+  }
+  await inFlight.all();
+}
+
+/** Closes the publisher and records why the broker ended the run, if it did. */
+async function finishRun(run: Run, broker: Broker, publisher: ConfirmPublisher): Promise<SendSummary> {
+  const { summary } = run;
+  summary.brokerRefusals = publisher.refusals;
+  const lost = publisher.lost;
+  await publisher.close();
+  if (run.fatal) throw run.fatal;
+  if (summary.publisherIdentity) return summary;
+  if (lost) {
+    summary.stoppedBy = publisher.refusing ? 'broker-refusing' : 'broker-lost';
+    summary.brokerLost = lost;
+  } else if (broker.blocked !== null) {
+    summary.stoppedBy = 'broker-blocked';
+    summary.brokerBlocked = broker.blocked;
+  }
+  return summary;
+}
+
+/**
+ * The v2 outbox relay. No transaction is held across broker I/O: the claim commits before
+ * publishing, the adjudication is a separate short write.
+ * @example const summary = await runSend(options, { db, broker, publisher: { appKey, appCode }, signal, clock: Date.now })
+ */
+export async function runSend(options: SendOptions, deps: SendDeps): Promise<SendSummary> {
+  const run: Run = { options, deps, summary: emptySummary(), deadline: deps.clock() + options.maxSeconds * 1000, fatal: null };
+  if (options.dryRun) return dryRunSend(run);
+  if (!deps.broker) throw new Error('runSend needs a broker unless dryRun');
+  const broker = deps.broker;
+  const owner = newClaimOwner();
+  await verifiedPublisher(deps.db, deps.publisher);
+  const publisher = await openPublisher(broker, options);
+  await claimBatches(run, broker, publisher, owner);
+  return finishRun(run, broker, publisher);
+}
+
+/** `--declare` declares the exchange (topic, durable); otherwise it must exist. A dry run declares nothing. */
+export async function prepareExchange(broker: Broker, options: { readonly declare: boolean; readonly dryRun: boolean }): Promise<void> {
+  if (options.declare && !options.dryRun) {
+    const ch = await broker.channel();
+    await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
+    await ch.close();
+  } else if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
+    throw new EnvironmentError(`exchange ${DELIVERY_EXCHANGE} does not exist on the broker: create it, or pass --declare`);
+  }
+}
+
+/** What `deliveries send` works with beyond {@link runSend}'s dependencies. */
+export interface SendCommandDeps extends Omit<SendDeps, 'broker'> {
+  readonly broker: Broker;
+  /** the progress display, opened once the exchange is checked */
+  readonly progress: () => Progress;
+  /** count the due backlog for the progress total (a terminal's bar; cron runs count nothing) */
+  readonly countTotal: boolean;
+}
+
+/**
+ * `deliveries send` as a whole: the exchange checked (or declared), the relay run with its
+ * progress, and the run's time for the summary's rate.
+ * @example const { summary, seconds } = await sendDeliveries(options, { db, broker, publisher, signal, clock, progress: () => output.progress('deliveries send'), countTotal: false })
+ */
+export async function sendDeliveries(options: SendOptions & { readonly declare: boolean }, deps: SendCommandDeps): Promise<{ summary: SendSummary; seconds: number }> {
+  await prepareExchange(deps.broker, options);
+  const started = deps.clock();
+  const progress = deps.progress();
+  if (deps.countTotal) progress.setTotal(await countDue(deps.db, Math.min(options.maxRows, 1_000_000)));
+  let summary: SendSummary;
+  try {
+    summary = await runSend(options, {
+      ...deps,
+      // A dry run writes nothing, on the broker either: it only checks.
+      broker: options.dryRun ? null : deps.broker,
+      onRow: (row, result) => {
+        progress.record(progressReason(result));
+        deps.onRow?.(row, result);
+      },
+    });
+  } finally {
+    progress.stop();
+  }
+  return { summary, seconds: (deps.clock() - started) / 1000 };
+}

@@ -1,0 +1,125 @@
+/**
+ * SQL of `deliveries send`, as `{sql, params}` builders (tested as text; `run.ts` executes them).
+ * Every write after the claim is guarded by claim owner and generation (SPEC §2).
+ */
+import type { Statement } from '../../db/statement.js';
+import { type DeliveryRow, type Generation, grantKey } from '../types.js';
+import type { Write } from './types.js';
+
+/** Columns the relay needs; never `SELECT *` (consumer receipt columns are not ours). */
+const ROW_COLUMNS =
+  'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, replay_op_digest';
+
+/**
+ * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
+ * without an expiry (written by hand or by another tool) counts as expired, so no row is stuck
+ * forever (seed 003 §10.6; `deliveries scan` counts such rows as stuck claims). One rule for the
+ * claim and for `deliveries scan`'s due count: `t` is a table alias prefix (`d.`), `now` the SQL
+ * of the current time (`NOW()`, or `?` for a report's one `now`).
+ */
+export function dueRule(t = '', now = 'NOW()'): string {
+  return (
+    `${t}state IN ('PENDING', 'FAILED') AND (${t}next_retry_at IS NULL OR ${t}next_retry_at <= ${now}) ` +
+    `AND (${t}claim_owner IS NULL OR ${t}claim_expires_at IS NULL OR ${t}claim_expires_at < ${now})`
+  );
+}
+const DUE = dueRule();
+
+/** @example const { sql, params } = sendSql.claim(500) */
+export const sendSql = {
+  /**
+   * Up to `limit` due rows, locked: `FOR UPDATE SKIP LOCKED` so concurrent relays never wait on or
+   * share a row. Run in one short transaction with {@link sendSql.lease}.
+   */
+  claim: (limit: number): Statement => ({ sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, params: [limit] }),
+  /** The lease on the rows just claimed. */
+  lease: (owner: string, ids: readonly string[], leaseSeconds: number): Statement => ({
+    sql: 'UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)',
+    params: [owner, leaseSeconds, ids],
+  }),
+  /**
+   * How many rows are due now, counting no further than `cap` (for a progress total; a later claim
+   * may find fewer or more). Capped, so a backlog of millions is not read whole to draw a bar.
+   */
+  countDue: (cap: number): Statement => ({ sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery WHERE ${DUE} LIMIT ?) due`, params: [cap] }),
+  /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
+  peekDue: (afterId: string, limit: number): Statement => ({ sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`, params: [afterId, limit] }),
+  /** The registry row of the configured app code (seed 004 `getAppByCode`). */
+  registryByCode: (appCode: string): Statement => ({ sql: 'SELECT id, app_code, app_key FROM application_info WHERE app_code = ?', params: [appCode] }),
+  /** The grants of a batch's rows, read fresh (no cache across batches); null for no rows. */
+  grants: (rows: readonly DeliveryRow[]): Statement | null => {
+    const triples = new Map<string, [string, string, string]>();
+    for (const r of rows) triples.set(grantKey(r.form_uuid, r.consumer_school_id, r.consumer_app_key), [r.form_uuid, String(r.consumer_school_id), r.consumer_app_key]);
+    if (triples.size === 0) return null;
+    const list = [...triples.values()];
+    return {
+      sql:
+        'SELECT form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked ' +
+        `FROM form_consumer_grant WHERE (form_uuid, consumer_school_id, consumer_app_key) IN (${list.map(() => '(?, ?, ?)').join(', ')})`,
+      params: list.flat(),
+    };
+  },
+  /** The states of rows a guarded write matched fewer of than it named. */
+  states: (ids: readonly string[]): Statement => ({ sql: 'SELECT id, state, retry_count FROM answer_delivery WHERE id IN (?)', params: [ids] }),
+};
+
+/**
+ * The guard every write after the claim carries (SPEC §2): still ours, still open, and the same
+ * generation (retry count and replay operation) as when it was claimed.
+ */
+function guard(owner: string, gens: readonly Generation[]): Statement {
+  // Rows of one batch nearly all share a generation: one `id IN (…)` per generation keeps the
+  // statement a primary-key lookup instead of hundreds of OR-ed conditions.
+  const byGeneration = new Map<string, { retryCount: number; replayOpDigest: string | null; ids: string[] }>();
+  for (const g of gens) {
+    const key = `${g.retryCount}|${g.replayOpDigest ?? ''}`;
+    const group = byGeneration.get(key) ?? { retryCount: g.retryCount, replayOpDigest: g.replayOpDigest, ids: [] };
+    group.ids.push(g.id);
+    byGeneration.set(key, group);
+  }
+  // The top-level `id IN` makes the primary key drive the statement (and its locks), whatever
+  // the generation groups look like.
+  const params: unknown[] = [gens.map((g) => g.id), owner];
+  const parts = [...byGeneration.values()].map((group) => {
+    params.push(group.retryCount, group.replayOpDigest, group.ids);
+    return '(retry_count = ? AND replay_op_digest <=> ? AND id IN (?))';
+  });
+  return { sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
+}
+
+/** Compiles a write to `{sql, params}`; tested as text, executed on the real database. */
+export function compileWrite(owner: string, w: Write): Statement {
+  const g = guard(owner, w.gens);
+  const clearClaim = 'claim_owner = NULL, claim_expires_at = NULL';
+  switch (w.kind) {
+    case 'accept':
+      // Only a confirm writes broker_accepted_at, and only once.
+      return {
+        sql: `UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = COALESCE(broker_accepted_at, NOW()), next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: g.params,
+      };
+    case 'fail':
+      return {
+        sql:
+          `UPDATE answer_delivery SET state = ?, retry_count = ?, next_retry_at = ${w.backoffSeconds === null ? 'NULL' : 'NOW() + INTERVAL ? SECOND'}, ` +
+          `last_error = ?, broker_accepted_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: [w.state, w.retryCount, ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]), w.lastError.slice(0, 512), ...g.params],
+      };
+    case 'revoke':
+      return {
+        sql: `UPDATE answer_delivery SET state = 'GRANT_REVOKED', last_error = ?, next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: [w.lastError, ...g.params],
+      };
+    case 'hold':
+      // Held is neither sent nor failed: the retry budget stays; look again after a while.
+      return {
+        sql: `UPDATE answer_delivery SET next_retry_at = NOW() + INTERVAL ? SECOND, ${clearClaim} WHERE ${g.sql}`,
+        params: [w.recheckSeconds, ...g.params],
+      };
+    case 'release':
+      return { sql: `UPDATE answer_delivery SET ${clearClaim} WHERE ${g.sql}`, params: g.params };
+    case 'bury':
+      return { sql: `UPDATE answer_delivery SET state = 'DEAD', next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`, params: g.params };
+  }
+}

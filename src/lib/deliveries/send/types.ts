@@ -1,0 +1,77 @@
+/** The shapes of `deliveries send`: its options, each row's result, the run's summary, the writes. */
+import type { Broker } from '../../amqp/connect.js';
+import type { Db } from '../../db/connect.js';
+import type { RetryPolicy } from '../retry.js';
+import type { DeliveryRow, Generation } from '../types.js';
+
+export interface SendOptions {
+  readonly batchSize: number;
+  readonly window: number;
+  readonly maxRows: number;
+  readonly maxSeconds: number;
+  readonly leaseSeconds: number;
+  readonly confirmTimeoutMs: number;
+  readonly holdRecheckSeconds: number;
+  readonly retry: RetryPolicy;
+  readonly dryRun: boolean;
+  /** batches claimed ahead while earlier ones are still being confirmed */
+  readonly pipeline: number;
+  /** the zone of the service's DATETIMEs, for occurredAt's offset: an IANA name or `±HH:MM` */
+  readonly serviceTimeZone: string;
+  /** a grant check older than this when its row is published is read again (back-pressure can delay a publish) */
+  readonly grantMaxAgeMs?: number;
+}
+
+/** The result of one row, as reported in events and counted in the summary. */
+export type RowResult =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'failed'; readonly reason: string; readonly dead: boolean }
+  | { readonly kind: 'revoked'; readonly reason: string }
+  | { readonly kind: 'held' }
+  | { readonly kind: 'skipped'; readonly reason: string }
+  | { readonly kind: 'would-publish' };
+
+export interface SendSummary {
+  claimed: number;
+  published: number;
+  accepted: number;
+  failed: number;
+  dead: number;
+  revoked: number;
+  held: number;
+  skipped: number;
+  wouldPublish: number;
+  failedByReason: Record<string, number>;
+  /** adjudications the generation guard turned away (a replay or another worker got there first) */
+  stale: number;
+  /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
+  brokerRefusals: number;
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-refusing' | 'broker-blocked' | 'publisher-identity';
+  /** why the broker went away mid-run (or refuses every message: `broker-refusing`); the command then exits 3 after its summary */
+  brokerLost?: string;
+  /** why the publisher identity failed mid-run (the registry changed); the command exits 3 after its summary */
+  publisherIdentity?: string;
+  /** why the broker blocked publishing (a resource alarm); the run stopped claiming, exit 3 */
+  brokerBlocked?: string;
+}
+
+/** What {@link runSend} works with. */
+export interface SendDeps {
+  readonly db: Db;
+  readonly broker: Broker | null;
+  readonly publisher: { readonly appKey: string; readonly appCode: string };
+  readonly signal: AbortSignal;
+  readonly clock: () => number;
+  readonly onRow?: (row: DeliveryRow, result: RowResult) => void;
+  readonly onBatch?: (summary: Readonly<SendSummary>) => void;
+}
+
+/** The write of one group of rows that get the same transition. Returns rows matched. */
+export type Write =
+  | { readonly kind: 'accept'; readonly gens: readonly Generation[] }
+  | { readonly kind: 'fail'; readonly gens: readonly Generation[]; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
+  | { readonly kind: 'revoke'; readonly gens: readonly Generation[]; readonly lastError: string }
+  | { readonly kind: 'hold'; readonly gens: readonly Generation[]; readonly recheckSeconds: number }
+  | { readonly kind: 'release'; readonly gens: readonly Generation[] }
+  /** budget already spent: DEAD as it stands, its retry count and last error kept */
+  | { readonly kind: 'bury'; readonly gens: readonly Generation[] };

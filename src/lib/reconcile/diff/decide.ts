@@ -1,0 +1,159 @@
+/**
+ * The decisions of `reconcile diff`, pure: the task start's text, whether two manifests belong to
+ * one scan, each answer's lines in the output files, the summary, the exit code and the summary line.
+ */
+import { ExitCode, UsageError } from '../../cli/exit.js';
+import type { Summary } from '../../cli/output.js';
+import type { ManifestSource } from '../../manifest/reader.js';
+import { type ManifestRow, normalizeDateTime } from '../../manifest/row.js';
+import { CATEGORIES, type Category, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../classify.js';
+import { DIFF_FILES, type DiffInput, type DiffResult, type DiffSummary, type PlanLine, type RetireCandidateLine, SUMMARY_FORMAT } from './types.js';
+
+/**
+ * `--task-start` as manifest time text, or a {@link UsageError}.
+ * @example parseTaskStart('2026-11-30T01:00:00') // '2026-11-30 01:00:00'
+ */
+export function parseTaskStart(text: string): string {
+  const t = normalizeDateTime(text.trim());
+  if (t === null || text.includes('.') || !isCalendarTime(t)) throw new UsageError(`--task-start ${JSON.stringify(text)} is not a time like 2026-11-30 01:00:00 (the SH database's clock)`);
+  return t;
+}
+
+/**
+ * A `yyyy-MM-dd HH:mm:ss` that names a real second of DATETIME's range: month 13 or February 30
+ * would otherwise be compared as text against every createTime.
+ */
+function isCalendarTime(t: string): boolean {
+  const [y, mo, d, h, mi, s] = t.split(/[- :]/).map(Number) as [number, number, number, number, number, number];
+  const at = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  return y >= 1000 && at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d && at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+}
+
+type ScanOf = Pick<ManifestSource, 'schId' | 'formUuid' | 'shards'>;
+
+/**
+ * Why two manifests cannot be joined (exit 4), or null: of another school or form, or of other
+ * parts of the key space.
+ * @example sameScanRefusal({ schId: '5', formUuid: 'f', shards: [] }, { schId: '6', formUuid: 'f', shards: [] }) // 'the manifests are of different scans: …'
+ */
+export function sameScanRefusal(fc: ScanOf, sh: ScanOf): string | null {
+  if (fc.schId !== sh.schId || fc.formUuid !== sh.formUuid) {
+    return `the manifests are of different scans: FC school ${fc.schId} form ${fc.formUuid}, SH school ${sh.schId} form ${sh.formUuid}`;
+  }
+  if (fc.shards.join(',') !== sh.shards.join(',')) {
+    return `the manifests cover different parts of the key space: FC shards ${fc.shards.join(',') || 'none'}, SH shards ${sh.shards.join(',') || 'none'}`;
+  }
+  return null;
+}
+
+const csvCell = (v: string | boolean | null | undefined) => (v === null || v === undefined ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : v);
+
+/** The `report.csv` row of a difference (isDeleted as 0/1, empty cells for a side without the row). */
+export function reportRow(category: Category, f: ManifestRow | null, l: ManifestRow | null): string[] {
+  const row = (f ?? l)!;
+  return [
+    category, row.answerUuid, row.schId,
+    csvCell(f?.revision), csvCell(f?.contentHash), csvCell(f?.isDeleted),
+    csvCell(l?.revision), csvCell(l?.contentHash), csvCell(l?.isDeleted), csvCell(l?.createTime), csvCell(l?.retiredAt),
+  ];
+}
+
+/** The plan file an answer of this category goes to, with its line; null for none. */
+export function planLineOf(category: Category, f: ManifestRow | null, l: ManifestRow | null, formUuid: string, taskStart: string): { file: 'plan' | 'ahead'; line: PlanLine } | { file: 'retire'; line: RetireCandidateLine } | null {
+  if (REPAIR_CATEGORIES.includes(category) || category === 'LOCAL_AHEAD') {
+    const row = (f ?? l)!;
+    const line: PlanLine = {
+      category,
+      answerUuid: row.answerUuid,
+      schId: row.schId,
+      formUuid,
+      expectedRevision: l?.revision ?? null,
+      expectedHash: l?.contentHash ?? null,
+      expectedIsDeleted: l?.isDeleted ?? null,
+      fcRevision: f!.revision,
+      fcContentHash: f!.contentHash,
+      fcIsDeleted: f!.isDeleted,
+    };
+    return { file: category === 'LOCAL_AHEAD' ? 'ahead' : 'plan', line };
+  }
+  if (category !== 'ABSENT_AT_FC') return null;
+  const line: RetireCandidateLine = {
+    category,
+    answerUuid: l!.answerUuid,
+    schId: l!.schId,
+    formUuid,
+    expectedRevision: l!.revision,
+    expectedHash: l!.contentHash,
+    expectedIsDeleted: l!.isDeleted,
+    localCreateTime: l!.createTime!,
+    taskStart,
+  };
+  return { file: 'retire', line };
+}
+
+/** One input as `summary.json` names it. */
+export function inputOf(source: ManifestSource, sha256: string): DiffInput {
+  return {
+    file: source.file,
+    bytes: source.bytes,
+    rows: source.rows,
+    sha256,
+    completedAt: source.completedAt,
+    checkpoints: source.checkpoints.map(({ path, checkpoint }) => ({ path, shard: checkpoint.params.shard, rows: checkpoint.rows, sha256: checkpoint.sha256 })),
+  };
+}
+
+/** `summary.json` of a finished join. */
+export function diffSummary(o: {
+  taskStart: string;
+  fc: ManifestSource;
+  sh: ManifestSource;
+  sha256: { fc: string; sh: string };
+  counts: Readonly<Record<Category, number>>;
+  outputs: Record<string, { rows: number; sha256: string }>;
+  createdAt: string;
+}): DiffSummary {
+  return {
+    format: SUMMARY_FORMAT,
+    taskStart: o.taskStart,
+    schId: o.fc.schId,
+    formUuid: o.fc.formUuid,
+    shards: o.fc.shards,
+    wholeKeySpace: o.fc.wholeKeySpace,
+    inputs: { fc: inputOf(o.fc, o.sha256.fc), sh: inputOf(o.sh, o.sha256.sh) },
+    counts: Object.fromEntries(CATEGORIES.map((k) => [k, o.counts[k]])) as Record<Category, number>,
+    differences: CATEGORIES.filter((k) => !SETTLED_CATEGORIES.includes(k)).reduce((n, k) => n + o.counts[k], 0),
+    outputs: o.outputs,
+    createdAt: o.createdAt,
+  };
+}
+
+/** Differences are findings, not failures: exit 0 when the files were written, 1 when a stop signal ended the diff. */
+export function diffExitCode(result: Pick<DiffResult, 'kind'>): number {
+  return result.kind === 'done' ? ExitCode.OK : ExitCode.ITEMS_FAILED;
+}
+
+/** The summary fields of a finished diff (shared with `reconcile run`). */
+export function diffSummaryFields(result: Extract<DiffResult, { kind: 'done' }>): Record<string, unknown> {
+  const s = result.summary;
+  return {
+    taskStart: s.taskStart,
+    schId: s.schId,
+    formUuid: s.formUuid,
+    fcRows: s.inputs.fc.rows,
+    shRows: s.inputs.sh.rows,
+    differences: s.differences,
+    repairPlan: s.outputs[DIFF_FILES.repairPlan]?.rows ?? 0,
+    localAhead: s.outputs[DIFF_FILES.localAhead]?.rows ?? 0,
+    retireCandidates: s.outputs[DIFF_FILES.retireCandidates]?.rows ?? 0,
+    outDir: result.outDir,
+  };
+}
+
+/** The summary line of `reconcile diff` (with its counts, when written). */
+export function summarizeDiff(result: DiffResult, elapsedMs: number): { fields: Summary; counts?: Readonly<Record<Category, number>> } {
+  const seconds = Math.round(elapsedMs / 100) / 10;
+  const exitCode = diffExitCode(result);
+  if (result.kind === 'stopped') return { fields: { command: 'reconcile diff', exitCode, stoppedBy: 'signal', answers: result.answers, written: false, seconds } };
+  return { fields: { command: 'reconcile diff', exitCode, ...diffSummaryFields(result), seconds }, counts: result.summary.counts };
+}

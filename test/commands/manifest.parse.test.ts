@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { createManifestPageCommand } from '../../src/commands/manifest/page.js';
+import { createManifestScanCommand } from '../../src/commands/manifest/scan.js';
+import { parseError, parseWith } from '../helpers/parse.js';
+
+const FORM = '11111111-2222-3333-4444-555555555555';
+const CURSOR = '99999999-2222-3333-4444-555555555555';
+
+describe('manifest page: flags → options', () => {
+  it('defaults', async () => {
+    const { options } = await parseWith(createManifestPageCommand, ['page', '--side', 'sh', '--school', '5', '--form', FORM]);
+    expect(options).toEqual({ side: 'sh', schId: '5', formUuid: FORM, cursor: null, size: 200 });
+  });
+  it('every flag reaches its option', async () => {
+    const { options } = await parseWith(createManifestPageCommand, ['page', '--side', 'fc', '--school', '9007199254740993', '--form', FORM, '--cursor', CURSOR, '--size', '500']);
+    expect(options).toEqual({ side: 'fc', schId: '9007199254740993', formUuid: FORM, cursor: CURSOR, size: 500 });
+  });
+  it('a value out of range, a bad side, a missing --form are refused before the run', async () => {
+    expect(await parseError(createManifestPageCommand, ['page', '--side', 'sh', '--school', '5', '--form', FORM, '--size', '501'])).toMatch(/--size/);
+    expect(await parseError(createManifestPageCommand, ['page', '--side', 'xx', '--school', '5', '--form', FORM])).toMatch(/--side.*expected sh or fc/);
+    expect(await parseError(createManifestPageCommand, ['page', '--side', 'sh', '--school', '5'])).toMatch(/required option '--form <uuid>' not specified/);
+  });
+});
+
+describe('manifest scan: flags → options', () => {
+  it('defaults', async () => {
+    const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', 'sh.jsonl']);
+    expect(options).toEqual({ side: 'sh', schId: '5', formUuid: FORM, size: 200, out: 'sh.jsonl', checkpoint: undefined, restart: false, shard: null });
+  });
+  it('every flag reaches its option', async () => {
+    const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', 'fc.jsonl', '--checkpoint', 'cp.json', '--size', '7', '--shard', '2/4', '--restart']);
+    expect(options).toEqual({ side: 'fc', schId: '5', formUuid: FORM, size: 7, out: 'fc.jsonl', checkpoint: 'cp.json', restart: true, shard: { index: 2, count: 4 } });
+  });
+  it('a bad shard, a school that is no id, an empty --out are refused before the run', async () => {
+    expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', 'x', '--shard', '5/4'])).toMatch(/--shard/);
+    expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '0', '--form', FORM, '--out', 'x'])).toMatch(/--school.*positive whole number/);
+    expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', ''])).toMatch(/--out.*empty/);
+  });
+});

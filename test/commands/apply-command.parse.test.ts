@@ -46,8 +46,8 @@ describe('apply-command scan: flags → options', () => {
     expect(options).toEqual({ limit: 20, format: 'table', pendingGraceSeconds: 600, metricsFile: undefined, failIfDead: false });
   });
   it('every flag reaches its option', async () => {
-    const { options } = await parseWith(createApplyCommandScanCommand, ['scan', '--limit', '5', '--format', 'csv', '--pending-grace', '10m', '--metrics-file', 's.prom', '--fail-if-dead']);
-    expect(options).toEqual({ limit: 5, format: 'csv', pendingGraceSeconds: 600, metricsFile: 's.prom', failIfDead: true });
+    const { options } = await parseWith(createApplyCommandScanCommand, ['scan', '--limit', '5', '--format', 'csv', '--pending-grace', '15m', '--metrics-file', 's.prom', '--fail-if-dead']);
+    expect(options).toEqual({ limit: 5, format: 'csv', pendingGraceSeconds: 900, metricsFile: 's.prom', failIfDead: true });
   });
   it('a format it does not know is refused before the run', async () => {
     expect(await parseError(createApplyCommandScanCommand, ['scan', '--format', 'xml'])).toMatch(/--format/);

@@ -11,9 +11,16 @@ describe('deliveries send: flags → options', () => {
     const { options } = await parseWith(createDeliveriesSendCommand, ['send']);
     expect(options).toMatchObject({ batchSize: 500, window: 256, leaseSeconds: 120, confirmTimeoutMs: 15_000, holdRecheckSeconds: 600, pipeline: 2, dryRun: false, declare: false, allowDefaultVhost: false });
   });
-  it('every flag reaches its option, seconds turned into milliseconds', async () => {
-    const { options } = await parseWith(createDeliveriesSendCommand, ['send', '--batch-size', '7', '--window', '3', '--confirm-timeout', '0.5', '--pipeline', '4', '--dry-run', '--declare', '--allow-default-vhost', '--max-seconds', '9']);
-    expect(options).toMatchObject({ batchSize: 7, window: 3, confirmTimeoutMs: 500, pipeline: 4, dryRun: true, declare: true, allowDefaultVhost: true, maxSeconds: 9 });
+  it('every flag reaches its option (each set to a value no default has), seconds turned into milliseconds', async () => {
+    const { options } = await parseWith(createDeliveriesSendCommand, [
+      'send', '--batch-size', '7', '--window', '3', '--max-rows', '41', '--max-seconds', '9', '--lease-seconds', '77',
+      '--confirm-timeout', '0.5', '--hold-recheck', '33', '--pipeline', '4', '--dry-run', '--declare', '--allow-default-vhost',
+      '--backoff-base', '11', '--backoff-cap', '1234', '--max-retries', '5', '--metrics-file', 'send.prom',
+    ]);
+    expect(options).toEqual({
+      batchSize: 7, window: 3, maxRows: 41, maxSeconds: 9, leaseSeconds: 77, confirmTimeoutMs: 500, holdRecheckSeconds: 33,
+      retry: { baseSeconds: 11, capSeconds: 1234, maxRetries: 5 }, dryRun: true, pipeline: 4, declare: true, allowDefaultVhost: true, metricsFile: 'send.prom',
+    });
   });
   it('a value out of range is refused before the run', async () => {
     expect(await parseError(createDeliveriesSendCommand, ['send', '--window', '0'])).toMatch(/--window/);

@@ -127,6 +127,8 @@ export class ConfirmPublisher {
     private readonly window: number,
     private readonly confirmTimeoutMs: number,
     private readonly recovery?: RecoveryOptions,
+    /** the clock the caller's `notAfter` deadlines are on (send's injected clock) */
+    private readonly clock: () => number = Date.now,
   ) {
     this.channel = channel;
     this.attach(channel);
@@ -207,7 +209,7 @@ export class ConfirmPublisher {
       return { kind: 'refused', ...known, sent: false };
     }
     const id = message.options.messageId;
-    if (this.closedReason !== null || this.outstanding.has(id) || Date.now() + this.confirmTimeoutMs > notAfter) {
+    if (this.closedReason !== null || this.outstanding.has(id) || this.clock() + this.confirmTimeoutMs > notAfter) {
       this.wakeAll();
       return { kind: 'unsent' };
     }
@@ -341,7 +343,7 @@ export class ConfirmPublisher {
           entry.settle({ kind: 'refused', ...known, sent: true });
           continue;
         }
-        if (Date.now() + this.confirmTimeoutMs > entry.notAfter) {
+        if (this.clock() + this.confirmTimeoutMs > entry.notAfter) {
           entry.settle({ kind: 'unknown' });
           continue;
         }

@@ -197,14 +197,14 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
 }
 
 /** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
-async function openPublisher(broker: Broker, options: SendOptions): Promise<ConfirmPublisher> {
+async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
   let channel;
   try {
     channel = await broker.confirmChannel();
   } catch (err) {
     throw new EnvironmentError(`cannot open a confirm channel: ${(err as Error).message}`, { cause: err });
   }
-  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs, { reopen: () => broker.confirmChannel(), probe: returnProbeMessage });
+  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs, { reopen: () => broker.confirmChannel(), probe: returnProbeMessage }, clock);
   // Seed 004: without observable returns no scan-send.
   const probe = await sendReturnProbe(publisher, options.confirmTimeoutMs);
   if (!probe.ok) {
@@ -346,7 +346,7 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   const broker = deps.broker;
   const owner = newClaimOwner();
   await verifiedPublisher(deps.db, deps.publisher);
-  const publisher = await openPublisher(broker, options);
+  const publisher = await openPublisher(broker, options, deps.clock);
   await claimBatches(run, broker, publisher, owner);
   return finishRun(run, broker, publisher);
 }

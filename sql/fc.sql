@@ -106,3 +106,28 @@ CREATE TABLE IF NOT EXISTS fcctl_replay_operation (
   create_time        DATETIME     NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- The fleet's pause switch (issue 19 §3): one row per paused command that writes this database,
+-- set by `fcctl pause COMMAND`, removed by `fcctl resume COMMAND`; the command reads it at start and
+-- before each batch or page and stops cleanly. Times are UTC (UTC_TIMESTAMP()); a row whose
+-- until_at has passed counts as not paused.
+CREATE TABLE IF NOT EXISTS fcctl_pause (
+  command   VARCHAR(64)  NOT NULL PRIMARY KEY,
+  reason    VARCHAR(512) NOT NULL,
+  paused_by VARCHAR(255) NOT NULL,
+  paused_at DATETIME     NOT NULL,
+  until_at  DATETIME     NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+-- Every pause and resume of the switch: what, why, by whom (user@host), from which host, when (UTC).
+CREATE TABLE IF NOT EXISTS fcctl_pause_event (
+  id          BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  command     VARCHAR(64)  NOT NULL,
+  action      VARCHAR(16)  NOT NULL,
+  reason      VARCHAR(512) NULL,
+  until_at    DATETIME     NULL,
+  actor       VARCHAR(255) NOT NULL,
+  host        VARCHAR(255) NOT NULL,
+  create_time DATETIME     NOT NULL,
+  KEY idx_pause_event_command (command, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -13,6 +13,8 @@ import { createManifestGroup } from './commands/manifest/index.js';
 import { createReconcileGroup } from './commands/reconcile/index.js';
 import { createRetireAbsentGroup } from './commands/retire-absent/index.js';
 import { createProjectionGroup } from './commands/projection/index.js';
+import { createPauseCommands } from './commands/pause/index.js';
+import { progressIntervalOption } from './commands/options.js';
 import { commanderErrorLine, FcctlCommand } from './lib/cli/command.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
 import { loadTerminal } from './lib/cli/terminal.js';
@@ -35,6 +37,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
     .option('--app-code <code>', 'this publisher\'s deployment code (FCCTL_APP_CODE)')
     .option('--service-time-zone <zone>', 'IANA time zone of the service\'s DATETIMEs; default: the FC database\'s zone (FCCTL_SERVICE_TIME_ZONE)')
     .option('--json', 'JSON lines on stdout, even on a terminal')
+    .addOption(progressIntervalOption())
     .addOption(new Option('--debug', 'print stack traces of unexpected errors'))
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -59,6 +62,7 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
   createReconcileGroup(program, deps, resources);
   createRetireAbsentGroup(program, deps, resources);
   createProjectionGroup(program, deps, resources);
+  createPauseCommands(program, deps, resources);
 
   const config = program.command('config').description('configuration');
   createConfigShowCommand(config, deps, resources);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { type Config, requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
 import type { Io } from '../lib/cli/io.js';
@@ -26,6 +27,8 @@ export interface Ctx extends Deps {
   readonly config: Config;
   readonly output: Output;
   readonly debug: boolean;
+  /** this process run's id: the summary's `runId` when the command names no run of its own (README "Output") */
+  readonly runId: string;
   fcDb(): Promise<Db>;
   shDb(): Promise<Db>;
   /** the broker at amqpUrl, opened on first use and closed when the command ends */
@@ -61,6 +64,8 @@ export class Resources {
   exitCode = 0;
   /** the command's summary, printed by main with the exit code the process ends with */
   readonly summary = new SummaryHold();
+  /** a new id per process run (one `main`), in the summary as `runId` */
+  readonly runId = randomUUID();
 }
 
 /** `deliveries scan` for the scan command under `deliveries` (the root's name left out). */
@@ -95,8 +100,16 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
   return {
     ...deps,
     config,
-    output: new Output(deps.io, { json: Boolean(flags['json']), hold: resources.summary }),
+    output: new Output(deps.io, {
+      json: Boolean(flags['json']),
+      hold: resources.summary,
+      now: deps.now,
+      runId: resources.runId,
+      // the global --progress-interval (seconds, validated by its parser; 0 turns the lines off)
+      progressIntervalMs: Math.round(((flags['progressInterval'] as number | undefined) ?? 0) * 1000),
+    }),
     debug: Boolean(flags['debug']),
+    runId: resources.runId,
     fcDb: lazy('FC database', 'fcDatabaseUrl'),
     shDb: lazy('SH database', 'shDatabaseUrl'),
     amqp,
@@ -134,7 +147,13 @@ export function commandAction<O>(
     const flags = args[args.length - 2] as Record<string, unknown>;
     // A bad flag is reported before a bad config file: the flags are the operator's last word.
     const options = optionsOf(flags, args.slice(0, -2) as string[]);
-    resources.exitCode = await runF(options, makeContext(cmd, deps, resources));
+    const ctx = makeContext(cmd, deps, resources);
+    try {
+      resources.exitCode = await runF(options, ctx);
+    } finally {
+      // progress lines end with the command, whatever it left open
+      ctx.output.close();
+    }
   };
 }
 

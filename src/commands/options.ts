@@ -332,3 +332,45 @@ export function maxProofAgeOption(defaultSeconds: number, shownDefault: string):
     .argParser(durationArg(1, 30 * 86400))
     .default(defaultSeconds, shownDefault);
 }
+
+/** The default of the global `--progress-interval`, in seconds. */
+export const DEFAULT_PROGRESS_INTERVAL_SECONDS = 30;
+
+/**
+ * The global `--progress-interval <s>`: off a terminal, a `progress` line on stderr this often while
+ * a batch runs; 0 turns the lines off, otherwise 0.1 s to a day (README "Output").
+ * @example program.addOption(progressIntervalOption())
+ */
+export function progressIntervalOption(): Option {
+  const seconds = secondsArg(0.1, 86400);
+  return new Option('--progress-interval <s>', 'off a terminal, a progress line on stderr every this many seconds while a batch runs; 0: none')
+    .argParser((value) => {
+      if (/^0+(\.0+)?$/.test(value.trim())) return 0;
+      try {
+        return seconds(value);
+      } catch {
+        throw new InvalidArgumentError('expected 0 (no progress lines) or seconds from 0.1 to 86400');
+      }
+    })
+    .default(DEFAULT_PROGRESS_INTERVAL_SECONDS);
+}
+
+/**
+ * `--state FAILED|DEAD` and `--reason CODE` of `deliveries failed` and `deliveries replay
+ * --failed`: which FAILED/DEAD rows (checked by `failedFilterOf`, lib/deliveries/failed/decide.ts).
+ * @example failedFilterOptions(cmd)
+ */
+export function failedFilterOptions(cmd: Command): Command {
+  return cmd
+    .option('--state <state>', 'only FAILED or only DEAD rows')
+    .option('--reason <code>', "only rows whose last_error code (before ':') is this one: NO_ROUTE, NACK, CONFIRM_TIMEOUT, …");
+}
+
+/**
+ * `--pause-file <path>` of a pausable cron command (issue 19 §3; gh-ost's throttle flag file): while
+ * the file exists the command behaves as paused, its first line the reason.
+ * @example cmd.addOption(pauseFileOption())
+ */
+export function pauseFileOption(): Option {
+  return new Option('--pause-file <path>', 'behave as paused while this file exists (its first line is the reason); the local alternative to fcctl pause').argParser(pathArg);
+}

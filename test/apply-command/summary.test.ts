@@ -33,7 +33,7 @@ describe('resolve-unknown: counting, summary line and stop message', () => {
     [{ kind: 'failed', reason: 'LOOKUP_TIMEOUT', dead: false }, { failed: 1, failedByReason: { LOOKUP_TIMEOUT: 1 } }],
     [{ kind: 'failed', reason: 'LOOKUP_TIMEOUT', dead: true }, { dead: 1, deadByReason: { LOOKUP_TIMEOUT: 1 } }],
     [{ kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: null }, { dead: 1, deadByReason: { OWNERSHIP_MISMATCH: 1 } }],
-    [{ kind: 'released', reason: 'STOPPED' }, { released: 1 }],
+    [{ kind: 'released', reason: 'STOPPED' }, { released: 1, releasedByReason: { STOPPED: 1 } }],
     [{ kind: 'stale', would: 'done' }, { stale: 1 }],
     [{ kind: 'would-post' }, { wouldPost: 1 }],
   ])('%o is counted', (report, counted) => {

@@ -1,9 +1,12 @@
+import { hostname } from 'node:os';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { openBroker } from '../../src/lib/amqp/connect.js';
 import { commanderErrorLine, editDistance, missingOptionsMessage, similarCommands } from '../../src/lib/cli/command.js';
 import { batchExitCode } from '../../src/lib/cli/exit.js';
 import { Output, SummaryHold } from '../../src/lib/cli/output.js';
+import { TS_PATTERN } from '../../src/lib/cli/timestamp.js';
+import { UUID_PATTERN } from '../../src/lib/ids.js';
 import { testAmqpUrl } from '../helpers/db.js';
 import { runCli, spawnCli } from '../helpers/cli.js';
 
@@ -33,7 +36,10 @@ describe('SummaryHold: the summary is printed with the exit code the process end
     new Output(c.io, { hold }).summary({ command: 'deliveries send', exitCode: 0, accepted: 500 });
     expect(c.text()).toBe('');
     hold.release(3);
-    expect(JSON.parse(c.text())).toEqual({ type: 'summary', command: 'deliveries send', exitCode: 3, accepted: 500 });
+    const line = JSON.parse(c.text()) as Record<string, unknown>;
+    expect(line).toEqual({ ts: expect.stringMatching(TS_PATTERN), type: 'summary', command: 'deliveries send', exitCode: 3, accepted: 500, runId: expect.stringMatching(UUID_PATTERN), host: hostname() });
+    // printed when released: the time of the release, first on the line
+    expect(Object.keys(line)[0]).toBe('ts');
     hold.release(0);
     expect(c.text().split('\n').filter(Boolean)).toHaveLength(1);
   });

@@ -123,6 +123,6 @@ describe('the real binary', () => {
     const r = await spawnCli(['--help']);
     expect(r.code).toBe(0);
     const commands = r.stdout.split('Commands:')[1]!.split('\n').map((l) => /^  (\S+)/.exec(l)?.[1]).filter(Boolean);
-    expect(commands).toEqual(['db', 'deliveries', 'apply-command', 'doctor', 'dev', 'canon', 'manifest', 'reconcile', 'retire-absent', 'projection', 'config', 'help']);
+    expect(commands).toEqual(['db', 'deliveries', 'apply-command', 'doctor', 'dev', 'canon', 'manifest', 'reconcile', 'retire-absent', 'projection', 'pause', 'resume', 'config', 'help']);
   });
 });

@@ -43,22 +43,59 @@ describe('deliveries replay: flags → options', () => {
   it('a consumer key that cannot make a routing key is refused before the run', async () => {
     expect(await parseError(createDeliveriesReplayCommand, ['replay', '--consumer', 'a.b', '--school', '5', '--from', 'x.csv'])).toMatch(/--consumer/);
   });
+  it('--failed with --operation-prefix, --state and --reason', async () => {
+    const { options } = await parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', '--failed', '--operation-prefix', 'INC-42', '--state', 'FAILED', '--reason', 'NACK', '--execute']);
+    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', failed: { operationPrefix: 'INC-42', filter: { state: 'FAILED', reason: 'NACK' } }, execute: true, concurrency: 4, maxSeconds: 3600 });
+    const bare = await parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', '--failed', '--operation-prefix', 'INC-42']);
+    expect(bare.options.failed).toEqual({ operationPrefix: 'INC-42', filter: { state: null, reason: null } });
+  });
+  it.each([
+    [['--failed'], '--failed needs --operation-prefix P'],
+    [['--failed', '--operation-prefix', 'P', '--from', 'x.csv'], '--failed cannot be combined'],
+    [['--failed', '--operation-prefix', 'P', '--operation-id', 'o'], '--failed cannot be combined'],
+    [['--failed', '--operation-prefix', 'P', '--state', 'dead'], '--state "dead" is not FAILED or DEAD'],
+    [['--failed', '--operation-prefix', 'P', '--reason', 'GRANT_REVOKED'], 'is not a reason code send writes'],
+    [['--from', 'x.csv', '--operation-prefix', 'P'], 'apply only with --failed'],
+    [['--from', 'x.csv', '--state', 'DEAD'], 'apply only with --failed'],
+  ])('%j is refused (exit 2), the run never called', async (args, says) => {
+    await expect(parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', ...args])).rejects.toThrow(says);
+    await expect(parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', ...args])).rejects.toThrow(UsageError);
+  });
   it('--from with a single-request flag is refused (exit 2), the run never called', async () => {
     await expect(parseWith(createDeliveriesReplayCommand, ['replay', '--consumer', '100100', '--school', '5', '--from', 'x.csv', '--answer', UUID])).rejects.toThrow(UsageError);
   });
 });
 
 describe('deliveries failed: flags → options', () => {
+  const ALL = { state: null, reason: null };
   it('defaults', async () => {
     const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', '100100', '--school', '5']);
-    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', page: 1, size: 50, format: 'table' });
+    expect(options).toEqual({ consumerAppKey: '100100', consumerSchoolId: '5', start: { page: 1 }, size: 50, filter: ALL, format: 'table', operationPrefix: null });
   });
   it('every flag reaches its option', async () => {
-    const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--page', '3', '--size', '200', '--format', 'csv']);
-    expect(options).toEqual({ consumerAppKey: 'k', consumerSchoolId: '9', page: 3, size: 200, format: 'csv' });
+    const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--page', '3', '--size', '200', '--format', 'csv', '--state', 'DEAD', '--reason', 'NO_ROUTE', '--operation-prefix', 'INC-42']);
+    expect(options).toEqual({ consumerAppKey: 'k', consumerSchoolId: '9', start: { page: 3 }, size: 200, filter: { state: 'DEAD', reason: 'NO_ROUTE' }, format: 'csv', operationPrefix: 'INC-42' });
+  });
+  it('--after pages by keyset; jsonl is a format', async () => {
+    const { options } = await parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--after', '812', '--format', 'jsonl']);
+    expect(options).toMatchObject({ start: { after: '812' }, format: 'jsonl', operationPrefix: null });
   });
   it('a page larger than the largest is refused', async () => {
     expect(await parseError(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--size', '201'])).toMatch(/--size/);
+  });
+  it.each([
+    [['--page', '2', '--after', '5'], '--page and --after are two ways to page'],
+    [['--after', '-1'], 'is not a row id'],
+    [['--state', 'GRANT_REVOKED'], '--state "GRANT_REVOKED" is not FAILED or DEAD'],
+    [['--reason', 'nack'], '--reason "nack" is not a reason code'],
+    [['--operation-prefix', 'P'], '--operation-prefix applies only with --format csv or jsonl'],
+    [['--format', 'json', '--operation-prefix', 'P'], '--operation-prefix applies only with --format csv or jsonl'],
+  ])('%j is refused (exit 2), the run never called', async (args, says) => {
+    await expect(parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', ...args])).rejects.toThrow(says);
+    await expect(parseWith(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', ...args])).rejects.toThrow(UsageError);
+  });
+  it('an unknown format is refused', async () => {
+    expect(await parseError(createDeliveriesFailedCommand, ['failed', '--consumer', 'k', '--school', '9', '--format', 'xml'])).toMatch(/--format/);
   });
 });
 

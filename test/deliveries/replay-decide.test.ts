@@ -13,7 +13,7 @@ import {
 import { LineError, parseCsvRecords } from '../../src/lib/cli/record-file.js';
 import { canonicalRevision } from '../../src/lib/ids.js';
 import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay/input.js';
-import { failedSql } from '../../src/lib/deliveries/failed/sql.js';
+import { ALL_FAILED, failedSql } from '../../src/lib/deliveries/failed/sql.js';
 import { replaySql } from '../../src/lib/deliveries/replay/sql.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState, type GrantRow } from '../../src/lib/deliveries/types.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
@@ -219,8 +219,8 @@ describe('replay SQL (as text)', () => {
   it('the newest row is locked only inside the transaction; failed pages read one extra row', () => {
     expect(replaySql.newestRow(request, true).sql).toMatch(/ORDER BY answer_revision DESC, id DESC LIMIT 1 FOR UPDATE$/);
     expect(replaySql.newestRow(request, false).sql).not.toContain('FOR UPDATE');
-    expect(failedSql.page('k', '5', 3, 50).params).toEqual(['k', '5', 51, 100]);
-    expect(failedSql.page('k', '5', 1, 50).sql).toContain('ORDER BY COALESCE(update_time, create_time) DESC, id DESC');
+    expect(failedSql.page('k', '5', ALL_FAILED, { page: 3 }, 50).params).toEqual(['k', '5', 51, 100]);
+    expect(failedSql.page('k', '5', ALL_FAILED, { page: 1 }, 50).sql).toContain('ORDER BY id DESC LIMIT ? OFFSET ?');
   });
 });
 

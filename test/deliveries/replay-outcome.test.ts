@@ -68,7 +68,7 @@ describe('replaySource: --from or the three single-request flags', () => {
   });
   it.each([
     [{ from: 'x.csv', answer: UUID }, '--from cannot be combined with --answer, --expected-revision or --operation-id'],
-    [{ answer: UUID, operationId: 'x' }, 'give --answer, --expected-revision and --operation-id for one replay, or --from FILE for a batch'],
+    [{ answer: UUID, operationId: 'x' }, 'give --answer, --expected-revision and --operation-id for one replay, --from FILE for a batch, or --failed --operation-prefix P for every FAILED/DEAD row'],
     [{ answer: 'nope', expectedRevision: '1', operationId: 'x' }, '--answer "nope" is not a UUID'],
     [{ answer: UUID, expectedRevision: '-1', operationId: 'x' }, '--expected-revision "-1" is not a whole number ≥ 0'],
   ])('%j is refused (exit 2)', (flags, message) => {

@@ -80,8 +80,14 @@ describe('sendRunOutcome: what the metrics file counts', () => {
       exitCode: 1,
       rowsByResult: { accepted: 5, failed: 1, dead: 2, revoked: 3, held: 4, skipped: 6 },
       interrupted: true,
+      extraGauges: [expect.objectContaining({ name: 'fcctl_paused', samples: [{ labels: { command: 'deliveries send' }, value: 0 }] })],
     });
     expect(sendRunOutcome(summary()).interrupted).toBe(false);
+  });
+  it('a paused run: exit 0, fcctl_paused 1, and its last-success time is not advanced', () => {
+    const o = sendRunOutcome(summary({ accepted: 5, stoppedBy: 'paused' }));
+    expect(o).toMatchObject({ exitCode: 0, interrupted: true });
+    expect(o.extraGauges[0]!.samples).toEqual([{ labels: { command: 'deliveries send' }, value: 1 }]);
   });
 });
 

@@ -394,7 +394,9 @@ describe('retire-absent --proof', () => {
     const r = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'run-5b']);
     expect(r.code).toBe(1);
     const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], x['result']]));
-    expect(by[U(5, 1)]).toBe('ALREADY_RETIRED');
+    // ALREADY_RETIRED: nothing changed, so counted in the summary and printed as no result line
+    expect(by[U(5, 1)]).toBeUndefined();
+    expect(summaryOf(r.stdout)).toMatchObject({ alreadyRetired: 1 });
     expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
     const counts = await sh(`SELECT run_id, outcome, COUNT(*) AS n FROM $SH.fc_reconcile_audit GROUP BY run_id, outcome ORDER BY run_id, outcome`);
     expect(counts.filter((c) => c['outcome'] !== 'REFUSED')).toEqual([
@@ -413,7 +415,8 @@ describe('retire-absent --proof', () => {
     const projection = await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
     const again = await cli(['retire-absent', '--proof', proof, '--execute']);
     expect(again.code).toBe(0);
-    expect(resultsOf(again.stdout).map((x) => x['result'])).toEqual(ABSENT.map(() => 'ALREADY_RETIRED'));
+    // nothing changed: counted in the summary, no result line each (README "Output"); the evidence has them all
+    expect(resultsOf(again.stdout)).toEqual([]);
     expect(summaryOf(again.stdout)).toMatchObject({ exitCode: 0, retired: 0, alreadyRetired: 6, refused: 0 });
     expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
     const [{ n }] = (await sh(`SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED'`)) as [{ n: string }];
@@ -548,7 +551,9 @@ describe('retire-absent --proof', () => {
       expect(r.code).toBe(1);
       const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], [x['result'], x['reason'], x['detail']]]));
       expect(by[U(6, 1)]).toEqual(['REFUSED', 'RETIRED_BY_OTHER_PROOF', `retired at 2026-11-29 00:00:00 under this proof's id ${mine.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${mine.digest.slice(0, 12)}…): a person decides; nothing written`]);
-      expect(by[U(6, 2)]!.slice(0, 2)).toEqual(['ALREADY_RETIRED', null]);
+      // the others are ALREADY_RETIRED: counted, not printed
+      expect(by[U(6, 2)]).toBeUndefined();
+      expect(summaryOf(r.stdout)).toMatchObject({ alreadyRetired: ABSENT.length - 1, refused: 1 });
     } finally {
       const [{ retired_at }] = (await sh(`SELECT CAST(observed_json AS CHAR) AS retired_at FROM $SH.fc_reconcile_audit WHERE answer_uuid = ? AND sch_id = 6 AND outcome = 'RETIRED'`, [U(6, 1)])) as [{ retired_at: string }];
       await sh(`UPDATE $SH.fc_answer_projection SET retired_at = ? WHERE answer_uuid = ? AND sch_id = 6`, [(JSON.parse(retired_at) as { retiredAt: string }).retiredAt, U(6, 1)]);

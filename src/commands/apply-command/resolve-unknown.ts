@@ -1,14 +1,17 @@
 import type { Command } from 'commander';
 import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
-import { APPLY_RETRY_POLICY, resolveExitCode, resolveRowsByResult, resolveStopMessage, summarizeResolve } from '../../lib/apply-command/resolve/decide.js';
+import { APPLY_RETRY_POLICY, loggedReport, resolveExitCode, resolveRowsByResult, resolveStopMessage, summarizeResolve } from '../../lib/apply-command/resolve/decide.js';
 import { runResolve, type ResolveOptions } from '../../lib/apply-command/resolve/run.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pendingGraceOption, retryPolicyOf, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, pendingGraceOption, retryPolicyOf, secondsArg } from '../options.js';
+import { pausedGauge } from '../../lib/pause/decide.js';
+import { pauseCheck } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
   readonly metricsFile?: string;
+  readonly pauseFile?: string;
 }
 
 const COMMAND = 'apply-command resolve-unknown';
@@ -36,19 +39,20 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
     flow,
     appKey,
     signal: ctx.signal,
+    paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile),
     // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
     clock: () => performance.now(),
     onRow: (row, report) => {
       progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-      if (report.kind === 'done' && report.via === 'lookup' && !report.roundBehind && report.mirror !== 'changed' && report.mirror !== 'deleted') return;
-      ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
+      if (loggedReport(report)) ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
     },
   }).finally(() => progress.stop());
   const exitCode = resolveExitCode(summary);
   ctx.output.summary(summarizeResolve(COMMAND, summary, { exitCode, dryRun: options.dryRun, flowUrl: flow.baseUrl, seconds: (ctx.clock() - started) / 1000 }));
   const stopped = resolveStopMessage(summary, options.maxConsecutiveErrors);
   if (stopped !== null) throw new EnvironmentError(stopped);
-  return { exitCode, rowsByResult: resolveRowsByResult(summary), interrupted: summary.stoppedBy === 'signal' };
+  const paused = summary.stoppedBy === 'paused';
+  return { exitCode, rowsByResult: resolveRowsByResult(summary), interrupted: summary.stoppedBy === 'signal' || paused, extraGauges: [pausedGauge(COMMAND, paused)] };
 }
 
 export function createApplyCommandResolveCommand(parent: Command, deps: Deps, resources: Resources, runF = runApplyCommandResolve): Command {
@@ -65,7 +69,7 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
     .option('--max-consecutive-errors <n>', 'stop the run after this many flow-center errors in a row (exit 3)', intArg(1, 1_000_000), 20)
     .addOption(dryRunOption('lookups only: no claim, no apply, no write'));
   addRetryOptions(cmd, APPLY_RETRY_POLICY);
-  addMetricsFileOption(cmd);
+  addMetricsFileOption(cmd).addOption(pauseFileOption());
   return cmd.action(commandAction(deps, resources, resolveOptionsOf, runF));
 }
 
@@ -73,7 +77,7 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
 type ResolveFlags = Omit<ApplyCommandResolveOptions, 'pendingGraceSeconds' | 'retry' | 'requestTimeoutMs'> & { readonly pendingGrace: number; readonly requestTimeout: number };
 
 function resolveOptionsOf(o: Record<string, unknown>): ApplyCommandResolveOptions {
-  const { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGrace, requestTimeout, maxConsecutiveErrors, dryRun, metricsFile } = o as unknown as ResolveFlags;
+  const { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGrace, requestTimeout, maxConsecutiveErrors, dryRun, metricsFile, pauseFile } = o as unknown as ResolveFlags;
   const requestTimeoutMs = Math.round(requestTimeout * 1000);
-  return { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGraceSeconds: pendingGrace, retry: retryPolicyOf(o), requestTimeoutMs, maxConsecutiveErrors, dryRun, metricsFile };
+  return { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGraceSeconds: pendingGrace, retry: retryPolicyOf(o), requestTimeoutMs, maxConsecutiveErrors, dryRun, metricsFile, pauseFile };
 }

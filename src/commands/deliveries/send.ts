@@ -7,13 +7,15 @@ import { sendDeliveries } from '../../lib/deliveries/send/run.js';
 import type { SendOptions } from '../../lib/deliveries/send/types.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, retryPolicyOf, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, retryPolicyOf, secondsArg } from '../options.js';
+import { pauseCheck } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'> {
   readonly declare: boolean;
   readonly allowDefaultVhost: boolean;
   readonly metricsFile?: string;
+  readonly pauseFile?: string;
 }
 
 /** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
@@ -38,6 +40,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
       publisher,
       signal: ctx.signal,
       clock: ctx.clock,
+      paused: pauseCheck('deliveries send', ctx.fcDb, options.pauseFile),
       progress: () => ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send'),
       // The total only draws the terminal's bar: cron runs (JSON) do not count the backlog at all.
       countTotal: !ctx.output.json,
@@ -70,6 +73,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--allow-default-vhost', 'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)', false);
   addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
   addMetricsFileOption(cmd);
+  cmd.addOption(pauseFileOption());
   return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
 }
 
@@ -88,5 +92,6 @@ function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
     declare: o['declare'] as boolean,
     allowDefaultVhost: o['allowDefaultVhost'] as boolean,
     metricsFile: o['metricsFile'] as string | undefined,
+    pauseFile: o['pauseFile'] as string | undefined,
   };
 }

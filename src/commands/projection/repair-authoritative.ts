@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { requireSetting } from '../../lib/config/config.js';
-import { summarizeRepair } from '../../lib/projection/decide.js';
+import { countedOnly, summarizeRepair } from '../../lib/projection/decide.js';
 import { checkProofId, checkRunId, readRepairInputs, singleAnswerOf, usage } from '../../lib/projection/input.js';
 import { DEFAULT_EVIDENCE_NAME, outcomeNote, type ProjectionRepairOptions, repairFailure, resultEventOf, runRepairAuthoritative } from '../../lib/projection/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
@@ -83,7 +83,7 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
     signal: ctx.signal,
     ...(batch ? { progress: (total: number) => ctx.output.progress(dryRun ? `${COMMAND} (dry run)` : COMMAND, total) } : {}),
     onResult: (r) => {
-      ctx.output.event('result', resultEventOf(r, batch, dryRun));
+      if (!(batch && countedOnly(r))) ctx.output.event('result', resultEventOf(r, batch, dryRun));
       if (!ctx.output.json) {
         if (batch) tableRows.push({ ...r });
         else ctx.output.note(outcomeNote(r));

@@ -8,12 +8,14 @@ import { reconcileRunReport } from '../../lib/reconcile/run/decide.js';
 import { runReconcile } from '../../lib/reconcile/run/run.js';
 import type { ReconcileRunOptions as RunnerOptions, ReconcileRunResult, RunPhase } from '../../lib/reconcile/run/types.js';
 import { commandAction, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
-import { addSchoolFormOptions, metricsFileOption, pageSizeOption, pathArg, schoolFormOf } from '../options.js';
+import { addSchoolFormOptions, metricsFileOption, pageSizeOption, pathArg, pauseFileOption, schoolFormOf } from '../options.js';
+import { pauseCheck } from '../../lib/pause/run.js';
 
 export interface ReconcileRunOptions extends Omit<RunnerOptions, 'fcDatabase' | 'shDatabase'> {
   /** a school and form with no rows on either side is expected: exit 0, not 1 */
   readonly allowEmpty: boolean;
   readonly metricsFile?: string;
+  readonly pauseFile?: string;
 }
 
 const PHASE_LABELS: Partial<Record<RunPhase, string>> = { 'scan-fc': 'reconcile run: FC manifest', 'scan-sh': 'reconcile run: SH manifest', diff: 'reconcile run: diff' };
@@ -42,6 +44,7 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
         shDb: () => ctx.shDb(),
         signal: ctx.signal,
         now: ctx.now,
+        paused: pauseCheck('reconcile run', ctx.shDb, options.pauseFile),
         onPhase: (p, detail) => {
           ctx.output.event('phase', { phase: p, ...detail });
           const label = PHASE_LABELS[p];
@@ -71,10 +74,12 @@ export function createReconcileRunCommand(parent: Command, deps: Deps, resources
     // no commander default value: it would print a second "(default: false)" after this one
     .option('--allow-empty', 'exit 0 even when the school and form have no rows at FC nor at SH, or none at FC while SH has some (default: exit 1 with a warning)')
     .addOption(metricsFileOption())
+    .addOption(pauseFileOption())
     .action(commandAction(deps, resources, runOptionsOf, runF));
 }
 
 function runOptionsOf(o: Record<string, unknown>): ReconcileRunOptions {
   const metricsFile = o['metricsFile'] as string | undefined;
-  return { ...schoolFormOf(o), outDir: o['outDir'] as string, size: o['size'] as number, restart: o['restart'] as boolean, allowEmpty: o['allowEmpty'] === true, ...(metricsFile ? { metricsFile } : {}) };
+  const pauseFile = o['pauseFile'] as string | undefined;
+  return { ...schoolFormOf(o), outDir: o['outDir'] as string, size: o['size'] as number, restart: o['restart'] as boolean, allowEmpty: o['allowEmpty'] === true, ...(metricsFile ? { metricsFile } : {}), ...(pauseFile ? { pauseFile } : {}) };
 }

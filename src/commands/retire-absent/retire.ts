@@ -6,7 +6,7 @@ import { requireSetting } from '../../lib/config/config.js';
 import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
 import { readProofFile } from '../../lib/retire/input.js';
 import { defaultEvidencePath } from '../../lib/retire/proof.js';
-import { summarizeRetire } from '../../lib/retire/retire/decide.js';
+import { countedOnly, summarizeRetire } from '../../lib/retire/retire/decide.js';
 import { newRunId, runRetireAbsent as retireAbsent } from '../../lib/retire/retire/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { executeOption, maxProofAgeOption, pathArg, runIdArg } from '../options.js';
@@ -75,7 +75,7 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
       signal: ctx.signal,
       progress: (total) => ctx.output.progress(dryRun ? 'retire-absent (dry run)' : 'retire-absent', total),
       onResult: (r) => {
-        ctx.output.event('result', { ...r, dryRun });
+        if (!countedOnly(r)) ctx.output.event('result', { ...r, dryRun });
         if (!ctx.output.json) tableRows.push({ ...r });
       },
     },

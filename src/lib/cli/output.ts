@@ -1,18 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
 import type { Io } from './io.js';
-import { ProgressState, type ProgressSnapshot } from './progress.js';
+import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
 import { terminal } from './terminal.js';
+import { isoWithOffset } from './timestamp.js';
 
 export type ListFormat = 'table' | 'json' | 'csv';
 
 export interface OutputOptions {
   /** `--json`: JSON lines even on a terminal */
   readonly json?: boolean;
-  /** injected clock for progress rates */
+  /** injected clock for progress rates (default: `now().getTime()`) */
   readonly clock?: () => number;
+  /** injected wall clock: the `ts` of every JSON line (default: the system clock) */
+  readonly now?: () => Date;
   /** where the summary waits for the process's exit code (see {@link SummaryHold}) */
   readonly hold?: SummaryHold;
+  /** the summary's `runId` unless the command names a run of its own (default: a new UUID) */
+  readonly runId?: string;
+  /** the summary's `host` (default: `os.hostname()`) */
+  readonly host?: string;
+  /** off a terminal, a `progress` line on stderr this often while a progress handle is open; 0 (the default here) never */
+  readonly progressIntervalMs?: number;
 }
 
 /**
@@ -60,27 +71,38 @@ export interface Progress {
  */
 export class Output {
   readonly json: boolean;
+  /** the summary's `runId` when the command names none */
+  readonly runId: string;
+  private readonly now: () => Date;
   private readonly clock: () => number;
   private readonly hold: SummaryHold | undefined;
+  private readonly host: string;
+  private readonly progressIntervalMs: number;
+  /** progress handles not stopped yet: {@link close} stops them */
+  private readonly open = new Set<Progress>();
 
   constructor(
     readonly io: Io,
-    options: OutputOptions = {},
+    private readonly options: OutputOptions = {},
   ) {
     this.json = Boolean(options.json) || !io.interactive;
-    this.clock = options.clock ?? Date.now;
+    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? (() => this.now().getTime());
     this.hold = options.hold;
+    this.runId = options.runId ?? randomUUID();
+    this.host = options.host ?? hostname();
+    this.progressIntervalMs = options.progressIntervalMs ?? 0;
   }
 
   /**
-   * This output in JSON mode (`--format json` on a terminal), keeping its summary hold, so that
-   * summary too is printed with the process's exit code.
+   * This output in JSON mode (`--format json` on a terminal), keeping its summary hold, clocks,
+   * run id and progress interval, so that summary too is printed with the process's exit code.
    */
   asJson(): Output {
-    return this.json ? this : new Output(this.io, { json: true, clock: this.clock, ...(this.hold ? { hold: this.hold } : {}) });
+    return this.json ? this : new Output(this.io, { ...this.options, json: true, runId: this.runId });
   }
 
-  /** One JSON line `{"type":type,...data}` in JSON mode; nothing on a terminal (the view shows it). */
+  /** One JSON line `{"ts":…,"type":type,...data}` in JSON mode; nothing on a terminal (the view shows it). */
   event(type: string, data: Readonly<Record<string, unknown>> = {}): void {
     if (this.json) this.line({ type, ...data });
   }
@@ -104,7 +126,9 @@ export class Output {
 
   private printSummary(summary: Summary, counts?: Readonly<Record<string, number>>): void {
     if (this.json) {
-      this.line({ type: 'summary', ...summary, ...(counts ? { counts } : {}) });
+      // A command that names a run of its own (the run id of its evidence, its audit rows, its run
+      // directory — null there before one is recorded) keeps it, as it keeps a host of its own.
+      this.line({ type: 'summary', ...summary, ...(counts ? { counts } : {}), ...('runId' in summary ? {} : { runId: this.runId }), ...('host' in summary ? {} : { host: this.host }) });
       return;
     }
     const rows: Row[] = Object.entries(summary)
@@ -140,23 +164,20 @@ export class Output {
     }
   }
 
-  /** Live progress on a terminal (ink, on stderr); silent bookkeeping otherwise. */
+  /**
+   * Live progress on a terminal (ink, on stderr). Otherwise bookkeeping, and with a progress
+   * interval a `{"ts":…,"type":"progress",…}` line ({@link progressLine}) on stderr every interval
+   * until `stop()` or {@link close}; the timer never keeps the process alive.
+   */
   progress(label: string, total?: number): Progress {
     const state = new ProgressState(label, total, this.clock);
-    if (this.json) {
-      return {
-        record: (r) => state.record(r),
-        setTotal: (t) => state.setTotal(t),
-        snapshot: () => state.snapshot(),
-        stop: () => undefined,
-      };
-    }
+    if (this.json) return this.track(this.jsonProgress(state));
     const view = terminal().liveProgress(this.io.stderr as NodeJS.WriteStream, this.io.stdin as NodeJS.ReadStream, () => state.snapshot());
     // Redraw at most a few times a second: a fast batch must not spend its time repainting.
     const timer = setInterval(() => view.redraw(), 200);
     timer.unref();
     let stopped = false;
-    return {
+    return this.track({
       record: (r) => state.record(r),
       setTotal: (t) => state.setTotal(t),
       snapshot: () => state.snapshot(),
@@ -167,10 +188,48 @@ export class Output {
         view.redraw();
         view.unmount();
       },
+    });
+  }
+
+  /** Stops every progress handle still open: the command has ended, its progress lines end too. */
+  close(): void {
+    for (const p of [...this.open]) p.stop();
+  }
+
+  private track(p: Progress): Progress {
+    this.open.add(p);
+    return {
+      ...p,
+      stop: () => {
+        this.open.delete(p);
+        p.stop();
+      },
     };
   }
 
-  private line(obj: Readonly<Record<string, unknown>>): void {
-    this.io.stdout.write(`${JSON.stringify(obj)}\n`);
+  private jsonProgress(state: ProgressState): Progress {
+    let previousDone = 0;
+    const timer =
+      this.progressIntervalMs > 0
+        ? setInterval(() => {
+            const snapshot = state.snapshot();
+            this.line({ type: 'progress', ...progressLine(snapshot, previousDone) }, this.io.stderr);
+            previousDone = snapshot.done;
+          }, this.progressIntervalMs)
+        : undefined;
+    timer?.unref();
+    return {
+      record: (r) => state.record(r),
+      setTotal: (t) => state.setTotal(t),
+      snapshot: () => state.snapshot(),
+      stop: () => clearInterval(timer),
+    };
+  }
+
+  /** One JSON line, `ts` first (the time it is written, from the injected clock). */
+  private line(obj: Readonly<Record<string, unknown>>, stream: NodeJS.WritableStream = this.io.stdout): void {
+    const ts = isoWithOffset(this.now());
+    // `ts` keeps its place and its value even if the data holds a member of that name
+    stream.write(`${JSON.stringify(Object.assign({ ts }, obj, { ts }))}\n`);
   }
 }

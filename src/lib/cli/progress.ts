@@ -7,6 +7,8 @@ export interface ProgressSnapshot {
   readonly elapsedSeconds: number;
   readonly ratePerSecond: number;
   readonly etaSeconds: number | undefined;
+  /** seconds since the last item finished (since the start before the first): grows while a run is stuck */
+  readonly idleSeconds: number;
 }
 
 /**
@@ -17,6 +19,7 @@ export class ProgressState {
   private done = 0;
   private readonly failures: Record<string, number> = {};
   private readonly startedAt: number;
+  private lastRecordAt: number;
 
   constructor(
     private readonly label: string,
@@ -24,6 +27,7 @@ export class ProgressState {
     private readonly clock: () => number,
   ) {
     this.startedAt = clock();
+    this.lastRecordAt = this.startedAt;
   }
 
   setTotal(total: number): void {
@@ -33,11 +37,13 @@ export class ProgressState {
   /** One item finished; a failure reason counts it under that reason too. */
   record(failureReason?: string): void {
     this.done += 1;
+    this.lastRecordAt = this.clock();
     if (failureReason !== undefined) this.failures[failureReason] = (this.failures[failureReason] ?? 0) + 1;
   }
 
   snapshot(): ProgressSnapshot {
-    const elapsedSeconds = Math.max(0, (this.clock() - this.startedAt) / 1000);
+    const now = this.clock();
+    const elapsedSeconds = Math.max(0, (now - this.startedAt) / 1000);
     const ratePerSecond = elapsedSeconds > 0 ? this.done / elapsedSeconds : 0;
     const etaSeconds =
       this.total !== undefined && ratePerSecond > 0 ? Math.max(0, (this.total - this.done) / ratePerSecond) : undefined;
@@ -49,8 +55,33 @@ export class ProgressState {
       elapsedSeconds,
       ratePerSecond,
       etaSeconds,
+      idleSeconds: Math.max(0, (now - this.lastRecordAt) / 1000),
     };
   }
+}
+
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+/**
+ * The `progress` line printed off a terminal every `--progress-interval` seconds (README
+ * "Output"): what is done, the overall rate, `intervalDone` (items since the previous line:
+ * 0 while the run is stuck), `idleSeconds` (since the last item finished), and `total` and
+ * `etaSeconds` only where the total is known. Seconds to a tenth, the rate to a hundredth.
+ * @example progressLine({ label: 'x', done: 50, total: 100, failures: {}, elapsedSeconds: 10, ratePerSecond: 5, etaSeconds: 10, idleSeconds: 0.2 }, 20)
+ * // { label: 'x', done: 50, total: 100, intervalDone: 30, ratePerSecond: 5, etaSeconds: 10, elapsedSeconds: 10, idleSeconds: 0.2, failures: {} }
+ */
+export function progressLine(s: ProgressSnapshot, previousDone: number): Record<string, unknown> {
+  return {
+    label: s.label,
+    done: s.done,
+    ...(s.total !== undefined ? { total: s.total } : {}),
+    intervalDone: s.done - previousDone,
+    ratePerSecond: Math.round(s.ratePerSecond * 100) / 100,
+    ...(s.etaSeconds !== undefined ? { etaSeconds: Math.round(s.etaSeconds) } : {}),
+    elapsedSeconds: round1(s.elapsedSeconds),
+    idleSeconds: round1(s.idleSeconds),
+    failures: s.failures,
+  };
 }
 
 /** `75` → `1m15s`. */

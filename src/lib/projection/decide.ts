@@ -295,6 +295,16 @@ export interface SettledRepair {
   readonly rereads: number;
 }
 
+/**
+ * Whether a plan run prints no `result` line for this outcome, only counting it (`byCode`,
+ * README "Output"): the local row already held FC's triple and nothing was written or re-read
+ * (`ALREADY_CURRENT` at the first read). A single-answer run prints its one result whatever it is.
+ * @example countedOnly({ code: 'ALREADY_CURRENT', rereads: 0 }) // true
+ */
+export function countedOnly(r: Pick<SettledRepair, 'code' | 'rereads'>): boolean {
+  return r.code === 'ALREADY_CURRENT' && r.rereads === 0;
+}
+
 /** How a run ended: the outcomes, the items never started, and a database error that stopped it. */
 export interface RepairRunEnd {
   readonly results: readonly SettledRepair[];

@@ -6,6 +6,7 @@
  * - an apply is only ever asked for (`post`) after a lookup that answered "not found";
  * - DONE is only ever decided from an instance the flow center described (looked up or created).
  */
+import { pauseFields, type PauseState } from '../../pause/decide.js';
 import { batchExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
 import { afterFailure, type RetryPolicy } from '../../deliveries/retry.js';
@@ -297,7 +298,11 @@ export interface ResolveSummary {
   branches: Record<string, number>;
   failedByReason: Record<string, number>;
   deadByReason: Record<string, number>;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'flow-center-errors' | 'credentials-refused';
+  /** released rows (claim given back, state unchanged) by why: counted here, printed as no row line */
+  releasedByReason: Record<string, number>;
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'paused' | 'flow-center-errors' | 'credentials-refused';
+  /** the pause that stopped the run (`fcctl pause apply-command resolve-unknown`, or `--pause-file`) */
+  paused?: PauseState;
   /** the last error when the run stopped for `maxConsecutiveErrors` */
   flowCenterErrors?: string;
   /** the refusal (401/403) that stopped the run */
@@ -308,7 +313,7 @@ export interface ResolveSummary {
 export function emptySummary(): ResolveSummary {
   return {
     claimed: 0, lookups: 0, posts: 0, done: 0, doneViaLookup: 0, doneViaApply: 0, failed: 0, dead: 0, released: 0, stale: 0, wouldPost: 0,
-    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, mirrorDeleted: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, stoppedBy: 'drained',
+    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, mirrorDeleted: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, releasedByReason: {}, stoppedBy: 'drained',
   };
 }
 
@@ -343,6 +348,7 @@ export function countReport(s: ResolveSummary, r: RowReport): void {
       break;
     case 'released':
       s.released += 1;
+      bump(s.releasedByReason, r.reason);
       break;
     case 'stale':
       s.stale += 1;
@@ -351,6 +357,18 @@ export function countReport(s: ResolveSummary, r: RowReport): void {
       s.wouldPost += 1;
       break;
   }
+}
+
+/**
+ * Whether a row's report is printed as a `row` line. Rows whose state did not change are only
+ * counted in the summary (README "Output"): a DONE found by the lookup with nothing to flag (not a
+ * round behind, its mirror neither changed nor deleted), and a released row (its claim given back,
+ * `releasedByReason`). Changes, failures, stale writes and a dry run's would-post are printed.
+ * @example loggedReport({ kind: 'released', reason: 'STOPPED' }) // false
+ */
+export function loggedReport(r: RowReport): boolean {
+  if (r.kind === 'released') return false;
+  return !(r.kind === 'done' && r.via === 'lookup' && !r.roundBehind && r.mirror !== 'changed' && r.mirror !== 'deleted');
 }
 
 /** Whether the flow center stopped the run (refused credentials, or errors in a row): exit 3. */
@@ -395,7 +413,9 @@ export function summarizeResolve(command: string, s: ResolveSummary, run: { read
     branches: s.branches,
     failedByReason: s.failedByReason,
     deadByReason: s.deadByReason,
+    releasedByReason: s.releasedByReason,
     stoppedBy: s.stoppedBy,
+    ...(s.paused ? { paused: pauseFields(s.paused) } : {}),
     ...(s.credentialsRefused ? { credentialsRefused: s.credentialsRefused } : {}),
     seconds: Math.round(run.seconds * 10) / 10,
     rowsPerSecond: run.seconds > 0 ? Math.round(s.claimed / run.seconds) : 0,

@@ -14,6 +14,7 @@ import { newClaimOwner } from '../../db/claim-owner.js';
 import { InFlight } from '../../batch/in-flight.js';
 import { WriteBatcher } from '../../db/batch.js';
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import type { ApplyRequest, ApplyResult, LookupResult } from '../../flow/client.js';
 import {
   bump,
@@ -65,6 +66,8 @@ export interface ResolveDeps {
   readonly clock: () => number;
   readonly owner?: string;
   readonly onRow?: (row: ApplyCommandRow, report: RowReport) => void;
+  /** the pause switch, read at start and before each claim or page (src/lib/pause/run.ts) */
+  readonly paused?: () => Promise<PauseState | null>;
 }
 
 /**
@@ -201,14 +204,27 @@ class ResolveRun {
     return null;
   }
 
-  /** Stops that also give back rows claimed but not started (budgets let them finish). */
+  /**
+   * Stops that also give back rows claimed but not started (budgets let them finish): a pause is a
+   * brake, so no request starts after it is seen.
+   */
   halted(): boolean {
-    return this.tripped || this.deps.signal.aborted || this.fatal !== null;
+    return this.tripped || this.deps.signal.aborted || this.fatal !== null || this.summary.paused !== undefined;
   }
 
   /** The reason a row is released without being decided, when the run has stopped. */
   haltReason(): string {
-    return this.tripped ? (this.refused !== null ? 'CREDENTIALS_REFUSED' : 'FLOW_CENTER_ERRORS') : 'STOPPED';
+    if (this.tripped) return this.refused !== null ? 'CREDENTIALS_REFUSED' : 'FLOW_CENTER_ERRORS';
+    return this.summary.paused !== undefined && !this.deps.signal.aborted ? 'PAUSED' : 'STOPPED';
+  }
+
+  /** The pause switch, read once before each claim or page: a pause found stops the run. */
+  private async pausedNow(): Promise<boolean> {
+    const pause = await this.deps.paused?.();
+    if (!pause) return false;
+    this.summary.paused = pause;
+    this.summary.stoppedBy = 'paused';
+    return true;
   }
 
   /** Keeps the first database error: the run ends with it once the rows in flight have settled. */
@@ -228,7 +244,7 @@ class ResolveRun {
         this.summary.stoppedBy = stop;
         return false;
       }
-      if (this.http.pendingCount < this.options.concurrency) return true;
+      if (this.http.pendingCount < this.options.concurrency) return !(await this.pausedNow());
       await pending.next();
     }
   }

@@ -1,47 +1,81 @@
 /**
  * `deliveries failed` (seed 000 §8 `failedPage`): one page of the FAILED and DEAD rows of one
- * consumer and school, newest first, for a responder deciding what to replay. Read-only.
+ * consumer and school, newest first, for a responder deciding what to replay; and the whole
+ * selection `deliveries replay --failed` replays. Read-only.
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../../db/connect.js';
-import { type FailedRow, failedRowOf, type FailedRowRaw } from '../types.js';
-import { failedSql } from './sql.js';
+import { failedRowOf, type FailedRowRaw } from '../types.js';
+import type { ListedRow } from './decide.js';
+import { ALL_FAILED, type FailedFilter, failedSql, type PageStart } from './sql.js';
 
 /** Largest page `deliveries failed` serves. */
 export const MAX_FAILED_PAGE_SIZE = 200;
 
 export interface FailedPage {
-  readonly page: number;
+  /** the page number (offset paging), or null when the page started after a cursor */
+  readonly page: number | null;
+  /** the cursor the page started after, or null */
+  readonly after: string | null;
   readonly size: number;
-  readonly rows: readonly FailedRow[];
+  readonly rows: readonly ListedRow[];
   /** a later page holds more rows */
   readonly hasMore: boolean;
-  /** FAILED and DEAD rows of this consumer and school, all pages */
+  /** `--after` of the next page (the last row's id), null when none follows */
+  readonly nextCursor: string | null;
+  /** FAILED and DEAD rows of this consumer and school (and filter), all pages */
   readonly total: number;
   readonly byState: Readonly<{ FAILED: number; DEAD: number }>;
 }
 
+type Raw = FailedRowRaw & { readonly id: string | number };
+const listedOf = (r: Raw): ListedRow => ({ ...failedRowOf(r), id: String(r.id) });
+
 /**
- * Reads page `page` (1-based) of `size` rows, and the totals, in one read transaction.
- * @example const p = await failedPage(db, '100100', '5', 1, 50); p.rows[0]?.lastError
+ * Reads one page of `size` rows — page `start.page` (1-based) or the rows below the row id
+ * `start.after` — and the totals, in one read transaction.
+ * @example const p = await failedPage(db, '100100', '5', { page: 1 }, 50); p.nextCursor
  */
-export async function failedPage(db: Db, consumerAppKey: string, consumerSchoolId: string, page: number, size: number): Promise<FailedPage> {
+export async function failedPage(db: Db, consumerAppKey: string, consumerSchoolId: string, start: PageStart, size: number, filter: FailedFilter = ALL_FAILED): Promise<FailedPage> {
   if (!Number.isInteger(size) || size < 1 || size > MAX_FAILED_PAGE_SIZE) throw new RangeError(`size must be 1–${MAX_FAILED_PAGE_SIZE}`);
-  if (!Number.isInteger(page) || page < 1) throw new RangeError('page must be ≥ 1');
+  if ('page' in start && (!Number.isInteger(start.page) || start.page < 1)) throw new RangeError('page must be ≥ 1');
   return db.transaction(async (conn: PoolConnection) => {
-    const p = failedSql.page(consumerAppKey, consumerSchoolId, page, size);
-    const t = failedSql.total(consumerAppKey, consumerSchoolId);
-    const raw = (await conn.query(p.sql, p.params))[0] as FailedRowRaw[];
+    const p = failedSql.page(consumerAppKey, consumerSchoolId, filter, start, size);
+    const t = failedSql.total(consumerAppKey, consumerSchoolId, filter);
+    const raw = (await conn.query(p.sql, p.params))[0] as Raw[];
     const totals = (await conn.query(t.sql, t.params))[0] as Array<{ state: string; n: string | number }>;
     const byState = { FAILED: 0, DEAD: 0 };
     for (const { state, n } of totals) if (state === 'FAILED' || state === 'DEAD') byState[state] = Number(n);
+    const rows = raw.slice(0, size).map(listedOf);
+    const hasMore = raw.length > size;
     return {
-      page,
+      page: 'page' in start ? start.page : null,
+      after: 'after' in start ? start.after : null,
       size,
-      rows: raw.slice(0, size).map(failedRowOf),
-      hasMore: raw.length > size,
+      rows,
+      hasMore,
+      nextCursor: hasMore ? rows.at(-1)!.id : null,
       total: byState.FAILED + byState.DEAD,
       byState,
     };
   });
+}
+
+/**
+ * Every matching row, newest first, in keyset pages, at most `max` (`more` when others match):
+ * what `deliveries replay --failed` replays.
+ * @example const { rows } = await selectFailed(db, '100100', '5', { state: 'DEAD', reason: null }, 100_000)
+ */
+export async function selectFailed(db: Db, consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, max: number): Promise<{ rows: ListedRow[]; more: boolean }> {
+  const rows: ListedRow[] = [];
+  let start: PageStart = { page: 1 };
+  for (;;) {
+    const size = Math.min(1000, max + 1 - rows.length);
+    const p = failedSql.page(consumerAppKey, consumerSchoolId, filter, start, size);
+    const raw = await db.query<Raw>(p.sql, p.params);
+    rows.push(...raw.slice(0, size).map(listedOf));
+    if (raw.length <= size || rows.length > max) break;
+    start = { after: rows.at(-1)!.id };
+  }
+  return { rows: rows.slice(0, max), more: rows.length > max };
 }

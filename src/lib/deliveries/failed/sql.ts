@@ -1,21 +1,49 @@
 /** SQL of `deliveries failed`, as `{sql, params}` builders (tested as text; `run.ts` executes them). */
 import type { Statement } from '../../db/statement.js';
 
-/** @example const { sql, params } = failedSql.page('100100', '5', 1, 50) */
+/**
+ * Which FAILED/DEAD rows of a consumer and school: both states or one, and all reasons or the
+ * rows whose `last_error` code (the text before ':') is `reason`.
+ */
+export interface FailedFilter {
+  readonly state: 'FAILED' | 'DEAD' | null;
+  readonly reason: string | null;
+}
+
+/** Every FAILED and DEAD row, whatever the reason. */
+export const ALL_FAILED: FailedFilter = { state: null, reason: null };
+
+function where(consumerAppKey: string, consumerSchoolId: string, f: FailedFilter): Statement {
+  return {
+    sql:
+      `consumer_app_key = ? AND consumer_school_id = ? AND ${f.state === null ? "state IN ('FAILED', 'DEAD')" : 'state = ?'}` +
+      (f.reason === null ? '' : " AND SUBSTRING_INDEX(last_error, ':', 1) = ?"),
+    params: [consumerAppKey, consumerSchoolId, ...(f.state === null ? [] : [f.state]), ...(f.reason === null ? [] : [f.reason])],
+  };
+}
+
+/** Where a page starts: page `page` (1-based, by offset) or the rows below the row id `after` (keyset). */
+export type PageStart = { readonly page: number } | { readonly after: string };
+
+const COLUMNS = 'id, event_id, state, answer_uuid, answer_revision, retry_count, next_retry_at, last_error, update_time';
+
+/** @example const { sql, params } = failedSql.page('100100', '5', ALL_FAILED, { after: '812' }, 50) */
 export const failedSql = {
   /**
-   * One page of the FAILED and DEAD rows of a consumer and school, newest first (update time,
-   * create time when never updated, then id), reading one extra row to know whether more follow.
+   * One page of the FAILED and DEAD rows of a consumer and school, newest first by row id (the
+   * id never changes, so a keyset cursor `id < after` is stable while rows are replayed or
+   * retried), reading one extra row to know whether more follow.
    */
-  page: (consumerAppKey: string, consumerSchoolId: string, page: number, size: number): Statement => ({
-    sql:
-      'SELECT event_id, state, answer_uuid, answer_revision, retry_count, next_retry_at, last_error, update_time ' +
-      "FROM answer_delivery WHERE consumer_app_key = ? AND consumer_school_id = ? AND state IN ('FAILED', 'DEAD') " +
-      'ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT ? OFFSET ?',
-    params: [consumerAppKey, consumerSchoolId, size + 1, (page - 1) * size],
-  }),
-  total: (consumerAppKey: string, consumerSchoolId: string): Statement => ({
-    sql: "SELECT state, COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND consumer_school_id = ? AND state IN ('FAILED', 'DEAD') GROUP BY state",
-    params: [consumerAppKey, consumerSchoolId],
-  }),
+  page: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, start: PageStart, size: number): Statement => {
+    const w = where(consumerAppKey, consumerSchoolId, filter);
+    const keyset = 'after' in start;
+    return {
+      sql: `SELECT ${COLUMNS} FROM answer_delivery WHERE ${w.sql}${keyset ? ' AND id < ?' : ''} ORDER BY id DESC LIMIT ?${keyset ? '' : ' OFFSET ?'}`,
+      params: keyset ? [...w.params, start.after, size + 1] : [...w.params, size + 1, (start.page - 1) * size],
+    };
+  },
+  total: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter): Statement => {
+    const w = where(consumerAppKey, consumerSchoolId, filter);
+    return { sql: `SELECT state, COUNT(*) AS n FROM answer_delivery WHERE ${w.sql} GROUP BY state`, params: w.params };
+  },
 };

@@ -7,6 +7,8 @@ import { UsageError } from '../../cli/exit.js';
 import { readFromText } from '../../cli/input.js';
 import { LineError, readRecords } from '../../cli/record-file.js';
 import { idProblem, isUuid, revisionOf } from '../../ids.js';
+import { checkOperationPrefix, failedFilterOf } from '../failed/decide.js';
+import type { FailedFilter } from '../failed/sql.js';
 
 /** One replay request as read; `line` is the 1-based line it starts on (0 for the command line). */
 export interface ReplayItem {
@@ -112,16 +114,50 @@ function flag<T>(check: (v: unknown, line: number, name: string) => T, value: un
   }
 }
 
+/** `--failed`: every matching FAILED/DEAD row, each under the operation id `P:<eventId>`. */
+export interface FailedReplay {
+  readonly filter: FailedFilter;
+  readonly operationPrefix: string;
+}
+
+/** The flags {@link replaySource} reads. */
+export interface ReplaySourceFlags {
+  readonly answer?: unknown;
+  readonly expectedRevision?: unknown;
+  readonly operationId?: unknown;
+  readonly from?: string;
+  readonly failed?: boolean;
+  readonly operationPrefix?: unknown;
+  readonly state?: string;
+  readonly reason?: string;
+}
+
+/** `--failed` with its `--operation-prefix`, `--state`, `--reason`, checked (a LineError otherwise). */
+function failedSource(o: ReplaySourceFlags, singleFlags: readonly string[]): { failed: FailedReplay } {
+  if (o.from !== undefined || singleFlags.length > 0) throw new LineError(0, '--failed cannot be combined with --from, --answer, --expected-revision or --operation-id');
+  if (o.operationPrefix === undefined) throw new LineError(0, '--failed needs --operation-prefix P: each row is replayed under the operation id P:<eventId>');
+  return { failed: { operationPrefix: checkOperationPrefix(o.operationPrefix), filter: failedFilterOf({ state: o.state, reason: o.reason }) } };
+}
+
 /**
- * Where the requests come from: `--from FILE`, or all three single-request flags, never both
- * (exit 2 otherwise); the single request checked with the file's rules.
+ * Where the requests come from: `--from FILE`, all three single-request flags, or `--failed`
+ * with `--operation-prefix` (and `--state`/`--reason`), one of them (exit 2 otherwise); the single
+ * request checked with the file's rules.
  * @example replaySource({ from: 'x.csv' }) // { from: 'x.csv' }
  */
-export function replaySource(o: { readonly answer?: unknown; readonly expectedRevision?: unknown; readonly operationId?: unknown; readonly from?: string }): { from: string } | { single: SingleReplay } {
+export function replaySource(o: ReplaySourceFlags): { from: string } | { single: SingleReplay } | { failed: FailedReplay } {
   const singleFlags = (['answer', 'expectedRevision', 'operationId'] as const).filter((k) => o[k] !== undefined);
+  if (o.failed === true) {
+    try {
+      return failedSource(o, singleFlags);
+    } catch (err) {
+      throw err instanceof LineError ? new UsageError(err.message) : err;
+    }
+  }
+  if (o.operationPrefix !== undefined || o.state !== undefined || o.reason !== undefined) throw new UsageError('--operation-prefix, --state and --reason apply only with --failed');
   if (o.from !== undefined && singleFlags.length > 0) throw new UsageError('--from cannot be combined with --answer, --expected-revision or --operation-id');
   if (o.from === undefined && singleFlags.length < 3) {
-    throw new UsageError('give --answer, --expected-revision and --operation-id for one replay, or --from FILE for a batch');
+    throw new UsageError('give --answer, --expected-revision and --operation-id for one replay, --from FILE for a batch, or --failed --operation-prefix P for every FAILED/DEAD row');
   }
   if (o.from !== undefined) return { from: o.from };
   return {

@@ -22,7 +22,9 @@ import {
   type ReplayResult,
   type ReplayRow,
 } from './decide.js';
-import type { ReplayItem } from './input.js';
+import { failedOperationId } from '../failed/decide.js';
+import { selectFailed } from '../failed/run.js';
+import { type FailedReplay, MAX_REPLAY_ITEMS, type ReplayItem } from './input.js';
 import { replaySql } from './sql.js';
 
 type Run = <T>(q: Statement) => Promise<T[]>;
@@ -172,4 +174,16 @@ export async function replayDeliveries(
     deps.progress?.stop();
   }
   return end;
+}
+
+/**
+ * The requests of `deliveries replay --failed`: every matching FAILED/DEAD row of the consumer and
+ * school, newest first, at most {@link MAX_REPLAY_ITEMS} (`more` when others match), each asking
+ * for the row's own revision under the operation id `P:<eventId>`; `line` is its place in the list.
+ * @example const { items } = await failedReplayItems(db, '100100', '5', { filter: ALL_FAILED, operationPrefix: 'INC-42' })
+ */
+export async function failedReplayItems(db: Db, consumerAppKey: string, consumerSchoolId: string, failed: FailedReplay): Promise<{ items: ReplayItem[]; more: boolean }> {
+  const { rows, more } = await selectFailed(db, consumerAppKey, consumerSchoolId, failed.filter, MAX_REPLAY_ITEMS);
+  const items = rows.map((r, i) => ({ line: i + 1, answerUuid: r.answerUuid, expectedRevision: r.answerRevision, operationId: failedOperationId(failed.operationPrefix, r.eventId) }));
+  return { items, more };
 }

@@ -9,6 +9,8 @@ import { afterFailure, type RetryPolicy } from '../retry.js';
 import type { PublishOutcome } from '../../amqp/confirm-publisher.js';
 import { DELIVERY_EXCHANGE, vhostOf } from '../../amqp/connect.js';
 import { batchExitCode, type ExitCode } from '../../cli/exit.js';
+import type { Gauge } from '../../cli/metrics.js';
+import { pausedGauge, pauseFields } from '../../pause/decide.js';
 import { type DeliveryRow, type FailReason, type Generation, generationOf, type GrantRow, type RegistryRow } from '../types.js';
 import type { RowResult, SendOptions, SendSummary, Write } from './types.js';
 
@@ -269,6 +271,7 @@ export function summarizeSend(summary: SendSummary, options: Pick<SendOptions, '
     ...pick(summary, ['claimed', 'published', 'accepted', 'failed', 'dead', 'revoked', 'held', 'skipped']),
     ...(options.dryRun ? { wouldPublish: summary.wouldPublish } : {}),
     ...pick(summary, ['stale', 'brokerRefusals', 'failedByReason', 'stoppedBy']),
+    ...(summary.paused ? { paused: pauseFields(summary.paused) } : {}),
     serviceTimeZone,
     seconds: Math.round(seconds * 10) / 10,
     // from the unrounded time: the rate cron dashboards and the benchmark read
@@ -293,10 +296,19 @@ export function sendStopError(summary: SendSummary): string | null {
   return null;
 }
 
-/** The rows by result a run's metrics file counts, and whether a signal ended it. */
-export function sendRunOutcome(summary: SendSummary): { exitCode: ExitCode; rowsByResult: Record<string, number>; interrupted: boolean } {
+/**
+ * The rows by result a run's metrics file counts, whether it ended early (a signal, or the pause
+ * switch: neither advances the last-success time) and the `fcctl_paused` gauge.
+ */
+export function sendRunOutcome(summary: SendSummary): { exitCode: ExitCode; rowsByResult: Record<string, number>; interrupted: boolean; extraGauges: Gauge[] } {
   const { accepted, failed, dead, revoked, held, skipped } = summary;
-  return { exitCode: sendExitCode(summary), rowsByResult: { accepted, failed, dead, revoked, held, skipped }, interrupted: summary.stoppedBy === 'signal' };
+  const paused = summary.stoppedBy === 'paused';
+  return {
+    exitCode: sendExitCode(summary),
+    rowsByResult: { accepted, failed, dead, revoked, held, skipped },
+    interrupted: summary.stoppedBy === 'signal' || paused,
+    extraGauges: [pausedGauge('deliveries send', paused)],
+  };
 }
 
 /**

@@ -184,6 +184,12 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
       summary.stoppedBy = stop;
       break;
     }
+    const pause = await deps.paused?.();
+    if (pause) {
+      summary.stoppedBy = 'paused';
+      summary.paused = pause;
+      break;
+    }
     const facts = await verifiedPublisher(deps.db, deps.publisher);
     const rows = await peekDue(deps.db, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (rows.length === 0) break;
@@ -268,6 +274,13 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
 async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts } | null> {
   const { deps, summary } = run;
   try {
+    // The pause switch before each claim: a paused fleet claims nothing more.
+    const pause = await deps.paused?.();
+    if (pause) {
+      summary.stoppedBy = 'paused';
+      summary.paused = pause;
+      return null;
+    }
     // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
     const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
     return { facts, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
@@ -345,6 +358,9 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   if (!deps.broker) throw new Error('runSend needs a broker unless dryRun');
   const broker = deps.broker;
   const owner = newClaimOwner();
+  // Paused at start: no probe, no claim.
+  const pause = await deps.paused?.();
+  if (pause) return { ...run.summary, stoppedBy: 'paused', paused: pause };
   await verifiedPublisher(deps.db, deps.publisher);
   const publisher = await openPublisher(broker, options, deps.clock);
   await claimBatches(run, broker, publisher, owner);

@@ -1,6 +1,7 @@
 /** The shapes of `deliveries send`: its options, each row's result, the run's summary, the writes. */
 import type { Broker } from '../../amqp/connect.js';
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import type { RetryPolicy } from '../retry.js';
 import type { DeliveryRow, Generation } from '../types.js';
 
@@ -46,7 +47,9 @@ export interface SendSummary {
   stale: number;
   /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
   brokerRefusals: number;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'broker-lost' | 'broker-refusing' | 'broker-blocked' | 'publisher-identity';
+  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'paused' | 'broker-lost' | 'broker-refusing' | 'broker-blocked' | 'publisher-identity';
+  /** the pause that stopped the run (`stoppedBy: 'paused'`): `fcctl pause deliveries send` or `--pause-file` */
+  paused?: PauseState;
   /** why the broker went away mid-run (or refuses every message: `broker-refusing`); the command then exits 3 after its summary */
   brokerLost?: string;
   /** why the publisher identity failed mid-run (the registry changed); the command exits 3 after its summary */
@@ -64,6 +67,8 @@ export interface SendDeps {
   readonly clock: () => number;
   readonly onRow?: (row: DeliveryRow, result: RowResult) => void;
   readonly onBatch?: (summary: Readonly<SendSummary>) => void;
+  /** the pause switch, read at start and before each claim (src/lib/pause/run.ts); a pause stops claiming, what is in flight is finished */
+  readonly paused?: () => Promise<PauseState | null>;
 }
 
 /** The write of one group of rows that get the same transition. Returns rows matched. */

@@ -5,6 +5,7 @@
 import type { Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import { type Checkpoint, writeCheckpoint } from '../checkpoint.js';
 import type { FileLock } from '../lock.js';
 import { type ManifestLines, readManifestLines, readPageBoundary } from '../page.js';
@@ -38,6 +39,8 @@ export interface PipelineInput {
   readonly signal: AbortSignal;
   readonly now: () => Date;
   readonly onPage?: (p: ScanProgress) => void | Promise<void>;
+  /** the pause switch, read before the first page and after each commit: a pause stops the scan at that commit */
+  readonly paused?: () => Promise<PauseState | null>;
 }
 
 export interface PipelineResult {
@@ -45,6 +48,8 @@ export interface PipelineResult {
   readonly rowsThisRun: number;
   readonly pagesThisRun: number;
   readonly stoppedBy: string | null;
+  /** the pause that stopped the scan (`stoppedBy: 'paused'`) */
+  readonly paused?: PauseState;
 }
 
 const stopReason = (signal: AbortSignal) => String((signal.reason as Error | undefined)?.message ?? 'signal');
@@ -60,10 +65,12 @@ function quiet<T>(p: Promise<T>): Promise<T> {
  * commit, or a loop fails (rethrown once all three have ended).
  */
 export async function runPagePipeline(input: PipelineInput): Promise<PipelineResult> {
+  const before = await input.paused?.();
+  if (before) return { checkpoint: input.checkpoint, rowsThisRun: 0, pagesThisRun: 0, stoppedBy: 'paused', paused: before };
   const p = new PagePipeline(input);
   await Promise.all([p.plan(), p.read(), p.write()]);
   if (p.failure) throw p.failure.error;
-  return { checkpoint: p.checkpoint, rowsThisRun: p.rowsThisRun, pagesThisRun: p.pagesThisRun, stoppedBy: p.stoppedBy };
+  return { checkpoint: p.checkpoint, rowsThisRun: p.rowsThisRun, pagesThisRun: p.pagesThisRun, stoppedBy: p.stoppedBy, ...(p.paused ? { paused: p.paused } : {}) };
 }
 
 class PagePipeline {
@@ -71,6 +78,7 @@ class PagePipeline {
   rowsThisRun = 0;
   pagesThisRun = 0;
   stoppedBy: string | null = null;
+  paused: PauseState | undefined;
   failure: { error: unknown } | null = null;
   /** pages read, in order, waiting for the writer (row objects already dropped) */
   private readonly queue: QueuedPage[] = [];
@@ -194,9 +202,11 @@ class PagePipeline {
         const batch = this.queue.splice(0, this.queue.length);
         this.wake('reader');
         if (await this.commit(batch)) return;
-        if (this.i.signal.aborted) {
+        const pause = this.i.signal.aborted ? undefined : await this.i.paused?.();
+        if (this.i.signal.aborted || pause) {
           // Stop at a commit: pages read but not committed are read again by the next run.
-          this.stoppedBy ??= stopReason(this.i.signal);
+          this.stoppedBy ??= pause ? 'paused' : stopReason(this.i.signal);
+          if (pause) this.paused = pause;
           this.queue.length = 0;
           this.wake('planner');
           this.wake('reader');

@@ -103,6 +103,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       signal: deps.signal,
       now,
       ...(deps.onPage ? { onPage: deps.onPage } : {}),
+      ...(deps.paused ? { paused: deps.paused } : {}),
     });
     return { ...run, checkpointPath, resumed: start.resumed, alreadyComplete: false, restarted: start.restarted, truncatedBytes: start.truncatedBytes };
   } finally {

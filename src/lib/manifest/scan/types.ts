@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import type { Checkpoint } from '../checkpoint.js';
 import type { ManifestSide } from '../row.js';
 import type { Shard } from '../shard.js';
@@ -35,6 +36,8 @@ export interface ScanDeps {
   readonly onPage?: (p: ScanProgress) => void | Promise<void>;
   /** named in the lock file */
   readonly command?: string;
+  /** the pause switch of the command that scans (`reconcile run`), read before the first page and after each commit */
+  readonly paused?: () => Promise<PauseState | null>;
 }
 
 export interface ScanResult {
@@ -50,8 +53,10 @@ export interface ScanResult {
   readonly truncatedBytes: number;
   readonly rowsThisRun: number;
   readonly pagesThisRun: number;
-  /** set when a stop signal ended the scan before it completed */
+  /** set when a stop signal ended the scan before it completed (`paused`: the pause switch) */
   readonly stoppedBy: string | null;
+  /** the pause that stopped the scan */
+  readonly paused?: PauseState;
 }
 
 /** A page read and formatted, waiting for the writer. */

@@ -7,6 +7,7 @@ import type { Summary } from '../../cli/output.js';
 import { gauge } from '../../cli/metrics.js';
 import type { RunOutcome } from '../../cli/run-metrics.js';
 import { emptyPairWarning } from '../decide.js';
+import { pausedGauge, pauseFields } from '../../pause/decide.js';
 import type { Category } from '../classify.js';
 import { diffSummaryFields } from '../diff/decide.js';
 import type { ReconcileRunResult, RunState } from './types.js';
@@ -44,6 +45,12 @@ export interface ReconcileRunReport {
 export function reconcileRunReport(o: { schId: string; formUuid: string; allowEmpty: boolean }, result: ReconcileRunResult, elapsedMs: number): ReconcileRunReport {
   const seconds = Math.round(elapsedMs / 100) / 10;
   const base = { command: 'reconcile run', runId: result.run?.runId ?? null, taskStart: result.run?.taskStart ?? null, resumed: result.resumed };
+  if (result.kind === 'stopped' && result.paused) {
+    // The pause switch: exit 0 (it did as told), no success recorded (no diff was written), fcctl_paused 1.
+    const exitCode = ExitCode.OK;
+    const fields = { ...base, exitCode, stoppedBy: 'paused', paused: pauseFields(result.paused), phase: result.phase, outDir: result.outDir, seconds };
+    return { warning: null, exitCode, fields, outcome: { exitCode, interrupted: true, extraGauges: [pausedGauge('reconcile run', true)] } };
+  }
   if (result.kind === 'stopped') {
     const exitCode = ExitCode.ITEMS_FAILED;
     return { warning: null, exitCode, fields: { ...base, exitCode, stoppedBy: 'signal', phase: result.phase, outDir: result.outDir, seconds }, outcome: { exitCode, interrupted: true } };
@@ -56,7 +63,7 @@ export function reconcileRunReport(o: { schId: string; formUuid: string; allowEm
     exitCode,
     rowsByResult: result.summary.counts,
     suspect: warning !== null,
-    extraGauges: [gauge('fcctl_reconcile_empty', 'the last reconcile run warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0', warning === null ? 0 : 1, { command: 'reconcile run' })],
+    extraGauges: [gauge('fcctl_reconcile_empty', 'the last reconcile run warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0', warning === null ? 0 : 1, { command: 'reconcile run' }), pausedGauge('reconcile run', false)],
   };
   return { warning, exitCode, fields, counts: result.summary.counts, outcome };
 }

@@ -98,6 +98,9 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
   try {
     // A run killed in the middle of a write left temp files; the scans sweep their checkpoints'.
     for (const f of [RUN_FILES.run, ...Object.values(DIFF_FILES)]) await removeStaleTemps(join(outDir, f));
+    // Paused at start: nothing begun, the directory's run (if any) left to continue after the resume.
+    const pause = await deps.paused?.();
+    if (pause) return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'paused', outDir, paused: pause };
     const started = await startOrResume(o, outDir, deps, now);
     if (started.kind === 'stopped') return started;
     const { run, resume } = started;
@@ -179,10 +182,10 @@ async function scanSides(o: ReconcileRunOptions, outDir: string, run: RunState, 
         restart: !resume,
         database: side === 'fc' ? o.fcDatabase : o.shDatabase,
       },
-      { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p) },
+      { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p), ...(deps.paused ? { paused: deps.paused } : {}) },
     );
     scans[side] = r;
-    if (r.stoppedBy !== null) return { kind: 'stopped', run, resumed: resume, phase, reason: r.stoppedBy, outDir };
+    if (r.stoppedBy !== null) return { kind: 'stopped', run, resumed: resume, phase, reason: r.stoppedBy, outDir, ...(r.paused ? { paused: r.paused } : {}) };
   }
   return { kind: 'scanned', scans: scans as Record<ManifestSide, ScanResult> };
 }

@@ -1,5 +1,6 @@
 /** `run.json`, the run directory's files, and the shapes `reconcile run`'s runner takes and returns. */
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import type { ManifestSide } from '../../manifest/row.js';
 import type { ScanProgress, ScanResult } from '../../manifest/scan/types.js';
 import type { Category } from '../classify.js';
@@ -63,9 +64,11 @@ export interface ReconcileRunDeps {
   readonly onPhase?: (phase: RunPhase, detail: Record<string, unknown>) => void;
   readonly onPage?: (side: ManifestSide, p: ScanProgress) => void | Promise<void>;
   readonly onDiffProgress?: (answers: number) => void;
+  /** the pause switch (`fcctl pause reconcile run`, `--pause-file`), read at start and before each manifest page */
+  readonly paused?: () => Promise<PauseState | null>;
 }
 
 export type ReconcileRunResult =
   | { readonly kind: 'done'; readonly run: RunState; readonly resumed: boolean; readonly scans: Readonly<Record<ManifestSide, ScanResult>>; readonly summary: DiffSummary; readonly outDir: string }
   /** `run` is null when the run was stopped before its task start was taken (nothing recorded) */
-  | { readonly kind: 'stopped'; readonly run: RunState | null; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string };
+  | { readonly kind: 'stopped'; readonly run: RunState | null; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string; readonly paused?: PauseState };

@@ -15,6 +15,16 @@ export interface EntryOutcome {
   readonly retiredAt: string | null;
 }
 
+/**
+ * Whether an outcome is only counted (`alreadyRetired` in the summary), printed as no `result` line
+ * (README "Output"): the row was retired by this proof before, so nothing changed. The evidence
+ * file still records every decision.
+ * @example countedOnly({ result: 'ALREADY_RETIRED' }) // true
+ */
+export function countedOnly(r: Pick<EntryOutcome, 'result'>): boolean {
+  return r.result === 'ALREADY_RETIRED';
+}
+
 export type RetireRunResult =
   | {
       readonly kind: 'refused';

@@ -102,7 +102,7 @@ const COMMANDS: readonly CommandSpec[] = [
     base: [],
     ints: [['--batch-size', 1, 5000], ['--window', 1, 10_000], ['--max-rows', 1, Number.MAX_SAFE_INTEGER], ['--lease-seconds', 5, 86_400], ['--hold-recheck', 1, 86_400], ['--pipeline', 1, 8], ['--backoff-base', 1, 86_400], ['--backoff-cap', 1, 7 * 86_400], ['--max-retries', 1, 100]],
     seconds: [['--max-seconds', 1, 86_400], ['--confirm-timeout', 0.05, 600]],
-    valued: ['--metrics-file'],
+    valued: ['--metrics-file', '--pause-file'],
     noArguments: true,
   },
   {
@@ -118,9 +118,21 @@ const COMMANDS: readonly CommandSpec[] = [
     cmd: ['deliveries', 'failed'],
     base: ['--consumer', KEY, '--school', '5'],
     ints: [['--page', 1, 1_000_000], ['--size', 1, 200]],
-    choices: [['--format', ['table', 'json', 'csv']]],
+    choices: [['--format', ['table', 'json', 'csv', 'jsonl']]],
     required: ['--consumer', '--school'],
+    valued: ['--state', '--reason', '--after', '--operation-prefix'],
     noArguments: true,
+  },
+  {
+    cmd: ['pause'],
+    base: ['deliveries', 'send', '--reason', 'bad-input catalogue'],
+    choices: [['--format', ['table', 'json', 'csv']]],
+    valued: ['--reason', '--until'],
+  },
+  {
+    cmd: ['resume'],
+    base: ['deliveries', 'send'],
+    valued: ['--reason'],
   },
   {
     cmd: ['apply-command', 'scan'],
@@ -137,7 +149,7 @@ const COMMANDS: readonly CommandSpec[] = [
     ints: [['--batch-size', 1, 1000], ['--concurrency', 1, 256], ['--max-rows', 1, Number.MAX_SAFE_INTEGER], ['--lease-seconds', 10, 86_400], ['--max-consecutive-errors', 1, 1_000_000], ['--backoff-base', 1, 86_400], ['--backoff-cap', 1, 7 * 86_400], ['--max-retries', 1, 100]],
     seconds: [['--max-seconds', 1, 86_400], ['--request-timeout', 0.05, 120]],
     durations: [['--pending-grace', 60, 30 * 86_400]],
-    valued: ['--metrics-file'],
+    valued: ['--metrics-file', '--pause-file'],
     noArguments: true,
   },
   {

@@ -73,13 +73,13 @@ describe('failed SQL (as text)', () => {
     expect(offset.sql).toContain("WHERE consumer_app_key = ? AND consumer_school_id = ? AND state IN ('FAILED', 'DEAD') ORDER BY id DESC LIMIT ? OFFSET ?");
     expect(offset.params).toEqual(['k', '5', 51, 100]);
     const keyset = failedSql.page('k', '5', ALL_FAILED, { after: '812' }, 50);
-    expect(keyset.sql).toMatch(/AND id < \? ORDER BY id DESC LIMIT \?$/);
+    expect(keyset.sql).toMatch(/AND id < CAST\(\? AS UNSIGNED\) ORDER BY id DESC LIMIT \?$/);
     expect(keyset.params).toEqual(['k', '5', '812', 51]);
   });
   it('the filter narrows the page and the totals alike', () => {
     const f = { state: 'DEAD' as const, reason: 'NO_ROUTE' };
     const page = failedSql.page('k', '5', f, { after: '9' }, 10);
-    expect(page.sql).toContain("state = ? AND SUBSTRING_INDEX(last_error, ':', 1) = ? AND id < ?");
+    expect(page.sql).toContain("state = ? AND SUBSTRING_INDEX(last_error, ':', 1) = ? AND id < CAST(? AS UNSIGNED)");
     expect(page.params).toEqual(['k', '5', 'DEAD', 'NO_ROUTE', '9', 11]);
     const total = failedSql.total('k', '5', f);
     expect(total.sql).toContain("state = ? AND SUBSTRING_INDEX(last_error, ':', 1) = ? GROUP BY state");

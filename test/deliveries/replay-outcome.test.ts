@@ -20,6 +20,13 @@ describe('replayExitCode', () => {
 });
 
 describe('summarizeReplay', () => {
+  it.each([
+    ['all selected, all done', false, [result('QUEUED')], 0],
+    ['more rows matched than one run takes: not all done', true, [result('QUEUED')], 1],
+    ['more matched and a refusal: still 1', true, [result('REVISION_MISMATCH')], 1],
+  ] as const)('replay --failed: %s → exit %i', (_, more, results, code) => {
+    expect(summarizeReplay(end({ results: [...results] }), { items: 1, dryRun: false, elapsedMs: 1, json: true, more }).summary.exitCode).toBe(code);
+  });
   const e = end({ results: [result('QUEUED'), result('QUEUED', true), result('NO_DELIVERY_ROW')], notRun: 1, stoppedBy: 'max-seconds' });
   it('JSON: every code with its count, inside the summary, in this key order', () => {
     const { summary, counts } = summarizeReplay(e, { items: 4, dryRun: false, elapsedMs: 1_260, json: true });

@@ -44,6 +44,12 @@ describe('parseUntil: a duration from now or an instant with its offset, in the 
     ['2026-12-01T12:00:00', /expected a duration/],
     ['tomorrow', /expected a duration/],
     ['2026-13-01T12:00:00Z', /expected a duration/],
+    // dates Date.parse would roll over into another instant
+    ['2027-02-30T18:00:00Z', /expected a duration/],
+    ['2027-02-29T18:00:00+08:00', /expected a duration/],
+    ['2027-04-31T18:00:00Z', /expected a duration/],
+    ['2027-01-10T24:00:00Z', /expected a duration/],
+    ['2027-01-10T23:60:00Z', /expected a duration/],
     ['2026-12-01T09:00:00Z', /in the past/],
     ['2026-12-01T10:00:00Z', /in the past/],
     ['2028-12-01T10:00:00Z', /more than 366 days/],

@@ -136,6 +136,23 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     }
   });
 
+  test('paused with the broker down (why one pauses): exit 0 stoppedBy paused, fcctl_paused 1, the broker never dialled', async () => {
+    const file = join(dir, 'pause-send-broker-down');
+    writeFileSync(file, 'broker down: INC-7\n');
+    // a port nothing listens on: a run that dialled the broker would exit 3 ("cannot connect")
+    const down = { ...env, FCCTL_AMQP_URL: 'amqp://fcctl:pw@127.0.0.1:9/fcctl' };
+    const r = await runCli(['--json', 'deliveries', 'send', '--declare', '--pause-file', file, '--metrics-file', join(dir, 'down.prom')], { env: down });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, published: 0, stoppedBy: 'paused', paused: { reason: 'broker down: INC-7', source: 'file' } });
+    expect(readFileSync(join(dir, 'down.prom'), 'utf8')).toContain('fcctl_paused{command="deliveries send"} 1\n');
+    rmSync(file);
+    // not paused, the same run dials the broker and says it cannot
+    const unpaused = await runCli(['--json', 'deliveries', 'send', '--pause-file', file], { env: down });
+    expect(unpaused.code).toBe(3);
+    expect(unpaused.stderr).toMatch(/^fcctl: cannot connect to RabbitMQ/);
+  });
+
   test('an expired --until counts as not paused', async () => {
     const { key, q } = await consumer('pu', 20);
     try {

@@ -62,7 +62,7 @@ export async function runDeliveriesReplay(options: DeliveriesReplayOptions, ctx:
   });
   if (batch && !ctx.output.json && tableRows.length > 0) ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would answer (dry run)' : 'answers');
   if (dryRun) ctx.output.note('dry run: nothing was written or recorded; pass --execute to replay');
-  const { summary, counts } = summarizeReplay(end, { items: items.length, dryRun, elapsedMs: ctx.clock() - started, json: ctx.output.json });
+  const { summary, counts } = summarizeReplay(end, { items: items.length, dryRun, elapsedMs: ctx.clock() - started, json: ctx.output.json, more: selected?.more ?? false });
   if (selected?.more) ctx.output.note(`more than ${items.length} rows match: run again for the rest`);
   ctx.output.summary(options.failed ? { ...summary, operationPrefix: options.failed.operationPrefix, more: selected!.more } : summary, counts);
   const error = replayStopError(end.error);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
-import { leaseProblem, rowEvent, sendRunOutcome, sendStopError, summarizeSend, vhostProblem } from '../../lib/deliveries/send/decide.js';
+import { emptySummary, leaseProblem, rowEvent, sendRunOutcome, sendStopError, summarizeSend, vhostProblem } from '../../lib/deliveries/send/decide.js';
 import { sendDeliveries } from '../../lib/deliveries/send/run.js';
 import type { SendOptions } from '../../lib/deliveries/send/types.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
@@ -32,7 +32,9 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   const vhost = vhostProblem(requireSetting(ctx.config, 'amqpUrl'), options);
   if (vhost) throw new EnvironmentError(vhost);
   const db = await ctx.fcDb();
-  const { summary, seconds } = await sendDeliveries(
+  const paused = pauseCheck('deliveries send', ctx.fcDb, options.pauseFile);
+  const pause = await paused(); // before the broker is opened: a broker outage is why one pauses
+  const { summary, seconds } = pause ? { summary: { ...emptySummary(), stoppedBy: 'paused' as const, paused: pause }, seconds: 0 } : await sendDeliveries(
     { ...options, serviceTimeZone },
     {
       db,
@@ -40,7 +42,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
       publisher,
       signal: ctx.signal,
       clock: ctx.clock,
-      paused: pauseCheck('deliveries send', ctx.fcDb, options.pauseFile),
+      paused,
       progress: () => ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send'),
       // The total only draws the terminal's bar: cron runs (JSON) do not count the backlog at all.
       countTotal: !ctx.output.json,

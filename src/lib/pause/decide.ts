@@ -92,13 +92,20 @@ export function parseUntil(text: string, nowMs: number): { ok: true; until: Unti
     if (seconds < 1 || seconds > MAX_UNTIL_SECONDS) return { ok: false, message: `--until ${JSON.stringify(text)}: expected from 1s to 366d` };
     return { ok: true, until: { kind: 'in', seconds } };
   }
-  const at = INSTANT.test(t) ? Date.parse(t.replace(' ', 'T')) : NaN;
+  const at = INSTANT.test(t) && onTheCalendar(t) ? Date.parse(t.replace(' ', 'T')) : NaN;
   if (!Number.isFinite(at)) {
     return { ok: false, message: `--until ${JSON.stringify(text)}: expected a duration (90s, 30m, 2h, 1d) or an ISO 8601 time with its offset (2026-12-01T18:00:00+08:00)` };
   }
   if (at <= nowMs) return { ok: false, message: `--until ${JSON.stringify(text)} is in the past` };
   if (at - nowMs > MAX_UNTIL_SECONDS * 1000) return { ok: false, message: `--until ${JSON.stringify(text)} is more than 366 days away` };
   return { ok: true, until: { kind: 'at', utc: new Date(Math.floor(at / 1000) * 1000).toISOString().slice(0, 19).replace('T', ' ') } };
+}
+
+/** The written date and time exist (Date.parse rolls 2026-02-30 over into March, takes 24:00). */
+function onTheCalendar(t: string): boolean {
+  const [y, mo, d, h, mi, se] = [t.slice(0, 4), t.slice(5, 7), t.slice(8, 10), t.slice(11, 13), t.slice(14, 16), t.slice(17, 19)].map((x) => Number(x) || 0) as [number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth && h <= 23 && mi <= 59 && se <= 59;
 }
 
 /**

@@ -33,7 +33,7 @@ export const pauseSql = {
     return {
       sql:
         `INSERT INTO fcctl_pause (command, reason, paused_by, paused_at, until_at) VALUES (?, ?, ?, UTC_TIMESTAMP(), ${u.sql}) ` +
-        'ON DUPLICATE KEY UPDATE reason = VALUES(reason), paused_by = VALUES(paused_by), paused_at = VALUES(paused_at), until_at = VALUES(until_at)',
+        'ON DUPLICATE KEY UPDATE reason = VALUES(reason), paused_by = VALUES(paused_by), paused_at = UTC_TIMESTAMP(), until_at = VALUES(until_at)',
       params: [p.command, p.reason, p.pausedBy, ...u.params],
     };
   },

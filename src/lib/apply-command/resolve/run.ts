@@ -244,7 +244,16 @@ class ResolveRun {
         this.summary.stoppedBy = stop;
         return false;
       }
-      if (this.http.pendingCount < this.options.concurrency) return !(await this.pausedNow());
+      if (this.http.pendingCount < this.options.concurrency) {
+        // A failed read of the switch ends the run like any database error, but only after the
+        // requests in flight are settled (the caller awaits them): never rejected from here.
+        try {
+          return !(await this.pausedNow());
+        } catch (err) {
+          this.fail(err);
+          return false;
+        }
+      }
       await pending.next();
     }
   }

@@ -31,14 +31,15 @@ const COLUMNS = 'id, event_id, state, answer_uuid, answer_revision, retry_count,
 export const failedSql = {
   /**
    * One page of the FAILED and DEAD rows of a consumer and school, newest first by row id (the
-   * id never changes, so a keyset cursor `id < after` is stable while rows are replayed or
+   * id never changes, so a keyset cursor `id < after` (compared as an integer, not as a double
+   * the way a BIGINT against a string would be) is stable while rows are replayed or
    * retried), reading one extra row to know whether more follow.
    */
   page: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, start: PageStart, size: number): Statement => {
     const w = where(consumerAppKey, consumerSchoolId, filter);
     const keyset = 'after' in start;
     return {
-      sql: `SELECT ${COLUMNS} FROM answer_delivery WHERE ${w.sql}${keyset ? ' AND id < ?' : ''} ORDER BY id DESC LIMIT ?${keyset ? '' : ' OFFSET ?'}`,
+      sql: `SELECT ${COLUMNS} FROM answer_delivery WHERE ${w.sql}${keyset ? ' AND id < CAST(? AS UNSIGNED)' : ''} ORDER BY id DESC LIMIT ?${keyset ? '' : ' OFFSET ?'}`,
       params: keyset ? [...w.params, start.after, size + 1] : [...w.params, size + 1, (start.page - 1) * size],
     };
   },

@@ -261,13 +261,14 @@ export function replayExitCode(end: ReplayEnd): ExitCode {
  * count inside the summary; a terminal the codes that occurred, one row each, beside it.
  * @example summarizeReplay(end, { items: 2, dryRun: true, elapsedMs: 40, json: true }).summary.byCode.QUEUED
  */
-export function summarizeReplay(end: ReplayEnd, run: { readonly items: number; readonly dryRun: boolean; readonly elapsedMs: number; readonly json: boolean }) {
+export function summarizeReplay(end: ReplayEnd, run: { readonly items: number; readonly dryRun: boolean; readonly elapsedMs: number; readonly json: boolean; readonly more?: boolean }) {
   const byCode: Record<string, number> = Object.fromEntries([...REPLAY_CODES, OPERATION_CONFLICT].map((c) => [c, 0]));
   for (const r of end.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   const counts = run.json ? undefined : Object.fromEntries(Object.entries(byCode).filter(([, n]) => n > 0));
   const summary = {
     command: 'deliveries replay',
-    exitCode: replayExitCode(end),
+    // `replay --failed` that left matching rows unselected is not all done: exit 1 until a run gets them all
+    exitCode: run.more && replayExitCode(end) === ExitCode.OK ? ExitCode.ITEMS_FAILED : replayExitCode(end),
     dryRun: run.dryRun,
     items: run.items,
     answered: end.results.length,

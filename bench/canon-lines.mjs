@@ -16,7 +16,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { contentHash } from '../dist/lib/canon/index.js';
-import { benchArgs, cpuText, FCCTL as fcctl, flag, loadText, ROOT as root, str } from './lib.mjs';
+import { benchArgs, cpuText, FCCTL as fcctl, flag, loadText, ROOT as root, sampleMemory, str } from './lib.mjs';
 
 const args = benchArgs({ mb: str('1024'), docs: str('10000'), seed: str('42'), dir: str(os.tmpdir()), keep: flag() });
 const targetBytes = Number(args.mb) * 1024 * 1024;
@@ -32,33 +32,6 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
-/** Peak of VmHWM (and VmRSS) from /proc/<pid>/status, sampled every `everyMs` until stopped. */
-function sampleMemory(pid, everyMs = 50) {
-  let hwmKb = 0;
-  let rssKb = 0;
-  let cpuTicks = 0;
-  const read = () => {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      hwmKb = Math.max(hwmKb, Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0));
-      rssKb = Math.max(rssKb, Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0));
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpuTicks = Number(fields[11]) + Number(fields[12]); // utime + stime
-    } catch {
-      // the process has exited: keep the last sample
-    }
-  };
-  const timer = setInterval(read, everyMs);
-  read();
-  return {
-    stop: () => {
-      clearInterval(timer);
-      return { peakHwmMb: hwmKb / 1024, peakRssMb: rssKb / 1024, cpuSeconds: cpuTicks / 100 };
-    },
-    sample: read,
-  };
-}
 
 try {
   // 1. The corpus, once, then the big file by streaming copies of it.

@@ -1,5 +1,6 @@
 // What every bench script shares: where the built binary is, how options are declared, how a
 // child's output is collected, how the machine is named in a report.
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,3 +33,31 @@ export function collect(child) {
 export const cpuText = () => `${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}`;
 /** `0.52 0.40 0.31` */
 export const loadText = (loadavg = os.loadavg()) => loadavg.map((x) => x.toFixed(2)).join(' ');
+
+/** Peak of VmHWM (and VmRSS) from /proc/<pid>/status, sampled every `everyMs` until stopped. */
+export function sampleMemory(pid, everyMs = 50) {
+  let hwmKb = 0;
+  let rssKb = 0;
+  let cpuTicks = 0;
+  const read = () => {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      hwmKb = Math.max(hwmKb, Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+      rssKb = Math.max(rssKb, Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      cpuTicks = Number(fields[11]) + Number(fields[12]); // utime + stime
+    } catch {
+      // the process has exited: keep the last sample
+    }
+  };
+  const timer = setInterval(read, everyMs);
+  read();
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return { peakHwmMb: hwmKb / 1024, peakRssMb: rssKb / 1024, cpuSeconds: cpuTicks / 100 };
+    },
+    sample: read,
+  };
+}

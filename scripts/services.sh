@@ -49,6 +49,12 @@ install_packages() {
   [ -x "$RMQ_BIN/rabbitmq-server" ] || missing+=(rabbitmq-server)
   # tmux: the tests look at the live terminal view in a real terminal.
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+  # promtool (in Debian's prometheus package) checks docs/prometheus/fcctl-alerts.yml and the .prom
+  # files; the package's own server is kept from starting by the policy-rc.d guard below.
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  # systemd-analyze (Debian's systemd package, with the standard units) verifies docs/systemd/;
+  # `verify --root` needs no systemd running.
+  [ -x /usr/bin/systemd-analyze ] || missing+=(systemd)
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} from Debian packages"
   # Keep the packages' own init scripts from starting system-wide servers on default ports.

@@ -132,3 +132,28 @@ CREATE TABLE IF NOT EXISTS fcctl_pause_event (
   KEY idx_pause_event_command (command, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- The pairs of one `reconcile run --all` run (issue 19 §1): one row per (run id, school, form), found
+-- on either side and registered by every process of the run (INSERT IGNORE). A process claims a
+-- pair with a lease (claim_owner, claim_generation, claim_expires_at, UTC from the database's clock),
+-- renews it while the pair runs, and records DONE or FAILED with the pair's result; a pair whose lease
+-- expired (its process was killed) is claimed again by another process of the same run. Claims read
+-- along uk_reconcile_task_pair in pair order (FOR UPDATE SKIP LOCKED) and write by id;
+-- idx_reconcile_task_open finds the unfinished run a process without --run-id joins.
+CREATE TABLE IF NOT EXISTS fcctl_reconcile_task (
+  id               BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  run_id           VARCHAR(64)  NOT NULL,
+  sch_id           BIGINT       NOT NULL,
+  form_uuid        CHAR(36)     NOT NULL,
+  state            VARCHAR(16)  NOT NULL DEFAULT 'PENDING',
+  claim_owner      VARCHAR(128) NULL,
+  claim_generation BIGINT       NOT NULL DEFAULT 0,
+  claim_expires_at DATETIME     NULL,
+  attempts         INT          NOT NULL DEFAULT 0,
+  host             VARCHAR(255) NULL,
+  result_json      LONGTEXT     NULL,
+  create_time      DATETIME     NOT NULL,
+  finished_at      DATETIME     NULL,
+  UNIQUE KEY uk_reconcile_task_pair (run_id, sch_id, form_uuid),
+  KEY idx_reconcile_task_open (state, create_time)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -8,6 +8,7 @@ import { UsageError } from '../lib/cli/exit.js';
 import { type SignalMode, signalMode } from '../lib/cli/signal.js';
 import { FlowClient } from '../lib/flow/client.js';
 import { type Broker, openBroker } from '../lib/amqp/connect.js';
+import { openThrottles, type Throttle, type ThrottleLimits } from '../lib/db/throttle.js';
 
 /** What the process gives every command: streams, environment, clock and the stop signal. */
 export interface Deps {
@@ -173,4 +174,22 @@ export function commandGroup(program: Command, name: string, description: string
   const group = program.command(name).description(description);
   for (const create of verbs) create(group, deps, resources);
   return group;
+}
+
+/**
+ * The throttles of `--max-load`/`--max-lag` (lib/db/throttle.ts) on the databases a command reads,
+ * first-checked now (exit 2 or 3 before anything is written); each start and end of a wait is a
+ * `throttled` event line (a line on stderr on a terminal).
+ * @example const throttle = await commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })
+ */
+export function commandThrottles<K extends string>(ctx: Ctx, limits: ThrottleLimits, dbs: Readonly<Record<K, { readonly db: () => Promise<Db>; readonly label: string }>>): Promise<Partial<Record<K, Throttle>>> {
+  return openThrottles(limits, ctx.config.replicaUrl.value, dbs, {
+    signal: ctx.signal,
+    clock: ctx.clock,
+    onClose: (fn) => ctx.onClose(fn),
+    onEvent: (e) => {
+      ctx.output.event('throttled', e);
+      if (!ctx.output.json) ctx.io.stderr.write(e.state === 'start' ? `fcctl: throttled on the ${e.database}: ${e.reason}\n` : `fcctl: throttle ended after ${e.seconds} s\n`);
+    },
+  });
 }

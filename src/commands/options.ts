@@ -2,6 +2,8 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { CONTROL, idProblem, isAppKey, isRoutingSafe, isSchoolId, isUuid, MAX_APP_KEY_LENGTH, MAX_ID_LENGTH, MAX_RUN_ID_LENGTH } from '../lib/ids.js';
 import type { ManifestSide } from '../lib/manifest/row.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
+import { UsageError } from '../lib/cli/exit.js';
+import { type LoadLimit, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -373,4 +375,73 @@ export function failedFilterOptions(cmd: Command): Command {
  */
 export function pauseFileOption(): Option {
   return new Option('--pause-file <path>', 'behave as paused while this file exists (its first line is the reason); the local alternative to fcctl pause').argParser(pathArg);
+}
+
+/**
+ * `--max-load VAR=N[,VAR=N…]`, `--max-lag <s>` and `--replica-url <url>` of a command that reads a
+ * database page by page or batch by batch (issue 19 §2, pt-table-checksum's names): wait while a
+ * status variable is above N, or the replica's lag above s (lib/db/throttle.ts). Read back with
+ * {@link throttleLimitsOf}; `--replica-url` is the `replicaUrl` setting (FCCTL_REPLICA_URL).
+ * @example addThrottleOptions(cmd, 'the FC database')
+ */
+export function addThrottleOptions(cmd: Command, readDatabase: string): Command {
+  return cmd
+    .addOption(
+      new Option('--max-load <VAR=N,…>', `wait while a SHOW GLOBAL STATUS value of ${readDatabase} is above N (e.g. Threads_running=25), checked before each page or batch`).argParser((value) => {
+        try {
+          return parseMaxLoad(value);
+        } catch (err) {
+          throw new InvalidArgumentError((err as Error).message);
+        }
+      }),
+    )
+    .addOption(new Option('--max-lag <s>', `wait while the replica's Seconds_Behind_Master is above s, or replication is stopped (the replica: --replica-url, else ${readDatabase}, which must then be a replica)`).argParser(intArg(0, 86400)))
+    .addOption(new Option('--replica-url <url>', 'the replica whose lag --max-lag reads (FCCTL_REPLICA_URL)'));
+}
+
+/** A command's options that {@link addThrottleOptions} declared. */
+export interface ThrottleOptions {
+  readonly throttle: ThrottleLimits;
+}
+
+/** The limits {@link addThrottleOptions} parsed; `--replica-url` without `--max-lag` is exit 2. */
+export function throttleLimitsOf(o: Record<string, unknown>): ThrottleLimits {
+  const maxLagSeconds = (o['maxLag'] as number | undefined) ?? null;
+  if (o['replicaUrl'] !== undefined && maxLagSeconds === null) throw new UsageError('--replica-url is read only by --max-lag: give --max-lag too, or leave --replica-url out');
+  return { maxLoad: (o['maxLoad'] as LoadLimit[] | undefined) ?? [], maxLagSeconds };
+}
+
+/**
+ * `--school` and `--form` of `reconcile run`: one of each for one pair, or (with `--all`) each
+ * repeatable, filtering the pairs; parsed into lists, read back with {@link onePairOf}.
+ * @example addPairOptions(cmd)
+ */
+export function addPairOptions(cmd: Command): Command {
+  const collect = <T>(parse: (v: string) => T) => (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
+  return cmd
+    .addOption(new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(collect(schoolArg)))
+    .addOption(new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(collect(uuidArg)));
+}
+
+/** The one school and form of a single-pair run (exit 2 when one is missing or repeated). */
+export function onePairOf(o: Record<string, unknown>): { readonly schId: string; readonly formUuid: string } {
+  if (((o['school'] as string[] | undefined) ?? []).length === 0 && ((o['form'] as string[] | undefined) ?? []).length === 0) throw new UsageError('give --school and --form (one pair), or --all for every pair');
+  const one = (flag: string, values: unknown): string => {
+    const list = (values as string[] | undefined) ?? [];
+    if (list.length === 0) throw new UsageError(`give ${flag} (one school and form), or --all for every pair`);
+    if (list.length > 1) throw new UsageError(`${flag} given ${list.length} times: one pair takes one; several filter the pairs of --all`);
+    return list[0]!;
+  };
+  return { schId: one('--school', o['school']), formUuid: one('--form', o['form']) };
+}
+
+/** The flags only `reconcile run --all` reads (src/commands/reconcile/run-all.ts). */
+export function addAllOptions(cmd: Command): Command {
+  return cmd
+    .option('--all', 'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/', false)
+    .addOption(new Option('--concurrency <n>', 'with --all: pairs run at once by this process').argParser(intArg(1, 64)).default(4))
+    .option('--run-id <id>', 'with --all: the run the processes share (default: an unfinished date-named run begun in the last 12 h, else the UTC date of the SH database)', runIdArg)
+    .addOption(new Option('--lease-seconds <s>', "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires").argParser(intArg(3, 86400)).default(300))
+    .option('--consumer <key>', 'with --all (required): the consumer app key whose FC grants name the pairs', consumerArg)
+    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
 }

@@ -100,9 +100,9 @@ const COMMANDS: readonly CommandSpec[] = [
   {
     cmd: ['deliveries', 'send'],
     base: [],
-    ints: [['--batch-size', 1, 5000], ['--window', 1, 10_000], ['--max-rows', 1, Number.MAX_SAFE_INTEGER], ['--lease-seconds', 5, 86_400], ['--hold-recheck', 1, 86_400], ['--pipeline', 1, 8], ['--backoff-base', 1, 86_400], ['--backoff-cap', 1, 7 * 86_400], ['--max-retries', 1, 100]],
+    ints: [['--batch-size', 1, 5000], ['--window', 1, 10_000], ['--max-rows', 1, Number.MAX_SAFE_INTEGER], ['--lease-seconds', 5, 86_400], ['--hold-recheck', 1, 86_400], ['--pipeline', 1, 8], ['--backoff-base', 1, 86_400], ['--backoff-cap', 1, 7 * 86_400], ['--max-retries', 1, 100], ['--max-lag', 0, 86_400]],
     seconds: [['--max-seconds', 1, 86_400], ['--confirm-timeout', 0.05, 600]],
-    valued: ['--metrics-file', '--pause-file'],
+    valued: ['--metrics-file', '--pause-file', '--replica-url'],
     noArguments: true,
   },
   {

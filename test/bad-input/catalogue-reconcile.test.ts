@@ -55,6 +55,8 @@ const HUGE_ARG = 'x'.repeat(100_000);
 /** Not whole numbers, or out of every range. */
 const NOT_COUNTS = ['abc', '-1', '1e309', '99999999999999999999', '', '1.5', '0x10', ' '];
 const NOT_SCHOOLS = ['0', ...NOT_COUNTS, HUGE_ARG, ...HOSTILE];
+/** Not `VAR=N[,VAR=N…]` (`--max-load`). */
+const NOT_LOADS = ['', ' ', 'Threads_running', 'Threads_running=', '=5', 'Threads_running=-1', 'x=1.5', 'x=1e3', '9x=1', 'a=1,', 'a=1,a=2', 'Threads_running:5', HUGE_ARG, ...HOSTILE];
 const NOT_UUIDS = ['', 'abc', `${FORM}0`, FORM.replaceAll('-', ''), `{${FORM}}`, HUGE_ARG, ...HOSTILE];
 /** Ids refused by every id option (proof, task, run ids). */
 const NOT_IDS = ['', 'x'.repeat(129), 'a\nb', ' lead', 'trail ', 'a\u0000b', '\u0001'];
@@ -444,6 +446,9 @@ refusals('manifest scan', [
   ...eachValue(SCAN, SCAN_OPTS, '--size', ['0', '501', ...NOT_COUNTS]),
   ...eachValue(SCAN, SCAN_OPTS, '--shard', ['', '0/4', '5/4', '1/0', '1/4097', 'a/b', '1/4/2', '-1/4', '1', '1e309/2', '99999999999999999999/1', ...HOSTILE]),
   ...eachValue(SCAN, SCAN_OPTS, '--out', ['', 'a\u0000b.jsonl'], /--out/, { keeps: [join(dir, 'scan')] }),
+  // Issue 19 §2: malformed throttle limits, refused by the flag parser before anything connects
+  ...eachValue(SCAN, SCAN_OPTS, '--max-load', NOT_LOADS, /--max-load/, { keeps: [join(dir, 'scan')] }),
+  ...eachValue(SCAN, SCAN_OPTS, '--max-lag', ['86401', ...NOT_COUNTS], /--max-lag/, { keeps: [join(dir, 'scan')] }),
   { name: '--out is a directory (no checkpoint written beside it)', args: () => argv(SCAN, { ...SCAN_OPTS, '--out': join(dir, 'keep') }), says: /--out .*keep is not a regular file/, keeps: [join(dir, 'keep'), join(dir, 'keep.checkpoint.json')] },
   { name: '--out in a directory that does not exist', args: () => argv(SCAN, { ...SCAN_OPTS, '--out': join(NEVER_DIR, 'x.jsonl') }), says: /directory .* does not exist/, keeps: [NEVER_DIR] },
   ...eachValue(SCAN, SCAN_OPTS, '--checkpoint', ['', 'c\u0000.json'], /--checkpoint/, { keeps: [join(dir, 'scan')] }),
@@ -598,6 +603,9 @@ refusals('reconcile run', [
   ...eachValue(RUN_CMD, RUN_OPTS, '--size', ['0', '501', ...NOT_COUNTS], /--size/, { keeps: [NEVER_RUN] }),
   ...eachValue(RUN_CMD, RUN_OPTS, '--out-dir', ['', 'a\u0000b'], /--out-dir/, { keeps: [dir] }),
   ...eachValue(RUN_CMD, RUN_OPTS, '--metrics-file', ['', 'm\u0000.prom'], /--metrics-file/, { keeps: [NEVER_RUN] }),
+  ...eachValue(RUN_CMD, RUN_OPTS, '--max-load', NOT_LOADS, /--max-load/, { keeps: [NEVER_RUN] }),
+  ...eachValue(RUN_CMD, RUN_OPTS, '--max-lag', ['86401', ...NOT_COUNTS], /--max-lag/, { keeps: [NEVER_RUN] }),
+  { name: '--replica-url without --max-lag', args: () => argv(RUN_CMD, { ...RUN_OPTS, '--replica-url': 'mysql://u:pw@127.0.0.1:1/x' }), says: /--replica-url is read only by --max-lag/, keeps: [NEVER_RUN] },
   // Issue 17: checked before any work (exit 3): no run directory, nothing scanned.
   { name: '--metrics-file in a directory that does not exist', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(NEVER_DIR, 'm.prom') }), says: /cannot write --metrics-file .*m\.prom: directory .*never-dir does not exist; nothing was done/, keeps: [NEVER_RUN, NEVER_DIR] },
   { name: '--metrics-file that is a directory', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(dir, 'keep') }), says: /cannot write --metrics-file .*keep: it is a directory; nothing was done/, keeps: [NEVER_RUN, join(dir, 'keep')] },

@@ -102,8 +102,10 @@ describe('usage errors on the command line: one line, exit 2, and as helpful as 
     [['deliveries', 'sned'], "fcctl: unknown command 'sned' (did you mean send?)\n"],
     [['reconcil', 'run'], "fcctl: unknown command 'reconcil' (did you mean reconcile?)\n"],
     [['deliveries', 'send', '--batch-siz', '5'], "fcctl: unknown option '--batch-siz' (did you mean --batch-size?)\n"],
-    [['reconcile', 'run'], "fcctl: required options '--school <id>', '--form <uuid>' and '--out-dir <dir>' not specified\n"],
-    [['reconcile', 'run', '--school', '5'], "fcctl: required options '--form <uuid>' and '--out-dir <dir>' not specified\n"],
+    [['reconcile', 'run'], "fcctl: required option '--out-dir <dir>' not specified\n"],
+    [['reconcile', 'run', '--school', '5'], "fcctl: required option '--out-dir <dir>' not specified\n"],
+    [['reconcile', 'run', '--out-dir', 'never'], 'fcctl: give --school and --form (one pair), or --all for every pair\n'],
+    [['reconcile', 'run', '--out-dir', 'never', '--school', '5'], 'fcctl: give --form (one school and form), or --all for every pair\n'],
     [['reconcile', 'run', '--school', '5', '--form', 'f0000000-0000-4000-8000-000000000000'], "fcctl: required option '--out-dir <dir>' not specified\n"],
     [['manifest', 'scan', '--side', 'sh'], "fcctl: required options '--school <id>', '--form <uuid>' and '--out <file.jsonl>' not specified\n"],
   ] as const)('fcctl %j', async (argv, stderr) => {

@@ -83,7 +83,8 @@ describe('every cron command: the summary\'s exitCode is the process\'s exit cod
     const summaries = summariesOf(r);
     expect(summaries).toHaveLength(1);
     expect(summaries[0]!['exitCode']).toBe(r.code);
-    expect(readFileSync(metrics, 'utf8')).toMatch(new RegExp(`^fcctl_run_exit_code\\{command="${c.argv.slice(0, 2).join(' ')}"\\} ${r.code}$`, 'm'));
+    // reconcile run's series name their pair too (school, form after command)
+    expect(readFileSync(metrics, 'utf8')).toMatch(new RegExp(`^fcctl_run_exit_code\\{command="${c.argv.slice(0, 2).join(' ')}"(,[a-z]+="[^"]*")*\\} ${r.code}$`, 'm'));
   });
 });
 

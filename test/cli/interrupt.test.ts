@@ -57,18 +57,18 @@ function expectStoppedBySignal(r: CliResult, command: string): Record<string, un
   return summaries[0]!;
 }
 
-/** A metrics file as a completed run left it (last success at 1000). */
-function previousMetrics(command: string): string {
+/** A metrics file as a completed run left it (last success at 1000); `more`: labels after command (reconcile run's pair). */
+function previousMetrics(command: string, more = ''): string {
   const path = join(dir, `${command.replace(/ /g, '-')}.prom`);
-  writeFileSync(path, `fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
+  writeFileSync(path, `fcctl_last_success_timestamp_seconds{command="${command}"${more}} 1000\n`);
   return path;
 }
 
 /** An interrupted run is exit 1 in its gauges too, but not a success: the last-success time stays. */
-function expectInterruptedMetrics(path: string, command: string): void {
+function expectInterruptedMetrics(path: string, command: string, more = ''): void {
   const prom = readFileSync(path, 'utf8');
-  expect(prom).toContain(`fcctl_run_exit_code{command="${command}"} 1\n`);
-  expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
+  expect(prom).toContain(`fcctl_run_exit_code{command="${command}"${more}} 1\n`);
+  expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"${more}} 1000\n`);
 }
 
 test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
@@ -187,11 +187,12 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
 
   test('reconcile run (SIGINT): was stoppedBy "stopped by SIGINT"', async () => {
     const out = join(dir, 'run-stopped');
-    const metrics = previousMetrics('reconcile run');
+    const pair = `,school="5",form="${form}"`;
+    const metrics = previousMetrics('reconcile run', pair);
     const r = await interrupted(['reconcile', 'run', '--school', '5', '--form', form, '--out-dir', out, '--metrics-file', metrics], dbs.fcName, 'answer', 'SIGINT');
     expect(expectStoppedBySignal(r, 'reconcile run')).toMatchObject({ phase: 'scan-fc' });
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
-    expectInterruptedMetrics(metrics, 'reconcile run');
+    expectInterruptedMetrics(metrics, 'reconcile run', pair);
   });
 
   test('reconcile diff (SIGTERM): nothing written', { timeout: 120_000 }, async () => {

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkMetricsFile, escapeHelp, escapeLabelValue, formatMetrics, gauge, runGauges, writeMetricsFile } from '../../src/lib/cli/metrics.js';
+import { accumulateCounters, checkMetricsFile, counter, escapeHelp, escapeLabelValue, formatMetrics, gauge, NO_PREVIOUS, type PreviousMetrics, readPreviousMetrics, runGauges, runSeries, writeMetricsFile } from '../../src/lib/cli/metrics.js';
+import { ExpositionError, parseExposition, seriesKey } from '../../src/lib/cli/metrics-parse.js';
 
 describe('Prometheus text format', () => {
   it('writes HELP, TYPE gauge and one line per sample', () => {
@@ -165,5 +166,90 @@ describe('checkMetricsFile: found before any work', () => {
     const err = await checkMetricsFile(path()).then(() => null, (e: unknown) => e as Error & { exitCode: number });
     expect(err?.exitCode).toBe(3);
     expect(err?.message).toMatch(says);
+  });
+});
+
+describe('counters: TYPE counter, _total, added to the previous file', () => {
+  const prev = (text: string): PreviousMetrics => ({ samples: parseExposition(text).flatMap((f) => f.samples) });
+  it('writes TYPE counter; refuses a counter not named _total, a negative or non-finite value, a series given twice', () => {
+    expect(formatMetrics([counter('fcctl_runs_total', 'runs', 3, { command: 'x' })])).toBe('# HELP fcctl_runs_total runs\n# TYPE fcctl_runs_total counter\nfcctl_runs_total{command="x"} 3\n');
+    expect(() => formatMetrics([counter('fcctl_runs', 'runs', 1)])).toThrow(/must end in _total/);
+    expect(() => formatMetrics([counter('fcctl_runs_total', 'runs', -1)])).toThrow(TypeError);
+    expect(() => formatMetrics([counter('fcctl_runs_total', 'runs', NaN)])).toThrow(TypeError);
+    expect(() => formatMetrics([{ name: 'g', help: 'h', samples: [{ labels: { a: '1' }, value: 1 }, { labels: { a: '1' }, value: 2 }] }])).toThrow(/given twice/);
+  });
+  it.each([
+    ['no previous file: this run only', '', 2],
+    ['the previous value is added', 'fcctl_x_total{a="1",b="2"} 5\n', 7],
+    ['labels in another order are the same series', 'fcctl_x_total{b="2",a="1"} 5\n', 7],
+    ['another series is not added', 'fcctl_x_total{a="9",b="2"} 5\n', 2],
+    ['NaN previously: from 0', 'fcctl_x_total{a="1",b="2"} NaN\n', 2],
+    ['+Inf previously: from 0', 'fcctl_x_total{a="1",b="2"} +Inf\n', 2],
+    ['negative previously: from 0', 'fcctl_x_total{a="1",b="2"} -3\n', 2],
+  ])('%s', (_name, text, want) => {
+    const [m] = accumulateCounters([counter('fcctl_x_total', 'x', 2, { a: '1', b: '2' })], prev(text));
+    expect(m!.samples[0]!.value).toBe(want);
+  });
+  it('carries the previous samples this run did not touch (valid ones), and leaves gauges alone', () => {
+    const out = accumulateCounters([counter('fcctl_x_total', 'x', 1, { r: 'a' }), gauge('fcctl_g', 'g', 1)], prev('fcctl_x_total{r="b"} 4\nfcctl_x_total{r="c"} NaN\nfcctl_g 7\n'));
+    expect(out[0]!.samples).toEqual([{ labels: { r: 'a' }, value: 1 }, { labels: { r: 'b' }, value: 4 }]);
+    expect(out[1]).toEqual(gauge('fcctl_g', 'g', 1));
+  });
+  it('runSeries: fcctl_runs_total{command,exit_code} for every exit code, fcctl_rows_total{command,result}; over two runs', () => {
+    const run = { command: 'deliveries send', durationSeconds: 1, exitCode: 1, finishedAtSeconds: 2000, rowsByResult: { accepted: 3, failed: 1 } };
+    const first = runSeries(run, NO_PREVIOUS);
+    const second = runSeries({ ...run, exitCode: 0, rowsByResult: { accepted: 2 } }, prev(formatMetrics(first)));
+    const text = formatMetrics(second);
+    expect(text).toContain('# TYPE fcctl_runs_total counter\n');
+    for (const [code, n] of [['0', 1], ['1', 1], ['2', 0], ['3', 0], ['4', 0]] as const) expect(text).toContain(`fcctl_runs_total{command="deliveries send",exit_code="${code}"} ${n}\n`);
+    expect(text).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 5\n');
+    expect(text).toContain('fcctl_rows_total{command="deliveries send",result="failed"} 1\n');
+    // the gauges stay this run's
+    expect(text).toContain('fcctl_rows{command="deliveries send",result="accepted"} 2\n');
+    expect(text).not.toContain('fcctl_rows{command="deliveries send",result="failed"}');
+  });
+  it('runSeries carries the previous last success for a run that did not complete, with its labels', () => {
+    const previous = prev('fcctl_last_success_timestamp_seconds{command="reconcile run",school="5",form="f"} 1000\nfcctl_last_success_timestamp_seconds{command="reconcile run"} 900\n');
+    const g = runSeries({ command: 'reconcile run', labels: { school: '5', form: 'f' }, durationSeconds: 1, exitCode: 3, finishedAtSeconds: 2000 }, previous).find((m) => m.name === 'fcctl_last_success_timestamp_seconds');
+    expect(g?.samples).toEqual([{ labels: { command: 'reconcile run', school: '5', form: 'f' }, value: 1000 }]);
+  });
+  it('readPreviousMetrics: a missing, unreadable or unparsable file is no previous file', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'fcctl-metrics-prev-'));
+    try {
+      expect(await readPreviousMetrics(join(d, 'missing.prom'))).toEqual(NO_PREVIOUS);
+      mkdirSync(join(d, 'dir.prom'));
+      expect(await readPreviousMetrics(join(d, 'dir.prom'))).toEqual(NO_PREVIOUS);
+      writeFileSync(join(d, 'bad.prom'), 'fcctl_x_total{a="1"} 5\nnot a metric line at all\n');
+      expect(await readPreviousMetrics(join(d, 'bad.prom'))).toEqual(NO_PREVIOUS);
+      writeFileSync(join(d, 'ok.prom'), formatMetrics([counter('fcctl_x_total', 'x', 5, { a: '1' })]));
+      expect(await readPreviousMetrics(join(d, 'ok.prom'))).toEqual({ samples: [{ name: 'fcctl_x_total', labels: { a: '1' }, value: 5 }] });
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('parseExposition reads back what formatMetrics writes, and refuses what the Go parser refuses', () => {
+  it('round trip: escapes, NaN and infinities, HELP and TYPE', () => {
+    const metrics = [{ name: 'm', help: 'a\\b\nc', samples: [{ labels: { r: 'x"y\\z\nw' }, value: 1.5 }, { value: NaN }, { labels: { i: '1' }, value: Infinity }, { labels: { i: '2' }, value: -Infinity }] }, counter('n_total', 'n', 2)];
+    const back = parseExposition(formatMetrics(metrics));
+    expect(back.map((f) => [f.name, f.help, f.type])).toEqual([['m', 'a\\b\nc', 'gauge'], ['n_total', 'n', 'counter']]);
+    expect(back[0]!.samples.map((s) => [s.labels, s.value])).toEqual([[{ r: 'x"y\\z\nw' }, 1.5], [{}, NaN], [{ i: '1' }, Infinity], [{ i: '2' }, -Infinity]]);
+  });
+  it.each([
+    ['a second TYPE', '# TYPE m gauge\n# TYPE m gauge\n'],
+    ['TYPE after samples', 'm 1\n# TYPE m gauge\n'],
+    ['a second HELP', '# HELP m a\n# HELP m b\n'],
+    ['an unknown type', '# TYPE m gauges\n'],
+    ['a bad value', 'm one\n'],
+    ['a bad label name', 'm{1a="x"} 1\n'],
+    ['an unterminated label value', 'm{a="x} 1\n'],
+    ['a duplicate label', 'm{a="x",a="y"} 1\n'],
+    ['no space before the value', 'm{a="x"}1\n'],
+  ])('%s', (_name, text) => {
+    expect(() => parseExposition(text)).toThrow(ExpositionError);
+  });
+  it('seriesKey: labels sorted, empty values dropped (as Prometheus treats them)', () => {
+    expect(seriesKey('m', { b: '2', a: '1', c: '' })).toBe(seriesKey('m', { a: '1', b: '2' }));
   });
 });

@@ -16,10 +16,12 @@ describe('deliveries send: flags → options', () => {
       'send', '--batch-size', '7', '--window', '3', '--max-rows', '41', '--max-seconds', '9', '--lease-seconds', '77',
       '--confirm-timeout', '0.5', '--hold-recheck', '33', '--pipeline', '4', '--dry-run', '--declare', '--allow-default-vhost',
       '--backoff-base', '11', '--backoff-cap', '1234', '--max-retries', '5', '--metrics-file', 'send.prom',
+      '--max-load', 'Threads_running=30', '--max-lag', '12', '--replica-url', 'mysql://u:p@replica/fc',
     ]);
     expect(options).toEqual({
       batchSize: 7, window: 3, maxRows: 41, maxSeconds: 9, leaseSeconds: 77, confirmTimeoutMs: 500, holdRecheckSeconds: 33,
       retry: { baseSeconds: 11, capSeconds: 1234, maxRetries: 5 }, dryRun: true, pipeline: 4, declare: true, allowDefaultVhost: true, metricsFile: 'send.prom',
+      throttle: { maxLoad: [{ variable: 'Threads_running', max: 30 }], maxLagSeconds: 12 },
     });
   });
   it('a value out of range is refused before the run', async () => {

@@ -25,11 +25,15 @@ describe('manifest page: flags → options', () => {
 describe('manifest scan: flags → options', () => {
   it('defaults', async () => {
     const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', 'sh.jsonl']);
-    expect(options).toEqual({ side: 'sh', schId: '5', formUuid: FORM, size: 200, out: 'sh.jsonl', checkpoint: undefined, restart: false, shard: null });
+    expect(options).toEqual({ side: 'sh', schId: '5', formUuid: FORM, size: 200, out: 'sh.jsonl', checkpoint: undefined, restart: false, shard: null, throttle: { maxLoad: [], maxLagSeconds: null } });
   });
   it('every flag reaches its option', async () => {
     const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', 'fc.jsonl', '--checkpoint', 'cp.json', '--size', '7', '--shard', '2/4', '--restart']);
-    expect(options).toEqual({ side: 'fc', schId: '5', formUuid: FORM, size: 7, out: 'fc.jsonl', checkpoint: 'cp.json', restart: true, shard: { index: 2, count: 4 } });
+    expect(options).toEqual({ side: 'fc', schId: '5', formUuid: FORM, size: 7, out: 'fc.jsonl', checkpoint: 'cp.json', restart: true, shard: { index: 2, count: 4 }, throttle: { maxLoad: [], maxLagSeconds: null } });
+  });
+  it('--max-load and --max-lag reach the throttle limits', async () => {
+    const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', 'fc.jsonl', '--max-load', 'Threads_running=8', '--max-lag', '0']);
+    expect(options.throttle).toEqual({ maxLoad: [{ variable: 'Threads_running', max: 8 }], maxLagSeconds: 0 });
   });
   it('a bad shard, a school that is no id, an empty --out are refused before the run', async () => {
     expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', 'x', '--shard', '5/4'])).toMatch(/--shard/);

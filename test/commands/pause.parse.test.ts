@@ -54,8 +54,8 @@ describe('--pause-file on the pausable commands', () => {
     expect((await parseWith(createApplyCommandResolveCommand, ['resolve-unknown', '--pause-file', 'p'])).options.pauseFile).toBe('p');
     expect((await parseWith(createApplyCommandResolveCommand, ['resolve-unknown'])).options.pauseFile).toBeUndefined();
     const run = ['run', '--school', '5', '--form', '0f0e0d0c-0000-4000-8000-000000000001', '--out-dir', 'd'];
-    expect((await parseWith(createReconcileRunCommand, [...run, '--pause-file', 'p'])).options.pauseFile).toBe('p');
-    expect((await parseWith(createReconcileRunCommand, run)).options.pauseFile).toBeUndefined();
+    expect(((await parseWith(createReconcileRunCommand, [...run, '--pause-file', 'p'])).options as { pauseFile?: string }).pauseFile).toBe('p');
+    expect(((await parseWith(createReconcileRunCommand, run)).options as { pauseFile?: string }).pauseFile).toBeUndefined();
   });
   it('an empty path is refused', async () => {
     expect(await parseError(createDeliveriesSendCommand, ['send', '--pause-file', ''])).toMatch(/pause-file|path/);

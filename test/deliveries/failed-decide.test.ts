@@ -6,7 +6,7 @@ import { parseReplayFile } from '../../src/lib/deliveries/replay/input.js';
 
 const ROW = {
   id: '812', eventId: '0b1c0000-0000-4000-8000-000000000001', state: 'DEAD', answerUuid: '5f0a0000-0000-4000-8000-00000000a001', answerRevision: '3',
-  retryCount: 8, nextRetryAt: null, lastError: 'NO_ROUTE', updateTime: '2026-10-22 10:49:00',
+  retryCount: 8, nextRetryAt: null, lastError: 'NO_ROUTE', updateTime: '2026-10-22 10:49:00', superseded: false,
 };
 
 describe('a listed row as a replay input line', () => {

@@ -26,14 +26,14 @@ test.beforeAll(async ({ dbs: d, tmp: dir }) => {
   tmp = dir;
 });
 
-/** Inserts one outbox row of `key`, school 5, revision 1; returns its event id. */
-async function insert(key: string, state: string, lastError: string, school = 5): Promise<string> {
+/** Inserts one outbox row of `key`, school 5, revision 1 of a new answer unless told; returns its event id. */
+async function insert(key: string, state: string, lastError: string, school = 5, answer: { uuid: string; revision: number } = { uuid: randomUUID(), revision: 1 }): Promise<string> {
   const eventId = randomUUID();
   await dbs.admin.query(
     `INSERT INTO \`${dbs.fcName}\`.answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version,
       answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, last_error, create_time, update_time)
-     VALUES (?, 'created', ?, ?, ?, 1, ?, 3, ?, 1, 0, ?, '2026-10-21 10:05:00', ?, ?, ?, ?, ?, '2026-10-21 10:00:00', NOW())`,
-    [eventId, PUBLISHER.appKey, key, school, FORM, randomUUID(), 'a'.repeat(64), snapshotOf(school), state, state === 'DEAD' ? 8 : 2, state === 'FAILED' ? '2030-01-01 00:00:00' : null, lastError],
+     VALUES (?, 'created', ?, ?, ?, 1, ?, 3, ?, ?, 0, ?, '2026-10-21 10:05:00', ?, ?, ?, ?, ?, '2026-10-21 10:00:00', NOW())`,
+    [eventId, PUBLISHER.appKey, key, school, FORM, answer.uuid, answer.revision, 'a'.repeat(64), snapshotOf(school), state, state === 'DEAD' ? 8 : 2, state === 'FAILED' ? '2030-01-01 00:00:00' : null, lastError],
   );
   return eventId;
 }
@@ -86,6 +86,27 @@ describe('deliveries failed → deliveries replay --from (real MariaDB)', () => 
     expect(again.code).toBe(0);
     expect(summaryOf(again.stdout)).toMatchObject({ items: 12, repeated: 12, operationPrefix: 'INC-1', more: false });
     expect(await checksum()).toBe(sum1);
+  });
+
+  test('formula-like cells (CSV injection): marked with \' in the csv, read back exactly by replay --from (the same operation ids replay --failed uses)', async () => {
+    const prefixes = ['=HYPERLINK("http://evil.example","x")', '-1', '@SUM(1)'];
+    for (const prefix of prefixes) {
+      const key = await consumer('fx');
+      const events = [await insert(key, 'DEAD', '=cmd|\' /C calc\'!A0'), await insert(key, 'FAILED', '-1')];
+      const csv = await failed(key, ['--format', 'csv', '--operation-prefix', prefix]);
+      expect([csv.code, csv.stderr]).toEqual([0, '']);
+      // no cell of the file starts a formula
+      for (const line of csv.stdout.trimEnd().split('\n').slice(1)) for (const cell of line.split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/)) expect(cell.replace(/^"/, '')).not.toMatch(/^[=+@\t\r]|^-(?!\d+$)/);
+      expect(csv.stdout).toContain(`'=cmd|`);
+      const file = join(tmp, 'formula.csv');
+      writeFileSync(file, csv.stdout);
+      const run = await replay(key, ['--from', file, '--execute']);
+      expect(run.code).toBe(0);
+      expect(results(run.stdout).map((r) => r['operationId'])).toEqual([...events].reverse().map((e) => `${prefix}:${e}`));
+      await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'FAILED', retry_count = 1 WHERE consumer_app_key = ?`, [key]);
+      const again = await replay(key, ['--failed', '--operation-prefix', prefix, '--execute']);
+      expect(summaryOf(again.stdout)).toMatchObject({ items: 2, repeated: 2 });
+    }
   });
 
   test('failed --format jsonl piped into replay --from -; without --operation-prefix the file lacks operationId and replay refuses it (exit 2)', async () => {
@@ -180,6 +201,46 @@ describe('deliveries replay --failed (real MariaDB)', () => {
     expect(await rowOf(deadRoute[0]!)).toMatchObject({ state: 'DEAD' });
     // a new incident prefix replays it
     expect(summaryOf((await replay(key, ['--failed', '--operation-prefix', 'INC-5', '--execute'])).stdout)).toMatchObject({ items: 1, repeated: 0, byCode: { QUEUED: 1 } });
+  });
+
+  test('a row superseded by a newer revision of its answer (same consumer and school) is not replayed: counted as superseded, exit 0; failed lists it flagged, its csv leaves it out', async () => {
+    const key = await consumer('rs');
+    const other = await consumer('ro');
+    const [A, B, C] = [randomUUID(), randomUUID(), randomUUID()];
+    const a1 = await insert(key, 'DEAD', 'NO_ROUTE', 5, { uuid: A, revision: 1 });
+    const a2 = await insert(key, 'FAILED', 'NACK', 5, { uuid: A, revision: 2 });
+    const b1 = await insert(key, 'DEAD', 'NO_ROUTE', 5, { uuid: B, revision: 1 });
+    await insert(key, 'BROKER_ACCEPTED', '', 5, { uuid: B, revision: 2 });
+    const c1 = await insert(key, 'FAILED', 'NACK', 5, { uuid: C, revision: 1 });
+    // newer revisions for another consumer, or another school, supersede nothing here
+    await insert(other, 'PENDING', '', 5, { uuid: C, revision: 3 });
+    await insert(key, 'PENDING', '', 6, { uuid: C, revision: 4 });
+
+    const list = await listed(key);
+    const flags = Object.fromEntries(list.filter((l) => l['type'] === 'row').map((l) => [l['eventId'], l['superseded']]));
+    expect(flags).toEqual({ [a1]: true, [a2]: false, [b1]: true, [c1]: false });
+    expect(list.at(-1)).toMatchObject({ total: 4, superseded: 2 });
+    expect((await failed(key, [])).stdout).toMatch(/superseded/);
+
+    const csv = await failed(key, ['--format', 'csv', '--operation-prefix', 'INC-8']);
+    expect(csv.code).toBe(0);
+    expect(csv.stderr).toBe('left out: 2 superseded rows (a newer revision of the answer exists), as replay --failed does\n');
+    const file = join(tmp, 'superseded.csv');
+    writeFileSync(file, csv.stdout);
+    const fromFile = await replay(key, ['--from', file]);
+    expect(fromFile.code).toBe(0);
+    expect(results(fromFile.stdout).map((r) => [r['operationId'], r['code']])).toEqual([c1, a2].map((e) => [`INC-8:${e}`, 'QUEUED']));
+
+    const sum = await checksum();
+    const dry = await replay(key, ['--failed', '--operation-prefix', 'INC-7']);
+    expect([dry.code, dry.stderr]).toEqual([0, '']);
+    expect(summaryOf(dry.stdout)).toMatchObject({ items: 2, byCode: { QUEUED: 2 }, refused: 0, superseded: 2 });
+    expect(await checksum()).toBe(sum);
+    const run = await replay(key, ['--failed', '--operation-prefix', 'INC-7', '--execute']);
+    expect(run.code).toBe(0);
+    expect(results(run.stdout).map((r) => r['operationId'])).toEqual([c1, a2].map((e) => `INC-7:${e}`));
+    for (const e of [a1, b1]) expect(await rowOf(e)).toMatchObject({ state: 'DEAD', replay_op_digest: null });
+    expect(await rowOf(a2)).toMatchObject({ state: 'PENDING', replay_op_digest: opDigest(`INC-7:${a2}`) });
   });
 
   test('on a terminal: a dry run lists what each row would answer, in a table', async () => {

@@ -65,7 +65,7 @@ describe('fcctl deliveries failed (real MariaDB)', () => {
       expect(lines.at(-1)!['nextCursor']).toBe(page < 6 ? rows.at(-1)!['id'] : null);
       if (page === 1) {
         expect(rows[0]).toMatchObject({ state: 'FAILED', lastError: 'CONFIRM_TIMEOUT', updateTime: null, answerRevision: '2' });
-        expect(Object.keys(rows[0]!).filter((k) => k !== 'ts').sort()).toEqual(['answerRevision', 'answerUuid', 'eventId', 'id', 'lastError', 'nextRetryAt', 'retryCount', 'state', 'type', 'updateTime']);
+        expect(Object.keys(rows[0]!).filter((k) => k !== 'ts').sort()).toEqual(['answerRevision', 'answerUuid', 'eventId', 'id', 'lastError', 'nextRetryAt', 'retryCount', 'state', 'superseded', 'type', 'updateTime']);
       }
     }
     expect(seen).toEqual(expected);

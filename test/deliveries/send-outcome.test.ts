@@ -56,7 +56,7 @@ describe('summarizeSend: the summary, key by key', () => {
   it('keeps the order cron parsers and the README show; no wouldPublish outside a dry run', () => {
     expect(Object.keys(summarizeSend(s, { dryRun: false }, 2, 'Asia/Shanghai'))).toEqual([
       'command', 'exitCode', 'dryRun', 'claimed', 'published', 'accepted', 'failed', 'dead', 'revoked', 'held', 'skipped',
-      'stale', 'brokerRefusals', 'failedByReason', 'stoppedBy', 'serviceTimeZone', 'seconds', 'rowsPerSecond',
+      'stale', 'brokerRefusals', 'failedByReason', 'released', 'releasedByReason', 'stoppedBy', 'serviceTimeZone', 'seconds', 'rowsPerSecond', 'throttledSeconds',
     ]);
   });
   it('a dry run reports wouldPublish after skipped', () => {
@@ -99,6 +99,7 @@ describe('rowEvent and progressReason: what each result shows', () => {
     [{ kind: 'failed', reason: 'NACK', dead: false }, { kind: 'failed', reason: 'NACK', dead: false }, 'NACK'],
     [{ kind: 'revoked', reason: 'GRANT_REVOKED' }, { kind: 'revoked', reason: 'GRANT_REVOKED' }, 'GRANT_REVOKED'],
     [{ kind: 'skipped', reason: 'STALE' }, { kind: 'skipped', reason: 'STALE' }, undefined],
+    [{ kind: 'released', reason: 'PAUSED' }, null, undefined],
     [{ kind: 'would-publish' }, { kind: 'would-publish' }, undefined],
   ];
   it.each(table)('%j', (result, event, reason) => {
@@ -136,6 +137,7 @@ describe('countResult: each result counted once, failures by reason', () => {
     [{ kind: 'revoked', reason: 'GRANT_REVOKED' }, { revoked: 1 }],
     [{ kind: 'held' }, { held: 1 }],
     [{ kind: 'skipped', reason: 'STALE' }, { skipped: 1 }],
+    [{ kind: 'released', reason: 'PAUSED' }, { released: 1, releasedByReason: { PAUSED: 1 } }],
     [{ kind: 'would-publish' }, { wouldPublish: 1 }],
   ];
   it.each(table)('%j', (result, counted) => {

@@ -145,7 +145,7 @@ describe('what a paused run comes to', () => {
     const r = reconcileRunReport({ schId: '5', formUuid: 'f', allowEmpty: false }, stopped, 1200);
     expect(r.exitCode).toBe(0);
     expect(r.fields).toMatchObject({ stoppedBy: 'paused', phase: 'scan-fc', paused: { reason: 'off tonight', pausedBy: 'ops@h', source: 'database' } });
-    expect(r.outcome).toMatchObject({ exitCode: 0, interrupted: true, extraGauges: [{ name: 'fcctl_paused', samples: [{ labels: { command: 'reconcile run' }, value: 1 }] }] });
+    expect(r.outcome).toEqual({ exitCode: 0, interrupted: true, paused: true });
     const signal = reconcileRunReport({ schId: '5', formUuid: 'f', allowEmpty: false }, { ...stopped, reason: 'signal', paused: undefined }, 1200);
     expect(signal).toMatchObject({ exitCode: 1, fields: { stoppedBy: 'signal' } });
   });

@@ -1,3 +1,4 @@
+import { SCHEMA_VERSION } from '../../src/lib/db/schema.js';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
@@ -38,7 +39,7 @@ test.beforeAll(async ({ dbs: d, tmp, flowCenter }) => {
 });
 
 describe('db init on an older database', () => {
-  test('creates the pause tables on a version-2 database and records version 3; db check then passes', async () => {
+  test('creates the pause tables on a version-2 database and records the current version; db check then passes', async () => {
     await dbs.admin.query(`DROP TABLE \`${dbs.shName}\`.fcctl_pause, \`${dbs.shName}\`.fcctl_pause_event`);
     await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_schema_version SET version = 2`);
     const check = await cli(['db', 'check', '--side', 'sh']);
@@ -50,7 +51,7 @@ describe('db init on an older database', () => {
     const init = await cli(['db', 'init', '--side', 'sh']);
     expect(init.code).toBe(0);
     const [rows] = await dbs.admin.query(`SELECT version FROM \`${dbs.shName}\`.fcctl_schema_version`);
-    expect((rows as Array<{ version: number }>)[0]!.version).toBe(3);
+    expect((rows as Array<{ version: number }>)[0]!.version).toBe(SCHEMA_VERSION);
     expect((await cli(['db', 'check', '--side', 'all'])).code).toBe(0);
   });
 });
@@ -165,7 +166,7 @@ describe('reconcile run obeys the switch', () => {
     expect(existsSync(join(out, 'run.json'))).toBe(false);
     const { readFileSync } = await import('node:fs');
     const prom = readFileSync(metrics, 'utf8');
-    expect(prom).toContain('fcctl_paused{command="reconcile run"} 1\n');
+    expect(prom).toContain(`fcctl_paused{command="reconcile run",school="5",form="${FORM}"} 1\n`);
     expect(prom).not.toContain('fcctl_last_success_timestamp_seconds');
     await cli(['resume', 'reconcile', 'run']);
 
@@ -202,7 +203,7 @@ describe('reconcile run obeys the switch', () => {
     expect(done.code).toBe(0);
     expect(summaryOf(done.stdout)).toMatchObject({ exitCode: 0, resumed: true });
     expect(summaryOf(done.stdout)['stoppedBy']).toBeUndefined();
-    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_paused{command="reconcile run"} 0\n');
+    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_paused{command="reconcile run",school="5",form="${FORM}"} 0\n`);
     // --pause-file on reconcile run
     const file = join(dir, 'pause-reconcile');
     writeFileSync(file, '');

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import amqp from 'amqplib';
 import { afterEach, describe, expect } from 'vitest';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
@@ -27,6 +28,8 @@ afterEach(async () => {
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_pause`);
 });
 
+const BATCH = 50;
+const WINDOW = 20;
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const count = async (where: string, key: string) => {
   const [rows] = await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND (${where})`, [key]);
@@ -40,10 +43,40 @@ async function consumer(prefix: string, rows: number) {
   return { key, q };
 }
 
+/**
+ * Messages on `queue` just before the pause of `deliveries send` committed: counts and the pause
+ * row read in turn while `pause()` runs; the count read before the last look that found no pause
+ * precedes the commit. Every message published after the commit is enqueued after that count.
+ */
+async function queuedBeforePause(queue: string, pause: () => Promise<void>): Promise<number> {
+  const conn = await amqp.connect(testAmqpUrl());
+  const ch = await conn.createChannel();
+  let stop = false;
+  const poll = (async () => {
+    let before = 0;
+    for (;;) {
+      const count = (await ch.checkQueue(queue)).messageCount;
+      const [rows] = await dbs.admin.query(`SELECT 1 FROM \`${dbs.fcName}\`.fcctl_pause WHERE command = 'deliveries send'`);
+      if ((rows as unknown[]).length > 0) return before;
+      if (stop) throw new Error('the pause ended without a pause row');
+      before = count;
+    }
+  })();
+  try {
+    await pause();
+  } finally {
+    stop = true;
+  }
+  const before = await poll;
+  await conn.close();
+  return before;
+}
+
 describe('fcctl pause deliveries send: two running relays stop within one batch each', () => {
-  test('20,000 rows, two relays → pause → both exit 0 paused, nothing left claimed; resume → the next run finishes', async () => {
+  test('20,000 rows, two relays → pause → both exit 0 paused, at most one batch each published after it, nothing left claimed; resume → the next run finishes', async () => {
     const { key, q } = await consumer('pz', 20_000);
-    // A slow broker link (each chunk held 25 ms): a batch of 100 takes tens of milliseconds.
+    // A slow broker link (each chunk held 25 ms) and a window smaller than a batch: with
+    // --pipeline 4 each relay holds batches claimed and not yet publishing when the pause comes.
     const amqpUrl = new URL(testAmqpUrl());
     const proxy = new TcpProxy(amqpUrl.hostname, Number(amqpUrl.port || 5672));
     proxy.delayMs = 25;
@@ -51,11 +84,17 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     try {
       const slow = { ...env, FCCTL_AMQP_URL: viaProxy(testAmqpUrl(), port) };
       const relay = (n: number) =>
-        spawnCli(['--json', 'deliveries', 'send', '--batch-size', '100', '--lease-seconds', '60', '--metrics-file', join(dir, `relay${n}.prom`)], { env: slow, timeoutMs: 120_000 });
+        spawnCli(['--json', 'deliveries', 'send', '--batch-size', String(BATCH), '--pipeline', '4', '--window', String(WINDOW), '--lease-seconds', '60', '--metrics-file', join(dir, `relay${n}.prom`)], {
+          env: slow,
+          timeoutMs: 120_000,
+        });
       const relays = [relay(1), relay(2)];
       await waitFor('both relays sending', async () => (await count("state = 'BROKER_ACCEPTED'", key)) >= 1000, 60_000, 20);
 
-      const paused = await runCli(['--json', 'pause', 'deliveries', 'send', '--reason', 'test'], { env });
+      let paused!: Awaited<ReturnType<typeof runCli>>;
+      const queuedBefore = await queuedBeforePause(q.queue, async () => {
+        paused = await runCli(['--json', 'pause', 'deliveries', 'send', '--reason', 'test'], { env });
+      });
       expect(paused.stderr).toBe('');
       expect(paused.code).toBe(0);
       expect(summaryOf(paused.stdout)).toMatchObject({ command: 'pause', paused: 'deliveries send', database: 'FC', reason: 'test', until: null, replaced: null });
@@ -65,6 +104,14 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
 
       const results = await Promise.all(relays);
       const accepted = await count("state = 'BROKER_ACCEPTED'", key);
+      // Published after the pause: at most the batch each relay was publishing (or had just checked
+      // the switch for). Measured as messages enqueued after the count taken before the commit,
+      // which also counts the messages published before it still on their way (a window's worth
+      // at most): the claimed batches a relay held beyond those (up to 4 × 50 each) are not sent.
+      const firstRun = (await q.drain()).map((m) => String(m.properties.messageId));
+      const queuedAfter = firstRun.length;
+      expect(new Set(firstRun).size).toBe(accepted);
+      expect(queuedAfter - queuedBefore).toBeLessThanOrEqual(2 * (BATCH + WINDOW));
       for (const [i, r] of results.entries()) {
         expect(r.stderr).toBe('');
         expect(r.code).toBe(0);
@@ -72,13 +119,18 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
         expect(s).toMatchObject({ exitCode: 0, stoppedBy: 'paused', failed: 0, dead: 0, paused: { reason: 'test', source: 'database' } });
         expect((s['paused'] as Record<string, unknown>)['pausedBy']).toMatch(/^.+@.+$/);
         expect(s['claimed']).toBeGreaterThan(0);
+        // what was claimed and not published went back: counted, not logged row by row
+        expect(s['claimed']).toBe(Number(s['accepted']) + Number(s['released']));
+        expect(s['releasedByReason']).toEqual(Number(s['released']) > 0 ? { PAUSED: s['released'] } : {});
+        expect(jsonLines(r.stdout).filter((l) => l['type'] === 'row')).toEqual([]);
         const prom = readFileSync(join(dir, `relay${i + 1}.prom`), 'utf8');
         expect(prom).toContain('fcctl_paused{command="deliveries send"} 1\n');
         expect(prom).toContain('fcctl_run_exit_code{command="deliveries send"} 0\n');
         // a paused run did not do its work: no last success recorded
         expect(prom).not.toContain('fcctl_last_success_timestamp_seconds');
       }
-      expect(accepted - atPause).toBeLessThanOrEqual(2 * 100);
+      expect(accepted - atPause).toBeLessThanOrEqual(2 * BATCH);
+      expect(results.reduce((n, r) => n + Number(summaryOf(r.stdout)['released']), 0)).toBeGreaterThan(0);
       expect(accepted).toBeLessThan(20_000);
       expect(accepted).toBe(results.reduce((n, r) => n + Number(summaryOf(r.stdout)['accepted']), 0));
       // nothing left claimed: rows not adjudicated are PENDING with no owner
@@ -103,7 +155,7 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
       expect(prom).toContain('fcctl_paused{command="deliveries send"} 0\n');
       expect(prom).toContain('fcctl_last_success_timestamp_seconds{command="deliveries send"}');
       // every row arrived; a duplicate is allowed (at-least-once), a loss is not
-      const ids = new Set((await q.drain()).map((m) => String(m.properties.messageId)));
+      const ids = new Set([...firstRun, ...(await q.drain()).map((m) => String(m.properties.messageId))]);
       expect(ids.size).toBe(20_000);
     } finally {
       await proxy.stop();
@@ -151,6 +203,30 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     const unpaused = await runCli(['--json', 'deliveries', 'send', '--pause-file', file], { env: down });
     expect(unpaused.code).toBe(3);
     expect(unpaused.stderr).toMatch(/^fcctl: cannot connect to RabbitMQ/);
+  });
+
+  test('a run that fails (exit 3) still writes fcctl_paused: what it read of the switch, else the last known value', async () => {
+    const prom = join(dir, 'failing.prom');
+    const gaugeOf = () => /^fcctl_paused\{command="deliveries send"\} (\d)$/m.exec(readFileSync(prom, 'utf8'))?.[1];
+    const exitOf = () => /^fcctl_run_exit_code\{command="deliveries send"\} (\d)$/m.exec(readFileSync(prom, 'utf8'))?.[1];
+    expect((await runCli(['--json', 'pause', 'deliveries', 'send', '--reason', 'INC-9'], { env })).code).toBe(0);
+    expect((await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], { env })).code).toBe(0);
+    expect([gaugeOf(), exitOf()]).toEqual(['1', '0']);
+    // The FC database unreachable: the switch cannot be read; the last known value stays.
+    const dbDown = { ...env, FCCTL_FC_DATABASE_URL: 'mysql://fcctl:pw@127.0.0.1:9/fc' };
+    const failed = await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], { env: dbDown });
+    expect(failed.code).toBe(3);
+    expect([gaugeOf(), exitOf()]).toEqual(['1', '3']);
+    // Resumed, the broker unreachable: the run read the switch (not paused) before it failed.
+    expect((await runCli(['--json', 'resume', 'deliveries', 'send'], { env })).code).toBe(0);
+    const brokerDown = await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], { env: { ...env, FCCTL_AMQP_URL: 'amqp://fcctl:pw@127.0.0.1:9/fcctl' } });
+    expect(brokerDown.code).toBe(3);
+    expect([gaugeOf(), exitOf()]).toEqual(['0', '3']);
+    // No previous file and nothing read: no gauge rather than a guess.
+    const fresh = join(dir, 'fresh.prom');
+    expect((await runCli(['--json', 'deliveries', 'send', '--metrics-file', fresh], { env: dbDown })).code).toBe(3);
+    expect(readFileSync(fresh, 'utf8')).not.toContain('fcctl_paused');
+    expect(readFileSync(fresh, 'utf8')).toContain('fcctl_run_exit_code{command="deliveries send"} 3\n');
   });
 
   test('an expired --until counts as not paused', async () => {

@@ -168,17 +168,20 @@ describe('reconcile run for a school and form with no rows on either side', () =
   it('exits 1 with a one-line warning (a typo in a cron line must not stay green); the metrics say 1', async () => {
     const out = join(dir, 'empty');
     const metrics = join(dir, 'empty.prom');
-    writeFileSync(metrics, 'fcctl_last_success_timestamp_seconds{command="reconcile run"} 1000\n');
+    const pair = `school="5",form="${EMPTY_FORM}"`;
+    writeFileSync(metrics, `fcctl_last_success_timestamp_seconds{command="reconcile run",${pair}} 1000\n`);
     const sums = await checksums();
     const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', out, '--metrics-file', metrics], { env });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`fcctl: warning: no rows at FC or SH for school 5 form ${EMPTY_FORM}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)\n`);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 0, differences: 0 });
     const prom = readFileSync(metrics, 'utf8');
-    expect(prom).toContain('fcctl_run_exit_code{command="reconcile run"} 1\n');
+    // Every series names its pair (issue 19 §5): two pairs' files never hold the same series.
+    expect(prom).toContain(`fcctl_run_exit_code{command="reconcile run",${pair}} 1\n`);
     // not a success: the stale-success alert fires (was advanced to now), and a gauge says why
-    expect(prom).toContain('fcctl_last_success_timestamp_seconds{command="reconcile run"} 1000\n');
-    expect(prom).toContain('fcctl_reconcile_empty{command="reconcile run"} 1\n');
+    expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="reconcile run",${pair}} 1000\n`);
+    expect(prom).toContain(`fcctl_reconcile_empty{${pair}} 1\n`);
+    expect(prom).not.toMatch(/^fcctl_reconcile_last_success_timestamp_seconds\{/m);
     expect(await checksums()).toBe(sums);
   });
 
@@ -186,8 +189,10 @@ describe('reconcile run for a school and form with no rows on either side', () =
     const metrics = join(dir, 'empty-allowed.prom');
     const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', join(dir, 'empty-allowed'), '--allow-empty', '--metrics-file', metrics], { env });
     expect(r.stderr).toBe('');
-    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_reconcile_empty{command="reconcile run"} 0\n');
-    expect(readFileSync(metrics, 'utf8')).toMatch(/^fcctl_last_success_timestamp_seconds\{command="reconcile run"\} \d+$/m);
+    const pair = `school="5",form="${EMPTY_FORM}"`;
+    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_reconcile_empty{${pair}} 0\n`);
+    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_last_success_timestamp_seconds{command="reconcile run",${pair}} `);
+    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_reconcile_last_success_timestamp_seconds{${pair}} `);
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 0 });
     expect(summaryOf(r.stdout)['empty']).toBeUndefined();

@@ -47,8 +47,8 @@ describe('reconcile run: exit code, summary line, metrics', () => {
     expect(r.warning !== null).toBe(warned);
     expect(r.fields).toMatchObject({ command: 'reconcile run', exitCode, runId: 'r1', resumed: true, fcRows: result.kind === 'done' ? result.summary.inputs.fc.rows : -1, seconds: 1 });
     expect('empty' in r.fields).toBe(warned);
-    expect(r.outcome).toMatchObject({ exitCode, suspect: warned });
-    expect(r.outcome.extraGauges?.[0]).toMatchObject({ name: 'fcctl_reconcile_empty', samples: [{ labels: { command: 'reconcile run' }, value: warned ? 1 : 0 }] });
+    // the series (fcctl_reconcile_empty among them) come of this in src/lib/reconcile/metrics.ts
+    expect(r.outcome).toEqual({ exitCode, suspect: warned, paused: false, rowsByResult: result.kind === 'done' ? result.summary.counts : undefined });
   });
   it('stopped before the task start: no run id, exit 1, an interrupt for the metrics', () => {
     const r = reconcileRunReport(pair, { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir: '/runs/5' }, 250);

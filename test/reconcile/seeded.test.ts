@@ -152,8 +152,11 @@ describe('dev seed with the SH side, then reconcile run', () => {
     expect(after.taskStart >= before.taskStart).toBe(true);
     expect(readFileSync(join(out, 'report.csv'), 'utf8')).toBe(report);
     const prom = readFileSync(metrics, 'utf8');
-    expect(prom).toContain('fcctl_run_exit_code{command="reconcile run"} 0');
-    expect(prom).toMatch(/fcctl_rows\{command="reconcile run",result="ABSENT_AT_FC"\} \d+/);
+    // the pair's labels on every series (issue 19 §5)
+    const pair = `school="5",form="${forms[0]}"`;
+    expect(prom).toContain(`fcctl_run_exit_code{command="reconcile run",${pair}} 0`);
+    expect(prom).toMatch(new RegExp(`fcctl_rows\\{command="reconcile run",${pair},result="ABSENT_AT_FC"\\} \\d+`));
+    expect(prom).toMatch(new RegExp(`fcctl_reconcile_rows\\{${pair},category="ABSENT_AT_FC"\\} \\d+`));
   });
 
   it('a stopped run resumes: same run id and task start, scans continued from their checkpoints, same result', async () => {

@@ -6,7 +6,7 @@ import { requireSetting } from '../../lib/config/config.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, pendingGraceOption, retryPolicyOf, secondsArg } from '../options.js';
 import { pausedGauge } from '../../lib/pause/decide.js';
-import { pauseCheck } from '../../lib/pause/run.js';
+import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
@@ -21,10 +21,10 @@ const COMMAND = 'apply-command resolve-unknown';
  * settle or fail each claimed row. Run from cron every few minutes.
  */
 export async function runApplyCommandResolve(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, () => resolveUnknown(options, ctx));
+  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, async (note) => resolveUnknown(options, ctx, await pausedGaugeNotes(COMMAND, options.metricsFile, note)));
 }
 
-async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<RunOutcome> {
+async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx, onPauseRead: (paused: boolean) => void): Promise<RunOutcome> {
   // Everything that can be refused is refused before anything connects (exit 2, tables untouched).
   if (options.leaseSeconds * 1000 < 2 * options.requestTimeoutMs + 5000) {
     throw new UsageError('--lease-seconds must cover a lookup and an apply: at least 2 × --request-timeout + 5 s');
@@ -39,7 +39,7 @@ async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx): Pr
     flow,
     appKey,
     signal: ctx.signal,
-    paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile),
+    paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile, onPauseRead),
     // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
     clock: () => performance.now(),
     onRow: (row, report) => {

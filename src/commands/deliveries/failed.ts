@@ -28,10 +28,13 @@ const COMMAND = 'deliveries failed';
  */
 export async function runDeliveriesFailed(options: DeliveriesFailedOptions, ctx: Ctx): Promise<number> {
   const db = await ctx.fcDb();
-  const p = await failedPage(db, options.consumerAppKey, options.consumerSchoolId, options.start, options.size, options.filter);
+  const replayInput = options.format === 'csv' || options.format === 'jsonl';
+  // a replay input holds only replayable rows: superseded ones would answer REVISION_MISMATCH
+  const p = await failedPage(db, options.consumerAppKey, options.consumerSchoolId, options.start, options.size, options.filter, replayInput ? 'current' : 'all');
   const exitCode = ExitCode.OK;
-  if (options.format === 'csv' || options.format === 'jsonl') {
+  if (replayInput) {
     // stdout is the replay input and nothing else; the next page's cursor goes to stderr.
+    if (p.superseded > 0) ctx.io.stderr.write(`left out: ${p.superseded} superseded rows (a newer revision of the answer exists), as replay --failed does\n`);
     const rows = p.rows.map((r) => replayInputRow(r, options.operationPrefix));
     if (options.format === 'csv') ctx.output.rows(rows, replayInputColumns(options.operationPrefix).map((key) => ({ key })), 'csv');
     else for (const r of rows) ctx.io.stdout.write(`${JSON.stringify(r)}\n`);
@@ -45,7 +48,7 @@ export async function runDeliveriesFailed(options: DeliveriesFailedOptions, ctx:
   out.summary({
     command: COMMAND, exitCode, consumerAppKey: options.consumerAppKey, consumerSchoolId: options.consumerSchoolId,
     page: p.page, after: p.after, size: p.size, listed: p.rows.length, hasMore: p.hasMore, nextCursor: p.nextCursor,
-    total: p.total, failed: p.byState.FAILED, dead: p.byState.DEAD,
+    total: p.total, failed: p.byState.FAILED, dead: p.byState.DEAD, superseded: p.superseded,
   });
   return exitCode;
 }

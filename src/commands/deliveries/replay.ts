@@ -64,7 +64,7 @@ export async function runDeliveriesReplay(options: DeliveriesReplayOptions, ctx:
   if (dryRun) ctx.output.note('dry run: nothing was written or recorded; pass --execute to replay');
   const { summary, counts } = summarizeReplay(end, { items: items.length, dryRun, elapsedMs: ctx.clock() - started, json: ctx.output.json, more: selected?.more ?? false });
   if (selected?.more) ctx.output.note(`more than ${items.length} rows match: run again for the rest`);
-  ctx.output.summary(options.failed ? { ...summary, operationPrefix: options.failed.operationPrefix, more: selected!.more } : summary, counts);
+  ctx.output.summary(options.failed ? { ...summary, operationPrefix: options.failed.operationPrefix, more: selected!.more, superseded: selected!.superseded } : summary, counts);
   const error = replayStopError(end.error);
   if (error) throw error;
   return summary.exitCode;

@@ -6,12 +6,12 @@ import { emptySummary, leaseProblem, rowEvent, sendRunOutcome, sendStopError, su
 import { sendDeliveries } from '../../lib/deliveries/send/run.js';
 import type { SendOptions } from '../../lib/deliveries/send/types.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, retryPolicyOf, secondsArg } from '../options.js';
-import { pauseCheck } from '../../lib/pause/run.js';
+import { commandAction, commandThrottles, type Ctx, type Deps, type Resources } from '../context.js';
+import { addMetricsFileOption, addRetryOptions, addThrottleOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, retryPolicyOf, secondsArg, throttleLimitsOf, type ThrottleOptions } from '../options.js';
+import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
-export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'> {
+export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'>, ThrottleOptions {
   readonly declare: boolean;
   readonly allowDefaultVhost: boolean;
   readonly metricsFile?: string;
@@ -20,10 +20,10 @@ export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZon
 
 /** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
 export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics('deliveries send', options.metricsFile, ctx.clock, () => send(options, ctx));
+  return withRunMetrics('deliveries send', options.metricsFile, ctx.clock, async (note) => send(options, ctx, await pausedGaugeNotes('deliveries send', options.metricsFile, note)));
 }
 
-async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcome> {
+async function send(options: DeliveriesSendOptions, ctx: Ctx, onPauseRead: (paused: boolean) => void): Promise<RunOutcome> {
   const publisher = { appKey: requireSetting(ctx.config, 'appKey'), appCode: requireSetting(ctx.config, 'appCode') };
   const lease = leaseProblem(options);
   if (lease) throw new UsageError(lease);
@@ -31,8 +31,8 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
   const { zone: serviceTimeZone } = await resolveServiceTimeZone(ctx.config, ctx.fcDb);
   const vhost = vhostProblem(requireSetting(ctx.config, 'amqpUrl'), options);
   if (vhost) throw new EnvironmentError(vhost);
-  const db = await ctx.fcDb();
-  const paused = pauseCheck('deliveries send', ctx.fcDb, options.pauseFile);
+  const [db, { fc: throttle }] = await Promise.all([ctx.fcDb(), commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })]);
+  const paused = pauseCheck('deliveries send', ctx.fcDb, options.pauseFile, onPauseRead); // a failed run still writes fcctl_paused
   const pause = await paused(); // before the broker is opened: a broker outage is why one pauses
   const { summary, seconds } = pause ? { summary: { ...emptySummary(), stoppedBy: 'paused' as const, paused: pause }, seconds: 0 } : await sendDeliveries(
     { ...options, serviceTimeZone },
@@ -42,7 +42,7 @@ async function send(options: DeliveriesSendOptions, ctx: Ctx): Promise<RunOutcom
       publisher,
       signal: ctx.signal,
       clock: ctx.clock,
-      paused,
+      paused, throttle,
       progress: () => ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send'),
       // The total only draws the terminal's bar: cron runs (JSON) do not count the backlog at all.
       countTotal: !ctx.output.json,
@@ -75,7 +75,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--allow-default-vhost', 'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)', false);
   addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
   addMetricsFileOption(cmd);
-  cmd.addOption(pauseFileOption());
+  addThrottleOptions(cmd.addOption(pauseFileOption()), 'the FC database');
   return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
 }
 
@@ -94,6 +94,6 @@ function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
     declare: o['declare'] as boolean,
     allowDefaultVhost: o['allowDefaultVhost'] as boolean,
     metricsFile: o['metricsFile'] as string | undefined,
-    pauseFile: o['pauseFile'] as string | undefined,
+    pauseFile: o['pauseFile'] as string | undefined, throttle: throttleLimitsOf(o),
   };
 }

@@ -8,8 +8,9 @@ import { scanExitCode, summarizeScan } from '../../lib/manifest/scan/decide.js';
 import { countScanRows, runManifestScan } from '../../lib/manifest/scan/run.js';
 import type { ScanResult } from '../../lib/manifest/scan/types.js';
 import type { Shard } from '../../lib/manifest/shard.js';
-import { commandAction, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
-import { addSchoolFormOptions, pageSizeOption, pathArg, schoolFormOf, shardArg, sideOption } from '../options.js';
+import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
+import { addSchoolFormOptions, addThrottleOptions, pageSizeOption, pathArg, schoolFormOf, shardArg, sideOption, throttleLimitsOf } from '../options.js';
+import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
 
 export interface ManifestScanOptions {
   readonly side: ManifestSide;
@@ -21,6 +22,8 @@ export interface ManifestScanOptions {
   readonly checkpoint: string | undefined;
   readonly restart: boolean;
   readonly shard: Shard | null;
+  /** `--max-load`, `--max-lag` on the side's database, before each page */
+  readonly throttle: ThrottleLimits;
 }
 
 /**
@@ -35,6 +38,7 @@ export async function runManifestScanCommand(options: ManifestScanOptions, ctx: 
   await requireDirectoryOf(checkpoint, '--checkpoint');
   const url = requireSetting(ctx.config, options.side === 'sh' ? 'shDatabaseUrl' : 'fcDatabaseUrl');
   const db = options.side === 'sh' ? await ctx.shDb() : await ctx.fcDb();
+  const { read: throttle } = await commandThrottles(ctx, options.throttle, { read: { db: async () => db, label: options.side === 'sh' ? 'SH database' : 'FC database' } });
   const started = ctx.clock();
   const progress = ctx.output.progress(`manifest scan ${options.side}`);
   if (!ctx.output.json) progress.setTotal(await countScanRows(db, options));
@@ -42,18 +46,18 @@ export async function runManifestScanCommand(options: ManifestScanOptions, ctx: 
   try {
     result = await runManifestScan(
       { side: options.side, schId: options.schId, formUuid: options.formUuid, shard: options.shard, size: options.size, out: options.out, checkpoint, restart: options.restart, database: databaseIdentity(url) },
-      { db, signal: ctx.signal, now: ctx.now, onPage: (p) => recordRows(progress, p.pageRows) },
+      { db, signal: ctx.signal, now: ctx.now, onPage: (p) => recordRows(progress, p.pageRows), ...(throttle ? { throttle } : {}) },
     );
   } finally {
     progress.stop();
   }
-  ctx.output.summary(summarizeScan(options, result, ctx.clock() - started));
+  ctx.output.summary({ ...summarizeScan(options, result, ctx.clock() - started), throttledSeconds: throttledSeconds([throttle]) });
   return scanExitCode(result);
 }
 
 export function createManifestScanCommand(parent: Command, deps: Deps, resources: Resources, runF = runManifestScanCommand): Command {
   const cmd = parent.command('scan').description('page a whole side of one school and form into a JSONL manifest, with a checkpoint after every page (resumable)').addOption(sideOption());
-  return addSchoolFormOptions(cmd)
+  return addThrottleOptions(addSchoolFormOptions(cmd), 'the side\'s database')
     .requiredOption('--out <file.jsonl>', 'the manifest file (rewritten from the checkpointed length on resume)', pathArg)
     .option('--checkpoint <file.json>', 'the checkpoint (default: beside --out, x.jsonl → x.checkpoint.json)', pathArg)
     .addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE}); may change between resumes`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
@@ -64,5 +68,5 @@ export function createManifestScanCommand(parent: Command, deps: Deps, resources
 
 function scanOptionsOf(o: Record<string, unknown>): ManifestScanOptions {
   const shard = (o['shard'] as Shard | undefined) ?? null;
-  return { side: o['side'] as ManifestSide, ...schoolFormOf(o), size: o['size'] as number, out: o['out'] as string, checkpoint: o['checkpoint'] as string | undefined, restart: o['restart'] as boolean, shard };
+  return { side: o['side'] as ManifestSide, ...schoolFormOf(o), size: o['size'] as number, out: o['out'] as string, checkpoint: o['checkpoint'] as string | undefined, restart: o['restart'] as boolean, shard, throttle: throttleLimitsOf(o) };
 }

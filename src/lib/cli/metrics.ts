@@ -1,13 +1,15 @@
 /**
  * Prometheus text exposition format (version 0.0.4) for the node_exporter textfile collector:
- * cron commands write their gauges to a `.prom` file, replaced atomically so the collector never
- * reads half a file.
+ * cron commands write their gauges and counters to a `.prom` file, replaced atomically so the
+ * collector never reads half a file. Counters (`…_total`) grow across runs: each run reads the
+ * previous file at the same path and adds to it (see {@link accumulateCounters}).
  */
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { EnvironmentError } from './exit.js';
+import { parseExposition, type ParsedSample, seriesKey } from './metrics-parse.js';
 
 /** Re-exported for the callers that imported it from here before it moved to `src/lib/fs/atomic.ts`. */
 export { writeFileAtomic };
@@ -18,12 +20,18 @@ export interface Sample {
   readonly value: number;
 }
 
-/** A gauge with its help text and samples (an empty list still writes HELP and TYPE). */
+/**
+ * A metric family with its help text and samples (an empty list still writes HELP and TYPE): a
+ * gauge unless `type` says `counter`. Named `Gauge` for the callers that predate counters.
+ */
 export interface Gauge {
   readonly name: string;
   readonly help: string;
+  readonly type?: 'gauge' | 'counter';
   readonly samples: readonly Sample[];
 }
+/** A gauge or a counter. */
+export type Metric = Gauge;
 
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
@@ -34,6 +42,15 @@ const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
  */
 export function gauge(name: string, help: string, value: number, labels?: Readonly<Record<string, string>>): Gauge {
   return { name, help, samples: [labels ? { labels, value } : { value }] };
+}
+
+/**
+ * A counter with one sample: this run's increment, until {@link accumulateCounters} adds the
+ * previous file's value. Its name must end in `_total`.
+ * @example counter('fcctl_runs_total', 'runs by exit code', 1, { command: 'deliveries send', exit_code: '0' })
+ */
+export function counter(name: string, help: string, value: number, labels?: Readonly<Record<string, string>>): Gauge {
+  return { name, help, type: 'counter', samples: [labels ? { labels, value } : { value }] };
 }
 
 /** Label values escape `\`, `"` and newline (exposition format). */
@@ -55,8 +72,9 @@ function formatValue(value: number): string {
 }
 
 /**
- * The exposition text of some gauges. Names are checked up front (TypeError), so a typo fails
- * the first test instead of silently making the collector drop the whole file.
+ * The exposition text of some gauges and counters. Names, a series given twice and counter values
+ * (finite, not negative) are checked up front (TypeError), so a typo fails the first test instead
+ * of silently making the collector drop the whole file.
  * @example formatMetrics([gauge('fcctl_x', 'help', 1, { state: 'PENDING' })]) // '# HELP fcctl_x help\n# TYPE fcctl_x gauge\nfcctl_x{state="PENDING"} 1\n'
  */
 export function formatMetrics(gauges: readonly Gauge[]): string {
@@ -66,12 +84,19 @@ export function formatMetrics(gauges: readonly Gauge[]): string {
     if (!METRIC_NAME.test(g.name)) throw new TypeError(`invalid metric name: ${JSON.stringify(g.name)}`);
     if (seen.has(g.name)) throw new TypeError(`metric ${g.name} given twice`);
     seen.add(g.name);
-    lines.push(`# HELP ${g.name} ${escapeHelp(g.help)}`, `# TYPE ${g.name} gauge`);
+    const type = g.type ?? 'gauge';
+    if (type === 'counter' && !g.name.endsWith('_total')) throw new TypeError(`counter ${g.name} must end in _total`);
+    lines.push(`# HELP ${g.name} ${escapeHelp(g.help)}`, `# TYPE ${g.name} ${type}`);
+    const series = new Set<string>();
     for (const s of g.samples) {
       const labels = Object.entries(s.labels ?? {});
       for (const [k] of labels) {
         if (!LABEL_NAME.test(k) || k.startsWith('__')) throw new TypeError(`invalid label name: ${JSON.stringify(k)}`);
       }
+      const key = seriesKey(g.name, s.labels ?? {});
+      if (series.has(key)) throw new TypeError(`series ${key} given twice`);
+      series.add(key);
+      if (type === 'counter' && !(Number.isFinite(s.value) && s.value >= 0)) throw new TypeError(`counter ${key} has value ${s.value}`);
       const labelText = labels.length === 0 ? '' : `{${labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
       lines.push(`${g.name}${labelText} ${formatValue(s.value)}`);
     }
@@ -90,6 +115,11 @@ export async function writeMetricsFile(path: string, gauges: readonly Gauge[]): 
 /** What every cron command reports about its own run. */
 export interface RunFacts {
   readonly command: string;
+  /**
+   * labels added to every run series after `command` (`reconcile run` of one pair: `school`,
+   * `form`), so the files of two targets of one command never hold the same series
+   */
+  readonly labels?: Readonly<Record<string, string>>;
   readonly durationSeconds: number;
   readonly exitCode: number;
   readonly finishedAtSeconds: number;
@@ -114,7 +144,7 @@ export interface RunFacts {
  * @example runGauges({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000, rowsByResult: { accepted: 10 } })
  */
 export function runGauges(run: RunFacts): Gauge[] {
-  const cmd = { command: run.command };
+  const cmd = { command: run.command, ...run.labels };
   const completed = (run.exitCode === 0 || run.exitCode === 1) && !run.interrupted && !run.suspect;
   const lastSuccess = completed ? run.finishedAtSeconds : run.previousLastSuccess;
   const gauges: Gauge[] = [
@@ -122,7 +152,7 @@ export function runGauges(run: RunFacts): Gauge[] {
     gauge('fcctl_run_exit_code', 'exit code of the last run', run.exitCode, cmd),
     gauge('fcctl_last_run_timestamp_seconds', 'when the command last ran, Unix seconds', run.finishedAtSeconds, cmd),
   ];
-  if (lastSuccess !== undefined) gauges.push(gauge('fcctl_last_success_timestamp_seconds', 'when the command last completed, Unix seconds', lastSuccess, cmd));
+  if (lastSuccess !== undefined) gauges.push(gauge(LAST_SUCCESS, 'when the command last completed, Unix seconds', lastSuccess, cmd));
   if (run.rowsByResult) {
     gauges.push({
       name: 'fcctl_rows',
@@ -133,17 +163,90 @@ export function runGauges(run: RunFacts): Gauge[] {
   return gauges;
 }
 
-/** The last-success time in an existing metrics file, if any (so a failed run can carry it). */
-export async function previousLastSuccess(path: string, command: string): Promise<number | undefined> {
+const LAST_SUCCESS = 'fcctl_last_success_timestamp_seconds';
+/** The exit codes a cron command's run can end with: each run counter starts at 0, so `increase()` sees the first 1. */
+const EXIT_CODES = [0, 1, 2, 3, 4];
+
+/**
+ * This run's increments of the run counters: `fcctl_runs_total{command,exit_code}` (1 for this
+ * run's code, 0 for the others, so a first failure is an increase and not a new series) and
+ * `fcctl_rows_total{command,result}`. {@link accumulateCounters} adds the previous file's values.
+ */
+export function runCounters(run: RunFacts): Gauge[] {
+  const cmd = { command: run.command, ...run.labels };
+  const codes = EXIT_CODES.includes(run.exitCode) ? EXIT_CODES : [...EXIT_CODES, run.exitCode];
+  const counters: Gauge[] = [{ name: 'fcctl_runs_total', help: 'runs of the command, by exit code', type: 'counter', samples: codes.map((c) => ({ labels: { ...cmd, exit_code: String(c) }, value: c === run.exitCode ? 1 : 0 })) }];
+  if (run.rowsByResult) {
+    counters.push({ name: 'fcctl_rows_total', help: 'rows handled by the command, by result, over all runs', type: 'counter', samples: Object.entries(run.rowsByResult).map(([result, value]) => ({ labels: { ...cmd, result }, value })) });
+  }
+  return counters;
+}
+
+/**
+ * Every run series of a command — gauges, and counters added to the previous file's — with the
+ * last-success time carried from the previous file when this run did not complete.
+ * @example runSeries({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000 }, NO_PREVIOUS)
+ */
+export function runSeries(run: RunFacts, previous: PreviousMetrics): Gauge[] {
+  const previousLastSuccess = run.previousLastSuccess ?? previousValue(previous, LAST_SUCCESS, { command: run.command, ...run.labels });
+  const facts = previousLastSuccess === undefined ? run : { ...run, previousLastSuccess };
+  return accumulateCounters([...runGauges(facts), ...runCounters(run)], previous);
+}
+
+/** The samples of the file a command wrote last time at the same path (none when there is none). */
+export interface PreviousMetrics {
+  readonly samples: readonly ParsedSample[];
+}
+export const NO_PREVIOUS: PreviousMetrics = { samples: [] };
+
+/**
+ * The previous file at `path`. A missing, unreadable or unparsable file is no previous file:
+ * counters start again from 0 (Prometheus reads a drop as a counter reset, so `increase()` stays
+ * right), and no last-success time is carried.
+ */
+export async function readPreviousMetrics(path: string): Promise<PreviousMetrics> {
   try {
     const { readFile } = await import('node:fs/promises');
-    const text = await readFile(path, 'utf8');
-    const line = text.split('\n').find((l) => l.startsWith(`fcctl_last_success_timestamp_seconds{command="${escapeLabelValue(command)}"}`));
-    const value = line ? Number(line.split(' ').at(-1)) : NaN;
-    return Number.isFinite(value) ? value : undefined;
+    return { samples: parseExposition(await readFile(path, 'utf8')).flatMap((f) => f.samples) };
   } catch {
-    return undefined;
+    return NO_PREVIOUS;
   }
+}
+
+/** One series' value in the previous file, if it is there and a finite number. */
+export function previousValue(previous: PreviousMetrics, name: string, labels: Readonly<Record<string, string>>): number | undefined {
+  const key = seriesKey(name, labels);
+  const value = previous.samples.find((s) => seriesKey(s.name, s.labels) === key)?.value;
+  return value !== undefined && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * Adds the previous file's value to every counter sample, and carries the previous samples of
+ * each counter this run did not touch (a result or pair absent this time keeps its count). A
+ * previous value that is not a finite number ≥ 0 is taken as 0 (the series restarts, which
+ * Prometheus reads as a reset). Gauges pass through unchanged.
+ * @example accumulateCounters([counter('fcctl_runs_total', 'runs', 1)], { samples: [{ name: 'fcctl_runs_total', labels: {}, value: 4 }] }) // value 5
+ */
+export function accumulateCounters(metrics: readonly Gauge[], previous: PreviousMetrics): Gauge[] {
+  return metrics.map((m) => {
+    if (m.type !== 'counter') return m;
+    const before = new Map<string, ParsedSample>();
+    for (const s of previous.samples) if (s.name === m.name) before.set(seriesKey(s.name, s.labels), s);
+    const valid = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 ? v : 0);
+    const now = m.samples.map((s) => {
+      const key = seriesKey(m.name, s.labels ?? {});
+      const add = valid(before.get(key)?.value);
+      before.delete(key);
+      return { ...s, value: s.value + add };
+    });
+    const carried = [...before.values()].filter((s) => valid(s.value) === s.value).map((s) => ({ labels: s.labels, value: s.value }));
+    return { ...m, samples: [...now, ...carried] };
+  });
+}
+
+/** The last-success time in an existing metrics file, if any (so a failed run can carry it). */
+export async function previousLastSuccess(path: string, command: string, labels?: Readonly<Record<string, string>>): Promise<number | undefined> {
+  return previousValue(await readPreviousMetrics(path), LAST_SUCCESS, { command, ...labels });
 }
 
 /**

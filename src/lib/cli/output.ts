@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
+import { formulaSafe } from './csv-cell.js';
 import type { Io } from './io.js';
 import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
@@ -140,12 +141,16 @@ export class Output {
     );
   }
 
-  /** A listing of rows in the chosen format; csv through csv-stringify, json as JSON lines. */
+  /**
+   * A listing of rows in the chosen format; csv through csv-stringify (a cell a spreadsheet would
+   * take for a formula marked with `'`, which fcctl's `--from` reader takes off: `csv-cell.ts`),
+   * json as JSON lines.
+   */
   rows(rows: readonly Row[], columns: readonly Column[], format: ListFormat, title?: string): void {
     if (format === 'csv') {
       this.io.stdout.write(
         csvStringify(
-          rows.map((r) => columns.map((c) => cellText(r[c.key]))),
+          rows.map((r) => columns.map((c) => formulaSafe(cellText(r[c.key])))),
           { header: true, columns: columns.map((c) => c.header ?? c.key) },
         ),
       );

@@ -3,6 +3,7 @@
  * character is `{`, otherwise CSV with a header (RFC 4180). One reader, so every command refuses a
  * bad file the same way: exit 2, one line naming the line number. Pure.
  */
+import { formulaRead } from './csv-cell.js';
 
 /** Why an input was refused, naming the line (0: the command line). */
 export class LineError extends Error {
@@ -117,7 +118,8 @@ function csvRecords(text: string, columns: readonly RecordColumn[]): Array<{ lin
   if (missing.length > 0) throw new LineError(header.line, `the header lacks ${missing.join(', ')} (columns: ${names.join(', ')})`);
   return records.map(({ line, fields }) => {
     if (fields.length !== header.fields.length) throw new LineError(line, `malformed CSV: ${fields.length} fields, the header has ${header.fields.length}`);
-    return { line, values: names.map((c) => fields[index.get(c)!]) };
+    // the `'` fcctl's CSV writers put before a formula-like cell comes off (csv-cell.ts)
+    return { line, values: names.map((c) => formulaRead(fields[index.get(c)!]!)) };
   });
 }
 

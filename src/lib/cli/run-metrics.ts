@@ -1,5 +1,5 @@
 import { FcctlError, ExitCode } from './exit.js';
-import { checkMetricsFile, type Gauge, previousLastSuccess, runGauges, writeRunMetrics } from './metrics.js';
+import { checkMetricsFile, type Gauge, type PreviousMetrics, readPreviousMetrics, type RunFacts, runSeries, writeRunMetrics } from './metrics.js';
 
 /** What a cron command's body returns for its metrics. */
 export interface RunOutcome {
@@ -10,7 +10,29 @@ export interface RunOutcome {
   readonly interrupted?: boolean;
   /** it ran to the end but warned its input is suspect (an empty side): not a success either */
   readonly suspect?: boolean;
+  /** the pause switch stopped it (for series functions that write `fcctl_paused` themselves) */
+  readonly paused?: boolean;
 }
+
+/** What a series function gets: the run's facts (no last-success time yet), its outcome and the previous file. */
+export interface RunSeriesInput {
+  readonly run: RunFacts;
+  readonly outcome: RunOutcome;
+  readonly previous: PreviousMetrics;
+}
+
+/**
+ * What the body hands {@link withRunMetrics} as soon as it knows it, for a run that then throws:
+ * a gauge noted (the latest of each name) is still written beside exit code 3, instead of going
+ * absent (`fcctl_paused`: src/lib/pause/run.ts `pausedGaugeNotes`).
+ */
+export type NoteGauge = (gauge: Gauge) => void;
+
+/** Every series of the file: counters already added to the previous file's. */
+export type SeriesOf = (input: RunSeriesInput) => readonly Gauge[];
+
+/** The run series of every cron command ({@link runSeries}) and the body's own gauges. */
+export const defaultSeries: SeriesOf = ({ run, outcome, previous }) => [...runSeries(run, previous), ...(outcome.extraGauges ?? [])];
 
 /**
  * Runs a cron command's body and, with `--metrics-file`, writes its run gauges whatever happens:
@@ -18,14 +40,17 @@ export interface RunOutcome {
  * last-success time, so an alert on `time() - fcctl_last_success_timestamp_seconds` fires.
  * The file's directory is checked first: one that cannot be written is exit 3 before the body
  * does anything (a run whose gauges are lost would otherwise claim and publish, then fail).
+ * Counters are added to the previous file at the same path; `seriesOf` replaces the default
+ * series (`reconcile run`: its pair's series, src/lib/reconcile/metrics.ts).
  * @example return withRunMetrics('deliveries send', opts.metricsFile, ctx.clock, async () => ({ exitCode: 0 }))
  */
-export async function withRunMetrics(command: string, metricsFile: string | undefined, clock: () => number, body: () => Promise<RunOutcome>): Promise<number> {
+export async function withRunMetrics(command: string, metricsFile: string | undefined, clock: () => number, body: (note: NoteGauge) => Promise<RunOutcome>, seriesOf: SeriesOf = defaultSeries): Promise<number> {
   if (metricsFile !== undefined) await checkMetricsFile(metricsFile);
   const started = clock();
+  const noted = new Map<string, Gauge>();
   const write = async (outcome: RunOutcome) => {
     if (metricsFile === undefined) return;
-    const gauges = runGauges({
+    const run: RunFacts = {
       command,
       durationSeconds: (clock() - started) / 1000,
       exitCode: outcome.exitCode,
@@ -33,16 +58,15 @@ export async function withRunMetrics(command: string, metricsFile: string | unde
       ...(outcome.rowsByResult ? { rowsByResult: outcome.rowsByResult } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
       ...(outcome.suspect ? { suspect: true } : {}),
-      previousLastSuccess: await previousLastSuccess(metricsFile, command),
-    });
-    await writeRunMetrics(metricsFile, [...gauges, ...(outcome.extraGauges ?? [])]);
+    };
+    await writeRunMetrics(metricsFile, seriesOf({ run, outcome, previous: await readPreviousMetrics(metricsFile) }));
   };
   let outcome: RunOutcome;
   try {
-    outcome = await body();
+    outcome = await body((g) => noted.set(g.name, g));
   } catch (err) {
     const exitCode = err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT;
-    await write({ exitCode }).catch(() => undefined);
+    await write({ exitCode, extraGauges: [...noted.values()] }).catch(() => undefined);
     throw err;
   }
   await write(outcome);

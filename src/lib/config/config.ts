@@ -14,6 +14,8 @@ export const SETTINGS = {
   // RabbitMQ's management API (http://user:pass@host:15672), read by `doctor --isolation` only.
   amqpManagementUrl: { env: 'FCCTL_AMQP_MANAGEMENT_URL', flag: 'amqpManagementUrl', kind: 'url' },
   flowUrl: { env: 'FCCTL_FLOW_URL', flag: 'flowUrl', kind: 'url' },
+  // The replica whose lag `--max-lag` reads (a command's `--replica-url`); unset: the database being read.
+  replicaUrl: { env: 'FCCTL_REPLICA_URL', flag: 'replicaUrl', kind: 'url' },
   appKey: { env: 'FCCTL_APP_KEY', flag: 'appKey', kind: 'text' },
   appCode: { env: 'FCCTL_APP_CODE', flag: 'appCode', kind: 'text' },
   // IANA zone of the service's DATETIMEs (occurredAt's offset); unset: the FC database's own zone.

@@ -7,9 +7,10 @@ export type Side = 'fc' | 'sh';
  * The reference schema's version, recorded by `db init`. 2: SH `fcctl_requeue_operation`
  * (`apply-command requeue`); `db init` creates it on a version-1 database, `db check` names it missing.
  * 3: `fcctl_pause` and `fcctl_pause_event` on both sides (the pause switch, issue 19 §3), created
- * the same way by `db init` on an older database.
+ * the same way by `db init` on an older database. 4: SH `fcctl_reconcile_task` (`reconcile run --all`,
+ * issue 19 §1), created the same way.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** One table of the reference schema as its SQL file declares it. */
 export interface TableSpec {

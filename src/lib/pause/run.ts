@@ -7,8 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
 import type { PoolConnection } from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
+import { type Gauge, previousValue, readPreviousMetrics } from '../cli/metrics.js';
 import type { Db } from '../db/connect.js';
-import { pauseOfFile, pauseOfRow, type PauseRow, type PauseState, type Until } from './decide.js';
+import { pausedGauge, pauseOfFile, pauseOfRow, type PauseRow, type PauseState, type Until } from './decide.js';
 import { pauseSql } from './sql.js';
 
 export type { PauseState } from './decide.js';
@@ -41,17 +42,37 @@ export async function readPauseFile(command: string, path: string): Promise<Paus
 
 /**
  * The check a pausable runner calls at start and before each batch or page: the pause file first
- * (local, no database), then the command's row in the database it writes.
+ * (local, no database), then the command's row in the database it writes. `onRead` hears what
+ * each check found ({@link pausedGaugeNotes}).
  * @example const paused = pauseCheck('deliveries send', () => ctx.fcDb(), options.pauseFile); if (await paused()) …
  */
-export function pauseCheck(command: string, db: () => Promise<Db>, pauseFile?: string): () => Promise<PauseState | null> {
-  return async () => {
+export function pauseCheck(command: string, db: () => Promise<Db>, pauseFile?: string, onRead?: (paused: boolean) => void): () => Promise<PauseState | null> {
+  const read = async () => {
     if (pauseFile !== undefined) {
       const file = await readPauseFile(command, pauseFile);
       if (file) return file;
     }
     return readPause(await db(), command);
   };
+  return async () => {
+    const pause = await read();
+    onRead?.(pause !== null);
+    return pause;
+  };
+}
+
+/**
+ * `fcctl_paused` for a run that fails (exit 3) before its outcome writes the gauge: noted at once
+ * as the previous metrics file's value (the switch as last known; nothing when there is none), then
+ * as each check of the switch finds it. Returns the `onRead` of {@link pauseCheck}.
+ * @example const onRead = await pausedGaugeNotes('deliveries send', options.metricsFile, note)
+ */
+export async function pausedGaugeNotes(command: string, metricsFile: string | undefined, note: (gauge: Gauge) => void): Promise<(paused: boolean) => void> {
+  if (metricsFile !== undefined) {
+    const last = previousValue(await readPreviousMetrics(metricsFile), 'fcctl_paused', { command });
+    if (last !== undefined) note(pausedGauge(command, last === 1));
+  }
+  return (paused) => note(pausedGauge(command, paused));
 }
 
 /** Who pauses or resumes: `user@host`, and the host alone. */

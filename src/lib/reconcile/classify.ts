@@ -42,6 +42,18 @@ export const REPAIR_CATEGORIES: readonly Category[] = ['MISSING_LOCAL', 'STALE_L
 export const SETTLED_CATEGORIES: readonly Category[] = ['IN_SYNC', 'RETIRED'];
 
 /**
+ * Categories that are no difference for `--fail-if-diff`, the `differences` counts and the
+ * `fcctl_reconcile_differences` gauge: the settled ones, and a local row created after the task
+ * start (in flight: listed in the report, judged by the next run).
+ */
+export const NOT_DIFFERENCES: readonly Category[] = [...SETTLED_CATEGORIES, 'ABSENT_CREATED_AFTER_TASK_START'];
+
+/** Answers in a category that is a difference ({@link NOT_DIFFERENCES}). */
+export function differencesOf(counts: Readonly<Partial<Record<string, number>>>): number {
+  return CATEGORIES.filter((c) => !NOT_DIFFERENCES.includes(c)).reduce((n, c) => n + (counts[c] ?? 0), 0);
+}
+
+/**
  * Classifies one answer. `taskStart` is `yyyy-MM-dd HH:mm:ss` in the SH database's clock; a local
  * row absent at FC is a retire candidate only when its createTime is known and not after it
  * (seed 000 §8.1: a page is no consistent snapshot, so a row created during the run — or one whose

@@ -8,8 +8,11 @@ import { idProblem, MAX_ID_LENGTH } from '../../ids.js';
 import type { FailReason, FailedRow } from '../types.js';
 import type { FailedFilter } from './sql.js';
 
-/** A listed row with its row id: the keyset cursor of the next page is the last row's id. */
-export type ListedRow = FailedRow & { readonly id: string };
+/**
+ * A listed row with its row id (the keyset cursor of the next page is the last row's id) and
+ * whether a newer revision of the same answer superseded it (then replay answers REVISION_MISMATCH).
+ */
+export type ListedRow = FailedRow & { readonly id: string; readonly superseded: boolean };
 
 /** `answer_delivery.event_id` is VARCHAR(36). */
 const EVENT_ID_WIDTH = 36;

@@ -25,7 +25,20 @@ function where(consumerAppKey: string, consumerSchoolId: string, f: FailedFilter
 /** Where a page starts: page `page` (1-based, by offset) or the rows below the row id `after` (keyset). */
 export type PageStart = { readonly page: number } | { readonly after: string };
 
-const COLUMNS = 'id, event_id, state, answer_uuid, answer_revision, retry_count, next_retry_at, last_error, update_time';
+/**
+ * A row `d` is superseded when the same answer has a newer revision for the same consumer and
+ * school: `deliveries replay` answers it REVISION_MISMATCH (it replays only the newest row, SPEC
+ * §5), so it is never a replay request. The `uk_delivery_revision` key (answer_uuid,
+ * answer_revision, …) serves the lookup.
+ */
+export const SUPERSEDED =
+  'EXISTS (SELECT 1 FROM answer_delivery n WHERE n.answer_uuid = d.answer_uuid AND n.consumer_app_key = d.consumer_app_key ' +
+  'AND n.consumer_school_id = d.consumer_school_id AND n.answer_revision > d.answer_revision)';
+
+/** Which rows a page holds: every FAILED/DEAD row, or only those not superseded (the replayable ones). */
+export type FailedRows = 'all' | 'current';
+
+const COLUMNS = `id, event_id, state, answer_uuid, answer_revision, retry_count, next_retry_at, last_error, update_time, ${SUPERSEDED} AS superseded`;
 
 /** @example const { sql, params } = failedSql.page('100100', '5', ALL_FAILED, { after: '812' }, 50) */
 export const failedSql = {
@@ -35,16 +48,22 @@ export const failedSql = {
    * the way a BIGINT against a string would be) is stable while rows are replayed or
    * retried), reading one extra row to know whether more follow.
    */
-  page: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, start: PageStart, size: number): Statement => {
+  page: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, start: PageStart, size: number, rows: FailedRows = 'all'): Statement => {
     const w = where(consumerAppKey, consumerSchoolId, filter);
     const keyset = 'after' in start;
+    const current = rows === 'current' ? ` AND NOT ${SUPERSEDED}` : '';
     return {
-      sql: `SELECT ${COLUMNS} FROM answer_delivery WHERE ${w.sql}${keyset ? ' AND id < CAST(? AS UNSIGNED)' : ''} ORDER BY id DESC LIMIT ?${keyset ? '' : ' OFFSET ?'}`,
+      sql: `SELECT ${COLUMNS} FROM answer_delivery d WHERE ${w.sql}${current}${keyset ? ' AND id < CAST(? AS UNSIGNED)' : ''} ORDER BY id DESC LIMIT ?${keyset ? '' : ' OFFSET ?'}`,
       params: keyset ? [...w.params, start.after, size + 1] : [...w.params, size + 1, (start.page - 1) * size],
     };
   },
   total: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter): Statement => {
     const w = where(consumerAppKey, consumerSchoolId, filter);
-    return { sql: `SELECT state, COUNT(*) AS n FROM answer_delivery WHERE ${w.sql} GROUP BY state`, params: w.params };
+    return { sql: `SELECT state, COUNT(*) AS n, SUM(${SUPERSEDED}) AS superseded FROM answer_delivery d WHERE ${w.sql} GROUP BY state`, params: w.params };
+  },
+  /** How many matching rows are superseded (what `replay --failed` leaves out). */
+  superseded: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter): Statement => {
+    const w = where(consumerAppKey, consumerSchoolId, filter);
+    return { sql: `SELECT COUNT(*) AS n FROM answer_delivery d WHERE ${w.sql} AND ${SUPERSEDED}`, params: w.params };
   },
 };

@@ -178,12 +178,14 @@ export async function replayDeliveries(
 
 /**
  * The requests of `deliveries replay --failed`: every matching FAILED/DEAD row of the consumer and
- * school, newest first, at most {@link MAX_REPLAY_ITEMS} (`more` when others match), each asking
- * for the row's own revision under the operation id `P:<eventId>`; `line` is its place in the list.
+ * school that no newer revision of its answer superseded (replay would answer it REVISION_MISMATCH),
+ * newest first, at most {@link MAX_REPLAY_ITEMS} (`more` when others match), each asking for the
+ * row's own revision under the operation id `P:<eventId>`; `line` is its place in the list.
+ * `superseded` counts the rows left out as superseded.
  * @example const { items } = await failedReplayItems(db, '100100', '5', { filter: ALL_FAILED, operationPrefix: 'INC-42' })
  */
-export async function failedReplayItems(db: Db, consumerAppKey: string, consumerSchoolId: string, failed: FailedReplay): Promise<{ items: ReplayItem[]; more: boolean }> {
-  const { rows, more } = await selectFailed(db, consumerAppKey, consumerSchoolId, failed.filter, MAX_REPLAY_ITEMS);
+export async function failedReplayItems(db: Db, consumerAppKey: string, consumerSchoolId: string, failed: FailedReplay): Promise<{ items: ReplayItem[]; more: boolean; superseded: number }> {
+  const { rows, more, superseded } = await selectFailed(db, consumerAppKey, consumerSchoolId, failed.filter, MAX_REPLAY_ITEMS);
   const items = rows.map((r, i) => ({ line: i + 1, answerUuid: r.answerUuid, expectedRevision: r.answerRevision, operationId: failedOperationId(failed.operationPrefix, r.eventId) }));
-  return { items, more };
+  return { items, more, superseded };
 }

@@ -137,7 +137,7 @@ export function adjudicate(outcome: BrokerOutcome): Transition {
 
 /** A run that has done nothing yet. */
 export function emptySummary(): SendSummary {
-  return { claimed: 0, published: 0, accepted: 0, failed: 0, dead: 0, revoked: 0, held: 0, skipped: 0, wouldPublish: 0, failedByReason: {}, stale: 0, brokerRefusals: 0, stoppedBy: 'drained' };
+  return { claimed: 0, published: 0, accepted: 0, failed: 0, dead: 0, revoked: 0, held: 0, skipped: 0, wouldPublish: 0, failedByReason: {}, released: 0, releasedByReason: {}, stale: 0, brokerRefusals: 0, stoppedBy: 'drained' };
 }
 
 /** Groups per-row decisions into one write per distinct transition (batched, SPEC §2). */
@@ -224,11 +224,16 @@ export function writeReached(w: Write, row: { state: string; retry_count: number
   }
 }
 
-/** The summary counter of each result kind but `failed` (failed or dead, and counted by reason). */
+/** The summary counter of each result kind but `failed` (failed or dead, and counted by reason) and `released` (by reason). */
 const COUNTER = { accepted: 'accepted', revoked: 'revoked', held: 'held', skipped: 'skipped', 'would-publish': 'wouldPublish' } as const;
 
 /** Counts one row's result into the summary. */
 export function countResult(summary: SendSummary, result: RowResult): void {
+  if (result.kind === 'released') {
+    summary.released += 1;
+    summary.releasedByReason[result.reason] = (summary.releasedByReason[result.reason] ?? 0) + 1;
+    return;
+  }
   if (result.kind !== 'failed') {
     summary[COUNTER[result.kind]] += 1;
     return;
@@ -270,12 +275,13 @@ export function summarizeSend(summary: SendSummary, options: Pick<SendOptions, '
     dryRun: options.dryRun,
     ...pick(summary, ['claimed', 'published', 'accepted', 'failed', 'dead', 'revoked', 'held', 'skipped']),
     ...(options.dryRun ? { wouldPublish: summary.wouldPublish } : {}),
-    ...pick(summary, ['stale', 'brokerRefusals', 'failedByReason', 'stoppedBy']),
+    ...pick(summary, ['stale', 'brokerRefusals', 'failedByReason', 'released', 'releasedByReason', 'stoppedBy']),
     ...(summary.paused ? { paused: pauseFields(summary.paused) } : {}),
     serviceTimeZone,
     seconds: Math.round(seconds * 10) / 10,
     // from the unrounded time: the rate cron dashboards and the benchmark read
     rowsPerSecond: seconds > 0 ? Math.round(summary.claimed / seconds) : 0,
+    throttledSeconds: summary.throttledSeconds ?? 0,
   };
 }
 
@@ -313,10 +319,10 @@ export function sendRunOutcome(summary: SendSummary): { exitCode: ExitCode; rows
 
 /**
  * The `row` event of one result, or null for the results that are counted, not logged: accepted,
- * and held (its state did not change: thousands a run otherwise).
+ * and held and released (their state did not change: thousands a run otherwise).
  */
 export function rowEvent(row: DeliveryRow, result: RowResult): Record<string, unknown> | null {
-  if (result.kind === 'accepted' || result.kind === 'held') return null;
+  if (result.kind === 'accepted' || result.kind === 'held' || result.kind === 'released') return null;
   return { eventId: row.event_id, answerUuid: row.answer_uuid, consumerAppKey: row.consumer_app_key, consumerSchoolId: String(row.consumer_school_id), ...result };
 }
 

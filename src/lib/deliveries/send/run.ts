@@ -9,11 +9,12 @@ import { type Broker, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/conne
 import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { returnProbeMessage, sendReturnProbe } from '../../amqp/probe.js';
 import { InFlight } from '../../batch/in-flight.js';
+import { Turns } from '../../batch/turns.js';
 import { EnvironmentError } from '../../cli/exit.js';
 import type { Progress } from '../../cli/output.js';
 import type { Db } from '../../db/connect.js';
 import { buildEnvelope, messageOptions } from '../envelope.js';
-import { type DeliveryRow, grantKey, type GrantRow, type RegistryRow } from '../types.js';
+import { type DeliveryRow, generationOf, grantKey, type GrantRow, type RegistryRow } from '../types.js';
 import {
   type BrokerOutcome,
   checkPublisher,
@@ -168,6 +169,8 @@ function report(run: Run, results: ReadonlyArray<{ row: DeliveryRow; result: Row
 }
 
 function stopReason(run: Run): SendSummary['stoppedBy'] | null {
+  // a pause found before a batch's turn: claim no more
+  if (run.summary.paused) return 'paused';
   if (run.deps.signal.aborted) return 'signal';
   if (run.summary.claimed >= run.options.maxRows) return 'max-rows';
   if (run.deps.clock() >= run.deadline) return 'max-seconds';
@@ -190,6 +193,7 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
       summary.paused = pause;
       break;
     }
+    if (await throttleStopped(run)) break;
     const facts = await verifiedPublisher(deps.db, deps.publisher);
     const rows = await peekDue(deps.db, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (rows.length === 0) break;
@@ -222,16 +226,38 @@ async function openPublisher(broker: Broker, options: SendOptions, clock: () => 
   return publisher;
 }
 
+/** A batch's turn to publish (batches publish one at a time, in claim order). */
+type Turn = ReturnType<Turns['next']>;
+
 /**
- * Publishes the rows of a batch that pass their checks. Under back-pressure a publish can come
- * long after its batch's grant check: the checks are read again after every wait once older than
- * the grant age (with --pipeline another batch may take the slot meanwhile).
+ * The pause switch at a batch's turn to publish, before any of its rows is: paused, the whole batch
+ * is handed back unpublished (claim cleared, guarded by owner and generation), and the run claims
+ * no more. Once found, the pause holds for the rest of the run (no read per queued batch).
+ * Returns whether the batch was released.
  */
-async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: readonly DeliveryRow[], facts: PublisherFacts, notAfter: number) {
+async function releasedForPause(run: Run, owner: string, rows: readonly DeliveryRow[]): Promise<boolean> {
+  const pause = run.summary.paused ?? (await run.deps.paused?.()) ?? null;
+  if (!pause) return false;
+  run.summary.stoppedBy = 'paused';
+  run.summary.paused = pause;
+  await applyWrites(run.deps.db, owner, [{ kind: 'release', gens: rows.map(generationOf) }]);
+  report(run, rows.map((row) => ({ row, result: { kind: 'released', reason: 'PAUSED' } as const })));
+  return true;
+}
+
+/**
+ * Publishes the rows of a batch that pass their checks, once it is the batch's turn and the fleet
+ * is not paused (null: released for the pause). Under back-pressure a publish can come long after
+ * its batch's grant check: the checks are read again after every wait once older than the grant
+ * age (the turn is such a wait too).
+ */
+async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: readonly DeliveryRow[], facts: PublisherFacts, notAfter: number, owner: string, turn: Turn) {
   const { options, deps } = run;
   const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
   const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(deps.db, rows, facts, options.retry.maxRetries);
   let checkedAt = deps.clock();
+  await turn.ready;
+  if (await releasedForPause(run, owner, rows)) return null;
   for (let i = 0; i < decided.length; i++) {
     if (decided[i]!.decision.kind !== 'publish') continue;
     for (;;) {
@@ -250,12 +276,22 @@ async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: reado
   return decided;
 }
 
-/** One claimed batch: check, publish, await the outcomes, adjudicate with guarded writes, report. */
-async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string, rows: DeliveryRow[], claimedAt: number, facts: PublisherFacts): Promise<void> {
+/**
+ * One claimed batch: check, wait for its turn, publish (or release it for a pause), end the turn,
+ * await the outcomes, adjudicate with guarded writes, report.
+ */
+async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string, rows: DeliveryRow[], claimedAt: number, facts: PublisherFacts, turn: Turn): Promise<void> {
   const { options, deps, summary } = run;
   // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
   const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
-  const decided = await publishChecked(run, publisher, rows, facts, notAfter);
+  let decided;
+  try {
+    decided = await publishChecked(run, publisher, rows, facts, notAfter, owner, turn);
+  } finally {
+    // every row published (or none): the next batch may start, whatever happens to these confirms
+    turn.done();
+  }
+  if (decided === null) return;
   const outcomes = await Promise.all(
     decided.map(async ({ row, decision, outcome }) => {
       if (!outcome) return { row, decision };
@@ -270,6 +306,20 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   report(run, results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
 }
 
+/**
+ * Waits on `--max-load`/`--max-lag` before a claim (what is in flight goes on meanwhile); true when
+ * the stop signal ended the wait: the run stops claiming as on any signal.
+ */
+async function throttleStopped(run: Run): Promise<boolean> {
+  const t = run.deps.throttle;
+  if (!t) return false;
+  const outcome = await t.wait();
+  run.summary.throttledSeconds = Math.round(t.throttledMs / 100) / 10;
+  if (outcome === 'ok') return false;
+  run.summary.stoppedBy = 'signal';
+  return true;
+}
+
 /** The next batch's claim, after the identity is checked again; null stops claiming (the reason kept). */
 async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts } | null> {
   const { deps, summary } = run;
@@ -281,6 +331,7 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
       summary.paused = pause;
       return null;
     }
+    if (await throttleStopped(run)) return null;
     // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
     const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
     return { facts, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
@@ -298,6 +349,7 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
 async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
   const { options, deps, summary } = run;
   const inFlight = new InFlight();
+  const turns = new Turns();
   for (;;) {
     // A blocking broker confirms nothing until its alarm clears: claim no more rows meanwhile
     // (each would only time out and spend a retry).
@@ -321,7 +373,7 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
     }
     summary.claimed += claimed.rows.length;
     inFlight.add(
-      publishBatch(run, publisher, owner, claimed.rows, claimedAt, claimed.facts).catch((err: unknown) => {
+      publishBatch(run, publisher, owner, claimed.rows, claimedAt, claimed.facts, turns.next()).catch((err: unknown) => {
         run.fatal ??= err;
       }),
     );

@@ -1,6 +1,7 @@
 /** The shapes of `deliveries send`: its options, each row's result, the run's summary, the writes. */
 import type { Broker } from '../../amqp/connect.js';
 import type { Db } from '../../db/connect.js';
+import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { RetryPolicy } from '../retry.js';
 import type { DeliveryRow, Generation } from '../types.js';
@@ -30,6 +31,8 @@ export type RowResult =
   | { readonly kind: 'revoked'; readonly reason: string }
   | { readonly kind: 'held' }
   | { readonly kind: 'skipped'; readonly reason: string }
+  /** claimed, never published, handed back unchanged (claim cleared): the pause switch came before its batch's turn */
+  | { readonly kind: 'released'; readonly reason: 'PAUSED' }
   | { readonly kind: 'would-publish' };
 
 export interface SendSummary {
@@ -43,6 +46,10 @@ export interface SendSummary {
   skipped: number;
   wouldPublish: number;
   failedByReason: Record<string, number>;
+  /** claimed rows handed back unpublished, their state unchanged and their claim cleared (counted, not logged) */
+  released: number;
+  /** {@link released} by why: `PAUSED` (the pause switch came before the batch's turn to publish) */
+  releasedByReason: Record<string, number>;
   /** adjudications the generation guard turned away (a replay or another worker got there first) */
   stale: number;
   /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
@@ -56,6 +63,8 @@ export interface SendSummary {
   publisherIdentity?: string;
   /** why the broker blocked publishing (a resource alarm); the run stopped claiming, exit 3 */
   brokerBlocked?: string;
+  /** time spent waiting on `--max-load`/`--max-lag` before claims (absent: no throttle) */
+  throttledSeconds?: number;
 }
 
 /** What {@link runSend} works with. */
@@ -67,8 +76,14 @@ export interface SendDeps {
   readonly clock: () => number;
   readonly onRow?: (row: DeliveryRow, result: RowResult) => void;
   readonly onBatch?: (summary: Readonly<SendSummary>) => void;
-  /** the pause switch, read at start and before each claim (src/lib/pause/run.ts); a pause stops claiming, what is in flight is finished */
+  /**
+   * the pause switch (src/lib/pause/run.ts), read at start, before each claim and before each
+   * claimed batch's turn to publish: a pause stops claiming, releases the batches not yet
+   * publishing, and lets the one publishing finish
+   */
   readonly paused?: () => Promise<PauseState | null>;
+  /** `--max-load`/`--max-lag` on the FC database (lib/db/throttle.ts), awaited before each claim */
+  readonly throttle?: Throttle;
 }
 
 /** The write of one group of rows that get the same transition. Returns rows matched. */

@@ -5,6 +5,7 @@
 import type { Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import type { Db } from '../../db/connect.js';
+import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import { type Checkpoint, writeCheckpoint } from '../checkpoint.js';
 import type { FileLock } from '../lock.js';
@@ -41,6 +42,8 @@ export interface PipelineInput {
   readonly onPage?: (p: ScanProgress) => void | Promise<void>;
   /** the pause switch, read before the first page and after each commit: a pause stops the scan at that commit */
   readonly paused?: () => Promise<PauseState | null>;
+  /** `--max-load`/`--max-lag`: the planner waits on it before each page it requests */
+  readonly throttle?: Throttle;
 }
 
 export interface PipelineResult {
@@ -126,6 +129,10 @@ class PagePipeline {
       let after = this.checkpoint.cursor;
       for (;;) {
         while (this.planned.length >= PIPELINE_PAGES && !this.stopped()) await this.sleep('planner');
+        if (this.stopped()) return;
+        // Throttled: no new page query; the reader and writer finish the pages already requested.
+        // Aborted: the reader sees the signal and stops the scan at its next commit.
+        if (this.i.throttle && (await this.i.throttle.wait()) === 'aborted') return;
         if (this.stopped()) return;
         const upTo = await readPageBoundary(this.i.db, this.i.side, { ...this.i.page, cursor: after });
         this.planned.push({ upTo, result: quiet(this.lines(after, upTo)) });

@@ -104,6 +104,7 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       now,
       ...(deps.onPage ? { onPage: deps.onPage } : {}),
       ...(deps.paused ? { paused: deps.paused } : {}),
+      ...(deps.throttle ? { throttle: deps.throttle } : {}),
     });
     return { ...run, checkpointPath, resumed: start.resumed, alreadyComplete: false, restarted: start.restarted, truncatedBytes: start.truncatedBytes };
   } finally {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connect.js';
+import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { Checkpoint } from '../checkpoint.js';
 import type { ManifestSide } from '../row.js';
@@ -38,6 +39,8 @@ export interface ScanDeps {
   readonly command?: string;
   /** the pause switch of the command that scans (`reconcile run`), read before the first page and after each commit */
   readonly paused?: () => Promise<PauseState | null>;
+  /** `--max-load`/`--max-lag` on the database read: awaited before each page is requested */
+  readonly throttle?: Throttle;
 }
 
 export interface ScanResult {

@@ -2,6 +2,7 @@
  * The decisions of `reconcile diff`, pure: the task start's text, whether two manifests belong to
  * one scan, each answer's lines in the output files, the summary, the exit code and the summary line.
  */
+import { formulaSafe } from '../../cli/csv-cell.js';
 import { ExitCode, UsageError } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
 import type { ManifestSource } from '../../manifest/reader.js';
@@ -48,14 +49,18 @@ export function sameScanRefusal(fc: ScanOf, sh: ScanOf): string | null {
 
 const csvCell = (v: string | boolean | null | undefined) => (v === null || v === undefined ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : v);
 
-/** The `report.csv` row of a difference (isDeleted as 0/1, empty cells for a side without the row). */
+/**
+ * The `report.csv` row of a difference (isDeleted as 0/1, empty cells for a side without the row).
+ * Its cells come from the databases: one a spreadsheet would take for a formula is marked with `'`
+ * (`csv-cell.ts`; fcctl's CSV reader takes it off).
+ */
 export function reportRow(category: Category, f: ManifestRow | null, l: ManifestRow | null): string[] {
   const row = (f ?? l)!;
   return [
     category, row.answerUuid, row.schId,
     csvCell(f?.revision), csvCell(f?.contentHash), csvCell(f?.isDeleted),
     csvCell(l?.revision), csvCell(l?.contentHash), csvCell(l?.isDeleted), csvCell(l?.createTime), csvCell(l?.retiredAt),
-  ];
+  ].map(formulaSafe);
 }
 
 /** The plan file an answer of this category goes to, with its line; null for none. */

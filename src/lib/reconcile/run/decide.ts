@@ -4,10 +4,9 @@
  */
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
-import { gauge } from '../../cli/metrics.js';
 import type { RunOutcome } from '../../cli/run-metrics.js';
 import { emptyPairWarning } from '../decide.js';
-import { pausedGauge, pauseFields } from '../../pause/decide.js';
+import { pauseFields } from '../../pause/decide.js';
 import type { Category } from '../classify.js';
 import { diffSummaryFields } from '../diff/decide.js';
 import type { ReconcileRunResult, RunState } from './types.js';
@@ -49,7 +48,7 @@ export function reconcileRunReport(o: { schId: string; formUuid: string; allowEm
     // The pause switch: exit 0 (it did as told), no success recorded (no diff was written), fcctl_paused 1.
     const exitCode = ExitCode.OK;
     const fields = { ...base, exitCode, stoppedBy: 'paused', paused: pauseFields(result.paused), phase: result.phase, outDir: result.outDir, seconds };
-    return { warning: null, exitCode, fields, outcome: { exitCode, interrupted: true, extraGauges: [pausedGauge('reconcile run', true)] } };
+    return { warning: null, exitCode, fields, outcome: { exitCode, interrupted: true, paused: true } };
   }
   if (result.kind === 'stopped') {
     const exitCode = ExitCode.ITEMS_FAILED;
@@ -58,12 +57,8 @@ export function reconcileRunReport(o: { schId: string; formUuid: string; allowEm
   const warning = emptyPairWarning({ schId: o.schId, formUuid: o.formUuid, fcRows: result.summary.inputs.fc.rows, shRows: result.summary.inputs.sh.rows, allowEmpty: o.allowEmpty });
   const exitCode = warning === null ? ExitCode.OK : ExitCode.ITEMS_FAILED;
   const fields = { ...base, exitCode, ...diffSummaryFields({ kind: 'done', summary: result.summary, outDir: result.outDir }), ...(warning !== null ? { empty: true } : {}), seconds };
-  // An empty side is exit 1 but no success: the stale-success alert must fire, and the gauge says why.
-  const outcome: RunOutcome = {
-    exitCode,
-    rowsByResult: result.summary.counts,
-    suspect: warning !== null,
-    extraGauges: [gauge('fcctl_reconcile_empty', 'the last reconcile run warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0', warning === null ? 0 : 1, { command: 'reconcile run' }), pausedGauge('reconcile run', false)],
-  };
+  // An empty side is exit 1 but no success: the stale-success alert must fire, and
+  // fcctl_reconcile_empty says why (the series: src/lib/reconcile/metrics.ts).
+  const outcome: RunOutcome = { exitCode, rowsByResult: result.summary.counts, suspect: warning !== null, paused: false };
   return { warning, exitCode, fields, counts: result.summary.counts, outcome };
 }

@@ -42,6 +42,7 @@ export async function readRunState(path: string, restart: boolean, now: () => Da
     const v = JSON.parse(text) as RunState;
     if (v.format !== RUN_FORMAT || typeof v.runId !== 'string' || typeof v.taskStart !== 'string' || normalizeDateTime(v.taskStart) !== v.taskStart) throw new Error('bad members');
     if (v.taskStartUtc !== undefined && (typeof v.taskStartUtc !== 'string' || normalizeDateTime(v.taskStartUtc) !== v.taskStartUtc)) throw new Error('bad taskStartUtc');
+    if (v.allRunId !== undefined && typeof v.allRunId !== 'string') throw new Error('bad allRunId');
     if (v.paramsDigest !== runParamsDigest(v.params)) throw new Error('paramsDigest does not match params');
     return v;
   } catch (err) {

@@ -138,9 +138,9 @@ async function startOrResume(o: ReconcileRunOptions, outDir: string, deps: Recon
   if (plan.kind === 'resume') return { kind: 'started', run: plan.run, resume: true };
   await removePreviousRun(outDir);
   deps.onPhase?.('task-start', {});
-  const taskStart = await takeTaskStart(await deps.shDb(), deps.signal);
+  const taskStart = deps.taskStart ? await deps.taskStart() : await takeTaskStart(await deps.shDb(), deps.signal);
   if (taskStart === null) return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir };
-  const run: RunState = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart: taskStart.local, taskStartUtc: taskStart.utc, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null };
+  const run: RunState = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart: taskStart.local, taskStartUtc: taskStart.utc, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null, ...(o.allRunId !== undefined ? { allRunId: o.allRunId } : {}) };
   await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`, 0o600);
   return { kind: 'started', run, resume: false };
 }
@@ -182,7 +182,7 @@ async function scanSides(o: ReconcileRunOptions, outDir: string, run: RunState, 
         restart: !resume,
         database: side === 'fc' ? o.fcDatabase : o.shDatabase,
       },
-      { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p), ...(deps.paused ? { paused: deps.paused } : {}) },
+      { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p), ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle?.[side] ? { throttle: deps.throttle[side] } : {}) },
     );
     scans[side] = r;
     if (r.stoppedBy !== null) return { kind: 'stopped', run, resumed: resume, phase, reason: r.stoppedBy, outDir, ...(r.paused ? { paused: r.paused } : {}) };

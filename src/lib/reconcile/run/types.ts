@@ -1,5 +1,6 @@
 /** `run.json`, the run directory's files, and the shapes `reconcile run`'s runner takes and returns. */
 import type { Db } from '../../db/connect.js';
+import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { ManifestSide } from '../../manifest/row.js';
 import type { ScanProgress, ScanResult } from '../../manifest/scan/types.js';
@@ -42,6 +43,8 @@ export interface RunState {
   readonly state: 'scanning' | 'completed';
   readonly completedAt: string | null;
   readonly counts: Readonly<Record<Category, number>> | null;
+  /** the `reconcile run --all` run this pair's run belongs to (absent: run alone) */
+  readonly allRunId?: string;
 }
 
 export interface ReconcileRunOptions {
@@ -52,6 +55,8 @@ export interface ReconcileRunOptions {
   readonly restart: boolean;
   readonly fcDatabase: string;
   readonly shDatabase: string;
+  /** `--all`'s run id, recorded in a new run's run.json */
+  readonly allRunId?: string;
 }
 
 export type RunPhase = 'task-start' | 'scan-fc' | 'scan-sh' | 'diff';
@@ -64,8 +69,16 @@ export interface ReconcileRunDeps {
   readonly onPhase?: (phase: RunPhase, detail: Record<string, unknown>) => void;
   readonly onPage?: (side: ManifestSide, p: ScanProgress) => void | Promise<void>;
   readonly onDiffProgress?: (answers: number) => void;
+  /**
+   * the task start of a new run; default: {@link takeTaskStart} on the SH database. `--all` shares
+   * one among pairs begun within seconds of each other (an earlier start is as safe: it only marks
+   * more rows as created after it), instead of waiting up to a second per pair
+   */
+  readonly taskStart?: () => Promise<{ local: string; utc: string } | null>;
   /** the pause switch (`fcctl pause reconcile run`, `--pause-file`), read at start and before each manifest page */
   readonly paused?: () => Promise<PauseState | null>;
+  /** `--max-load`/`--max-lag` (lib/db/throttle.ts): each side's scan waits on its own database's throttle before each page */
+  readonly throttle?: Readonly<Partial<Record<ManifestSide, Throttle>>>;
 }
 
 export type ReconcileRunResult =

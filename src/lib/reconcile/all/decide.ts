@@ -1,0 +1,233 @@
+/**
+ * The decisions of `reconcile run --all`, pure: which pairs there are, the default run id, what a
+ * pair's run came to and what the task table records of it, the run's summary and exit code.
+ */
+import { ExitCode } from '../../cli/exit.js';
+import type { Summary } from '../../cli/output.js';
+import type { RunOutcome } from '../../cli/run-metrics.js';
+import { pauseFields } from '../../pause/decide.js';
+import type { ReconcilePairResult } from '../metrics.js';
+import type { ReconcileRunResult, RunState } from '../run/types.js';
+import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../classify.js';
+
+export { differencesOf, NOT_DIFFERENCES } from '../classify.js';
+import { ALL_SUMMARY_FORMAT, type Pair, type PairFound, type PairOutcome, type PairResult, type RunAllResult, type RunAllSummary, type TaskRow } from './types.js';
+
+function comparePairs(a: Pair, b: Pair): number {
+  const sa = BigInt(a.schId);
+  const sb = BigInt(b.schId);
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  return a.formUuid < b.formUuid ? -1 : a.formUuid > b.formUuid ? 1 : 0;
+}
+
+/**
+ * Every pair found on either side, once, ordered by school (as a number) and form; a pair found
+ * only locally is kept (its rows are the retire candidates).
+ * @example mergePairs([{ schId: '5', formUuid: 'f' }], [{ schId: '5', formUuid: 'f' }, { schId: '7', formUuid: 'g' }]) // [{ schId: '5', formUuid: 'f', atFc: true, atSh: true }, { schId: '7', formUuid: 'g', atFc: false, atSh: true }]
+ */
+export function mergePairs(fc: readonly Pair[], sh: readonly Pair[]): PairFound[] {
+  const byKey = new Map<string, PairFound>();
+  // Forms compare exactly, as the scans' utf8mb4_bin columns do: two spellings are two pairs.
+  const key = (p: Pair) => `${BigInt(p.schId)}/${p.formUuid}`;
+  for (const p of fc) byKey.set(key(p), { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: true, atSh: false });
+  for (const p of sh) {
+    const k = key(p);
+    const seen = byKey.get(k);
+    byKey.set(k, seen ? { ...seen, atSh: true } : { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: false, atSh: true });
+  }
+  return [...byKey.values()].sort(comparePairs);
+}
+
+/**
+ * The default `--run-id`: the UTC date of the SH database's clock at the start, so the processes
+ * of one night — on any host, in any zone — join the same run.
+ * @example defaultRunId('2026-12-01 02:30:00') // '2026-12-01'
+ */
+export function defaultRunId(utcNow: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})[ T]/.exec(utcNow);
+  if (!m) throw new Error(`the SH database's UTC_TIMESTAMP() is not a date and time: ${JSON.stringify(utcNow)}`);
+  return m[1]!;
+}
+
+/** A pair's result from its run (or the error it threw), before the lease is accounted for. */
+export function pairResultOf(r: { kind: 'run'; result: ReconcileRunResult } | { kind: 'error'; exitCode: number; message: string; outage: boolean }, seconds: number): PairResult {
+  // An outage is no fault of the pair: given back for a later run, never marked FAILED.
+  if (r.kind === 'error') return r.outage ? { result: 'stopped', error: r.message, seconds } : { result: 'failed', exitCode: r.exitCode, error: r.message, seconds };
+  const run = r.result;
+  if (run.kind === 'stopped') return run.paused ? { result: 'paused', seconds, paused: run.paused } : { result: 'stopped', seconds };
+  const counts = run.summary.counts;
+  return { result: 'done', counts, differences: differencesOf(counts), fcRows: run.summary.inputs.fc.rows, shRows: run.summary.inputs.sh.rows, pairRunId: run.run.runId, resumed: run.resumed, seconds };
+}
+
+/** Error codes of a database, network or disk this process cannot use: an outage, not a pair's fault. */
+const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_TABLEACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NO_SUCH_TABLE', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'ER_QUERY_INTERRUPTED', 'ENOSPC', 'EROFS', 'EDQUOT', 'EIO']);
+
+/** Whether an error (or one of its causes) is an outage ({@link OUTAGE_CODES}). */
+export function isOutage(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && OUTAGE_CODES.has(e.code)) return true;
+  }
+  return false;
+}
+
+/**
+ * What to do with a pair before running it, from its directory's run.json: a completed diff of
+ * this same `--all` run is adopted (the process that made it died before recording it); an
+ * unfinished run of another (a night killed earlier) starts afresh — resuming it would mix that
+ * night's FC manifest with tonight's; anything else runs as `reconcile run` would.
+ */
+export function pairStartOf(previous: Pick<RunState, 'state' | 'allRunId' | 'counts' | 'runId'> | null, runId: string): 'adopt' | 'restart' | 'run' {
+  if (previous === null) return 'run';
+  if (previous.state === 'completed' && previous.allRunId === runId && previous.counts !== null) return 'adopt';
+  if (previous.state === 'scanning' && previous.allRunId !== runId) return 'restart';
+  return 'run';
+}
+
+/** What the task table records of a pair's result: its end, or the pair given back unfinished. */
+export function taskWriteOf(r: PairResult): { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' } {
+  if (r.result === 'done' || r.result === 'adopted') return { kind: 'finish', state: 'DONE', resultJson: JSON.stringify({ counts: r.counts, differences: r.differences, pairRunId: r.pairRunId, seconds: r.seconds }) };
+  if (r.result === 'failed') return { kind: 'finish', state: 'FAILED', resultJson: JSON.stringify({ exitCode: r.exitCode, error: r.error.slice(0, 2000), seconds: r.seconds }) };
+  return { kind: 'release' };
+}
+
+function parseResult(json: string | null): { counts?: Record<string, number>; differences?: number; error?: string } {
+  if (json === null) return {};
+  try {
+    const v = JSON.parse(json) as unknown;
+    return typeof v === 'object' && v !== null ? (v as { counts?: Record<string, number> }) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The run over every pair, from the task table: pairs by state, answers by category over the pairs
+ * done, the pairs with differences and the pairs failed (`summary.json`).
+ */
+export function summarizeRun(runId: string, tasks: readonly TaskRow[], updatedAt: string): RunAllSummary {
+  const byState: Record<string, number> = { PENDING: 0, CLAIMED: 0, DONE: 0, FAILED: 0 };
+  const counts = emptyCounts();
+  const pairsWithDifferences: Array<Pair & { differences: number }> = [];
+  const pairsFailed: Array<Pair & { error: string }> = [];
+  for (const t of tasks) {
+    byState[t.state] = (byState[t.state] ?? 0) + 1;
+    const pair = { schId: String(t.sch_id), formUuid: t.form_uuid };
+    const r = parseResult(t.result_json);
+    if (t.state === 'DONE') {
+      for (const c of CATEGORIES) counts[c] += Number(r.counts?.[c] ?? 0);
+      if ((r.differences ?? 0) > 0) pairsWithDifferences.push({ ...pair, differences: r.differences! });
+    }
+    if (t.state === 'FAILED') pairsFailed.push({ ...pair, error: r.error ?? 'unknown' });
+  }
+  return { format: ALL_SUMMARY_FORMAT, runId, pairs: tasks.length, byState, counts, pairsWithDifferences, pairsFailed, updatedAt };
+}
+
+/** The counts of this process's pairs by result, and the answers by category over those done. */
+export function tallyOutcomes(outcomes: readonly PairOutcome[]): { byResult: Record<string, number>; counts: Record<Category, number>; withDifferences: number } {
+  const byResult: Record<string, number> = { done: 0, adopted: 0, failed: 0, paused: 0, stopped: 0, lost: 0 };
+  const counts = emptyCounts();
+  let withDifferences = 0;
+  for (const o of outcomes) {
+    byResult[o.result] = (byResult[o.result] ?? 0) + 1;
+    if (o.result !== 'done' && o.result !== 'adopted') continue;
+    for (const c of CATEGORIES) counts[c] += o.counts[c] ?? 0;
+    if (o.differences > 0) withDifferences++;
+  }
+  return { byResult, counts, withDifferences };
+}
+
+/**
+ * The exit code and the warning of a `--all` run: 0; 3 (or the error's code) when an outage
+ * stopped it; 1 when a stop signal ended it, a pair failed (this process's, or any of the run's
+ * when it ended), or (`failIfDiff`) a pair has a difference; 1 with a warning when no pair was
+ * found, none at FC while SH has some (the wrong FC database or consumer key), a `--school`/`--form`
+ * value matched no pair (a typo), or the run was complete before this process began (a run id
+ * reused: nothing was run), unless `allowEmpty`. A pause is exit 0: it did as told.
+ */
+export function allExit(r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | 'stop' | 'summary' | 'completeAtStart'>, o: { failIfDiff: boolean; allowEmpty: boolean }): { exitCode: number; warning: string | null; reason: string | null } {
+  if (r.stop?.by === 'paused') return { exitCode: ExitCode.OK, warning: null, reason: null };
+  if (r.stop?.by === 'error') return { exitCode: r.stop.exitCode, warning: null, reason: `stopped by an outage, the pairs held given back: ${r.stop.message}` };
+  const warning = o.allowEmpty ? null : emptyWarning(r);
+  const t = tallyOutcomes(r.outcomes);
+  const runFailed = r.summary?.byState['FAILED'] ?? 0;
+  const reason =
+    r.stop?.by === 'signal' ? 'stopped by a signal (run again to continue)'
+    : (t.byResult['failed'] ?? 0) > 0 ? `${t.byResult['failed']} pair(s) failed`
+    : runFailed > 0 ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
+    : o.failIfDiff && t.withDifferences > 0 ? `${t.withDifferences} pair(s) with differences (--fail-if-diff)`
+    : warning !== null ? 'warning'
+    : null;
+  return { exitCode: reason === null ? ExitCode.OK : ExitCode.ITEMS_FAILED, warning, reason };
+}
+
+function emptyWarning(r: Pick<RunAllResult, 'runId' | 'found' | 'completeAtStart'>): string | null {
+  if (r.found.pairs === 0) return 'no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
+  if (r.found.atFc === 0) return `no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
+  if ((r.found.unmatched ?? []).length > 0) return `${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
+  if (r.completeAtStart) return `every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
+  return null;
+}
+
+/** What `reconcile run --all` reports: the warning for stderr, the exit code, the summary line and the run's metrics. */
+export interface AllReport {
+  readonly warning: string | null;
+  readonly exitCode: number;
+  readonly fields: Summary;
+  readonly counts: Readonly<Record<Category, number>>;
+  readonly outcome: RunOutcome;
+}
+
+/**
+ * The summary of this process's share (pairs by result, answers by category) and of the whole run
+ * (`run`: pairs by state, from the task table), the exit code ({@link allExit}) and the metrics.
+ */
+export function allReport(r: RunAllResult, o: { failIfDiff: boolean; allowEmpty: boolean; summaryFile: string }, elapsedMs: number): AllReport {
+  const { exitCode, warning, reason } = allExit(r, o);
+  const t = tallyOutcomes(r.outcomes);
+  const fields: Summary = {
+    command: 'reconcile run',
+    all: true,
+    runId: r.runId,
+    exitCode,
+    ...(reason !== null ? { reason } : {}),
+    ...(r.stop !== null ? { stoppedBy: r.stop.by } : {}),
+    ...(r.stop?.by === 'paused' && r.stop.paused ? { paused: pauseFields(r.stop.paused) } : {}),
+    pairsFound: r.found.pairs,
+    pairsRun: r.outcomes.length,
+    byResult: t.byResult,
+    pairsWithDifferences: t.withDifferences,
+    run: r.summary === null ? null : { pairs: r.summary.pairs, byState: r.summary.byState, pairsWithDifferences: r.summary.pairsWithDifferences.length },
+    summaryFile: o.summaryFile,
+    seconds: Math.round(elapsedMs / 100) / 10,
+  };
+  const outcome: RunOutcome = {
+    exitCode,
+    rowsByResult: t.counts,
+    interrupted: r.stop !== null,
+    suspect: warning !== null,
+    paused: r.stop?.by === 'paused',
+  };
+  return { warning, exitCode, fields, counts: t.counts, outcome };
+}
+
+/** A pair's JSON line (`event: "pair"`): what it came to, where its files are. */
+export function pairLine(p: PairOutcome): Record<string, unknown> {
+  const base = { school: p.schId, form: p.formUuid, result: p.result, attempt: p.attempt, seconds: p.seconds, dir: p.outDir };
+  if (p.result === 'done') return { ...base, differences: p.differences, counts: p.counts, fcRows: p.fcRows, shRows: p.shRows, resumed: p.resumed };
+  if (p.result === 'adopted') return { ...base, differences: p.differences, counts: p.counts };
+  if (p.result === 'failed') return { ...base, exitCode: p.exitCode, error: p.error };
+  return p.error !== undefined ? { ...base, error: p.error } : base;
+}
+
+/**
+ * The pairs this process ran, as the metrics name them (src/lib/reconcile/metrics.ts): a pair done
+ * with its counts, a failed one with its exit code, one stopped or lost as interrupted.
+ */
+export function pairMetricsOf(outcomes: readonly PairOutcome[], finishedAtSeconds: number): ReconcilePairResult[] {
+  return outcomes.map((p) => {
+    const base = { schId: p.schId, formUuid: p.formUuid, finishedAtSeconds, durationSeconds: p.seconds };
+    if (p.result === 'done' || p.result === 'adopted') return { ...base, exitCode: ExitCode.OK, counts: p.counts };
+    if (p.result === 'failed') return { ...base, exitCode: p.exitCode };
+    return { ...base, exitCode: ExitCode.ITEMS_FAILED, interrupted: true, ...(p.result === 'paused' ? { paused: true } : {}) };
+  });
+}

@@ -1,0 +1,279 @@
+/**
+ * `reconcile run --all`: every (school, form) pair found on either side, each run as `reconcile
+ * run` does in `DIR/<school>/<form>/`, `concurrency` pairs at once, shared with the other processes
+ * of the same run id through the SH task table (./sql.ts):
+ *
+ * 1. find the pairs (FC grants with answers, SH projection rows) and register them (INSERT IGNORE:
+ *    every process registers what it finds, so a process started later adds a pair that appeared);
+ * 2. each worker claims one pair with a lease, renews the lease while the pair runs, and records
+ *    DONE or FAILED under its claim; a pair stopped (pause, signal) is given back PENDING; a lease
+ *    that could not be renewed (another process took the pair after it expired) stops the pair here;
+ * 3. `DIR/summary.json`: the whole run as the task table tells it when this process ends.
+ *
+ * A killed process's pairs are claimed again once their lease expires; on the same host they resume
+ * from their checkpoints (the pair directory and its lock are local files), on another host they
+ * start afresh there. Start-up (connections, the task start) is paid once, not per pair. An outage
+ * (a database or disk this process cannot use) gives the pairs back and ends the process (exit 3)
+ * instead of marking every pair FAILED; a pair's own failure (its directory refused, bad data) is
+ * recorded FAILED and the others go on.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { FcctlError, ExitCode, UsageError } from '../../cli/exit.js';
+import type { Db } from '../../db/connect.js';
+import type { Statement } from '../../db/statement.js';
+import { writeFileAtomic } from '../../fs/atomic.js';
+import { readRunState } from '../run/input.js';
+import { runReconcile, takeTaskStart } from '../run/run.js';
+import { RUN_FILES } from '../run/types.js';
+import { defaultRunId, differencesOf, isOutage, mergePairs, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
+import { allSql } from './sql.js';
+import type { Pair, PairFilter, PairFound, PairOutcome, PairResult, RunAllDeps, RunAllOptions, RunAllResult, RunAllSummary, StopReason, TaskRow } from './types.js';
+
+/** A task start taken for one pair is shared by the pairs begun within this many milliseconds. */
+const TASK_START_SHARE_MS = 10_000;
+/** Pairs registered per INSERT. */
+const REGISTER_CHUNK = 500;
+/** Task-table writes are tried this many times through a lock conflict or a dropped connection. */
+const TASK_TRIES = 5;
+/** How often a process with nothing left to claim looks again at the pairs other processes hold (at most). */
+const HELD_POLL_MS = 2000;
+/** A process without --run-id joins an unfinished date-named run begun within this many hours. */
+const JOIN_HOURS = 12;
+/** A lease not renewed for this share of its length is given up: another process may take it soon. */
+const LEASE_GIVE_UP = 0.8;
+
+interface Shared {
+  readonly runId: string;
+  readonly startedUtc: string;
+  readonly outDir: string;
+  readonly shDb: Db;
+  readonly now: () => Date;
+  readonly taskStart: () => Promise<{ local: string; utc: string } | null>;
+  stop: StopReason | null;
+}
+
+/**
+ * Runs this process's share of a run over every pair.
+ * @example const r = await runReconcileAll({ outDir: '/var/lib/fcctl/reconcile', runId: null, filter: { schools: [], forms: [] }, consumerAppKey, concurrency: 4, leaseSeconds: 300, size: 500, restart: false, fcDatabase, shDatabase }, deps)
+ */
+export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promise<RunAllResult> {
+  const now = deps.now ?? (() => new Date());
+  const outDir = resolve(o.outDir);
+  const shDb = await deps.shDb();
+  const startedUtc = String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
+  const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+  const pause = await deps.paused?.();
+  if (pause) return { runId, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+  await mkdir(outDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`cannot create --out-dir ${outDir}: ${err.code ?? err.message}`);
+  });
+  const pairs = await findPairs(await deps.fcDb(), shDb, o);
+  await registerPairs(shDb, runId, pairs);
+  const before = await runSummary(shDb, runId, now);
+  const completeAtStart = before.pairs > 0 && before.byState['PENDING'] === 0 && before.byState['CLAIMED'] === 0 && before.byState['FAILED'] === 0;
+  const found = { pairs: pairs.length, atFc: pairs.filter((p) => p.atFc).length, atSh: pairs.filter((p) => p.atSh).length, unmatched: unmatchedFilters(o.filter, pairs) };
+  deps.onPairs?.({ runId, pairs: pairs.length, atFcOnly: pairs.filter((p) => !p.atSh).length, atShOnly: pairs.filter((p) => !p.atFc).length, both: pairs.filter((p) => p.atFc && p.atSh).length });
+  const shared: Shared = { runId, startedUtc, outDir, shDb, now, taskStart: sharedTaskStart(shDb, deps.signal, now), stop: null };
+  const outcomes: PairOutcome[] = [];
+  let claims = 0;
+  const worker = async (index: number) => {
+    try {
+      while ((await nextStop(shared, deps)) === null) {
+        const task = await claimPair(shDb, runId, o.filter, `${deps.owner}:${++claims}`, deps.host, o.leaseSeconds, startedUtc);
+        if (task === null) {
+          // Pairs other processes hold may yet come free (a process killed): one worker waits for
+          // them, so the run is finished when its processes end.
+          if (index > 0 || (await heldByOthers(shDb, runId, deps.owner, o.filter)) === 0) break;
+          if (!(await sleep(Math.min((o.leaseSeconds * 1000) / 3, HELD_POLL_MS), deps.signal))) shared.stop ??= { by: 'signal' };
+          continue;
+        }
+        const outcome = await runPair(task, o, deps, shared);
+        outcomes.push(outcome);
+        deps.onPair?.(outcome);
+      }
+    } catch (err) {
+      shared.stop ??= { by: 'error', message: (err as Error).message, exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT };
+    }
+  };
+  await Promise.all(Array.from({ length: o.concurrency }, (_, i) => worker(i)));
+  const summary = await writeSummary(runId, outDir, shDb, now).catch((err: Error) => {
+    if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
+    throw err;
+  });
+  return { runId, found, completeAtStart, outcomes, summary, stop: shared.stop };
+}
+
+/** Why to stop before the next claim, if anything: a signal, the pause, or a stop already decided. */
+async function nextStop(shared: Shared, deps: RunAllDeps): Promise<StopReason | null> {
+  if (shared.stop === null && deps.signal.aborted) shared.stop = { by: 'signal' };
+  if (shared.stop === null) {
+    const paused = await deps.paused?.();
+    if (paused) shared.stop = { by: 'paused', paused };
+  }
+  return shared.stop;
+}
+
+/** The unfinished date-named run a process without --run-id joins (see {@link JOIN_HOURS}). */
+async function joinableRun(shDb: Db): Promise<string | null> {
+  const s = allSql.openDefaultRun(JOIN_HOURS);
+  return (await shDb.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
+}
+
+/** Every pair on either side, within the filters. */
+async function findPairs(fcDb: Db, shDb: Db, o: RunAllOptions): Promise<PairFound[]> {
+  const fcStatement = allSql.fcPairs(o.consumerAppKey, o.filter);
+  const shStatement = allSql.shPairs(o.filter);
+  const [fc, sh] = await Promise.all([fcDb.query<{ sch_id: string; form_uuid: string }>(fcStatement.sql, fcStatement.params), shDb.query<{ sch_id: string; form_uuid: string }>(shStatement.sql, shStatement.params)]);
+  const pair = (r: { sch_id: string; form_uuid: string }): Pair => ({ schId: String(r.sch_id), formUuid: r.form_uuid });
+  return mergePairs(fc.map(pair), sh.map(pair));
+}
+
+/** The filter values no pair matched (a typo in a cron line must not stay green). */
+function unmatchedFilters(f: PairFilter, pairs: readonly Pair[]): string[] {
+  const schools = new Set(pairs.map((p) => String(BigInt(p.schId))));
+  const forms = new Set(pairs.map((p) => p.formUuid));
+  return [...f.schools.filter((s) => !schools.has(String(BigInt(s)))).map((s) => `--school ${s}`), ...f.forms.filter((x) => !forms.has(x)).map((x) => `--form ${x}`)];
+}
+
+async function registerPairs(shDb: Db, runId: string, pairs: readonly Pair[]): Promise<void> {
+  for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) await execute(shDb, allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK)));
+}
+
+/** A task-table statement, tried again through a lock conflict or a dropped connection (every write is guarded). */
+async function execute(shDb: Db, s: Statement): Promise<{ affectedRows: number }> {
+  return retrying(() => shDb.execute(s.sql, s.params));
+}
+
+async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= TASK_TRIES || !isOutage(err)) throw err;
+      await delay(100 * attempt + Math.random() * 100);
+    }
+  }
+}
+
+/** Claims the next pair of the run within the filters (one short transaction), or null when none is left to claim. */
+async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, host: string, leaseSeconds: number, startedUtc: string): Promise<(TaskRow & { token: string; generation: string }) | null> {
+  return retrying(() =>
+    shDb.transaction(async (conn) => {
+      const next = allSql.nextClaimable(runId, f, startedUtc);
+      const [rows] = await conn.query(next.sql, next.params);
+      const row = (rows as TaskRow[])[0];
+      if (row === undefined) return null;
+      const c = allSql.claim(String(row.id), token, host, leaseSeconds);
+      await conn.query(c.sql, c.params);
+      return { ...row, attempts: Number(row.attempts) + 1, token, generation: String(BigInt(row.claim_generation) + 1n) };
+    }),
+  );
+}
+
+async function heldByOthers(shDb: Db, runId: string, owner: string, f: PairFilter): Promise<number> {
+  const s = allSql.heldByOthers(runId, owner, f);
+  return Number((await retrying(() => shDb.query<{ n: number | string }>(s.sql, s.params)))[0]?.n ?? 0);
+}
+
+/** Waits `ms`; false when the stop signal came first. */
+async function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return delay(ms, undefined, { signal }).then(() => true, () => false);
+}
+
+/**
+ * A task start shared by the pairs begun within {@link TASK_START_SHARE_MS} of it: the wait for the
+ * clock to pass its second is paid once for them, not once per pair.
+ */
+function sharedTaskStart(shDb: Db, signal: AbortSignal, now: () => Date): () => Promise<{ local: string; utc: string } | null> {
+  let cached: { at: number; value: { local: string; utc: string } } | null = null;
+  let pending: Promise<{ local: string; utc: string } | null> | null = null;
+  return () => {
+    if (cached !== null && now().getTime() - cached.at < TASK_START_SHARE_MS) return Promise.resolve(cached.value);
+    pending ??= takeTaskStart(shDb, signal).then(
+      (value) => {
+        pending = null;
+        if (value !== null) cached = { at: now().getTime(), value };
+        return value;
+      },
+      (err: unknown) => {
+        pending = null;
+        throw err;
+      },
+    );
+    return pending;
+  };
+}
+
+/**
+ * The lease of a running pair, renewed every third of it. It is lost when a renewal finds the claim
+ * gone (another process took it) or when no renewal has succeeded for {@link LEASE_GIVE_UP} of it
+ * (the database unreachable: another process may take the pair once it expires); `lost` aborts then.
+ */
+function keepLease(shared: Shared, task: { id: string | number; token: string; generation: string }, leaseSeconds: number): { lost: AbortSignal; stop: () => void } {
+  const lost = new AbortController();
+  const renew = allSql.renew(String(task.id), task.token, task.generation, leaseSeconds);
+  let renewedAt = shared.now().getTime();
+  const timer = setInterval(() => {
+    shared.shDb.execute(renew.sql, renew.params).then(
+      (r) => (r.affectedRows === 0 ? lost.abort() : (renewedAt = shared.now().getTime())),
+      () => {
+        if (shared.now().getTime() - renewedAt > LEASE_GIVE_UP * leaseSeconds * 1000) lost.abort();
+      },
+    );
+  }, (leaseSeconds * 1000) / 3);
+  return { lost: lost.signal, stop: () => clearInterval(timer) };
+}
+
+/** One pair under its lease: adopted, or run (afresh when its directory holds another night's run); its end recorded under the claim. */
+async function runPair(task: TaskRow & { token: string; generation: string }, o: RunAllOptions, deps: RunAllDeps, shared: Shared): Promise<PairOutcome> {
+  const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
+  const outDir = join(shared.outDir, pair.schId, pair.formUuid);
+  const started = shared.now().getTime();
+  const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
+  const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
+  const start = pairStartOf(previous, shared.runId);
+  let result: PairResult;
+  if (start === 'adopt' && previous?.counts) {
+    result = { result: 'adopted', counts: previous.counts, differences: differencesOf(previous.counts), pairRunId: previous.runId, seconds: 0 };
+  } else {
+    const lease = keepLease(shared, task, o.leaseSeconds);
+    try {
+      const run = await runReconcile(
+        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
+        { fcDb: deps.fcDb, shDb: deps.shDb, signal: AbortSignal.any([deps.signal, lease.lost]), now: shared.now, taskStart: shared.taskStart, ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle ? { throttle: deps.throttle } : {}) },
+      ).then(
+        (r) => ({ kind: 'run' as const, result: r }),
+        (err: unknown) => ({ kind: 'error' as const, exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT, message: (err as Error).message, outage: isOutage(err) }),
+      );
+      result = lease.lost.aborted && !deps.signal.aborted ? { result: 'lost', seconds: seconds() } : pairResultOf(run, seconds());
+    } finally {
+      lease.stop();
+    }
+  }
+  if (result.result === 'stopped' && result.error !== undefined) shared.stop ??= { by: 'error', message: result.error, exitCode: ExitCode.ENVIRONMENT };
+  if (result.result === 'paused') shared.stop ??= { by: 'paused', ...(result.paused ? { paused: result.paused } : {}) };
+  if (result.result === 'stopped' && result.error === undefined) shared.stop ??= { by: 'signal' };
+  if (result.result !== 'lost' && !(await recordPair(shared, task, result))) result = { result: 'lost', seconds: result.seconds };
+  return { ...pair, attempt: task.attempts, outDir, ...result };
+}
+
+/** The pair's end (or its release) under its claim; false when the claim was lost meanwhile (nothing written). */
+async function recordPair(shared: Shared, task: { id: string | number; token: string; generation: string }, result: PairResult): Promise<boolean> {
+  const w = taskWriteOf(result);
+  const id = String(task.id);
+  const s = w.kind === 'finish' ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson) : allSql.release(id, task.token, task.generation);
+  return (await execute(shared.shDb, s)).affectedRows === 1;
+}
+
+async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {
+  const s = allSql.runTasks(runId);
+  return summarizeRun(runId, await retrying(() => shDb.query<TaskRow>(s.sql, s.params)), now().toISOString());
+}
+
+async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {
+  const summary = await runSummary(shDb, runId, now);
+  await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
+  return summary;
+}

@@ -1,6 +1,7 @@
 // What every bench script shares: where the built binary is, how options are declared, how a
 // child's output is collected, how the machine is named in a report.
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,4 +61,45 @@ export function sampleMemory(pid, everyMs = 50) {
     },
     sample: read,
   };
+}
+
+/** FCCTL_TEST_MYSQL_URL, or the one `scripts/services.sh env` prints for the local services. */
+export function testMysqlUrl() {
+  if (process.env.FCCTL_TEST_MYSQL_URL) return process.env.FCCTL_TEST_MYSQL_URL;
+  const r = spawnSync('bash', [join(ROOT, 'scripts/services.sh'), 'env'], { encoding: 'utf8' });
+  const m = /^export FCCTL_TEST_MYSQL_URL=['"]?([^'"\n]+)['"]?$/m.exec(r.stdout ?? '');
+  return m ? m[1] : undefined;
+}
+
+/**
+ * A benchmark's scratch space: fresh database names on the FCCTL_TEST_MYSQL_URL server (exit 2
+ * when it is unset), a temp directory, an admin connection, a log that --json silences, and a
+ * cleanup (also on SIGINT) that drops the databases and removes the directory unless --keep.
+ * @example const { dbs, dir, admin, log, cleanup } = await scratch('throttle', args) // dbs[0].name, dbs[0].url
+ */
+export async function scratch(kind, args, suffixes = ['']) {
+  const adminUrl = testMysqlUrl();
+  if (!adminUrl) {
+    console.error(`bench/${kind}: FCCTL_TEST_MYSQL_URL is not set (eval "$(scripts/services.sh env)")`);
+    process.exit(2);
+  }
+  const mysqlp = (await import('mysql2/promise')).default;
+  const dbs = suffixes.map((s) => {
+    const name = `fcctl_bench_${kind.replace(/-/g, '_')}_${process.pid}${s}`;
+    return { name, url: `${adminUrl.replace(/\/$/, '')}/${name}` };
+  });
+  const dir = mkdtempSync(join(args.dir ?? os.tmpdir(), `fcctl-bench-${kind}-`));
+  const admin = await mysqlp.createConnection({ uri: adminUrl, multipleStatements: true });
+  const log = (s) => {
+    if (!args.json) console.error(s);
+  };
+  const cleanup = async () => {
+    for (const db of dbs) await admin.query(`DROP DATABASE IF EXISTS \`${db.name}\``).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+    if (!args.keep) rmSync(dir, { recursive: true, force: true });
+  };
+  process.on('SIGINT', () => {
+    cleanup().finally(() => process.exit(130));
+  });
+  return { adminUrl, dbs, dir, admin, log, cleanup };
 }

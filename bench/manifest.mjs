@@ -20,14 +20,14 @@
 //
 // Needs FCCTL_TEST_MYSQL_URL (a user that may create databases); when unset, the one
 // `scripts/services.sh env` prints for the local services.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, readFileSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { benchArgs, collect, FCCTL as fcctl, flag, ROOT as root, str } from './lib.mjs';
+import { benchArgs, collect, FCCTL as fcctl, flag, ROOT as root, scratch, str } from './lib.mjs';
 
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0a1';
@@ -69,34 +69,8 @@ if (args.baseline) {
 }
 
 // ---------------------------------------------------------------- helpers
-/** FCCTL_TEST_MYSQL_URL, or the one `scripts/services.sh env` prints for the local services. */
-function testMysqlUrl() {
-  if (process.env.FCCTL_TEST_MYSQL_URL) return process.env.FCCTL_TEST_MYSQL_URL;
-  const r = spawnSync('bash', [join(root, 'scripts/services.sh'), 'env'], { encoding: 'utf8' });
-  const m = /^export FCCTL_TEST_MYSQL_URL=['"]?([^'"\n]+)['"]?$/m.exec(r.stdout ?? '');
-  return m ? m[1] : undefined;
-}
-const adminUrl = testMysqlUrl();
-if (!adminUrl) {
-  console.error('bench/manifest: FCCTL_TEST_MYSQL_URL is not set (eval "$(scripts/services.sh env)")');
-  process.exit(2);
-}
-const mysqlp = (await import('mysql2/promise')).default;
-const dbName = `fcctl_bench_manifest_${process.pid}`;
-const dbUrl = `${adminUrl.replace(/\/$/, '')}/${dbName}`;
-const dir = mkdtempSync(join(args.dir, 'fcctl-bench-manifest-'));
-const admin = await mysqlp.createConnection({ uri: adminUrl, multipleStatements: true });
-const log = (s) => {
-  if (!args.json) console.error(s);
-};
-const cleanup = async () => {
-  await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``).catch(() => undefined);
-  await admin.end().catch(() => undefined);
-  if (!args.keep) rmSync(dir, { recursive: true, force: true });
-};
-process.on('SIGINT', () => {
-  cleanup().finally(() => process.exit(130));
-});
+const { dbs, dir, admin, log, cleanup } = await scratch('manifest', args);
+const { name: dbName, url: dbUrl } = dbs[0];
 
 /** Runs a child to its end; samples its peak RSS (VmHWM) from /proc. */
 function run(argv, env = {}) {

@@ -18,36 +18,16 @@
 // `scripts/services.sh env` prints for the local services.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import mysqlp from 'mysql2/promise';
-import { benchArgs, collect, cpuText, FCCTL as fcctl, flag, loadText, sampleMemory, str } from './lib.mjs';
+import { benchArgs, collect, cpuText, FCCTL as fcctl, flag, loadText, sampleMemory, scratch, str } from './lib.mjs';
 
 const CONSUMER = 'svc-hall';
 const args = benchArgs({ schools: str('67'), answers: str('100000'), dir: str(os.tmpdir()), keep: flag() });
-const adminUrl = process.env.FCCTL_TEST_MYSQL_URL;
-if (!adminUrl) {
-  console.error('bench/reconcile-all: FCCTL_TEST_MYSQL_URL is not set (eval "$(scripts/services.sh env)")');
-  process.exit(2);
-}
-const names = { fc: `fcctl_bench_all_${process.pid}_fc`, sh: `fcctl_bench_all_${process.pid}_sh` };
-const url = (db) => `${adminUrl.replace(/\/$/, '')}/${db}`;
-const env = { FCCTL_FC_DATABASE_URL: url(names.fc), FCCTL_SH_DATABASE_URL: url(names.sh) };
-const dir = mkdtempSync(join(args.dir, 'fcctl-bench-all-'));
-const admin = await mysqlp.createConnection({ uri: adminUrl });
-const log = (s) => {
-  if (!args.json) console.error(s);
-};
-const cleanup = async () => {
-  for (const db of Object.values(names)) await admin.query(`DROP DATABASE IF EXISTS \`${db}\``).catch(() => undefined);
-  await admin.end().catch(() => undefined);
-  if (!args.keep) rmSync(dir, { recursive: true, force: true });
-};
-process.on('SIGINT', () => {
-  cleanup().finally(() => process.exit(130));
-});
+const { dbs, dir, admin, log, cleanup } = await scratch('all', args, ['_fc', '_sh']);
+const env = { FCCTL_FC_DATABASE_URL: dbs[0].url, FCCTL_SH_DATABASE_URL: dbs[1].url };
 
 /** Runs fcctl; resolves with its wall time, stdout and peak memory; exit codes other than `ok` throw. */
 async function run(argv, ok = [0]) {
@@ -68,7 +48,7 @@ const report = (d) => readFileSync(join(d, 'report.csv'), 'utf8');
 
 let exitCode = 0;
 try {
-  for (const db of Object.values(names)) await admin.query(`CREATE DATABASE \`${db}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  for (const db of dbs) await admin.query(`CREATE DATABASE \`${db.name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await run(['db', 'init', '--side', 'all', '--dev']);
   const t = performance.now();
   await run(['dev', 'seed', '--answers', args.answers, '--schools', args.schools, '--consumer-keys', CONSUMER, '--no-grant-mix']);

@@ -17,38 +17,19 @@
 // `scripts/services.sh env` prints for the local services.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import mysqlp from 'mysql2/promise';
-import { benchArgs, collect, FCCTL as fcctl, flag, str } from './lib.mjs';
+import { benchArgs, collect, FCCTL as fcctl, flag, scratch, str } from './lib.mjs';
 
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0b2';
 const LIMITS = 'Threads_running=100000,Threads_connected=100000';
 const args = benchArgs({ rows: str('200000'), size: str('500'), rounds: str('5'), dir: str(os.tmpdir()), keep: flag() });
 
-const adminUrl = process.env.FCCTL_TEST_MYSQL_URL;
-if (!adminUrl) {
-  console.error('bench/throttle: FCCTL_TEST_MYSQL_URL is not set (eval "$(scripts/services.sh env)")');
-  process.exit(2);
-}
-const dbName = `fcctl_bench_throttle_${process.pid}`;
-const dbUrl = `${adminUrl.replace(/\/$/, '')}/${dbName}`;
-const dir = mkdtempSync(join(args.dir, 'fcctl-bench-throttle-'));
-const admin = await mysqlp.createConnection({ uri: adminUrl, multipleStatements: true });
-const log = (s) => {
-  if (!args.json) console.error(s);
-};
-const cleanup = async () => {
-  await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``).catch(() => undefined);
-  await admin.end().catch(() => undefined);
-  if (!args.keep) rmSync(dir, { recursive: true, force: true });
-};
-process.on('SIGINT', () => {
-  cleanup().finally(() => process.exit(130));
-});
+const { dbs, dir, admin, log, cleanup } = await scratch('throttle', args);
+const { name: dbName, url: dbUrl } = dbs[0];
 
 function run(argv, env = {}) {
   return new Promise((resolve, reject) => {

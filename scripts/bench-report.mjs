@@ -76,6 +76,13 @@ export const ROWS = {
     ],
     [`reconcile run --all peak RSS, ${n(r.rss.smallPairs)} → ${n(r.rss.pairs)} pairs`, `${f(r.rss.smallMb, 1)} → ${f(r.rss.mb, 1)} MB = **${f(r.rss.growth * 100, 1)} %**`, `the ${n(r.rss.smallPairs)}-pair run`, '≤ 20 %', met(r.rss.growth <= 0.2)],
   ],
+  startup: (r) => [[
+    `startup: median of ${r.runs} runs off a terminal`,
+    `\`--version\` **${n(r.medianMs.version)} ms**, \`deliveries send --dry-run\` (empty outbox) **${n(r.medianMs.dryRun)} ms**; ink/React loaded: ${r.inkLoaded.version || r.inkLoaded.dryRun ? '**yes**' : 'no'}`,
+    `\`node -e 0\` ${n(r.medianMs.node)} ms; \`--version\` with ink and React loaded ${n(r.medianMs.versionInk)} ms`,
+    'neither ink nor React loaded',
+    met(r.goalMet),
+  ]],
   throttle: (r) => [[
     `throttle: \`manifest scan --max-load\` never reached, ${n(r.rows)} rows`,
     `**${f(r.ratio, 3)}×** of the plain scan's time (wall ${f(r.wallRatio, 3)}×); the checks alone ${f(r.checkCost * 100, 2)} %`,

@@ -17,6 +17,7 @@ const BENCHES = {
   manifest: { script: 'bench/manifest.mjs', about: '`manifest scan` rows/s vs one streaming SELECT over 500k projection rows (goal ≥ 0.7×), its peak RSS at 100k and 500k (goal ≤ +20 %), `reconcile diff` of two 1M-row manifests' },
   projection: { script: 'bench/projection.mjs', about: '`projection repair-authoritative --plan --execute` rows/s over a 10k-row plan (⅓ missing, ⅓ stale, ⅓ hash conflict) at concurrency 8, 4, 1, and a dry run' },
   'reconcile-all': { script: 'bench/reconcile-all.mjs', about: '`reconcile run --all` over ~200 pairs × ~500 answers vs one `reconcile run` process per pair in turn (goal ≥ 3×), its peak RSS at ~50 and ~200 pairs (goal ≤ +20 %)' },
+  startup: { script: 'bench/startup.mjs', about: 'start-up off a terminal: median wall time of 10× `fcctl --version` and 10× `deliveries send --dry-run` on an empty outbox vs `node -e 0`, and whether ink or React was loaded (goal: neither)' },
   throttle: { script: 'bench/throttle.mjs', about: '`manifest scan` with a `--max-load` limit never reached vs without, 200k rows, same run, alternating order (goal ≤ 1.05×)' },
 };
 

@@ -121,8 +121,12 @@ export function interruptedExitCode(code: number, aborted: boolean): number {
 
 /** {@link main} without the summary and the closing: parses, runs, and maps errors to exit codes. */
 async function run(argv: readonly string[], deps: Deps, resources: Resources): Promise<number> {
-  if (deps.io.interactive && !argv.includes('--json')) await loadTerminal();
   const program = buildProgram(deps, resources);
+  // ink and React are loaded only for a command that runs with a terminal view (see terminal.ts):
+  // `--version`, `--help` and a refused flag draw none, and neither does `--json` or a pipe.
+  program.hook('preAction', async (_program, action) => {
+    if (deps.io.interactive && !action.optsWithGlobals()['json']) await loadTerminal();
+  });
   const debug = argv.includes('--debug');
   try {
     await program.parseAsync([...argv], { from: 'user' });

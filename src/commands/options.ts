@@ -3,7 +3,7 @@ import { CONTROL, idProblem, isAppKey, isRoutingSafe, isSchoolId, isUuid, MAX_AP
 import type { ManifestSide } from '../lib/manifest/row.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 import { UsageError } from '../lib/cli/exit.js';
-import { type LoadLimit, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
+import { type LoadLimit, mergeMaxLoad, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -387,16 +387,16 @@ export function pauseFileOption(): Option {
 export function addThrottleOptions(cmd: Command, readDatabase: string): Command {
   return cmd
     .addOption(
-      new Option('--max-load <VAR=N,…>', `wait while a SHOW GLOBAL STATUS value of ${readDatabase} is above N (e.g. Threads_running=25), checked before each page or batch`).argParser((value) => {
+      new Option('--max-load <VAR=N,…>', `wait while a SHOW GLOBAL STATUS value of ${readDatabase} is above N (e.g. Threads_running=25), checked before each page or batch; repeatable`).argParser((value, previous: LoadLimit[] | undefined) => {
         try {
-          return parseMaxLoad(value);
+          return mergeMaxLoad(previous ?? [], parseMaxLoad(value));
         } catch (err) {
           throw new InvalidArgumentError((err as Error).message);
         }
       }),
     )
-    .addOption(new Option('--max-lag <s>', `wait while the replica's Seconds_Behind_Master is above s, or replication is stopped (the replica: --replica-url, else ${readDatabase}, which must then be a replica)`).argParser(intArg(0, 86400)))
-    .addOption(new Option('--replica-url <url>', 'the replica whose lag --max-lag reads (FCCTL_REPLICA_URL)'));
+    .addOption(new Option('--max-lag <s>', `wait while the replica's Seconds_Behind_Master is above s, or replication is stopped (the replica: --replica-url, else ${readDatabase}, which must then be a replica)`).argParser(once('--max-lag', intArg(0, 86400))))
+    .addOption(new Option('--replica-url <url>', 'the replica whose lag --max-lag reads (FCCTL_REPLICA_URL)').argParser(once('--replica-url', (v) => v)));
 }
 
 /** A command's options that {@link addThrottleOptions} declared. */
@@ -444,4 +444,12 @@ export function addAllOptions(cmd: Command): Command {
     .addOption(new Option('--lease-seconds <s>', "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires").argParser(intArg(3, 86400)).default(300))
     .option('--consumer <key>', 'with --all (required): the consumer app key whose FC grants name the pairs', consumerArg)
     .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
+}
+
+/** An option parser refusing a second occurrence (exit 2) rather than silently keeping the last. */
+function once<T>(flag: string, parse: (value: string) => T): (value: string, previous: T | undefined) => T {
+  return (value, previous) => {
+    if (previous !== undefined) throw new InvalidArgumentError(`${flag} is given twice: give it once`);
+    return parse(value);
+  };
 }

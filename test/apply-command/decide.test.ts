@@ -261,7 +261,9 @@ describe('SQL builders', () => {
         'AND apply_app_key = ? AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW()) AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED',
     );
     expect(q.params).toEqual([600, '100021', '41', 50]);
-    expect(claimStartSelect().sql).toContain('FORCE INDEX (idx_apply_command_due)');
+    expect(claimStartSelect('k', 60).sql).toContain('FORCE INDEX (idx_apply_command_due)');
+    expect(claimStartSelect('k', 60).sql).toContain('apply_app_key = ?');
+    expect(claimStartSelect('k', 60).params).toEqual([60, 'k']);
     expect(peekSelect('k', 60, '9', 10).sql).not.toContain('FOR UPDATE');
     expect(otherAppKeySelect('k', 60).sql).toContain('apply_app_key <> ?');
   });

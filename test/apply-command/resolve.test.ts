@@ -398,15 +398,15 @@ describe('claims do not grow with history', () => {
     const db = await openDb('SH database', own.shUrl);
     try {
       expect((await runCli(['db', 'init', '--side', 'sh'], { env: own.env() })).code).toBe(0);
-      expect(await claimStart(db)).toBe('0');
+      expect(await claimStart(db, APP.key, 0)).toBe('0');
       await insertCommands(own.admin, own.shName, Array.from({ length: 300 }, (_, i) => ({ bizId: `done-${i}`, state: 'DONE' as const })));
       await insertCommands(own.admin, own.shName, [{ bizId: 'todo-1' }, { bizId: 'todo-2', state: 'DEAD' }, { bizId: 'todo-3', state: 'FAILED' }]);
       const ids = Object.fromEntries(
         ((await own.admin.query(`SELECT biz_id, id FROM \`${own.shName}\`.flow_apply_command WHERE biz_id LIKE 'todo-%'`))[0] as Array<{ biz_id: string; id: string }>).map((r) => [r.biz_id, BigInt(r.id)]),
       );
       // Just before the first row in a state resolve can take; the 300 DONE rows lie behind it.
-      expect(await claimStart(db)).toBe(String(ids['todo-1']! - 1n));
-      const q = claimSelect(APP.key, 600, await claimStart(db), 10);
+      expect(await claimStart(db, APP.key, 0)).toBe(String(ids['todo-1']! - 1n));
+      const q = claimSelect(APP.key, 600, await claimStart(db, APP.key, 0), 10);
       const [plan] = (await own.admin.query(`EXPLAIN ${q.sql.replace('FROM flow_apply_command', `FROM \`${own.shName}\`.flow_apply_command`)}`, q.params)) as unknown as [Array<{ type: string; key: string }>];
       expect(plan[0]).toMatchObject({ type: 'range', key: 'PRIMARY' });
     } finally {

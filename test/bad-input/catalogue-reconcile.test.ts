@@ -56,7 +56,7 @@ const HUGE_ARG = 'x'.repeat(100_000);
 const NOT_COUNTS = ['abc', '-1', '1e309', '99999999999999999999', '', '1.5', '0x10', ' '];
 const NOT_SCHOOLS = ['0', ...NOT_COUNTS, HUGE_ARG, ...HOSTILE];
 /** Not `VAR=N[,VAR=N…]` (`--max-load`). */
-const NOT_LOADS = ['', ' ', 'Threads_running', 'Threads_running=', '=5', 'Threads_running=-1', 'x=1.5', 'x=1e3', '9x=1', 'a=1,', 'a=1,a=2', 'Threads_running:5', HUGE_ARG, ...HOSTILE];
+const NOT_LOADS = ['', ' ', 'Threads_running', 'Threads_running=', '=5', 'Threads_running=-1', 'x=1.5', 'x=1e3', '9x=1', 'a=1,', 'a=1,a=2', 'Threads_running:5', 'Threads_running=0', 'Uptime=100', 'Com_select=5', 'Innodb_rows_read=1', HUGE_ARG, ...HOSTILE];
 const NOT_UUIDS = ['', 'abc', `${FORM}0`, FORM.replaceAll('-', ''), `{${FORM}}`, HUGE_ARG, ...HOSTILE];
 /** Ids refused by every id option (proof, task, run ids). */
 const NOT_IDS = ['', 'x'.repeat(129), 'a\nb', ' lead', 'trail ', 'a\u0000b', '\u0001'];
@@ -606,6 +606,10 @@ refusals('reconcile run', [
   ...eachValue(RUN_CMD, RUN_OPTS, '--max-load', NOT_LOADS, /--max-load/, { keeps: [NEVER_RUN] }),
   ...eachValue(RUN_CMD, RUN_OPTS, '--max-lag', ['86401', ...NOT_COUNTS], /--max-lag/, { keeps: [NEVER_RUN] }),
   { name: '--replica-url without --max-lag', args: () => argv(RUN_CMD, { ...RUN_OPTS, '--replica-url': 'mysql://u:pw@127.0.0.1:1/x' }), says: /--replica-url is read only by --max-lag/, keeps: [NEVER_RUN] },
+  // Repeated throttle options: never "the last wins".
+  { name: '--max-load naming a variable twice across repeats', args: () => [...argv(RUN_CMD, RUN_OPTS), '--max-load', 'Threads_running=5', '--max-load', 'threads_running=9'], says: /--max-load.*threads_running is given twice \(in two --max-load options\)/, keeps: [NEVER_RUN] },
+  { name: '--max-lag given twice', args: () => [...argv(RUN_CMD, RUN_OPTS), '--max-lag', '5', '--max-lag', '9'], says: /--max-lag is given twice/, keeps: [NEVER_RUN] },
+  { name: '--replica-url given twice', args: () => [...argv(RUN_CMD, RUN_OPTS), '--max-lag', '5', '--replica-url', 'mysql://u:pw@127.0.0.1:1/x', '--replica-url', 'mysql://u:pw@127.0.0.1:1/y'], says: /--replica-url is given twice/, keeps: [NEVER_RUN] },
   // Issue 17: checked before any work (exit 3): no run directory, nothing scanned.
   { name: '--metrics-file in a directory that does not exist', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(NEVER_DIR, 'm.prom') }), says: /cannot write --metrics-file .*m\.prom: directory .*never-dir does not exist; nothing was done/, keeps: [NEVER_RUN, NEVER_DIR] },
   { name: '--metrics-file that is a directory', code: 3, args: () => argv(RUN_CMD, { ...RUN_OPTS, '--metrics-file': join(dir, 'keep') }), says: /cannot write --metrics-file .*keep: it is a directory; nothing was done/, keeps: [NEVER_RUN, join(dir, 'keep')] },

@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { accumulateCounters, checkMetricsFile, counter, escapeHelp, escapeLabelValue, formatMetrics, gauge, NO_PREVIOUS, type PreviousMetrics, readPreviousMetrics, runGauges, runSeries, writeMetricsFile } from '../../src/lib/cli/metrics.js';
-import { ExpositionError, parseExposition, seriesKey } from '../../src/lib/cli/metrics-parse.js';
+import { accumulateCounters, checkMetricsFile, counter, escapeHelp, escapeLabelValue, formatMetrics, gauge, type Gauge, NO_PREVIOUS, type PreviousMetrics, previousValue, readPreviousMetrics, runGauges, runSeries, writeMetricsFile } from '../../src/lib/cli/metrics.js';
+import { ExpositionError, type ParsedSample, parseExposition, seriesKey } from '../../src/lib/cli/metrics-parse.js';
 
 describe('Prometheus text format', () => {
   it('writes HELP, TYPE gauge and one line per sample', () => {
@@ -208,6 +208,46 @@ describe('counters: TYPE counter, _total, added to the previous file', () => {
     expect(text).toContain('fcctl_rows{command="deliveries send",result="accepted"} 2\n');
     expect(text).not.toContain('fcctl_rows{command="deliveries send",result="failed"}');
   });
+  it('a run that wrote none of a counter family (send exit 3: no rows) carries it whole from the previous file', async () => {
+    const ok = { command: 'deliveries send', durationSeconds: 1, exitCode: 0, finishedAtSeconds: 2000, rowsByResult: { accepted: 3, dead: 1 } };
+    const d = mkdtempSync(join(tmpdir(), 'fcctl-metrics-carry-'));
+    try {
+      const file = join(d, 'send.prom');
+      await writeMetricsFile(file, runSeries(ok, NO_PREVIOUS));
+      await writeMetricsFile(file, runSeries({ ...ok, exitCode: 3, rowsByResult: undefined }, await readPreviousMetrics(file)));
+      const text = readFileSync(file, 'utf8');
+      expect(text).toContain('# HELP fcctl_rows_total rows handled by the command, by result, over all runs\n# TYPE fcctl_rows_total counter\n');
+      expect(text).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 3\n');
+      expect(text).toContain('fcctl_rows_total{command="deliveries send",result="dead"} 1\n');
+      expect(text).toContain('fcctl_runs_total{command="deliveries send",exit_code="3"} 1\n');
+      expect(text).not.toContain('fcctl_rows{'); // the gauge is this run's: none
+      // a later run that writes rows again adds to the carried counts
+      await writeMetricsFile(file, runSeries({ ...ok, rowsByResult: { accepted: 2 } }, await readPreviousMetrics(file)));
+      expect(readFileSync(file, 'utf8')).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 5\n');
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+  it('carries a previous counter family by TYPE when read from a file, by _total when built by hand; never a gauge', () => {
+    const byHand = accumulateCounters([], prev('fcctl_a_total{r="x"} 2\nfcctl_a_total{r="y"} NaN\nfcctl_g 7\n'));
+    expect(byHand).toEqual([{ name: 'fcctl_a_total', help: 'carried from the previous file', type: 'counter', samples: [{ labels: { r: 'x' }, value: 2 }] }]);
+    const typed = { ...prev('fcctl_b_total 4\nfcctl_c 1\n'), families: [{ name: 'fcctl_b_total', type: 'gauge' }, { name: 'fcctl_c', type: 'counter' }] };
+    expect(accumulateCounters([], typed)).toEqual([]); // a gauge named _total, and a "counter" formatMetrics would refuse
+  });
+  it('merging into a big previous file reads each previous sample a bounded number of times (no scan per series)', () => {
+    const pairs = 300;
+    const series = (n: number): Gauge[] => [
+      { name: 'fcctl_p', help: 'p', samples: Array.from({ length: n }, (_, i) => ({ labels: { pair: String(i) }, value: i })) },
+      { name: 'fcctl_p_total', help: 'p', type: 'counter', samples: Array.from({ length: n * 3 }, (_, i) => ({ labels: { pair: String(Math.floor(i / 3)), k: String(i % 3) }, value: 1 })) },
+    ];
+    const plain = prev(formatMetrics(series(pairs)));
+    let reads = 0;
+    const counted: PreviousMetrics = { samples: new Proxy(plain.samples as ParsedSample[], { get: (t, k, r) => (typeof k === 'string' && /^\d+$/.test(k) && reads++, Reflect.get(t, k, r)) }) };
+    const out = accumulateCounters(series(pairs), counted);
+    for (const g of series(pairs)) for (const x of g.samples) expect(previousValue(counted, g.name, x.labels ?? {})).toBe(x.value === 1 ? 1 : x.value);
+    expect(out[1]!.samples.every((s) => s.value === 2)).toBe(true);
+    expect(reads).toBeLessThanOrEqual(2 * plain.samples.length);
+  });
   it('runSeries carries the previous last success for a run that did not complete, with its labels', () => {
     const previous = prev('fcctl_last_success_timestamp_seconds{command="reconcile run",school="5",form="f"} 1000\nfcctl_last_success_timestamp_seconds{command="reconcile run"} 900\n');
     const g = runSeries({ command: 'reconcile run', labels: { school: '5', form: 'f' }, durationSeconds: 1, exitCode: 3, finishedAtSeconds: 2000 }, previous).find((m) => m.name === 'fcctl_last_success_timestamp_seconds');
@@ -222,7 +262,7 @@ describe('counters: TYPE counter, _total, added to the previous file', () => {
       writeFileSync(join(d, 'bad.prom'), 'fcctl_x_total{a="1"} 5\nnot a metric line at all\n');
       expect(await readPreviousMetrics(join(d, 'bad.prom'))).toEqual(NO_PREVIOUS);
       writeFileSync(join(d, 'ok.prom'), formatMetrics([counter('fcctl_x_total', 'x', 5, { a: '1' })]));
-      expect(await readPreviousMetrics(join(d, 'ok.prom'))).toEqual({ samples: [{ name: 'fcctl_x_total', labels: { a: '1' }, value: 5 }] });
+      expect(await readPreviousMetrics(join(d, 'ok.prom'))).toEqual({ samples: [{ name: 'fcctl_x_total', labels: { a: '1' }, value: 5 }], families: [{ name: 'fcctl_x_total', help: 'x', type: 'counter' }] });
     } finally {
       rmSync(d, { recursive: true, force: true });
     }

@@ -35,6 +35,16 @@ describe('manifest scan: flags → options', () => {
     const { options } = await parseWith(createManifestScanCommand, ['scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', 'fc.jsonl', '--max-load', 'Threads_running=8', '--max-lag', '0']);
     expect(options.throttle).toEqual({ maxLoad: [{ variable: 'Threads_running', max: 8 }], maxLagSeconds: 0 });
   });
+  it('--max-load repeated: the limits add up; a variable in two of them, a second --max-lag or --replica-url, a limit never met or a counter are exit 2', async () => {
+    const scan = ['scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', 'fc.jsonl'];
+    const { options } = await parseWith(createManifestScanCommand, [...scan, '--max-load', 'Threads_running=8', '--max-load', 'Threads_connected=300,Innodb_row_lock_current_waits=2']);
+    expect(options.throttle.maxLoad).toEqual([{ variable: 'Threads_running', max: 8 }, { variable: 'Threads_connected', max: 300 }, { variable: 'Innodb_row_lock_current_waits', max: 2 }]);
+    expect(await parseError(createManifestScanCommand, [...scan, '--max-load', 'Threads_running=8', '--max-load', 'THREADS_RUNNING=9'])).toMatch(/--max-load.*THREADS_RUNNING is given twice \(in two --max-load options\)/);
+    expect(await parseError(createManifestScanCommand, [...scan, '--max-lag', '5', '--max-lag', '9'])).toMatch(/--max-lag is given twice/);
+    expect(await parseError(createManifestScanCommand, [...scan, '--max-lag', '5', '--replica-url', 'mysql://u:p@a/x', '--replica-url', 'mysql://u:p@b/x'])).toMatch(/--replica-url is given twice/);
+    expect(await parseError(createManifestScanCommand, [...scan, '--max-load', 'Threads_running=0'])).toMatch(/--max-load.*Threads_running=0 can never be met/);
+    expect(await parseError(createManifestScanCommand, [...scan, '--max-load', 'Com_select=100'])).toMatch(/--max-load.*Com_select only grows/);
+  });
   it('a bad shard, a school that is no id, an empty --out are refused before the run', async () => {
     expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', 'x', '--shard', '5/4'])).toMatch(/--shard/);
     expect(await parseError(createManifestScanCommand, ['scan', '--side', 'sh', '--school', '0', '--form', FORM, '--out', 'x'])).toMatch(/--school.*positive whole number/);

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { EnvironmentError, UsageError } from '../../src/lib/cli/exit.js';
 import type { Db } from '../../src/lib/db/connect.js';
-import { lagOf, openThrottle, parseMaxLoad, readingsProblem, throttledSeconds, throttleReason, type ThrottleEvent, type ThrottleLimits, type ThrottleReadings } from '../../src/lib/db/throttle.js';
+import { lagOf, loadLimitProblem, mergeMaxLoad, openThrottle, parseMaxLoad, readingsProblem, throttledSeconds, throttleReason, type ThrottleEvent, type ThrottleLimits, type ThrottleReadings } from '../../src/lib/db/throttle.js';
 
 describe('parseMaxLoad: VAR=N[,VAR=N…]', () => {
   it.each([
     ['Threads_running=25', [{ variable: 'Threads_running', max: 25 }]],
-    ['Threads_running=0', [{ variable: 'Threads_running', max: 0 }]],
+    ['Threads_running=1', [{ variable: 'Threads_running', max: 1 }]],
+    // gauges a counter prefix must not catch
+    ['Innodb_row_lock_current_waits=3,Innodb_buffer_pool_pages_dirty=1000,Open_tables=900,Innodb_data_pending_reads=5', [{ variable: 'Innodb_row_lock_current_waits', max: 3 }, { variable: 'Innodb_buffer_pool_pages_dirty', max: 1000 }, { variable: 'Open_tables', max: 900 }, { variable: 'Innodb_data_pending_reads', max: 5 }]],
     ['Threads_running=25,Threads_connected=400', [{ variable: 'Threads_running', max: 25 }, { variable: 'Threads_connected', max: 400 }]],
     [' Threads_running = 25 , Innodb_row_lock_current_waits=3 ', [{ variable: 'Threads_running', max: 25 }, { variable: 'Innodb_row_lock_current_waits', max: 3 }]],
     // a valid identifier MariaDB may not have: the first check against the database tells (exit 2)
@@ -32,7 +34,38 @@ describe('parseMaxLoad: VAR=N[,VAR=N…]', () => {
     [',Threads_running=5', /expected STATUS_VARIABLE=N/],
     ['Threads_running=5,threads_RUNNING=6', /given twice/],
     ['Threads_running:5', /expected STATUS_VARIABLE=N/],
+    // never met: the check's own SHOW GLOBAL STATUS runs
+    ['Threads_running=0', /^Threads_running=0 can never be met: Threads_running counts the check's own query; give 1 or more$/],
+    ['threads_RUNNING=0,Threads_connected=5', /Threads_running=0 can never be met/],
+    // counters only grow: once over, throttled for ever
+    ['Uptime=100', /^Uptime only grows \(a counter since the server started\): once over 100 it would throttle for ever; limit a gauge such as Threads_running or Threads_connected$/],
+    ['Questions=1', /Questions only grows/],
+    ['Threads_running=5,Com_select=1000', /Com_select only grows/],
+    ['bytes_received=1', /bytes_received only grows/],
+    ['Innodb_rows_read=1', /Innodb_rows_read only grows/],
+    ['Handler_read_rnd_next=1', /only grows/],
+    ['Innodb_row_lock_waits=1', /only grows/],
+    ['Max_used_connections=1', /only grows/],
+    ['Opened_tables=1', /only grows/],
   ])('%j is refused', (value, message) => expect(() => parseMaxLoad(value)).toThrow(message));
+
+  it('repeated --max-load: the limits add up, a variable in two of them is refused', () => {
+    expect(mergeMaxLoad(parseMaxLoad('Threads_running=25'), parseMaxLoad('Threads_connected=400,Innodb_row_lock_current_waits=3'))).toEqual([
+      { variable: 'Threads_running', max: 25 },
+      { variable: 'Threads_connected', max: 400 },
+      { variable: 'Innodb_row_lock_current_waits', max: 3 },
+    ]);
+    expect(mergeMaxLoad([], parseMaxLoad('Threads_running=2'))).toEqual([{ variable: 'Threads_running', max: 2 }]);
+    expect(() => mergeMaxLoad(parseMaxLoad('Threads_running=25'), parseMaxLoad('threads_running=30'))).toThrow('threads_running is given twice (in two --max-load options)');
+  });
+
+  it('loadLimitProblem: only Threads_running below 1 and counters', () => {
+    expect(loadLimitProblem('Threads_running', 1)).toBeNull();
+    expect(loadLimitProblem('Threads_connected', 0)).toBeNull();
+    expect(loadLimitProblem('No_such_variable', 1)).toBeNull();
+    expect(loadLimitProblem('Threads_running', 0)).toMatch(/can never be met/);
+    expect(loadLimitProblem('UPTIME', 5)).toMatch(/UPTIME only grows/);
+  });
 });
 
 const limits = (over: Partial<ThrottleLimits> = {}): ThrottleLimits => ({ maxLoad: [{ variable: 'Threads_running', max: 25 }], maxLagSeconds: null, ...over });
@@ -171,6 +204,53 @@ describe('openThrottle and wait (scripted database, fake clock)', () => {
     expect(events[1]).toMatchObject({ aborted: true });
     // an aborted signal: no read at all
     expect(await t.wait()).toBe('aborted');
+  });
+  it('a deadline ends a wait at it (deadline), with its end event; a deadline already past reads nothing', async () => {
+    const db = fakeDb({ status: [{ Threads_running: '1' }, { Threads_running: '99' }] });
+    const events: ThrottleEvent[] = [];
+    const t = (await openThrottle(limits(), { db: async () => db, label: 'FC database', signal: new AbortController().signal, pollMs: 60_000, checkEveryMs: 0, onEvent: (e) => events.push(e) }))!;
+    const started = Date.now();
+    expect(await t.wait({ deadline: started + 150 })).toBe('deadline');
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(140);
+    expect(took).toBeLessThan(2000);
+    expect(events.map((e) => e.state)).toEqual(['start', 'end']);
+    expect(events[1]).toMatchObject({ aborted: true, endedBy: 'deadline' });
+    const reads = db.queries.length;
+    expect(await t.wait({ deadline: Date.now() - 1 })).toBe('deadline');
+    expect(db.queries).toHaveLength(reads);
+  });
+  it('the pause switch is read on every poll while throttled: a pause ends the wait (paused); not read while under the limits', async () => {
+    const db = fakeDb({ status: [{ Threads_running: '1' }, { Threads_running: '99' }] });
+    const events: ThrottleEvent[] = [];
+    let now = 0;
+    const t = (await openThrottle(limits(), { db: async () => db, label: 'FC database', signal: new AbortController().signal, clock: () => now, pollMs: 1, checkEveryMs: 500, onEvent: (e) => events.push(e) }))!;
+    let probes = 0;
+    const paused = async () => ++probes >= 3;
+    expect(await t.wait({ paused })).toBe('ok'); // the first check's reading stands: no probe
+    expect(probes).toBe(0);
+    now = 1000;
+    expect(await t.wait({ paused })).toBe('paused');
+    expect(probes).toBe(3); // at the start of the wait, then after each poll
+    expect(events.at(-1)).toMatchObject({ state: 'end', aborted: true, endedBy: 'paused' });
+  });
+  it('runners sharing a wait leave it each on its own pause switch or deadline; the others wait on until under', async () => {
+    const db = fakeDb({ status: [{ Threads_running: '1' }, ...Array(6).fill({ Threads_running: '99' }), { Threads_running: '2' }] });
+    const events: ThrottleEvent[] = [];
+    const t = (await openThrottle(limits(), { db: async () => db, label: 'SH database', signal: new AbortController().signal, pollMs: 5, checkEveryMs: 0, onEvent: (e) => events.push(e) }))!;
+    let probes = 0;
+    const results = await Promise.all([t.wait({ paused: async () => ++probes >= 2 }), t.wait({ deadline: Date.now() + 10 }), t.wait()]);
+    expect(results).toEqual(['paused', 'deadline', 'ok']);
+    expect(events.map((e) => e.state)).toEqual(['start', 'end']);
+    expect(events[1]).toMatchObject({ aborted: false });
+  });
+  it('a pause switch that fails fails its own wait only', async () => {
+    const db = fakeDb({ status: [{ Threads_running: '1' }, { Threads_running: '99' }, { Threads_running: '99' }, { Threads_running: '2' }] });
+    const t = (await openThrottle(limits(), { db: async () => db, label: 'SH database', signal: new AbortController().signal, pollMs: 1, checkEveryMs: 0 }))!;
+    const failing = t.wait({ paused: async () => Promise.reject(new Error('pause table gone')) });
+    const other = t.wait();
+    await expect(failing).rejects.toThrow('pause table gone');
+    expect(await other).toBe('ok');
   });
   it('the first check refuses a variable the database does not have (exit 2) and a non-replica for --max-lag (exit 3)', async () => {
     const signal = new AbortController().signal;

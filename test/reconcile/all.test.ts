@@ -28,6 +28,16 @@ const all = (out: string, ...more: string[]) => ['--json', 'reconcile', 'run', '
 const text = (p: string) => readFileSync(p, 'utf8');
 const readdirSafe = (d: string) => (existsSync(d) && statSync(d).isDirectory() ? readdirSync(d) : []);
 
+/** A real fcctl process whose output is read while it runs (to kill it at a chosen moment). */
+function spawnLive(args: readonly string[]) {
+  const child = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(env) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const io = { out: '', err: '' };
+  child.stdout.on('data', (c: Buffer) => (io.out += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (io.err += c.toString('utf8')));
+  const exited = new Promise<number>((res) => child.on('close', (code) => res(code ?? -1)));
+  return { child, io, exited };
+}
+
 async function tasks(runId: string): Promise<Array<{ sch_id: string; form_uuid: string; state: string; claim_owner: string | null; attempts: number }>> {
   const [rows] = await dbs.admin.query(`SELECT CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, claim_owner, attempts FROM \`${dbs.shName}\`.fcctl_reconcile_task WHERE run_id = ? ORDER BY sch_id, form_uuid`, [runId]);
   return rows as Array<{ sch_id: string; form_uuid: string; state: string; claim_owner: string | null; attempts: number }>;
@@ -104,16 +114,13 @@ test('two processes started together share the run: every pair exactly once, res
 test('a process killed with SIGKILL mid-run: a process started later takes its pairs over after the lease and resumes them from their checkpoints', async () => {
   const out = join(dir, 'killed');
   const args = all(out, '--run-id', 'killed', '--concurrency', '2', '--lease-seconds', '3', '--size', '1');
-  const child = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(env) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  const exited = new Promise((res) => child.on('close', res));
+  const { child, io, exited } = spawnLive(args);
   // Killed once three pairs are done and another has begun scanning (its run.json written).
-  const begunDirs = () => pairsOf(stdout).length >= 3 && (readdirSafe(out).some((s) => readdirSafe(join(out, s)).some((f) => !pairsOf(stdout).some((p) => p['school'] === s && p['form'] === f) && existsSync(join(out, s, f, 'run.json')))));
+  const begunDirs = () => pairsOf(io.out).length >= 3 && readdirSafe(out).some((s) => readdirSafe(join(out, s)).some((f) => !pairsOf(io.out).some((p) => p['school'] === s && p['form'] === f) && existsSync(join(out, s, f, 'run.json'))));
   await waitFor('three pairs done and a fourth begun', async () => begunDirs(), 60_000);
   child.kill('SIGKILL');
   await exited;
-  const doneBefore = new Set(pairsOf(stdout).map(key));
+  const doneBefore = new Set(pairsOf(io.out).map(key));
   const held = (await tasks('killed')).filter((t) => t.state === 'CLAIMED');
   expect(held.length).toBeGreaterThan(0);
   // Pairs the killed process had begun: their run.json is still `scanning`, their checkpoints on disk.
@@ -128,10 +135,14 @@ test('a process killed with SIGKILL mid-run: a process started later takes its p
   for (const t of await tasks('killed')) if (!ranLater.has(`${t.sch_id}/${t.form_uuid}`)) expect(t.attempts).toBe(1);
   for (const t of held) {
     const p = later.find((l) => l['school'] === t.sch_id && l['form'] === t.form_uuid)!;
-    expect(p).toMatchObject({ result: 'done', attempt: 2 });
+    // `adopted`: the killed process had completed the pair's diff but not yet recorded it.
+    expect(p).toMatchObject({ result: expect.stringMatching(/^(done|adopted)$/), attempt: 2 });
     expect(p['counts']).toEqual(single.get(key(p))!['counts']);
   }
-  for (const t of begun) expect(later.find((l) => l['school'] === t.sch_id && l['form'] === t.form_uuid)!['resumed']).toBe(true);
+  for (const t of begun) {
+    const p = later.find((l) => l['school'] === t.sch_id && l['form'] === t.form_uuid)!;
+    if (p['result'] === 'done') expect(p['resumed']).toBe(true);
+  }
   expect((await tasks('killed')).every((t) => t.state === 'DONE')).toBe(true);
   expect(JSON.parse(text(join(out, 'summary.json')))).toMatchObject({ pairs: 40, byState: { DONE: 40 } });
 });
@@ -139,14 +150,11 @@ test('a process killed with SIGKILL mid-run: a process started later takes its p
 test('two processes, one killed with SIGKILL: the other waits out the lease and finishes the killed one\'s pairs', async () => {
   const out = join(dir, 'survivor');
   const args = all(out, '--run-id', 'survivor', '--concurrency', '2', '--lease-seconds', '3', '--size', '1');
-  const victim = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(env) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let victimOut = '';
-  victim.stdout.on('data', (c: Buffer) => (victimOut += c.toString('utf8')));
-  const victimExited = new Promise((res) => victim.on('close', res));
+  const { child: victim, io: victimIo, exited: victimExited } = spawnLive(args);
   const survivor = spawnCli(args, { env, timeoutMs: 120_000 });
   // Killed once it has done two pairs and holds another (its claim token names its pid).
   const holds = async () => (await tasks('survivor')).some((t) => t.state === 'CLAIMED' && t.claim_owner !== null && t.claim_owner.split(':')[1] === String(victim.pid));
-  await waitFor('the victim has done two pairs and holds a third', async () => pairsOf(victimOut).length >= 2 && (await holds()), 60_000);
+  await waitFor('the victim has done two pairs and holds a third', async () => pairsOf(victimIo.out).length >= 2 && (await holds()), 60_000);
   victim.kill('SIGKILL');
   await victimExited;
   const r = await survivor;
@@ -154,7 +162,7 @@ test('two processes, one killed with SIGKILL: the other waits out the lease and 
   // The victim's last lines may be lost with it (SIGKILL drops what stdout had not written): the
   // task table is the record. Every pair done, none twice: each pair the survivor did not run was
   // done by the victim, once.
-  const byVictim = pairsOf(victimOut).map(key);
+  const byVictim = pairsOf(victimIo.out).map(key);
   const bySurvivor = pairsOf(r.stdout);
   expect(new Set([...byVictim, ...bySurvivor.map(key)]).size).toBe(byVictim.length + bySurvivor.length);
   const survivorRan = new Set(bySurvivor.map(key));
@@ -195,13 +203,8 @@ test('a --school filter is kept by the claims of a process that shares its run w
 test('an outage mid-run (the FC answer table gone): the pairs are given back, none FAILED, exit 3; the next run finishes them', async () => {
   const out = join(dir, 'outage');
   const args = all(out, '--run-id', 'outage', '--concurrency', '2', '--size', '1');
-  const child = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(env) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exited = new Promise<number>((res) => child.on('close', (code) => res(code ?? -1)));
-  await waitFor('two pairs done', async () => pairsOf(stdout).length >= 2, 60_000);
+  const { io, exited } = spawnLive(args);
+  await waitFor('two pairs done', async () => pairsOf(io.out).length >= 2, 60_000);
   await dbs.admin.query(`RENAME TABLE \`${dbs.fcName}\`.answer TO \`${dbs.fcName}\`.answer_away`);
   let code: number;
   try {
@@ -209,8 +212,8 @@ test('an outage mid-run (the FC answer table gone): the pairs are given back, no
   } finally {
     await dbs.admin.query(`RENAME TABLE \`${dbs.fcName}\`.answer_away TO \`${dbs.fcName}\`.answer`);
   }
-  expect(code, stderr).toBe(3);
-  expect(summaryOf(stdout)).toMatchObject({ stoppedBy: 'error', exitCode: 3 });
+  expect(code, io.err).toBe(3);
+  expect(summaryOf(io.out)).toMatchObject({ stoppedBy: 'error', exitCode: 3 });
   const states = await tasks('outage');
   expect(states.filter((t) => t.state === 'FAILED')).toEqual([]);
   expect(states.filter((t) => t.state === 'CLAIMED')).toEqual([]);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatMetrics, type Gauge, NO_PREVIOUS, type PreviousMetrics } from '../../src/lib/cli/metrics.js';
-import { parseExposition } from '../../src/lib/cli/metrics-parse.js';
+import { type ParsedSample, parseExposition } from '../../src/lib/cli/metrics-parse.js';
 import { allPairsSeries, type ReconcilePairResult, reconcilePairSeries, singlePairSeries } from '../../src/lib/reconcile/metrics.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/classify.js';
 import { collectedValue, collectTextfiles } from '../helpers/textfile.js';
@@ -83,6 +83,43 @@ describe('reconcilePairSeries: every series names its pair', () => {
     expect(sample(m, 'fcctl_reconcile_exit_code', { school: '6', form: 'fa' })).toBe(3);
     expect(sample(m, 'fcctl_reconcile_rows', { school: '6', form: 'fa', category: 'IN_SYNC' })).toBeUndefined();
   });
+
+  it('--all: a pair not run this time keeps its last success (so a pair failing on another host goes stale), not its last run\'s gauges', () => {
+    // night 1 on host A: 5/fa and 5/fb done; night 2 A runs 5/fb only (5/fa moved to host B, where it fails)
+    const run = { exitCode: 0, finishedAtSeconds: 1000, durationSeconds: 9 };
+    const night1 = reconcilePairSeries([pair('5', 'fa', { finishedAtSeconds: 1000 }), pair('5', 'fb', { finishedAtSeconds: 1000 })], { previous: NO_PREVIOUS, run });
+    const night2 = reconcilePairSeries([pair('5', 'fb', { finishedAtSeconds: 90000 })], { previous: prev(night1), run: { ...run, finishedAtSeconds: 90000 } });
+    expect(() => formatMetrics(night2)).not.toThrow();
+    expect(sample(night2, 'fcctl_reconcile_last_success_timestamp_seconds', A)).toBe(1000);
+    expect(sample(night2, 'fcctl_reconcile_last_success_timestamp_seconds', { school: '5', form: 'fb' })).toBe(90000);
+    expect(sample(night2, 'fcctl_reconcile_rows_total', { ...A, category: 'IN_SYNC' })).toBe(10);
+    for (const name of ['fcctl_reconcile_exit_code', 'fcctl_reconcile_duration_seconds', 'fcctl_reconcile_differences', 'fcctl_reconcile_empty']) expect(sample(night2, name, A), name).toBeUndefined();
+    expect(sample(night2, 'fcctl_reconcile_rows', { ...A, category: 'IN_SYNC' })).toBeUndefined();
+    // night 3: 5/fa back on A and failing: its carried time stays, its exit code is tonight's
+    const night3 = reconcilePairSeries([pair('5', 'fa', { exitCode: 3, counts: undefined, finishedAtSeconds: 180000 })], { previous: prev(night2), run: { ...run, exitCode: 1, finishedAtSeconds: 180000 } });
+    expect(sample(night3, 'fcctl_reconcile_last_success_timestamp_seconds', A)).toBe(1000);
+    expect(sample(night3, 'fcctl_reconcile_exit_code', A)).toBe(3);
+    expect(sample(night3, 'fcctl_reconcile_last_success_timestamp_seconds', { school: '5', form: 'fb' })).toBe(90000);
+    // a single-pair file carries the same way; the command-level series (with school, form) are carried by the counters only
+    const single = reconcilePairSeries([pair('5', 'fb')], { previous: prev(reconcilePairSeries([pair('5', 'fa', { finishedAtSeconds: 1000 })], { previous: NO_PREVIOUS })) });
+    expect(sample(single, 'fcctl_reconcile_last_success_timestamp_seconds', A)).toBe(1000);
+    expect(sample(single, 'fcctl_runs_total', { command: 'reconcile run', ...A, exit_code: '0' })).toBe(1);
+  });
+
+  it('--all with 5,000 pairs: merged into the previous file reading each previous sample a bounded number of times, and formatted', () => {
+    const night = (failing: boolean) => Array.from({ length: 5000 }, (_, i) => pair(String(5 + (i % 100)), `f-${i}`, { finishedAtSeconds: failing ? 3000 : 2000, ...(failing && i % 10 === 0 ? { exitCode: 3, counts: undefined } : {}) }));
+    const run = { exitCode: 1, finishedAtSeconds: 2000, durationSeconds: 1 };
+    const plain = prev(reconcilePairSeries(night(false), { previous: NO_PREVIOUS, run }));
+    let reads = 0;
+    const counted: PreviousMetrics = { samples: new Proxy(plain.samples as ParsedSample[], { get: (t, k, r) => (typeof k === 'string' && /^\d+$/.test(k) && reads++, Reflect.get(t, k, r)) }) };
+    const text = formatMetrics(reconcilePairSeries(night(true), { previous: counted, run: { ...run, finishedAtSeconds: 3000 } }));
+    // was a scan of the previous samples per pair: 5,000 × 100,000 reads
+    expect(reads).toBeLessThanOrEqual(2 * plain.samples.length);
+    expect(text).toContain('fcctl_reconcile_rows_total{school="6",form="f-1",category="IN_SYNC"} 20\n');
+    expect(text).toContain('fcctl_reconcile_last_success_timestamp_seconds{school="5",form="f-0"} 2000\n'); // failed tonight: its first night's time
+    expect(text).toContain('fcctl_reconcile_last_success_timestamp_seconds{school="6",form="f-1"} 3000\n');
+    expect(text).toContain('fcctl_runs_total{command="reconcile run",exit_code="1"} 2\n');
+  }, 60_000);
 
   it('singlePairSeries and allPairsSeries: withRunMetrics\'s facts as pair results', () => {
     const run = { command: 'reconcile run', durationSeconds: 2, exitCode: 1, finishedAtSeconds: 2000, suspect: true };

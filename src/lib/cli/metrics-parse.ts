@@ -31,9 +31,22 @@ const FLOAT = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[iI][nN][fF](?:[iI]
  * absent, as in Prometheus).
  * @example seriesKey('m', { b: '2', a: '1' }) // 'm{a="1",b="2"}'
  */
+// What JSON.stringify escapes; any other string it only wraps in quotes.
+const NEEDS_JSON_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 export function seriesKey(name: string, labels: Readonly<Record<string, string>>): string {
-  const pairs = Object.entries(labels).filter(([, v]) => v !== '').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `${name}{${pairs.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+  // Called for every sample of a --all file several times over: a loop, not entries/filter/map.
+  const keys = Object.keys(labels);
+  if (keys.length > 1) keys.sort(); // by UTF-16 code units, as `<` compares
+  let key = `${name}{`;
+  let first = true;
+  for (const k of keys) {
+    const v = labels[k]!;
+    if (v === '') continue;
+    key += `${first ? '' : ','}${k}=${NEEDS_JSON_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`}`;
+    first = false;
+  }
+  return `${key}}`;
 }
 
 /** A parse error, with the 1-based line it was found on. */

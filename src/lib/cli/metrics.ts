@@ -8,6 +8,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { acquireLock, type FileLock } from '../fs/lock.js';
 import { EnvironmentError } from './exit.js';
 import { parseExposition, type ParsedSample, seriesKey } from './metrics-parse.js';
 
@@ -55,6 +56,7 @@ export function counter(name: string, help: string, value: number, labels?: Read
 
 /** Label values escape `\`, `"` and newline (exposition format). */
 export function escapeLabelValue(value: string): string {
+  if (!/[\\"\n]/.test(value)) return value;
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
@@ -79,6 +81,7 @@ function formatValue(value: number): string {
  */
 export function formatMetrics(gauges: readonly Gauge[]): string {
   const seen = new Set<string>();
+  const goodLabels = new Set<string>(); // checked once, not once per sample
   const lines: string[] = [];
   for (const g of gauges) {
     if (!METRIC_NAME.test(g.name)) throw new TypeError(`invalid metric name: ${JSON.stringify(g.name)}`);
@@ -91,7 +94,9 @@ export function formatMetrics(gauges: readonly Gauge[]): string {
     for (const s of g.samples) {
       const labels = Object.entries(s.labels ?? {});
       for (const [k] of labels) {
+        if (goodLabels.has(k)) continue;
         if (!LABEL_NAME.test(k) || k.startsWith('__')) throw new TypeError(`invalid label name: ${JSON.stringify(k)}`);
+        goodLabels.add(k);
       }
       const key = seriesKey(g.name, s.labels ?? {});
       if (series.has(key)) throw new TypeError(`series ${key} given twice`);
@@ -196,8 +201,47 @@ export function runSeries(run: RunFacts, previous: PreviousMetrics): Gauge[] {
 /** The samples of the file a command wrote last time at the same path (none when there is none). */
 export interface PreviousMetrics {
   readonly samples: readonly ParsedSample[];
+  /**
+   * each family's HELP and TYPE as read, so a counter family this run wrote none of is carried
+   * whole; without it (samples built by hand) a name ending in `_total` is taken for a counter
+   */
+  readonly families?: readonly { readonly name: string; readonly help?: string; readonly type: string }[];
 }
 export const NO_PREVIOUS: PreviousMetrics = { samples: [] };
+
+interface PreviousIndex {
+  readonly byKey: ReadonlyMap<string, ParsedSample>;
+  readonly byName: ReadonlyMap<string, readonly ParsedSample[]>;
+  readonly keyOf: ReadonlyMap<ParsedSample, string>;
+}
+// Built once per previous file: a --all file holds a dozen samples per pair, and looking each
+// pair's up by a scan of all of them made writing the file quadratic in pairs.
+const indexes = new WeakMap<readonly ParsedSample[], PreviousIndex>();
+
+function indexOf(previous: PreviousMetrics): PreviousIndex {
+  const known = indexes.get(previous.samples);
+  if (known) return known;
+  const byKey = new Map<string, ParsedSample>();
+  const byName = new Map<string, ParsedSample[]>();
+  const keyOf = new Map<ParsedSample, string>();
+  for (const s of previous.samples) {
+    const key = seriesKey(s.name, s.labels);
+    if (byKey.has(key)) continue; // the first of a series given twice, as the collector would refuse the rest
+    byKey.set(key, s);
+    keyOf.set(s, key);
+    const list = byName.get(s.name);
+    if (list) list.push(s);
+    else byName.set(s.name, [s]);
+  }
+  const index = { byKey, byName, keyOf };
+  indexes.set(previous.samples, index);
+  return index;
+}
+
+/** The previous file's samples of one family, in file order (a series given twice: its first). */
+export function previousSamples(previous: PreviousMetrics, name: string): readonly ParsedSample[] {
+  return indexOf(previous).byName.get(name) ?? [];
+}
 
 /**
  * The previous file at `path`. A missing, unreadable or unparsable file is no previous file:
@@ -207,7 +251,8 @@ export const NO_PREVIOUS: PreviousMetrics = { samples: [] };
 export async function readPreviousMetrics(path: string): Promise<PreviousMetrics> {
   try {
     const { readFile } = await import('node:fs/promises');
-    return { samples: parseExposition(await readFile(path, 'utf8')).flatMap((f) => f.samples) };
+    const families = parseExposition(await readFile(path, 'utf8'));
+    return { samples: families.flatMap((f) => f.samples), families: families.map(({ name, help, type }) => ({ name, ...(help !== undefined ? { help } : {}), type })) };
   } catch {
     return NO_PREVIOUS;
   }
@@ -215,33 +260,47 @@ export async function readPreviousMetrics(path: string): Promise<PreviousMetrics
 
 /** One series' value in the previous file, if it is there and a finite number. */
 export function previousValue(previous: PreviousMetrics, name: string, labels: Readonly<Record<string, string>>): number | undefined {
-  const key = seriesKey(name, labels);
-  const value = previous.samples.find((s) => seriesKey(s.name, s.labels) === key)?.value;
+  const value = indexOf(previous).byKey.get(seriesKey(name, labels))?.value;
   return value !== undefined && Number.isFinite(value) ? value : undefined;
 }
 
 /**
  * Adds the previous file's value to every counter sample, and carries the previous samples of
- * each counter this run did not touch (a result or pair absent this time keeps its count). A
- * previous value that is not a finite number ≥ 0 is taken as 0 (the series restarts, which
- * Prometheus reads as a reset). Gauges pass through unchanged.
+ * each counter this run did not touch (a result or pair absent this time keeps its count) — and
+ * every previous counter family this run wrote none of (a send that failed with exit 3 writes no
+ * `fcctl_rows_total`, which must not drop to nothing). A previous value that is not a finite
+ * number ≥ 0 is taken as 0 (the series restarts, which Prometheus reads as a reset). Gauges pass
+ * through unchanged.
  * @example accumulateCounters([counter('fcctl_runs_total', 'runs', 1)], { samples: [{ name: 'fcctl_runs_total', labels: {}, value: 4 }] }) // value 5
  */
 export function accumulateCounters(metrics: readonly Gauge[], previous: PreviousMetrics): Gauge[] {
-  return metrics.map((m) => {
+  const valid = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 ? v : 0);
+  const { byKey, keyOf } = indexOf(previous);
+  const carry = (m: Gauge, seen: ReadonlySet<string>) => previousSamples(previous, m.name).filter((s) => !seen.has(keyOf.get(s)!) && valid(s.value) === s.value).map((s) => ({ labels: s.labels, value: s.value }));
+  const out = metrics.map((m) => {
     if (m.type !== 'counter') return m;
-    const before = new Map<string, ParsedSample>();
-    for (const s of previous.samples) if (s.name === m.name) before.set(seriesKey(s.name, s.labels), s);
-    const valid = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 ? v : 0);
+    const seen = new Set<string>();
     const now = m.samples.map((s) => {
       const key = seriesKey(m.name, s.labels ?? {});
-      const add = valid(before.get(key)?.value);
-      before.delete(key);
-      return { ...s, value: s.value + add };
+      seen.add(key);
+      return { ...s, value: s.value + valid(byKey.get(key)?.value) };
     });
-    const carried = [...before.values()].filter((s) => valid(s.value) === s.value).map((s) => ({ labels: s.labels, value: s.value }));
-    return { ...m, samples: [...now, ...carried] };
+    return { ...m, samples: [...now, ...carry(m, seen)] };
   });
+  const written = new Set(metrics.map((m) => m.name));
+  for (const f of previousCounterFamilies(previous)) {
+    if (written.has(f.name)) continue;
+    const family: Gauge = { name: f.name, help: f.help, type: 'counter', samples: [] };
+    out.push({ ...family, samples: carry(family, new Set()) });
+  }
+  return out;
+}
+
+/** The previous file's counter families, by TYPE when it was read from a file, else by name. */
+function previousCounterFamilies(previous: PreviousMetrics): { name: string; help: string }[] {
+  const names = previous.families ? previous.families.filter((f) => f.type === 'counter').map((f) => f.name) : [...indexOf(previous).byName.keys()].filter((n) => n.endsWith('_total'));
+  const help = new Map((previous.families ?? []).map((f) => [f.name, f.help]));
+  return names.filter((n) => METRIC_NAME.test(n) && n.endsWith('_total')).map((name) => ({ name, help: help.get(name) ?? 'carried from the previous file' }));
 }
 
 /** The last-success time in an existing metrics file, if any (so a failed run can carry it). */
@@ -270,6 +329,32 @@ export async function checkMetricsFile(path: string): Promise<void> {
   });
   const fileStat = await stat(file).catch(() => null);
   if (fileStat !== null && fileStat.isDirectory()) throw refuse('it is a directory');
+}
+
+/** How long a writer waits for another's read-merge-rename of the same file, in milliseconds. */
+export const METRICS_LOCK_WAIT_MS = 5000;
+
+/**
+ * Reads the previous file at `path`, merges this run's series into it (`seriesOf`) and renames the
+ * result over it, holding `<path>.lock` throughout (node_exporter reads only `*.prom`): two
+ * commands writing one file would otherwise both read the same previous file, and the second
+ * rename would lose the first's increments. The lock is held for milliseconds, so a writer waits
+ * up to {@link METRICS_LOCK_WAIT_MS} for it; a dead holder's lock (same host, pid gone) is taken
+ * over. A lock not had in time, or a file not written, is an environment error (exit 3).
+ * @example await updateRunMetrics(file, 'deliveries send', (previous) => runSeries(run, previous))
+ */
+export async function updateRunMetrics(path: string, command: string, seriesOf: (previous: PreviousMetrics) => readonly Gauge[], waitMs = METRICS_LOCK_WAIT_MS): Promise<void> {
+  let lock: FileLock;
+  try {
+    lock = await acquireLock(`${path}.lock`, command, `--metrics-file ${path}`, { waitMs });
+  } catch (err) {
+    throw new EnvironmentError(`cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+  try {
+    await writeRunMetrics(path, seriesOf(await readPreviousMetrics(path)));
+  } finally {
+    await lock.release();
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { FcctlError, ExitCode } from './exit.js';
-import { checkMetricsFile, type Gauge, type PreviousMetrics, readPreviousMetrics, type RunFacts, runSeries, writeRunMetrics } from './metrics.js';
+import { checkMetricsFile, type Gauge, type PreviousMetrics, type RunFacts, runSeries, updateRunMetrics } from './metrics.js';
 
 /** What a cron command's body returns for its metrics. */
 export interface RunOutcome {
@@ -40,7 +40,8 @@ export const defaultSeries: SeriesOf = ({ run, outcome, previous }) => [...runSe
  * last-success time, so an alert on `time() - fcctl_last_success_timestamp_seconds` fires.
  * The file's directory is checked first: one that cannot be written is exit 3 before the body
  * does anything (a run whose gauges are lost would otherwise claim and publish, then fail).
- * Counters are added to the previous file at the same path; `seriesOf` replaces the default
+ * Counters are added to the previous file at the same path, read, merged and replaced under a
+ * lock (see `updateRunMetrics`); `seriesOf` replaces the default
  * series (`reconcile run`: its pair's series, src/lib/reconcile/metrics.ts).
  * @example return withRunMetrics('deliveries send', opts.metricsFile, ctx.clock, async () => ({ exitCode: 0 }))
  */
@@ -59,7 +60,7 @@ export async function withRunMetrics(command: string, metricsFile: string | unde
       ...(outcome.interrupted ? { interrupted: true } : {}),
       ...(outcome.suspect ? { suspect: true } : {}),
     };
-    await writeRunMetrics(metricsFile, seriesOf({ run, outcome, previous: await readPreviousMetrics(metricsFile) }));
+    await updateRunMetrics(metricsFile, command, (previous) => seriesOf({ run, outcome, previous }));
   };
   let outcome: RunOutcome;
   try {

@@ -3,7 +3,8 @@
  * `--max-load` and `--max-lag`, gh-ost's throttle): before each page or batch a runner awaits
  * {@link Throttle.wait}, which returns at once while the database is under its limits (read at
  * most every {@link THROTTLE_CHECK_EVERY_MS}) and otherwise polls it (every second) until it is,
- * reporting a `throttled` start and end.
+ * reporting a `throttled` start and end. A wait also ends on the stop signal, on the runner's pause
+ * switch (read on every poll) and at its deadline ({@link WaitOptions}): a throttle may last hours.
  *
  * - `--max-load Threads_running=25[,VAR=N…]`: `SHOW GLOBAL STATUS` of the database being read;
  *   throttled while a value is above its limit (`>`, as pt-osc: Threads_running counts the
@@ -54,8 +55,35 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const shown = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
 
 /**
+ * Status variables that only grow (counters since the server started, or a high-water mark): a
+ * limit on one is crossed once and then throttles for ever, so it is refused. By prefix (every
+ * member of these families counts), then by name; anything else (Threads_running,
+ * Threads_connected, Innodb_row_lock_current_waits, Innodb_buffer_pool_pages_dirty, …) is taken
+ * as a gauge.
+ */
+const COUNTER_PREFIXES = ['com_', 'bytes_', 'innodb_rows_', 'handler_', 'select_', 'sort_', 'created_tmp_', 'aborted_', 'opened_', 'table_locks_', 'key_read', 'key_write', 'feature_', 'ssl_accept', 'ssl_connect', 'ssl_finished'];
+const COUNTERS = new Set([
+  'uptime', 'uptime_since_flush_status', 'questions', 'queries', 'connections', 'slow_queries', 'threads_created', 'max_used_connections', 'empty_queries', 'rows_read', 'rows_sent', 'rows_tmp_read',
+  'innodb_data_read', 'innodb_data_reads', 'innodb_data_writes', 'innodb_data_written', 'innodb_data_fsyncs', 'innodb_buffer_pool_read_requests', 'innodb_buffer_pool_reads', 'innodb_buffer_pool_write_requests',
+  'innodb_log_writes', 'innodb_log_write_requests', 'innodb_os_log_written', 'innodb_os_log_fsyncs', 'innodb_pages_created', 'innodb_pages_read', 'innodb_pages_written', 'innodb_row_lock_waits', 'innodb_row_lock_time',
+  'innodb_row_lock_time_max', 'innodb_deadlocks', 'binlog_commits', 'binlog_bytes_written', 'qcache_hits', 'qcache_inserts', 'qcache_not_cached', 'flush_commands', 'access_denied_errors',
+]);
+
+/**
+ * Why a limit can never work, or null: Threads_running below 1 (the check's own query is running,
+ * so `Threads_running=0` is never met), or a counter ({@link COUNTERS}: it only grows).
+ * @example loadLimitProblem('Uptime', 100) // 'Uptime only grows (a counter since the server started): …'
+ */
+export function loadLimitProblem(variable: string, max: number): string | null {
+  const name = variable.toLowerCase();
+  if (name === 'threads_running' && max < 1) return `Threads_running=${max} can never be met: Threads_running counts the check's own query; give 1 or more`;
+  if (COUNTERS.has(name) || COUNTER_PREFIXES.some((p) => name.startsWith(p))) return `${variable} only grows (a counter since the server started): once over ${max} it would throttle for ever; limit a gauge such as Threads_running or Threads_connected`;
+  return null;
+}
+
+/**
  * `--max-load` as given: `VAR=N[,VAR=N…]`, each a status variable name and a whole number ≥ 0,
- * no name twice. Throws an Error saying what is wrong (the option parser makes it exit 2).
+ * no name twice, no counter ({@link loadLimitProblem}). Throws an Error saying what is wrong (the option parser makes it exit 2).
  * @example parseMaxLoad('Threads_running=25') // [{ variable: 'Threads_running', max: 25 }]
  */
 export function parseMaxLoad(value: string): LoadLimit[] {
@@ -69,11 +97,25 @@ export function parseMaxLoad(value: string): LoadLimit[] {
     const n = item.slice(eq + 1).trim();
     if (!IDENTIFIER.test(variable)) throw new Error(`expected a status variable name before "=" (e.g. Threads_running), got ${shown(variable)}`);
     if (!/^\d{1,15}$/.test(n)) throw new Error(`expected a whole number ≥ 0 after ${variable}=, got ${shown(n)}`);
+    const unusable = loadLimitProblem(variable, Number(n));
+    if (unusable) throw new Error(unusable);
     if (seen.has(variable.toLowerCase())) throw new Error(`${variable} is given twice`);
     seen.add(variable.toLowerCase());
     limits.push({ variable, max: Number(n) });
   }
   return limits;
+}
+
+/**
+ * The limits of a repeated `--max-load`, one list: a variable named in two of them is refused as
+ * within one (a silent "last wins" would drop a limit the operator asked for).
+ * @example mergeMaxLoad(parseMaxLoad('Threads_running=25'), parseMaxLoad('Threads_connected=400')) // both
+ */
+export function mergeMaxLoad(previous: readonly LoadLimit[], next: readonly LoadLimit[]): LoadLimit[] {
+  for (const { variable } of next) {
+    if (previous.some((p) => p.variable.toLowerCase() === variable.toLowerCase())) throw new Error(`${variable} is given twice (in two --max-load options)`);
+  }
+  return [...previous, ...next];
 }
 
 /**
@@ -107,17 +149,34 @@ export function readingsProblem(readings: ThrottleReadings, limits: ThrottleLimi
   return null;
 }
 
+/** What ends a wait besides the database coming under its limits. */
+export interface WaitOptions {
+  /**
+   * The runner's pause switch, read on every poll while throttled (a throttle can last hours, a
+   * pause must not wait for it): truthy ends the wait with 'paused'.
+   */
+  readonly paused?: () => Promise<unknown>;
+  /** the run's deadline on the throttle's clock (`--max-seconds`): reached, the wait ends with 'deadline' */
+  readonly deadline?: number;
+}
+
+/**
+ * How a wait ended: 'ok' under the limits, 'aborted' by the stop signal, 'paused' by
+ * {@link WaitOptions.paused}, 'deadline' at {@link WaitOptions.deadline}.
+ */
+export type WaitOutcome = 'ok' | 'aborted' | 'paused' | 'deadline';
+
 /** What a runner awaits before each page or batch. */
 export interface Throttle {
-  /** 'ok' once under the limits (at once when it is), 'aborted' when the stop signal came first */
-  wait(): Promise<'ok' | 'aborted'>;
+  /** 'ok' once under the limits (at once when it is); otherwise whichever of signal, pause or deadline comes first */
+  wait(options?: WaitOptions): Promise<WaitOutcome>;
   /** milliseconds spent waiting so far */
   readonly throttledMs: number;
 }
 
 export type ThrottleEvent =
   | { readonly state: 'start'; readonly database: string; readonly reason: string }
-  | { readonly state: 'end'; readonly database: string; readonly reason: string; readonly seconds: number; readonly aborted: boolean };
+  | { readonly state: 'end'; readonly database: string; readonly reason: string; readonly seconds: number; readonly aborted: boolean; readonly endedBy?: 'signal' | 'paused' | 'deadline' };
 
 export interface ThrottleDeps {
   /** the database being read: its status */
@@ -164,12 +223,22 @@ export function lagOf(row: ReplicaRow): NonNullable<ThrottleReadings['lag']> {
   return { seconds: seconds !== null && Number.isFinite(seconds) ? seconds : null, io: String(field(row, 'Slave_IO_Running', 'Replica_IO_Running') ?? '?'), sql: String(field(row, 'Slave_SQL_Running', 'Replica_SQL_Running') ?? '?') };
 }
 
+/** One runner in a shared wait: its own pause switch and deadline. */
+interface Waiter {
+  readonly options: WaitOptions;
+  readonly resolve: (outcome: WaitOutcome) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /** The throttle of a database, its first check made. */
 class DbThrottle implements Throttle {
   throttledMs = 0;
   /** when the last reading under the limits was taken; null: none yet, or one over */
   private under: number | null = null;
-  private pending: Promise<'ok' | 'aborted'> | null = null;
+  /** runners in the wait under way */
+  private waiters: Waiter[] = [];
+  /** a check or wait is under way */
+  private running = false;
   private readonly clock: () => number;
   constructor(
     private readonly limits: ThrottleLimits,
@@ -199,35 +268,107 @@ class DbThrottle implements Throttle {
     return reason;
   }
 
-  async wait(): Promise<'ok' | 'aborted'> {
-    if (this.d.signal.aborted) return 'aborted';
-    if (this.under !== null && this.clock() - this.under < (this.d.checkEveryMs ?? THROTTLE_CHECK_EVERY_MS)) return 'ok';
+  wait(options: WaitOptions = {}): Promise<WaitOutcome> {
+    if (this.d.signal.aborted) return Promise.resolve('aborted');
+    if (this.under !== null && this.clock() - this.under < (this.d.checkEveryMs ?? THROTTLE_CHECK_EVERY_MS)) return Promise.resolve('ok');
+    if (options.deadline !== undefined && this.clock() >= options.deadline) return Promise.resolve('deadline');
     // One check and one wait at a time: runners sharing the throttle (`reconcile run --all
-    // --concurrency N`, a send's pipeline) wait together, counted and reported once.
-    this.pending ??= this.checkAndWait().finally(() => {
-      this.pending = null;
+    // --concurrency N`, a send's pipeline) wait together, counted and reported once; each leaves
+    // it on its own pause switch or deadline.
+    return new Promise<WaitOutcome>((resolve, reject) => {
+      this.waiters.push({ options, resolve, reject });
+      if (!this.running) void this.checkAndWait();
     });
-    return this.pending;
   }
 
-  private async checkAndWait(): Promise<'ok' | 'aborted'> {
-    const reason = await this.check();
-    if (reason === null) return 'ok';
+  /** Ends the wait of `w` with `outcome`. */
+  private leave(w: Waiter, outcome: WaitOutcome | { error: unknown }): void {
+    this.waiters = this.waiters.filter((x) => x !== w);
+    if (typeof outcome === 'object') w.reject(outcome.error);
+    else w.resolve(outcome);
+  }
+
+  /**
+   * Each waiter's deadline and pause switch, read now: those they end leave the wait, at once
+   * while others wait on; the last ones are returned, to leave once the wait's end is reported.
+   */
+  private async release(): Promise<Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }>> {
+    const leaving: Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }> = [];
+    await Promise.all(
+      [...this.waiters].map(async (w) => {
+        if (w.options.deadline !== undefined && this.clock() >= w.options.deadline) return void leaving.push({ w, outcome: 'deadline' });
+        if (!w.options.paused) return;
+        try {
+          if (await w.options.paused()) leaving.push({ w, outcome: 'paused' });
+        } catch (error) {
+          leaving.push({ w, outcome: { error } });
+        }
+      }),
+    );
+    this.waiters = this.waiters.filter((w) => !leaving.some((l) => l.w === w));
+    if (this.waiters.length === 0) return leaving;
+    for (const l of leaving) this.leave(l.w, l.outcome);
+    return [];
+  }
+
+  /** The next poll: the poll interval, or sooner when a waiter's deadline comes first. */
+  private nextPollMs(): number {
+    const poll = this.d.pollMs ?? THROTTLE_POLL_MS;
+    const deadlines = this.waiters.map((w) => w.options.deadline).filter((d): d is number => d !== undefined);
+    return Math.max(0, Math.min(poll, ...deadlines.map((d) => d - this.clock())));
+  }
+
+  private async checkAndWait(): Promise<void> {
+    this.running = true;
+    try {
+      await this.checkAndWaitOnce();
+    } finally {
+      this.running = false;
+    }
+    // a runner that came as the others left on their pause or deadline: a wait of its own
+    if (this.waiters.length > 0) void this.checkAndWait();
+  }
+
+  private async checkAndWaitOnce(): Promise<void> {
+    let reason: string | null;
+    try {
+      reason = await this.check();
+    } catch (error) {
+      for (const w of [...this.waiters]) this.leave(w, { error });
+      return;
+    }
+    if (reason === null) {
+      for (const w of [...this.waiters]) this.leave(w, 'ok');
+      return;
+    }
     const started = this.clock();
     const database = this.d.label;
     this.d.onEvent?.({ state: 'start', database, reason });
-    let outcome: 'ok' | 'aborted' = 'ok';
-    for (;;) {
-      if (!(await sleep(this.d.pollMs ?? THROTTLE_POLL_MS, this.d.signal))) {
-        outcome = 'aborted';
-        break;
-      }
-      if ((await this.check()) === null) break;
-    }
+    const ended = await this.pollUntilUnder();
     const ms = this.clock() - started;
     this.throttledMs += ms;
-    this.d.onEvent?.({ state: 'end', database, reason, seconds: Math.round(ms / 100) / 10, aborted: outcome === 'aborted' });
-    return outcome;
+    const seconds = Math.round(ms / 100) / 10;
+    const by = 'last' in ended ? (ended.last.some((l) => l.outcome === 'deadline') ? 'deadline' : 'paused') : ended.by;
+    this.d.onEvent?.({ state: 'end', database, reason, seconds, aborted: by !== 'ok', ...(by !== 'ok' && by !== 'error' ? { endedBy: by } : {}) });
+    if ('last' in ended) for (const { w, outcome } of ended.last) typeof outcome === 'object' ? w.reject(outcome.error) : w.resolve(outcome);
+    else for (const w of [...this.waiters]) this.leave(w, ended.by === 'error' ? { error: ended.error } : ended.by === 'signal' ? 'aborted' : 'ok');
+  }
+
+  /**
+   * Polls until under the limits ('ok'), the stop signal ('signal'), a failed read ('error'), or
+   * every waiter gone on its pause switch or deadline (`last`: the ones still to be told).
+   */
+  private async pollUntilUnder(): Promise<{ by: 'ok' | 'signal' } | { by: 'error'; error: unknown } | { last: Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }> }> {
+    for (;;) {
+      const last = await this.release();
+      if (this.waiters.length === 0) return { last };
+      if (!(await sleep(this.nextPollMs(), this.d.signal))) return { by: 'signal' };
+      try {
+        if ((await this.check()) === null) return { by: 'ok' };
+      } catch (error) {
+        return { by: 'error', error };
+      }
+    }
   }
 }
 
@@ -255,7 +396,7 @@ export function hasLimits(limits: ThrottleLimits): boolean {
  * The throttle of the database `deps.db`, after a first check (exit 2 for a status variable the
  * database does not have, 3 for `--max-lag` on a database that is not a replica); null when no
  * limit is set (nothing is read, nothing is connected).
- * @example const t = await openThrottle({ maxLoad: parseMaxLoad('Threads_running=25'), maxLagSeconds: null }, { db: ctx.fcDb, label: 'FC database', signal }); if ((await t?.wait()) === 'aborted') …
+ * @example const t = await openThrottle({ maxLoad: parseMaxLoad('Threads_running=25'), maxLagSeconds: null }, { db: ctx.fcDb, label: 'FC database', signal }); if ((await t?.wait({ paused, deadline })) !== 'ok') …
  */
 export async function openThrottle(limits: ThrottleLimits, deps: ThrottleDeps): Promise<Throttle | null> {
   if (!hasLimits(limits)) return null;

@@ -4,7 +4,7 @@
  * every pair's series in one file. Counters are added to the previous file's (see
  * `accumulateCounters`).
  */
-import { accumulateCounters, type Gauge, type PreviousMetrics, previousValue, runCounters, runGauges } from '../cli/metrics.js';
+import { accumulateCounters, type Gauge, type PreviousMetrics, previousSamples, previousValue, runCounters, runGauges } from '../cli/metrics.js';
 import type { RunSeriesInput } from '../cli/run-metrics.js';
 import { pausedGauge } from '../pause/decide.js';
 import { CATEGORIES, differencesOf } from './classify.js';
@@ -59,7 +59,8 @@ export function pairSucceeded(p: ReconcilePairResult): boolean {
  * ABSENT_CREATED_AFTER_TASK_START, see `differencesOf`),
  * `fcctl_reconcile_empty` (those three when the diff was written), `fcctl_reconcile_exit_code`,
  * `fcctl_reconcile_duration_seconds`, `fcctl_reconcile_last_success_timestamp_seconds` (kept from
- * the previous file when the pair did not succeed) and the counter
+ * the previous file when the pair did not succeed, and carried for the previous file's pairs not
+ * run this time) and the counter
  * `fcctl_reconcile_rows_total{category}`. Then the run series: with `run` (`--all`) once, labelled
  * `command="reconcile run"`; without (single-pair runs) each pair's own, labelled with `command`,
  * `school` and `form` too.
@@ -70,10 +71,14 @@ export function reconcilePairSeries(pairs: readonly ReconcilePairResult[], optio
   const done = pairs.filter((p) => p.counts !== undefined);
   const family = (name: string, help: string, samples: Gauge['samples'], type: Gauge['type'] = 'gauge'): Gauge => ({ name, help, type, samples });
   const byCategory = (p: ReconcilePairResult) => CATEGORIES.map((category) => ({ labels: { ...pairLabels(p), category }, value: p.counts?.[category] ?? 0 }));
-  const lastSuccess = pairs.flatMap((p) => {
-    const value = pairSucceeded(p) ? p.finishedAtSeconds : previousValue(previous, PAIR_LAST_SUCCESS, pairLabels(p));
-    return value === undefined ? [] : [{ labels: pairLabels(p), value }];
-  });
+  const ran = new Set(pairs.map((p) => pairKey(pairLabels(p))));
+  const lastSuccess = [
+    ...pairs.flatMap((p) => {
+      const value = pairSucceeded(p) ? p.finishedAtSeconds : previousValue(previous, PAIR_LAST_SUCCESS, pairLabels(p));
+      return value === undefined ? [] : [{ labels: pairLabels(p), value }];
+    }),
+    ...carriedLastSuccess(previous, ran),
+  ];
   const series: Gauge[] = [
     family('fcctl_reconcile_rows', 'rows of the pair\'s last diff, by category', done.flatMap(byCategory)),
     family('fcctl_reconcile_differences', 'rows of the pair\'s last diff in a category that is a difference (not IN_SYNC, RETIRED nor ABSENT_CREATED_AFTER_TASK_START)', done.map((p) => ({ labels: pairLabels(p), value: differencesOf(p.counts ?? {}) }))),
@@ -85,7 +90,26 @@ export function reconcilePairSeries(pairs: readonly ReconcilePairResult[], optio
   ];
   const runLevel = run ? allRunSeries(run, done, previous) : pairs.flatMap((p) => pairRunSeries(p, previous));
   // Merged before the counters are added, so each family carries the previous file's samples once.
-  return accumulateCounters([...series, ...runLevel].reduce(mergeFamilies, []), previous);
+  return accumulateCounters(mergeFamilies([...series, ...runLevel]), previous);
+}
+
+/** A pair's identity as a map key. */
+function pairKey(labels: Readonly<Record<string, string>>): string {
+  return JSON.stringify([labels.school ?? '', labels.form ?? '']);
+}
+
+/**
+ * The previous file's last-success times of the pairs not run this time: processes sharing a run
+ * take different pairs on different nights, and a pair that moved to a host where it keeps
+ * failing would otherwise vanish from every file, and its stale alert never fire. The gauges of
+ * a pair's last run (exit code, rows, differences, empty, duration) are not carried: they would
+ * show an old night as tonight's, and an exit 3 carried on a host that no longer runs the pair
+ * would page for ever.
+ */
+function carriedLastSuccess(previous: PreviousMetrics, ran: ReadonlySet<string>): Gauge['samples'] {
+  return previousSamples(previous, PAIR_LAST_SUCCESS)
+    .filter((s) => s.labels.school !== undefined && s.labels.form !== undefined && Object.keys(s.labels).length === 2 && Number.isFinite(s.value) && !ran.has(pairKey(s.labels)))
+    .map((s) => ({ labels: pairLabels({ schId: s.labels.school!, formUuid: s.labels.form! }), value: s.value }));
 }
 
 /** A single-pair run's run series: the shared names, with the pair's labels after `command`. */
@@ -113,13 +137,15 @@ function labelled(g: Gauge, labels: Readonly<Record<string, string>>): Gauge {
   return { ...g, samples: g.samples.map((s) => ({ ...s, labels: { ...s.labels, ...labels } })) };
 }
 
-/** Several pairs' run series share names: one family per name, samples in pair order. */
-function mergeFamilies(out: Gauge[], g: Gauge): Gauge[] {
-  const i = out.findIndex((o) => o.name === g.name);
-  if (i < 0) return [...out, g];
-  const merged = out.slice();
-  merged[i] = { ...out[i]!, samples: [...out[i]!.samples, ...g.samples] };
-  return merged;
+/** Several pairs' run series share names: one family per name, samples in pair order (linear in samples). */
+function mergeFamilies(gauges: readonly Gauge[]): Gauge[] {
+  const byName = new Map<string, { first: Gauge; samples: Gauge['samples'][number][] }>();
+  for (const g of gauges) {
+    const known = byName.get(g.name);
+    if (known) for (const x of g.samples) known.samples.push(x); // no spread: a --all family has samples by the ten thousand
+    else byName.set(g.name, { first: g, samples: [...g.samples] });
+  }
+  return [...byName.values()].map(({ first, samples }) => ({ ...first, samples }));
 }
 
 /**

@@ -74,8 +74,8 @@ export interface ResolveDeps {
  * Where a run's claims start (from {@link claimStartSelect}): `'0'` when nothing is in a state
  * resolve can take.
  */
-export async function claimStart(db: Db): Promise<string> {
-  const q = claimStartSelect();
+export async function claimStart(db: Db, appKey: string, graceSeconds: number): Promise<string> {
+  const q = claimStartSelect(appKey, graceSeconds);
   const min = (await db.query<{ id: string | number | null }>(q.sql, q.params))[0]?.id;
   return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
 }
@@ -321,7 +321,7 @@ class ResolveRun {
     const inFlight = new InFlight();
     const claim = (afterId: string) =>
       claimRows(this.deps.db, owner, this.deps.appKey, this.options.pendingGraceSeconds, afterId, this.nextLimit(), this.options.leaseSeconds);
-    let cursor = await claimStart(this.deps.db);
+    let cursor = await claimStart(this.deps.db, this.deps.appKey, this.options.pendingGraceSeconds);
     let cursorMoved = false;
     // Claim only when the limiter is about to run dry, so claimed rows never wait long on their lease.
     while (await this.mayTakeMore(inFlight)) {
@@ -330,7 +330,7 @@ class ResolveRun {
       if (rows.length === 0 && cursorMoved) {
         // Rows behind the cursor may have become claimable meanwhile (released by another
         // resolver, or due again): one more look from the start before calling it drained.
-        cursor = await claimStart(this.deps.db);
+        cursor = await claimStart(this.deps.db, this.deps.appKey, this.options.pendingGraceSeconds);
         cursorMoved = false;
         rows = await claim(cursor);
       }

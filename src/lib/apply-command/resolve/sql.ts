@@ -39,15 +39,15 @@ export function claimSelect(appKey: string, graceSeconds: number, afterId: strin
 }
 
 /**
- * Where a run's claims start: just before the smallest id in a state resolve can take, read
- * from `idx_apply_command_due` alone (the backlog's entries, never the DONE rows; no lock).
- * `'0'` when there is none.
+ * Where a run's claims start: the smallest id resolve can take now ({@link claimableWhere}: this
+ * app key, due, no live lease), read along `idx_apply_command_due` (the backlog's entries, never the
+ * DONE rows; no lock). Only claimable rows count: an old open row of another app key, or a FAILED
+ * row whose retry is hours away, would otherwise start every run's claim at the table's beginning
+ * and make it walk the whole history (issue 20, `test/db/explain.test.ts`). `'0'` when there is none.
  */
-export function claimStartSelect(): Statement {
-  return {
-    sql: "SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE state IN ('UNKNOWN', 'FAILED', 'PENDING')",
-    params: [],
-  };
+export function claimStartSelect(appKey: string, graceSeconds: number): Statement {
+  const w = claimableWhere(appKey, graceSeconds);
+  return { sql: `SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql}`, params: w.params };
 }
 
 export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Statement {

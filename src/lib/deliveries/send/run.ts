@@ -13,6 +13,7 @@ import { Turns } from '../../batch/turns.js';
 import { EnvironmentError } from '../../cli/exit.js';
 import type { Progress } from '../../cli/output.js';
 import type { Db } from '../../db/connect.js';
+import type { PauseState } from '../../pause/decide.js';
 import { buildEnvelope, messageOptions } from '../envelope.js';
 import { type DeliveryRow, generationOf, grantKey, type GrantRow, type RegistryRow } from '../types.js';
 import {
@@ -187,13 +188,7 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
       summary.stoppedBy = stop;
       break;
     }
-    const pause = await deps.paused?.();
-    if (pause) {
-      summary.stoppedBy = 'paused';
-      summary.paused = pause;
-      break;
-    }
-    if (await throttleStopped(run)) break;
+    if (await stopBeforeClaim(run)) break;
     const facts = await verifiedPublisher(deps.db, deps.publisher);
     const rows = await peekDue(deps.db, afterId, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (rows.length === 0) break;
@@ -307,31 +302,52 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
 }
 
 /**
- * Waits on `--max-load`/`--max-lag` before a claim (what is in flight goes on meanwhile); true when
- * the stop signal ended the wait: the run stops claiming as on any signal.
+ * Waits on `--max-load`/`--max-lag` before a claim (what is in flight goes on meanwhile), the pause
+ * switch read on every poll and the wait ended at `--max-seconds`; true when the wait stops the
+ * run: the signal, a pause (kept in the summary) or the deadline, as each does outside a wait.
  */
 async function throttleStopped(run: Run): Promise<boolean> {
   const t = run.deps.throttle;
   if (!t) return false;
-  const outcome = await t.wait();
+  let pause: PauseState | null = null;
+  const probe = run.deps.paused;
+  const outcome = await t.wait({ deadline: run.deadline, ...(probe ? { paused: async () => (pause = await probe()) } : {}) });
   run.summary.throttledSeconds = Math.round(t.throttledMs / 100) / 10;
   if (outcome === 'ok') return false;
-  run.summary.stoppedBy = 'signal';
+  if (outcome === 'paused') {
+    pause ??= (await probe?.()) ?? null;
+    if (pause === null) return throttleStopped(run); // lifted meanwhile: wait on the throttle again
+    run.summary.paused = pause;
+  }
+  run.summary.stoppedBy = outcome === 'aborted' ? 'signal' : outcome === 'paused' ? 'paused' : 'max-seconds';
   return true;
+}
+
+/**
+ * The pause switch, then the throttle, then (when the throttle waited) the switch again: true when
+ * the run must claim no more (its reason kept in the summary). Read before every claim: a paused
+ * fleet claims nothing more, and a pause set during a long throttle is not missed after it.
+ */
+async function stopBeforeClaim(run: Run): Promise<boolean> {
+  const { deps, summary } = run;
+  const readPause = async () => {
+    const pause = await deps.paused?.();
+    if (!pause) return false;
+    summary.stoppedBy = 'paused';
+    summary.paused = pause;
+    return true;
+  };
+  if (await readPause()) return true;
+  const waitedBefore = deps.throttle?.throttledMs ?? 0;
+  if (await throttleStopped(run)) return true;
+  return (deps.throttle?.throttledMs ?? 0) !== waitedBefore && (await readPause());
 }
 
 /** The next batch's claim, after the identity is checked again; null stops claiming (the reason kept). */
 async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts } | null> {
   const { deps, summary } = run;
   try {
-    // The pause switch before each claim: a paused fleet claims nothing more.
-    const pause = await deps.paused?.();
-    if (pause) {
-      summary.stoppedBy = 'paused';
-      summary.paused = pause;
-      return null;
-    }
-    if (await throttleStopped(run)) return null;
+    if (await stopBeforeClaim(run)) return null;
     // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
     const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
     return { facts, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };

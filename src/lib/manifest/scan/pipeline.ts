@@ -132,7 +132,7 @@ class PagePipeline {
         if (this.stopped()) return;
         // Throttled: no new page query; the reader and writer finish the pages already requested.
         // Aborted: the reader sees the signal and stops the scan at its next commit.
-        if (this.i.throttle && (await this.i.throttle.wait()) === 'aborted') return;
+        if (this.i.throttle && !(await this.throttled())) return;
         if (this.stopped()) return;
         const upTo = await readPageBoundary(this.i.db, this.i.side, { ...this.i.page, cursor: after });
         this.planned.push({ upTo, result: quiet(this.lines(after, upTo)) });
@@ -145,6 +145,31 @@ class PagePipeline {
     } finally {
       this.planDone = true;
       this.wake('reader');
+    }
+  }
+
+  /**
+   * Waits on the throttle, the pause switch read on every poll meanwhile: false when the wait
+   * ended the planning (the signal: the reader stops the scan; a pause: stopped here, the pages
+   * already read still committed).
+   */
+  private async throttled(): Promise<boolean> {
+    const probe = this.i.paused;
+    for (;;) {
+      let pause: PauseState | null = null;
+      const outcome = await this.i.throttle!.wait(probe ? { paused: async () => (pause = await probe()) } : {});
+      if (outcome === 'ok') return true;
+      if (outcome === 'aborted') return false;
+      if (outcome === 'paused') {
+        // a runner sharing the wait may have seen the pause first: read it again if this one did not
+        pause ??= (await probe?.()) ?? null;
+        if (pause === null) continue; // lifted meanwhile: wait on the throttle again
+        this.paused ??= pause;
+      }
+      this.stoppedBy ??= outcome === 'paused' ? 'paused' : 'max-seconds';
+      this.wake('reader');
+      this.wake('writer');
+      return false;
     }
   }
 

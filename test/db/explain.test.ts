@@ -1,0 +1,178 @@
+/**
+ * The claim queries' plans, pinned (issue 20): on a table with a long history (200,000 BROKER_ACCEPTED
+ * and 5,000 DEAD deliveries; 200,000 DONE apply commands) next to a small backlog, each statement is
+ * EXPLAINed exactly as the code builds it, and ANALYZEd (run, with the rows it really read). A schema
+ * change that drops or reshapes an index turns one of these into a scan, and this file fails.
+ */
+import mysql from 'mysql2/promise';
+import { afterAll, describe, expect } from 'vitest';
+import { claimSelect, claimStartSelect, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/resolve/sql.js';
+import { scanSql } from '../../src/lib/deliveries/scan/sql.js';
+import { sendSql } from '../../src/lib/deliveries/send/sql.js';
+import type { Statement } from '../../src/lib/db/statement.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'explain', init: 'all' });
+
+const HISTORY = 200_000;
+const DEAD = HISTORY / 40;
+const PENDING = 2_000;
+const FAILED_DUE = 300;
+const FAILED_LATER = 300;
+const OPEN = PENDING + FAILED_DUE + FAILED_LATER;
+const LIMIT = 500;
+
+/** Every table access of a plan (EXPLAIN or ANALYZE FORMAT=JSON), depth first. */
+interface Access { table_name: string; access_type: string; key?: string; rows?: number; r_rows?: number }
+function accesses(node: unknown, out: Access[] = []): Access[] {
+  if (Array.isArray(node)) for (const n of node) accesses(n, out);
+  else if (node && typeof node === 'object') {
+    const o = node as Record<string, unknown>;
+    if (typeof o['table_name'] === 'string' && typeof o['access_type'] === 'string') out.push(o as unknown as Access);
+    for (const v of Object.values(o)) accesses(v, out);
+  }
+  return out;
+}
+
+describe('claim plans on a table with history (real MariaDB)', () => {
+  let fc: mysql.Connection;
+  let sh: mysql.Connection;
+  const plan = async (conn: mysql.Connection, q: Statement, how: 'EXPLAIN' | 'ANALYZE'): Promise<Access[]> => {
+    const [rows] = await conn.query(`${how} FORMAT=JSON ${q.sql}`, q.params);
+    const text = Object.values((rows as Array<Record<string, string>>)[0]!)[0]!;
+    return accesses(JSON.parse(text)).filter((a) => !a.table_name.startsWith('<'));
+  };
+  /** The one access of `table`, with EXPLAIN's estimate and ANALYZE's real count of rows read. */
+  const access = async (conn: mysql.Connection, q: Statement, table: string) => {
+    const [e] = (await plan(conn, q, 'EXPLAIN')).filter((a) => a.table_name === table);
+    const [a] = (await plan(conn, q, 'ANALYZE')).filter((x) => x.table_name === table);
+    return { type: e!.access_type, key: e!.key, rows: Number(e!.rows), read: Number(a!.r_rows) };
+  };
+
+  test.beforeAll(async ({ dbs }) => {
+    const opts = { dateStrings: true, supportBigNumbers: true, bigNumberStrings: true } as const;
+    fc = await mysql.createConnection({ uri: dbs.fcUrl, ...opts });
+    sh = await mysql.createConnection({ uri: dbs.shUrl, ...opts });
+    // History first (the low ids, as in production), then the backlog. One INSERT … SELECT from
+    // the Sequence engine's `seq_1_to_N`.
+    const h = HISTORY, d = h + DEAD, p = d + PENDING, f = p + FAILED_DUE, n = f + FAILED_LATER;
+    await fc.query(
+      'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
+        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, last_error, broker_accepted_at, create_time) ' +
+        "SELECT UUID(), 'UPSERT', '100021', 'k', 1, 1, '00000000-0000-0000-0000-000000000000', 1, LPAD(seq, 36, '0'), 1, REPEAT('0', 64), " +
+        "NOW() - INTERVAL 30 DAY, '{}', " +
+        `CASE WHEN seq <= ${h} THEN 'BROKER_ACCEPTED' WHEN seq <= ${d} THEN 'DEAD' WHEN seq <= ${p} THEN 'PENDING' ELSE 'FAILED' END, ` +
+        `CASE WHEN seq > ${p} THEN 1 ELSE 0 END, ` +
+        `CASE WHEN seq > ${p} AND seq <= ${f} THEN NOW() - INTERVAL 1 MINUTE WHEN seq > ${f} THEN NOW() + INTERVAL 1 HOUR END, ` +
+        `CASE WHEN seq > ${h} AND seq <= ${d} THEN 'NACK: x' WHEN seq > ${p} THEN 'NO_ROUTE: y' END, ` +
+        `CASE WHEN seq <= ${h} THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL 30 DAY FROM seq_1_to_${n}`,
+    );
+    await sh.query(
+      'INSERT INTO flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, next_retry_at, create_time) ' +
+        "SELECT 'T', seq, 'app', 1, 'g', CONCAT('t', seq), 1, " +
+        `CASE WHEN seq <= ${h} THEN 'DONE' WHEN seq <= ${d} THEN 'DEAD' WHEN seq <= ${d + 1000} THEN 'UNKNOWN' WHEN seq <= ${d + 1600} THEN 'FAILED' ELSE 'PENDING' END, ` +
+        `CASE WHEN seq > ${d + 1000} AND seq <= ${d + 1300} THEN NOW() - INTERVAL 1 MINUTE WHEN seq > ${d + 1300} AND seq <= ${d + 1600} THEN NOW() + INTERVAL 1 HOUR END, ` +
+        `CASE WHEN seq > ${d + 1800} THEN NOW() ELSE NOW() - INTERVAL 30 DAY END FROM seq_1_to_${d + 2000}`,
+    );
+    await fc.query('ANALYZE TABLE answer_delivery');
+    await sh.query('ANALYZE TABLE flow_apply_command');
+  }, 120_000);
+  afterAll(async () => {
+    await fc?.end();
+    await sh?.end();
+  });
+
+  describe('deliveries send', () => {
+    test('the claim is a range on idx_delivery_due over the due rows only, never the history', async () => {
+      const c = await access(fc, sendSql.claim(LIMIT), 'answer_delivery');
+      expect(c).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+      // the estimate covers the due backlog (PENDING + due FAILED), not the 205,000 old rows
+      expect(c.rows).toBeLessThanOrEqual(2 * (PENDING + FAILED_DUE));
+      // and reading stops at the LIMIT: nothing under another lease here to skip
+      expect(c.read).toBeLessThanOrEqual(LIMIT);
+    });
+
+    test('the claim takes due retries first (FAILED sorts before PENDING in the index), then PENDING by id', async () => {
+      const q = sendSql.claim(FAILED_DUE + PENDING);
+      const [rows] = await fc.query(q.sql.replace('FOR UPDATE SKIP LOCKED', ''), q.params);
+      const got = rows as Array<{ id: string; state: string }>;
+      expect(got.length).toBe(FAILED_DUE + PENDING);
+      expect(got.slice(0, FAILED_DUE).every((r) => r.state === 'FAILED')).toBe(true);
+      const pending = got.slice(FAILED_DUE);
+      expect(pending.every((r) => r.state === 'PENDING')).toBe(true);
+      expect(pending.map((r) => BigInt(r.id))).toEqual(pending.map((r) => BigInt(r.id)).sort((a, b) => (a < b ? -1 : 1)));
+    });
+
+    test('countDue and the dry run peek read the due backlog through the same index', async () => {
+      const count = await access(fc, sendSql.countDue(100_000), 'answer_delivery');
+      expect(count).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+      expect(count.read).toBeLessThanOrEqual(PENDING + FAILED_DUE);
+      const peek = await access(fc, sendSql.peekDue('0', LIMIT), 'answer_delivery');
+      expect(peek).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+      expect(peek.read).toBeLessThanOrEqual(PENDING + FAILED_DUE);
+    });
+  });
+
+  describe('deliveries scan', () => {
+    test('the open-row report reads only PENDING and FAILED rows', async () => {
+      const [[{ now }]] = (await fc.query('SELECT NOW() AS now')) as unknown as [[{ now: string }]];
+      // the statement names the table `d`
+      const o = await access(fc, scanSql.open(now), 'd');
+      expect(o).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+      expect(o.read).toBeLessThanOrEqual(OPEN);
+    });
+
+    test('the state counts read the index, not the table rows (it counts the history, by design)', async () => {
+      const s = await access(fc, scanSql.states(), 'answer_delivery');
+      expect(s.type).not.toBe('ALL');
+      expect(s.key).toBe('idx_delivery_due');
+    });
+
+    test('reasons and the newest FAILED/DEAD rows read FAILED and DEAD only (bounded by DEAD, which does grow)', async () => {
+      for (const q of [scanSql.reasons(), scanSql.newestFailed(20)]) {
+        const r = await access(fc, q, 'answer_delivery');
+        expect(r).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+        expect(r.read).toBeLessThanOrEqual(DEAD + FAILED_DUE + FAILED_LATER);
+      }
+    });
+  });
+
+  describe('apply-command resolve-unknown', () => {
+    test('the claim start reads only the backlog entries of idx_apply_command_due', async () => {
+      const s = await access(sh, claimStartSelect('app', 600), 'flow_apply_command');
+      expect(s).toMatchObject({ type: 'range', key: 'idx_apply_command_due' });
+      expect(s.read).toBeLessThanOrEqual(2_000);
+    });
+
+    test('from the claim start, the claim walks the primary key past the backlog only', async () => {
+      const [[{ id }]] = (await sh.query(claimStartSelect('app', 600).sql, claimStartSelect('app', 600).params)) as unknown as [[{ id: string }]];
+      const start = String(BigInt(id) - 1n);
+      for (const q of [claimSelect('app', 600, start, LIMIT), peekSelect('app', 600, start, LIMIT)]) {
+        const c = await access(sh, q, 'flow_apply_command');
+        expect(c.type).toBe('range');
+        expect(['PRIMARY', 'idx_apply_command_due']).toContain(c.key);
+        expect(c.read).toBeLessThanOrEqual(2_000);
+      }
+    });
+
+    // Issue 20: the claim start was the smallest id in ANY open state (another app key's row, a
+    // FAILED row whose retry is hours away), and from there the claim (ORDER BY id LIMIT 100)
+    // walked the primary key through every DONE row after it; now it is the smallest claimable id.
+    test('one old open row of another app key does not make the claim read the history', async () => {
+      await sh.query("UPDATE flow_apply_command SET state = 'UNKNOWN', apply_app_key = 'other' WHERE id = 1");
+      try {
+        const [[{ id }]] = (await sh.query(claimStartSelect('app', 600).sql, claimStartSelect('app', 600).params)) as unknown as [[{ id: string }]];
+        const c = await access(sh, claimSelect('app', 600, String(BigInt(id) - 1n), 100), 'flow_apply_command');
+        expect(c.read).toBeLessThanOrEqual(2_000);
+      } finally {
+        await sh.query("UPDATE flow_apply_command SET state = 'DONE', apply_app_key = 'app' WHERE id = 1");
+      }
+    });
+
+    test('the count of other app keys\' rows reads the backlog through idx_apply_command_due', async () => {
+      const c = await access(sh, otherAppKeySelect('app', 600), 'flow_apply_command');
+      expect(c).toMatchObject({ type: 'range', key: 'idx_apply_command_due' });
+      expect(c.read).toBeLessThanOrEqual(2_000);
+    });
+  });
+});

@@ -1,0 +1,125 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const UNITS = fileURLToPath(new URL('../../docs/systemd/', import.meta.url));
+const ANALYZE = '/usr/bin/systemd-analyze';
+// Debian's systemd package ships the tool and the standard units (scripts/services.sh up installs
+// it). Missing, the verify tests fail with one clear line, in CI and everywhere else: a check that
+// silently skipped would let a broken unit through.
+const SYSTEM_UNITS = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((d) => existsSync(join(d, 'sysinit.target')));
+const MISSING = `${ANALYZE} or the standard units (sysinit.target) are missing: run \`bash scripts/services.sh up\` (installs Debian's systemd package)`;
+const haveTool = existsSync(ANALYZE) && SYSTEM_UNITS !== undefined;
+
+const files = readdirSync(UNITS).sort();
+const services = files.filter((f) => f.endsWith('.service') && !f.includes('@'));
+const timers = files.filter((f) => f.endsWith('.timer'));
+const text = (f: string) => readFileSync(join(UNITS, f), 'utf8');
+/** The values of `key=` lines (comments left out). */
+const values = (body: string, key: string) => body.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1));
+
+let root: string | undefined;
+afterAll(() => root && rmSync(root, { recursive: true, force: true }));
+
+/**
+ * A filesystem root for `systemd-analyze verify --root` (no systemd running as PID 1 here): the
+ * distribution's units (sysinit.target, timers.target, …), ours in /etc/systemd/system, and
+ * stand-in executables for every ExecStart binary (verify refuses a unit whose binary is missing).
+ */
+function verifyRoot(): string {
+  root = mkdtempSync(join(tmpdir(), 'fcctl-systemd-'));
+  mkdirSync(join(root, 'usr/lib/systemd'), { recursive: true });
+  cpSync(SYSTEM_UNITS!, join(root, 'usr/lib/systemd/system'), { recursive: true });
+  mkdirSync(join(root, 'etc/systemd/system'), { recursive: true });
+  cpSync(UNITS, join(root, 'etc/systemd/system'), { recursive: true });
+  mkdirSync(join(root, 'usr/bin'), { recursive: true });
+  symlinkSync('usr/bin', join(root, 'bin'));
+  for (const f of files) {
+    for (const exec of values(text(f), 'ExecStart')) {
+      const bin = exec.replace(/^[-@:+!]+/, '').split(' ')[0]!;
+      if (exec.startsWith('-') || !bin.startsWith('/usr/bin/') && !bin.startsWith('/bin/')) continue;
+      const stand = join(root, 'usr/bin', bin.split('/').at(-1)!);
+      writeFileSync(stand, '#!/bin/sh\n');
+      chmodSync(stand, 0o755);
+    }
+  }
+  return root;
+}
+
+describe('docs/systemd units', () => {
+  it('systemd-analyze verify: no error and no warning', () => {
+    expect(haveTool, MISSING).toBe(true);
+    const r = verifyRoot();
+    // a template is verified through an instance of it, as OnFailure= starts it
+    const names = [...services, ...timers, 'fcctl-failure@fcctl-reconcile.service.service'];
+    const out = spawnSync(ANALYZE, ['verify', '--man=no', `--root=${r}`, ...names], { encoding: 'utf8' });
+    expect(out.stderr + out.stdout).toBe('');
+    expect(out.status).toBe(0);
+  });
+
+  it('verify does catch a broken unit here (the check is not vacuous)', () => {
+    expect(haveTool, MISSING).toBe(true);
+    const r = root ?? verifyRoot();
+    writeFileSync(join(r, 'etc/systemd/system/fcctl-broken.service'), '[Service]\nType=oneshot\nExecStrt=/usr/bin/fcctl x\nExecStart=/usr/bin/fcctl-missing\n');
+    const out = spawnSync(ANALYZE, ['verify', '--man=no', `--root=${r}`, 'fcctl-broken.service'], { encoding: 'utf8' });
+    expect(out.stderr).toContain("Unknown key 'ExecStrt'");
+    expect(out.status).not.toBe(0);
+  });
+
+  it('every service reads /etc/fcctl/env, reports failures through fcctl-failure@, and counts only exit 0 as success', () => {
+    expect(services.length).toBeGreaterThanOrEqual(4);
+    for (const f of services) {
+      const body = text(f);
+      expect(values(body, 'EnvironmentFile'), f).toEqual(['/etc/fcctl/env']);
+      expect(values(body, 'OnFailure'), f).toEqual(['fcctl-failure@%n.service']);
+      // exit 1 = items failed or a stop cut the run short: not a success to hide from alerting
+      expect(values(body, 'SuccessExitStatus'), f).toEqual([]);
+      expect(values(body, 'Type'), f).toEqual(['oneshot']);
+      expect(timers, f).toContain(f.replace(/\.service$/, '.timer'));
+    }
+    expect(files).toContain('fcctl-failure@.service');
+    // the reporter must not report itself
+    expect(values(text('fcctl-failure@.service'), 'OnFailure')).toEqual([]);
+  });
+
+  it('every timer is persistent (a run missed while down happens at boot) and installed under timers.target', () => {
+    for (const f of timers) {
+      expect(values(text(f), 'Persistent'), f).toEqual(['true']);
+      expect(values(text(f), 'WantedBy'), f).toEqual(['timers.target']);
+    }
+  });
+
+  it('the nightly unit is `reconcile run --all` with the stable output directory the crontab uses', () => {
+    const exec = values(text('fcctl-reconcile.service'), 'ExecStart')[0]!;
+    expect(exec).toContain('reconcile run --all --consumer 100100 --out-dir /var/lib/fcctl/reconcile ');
+    expect(exec).toContain('--metrics-file /var/lib/node_exporter/textfile_collector/fcctl_reconcile.prom');
+    expect(readFileSync(fileURLToPath(new URL('../../docs/cron/fcctl.crontab', import.meta.url)), 'utf8')).toContain('reconcile run --all --consumer 100100 --out-dir /var/lib/fcctl/reconcile ');
+  });
+
+  it("the failure reporter's command, run with stand-ins for systemctl, journalctl and systemd-cat, logs the unit's result", () => {
+    const exec = values(text('fcctl-failure@.service'), 'ExecStart').find((e) => e.startsWith('/bin/sh -c '))!;
+    // systemd expands `$NAME` itself: every `$` meant for the shell is written `$$`
+    expect(exec).not.toMatch(/(?<!\$)\$(?!\$)/);
+    const script = /^\/bin\/sh -c '(.*)' sh %i$/.exec(exec)![1]!.replaceAll('$$', '$');
+    const dir = mkdtempSync(join(tmpdir(), 'fcctl-failure-'));
+    try {
+      const stand = (name: string, body: string) => {
+        writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`);
+        chmodSync(join(dir, name), 0o755);
+      };
+      stand('systemctl', 'echo "$*" >>"$(dirname "$0")/calls"; printf "Result=exit-code\\nExecMainStatus=1\\n"');
+      stand('journalctl', 'echo "$*" >>"$(dirname "$0")/calls"; echo "last log line"');
+      stand('systemd-cat', 'echo "[$*] $(cat)" >>"$(dirname "$0")/journal"');
+      execFileSync('sh', ['-c', script, 'sh', 'fcctl-deliveries-send.service'], { env: { PATH: `${dir}:/usr/bin:/bin` } });
+      expect(readFileSync(join(dir, 'journal'), 'utf8')).toBe(
+        '[-t fcctl-failure -p err] fcctl unit fcctl-deliveries-send.service failed: Result=exit-code ExecMainStatus=1\n[-t fcctl-failure -p info] last log line\n',
+      );
+      expect(readFileSync(join(dir, 'calls'), 'utf8')).toContain('--unit=fcctl-deliveries-send.service');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -121,15 +121,15 @@ describe('allExit: the exit code of this process\'s share', () => {
     expect(allExit(result({ runId: 'r', outcomes: [], summary: failedRun }), o)).toMatchObject({ exitCode: 1, reason: '1 pair(s) of run r failed (run it again with --run-id r to retry them)' });
   });
   it('1 with a warning when a filter value matched nothing, or the run was complete before this process began', () => {
-    expect(allExit(result({ found: { pairs: 2, atFc: 2, atSh: 2, unmatched: ['--school 66'] } }), o)).toMatchObject({ exitCode: 1, warning: '--school 66 matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)' });
+    expect(allExit(result({ found: { pairs: 2, atFc: 2, atSh: 2, unmatched: ['--school 66'] } }), o)).toMatchObject({ exitCode: 1, warning: 'warning: --school 66 matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)' });
     expect(allExit(result({ outcomes: [], completeAtStart: true }), o)).toMatchObject({ exitCode: 1, warning: expect.stringMatching(/every pair of run 2026-12-01 was done before this process began: nothing was run/) });
     expect(allExit(result({ outcomes: [], completeAtStart: true }), { ...o, allowEmpty: true }).exitCode).toBe(0);
   });
   it('1 with a warning when no pair was found, or none at FC; --allow-empty accepts both', () => {
     const none = result({ found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [] });
-    expect(allExit(none, o)).toMatchObject({ exitCode: 1, warning: expect.stringMatching(/no \(school, form\) pair found/) });
+    expect(allExit(none, o)).toMatchObject({ exitCode: 1, warning: expect.stringMatching(/^warning: no \(school, form\) pair found/) });
     const shOnly = result({ found: { pairs: 3, atFc: 0, atSh: 3 } });
-    expect(allExit(shOnly, o)).toMatchObject({ exitCode: 1, warning: 'no pair found at FC while SH has 3: check the FC database and --consumer (--allow-empty accepts it)' });
+    expect(allExit(shOnly, o)).toMatchObject({ exitCode: 1, warning: 'warning: no pair found at FC while SH has 3: check the FC database and --consumer (--allow-empty accepts it)' });
     expect(allExit(none, { ...o, allowEmpty: true })).toEqual({ exitCode: 0, warning: null, reason: null });
     expect(allExit(shOnly, { ...o, allowEmpty: true }).exitCode).toBe(0);
   });

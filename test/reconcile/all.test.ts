@@ -83,7 +83,7 @@ test('one process: every pair found on either side run once, each in DIR/<school
   // The same run again: every pair is done, nothing is run twice — and a run id reused is said (exit 1).
   const again = await runCli(all(out, '--run-id', 'single'), { env });
   expect(again.code).toBe(1);
-  expect(again.stderr).toMatch(/every pair of run single was done before this process began: nothing was run/);
+  expect(again.stderr).toMatch(/^fcctl: warning: every pair of run single was done before this process began: nothing was run/);
   expect(pairsOf(again.stdout)).toHaveLength(0);
   expect(summaryOf(again.stdout)).toMatchObject({ pairsRun: 0, run: { pairs: 40, byState: { DONE: 40 } } });
   // --fail-if-diff: the seeded drift is a difference.
@@ -259,7 +259,7 @@ test('mistakes: no pair for the filters, no consumer key, bad flags — one line
   expect((await runCli(all(join(dir, 'none2'), '--run-id', 'none2', '--school', '424242', '--allow-empty'), { env })).code).toBe(0);
   const typo = await runCli(all(join(dir, 'typo'), '--run-id', 'typo', '--school', '5', '--school', '66'), { env });
   expect(typo.code).toBe(1);
-  expect(typo.stderr).toMatch(/--school 66 matched no pair at FC nor at SH: a typo\?/);
+  expect(typo.stderr).toMatch(/^fcctl: warning: --school 66 matched no pair at FC nor at SH: a typo\?/);
   expect(pairsOf(typo.stdout)).toHaveLength(3);
   const noKey = await runCli(['--json', 'reconcile', 'run', '--all', '--out-dir', join(dir, 'nokey')], { env });
   expect(noKey.code).toBe(2);

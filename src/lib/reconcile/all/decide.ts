@@ -161,10 +161,10 @@ export function allExit(r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | '
 }
 
 function emptyWarning(r: Pick<RunAllResult, 'runId' | 'found' | 'completeAtStart'>): string | null {
-  if (r.found.pairs === 0) return 'no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
-  if (r.found.atFc === 0) return `no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
-  if ((r.found.unmatched ?? []).length > 0) return `${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
-  if (r.completeAtStart) return `every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
+  if (r.found.pairs === 0) return 'warning: no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
+  if (r.found.atFc === 0) return `warning: no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
+  if ((r.found.unmatched ?? []).length > 0) return `warning: ${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
+  if (r.completeAtStart) return `warning: every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
   return null;
 }
 

@@ -425,7 +425,7 @@ function members(body: Buffer, snapshot: string): Array<[string, string]> {
 const join_ = (entries: Array<[string, string]>) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
 /** A valid envelope with members replaced (raw JSON text), removed (undefined) or added. */
 function edited(changes: Record<string, string | undefined>, base = row()): string {
-  const entries = members(buildEnvelope(base, ZONE), base.snapshot_json).filter(([k]) => !(k in changes) || changes[k] !== undefined);
+  const entries = members(buildEnvelope(base, ZONE), String(base.snapshot_json)).filter(([k]) => !(k in changes) || changes[k] !== undefined);
   const out = entries.map(([k, v]): [string, string] => [k, k in changes ? changes[k]! : v]);
   for (const [k, v] of Object.entries(changes)) if (v !== undefined && !entries.some(([name]) => name === k)) out.push([k, v]);
   return join_(out);

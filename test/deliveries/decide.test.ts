@@ -183,12 +183,14 @@ describe('planWrites and compileWrite', () => {
     const fail = writes[1]!;
     expect(fail).toMatchObject({ state: 'FAILED', retryCount: 4, backoffSeconds: 160, lastError: 'NO_ROUTE' });
     const { sql, params } = compileWrite('me', fail);
-    expect(sql).toContain("id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND ((retry_count = ? AND replay_op_digest <=> ? AND id IN (?)))");
+    // one generation: the top-level id list is the only one
+    expect(sql).toMatch(/ WHERE id IN \(\?\) AND claim_owner = \? AND state IN \('PENDING', 'FAILED'\) AND retry_count = \? AND replay_op_digest <=> \?$/);
     expect(sql).toContain('broker_accepted_at = NULL');
-    expect(params).toEqual(['FAILED', 4, 160, 'NO_ROUTE', ['2'], 'me', 3, 'd'.repeat(64), ['2']]);
+    expect(params).toEqual(['FAILED', 4, 160, 'NO_ROUTE', ['2'], 'me', 3, 'd'.repeat(64)]);
     // one IN list per generation
     const mixed = compileWrite('me', { kind: 'accept', gens: [{ id: '1', retryCount: 0, replayOpDigest: null }, { id: '2', retryCount: 0, replayOpDigest: null }, { id: '3', retryCount: 2, replayOpDigest: 'x' }] });
     expect(mixed.params).toEqual([['1', '2', '3'], 'me', 0, null, ['1', '2'], 2, 'x', ['3']]);
+    expect(mixed.sql).toContain("AND state IN ('PENDING', 'FAILED') AND ((retry_count = ? AND replay_op_digest <=> ? AND id IN (?)) OR (retry_count = ? AND replay_op_digest <=> ? AND id IN (?)))");
     const accept = compileWrite('me', writes[0]!);
     expect(accept.sql).toContain('broker_accepted_at = COALESCE(broker_accepted_at, NOW())');
     expect(compileWrite('me', writes[2]!).sql.split(' WHERE ')[0]).not.toContain('retry_count');

@@ -49,6 +49,7 @@ let o = 0; // output write position in W
 let spanStart = 0; // W[spanStart, pos) is output not yet copied to W[o, …)
 let doubleMode = false;
 let innermostOpen = -1; // input offset of the innermost open `{` or `[`, for UNTERMINATED
+let rootNames: string[] | undefined; // when asked for: the root object's member names, decoded
 
 // Members of the objects being read, a stack shared by nested objects: an object owns the records
 // from its base to mTop. Typed arrays of offsets, never a JS object keyed by member name.
@@ -64,8 +65,11 @@ let sortTemp: Int32Array = new Int32Array(256); // merge buffer of the sort
 /**
  * Canonicalizes `input`; the canonical bytes are then `workBuffer().subarray(start, end)` with
  * `[start, end]` the returned pair, valid until the next call. Throws {@link CanonFailure}.
+ * With `rootMembers`, the root object's member names (decoded, in input order, `intent` too) are
+ * pushed onto it; it stays empty for any other root.
  */
-export function canonicalizeInto(input: Uint8Array, mode: NumberMode): [start: number, end: number] {
+export function canonicalizeInto(input: Uint8Array, mode: NumberMode, rootMembers?: string[]): [start: number, end: number] {
+  rootNames = rootMembers;
   len = input.length;
   if (len > MAX_INPUT_BYTES) throw new RangeError(`a JSON document of ${len} bytes is over the ${MAX_INPUT_BYTES}-byte limit`);
   if (!isUtf8(input)) {
@@ -258,6 +262,8 @@ function finishObject(base: number, root: boolean): void {
       break;
     }
   }
+  // `send` checks the root's member set from here: the names were read anyway, no second parse
+  if (root && rootNames) for (let i = base; i < top; i++) rootNames.push(names ? (names[i - base] as string) : knownName(i));
   let intent = -1;
   if (root) {
     for (let i = base; i < top; i++) if (names ? names[i - base] === 'intent' : isIntent(i)) intent = i;
@@ -390,6 +396,33 @@ const INTENT = [0x69, 0x6e, 0x74, 0x65, 0x6e, 0x74];
 function isIntent(i: number): boolean {
   const s = mKeyStart[i] as number;
   return (mKeyEnd[i] as number) - s === INTENT.length && startsWith(s, INTENT);
+}
+
+// Root names seen before, by length: a relay reads the same ten names on every row, and comparing
+// a few bytes costs less than making a string of them each time.
+const knownNames = new Map<number, Array<{ bytes: Uint8Array; name: string }>>();
+
+/** The name of escape-free member i, as a string made once per distinct name (a bounded cache). */
+function knownName(i: number): string {
+  const start = mKeyStart[i] as number;
+  const n = (mKeyEnd[i] as number) - start;
+  const w = W;
+  const bucket = knownNames.get(n);
+  if (bucket) {
+    next: for (const known of bucket) {
+      const b = known.bytes;
+      for (let k = 0; k < n; k++) if (b[k] !== w[start + k]) continue next;
+      return known.name;
+    }
+  }
+  const name = w.toString('utf8', start, start + n);
+  if (n > 64) return name;
+  // a copy: W is reused by the next call (Buffer#slice would be a view of it)
+  const bytes = new Uint8Array(w.subarray(start, start + n));
+  if (!bucket) {
+    if (knownNames.size < 64) knownNames.set(n, [{ bytes, name }]);
+  } else if (bucket.length < 8) bucket.push({ bytes, name });
+  return name;
 }
 
 /** The decoded name of member i (slow path: names with escapes, error messages). */

@@ -108,6 +108,30 @@ export function contentHash(input: Uint8Array | string, options?: CanonOptions):
 }
 
 /**
+ * The content hash of one JSON document (as {@link contentHash}) and, when its root is an object,
+ * that object's member names (decoded, in input order, `intent` included): what a relay checks of a
+ * stored snapshot, in one pass over its bytes and without a copy of the canonical form.
+ * Never throws for bad input.
+ * @example
+ * hashWithMembers(Buffer.from('{"b":1,"a":2}')); // { ok: true, hash: '…', members: ['b', 'a'] }
+ */
+export function hashWithMembers(input: Uint8Array): { readonly ok: true; readonly hash: string; readonly members: string[] | null } | { readonly ok: false; readonly error: CanonError } {
+  const bytes = toBytes(input);
+  if (!(bytes instanceof Uint8Array)) return { ok: false, error: bytes };
+  const members: string[] = [];
+  try {
+    const [start, end] = canonicalizeInto(bytes, 'exact', members);
+    const w = workBuffer();
+    return { ok: true, hash: sha256Hex(w.subarray(start, end)), members: w[start] === 0x7b ? members : null };
+  } catch (e) {
+    if (e instanceof CanonFailure) return { ok: false, error: toError(bytes, e) };
+    throw e;
+  } finally {
+    releaseWorkBuffer();
+  }
+}
+
+/**
  * The canonical text of one JSON number literal: `new BigDecimal(literal).stripTrailingZeros()
  * .toPlainString()` (no exponent, no trailing fraction zeros, no negative zero). In `double` mode
  * a literal with a fraction or exponent is first rounded to a double.

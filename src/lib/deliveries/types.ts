@@ -42,7 +42,8 @@ export interface DeliveryRow {
   readonly is_deleted: number;
   readonly content_hash: string;
   readonly occurred_at: string;
-  readonly snapshot_json: string;
+  /** the stored bytes as read by `send` (a Buffer: never decoded), or text */
+  readonly snapshot_json: Buffer | string;
   readonly state: DeliveryState;
   readonly retry_count: number;
   readonly replay_op_digest: string | null;

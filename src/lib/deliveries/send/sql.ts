@@ -6,10 +6,13 @@ import type { Statement } from '../../db/statement.js';
 import { type DeliveryRow, type Generation, grantKey } from '../types.js';
 import type { Write } from './types.js';
 
-/** Columns the relay needs; never `SELECT *` (consumer receipt columns are not ours). */
+/**
+ * Columns the relay needs; never `SELECT *` (consumer receipt columns are not ours). The snapshot
+ * comes as its stored bytes (binary: mysql2 gives a Buffer), hashed and embedded without a decode.
+ */
 const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, replay_op_digest';
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(snapshot_json AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest';
 
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
@@ -81,7 +84,14 @@ function guard(owner: string, gens: readonly Generation[]): Statement {
   // The top-level `id IN` makes the primary key drive the statement (and its locks), whatever
   // the generation groups look like.
   const params: unknown[] = [gens.map((g) => g.id), owner];
-  const parts = [...byGeneration.values()].map((group) => {
+  const groups = [...byGeneration.values()];
+  if (groups.length === 1) {
+    // The usual batch, one generation: its ids are the top-level list already (a second list of
+    // the same ids cost MariaDB as much to read again as the first).
+    params.push(groups[0]!.retryCount, groups[0]!.replayOpDigest);
+    return { sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND retry_count = ? AND replay_op_digest <=> ?`, params };
+  }
+  const parts = groups.map((group) => {
     params.push(group.retryCount, group.replayOpDigest, group.ids);
     return '(retry_count = ? AND replay_op_digest <=> ? AND id IN (?))';
   });

@@ -114,8 +114,9 @@ export function contentHash(input: Uint8Array | string, options?: CanonOptions):
  * Never throws for bad input.
  * @example
  * hashWithMembers(Buffer.from('{"b":1,"a":2}')); // { ok: true, hash: '…', members: ['b', 'a'] }
+ * @throws {RangeError} for a document over {@link MAX_INPUT_BYTES}, as {@link canonicalize}.
  */
-export function hashWithMembers(input: Uint8Array): { readonly ok: true; readonly hash: string; readonly members: string[] | null } | { readonly ok: false; readonly error: CanonError } {
+export function hashWithMembers(input: Uint8Array | string): { readonly ok: true; readonly hash: string; readonly members: string[] | null } | { readonly ok: false; readonly error: CanonError } {
   const bytes = toBytes(input);
   if (!(bytes instanceof Uint8Array)) return { ok: false, error: bytes };
   const members: string[] = [];

@@ -105,15 +105,14 @@ export function checkSnapshot(
   contentHash: string,
   consumer?: { appKey: string; schoolId: string },
 ): { ok: true } | { ok: false; reason: FailReason; detail: string } {
-  const bytes = typeof snapshotJson === 'string' ? Buffer.from(snapshotJson, 'utf8') : snapshotJson;
-  const result = hashWithMembers(bytes);
+  // text goes through the canonicalizer's own encoding (an unpaired surrogate is refused, not U+FFFD)
+  const result = hashWithMembers(snapshotJson);
   if (!result.ok) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `${result.error.code}: ${result.error.message}` };
   if (result.hash !== contentHash) return { ok: false, reason: 'SNAPSHOT_HASH_MISMATCH', detail: `recomputed ${result.hash}` };
   // A byte order mark is skipped by fc.canon.v1 but would break the envelope it is embedded in.
-  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
-  if (result.members === null || bom) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
+  if (result.members === null || startsWithBom(snapshotJson)) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
   const members = result.members.filter((k) => k !== 'intent').sort();
-  if (consumer && members.length < result.members.length && !intentIsFor(bytes, consumer)) {
+  if (consumer && result.members.includes('intent') && !intentIsFor(snapshotJson, consumer)) {
     return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot intent is not for this consumer and school' };
   }
   if (members.join(',') !== SNAPSHOT_MEMBERS.join(',')) {
@@ -122,9 +121,26 @@ export function checkSnapshot(
   return { ok: true };
 }
 
-/** Whether the snapshot's `intent` names this consumer and school (a lossy parse is harmless: the values were validated exactly). */
-function intentIsFor(bytes: Uint8Array, consumer: { appKey: string; schoolId: string }): boolean {
-  const parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')) as Record<string, unknown>;
-  const i = parsed['intent'] as Record<string, unknown> | null;
-  return i !== null && typeof i === 'object' && i['consumerAppKey'] === consumer.appKey && String(i['consumerSchoolId']) === consumer.schoolId;
+function startsWithBom(snapshot: Uint8Array | string): boolean {
+  if (typeof snapshot === 'string') return snapshot.charCodeAt(0) === 0xfeff;
+  return snapshot.length >= 3 && snapshot[0] === 0xef && snapshot[1] === 0xbb && snapshot[2] === 0xbf;
+}
+
+/**
+ * Whether the snapshot's `intent` names this consumer and school. Parsed again (only such rows
+ * are): the values were validated exactly, but a school id past 2^53 cannot be compared exactly
+ * after `JSON.parse`, so it is refused rather than taken for its neighbour.
+ */
+function intentIsFor(snapshot: Uint8Array | string, consumer: { appKey: string; schoolId: string }): boolean {
+  let i: unknown;
+  try {
+    const text = typeof snapshot === 'string' ? snapshot : Buffer.from(snapshot.buffer, snapshot.byteOffset, snapshot.length).toString('utf8');
+    i = (JSON.parse(text) as Record<string, unknown>)['intent'];
+  } catch {
+    return false;
+  }
+  if (i === null || typeof i !== 'object') return false;
+  const { consumerAppKey, consumerSchoolId } = i as Record<string, unknown>;
+  const school = typeof consumerSchoolId === 'number' ? (Number.isSafeInteger(consumerSchoolId) ? String(consumerSchoolId) : null) : typeof consumerSchoolId === 'string' ? consumerSchoolId : null;
+  return consumerAppKey === consumer.appKey && school === consumer.schoolId;
 }

@@ -8,11 +8,13 @@ import type { Write } from './types.js';
 
 /**
  * Columns the relay needs; never `SELECT *` (consumer receipt columns are not ours). The snapshot
- * comes as its stored bytes (binary: mysql2 gives a Buffer), hashed and embedded without a decode.
+ * comes as bytes (binary: mysql2 gives a Buffer), hashed and embedded without a decode: its UTF-8
+ * bytes, converted by the server first (a utf8mb4 column, the schema's, converts to itself; a
+ * latin1 or utf16 one FC may have would otherwise hand over bytes that are not UTF-8).
  */
 const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(snapshot_json AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest';
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest';
 
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
@@ -76,7 +78,8 @@ function guard(owner: string, gens: readonly Generation[]): Statement {
   // statement a primary-key lookup instead of hundreds of OR-ed conditions.
   const byGeneration = new Map<string, { retryCount: number; replayOpDigest: string | null; ids: string[] }>();
   for (const g of gens) {
-    const key = `${g.retryCount}|${g.replayOpDigest ?? ''}`;
+    // a NULL digest and an empty one are two generations (`<=>` tells them apart)
+    const key = `${g.retryCount}|${g.replayOpDigest === null ? 'N' : `S${g.replayOpDigest}`}`;
     const group = byGeneration.get(key) ?? { retryCount: g.retryCount, replayOpDigest: g.replayOpDigest, ids: [] };
     group.ids.push(g.id);
     byGeneration.set(key, group);

@@ -13,11 +13,12 @@ const BENCHES = {
   'canon-lines': { script: 'bench/canon-lines.mjs', about: '`fcctl canon hash --lines` over a generated ~1 GB JSONL file: MB/s and peak RSS (goal < 200 MB)' },
   'apply-command': { script: 'bench/apply-command.mjs', about: '`apply-command resolve-unknown` rows/s against the flow-center stand-in (20 ms, concurrency 16) vs the concurrency/latency bound (goal ≥ 0.8×)' },
   'flow-transport': { script: 'bench/flow-transport.mjs', about: 'signed lookups/s through FlowClient (node:http) and the global fetch for comparison against the stand-in, no database: the transport ceiling' },
-  send: { script: 'bench/send.mjs', about: '`deliveries send` rows/s vs raw amqplib publish-with-confirms (same broker, body size, window), 20k rows of 1 KB (goal ≥ 0.5×)' },
+  send: { script: 'bench/send.mjs', about: '`deliveries send` rows/s vs raw amqplib publish-with-confirms and vs a minimal relay (raw publish + lease claim + guarded write) on the same broker, body size and window, 20k rows of 1 KB, CPU per row of fcctl, MariaDB and RabbitMQ; `--history N` adds N old rows (goals: ≥ 0.7× raw, ≥ 0.9× minimal, fcctl ≤ 0.07 ms and MariaDB ≤ 0.05 ms per row)' },
   manifest: { script: 'bench/manifest.mjs', about: '`manifest scan` rows/s vs one streaming SELECT over 500k projection rows (goal ≥ 0.7×), its peak RSS at 100k and 500k (goal ≤ +20 %), `reconcile diff` of two 1M-row manifests' },
   projection: { script: 'bench/projection.mjs', about: '`projection repair-authoritative --plan --execute` rows/s over a 10k-row plan (⅓ missing, ⅓ stale, ⅓ hash conflict) at concurrency 8, 4, 1, and a dry run' },
   'reconcile-all': { script: 'bench/reconcile-all.mjs', about: '`reconcile run --all` over ~200 pairs × ~500 answers vs one `reconcile run` process per pair in turn (goal ≥ 3×), its peak RSS at ~50 and ~200 pairs (goal ≤ +20 %)' },
   startup: { script: 'bench/startup.mjs', about: 'start-up off a terminal: median wall time of 10× `fcctl --version` and 10× `deliveries send --dry-run` on an empty outbox vs `node -e 0`, and whether ink or React was loaded (goal: neither)' },
+  scan: { script: 'bench/scan.mjs', about: '`deliveries scan` wall time next to 20k PENDING rows, alone and after `--history N` (2,000,000) BROKER_ACCEPTED + N/40 DEAD rows, and its statements one by one (goal < 1 s at 2M)' },
   throttle: { script: 'bench/throttle.mjs', about: '`manifest scan` with a `--max-load` limit never reached vs without, 200k rows, same run, alternating order (goal ≤ 1.05×)' },
 };
 

@@ -88,7 +88,11 @@ CREATE TABLE IF NOT EXISTS answer_delivery (
   UNIQUE KEY uk_delivery_event (event_id),
   UNIQUE KEY uk_delivery_revision (answer_uuid, answer_revision, consumer_app_key, consumer_school_id),
   KEY idx_delivery_due (state, next_retry_at),
-  KEY idx_delivery_consumer (consumer_app_key, consumer_school_id, state)
+  KEY idx_delivery_consumer (consumer_app_key, consumer_school_id, state),
+  -- fcctl's own (schema version 5, `db init` adds it to an existing table): `deliveries scan`'s
+  -- reasons and newest FAILED/DEAD rows read it alone, never the history (test/db/explain.test.ts).
+  -- One index, not one per statement: every send outcome (a state change) writes each index on state
+  KEY idx_delivery_state_error (state, last_error, update_time, create_time)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
 -- fcctl's record of replay operations (`deliveries replay --execute`): one row per operation id

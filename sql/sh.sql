@@ -66,7 +66,10 @@ CREATE TABLE IF NOT EXISTS flow_apply_command (
   create_time        DATETIME     NOT NULL,
   update_time        DATETIME     NULL,
   UNIQUE KEY uk_apply_command_biz (biz_type, biz_id),
-  KEY idx_apply_command_due (state, next_retry_at)
+  KEY idx_apply_command_due (state, next_retry_at),
+  -- fcctl's own (schema version 5, `db init` adds it to an existing table): `apply-command scan`'s
+  -- reasons and newest DEAD rows read it alone, never the DONE history (test/db/explain.test.ts)
+  KEY idx_apply_command_state_error (state, last_error, last_branch, update_time, create_time)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
 CREATE TABLE IF NOT EXISTS fc_reconcile_audit (

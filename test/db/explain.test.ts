@@ -1,5 +1,5 @@
 /**
- * The claim queries' plans, pinned (issue 20): on a table with a long history (200,000 BROKER_ACCEPTED
+ * The claim and scan queries' plans, pinned (issue 20): on a table with a long history (200,000 BROKER_ACCEPTED
  * and 5,000 DEAD deliveries; 200,000 DONE apply commands) next to a small backlog, each statement is
  * EXPLAINed exactly as the code builds it, and ANALYZEd (run, with the rows it really read). A schema
  * change that drops or reshapes an index turns one of these into a scan, and this file fails.
@@ -7,6 +7,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect } from 'vitest';
 import { claimSelect, claimStartSelect, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/resolve/sql.js';
+import { applyScanSql } from '../../src/lib/apply-command/scan/sql.js';
 import { scanSql } from '../../src/lib/deliveries/scan/sql.js';
 import { sendSql } from '../../src/lib/deliveries/send/sql.js';
 import type { Statement } from '../../src/lib/db/statement.js';
@@ -42,11 +43,18 @@ describe('claim plans on a table with history (real MariaDB)', () => {
     const text = Object.values((rows as Array<Record<string, string>>)[0]!)[0]!;
     return accesses(JSON.parse(text)).filter((a) => !a.table_name.startsWith('<'));
   };
-  /** The one access of `table`, with EXPLAIN's estimate and ANALYZE's real count of rows read. */
+  /** Every access of `table` (one per branch of a UNION or subquery), EXPLAIN's estimate and ANALYZE's real count of rows read. */
+  const accessesOf = async (conn: mysql.Connection, q: Statement, table: string) => {
+    const e = (await plan(conn, q, 'EXPLAIN')).filter((a) => a.table_name === table);
+    const a = (await plan(conn, q, 'ANALYZE')).filter((x) => x.table_name === table);
+    expect(a.length).toBe(e.length);
+    return e.map((x, i) => ({ type: x.access_type, key: x.key, rows: Number(x.rows), read: Number(a[i]!.r_rows) }));
+  };
+  /** The one access of `table`. */
   const access = async (conn: mysql.Connection, q: Statement, table: string) => {
-    const [e] = (await plan(conn, q, 'EXPLAIN')).filter((a) => a.table_name === table);
-    const [a] = (await plan(conn, q, 'ANALYZE')).filter((x) => x.table_name === table);
-    return { type: e!.access_type, key: e!.key, rows: Number(e!.rows), read: Number(a!.r_rows) };
+    const all = await accessesOf(conn, q, table);
+    expect(all).toHaveLength(1);
+    return all[0]!;
   };
 
   test.beforeAll(async ({ dbs }) => {
@@ -58,14 +66,16 @@ describe('claim plans on a table with history (real MariaDB)', () => {
     const h = HISTORY, d = h + DEAD, p = d + PENDING, f = p + FAILED_DUE, n = f + FAILED_LATER;
     await fc.query(
       'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, last_error, broker_accepted_at, create_time) ' +
+        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, last_error, broker_accepted_at, create_time, update_time) ' +
         "SELECT UUID(), 'UPSERT', '100021', 'k', 1, 1, '00000000-0000-0000-0000-000000000000', 1, LPAD(seq, 36, '0'), 1, REPEAT('0', 64), " +
         "NOW() - INTERVAL 30 DAY, '{}', " +
         `CASE WHEN seq <= ${h} THEN 'BROKER_ACCEPTED' WHEN seq <= ${d} THEN 'DEAD' WHEN seq <= ${p} THEN 'PENDING' ELSE 'FAILED' END, ` +
         `CASE WHEN seq > ${p} THEN 1 ELSE 0 END, ` +
         `CASE WHEN seq > ${p} AND seq <= ${f} THEN NOW() - INTERVAL 1 MINUTE WHEN seq > ${f} THEN NOW() + INTERVAL 1 HOUR END, ` +
         `CASE WHEN seq > ${h} AND seq <= ${d} THEN 'NACK: x' WHEN seq > ${p} THEN 'NO_ROUTE: y' END, ` +
-        `CASE WHEN seq <= ${h} THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL 30 DAY FROM seq_1_to_${n}`,
+        // update_time as fcctl's writes leave it (every one sets it); the PENDING rows were never written
+        `CASE WHEN seq <= ${h} THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL 30 DAY, ` +
+        `CASE WHEN seq <= ${d} OR seq > ${p} THEN NOW() - INTERVAL 30 DAY + INTERVAL seq SECOND END FROM seq_1_to_${n}`,
     );
     await sh.query(
       'INSERT INTO flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, next_retry_at, create_time) ' +
@@ -122,18 +132,74 @@ describe('claim plans on a table with history (real MariaDB)', () => {
       expect(o.read).toBeLessThanOrEqual(OPEN);
     });
 
-    test('the state counts read the index, not the table rows (it counts the history, by design)', async () => {
+    // Exact counts read every entry of one index, never a row: the one scan statement that grows
+    // with the history (issue 20, bench/scan.mjs). It must not become a table scan.
+    test('the state counts read one index, entries only (it counts the history, by design)', async () => {
       const s = await access(fc, scanSql.states(), 'answer_delivery');
-      expect(s.type).not.toBe('ALL');
-      expect(s.key).toBe('idx_delivery_due');
+      expect(s).toMatchObject({ type: 'index', key: 'idx_delivery_due' });
+      const [rows] = await fc.query(scanSql.states().sql);
+      const n = Object.fromEntries((rows as Array<{ state: string; n: string | number }>).map((r) => [r.state, Number(r.n)]));
+      expect(n).toEqual({ BROKER_ACCEPTED: HISTORY, DEAD, PENDING, FAILED: FAILED_DUE + FAILED_LATER });
     });
 
-    test('reasons and the newest FAILED/DEAD rows read FAILED and DEAD only (bounded by DEAD, which does grow)', async () => {
-      for (const q of [scanSql.reasons(), scanSql.newestFailed(20)]) {
-        const r = await access(fc, q, 'answer_delivery');
-        expect(r).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
-        expect(r.read).toBeLessThanOrEqual(DEAD + FAILED_DUE + FAILED_LATER);
+    test('reasons read idx_delivery_state_error alone, FAILED and DEAD entries only (bounded by DEAD, which does grow, never the history)', async () => {
+      const r = await access(fc, scanSql.reasons(), 'answer_delivery');
+      expect(r).toMatchObject({ type: 'range', key: 'idx_delivery_state_error' });
+      expect(r.read).toBeLessThanOrEqual(DEAD + FAILED_DUE + FAILED_LATER);
+    });
+
+    // Issue 20: ORDER BY COALESCE(update_time, create_time) read and sorted every FAILED/DEAD row.
+    test('the newest FAILED/DEAD rows are sorted from idx_delivery_state_error alone; only the listed rows are read', async () => {
+      const ids = await access(fc, scanSql.newestFailed(20), 'answer_delivery');
+      expect(ids).toMatchObject({ type: 'range', key: 'idx_delivery_state_error' });
+      expect(ids.read).toBeLessThanOrEqual(DEAD + FAILED_DUE + FAILED_LATER);
+      const rows = await access(fc, scanSql.newestFailed(20), 'd');
+      expect(rows).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
+    });
+
+    test('the newest rows come in the order of the plain ORDER BY COALESCE(update_time, create_time) DESC, id DESC', async () => {
+      // two DEAD rows never written since their insert (no update_time: their create_time counts), and a tie on update_time
+      await fc.query("UPDATE answer_delivery SET update_time = NULL, create_time = NOW() + INTERVAL 1 DAY WHERE id IN (?, ?)", [HISTORY + 1, HISTORY + 2]);
+      const [[{ newest }]] = (await fc.query("SELECT MAX(update_time) AS newest FROM answer_delivery WHERE state IN ('FAILED', 'DEAD')")) as unknown as [[{ newest: string }]];
+      await fc.query('UPDATE answer_delivery SET update_time = ? WHERE id IN (?, ?)', [newest, HISTORY + 3, HISTORY + 10]);
+      try {
+        for (const limit of [1, 3, 20, 400]) {
+          const [got] = await fc.query(scanSql.newestFailed(limit).sql, scanSql.newestFailed(limit).params);
+          const [want] = await fc.query(
+            "SELECT event_id FROM answer_delivery WHERE state IN ('FAILED', 'DEAD') ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT ?",
+            [limit],
+          );
+          expect((got as Array<{ event_id: string }>).map((r) => r.event_id)).toEqual((want as Array<{ event_id: string }>).map((r) => r.event_id));
+        }
+      } finally {
+        await fc.query('UPDATE answer_delivery SET update_time = NOW() - INTERVAL 30 DAY + INTERVAL id SECOND, create_time = NOW() - INTERVAL 30 DAY WHERE id IN (?, ?, ?, ?)', [HISTORY + 1, HISTORY + 2, HISTORY + 3, HISTORY + 10]);
       }
+    });
+  });
+
+  // Issue 20: with 2,000,000 DONE rows, reasons and the newest DEAD rows read each DEAD row
+  // (0.7 s apiece); now idx_apply_command_state_error alone. The state counts read one index.
+  describe('apply-command scan', () => {
+    test('reasons and the newest DEAD rows read idx_apply_command_state_error alone, FAILED/DEAD entries only', async () => {
+      const r = await access(sh, applyScanSql.reasons(), 'flow_apply_command');
+      expect(r).toMatchObject({ type: 'range', key: 'idx_apply_command_state_error' });
+      expect(r.read).toBeLessThanOrEqual(DEAD + 600);
+      const ids = await access(sh, applyScanSql.newestDead(20), 'flow_apply_command');
+      expect(ids).toMatchObject({ key: 'idx_apply_command_state_error' });
+      expect(['ref', 'range']).toContain(ids.type);
+      expect(ids.read).toBeLessThanOrEqual(DEAD);
+      expect(await access(sh, applyScanSql.newestDead(20), 'c')).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
+    });
+
+    test('the newest DEAD rows come in the order of the plain ORDER BY COALESCE(update_time, create_time) DESC, id DESC', async () => {
+      const [got] = await sh.query(applyScanSql.newestDead(30).sql, applyScanSql.newestDead(30).params);
+      const [want] = await sh.query("SELECT id FROM flow_apply_command WHERE state = 'DEAD' ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT 30");
+      expect((got as Array<{ id: string }>).map((r) => r.id)).toEqual((want as Array<{ id: string }>).map((r) => r.id));
+      expect(got).toHaveLength(30);
+    });
+
+    test('the state counts read one index, entries only', async () => {
+      expect(await access(sh, applyScanSql.states(), 'flow_apply_command')).toMatchObject({ type: 'index' });
     });
   });
 

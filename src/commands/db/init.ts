@@ -18,7 +18,7 @@ export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<numbe
   const results = await initSides({ ...options, now: localDateTime(ctx.now()) }, dbOf, (result) => ctx.output.event('schema', { ...result }));
   // JSON mode already has one `schema` event per side; the table is for people.
   if (!ctx.output.json) ctx.output.rows(
-    results.map((r) => ({ side: r.side, created: r.created.join(' ') || '-', existing: r.existing.length, dev: r.markedDev ? 'marked' : '' })),
+    results.map((r) => ({ side: r.side, created: [...r.created, ...r.indexesAdded].join(' ') || '-', existing: r.existing.length, dev: r.markedDev ? 'marked' : '' })),
     [{ key: 'side' }, { key: 'created' }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
     'table',
     'db init',

@@ -40,11 +40,11 @@ export async function initSides(options: { sides: readonly Side[]; dev: boolean;
 
 /**
  * The summary counts of an init: tables created, and whether anything changed.
- * @example summarizeInit([{ side: 'fc', created: ['answer'], existing: [], versionRecorded: true, markedDev: false }]) // { created: 1, changed: true }
+ * @example summarizeInit([{ side: 'fc', created: ['answer'], existing: [], indexesAdded: [], versionRecorded: true, markedDev: false }]) // { created: 1, changed: true }
  */
 export function summarizeInit(results: readonly InitResult[]): { created: number; changed: boolean } {
   const created = results.reduce((n, r) => n + r.created.length, 0);
-  return { created, changed: created > 0 || results.some((r) => r.versionRecorded || r.markedDev) };
+  return { created, changed: created > 0 || results.some((r) => r.indexesAdded.length > 0 || r.versionRecorded || r.markedDev) };
 }
 
 /** Every missing table, column or index of each side, with its side; `onProblem` hears each as it is found. */

@@ -8,9 +8,22 @@ export type Side = 'fc' | 'sh';
  * (`apply-command requeue`); `db init` creates it on a version-1 database, `db check` names it missing.
  * 3: `fcctl_pause` and `fcctl_pause_event` on both sides (the pause switch, issue 19 §3), created
  * the same way by `db init` on an older database. 4: SH `fcctl_reconcile_task` (`reconcile run --all`,
- * issue 19 §1), created the same way.
+ * issue 19 §1), created the same way. 5: FC `answer_delivery` index `idx_delivery_state_error` and
+ * SH `flow_apply_command` index `idx_apply_command_state_error` (`deliveries scan` and
+ * `apply-command scan` without reading the history, issue 20), which `db init` adds to an existing
+ * table ({@link ADDED_INDEXES}).
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
+
+/**
+ * Indexes a later version added to a table an older `db init` had already created. `db init` adds
+ * the missing ones of this list (online: the service keeps writing meanwhile); any other missing
+ * index is `db check`'s to name, never silently re-made.
+ */
+export const ADDED_INDEXES: Readonly<Record<Side, ReadonlyArray<{ readonly table: string; readonly index: string }>>> = {
+  fc: [{ table: 'answer_delivery', index: 'idx_delivery_state_error' }],
+  sh: [{ table: 'flow_apply_command', index: 'idx_apply_command_state_error' }],
+};
 
 /** One table of the reference schema as its SQL file declares it. */
 export interface TableSpec {
@@ -137,6 +150,8 @@ export interface InitResult {
   readonly side: Side;
   readonly created: readonly string[];
   readonly existing: readonly string[];
+  /** `table.index` of each {@link ADDED_INDEXES} entry added to an existing table */
+  readonly indexesAdded: readonly string[];
   readonly versionRecorded: boolean;
   readonly markedDev: boolean;
 }
@@ -148,7 +163,7 @@ export interface InitResult {
  */
 export async function initSchema(db: Db, side: Side, options: { dev?: boolean; now: string }): Promise<InitResult> {
   const tables = parseSchema(schemaSql(side));
-  const { liveColumns } = await liveSchema(db);
+  const { liveColumns, liveIndexes } = await liveSchema(db);
   const created: string[] = [];
   const existing: string[] = [];
   for (const table of tables) {
@@ -159,6 +174,7 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
     await db.execute(table.ddl);
     created.push(table.name);
   }
+  const indexesAdded = await addIndexes(db, side, tables, existing, liveIndexes);
   const current = await db.query<{ version: number; is_dev: number }>(
     'SELECT version, is_dev FROM fcctl_schema_version WHERE side = ?',
     [side],
@@ -185,7 +201,23 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
       markedDev = true;
     }
   }
-  return { side, created, existing, versionRecorded, markedDev };
+  return { side, created, existing, indexesAdded, versionRecorded, markedDev };
+}
+
+/**
+ * Adds the {@link ADDED_INDEXES} missing from tables that already existed, with the columns the
+ * DDL file declares. `LOCK=NONE`: an online build, so the service's writes go on (on a table with
+ * millions of rows it takes a while: that is the upgrade's one cost).
+ */
+async function addIndexes(db: Db, side: Side, tables: readonly TableSpec[], existing: readonly string[], liveIndexes: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>): Promise<string[]> {
+  const added: string[] = [];
+  for (const { table, index } of ADDED_INDEXES[side]) {
+    const columns = tables.find((t) => t.name === table)?.indexes[index];
+    if (!columns || !existing.includes(table) || liveIndexes.get(table)?.has(index)) continue;
+    await db.execute(`ALTER TABLE ${table} ADD KEY ${index} (${columns.join(', ')}), ALGORITHM=INPLACE, LOCK=NONE`);
+    added.push(`${table}.${index}`);
+  }
+  return added;
 }
 
 /**

@@ -24,16 +24,21 @@ export const applyScanSql = {
       "FROM flow_apply_command WHERE state IN ('PENDING', 'UNKNOWN', 'FAILED')",
     params: [now, now, graceSeconds, now, now, now],
   }),
+  // A range of idx_apply_command_state_error (state, last_error, last_branch, …): the index alone.
   reasons: (): Statement => ({
     sql:
       `SELECT state, ${REASON} AS reason, last_branch, COUNT(*) AS n FROM flow_apply_command WHERE state IN ('FAILED', 'DEAD') ` +
       `GROUP BY state, ${REASON}, last_branch ORDER BY n DESC, state, reason, last_branch`,
     params: [],
   }),
+  // The ids first, sorted from idx_apply_command_state_error alone (it holds update_time and
+  // create_time): of the DEAD rows, only the `limit` listed are read.
   newestDead: (limit: number): Statement => ({
     sql:
-      `SELECT id, biz_type, biz_id, apply_app_key, attempt, retry_count, ${REASON} AS reason, last_branch, last_error, create_time, update_time ` +
-      "FROM flow_apply_command WHERE state = 'DEAD' ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT ?",
+      'SELECT c.id, c.biz_type, c.biz_id, c.apply_app_key, c.attempt, c.retry_count, ' +
+      "NULLIF(SUBSTRING_INDEX(c.last_error, ':', 1), '') AS reason, c.last_branch, c.last_error, c.create_time, c.update_time FROM flow_apply_command c JOIN " +
+      "(SELECT id FROM flow_apply_command WHERE state = 'DEAD' ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT ?) n " +
+      'ON n.id = c.id ORDER BY COALESCE(c.update_time, c.create_time) DESC, c.id DESC',
     params: [limit],
   }),
 };

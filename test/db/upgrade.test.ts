@@ -1,0 +1,65 @@
+/**
+ * Schema version 5 on a version-4 database: `db init` adds `answer_delivery`'s scan index (and SH
+ * `flow_apply_command`'s) to the existing table (rows kept), records version 5, and `db check` then
+ * passes; before it, `db check` names it missing. Any other dropped index stays `db check`'s to name.
+ */
+import { describe, expect } from 'vitest';
+import { ADDED_INDEXES, SCHEMA_VERSION } from '../../src/lib/db/schema.js';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { servicesTest } from '../helpers/services.js';
+
+const test = servicesTest({ prefix: 'upgrade', init: 'all' });
+
+describe('db init on a version-4 FC database', () => {
+  test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({ dbs }) => {
+    expect(SCHEMA_VERSION).toBe(5);
+    const t = `\`${dbs.fcName}\`.answer_delivery`;
+    await dbs.admin.query(
+      `INSERT INTO ${t} (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, create_time) ` +
+        "VALUES ('e1', 'UPSERT', 'a', 'k', 1, 1, 'f', 1, 'u1', 1, REPEAT('0', 64), NOW(), '{}', 'DEAD', 'NACK: x', NOW())",
+    );
+    await dbs.admin.query(`ALTER TABLE ${t} DROP INDEX idx_delivery_state_error`);
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 4`);
+
+    const before = await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() });
+    expect(before.code).toBe(3);
+    expect(before.stderr).toContain('missing index answer_delivery.idx_delivery_state_error');
+
+    const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
+    expect(init.code).toBe(0);
+    const lines = jsonLines(init.stdout);
+    expect(lines.find((l) => l['type'] === 'schema')).toMatchObject({ created: [], indexesAdded: ADDED_INDEXES.fc.map((a) => `${a.table}.${a.index}`), versionRecorded: true });
+    expect(lines.at(-1)).toMatchObject({ type: 'summary', created: 0, changed: true });
+    const [v] = await dbs.admin.query(`SELECT version FROM \`${dbs.fcName}\`.fcctl_schema_version WHERE side = 'fc'`);
+    expect((v as Array<{ version: number }>)[0]!.version).toBe(5);
+    const [rows] = await dbs.admin.query(`SELECT event_id FROM ${t}`);
+    expect(rows).toEqual([{ event_id: 'e1' }]);
+    const [idx] = await dbs.admin.query(
+      "SELECT INDEX_NAME AS i, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) AS c FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'answer_delivery' AND INDEX_NAME LIKE 'idx_delivery_state%' GROUP BY INDEX_NAME ORDER BY INDEX_NAME",
+      [dbs.fcName],
+    );
+    expect(idx).toEqual([{ i: 'idx_delivery_state_error', c: 'state,last_error,update_time,create_time' }]);
+    expect((await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
+
+    // the SH side the same way: its one version-5 index, on flow_apply_command
+    await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_error`);
+    await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_schema_version SET version = 4`);
+    const sh = await runCli(['--json', 'db', 'init', '--side', 'sh'], { env: dbs.env() });
+    expect(jsonLines(sh.stdout).find((l) => l['type'] === 'schema')).toMatchObject({ side: 'sh', indexesAdded: ['flow_apply_command.idx_apply_command_state_error'], versionRecorded: true });
+    expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+
+    // a second init changes nothing
+    const again = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
+    expect(jsonLines(again.stdout).at(-1)).toMatchObject({ type: 'summary', created: 0, changed: false });
+  });
+
+  test('an index outside the upgrade list that was dropped is named by db check, not re-made by db init', async ({ dbs }) => {
+    await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX idx_delivery_consumer`);
+    const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
+    expect(init.code).toBe(0);
+    expect(jsonLines(init.stdout).find((l) => l['type'] === 'schema')).toMatchObject({ indexesAdded: [] });
+    const check = await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() });
+    expect(check.code).toBe(3);
+    expect(check.stderr).toContain('missing index answer_delivery.idx_delivery_consumer');
+  });
+});

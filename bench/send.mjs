@@ -87,7 +87,12 @@ const cpuOf = (pids) =>
 const cpuSince = (before) => Object.fromEntries(Object.entries(cpuOf(pids)).map(([n, s]) => [n, Math.round((s - before[n]) * 100) / 100]));
 const pids = serverPids();
 const summaryOf = (out) => String(out).trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// the middle value; of an even count, the mean of the two middle ones (not the upper one)
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 async function setup() {
   const admin = await mysql.createConnection({ uri: mysqlBase });

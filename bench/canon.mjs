@@ -12,7 +12,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import canonicalizeNpm from 'canonicalize';
 import { canonicalize } from '../dist/lib/canon/index.js';
-import { benchArgs, cpuText, loadText, str } from './lib.mjs';
+import { benchArgs, cpuText, loadText, str, median } from './lib.mjs';
 
 const args = benchArgs({
   docs: str('10000'),
@@ -156,11 +156,6 @@ function measure(run, docs) {
   return { ms, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 // ------------------------------------------------------------------ run
 

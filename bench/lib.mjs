@@ -22,6 +22,13 @@ export function benchArgs(options) {
   return parseArgs({ options: { ...options, json: flag() } }).values;
 }
 
+/** The middle value; of an even count, the mean of the two middle ones. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 /** A child's stdout and stderr, collected as text while it runs. */
 export function collect(child) {
   const text = { out: '', err: '' };

@@ -27,7 +27,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { benchArgs, collect, FCCTL as fcctl, flag, ROOT as root, scratch, str } from './lib.mjs';
+import { benchArgs, collect, FCCTL as fcctl, flag, ROOT as root, scratch, str, median } from './lib.mjs';
 
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0a1';
@@ -117,7 +117,6 @@ async function fill(from, to) {
   }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** --rounds rounds of baseline then scan, interleaved (the machine may be shared): medians, and the scan's highest peak RSS. */
 async function scanRound(rows) {

@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import mysql from 'mysql2/promise';
-import { benchArgs, FCCTL, loadText, scratch, str } from './lib.mjs';
+import { benchArgs, FCCTL, loadText, scratch, str, median } from './lib.mjs';
 
 const args = benchArgs({ history: str('2000000'), pending: str('20000'), bytes: str('1000'), rounds: str('5'), dir: str() });
 const HISTORY = Number(args.history);
@@ -23,7 +23,6 @@ if (![HISTORY, PENDING, ROUNDS, Number(args.bytes)].every((x) => Number.isIntege
 }
 
 const { dbs, admin, log, cleanup } = await scratch('scan', args, HISTORY > 0 ? ['_plain', '_history'] : ['_plain']);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fcctl = (argv, url) => {
   const t0 = performance.now();
   const r = spawnSync(process.execPath, [FCCTL, ...argv], { env: { PATH: process.env.PATH, FCCTL_FC_DATABASE_URL: url }, encoding: 'utf8' });

@@ -28,7 +28,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
-import { benchArgs, collect, ROOT, str } from './lib.mjs';
+import { benchArgs, collect, ROOT, str, median } from './lib.mjs';
 
 const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3'), history: str('0') });
 const HISTORY = Number(args.history);
@@ -87,12 +87,6 @@ const cpuOf = (pids) =>
 const cpuSince = (before) => Object.fromEntries(Object.entries(cpuOf(pids)).map(([n, s]) => [n, Math.round((s - before[n]) * 100) / 100]));
 const pids = serverPids();
 const summaryOf = (out) => String(out).trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
-// the middle value; of an even count, the mean of the two middle ones (not the upper one)
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 async function setup() {
   const admin = await mysql.createConnection({ uri: mysqlBase });

@@ -21,7 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { benchArgs, cpuText, FCCTL, flag, loadText, ROOT, scratch, str } from './lib.mjs';
+import { benchArgs, cpuText, FCCTL, flag, loadText, ROOT, scratch, str, median } from './lib.mjs';
 
 const args = benchArgs({ runs: str('10'), keep: flag() });
 const RUNS = Number(args.runs);
@@ -63,10 +63,6 @@ function inkLoaded(name) {
   return /\/node_modules\/(ink|react)\//.test(loaded);
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 let failed = false;
 try {

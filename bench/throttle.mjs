@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { benchArgs, collect, FCCTL as fcctl, flag, scratch, str } from './lib.mjs';
+import { benchArgs, collect, FCCTL as fcctl, flag, scratch, str, median } from './lib.mjs';
 
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0b2';
@@ -46,7 +46,6 @@ function run(argv, env = {}) {
 }
 
 const sha256 = (path) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const uuid = (i) => {
   const h = createHash('sha256').update(`bench-throttle-${i}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;

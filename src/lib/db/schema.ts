@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from './connect.js';
 
 export type Side = 'fc' | 'sh';
@@ -106,9 +107,10 @@ export function compareSchema(
     for (const column of table.columns) {
       if (!cols.has(column)) problems.push({ kind: 'missing-column', table: table.name, column });
     }
-    const idx = liveIndexes.get(table.name) ?? new Map<string, readonly string[]>();
+    // index names are case-insensitive: compared in lower case, whatever case the map holds
+    const idx = new Map([...(liveIndexes.get(table.name) ?? [])].map(([name, columns]) => [name.toLowerCase(), columns] as const));
     for (const [index, columns] of Object.entries(table.indexes)) {
-      const actual = idx.get(index);
+      const actual = idx.get(index.toLowerCase());
       if (!actual) problems.push({ kind: 'missing-index', table: table.name, index });
       else if (actual.join(',') !== columns.join(',')) {
         problems.push({ kind: 'index-columns', table: table.name, index, expected: columns, actual });
@@ -130,12 +132,14 @@ async function liveSchema(db: Db) {
     if (!liveColumns.has(t)) liveColumns.set(t, new Set());
     liveColumns.get(t)!.add(c);
   }
+  // Index names are case-insensitive in MariaDB and MySQL: kept in lower case, looked up so.
   const liveIndexes = new Map<string, Map<string, string[]>>();
   for (const { t, i, c } of stats) {
     if (!liveIndexes.has(t)) liveIndexes.set(t, new Map());
     const m = liveIndexes.get(t)!;
-    if (!m.has(i)) m.set(i, []);
-    m.get(i)!.push(c);
+    const name = i.toLowerCase();
+    if (!m.has(name)) m.set(name, []);
+    m.get(name)!.push(c);
   }
   return { liveColumns, liveIndexes };
 }
@@ -207,17 +211,49 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
 /**
  * Adds the {@link ADDED_INDEXES} missing from tables that already existed, with the columns the
  * DDL file declares. `LOCK=NONE`: an online build, so the service's writes go on (on a table with
- * millions of rows it takes a while: that is the upgrade's one cost).
+ * millions of rows it takes a while: that is the upgrade's one cost). An index of that name on
+ * other columns is named and left alone (exit 3, the version not recorded).
  */
 async function addIndexes(db: Db, side: Side, tables: readonly TableSpec[], existing: readonly string[], liveIndexes: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>): Promise<string[]> {
   const added: string[] = [];
   for (const { table, index } of ADDED_INDEXES[side]) {
     const columns = tables.find((t) => t.name === table)?.indexes[index];
-    if (!columns || !existing.includes(table) || liveIndexes.get(table)?.has(index)) continue;
-    await db.execute(`ALTER TABLE ${table} ADD KEY ${index} (${columns.join(', ')}), ALGORITHM=INPLACE, LOCK=NONE`);
+    if (!columns || !existing.includes(table)) continue;
+    const live = liveIndexes.get(table)?.get(index.toLowerCase());
+    if (live && live.join(',') === columns.join(',')) continue;
+    if (live) {
+      throw new EnvironmentError(`index ${table}.${index} exists on (${live.join(', ')}), expected (${columns.join(', ')}): drop or rename it, then run db init again; schema version not recorded`);
+    }
+    await addIndexOnline(db, table, index, columns);
     added.push(`${table}.${index}`);
   }
   return added;
+}
+
+/** How long the index build may wait for a transaction that has the table open (seconds). */
+export const ADD_INDEX_LOCK_WAIT_SECONDS = 2;
+
+/**
+ * The ALTER of {@link addIndexes}, on a connection of its own. An online build still takes a
+ * metadata lock at its start and end: while any transaction has the table open it waits, and
+ * every write to the table queues behind it. So it waits two seconds at most (the server's
+ * default is a day) and is not retried: the service's writes are never held up for long.
+ */
+async function addIndexOnline(db: Db, table: string, index: string, columns: readonly string[]): Promise<void> {
+  const conn = await db.pool.getConnection();
+  try {
+    await conn.query(`SET SESSION lock_wait_timeout = ${ADD_INDEX_LOCK_WAIT_SECONDS}`);
+    await conn.query(`ALTER TABLE ${table} ADD KEY ${index} (${columns.join(', ')}), ALGORITHM=INPLACE, LOCK=NONE`);
+  } catch (err) {
+    const e = err as { errno?: number; message?: string };
+    if (e.errno === 1205) {
+      throw new EnvironmentError(`${table} is held by a running transaction: index ${index} not added (waited ${ADD_INDEX_LOCK_WAIT_SECONDS} s so as not to hold up the service's writes); run db init again; schema version not recorded`);
+    }
+    throw new EnvironmentError(`cannot add index ${index} to ${table}: ${String(e.message ?? err).split('\n')[0]}; schema version not recorded`, { cause: err });
+  } finally {
+    // its session setting must not reach another statement: the connection is not returned to the pool
+    conn.destroy();
+  }
 }
 
 /**

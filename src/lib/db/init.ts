@@ -2,9 +2,9 @@
  * `db init` and `db check` over one or both sides: the runners, with the databases opened lazily
  * by the caller. The summaries are {@link summarizeInit}, pure.
  */
-import { SafetyError } from '../cli/exit.js';
+import { EnvironmentError, SafetyError } from '../cli/exit.js';
 import type { Db } from './connect.js';
-import { checkSchema, devMarkRefusal, initSchema, type InitResult, type SchemaProblem, type Side } from './schema.js';
+import { checkSchema, devMarkRefusal, initSchema, type InitResult, newerSchemaProblem, type SchemaProblem, type Side } from './schema.js';
 
 /** The database of one side, opened on first use. */
 export type SideDb = (side: Side) => Promise<Db>;
@@ -19,6 +19,11 @@ export function sidesOf(side: string): Side[] {
  * databases. Every side is checked before any is written: a refusal (exit 4) changes nothing anywhere.
  */
 export async function initSides(options: { sides: readonly Side[]; dev: boolean; now: string }, dbOf: SideDb, onSide: (result: InitResult) => void = () => undefined): Promise<InitResult[]> {
+  // A database a newer fcctl set up is never taken back to this version's schema number.
+  for (const side of options.sides) {
+    const newer = await newerSchemaProblem(await dbOf(side), side);
+    if (newer !== null) throw new EnvironmentError(`${newer}; nothing was changed`);
+  }
   if (options.dev) {
     const refusals: string[] = [];
     for (const side of options.sides) {

@@ -209,6 +209,18 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
 }
 
 /**
+ * Why `db init` must not touch this side: its recorded schema version is newer than this fcctl's
+ * (an older fcctl would record its own, lower number over it), or null.
+ */
+export async function newerSchemaProblem(db: Db, side: Side): Promise<string | null> {
+  const tables = await db.query<{ n: number }>("SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fcctl_schema_version'");
+  if (Number(tables[0]?.n ?? 0) === 0) return null;
+  const rows = await db.query<{ version: number }>('SELECT version FROM fcctl_schema_version WHERE side = ?', [side]);
+  const version = Number(rows[0]?.version ?? 0);
+  return version > SCHEMA_VERSION ? `the ${side} database is at fcctl schema version ${version}, newer than this fcctl's ${SCHEMA_VERSION}: run db init with the newer fcctl` : null;
+}
+
+/**
  * Adds the {@link ADDED_INDEXES} missing from tables that already existed, with the columns the
  * DDL file declares. `LOCK=NONE`: an online build, so the service's writes go on (on a table with
  * millions of rows it takes a while: that is the upgrade's one cost). An index of that name on

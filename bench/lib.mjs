@@ -110,3 +110,28 @@ export async function scratch(kind, args, suffixes = ['']) {
   });
   return { adminUrl, dbs, dir, admin, log, cleanup };
 }
+
+/**
+ * `count` outbox rows of `bytes`-byte snapshots, one INSERT … SELECT per 50,000 from MariaDB's
+ * Sequence engine (`seq_A_to_B`). `history`: a month old, of consumer `benchhistory`, BROKER_ACCEPTED
+ * with every 41st row DEAD (one of 7 reasons), `update_time` set as fcctl's writes leave it;
+ * otherwise PENDING rows of consumer `bench`, never written. History first holds the low ids.
+ */
+export async function insertOutboxRows(db, count, { history, bytes }) {
+  for (let from = 1; from <= count; from += 50_000) {
+    const to = Math.min(count, from + 49_999);
+    // history: BROKER_ACCEPTED, then every 41st row DEAD with one of 7 reasons; backlog: PENDING, never written
+    const dead = history ? 'seq % 41 = 0' : 'FALSE';
+    await db.query(
+      'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
+        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, broker_accepted_at, create_time, update_time) ' +
+        `SELECT UUID(), 'UPSERT', '100021', ?, 1, 1, '00000000-0000-0000-0000-000000000000', 1, LPAD(CONCAT(?, seq), 36, '0'), 1, REPEAT('0', 64), ` +
+        `NOW() - INTERVAL ? DAY, CONCAT('{"h":"', REPEAT('x', ?), '"}'), ` +
+        `CASE WHEN ${dead} THEN 'DEAD' WHEN ? THEN 'BROKER_ACCEPTED' ELSE 'PENDING' END, ` +
+        `CASE WHEN ${dead} THEN CONCAT('NO_ROUTE: bench history ', seq % 7) END, ` +
+        `CASE WHEN ? AND NOT (${dead}) THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL ? DAY, ` +
+        `CASE WHEN ? THEN NOW() - INTERVAL 30 DAY + INTERVAL seq SECOND END FROM seq_${from}_to_${to}`,
+      [history ? 'benchhistory' : 'bench', history ? 'h' : 'p', history ? 30 : 0, Math.max(0, bytes - 8), history, history, history ? 30 : 0, history],
+    );
+  }
+}

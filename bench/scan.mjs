@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import mysql from 'mysql2/promise';
-import { benchArgs, FCCTL, loadText, scratch, str, median } from './lib.mjs';
+import { benchArgs, FCCTL, insertOutboxRows, loadText, median, scratch, str } from './lib.mjs';
 
 const args = benchArgs({ history: str('2000000'), pending: str('20000'), bytes: str('1000'), rounds: str('5'), dir: str() });
 const HISTORY = Number(args.history);
@@ -30,35 +30,14 @@ const fcctl = (argv, url) => {
   return { ms: performance.now() - t0, out: r.stdout };
 };
 
-/** `count` rows from `seq_from_to`, one INSERT … SELECT per 50,000 (MariaDB's Sequence engine). */
-async function insertRows(db, count, kind) {
-  const history = kind === 'history';
-  for (let from = 1; from <= count; from += 50_000) {
-    const to = Math.min(count, from + 49_999);
-    // history: BROKER_ACCEPTED, then every 41st row DEAD with one of 7 reasons; backlog: PENDING, never written
-    const dead = history ? 'seq % 41 = 0' : 'FALSE';
-    await db.query(
-      'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, broker_accepted_at, create_time, update_time) ' +
-        `SELECT UUID(), 'UPSERT', '100021', ?, 1, 1, '00000000-0000-0000-0000-000000000000', 1, LPAD(CONCAT(?, seq), 36, '0'), 1, REPEAT('0', 64), ` +
-        `NOW() - INTERVAL ? DAY, CONCAT('{"h":"', REPEAT('x', ?), '"}'), ` +
-        `CASE WHEN ${dead} THEN 'DEAD' WHEN ? THEN 'BROKER_ACCEPTED' ELSE 'PENDING' END, ` +
-        `CASE WHEN ${dead} THEN CONCAT('NO_ROUTE: bench history ', seq % 7) END, ` +
-        `CASE WHEN ? AND NOT (${dead}) THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL ? DAY, ` +
-        `CASE WHEN ? THEN NOW() - INTERVAL 30 DAY + INTERVAL seq SECOND END FROM seq_${from}_to_${to}`,
-      [history ? 'benchhistory' : 'bench', history ? 'h' : 'p', history ? 30 : 0, Math.max(0, Number(args.bytes) - 8), history, history, history ? 30 : 0, history],
-    );
-  }
-}
-
 async function seed({ name, url }, history) {
   await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   fcctl(['db', 'init', '--side', 'fc'], url);
   const db = await mysql.createConnection({ uri: url });
   const t0 = performance.now();
   // the history first (the low ids, as in production), then the backlog
-  if (history > 0) await insertRows(db, history + DEAD, 'history');
-  await insertRows(db, PENDING, 'pending');
+  if (history > 0) await insertOutboxRows(db, history + DEAD, { history: true, bytes: Number(args.bytes) });
+  await insertOutboxRows(db, PENDING, { history: false, bytes: Number(args.bytes) });
   await db.query('ANALYZE TABLE answer_delivery');
   // A production history is old and on disk: the runs start once the seed's dirty pages are
   // written (at most 180 s), not while the server still flushes gigabytes of them.

@@ -28,7 +28,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
-import { benchArgs, collect, ROOT, str, median } from './lib.mjs';
+import { benchArgs, collect, insertOutboxRows, median, ROOT, str } from './lib.mjs';
 
 const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3'), history: str('0') });
 const HISTORY = Number(args.history);
@@ -105,9 +105,10 @@ async function setup() {
 }
 
 /**
- * The --history outbox: N BROKER_ACCEPTED and N/40 DEAD rows of another consumer (same snapshot
- * size, a month old), inserted first so they hold the low ids, then the same seed as the plain one
- * (`dev seed` wants an empty outbox: it seeds one, whose rows are then appended after the history).
+ * The --history outbox: N BROKER_ACCEPTED and about N/40 DEAD rows of another consumer (same
+ * snapshot size, a month old: `insertOutboxRows`), inserted first so they hold the low ids, then
+ * the same seed as the plain one (`dev seed` wants an empty outbox: it seeds one, whose rows are
+ * then appended after the history).
  */
 async function seedHistory() {
   const admin = await mysql.createConnection({ uri: mysqlBase });
@@ -118,19 +119,7 @@ async function seedHistory() {
   const db = await mysql.createConnection({ uri: historyUrl });
   const total = HISTORY + Math.floor(HISTORY / 40);
   const t0 = performance.now();
-  // one INSERT … SELECT per 50,000 rows from MariaDB's Sequence engine (`seq_A_to_B`)
-  for (let from = 1; from <= total; from += 50_000) {
-    const to = Math.min(total, from + 49_999);
-    await db.query(
-      'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-        'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, broker_accepted_at, create_time, update_time) ' +
-        "SELECT UUID(), 'UPSERT', '100021', 'benchhistory', 1, 1, '00000000-0000-0000-0000-000000000000', 1, LPAD(CONCAT('h', seq), 36, '0'), 1, " +
-        `REPEAT('0', 64), NOW() - INTERVAL 30 DAY, CONCAT('{"h":"', REPEAT('x', ?), '"}'), IF(seq <= ?, 'BROKER_ACCEPTED', 'DEAD'), ` +
-        "IF(seq <= ?, NULL, 'NO_ROUTE: bench history'), IF(seq <= ?, NOW() - INTERVAL 30 DAY, NULL), NOW() - INTERVAL 30 DAY, NOW() - INTERVAL 30 DAY " +
-        `FROM seq_${from}_to_${to}`,
-      [Math.max(0, Number(args.bytes) - 8), HISTORY, HISTORY, HISTORY],
-    );
-  }
+  await insertOutboxRows(db, total, { history: true, bytes: Number(args.bytes) });
   await db.query('RENAME TABLE answer_delivery TO bench_history');
   await db.query('CREATE TABLE answer_delivery LIKE bench_history');
   await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix', '--no-sh'], historyUrl);
@@ -140,7 +129,7 @@ async function seedHistory() {
   await db.query('RENAME TABLE bench_history TO answer_delivery');
   await db.query('ANALYZE TABLE answer_delivery');
   await db.end();
-  if (!args.json) console.error(`history: ${HISTORY} BROKER_ACCEPTED + ${total - HISTORY} DEAD rows seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (!args.json) console.error(`history: ${total - Math.floor(total / 41)} BROKER_ACCEPTED + ${Math.floor(total / 41)} DEAD rows seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 /** Back to PENDING for a round: in the --history outbox only the bench consumer's rows. */
@@ -182,23 +171,12 @@ async function minimalRate(conn, url) {
   const ch = await conn.createConfirmChannel();
   const owner = `bench-minimal-${process.pid}`;
   const head = Buffer.alloc(420, 0x20);
-  let inFlight = 0;
-  const waiters = [];
-  const publish = (row) =>
-    new Promise((resolve, reject) => {
-      inFlight++;
-      ch.publish(EXCHANGE, `fc.snapshot.v2.${row.consumer_app_key}.${row.consumer_school_id}`, Buffer.concat([head, row.snapshot_json]),
-        { mandatory: true, persistent: true, messageId: row.event_id, contentType: 'application/json' }, (err) => {
-          inFlight--;
-          waiters.shift()?.();
-          err ? reject(err) : resolve();
-        });
-    });
+  const win = confirmWindow(ch);
   const claim = async () => {
     const c = await pool.getConnection();
     try {
       await c.query('START TRANSACTION');
-      const [rows] = await c.query(`SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(snapshot_json AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [BATCH]);
+      const [rows] = await c.query(`SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [BATCH]);
       if (rows.length) await c.query('UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL 60 SECOND WHERE id IN (?)', [owner, rows.map((r) => r.id)]);
       await c.query('COMMIT');
       return rows;
@@ -210,8 +188,9 @@ async function minimalRate(conn, url) {
     await previousSent; // batches publish in claim order
     const confirms = [];
     for (const row of rows) {
-      while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
-      confirms.push(publish(row));
+      const body = Buffer.concat([head, row.snapshot_json]);
+      if (win.full) await win.slot();
+      confirms.push(win.send(`fc.snapshot.v2.${row.consumer_app_key}.${row.consumer_school_id}`, body, row.event_id));
     }
     return { confirms, rows };
   };
@@ -236,25 +215,43 @@ async function minimalRate(conn, url) {
   return ROWS / seconds;
 }
 
-async function rawRate(conn, bodyBytes) {
-  const ch = await conn.createConfirmChannel();
-  const body = Buffer.alloc(bodyBytes, 0x61);
+/**
+ * Publishing with confirms in a window of WINDOW unconfirmed messages (mandatory, persistent), as
+ * both references do: `await w.slot()` while `w.full`, then `w.send(key, body, id)` is the
+ * promise of the broker's confirm (no await at all while the window has room).
+ */
+function confirmWindow(ch) {
   let inFlight = 0;
   const waiters = [];
-  const t0 = performance.now();
-  const all = [];
-  for (let i = 0; i < ROWS; i++) {
-    while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
-    inFlight++;
-    all.push(
-      new Promise((resolve, reject) =>
-        ch.publish(EXCHANGE, `fc.snapshot.v2.${KEY}.5`, body, { mandatory: true, persistent: true, messageId: `raw-${i}`, contentType: 'application/json' }, (err) => {
+  return {
+    get full() {
+      return inFlight >= WINDOW;
+    },
+    slot: async () => {
+      while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
+    },
+    send: (routingKey, body, messageId) => {
+      inFlight++;
+      return new Promise((resolve, reject) =>
+        ch.publish(EXCHANGE, routingKey, body, { mandatory: true, persistent: true, messageId, contentType: 'application/json' }, (err) => {
           inFlight--;
           waiters.shift()?.();
           err ? reject(err) : resolve();
         }),
-      ),
-    );
+      );
+    },
+  };
+}
+
+async function rawRate(conn, bodyBytes) {
+  const ch = await conn.createConfirmChannel();
+  const win = confirmWindow(ch);
+  const body = Buffer.alloc(bodyBytes, 0x61);
+  const t0 = performance.now();
+  const all = [];
+  for (let i = 0; i < ROWS; i++) {
+    if (win.full) await win.slot();
+    all.push(win.send(`fc.snapshot.v2.${KEY}.5`, body, `raw-${i}`));
   }
   await Promise.all(all);
   const seconds = (performance.now() - t0) / 1000;

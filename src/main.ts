@@ -1,19 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type Command, CommanderError, Option } from 'commander';
-import { createApplyCommandGroup } from './commands/apply-command/index.js';
-import { createConfigShowCommand } from './commands/config/show.js';
-import { createCanonGroup } from './commands/canon/index.js';
 import { type Deps, Resources } from './commands/context.js';
-import { createDbCheckCommand } from './commands/db/check.js';
-import { createDbInitCommand } from './commands/db/init.js';
-import { createDeliveriesGroup } from './commands/deliveries/index.js';
-import { createDoctorCommand } from './commands/doctor/doctor.js';
-import { createDevGroup } from './commands/dev/index.js';
-import { createManifestGroup } from './commands/manifest/index.js';
-import { createReconcileGroup } from './commands/reconcile/index.js';
-import { createRetireAbsentGroup } from './commands/retire-absent/index.js';
-import { createProjectionGroup } from './commands/projection/index.js';
-import { createPauseCommands } from './commands/pause/index.js';
 import { progressIntervalOption } from './commands/options.js';
 import { commanderErrorLine, FcctlCommand } from './lib/cli/command.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
@@ -22,8 +9,54 @@ import { redact } from './lib/config/mask.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
-/** Builds the command tree. Only commands that work are registered, so `--help` lists only those. */
-export function buildProgram(deps: Deps, resources: Resources): Command {
+type Register = (program: Command, deps: Deps, resources: Resources) => unknown;
+
+/**
+ * The top-level commands, in `--help` order, each imported only when needed: a run loads the
+ * modules of the command it names and no other (start-up is part of every cron run's cost), and
+ * `--version` none. Help, `help`, an unknown command (for "Did you mean") and no command at all
+ * load every one.
+ */
+const COMMANDS: ReadonlyArray<{ readonly names: readonly string[]; readonly load: () => Promise<Register> }> = [
+  { names: ['db'], load: async () => (await import('./commands/db/index.js')).createDbGroup },
+  { names: ['deliveries'], load: async () => (await import('./commands/deliveries/index.js')).createDeliveriesGroup },
+  { names: ['apply-command'], load: async () => (await import('./commands/apply-command/index.js')).createApplyCommandGroup },
+  { names: ['doctor'], load: async () => (await import('./commands/doctor/doctor.js')).createDoctorCommand },
+  { names: ['dev'], load: async () => (await import('./commands/dev/index.js')).createDevGroup },
+  { names: ['canon'], load: async () => (await import('./commands/canon/index.js')).createCanonGroup },
+  { names: ['manifest'], load: async () => (await import('./commands/manifest/index.js')).createManifestGroup },
+  { names: ['reconcile'], load: async () => (await import('./commands/reconcile/index.js')).createReconcileGroup },
+  { names: ['retire-absent'], load: async () => (await import('./commands/retire-absent/index.js')).createRetireAbsentGroup },
+  { names: ['projection'], load: async () => (await import('./commands/projection/index.js')).createProjectionGroup },
+  { names: ['pause', 'resume'], load: async () => (await import('./commands/pause/index.js')).createPauseCommands },
+  { names: ['config'], load: async () => (await import('./commands/config/index.js')).createConfigGroup },
+];
+
+/**
+ * The word naming the top-level command in `argv`, as commander will read it: the first operand,
+ * skipping the program's own options and their values (`--config file deliveries …`).
+ * @example commandWord(program, ['--json', '--config', 'c.json', 'deliveries', 'send']) // 'deliveries'
+ */
+export function commandWord(program: Command, argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') return argv[i + 1];
+    if (!arg.startsWith('-') || arg === '-') return arg;
+    const option = program.options.find((o) => o.long === arg || o.short === arg);
+    // commander gives a required value the next word whatever it is, an optional one only a non-option
+    if (option?.required || (option?.optional && !(argv[i + 1] ?? '-').startsWith('-'))) i += 1;
+  }
+  return undefined;
+}
+
+/** `fcctl --version` (and no help asked for): no command module is needed to answer it. */
+const versionOnly = (argv: readonly string[]) => argv.some((a) => a === '-V' || a === '--version') && !argv.some((a) => a === '-h' || a === '--help');
+
+/**
+ * Builds the command tree: with `argv`, only the command it names (see {@link COMMANDS}); without,
+ * every command. Only commands that work are registered, so `--help` lists only those.
+ */
+export async function buildProgram(deps: Deps, resources: Resources, argv?: readonly string[]): Promise<Command> {
   const program = new FcctlCommand('fcctl')
     .description('operator toolkit for the form-center answer delivery system')
     .version(pkg.version, '-V, --version')
@@ -49,23 +82,11 @@ export function buildProgram(deps: Deps, resources: Resources): Command {
       outputError: (s, write) => write(`fcctl: ${oneLine(commanderErrorLine(s))}\n`),
     });
 
-  const db = program.command('db').description('reference schema: create and check');
-  createDbInitCommand(db, deps, resources);
-  createDbCheckCommand(db, deps, resources);
-
-  createDeliveriesGroup(program, deps, resources);
-  createApplyCommandGroup(program, deps, resources);
-  createDoctorCommand(program, deps, resources);
-  createDevGroup(program, deps, resources);
-  createCanonGroup(program, deps, resources);
-  createManifestGroup(program, deps, resources);
-  createReconcileGroup(program, deps, resources);
-  createRetireAbsentGroup(program, deps, resources);
-  createProjectionGroup(program, deps, resources);
-  createPauseCommands(program, deps, resources);
-
-  const config = program.command('config').description('configuration');
-  createConfigShowCommand(config, deps, resources);
+  const word = argv === undefined ? undefined : commandWord(program, argv);
+  const named = COMMANDS.filter((c) => word !== undefined && c.names.includes(word));
+  const wanted = named.length > 0 ? named : argv !== undefined && versionOnly(argv) ? [] : COMMANDS;
+  const registers = await Promise.all(wanted.map((c) => c.load()));
+  for (const register of registers) register(program, deps, resources);
   return program;
 }
 
@@ -121,7 +142,7 @@ export function interruptedExitCode(code: number, aborted: boolean): number {
 
 /** {@link main} without the summary and the closing: parses, runs, and maps errors to exit codes. */
 async function run(argv: readonly string[], deps: Deps, resources: Resources): Promise<number> {
-  const program = buildProgram(deps, resources);
+  const program = await buildProgram(deps, resources, argv);
   // ink and React are loaded only for a command that runs with a terminal view (see terminal.ts):
   // `--version`, `--help` and a refused flag draw none, and neither does `--json` or a pipe.
   program.hook('preAction', async (_program, action) => {

@@ -6,7 +6,7 @@ import { abortOnSignals, SIGNAL_WATCHING_COMMANDS, signalMode } from '../../src/
 import { buildProgram, interruptedExitCode } from '../../src/main.js';
 import { runCli } from '../helpers/cli.js';
 
-const program = buildProgram(
+const program = await buildProgram(
   { io: { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: false } as never, env: {}, now: () => new Date(), signal: new AbortController().signal },
   new Resources(),
 );

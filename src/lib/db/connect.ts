@@ -1,4 +1,4 @@
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
 
@@ -73,7 +73,10 @@ export function parseDatabaseUrl(label: string, url: string): URL {
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
 export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
-  const pools = new Pools(label, poolOptionsOf(label, url, options));
+  const poolOptions = poolOptionsOf(label, url, options);
+  // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
+  driver ??= (await import('mysql2/promise')).default;
+  const pools = new Pools(label, driver, poolOptions);
   const db = dbOn(label, url, pools);
   try {
     await db.query('SELECT 1');
@@ -83,6 +86,8 @@ export async function openDb(label: string, url: string, options: { connectionLi
   }
   return db;
 }
+
+let driver: typeof mysql | undefined;
 
 /** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
 function poolOptionsOf(label: string, url: string, options: { connectionLimit?: number }): mysql.PoolOptions {
@@ -130,13 +135,14 @@ class Pools {
   private closed = false;
   constructor(
     private readonly label: string,
+    readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
   ) {
-    this.pool = preparePool(mysql.createPool(options));
+    this.pool = preparePool(driver.createPool(options));
   }
   batchConnection(): Promise<mysql.PoolConnection> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
-    this.batchPool ??= preparePool(mysql.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }));
+    this.batchPool ??= preparePool(this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }));
     return this.batchPool.getConnection();
   }
   /**
@@ -199,7 +205,7 @@ async function runBatch(db: Db, statements: Statements, pools: Pools, fail: (err
   }
   let counts: Array<number | null>;
   try {
-    counts = await batchCounts(db.label, conn, statements);
+    counts = await batchCounts(db.label, conn, statements, pools.driver.format);
     conn.release();
   } catch (err) {
     conn.destroy();
@@ -218,11 +224,11 @@ async function runBatch(db: Db, statements: Statements, pools: Pools, fail: (err
  * row count in a session variable: after an error, they tell exactly which statements ran (and
  * what they matched); the rest (null) run one by one.
  */
-async function batchCounts(label: string, conn: mysql.PoolConnection, statements: Statements): Promise<Array<number | null>> {
+async function batchCounts(label: string, conn: mysql.PoolConnection, statements: Statements, format: typeof mysql.format): Promise<Array<number | null>> {
   const vars = statements.map((_, i) => `@fcctl_batch_${i}`);
   const text = [
     `SET ${vars.map((v) => `${v} = NULL`).join(', ')}`,
-    ...statements.flatMap((st, i) => [mysql.format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
+    ...statements.flatMap((st, i) => [format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
   ].join(';\n');
   try {
     const [results] = await conn.query(text);

@@ -16,7 +16,9 @@
 // do, written plainly below (claim a batch with a lease in one short transaction, publish the
 // stored snapshots with confirms, one guarded UPDATE per batch), two batches in flight as fcctl's
 // default --pipeline 2; and CPU per row of each party (fcctl's own with its start-up taken out:
-// the CPU of the same command on an empty outbox, run right after).
+// the CPU of the same command on an empty outbox, run right after). It also shows what the second
+// half of the rows cost alone (the full run less a `--max-rows` run over half of them): what a row
+// costs once the process is warm, the first seconds' JIT compilation being paid once per run.
 //
 // --history N (issue 20: a cost that does not grow with history): a second outbox, seeded once with
 // N BROKER_ACCEPTED and N/40 DEAD old rows (the low ids, as in production) before the same --rows
@@ -260,29 +262,46 @@ async function rawRate(conn, bodyBytes) {
 }
 
 const FCCTL_ARGS = ['deliveries', 'send', '--window', String(WINDOW), ...(process.env.BENCH_FCCTL_ARGS ? process.env.BENCH_FCCTL_ARGS.split(' ') : [])];
-const perRow = (cpu) => Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Math.round((v / ROWS) * 1e6) / 1e3])); // ms per row
+const perRowOf = (cpu, rows) => Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Math.round((v / rows) * 1e6) / 1e3])); // ms per row
+const perRow = (cpu) => perRowOf(cpu, ROWS);
 
 /**
  * One `fcctl deliveries send` over the --rows PENDING rows of `url`: its rate (its own summary),
  * wall rate, every party's CPU, and fcctl's CPU without its start-up: the same command run again
  * at once on the now empty outbox (start-up, identity, probe, exit) is taken out.
+ * With `half`, also the second half's cost: the outbox is reset and fcctl run again with
+ * --max-rows of half the rows; the full run less this one is what the second half of the rows
+ * cost, after the process has warmed up (V8 compiles its hot code during the first seconds).
  */
-async function sendRound(url) {
+async function sendRound(url, half = false) {
   await ch.purgeQueue('bench.send');
-  const c0 = cpuOf(pids);
-  const t0 = performance.now();
-  const sent = await fcctl(FCCTL_ARGS, url);
-  const wall = (performance.now() - t0) / 1000;
-  const cpu = { ...cpuSince(c0), node: Math.round(sent.cpuSeconds * 100) / 100 };
-  const s = summaryOf(sent);
+  const full = await measuredSend(url, FCCTL_ARGS);
+  const s = full.summary;
   if (s.accepted !== ROWS) throw new Error(`fcctl accepted ${s.accepted} of ${ROWS}`);
   const q = await ch.checkQueue('bench.send');
   if (q.messageCount !== ROWS) throw new Error(`queue holds ${q.messageCount}, expected ${ROWS}`);
   const empty = await fcctl(FCCTL_ARGS, url);
   if (summaryOf(empty).claimed !== 0) throw new Error('the start-up run found rows to send');
   const startupCpu = Math.round(empty.cpuSeconds * 100) / 100;
-  // rowsPerSecond: from the unrounded run time (seconds is rounded to 0.1 s)
-  return { rate: s.rowsPerSecond, wallRate: ROWS / wall, cpu, startupCpu, perRow: perRow({ ...cpu, node: cpu.node - startupCpu }) };
+  const round = { rate: s.rowsPerSecond, wallRate: ROWS / full.wall, cpu: full.cpu, startupCpu, perRow: perRow({ ...full.cpu, node: full.cpu.node - startupCpu }) };
+  if (!half) return round;
+  await resetRound(ch, url);
+  const halfRows = Math.floor(ROWS / 2);
+  const first = await measuredSend(url, [...FCCTL_ARGS, '--max-rows', String(halfRows)]);
+  if (first.summary.accepted !== halfRows) throw new Error(`fcctl --max-rows ${halfRows} accepted ${first.summary.accepted}`);
+  // run times from the summaries, unrounded (seconds is rounded to 0.1 s)
+  const seconds = (x) => x.summary.claimed / x.summary.rowsPerSecond;
+  const secondHalf = Object.fromEntries(Object.keys(full.cpu).map((k) => [k, full.cpu[k] - first.cpu[k]]));
+  return { ...round, secondHalf: { rate: (ROWS - halfRows) / (seconds(full) - seconds(first)), perRow: perRowOf(secondHalf, ROWS - halfRows) } };
+}
+
+/** One fcctl run over `url` with every party's CPU (fcctl's own from the shell's `times`). */
+async function measuredSend(url, argv) {
+  const c0 = cpuOf(pids);
+  const t0 = performance.now();
+  const sent = await fcctl(argv, url);
+  const wall = (performance.now() - t0) / 1000;
+  return { summary: summaryOf(sent), wall, cpu: { ...cpuSince(c0), node: Math.round(sent.cpuSeconds * 100) / 100 } };
 }
 
 /** Runs `fn` (an in-process reference); resolves its rate with every party's CPU (this process's as `node`). */
@@ -310,7 +329,7 @@ for (let r = 0; r < Number(args.rounds); r++) {
   await resetRound(ch);
   // --history: the history run goes first in every other round, so drift favours neither
   const historyRun = HISTORY > 0 && r % 2 === 1 ? await sendRound(historyUrl) : null;
-  const plain = await sendRound(fcUrl);
+  const plain = await sendRound(fcUrl, true);
   const history = HISTORY > 0 ? (historyRun ?? (await sendRound(historyUrl))) : null;
   rounds.push({ raw, minimal, fcctl: plain, snapshotBytes, history });
 }
@@ -338,6 +357,13 @@ const result = {
   // CPU ms per row (fcctl's node: start-up taken out)
   cpuMsPerRow: { raw: medianPerRow((r) => r.raw), minimal: medianPerRow((r) => r.minimal), fcctl: medianPerRow((r) => r.fcctl) },
   fcctlStartupCpuSeconds: r2(med((r) => r.fcctl.startupCpu)),
+  // the second half of the rows alone (full run less a --max-rows half run): fcctl warmed up
+  secondHalf: {
+    perSecond: Math.round(med((r) => r.fcctl.secondHalf.rate)),
+    ratio: r2(med((r) => r.fcctl.secondHalf.rate / r.raw.rate)),
+    ratioToMinimal: r2(med((r) => r.fcctl.secondHalf.rate / r.minimal.rate)),
+    cpuMsPerRow: medianPerRow((r) => r.fcctl.secondHalf),
+  },
   ...(HISTORY > 0
     ? {
         history: HISTORY,
@@ -363,7 +389,10 @@ else {
     const c = result.cpuMsPerRow[k];
     console.log(`${k.padEnd(26)}| ${c.node.toFixed(3).padStart(16)} | ${c.mariadbd.toFixed(3).padStart(7)} | ${c['beam.smp'].toFixed(3).padStart(8)}`);
   }
+  const h = result.secondHalf.cpuMsPerRow;
+  console.log(`fcctl, second half of rows  | ${h.node.toFixed(3).padStart(16)} | ${h.mariadbd.toFixed(3).padStart(7)} | ${h['beam.smp'].toFixed(3).padStart(8)}`);
   console.log(`(fcctl's node without its start-up, ${result.fcctlStartupCpuSeconds} s CPU; goals: fcctl ≤ 0.07, MariaDB ≤ 0.05)`);
+  console.log(`second half of the rows (full run less a --max-rows ${Math.floor(ROWS / 2)} run; fcctl warmed up): ${result.secondHalf.perSecond} rows/s, ${result.secondHalf.ratio}× raw, ${result.secondHalf.ratioToMinimal}× the minimal relay`);
   if (HISTORY > 0) {
     console.log(`\nwith history (${result.history} BROKER_ACCEPTED + ${result.historyDead} DEAD rows next to the ${result.rows} PENDING): ${result.historyPerSecond} rows/s, ${result.historyRatio}× the same run without history (goal ≥ 0.9)`);
     for (const [i, r] of rounds.entries()) console.log(`round ${i + 1} with history: ${Math.round(r.history.rate)} rows/s (plain ${Math.round(r.fcctl.rate)}), CPU seconds ${JSON.stringify(r.history.cpu)}`);

@@ -287,14 +287,14 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
     turn.done();
   }
   if (decided === null) return;
-  const outcomes = await Promise.all(
-    decided.map(async ({ row, decision, outcome }) => {
-      if (!outcome) return { row, decision };
-      const o = await outcome;
-      if (o.kind !== 'unsent' && !(o.kind === 'refused' && o.sent === false)) summary.published += 1;
-      return { row, decision, outcome: o };
-    }),
-  );
+  // one Promise.all over the outcomes, not an async function per row (a batch's rows all wait here)
+  const settled = await Promise.all(decided.map((d) => d.outcome));
+  const outcomes = decided.map(({ row, decision }, i) => {
+    const o = settled[i];
+    if (!o) return { row, decision };
+    if (o.kind !== 'unsent' && !(o.kind === 'refused' && o.sent === false)) summary.published += 1;
+    return { row, decision, outcome: o };
+  });
   const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
   const stale = await applyWritesReportingStale(deps.db, owner, writes);
   summary.stale += stale.size;

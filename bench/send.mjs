@@ -35,6 +35,7 @@ import { benchArgs, collect, insertOutboxRows, median, ROOT, str } from './lib.m
 const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3'), history: str('0') });
 const HISTORY = Number(args.history);
 const ROWS = Number(args.rows);
+if (!Number.isInteger(ROWS) || ROWS < 1000) throw new Error('--rows: at least 1000 (the second half is measured on its own)');
 const WINDOW = Number(args.window);
 const BIN = `${ROOT}bin/fcctl`;
 const KEY = 'benchconsumer';
@@ -288,11 +289,16 @@ async function sendRound(url, half = false) {
   await resetRound(ch, url);
   const halfRows = Math.floor(ROWS / 2);
   const first = await measuredSend(url, [...FCCTL_ARGS, '--max-rows', String(halfRows)]);
-  if (first.summary.accepted !== halfRows) throw new Error(`fcctl --max-rows ${halfRows} accepted ${first.summary.accepted}`);
+  if (first.summary.accepted !== halfRows || first.summary.claimed !== halfRows) throw new Error(`fcctl --max-rows ${halfRows} claimed ${first.summary.claimed}, accepted ${first.summary.accepted}`);
+  const q2 = await ch.checkQueue('bench.send');
+  if (q2.messageCount !== halfRows) throw new Error(`queue holds ${q2.messageCount} after the half run, expected ${halfRows}`);
   // run times from the summaries, unrounded (seconds is rounded to 0.1 s)
   const seconds = (x) => x.summary.claimed / x.summary.rowsPerSecond;
-  const secondHalf = Object.fromEntries(Object.keys(full.cpu).map((k) => [k, full.cpu[k] - first.cpu[k]]));
-  return { ...round, secondHalf: { rate: (ROWS - halfRows) / (seconds(full) - seconds(first)), perRow: perRowOf(secondHalf, ROWS - halfRows) } };
+  const dt = seconds(full) - seconds(first);
+  // a difference of two noisy runs: refused rather than printed when it cannot mean anything
+  if (!(dt > 0.1 * seconds(full))) throw new Error(`the second half took ${dt.toFixed(2)} s of the full run's ${seconds(full).toFixed(2)} s: too noisy to report; run again`);
+  const secondHalf = Object.fromEntries(Object.keys(full.cpu).map((k) => [k, Math.max(0, full.cpu[k] - first.cpu[k])]));
+  return { ...round, secondHalf: { rate: (ROWS - halfRows) / dt, perRow: perRowOf(secondHalf, ROWS - halfRows) } };
 }
 
 /** One fcctl run over `url` with every party's CPU (fcctl's own from the shell's `times`). */
@@ -390,7 +396,7 @@ else {
     console.log(`${k.padEnd(26)}| ${c.node.toFixed(3).padStart(16)} | ${c.mariadbd.toFixed(3).padStart(7)} | ${c['beam.smp'].toFixed(3).padStart(8)}`);
   }
   const h = result.secondHalf.cpuMsPerRow;
-  console.log(`fcctl, second half of rows  | ${h.node.toFixed(3).padStart(16)} | ${h.mariadbd.toFixed(3).padStart(7)} | ${h['beam.smp'].toFixed(3).padStart(8)}`);
+  console.log(`${'fcctl, 2nd half of rows'.padEnd(26)}| ${h.node.toFixed(3).padStart(16)} | ${h.mariadbd.toFixed(3).padStart(7)} | ${h['beam.smp'].toFixed(3).padStart(8)}`);
   console.log(`(fcctl's node without its start-up, ${result.fcctlStartupCpuSeconds} s CPU; goals: fcctl ≤ 0.07, MariaDB ≤ 0.05)`);
   console.log(`second half of the rows (full run less a --max-rows ${Math.floor(ROWS / 2)} run; fcctl warmed up): ${result.secondHalf.perSecond} rows/s, ${result.secondHalf.ratio}× raw, ${result.secondHalf.ratioToMinimal}× the minimal relay`);
   if (HISTORY > 0) {

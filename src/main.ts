@@ -125,14 +125,15 @@ export function interruptedExitCode(code: number, aborted: boolean): number {
 
 /** {@link main} without the summary and the closing: parses, runs, and maps errors to exit codes. */
 async function run(argv: readonly string[], deps: Deps, resources: Resources): Promise<number> {
-  const program = await buildProgram(deps, resources, argv);
-  // ink and React are loaded only for a command that runs with a terminal view (see terminal.ts):
-  // `--version`, `--help` and a refused flag draw none, and neither does `--json` or a pipe.
-  program.hook('preAction', async (_program, action) => {
-    if (deps.io.interactive && !action.optsWithGlobals()['json']) await loadTerminal();
-  });
   const debug = argv.includes('--debug');
   try {
+    // inside the try: a command module that fails to load is one `fcctl:` line, exit 3
+    const program = await buildProgram(deps, resources, argv);
+    // ink and React are loaded only for a command that runs with a terminal view (see terminal.ts):
+    // `--version`, `--help` and a refused flag draw none, and neither does `--json` or a pipe.
+    program.hook('preAction', async (_program, action) => {
+      if (deps.io.interactive && !action.optsWithGlobals()['json']) await loadTerminal();
+    });
     await program.parseAsync([...argv], { from: 'user' });
     return resources.exitCode;
   } catch (err) {

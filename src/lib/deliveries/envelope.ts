@@ -132,7 +132,7 @@ export function checkSnapshot(
   }
   if (!isClosedSet(result.members)) {
     const members = result.members.filter((k) => k !== 'intent').sort();
-    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `snapshot members are not the closed set of ten: ${members.join(',')}` };
+    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `snapshot members are not the closed set of ten: ${JSON.stringify(members)}` };
   }
   return { ok: true };
 }

@@ -67,6 +67,9 @@ export function parseDatabaseUrl(label: string, url: string): URL {
   }
 }
 
+/** mysql2, imported by the first {@link openDb}. */
+let driver: typeof mysql | undefined;
+
 /**
  * Opens a pool and checks it answers. Times are read as strings (`dateStrings`), big integers
  * as strings: never through a JS Date or a lossy number (SPEC §1).
@@ -86,8 +89,6 @@ export async function openDb(label: string, url: string, options: { connectionLi
   }
   return db;
 }
-
-let driver: typeof mysql | undefined;
 
 /** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
 function poolOptionsOf(label: string, url: string, options: { connectionLimit?: number }): mysql.PoolOptions {

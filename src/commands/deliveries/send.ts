@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
@@ -7,11 +7,15 @@ import { sendDeliveries } from '../../lib/deliveries/send/run.js';
 import type { SendOptions } from '../../lib/deliveries/send/types.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { commandAction, commandThrottles, type Ctx, type Deps, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, addThrottleOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, retryPolicyOf, secondsArg, throttleLimitsOf, type ThrottleOptions } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, addServiceOptions, addThrottleOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, pauseFileOption, retryPolicyOf, secondsArg, serviceFlagsOf, type ServiceFlags, throttleLimitsOf, type ThrottleOptions } from '../options.js';
+
+/** A batch run (cron, every minute) stops claiming after an hour unless told otherwise. */
+const BATCH_MAX_SECONDS = 3600;
 import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'>, ThrottleOptions {
+  readonly service: ServiceFlags;
   readonly declare: boolean;
   readonly allowDefaultVhost: boolean;
   readonly metricsFile?: string;
@@ -20,6 +24,7 @@ export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZon
 
 /** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
 export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
+  if (options.service.follow) return (await import('./send-follow.js')).runFollowSend(options, ctx);
   return withRunMetrics('deliveries send', options.metricsFile, ctx.clock, async (note) => send(options, ctx, await pausedGaugeNotes('deliveries send', options.metricsFile, note)));
 }
 
@@ -65,7 +70,7 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .addOption(batchSizeOption(5000, 500))
     .option('--window <n>', 'messages awaiting a confirm at most', intArg(1, 10000), 256)
     .addOption(maxRowsOption('stop after claiming this many rows'))
-    .addOption(maxSecondsOption('stop claiming after this long', 3600))
+    .addOption(new Option('--max-seconds <s>', `stop claiming after this long (default: ${BATCH_MAX_SECONDS}; none with --follow)`).argParser(secondsArg(1, 86400)))
     .addOption(leaseSecondsOption('claim lease; another relay may take the row after it', 5, 120))
     .option('--confirm-timeout <s>', 'seconds to wait for a confirm before the outcome counts as unknown', secondsArg(0.05, 600), 15)
     .option('--hold-recheck <s>', 'seconds before a row held by push_allowed = 0 is looked at again', intArg(1, 86400), 600)
@@ -74,17 +79,20 @@ export function createDeliveriesSendCommand(parent: Command, deps: Deps, resourc
     .option('--declare', 'declare the exchange (topic, durable) instead of only checking it', false)
     .option('--allow-default-vhost', 'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)', false);
   addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
+  addServiceOptions(cmd, 'claims', 9464);
   addMetricsFileOption(cmd);
   addThrottleOptions(cmd.addOption(pauseFileOption()), 'the FC database');
   return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
 }
 
 function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
+  const service = serviceFlagsOf(o);
   return {
+    service,
     batchSize: o['batchSize'] as number,
     window: o['window'] as number,
     maxRows: o['maxRows'] as number,
-    maxSeconds: o['maxSeconds'] as number,
+    maxSeconds: (o['maxSeconds'] as number | undefined) ?? (service.follow ? Infinity : BATCH_MAX_SECONDS),
     leaseSeconds: o['leaseSeconds'] as number,
     confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
     holdRecheckSeconds: o['holdRecheck'] as number,

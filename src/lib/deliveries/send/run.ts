@@ -58,6 +58,13 @@ export async function countDue(db: Db, cap: number): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/** The due backlog's size (up to 10,000) and its oldest row's age in seconds ({@link sendSql.backlog}). */
+export async function backlog(db: Db): Promise<{ due: number; oldestAgeSeconds: number }> {
+  const q = sendSql.backlog(10_000);
+  const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
+  return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
+}
+
 async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
   const q = sendSql.peekDue(afterId, limit);
   return db.query<DeliveryRow>(q.sql, q.params);
@@ -152,13 +159,18 @@ async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: Publisher
 // ── the run, step by step ──
 
 /** One run's state, shared by its steps. */
-interface Run {
+export interface Run {
   readonly options: SendOptions;
   readonly deps: SendDeps;
   readonly summary: SendSummary;
   readonly deadline: number;
   /** the first error that stops the run; raised once what is in flight has settled */
   fatal: unknown;
+  /**
+   * `--follow` (./follow.ts): with nothing due and nothing in flight, wait for `idle()` (the poll
+   * interval; false: stop) and claim again, instead of ending the run
+   */
+  readonly follow?: { readonly idle: () => Promise<boolean> };
 }
 
 function report(run: Run, results: ReadonlyArray<{ row: DeliveryRow; result: RowResult }>): void {
@@ -202,7 +214,7 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
 }
 
 /** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
-async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
+export async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
   let channel;
   try {
     channel = await broker.confirmChannel();
@@ -362,7 +374,7 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
 }
 
 /** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
-async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
+export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
   const { options, deps, summary } = run;
   const inFlight = new InFlight();
   const turns = new Turns();
@@ -382,7 +394,10 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
     const claimed = await claimNext(run, owner, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (!claimed) break;
     if (claimed.rows.length === 0) {
-      if (inFlight.size === 0) break;
+      if (inFlight.size === 0) {
+        if (run.follow && (await run.follow.idle())) continue;
+        break;
+      }
       // Rows may come back due (held elsewhere, released) only later; finish what is in flight.
       await inFlight.next();
       continue;
@@ -398,7 +413,7 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
 }
 
 /** Closes the publisher and records why the broker ended the run, if it did. */
-async function finishRun(run: Run, broker: Broker, publisher: ConfirmPublisher): Promise<SendSummary> {
+export async function finishRun(run: Run, broker: Broker, publisher: ConfirmPublisher): Promise<SendSummary> {
   const { summary } = run;
   summary.brokerRefusals = publisher.refusals;
   const lost = publisher.lost;

@@ -506,3 +506,13 @@ export function serviceFlagsOf(o: Record<string, unknown>): ServiceFlags {
     heartbeatSeconds: (o['heartbeatSeconds'] as number | undefined) ?? SERVICE_DEFAULTS.heartbeatSeconds,
   };
 }
+
+/** `--max-seconds` of a command that can run as a service: a batch run's default, none with `--follow` ({@link maxSecondsOf}). */
+export function followMaxSecondsOption(description: string, batchSeconds: number): Option {
+  return new Option('--max-seconds <s>', `${description} (default: ${batchSeconds}; none with --follow)`).argParser(secondsArg(1, 86400));
+}
+
+/** `--max-seconds` as given, or its default: `batchSeconds` for a batch run, no limit for `--follow`. */
+export function maxSecondsOf(o: Record<string, unknown>, service: ServiceFlags, batchSeconds: number): number {
+  return (o['maxSeconds'] as number | undefined) ?? (service.follow ? Infinity : batchSeconds);
+}

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { openBroker } from '../../lib/amqp/connect.js';
-import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
+import { UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { fcctlVersion } from '../../lib/cli/version.js';
-import { leaseProblem, progressReason, rowEvent, summarizeSend, vhostProblem } from '../../lib/deliveries/send/decide.js';
+import { checkedPublisher, progressReason, rowEvent, summarizeSend } from '../../lib/deliveries/send/decide.js';
 import { followSend } from '../../lib/deliveries/send/follow.js';
 import { backlog } from '../../lib/deliveries/send/run.js';
 import { pauseCheck } from '../../lib/pause/run.js';
@@ -22,11 +22,7 @@ const COMMAND = 'deliveries send';
  */
 export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
   if (options.metricsFile !== undefined) throw new UsageError('--metrics-file is for batch runs: a --follow relay serves its metrics on --listen');
-  const publisher = { appKey: requireSetting(ctx.config, 'appKey'), appCode: requireSetting(ctx.config, 'appCode') };
-  const lease = leaseProblem(options);
-  if (lease) throw new UsageError(lease);
-  const vhost = vhostProblem(requireSetting(ctx.config, 'amqpUrl'), options);
-  if (vhost) throw new EnvironmentError(vhost);
+  const publisher = checkedPublisher(options, ctx.config);
   ctx.signalIsStop();
   const [db, { fc: throttle }] = await Promise.all([ctx.fcDb(), commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })]);
   const { service } = options;
@@ -56,8 +52,7 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
             svc.countRows(1);
             progress.record(progressReason(result));
             svc.metrics?.relayRows.inc({ result: result.kind, reason: 'reason' in result ? result.reason.split(':')[0]!.slice(0, 40) : '' });
-            const event = rowEvent(row, result);
-            if (event) ctx.output.event('row', event);
+            ctx.output.eventIf('row', rowEvent(row, result));
           },
         },
       ),

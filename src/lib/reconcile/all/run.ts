@@ -24,7 +24,7 @@ import { FcctlError, ExitCode, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
 import { writeFileAtomic } from '../../fs/atomic.js';
-import { readRunState } from '../run/input.js';
+import { readRunState, runParamsDigest } from '../run/input.js';
 import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
 import { defaultRunId, differencesOf, isOutage, mergePairs, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
@@ -233,15 +233,19 @@ async function runPair(task: TaskRow & { token: string; generation: string }, o:
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
-  const start = pairStartOf(previous, shared.runId);
+  const paramsDigest = runParamsDigest({ schId: pair.schId, formUuid: pair.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase });
+  const start = pairStartOf(previous, shared.runId, paramsDigest, outDir);
   let result: PairResult;
-  if (start === 'adopt' && previous?.counts) {
+  if (start.kind === 'refuse') {
+    // another environment's folder: neither adopted nor touched, as `reconcile run` refuses it
+    result = { result: 'failed', exitCode: ExitCode.SAFETY, error: start.message, seconds: 0 };
+  } else if (start.kind === 'adopt' && previous?.counts) {
     result = { result: 'adopted', counts: previous.counts, differences: differencesOf(previous.counts), pairRunId: previous.runId, seconds: 0 };
   } else {
     const lease = keepLease(shared, task, o.leaseSeconds);
     try {
       const run = await runReconcile(
-        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
+        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start.kind === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
         { fcDb: deps.fcDb, shDb: deps.shDb, signal: AbortSignal.any([deps.signal, lease.lost]), now: shared.now, taskStart: shared.taskStart, ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle ? { throttle: deps.throttle } : {}) },
       ).then(
         (r) => ({ kind: 'run' as const, result: r }),

@@ -1,0 +1,106 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, expect } from 'vitest';
+import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
+import { freshDatabases, type TestDatabases } from '../helpers/db.js';
+import { servicesTest } from '../helpers/services.js';
+import { waitFor } from '../helpers/wait.js';
+
+// Issue 26 §1, §2, §9: `reconcile run --all` against the real databases.
+const test = servicesTest({ prefix: 'allrev' });
+
+const CONSUMER = 'svc-hall';
+let dbs: TestDatabases;
+/** a second pair of databases ("staging"), seeded alike: the same pairs, other database identities */
+let staging: TestDatabases | undefined;
+let dir: string;
+
+type Line = Record<string, unknown>;
+const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
+const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
+const all = (out: string, ...more: string[]) => ['--json', 'reconcile', 'run', '--all', '--consumer', CONSUMER, '--out-dir', out, ...more];
+
+async function seeded(d: TestDatabases): Promise<void> {
+  expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env: d.env() })).code).toBe(0);
+  // 2 schools × 3 forms = 6 pairs on both sides
+  const seed = await runCli(['--json', 'dev', 'seed', '--answers', '120', '--schools', '2', '--consumer-keys', CONSUMER, '--no-grant-mix'], { env: d.env() });
+  expect(seed.code, seed.stderr).toBe(0);
+}
+
+async function tasks(d: TestDatabases, runId: string): Promise<Array<{ sch_id: string; form_uuid: string; state: string; result_json: string | null }>> {
+  const [rows] = await d.admin.query(`SELECT CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, result_json FROM \`${d.shName}\`.fcctl_reconcile_task WHERE run_id = ? ORDER BY sch_id, form_uuid`, [runId]);
+  return rows as Array<{ sch_id: string; form_uuid: string; state: string; result_json: string | null }>;
+}
+
+/** The first pair in claim order (school, then form). */
+async function firstPair(d: TestDatabases): Promise<{ school: string; form: string }> {
+  const [rows] = await d.admin.query(`SELECT CAST(sch_id AS CHAR) AS s, form_uuid AS f FROM \`${d.shName}\`.fc_answer_projection ORDER BY sch_id, form_uuid LIMIT 1`);
+  const r = (rows as Array<{ s: string; f: string }>)[0]!;
+  return { school: r.s, form: r.f };
+}
+
+test.beforeAll(async ({ dbs: services, tmp }) => {
+  dbs = services;
+  dir = tmp;
+  await seeded(dbs);
+});
+afterAll(async () => {
+  await staging?.drop();
+});
+
+test('§1 a pause after a pair failed: the failure is not hidden (exit 4 for that safety refusal); a pause with only the run\'s FAILED pairs is exit 1', async () => {
+  const out = join(dir, 'pause-failed');
+  const pauseFile = join(dir, 'pause-failed.flag');
+  const first = await firstPair(dbs);
+  // the first pair's folder holds a directory named run.json: that pair is refused (exit 4 alone)
+  mkdirSync(join(out, first.school, first.form, 'run.json'), { recursive: true });
+  const args = all(out, '--run-id', 'pf', '--concurrency', '1', '--size', '1', '--pause-file', pauseFile);
+  const child = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(dbs.env()) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  const exited = new Promise<number>((res) => child.on('close', (code) => res(code ?? -1)));
+  await waitFor('the first pair failed', async () => pairsOf(stdout).some((p) => p['result'] === 'failed'), 60_000);
+  writeFileSync(pauseFile, 'incident 7\n');
+  const code = await exited;
+  const summary = summaryOf(stdout);
+  expect(summary).toMatchObject({ stoppedBy: 'paused', byResult: { failed: 1 } });
+  expect(pairsOf(stdout).length).toBeLessThan(6);
+  expect(code).toBe(4);
+  expect(summary['exitCode']).toBe(4);
+  expect(String(summary['reason'])).toMatch(/^1 pair\(s\) failed/);
+  expect((await tasks(dbs, 'pf')).filter((t) => t.state === 'FAILED')).toHaveLength(1);
+  // Another process of the run, paused at its start: the run's FAILED pair still makes it exit 1.
+  const again = await runCli(all(out, '--run-id', 'pf', '--pause-file', pauseFile), { env: dbs.env() });
+  expect(summaryOf(again.stdout)).toMatchObject({ stoppedBy: 'paused', pairsRun: 0, run: { byState: { FAILED: 1 } } });
+  expect(again.code).toBe(1);
+  expect(String(summaryOf(again.stdout)['reason'])).toMatch(/1 pair\(s\) of run pf failed/);
+});
+
+test('§2 a pair folder of other databases under the same run id is refused (FAILED, folder untouched, exit 4), not adopted', async () => {
+  staging = await freshDatabases('allrevstg');
+  await seeded(staging);
+  const out = join(dir, 'shared-out');
+  const st = await runCli(all(out, '--run-id', 'nightly-x'), { env: staging.env() });
+  expect(st.code, st.stderr).toBe(0);
+  expect(pairsOf(st.stdout)).toHaveLength(6);
+  const files = (p: Line) => ['run.json', 'report.csv', 'summary.json'].map((f) => join(String(p['dir']), f));
+  const before = new Map(pairsOf(st.stdout).flatMap(files).map((f) => [f, { text: readFileSync(f, 'utf8'), mtime: statSync(f).mtimeMs }]));
+  // The same command against production, same --out-dir and --run-id.
+  const prod = await runCli(all(out, '--run-id', 'nightly-x'), { env: dbs.env() });
+  expect(prod.code, prod.stderr).toBe(4);
+  const pairs = pairsOf(prod.stdout);
+  expect(pairs).toHaveLength(6);
+  for (const p of pairs) {
+    expect(p).toMatchObject({ result: 'failed', exitCode: 4 });
+    expect(String(p['error'])).toMatch(/holds a run of other parameters \(school \d+, form [0-9a-f-]+, FC .*_fc, SH .*_sh\)/);
+  }
+  for (const [f, b] of before) {
+    expect(readFileSync(f, 'utf8')).toBe(b.text);
+    expect(statSync(f).mtimeMs).toBe(b.mtime);
+  }
+  const rows = await tasks(dbs, 'nightly-x');
+  expect(rows.map((t) => t.state)).toEqual(Array(6).fill('FAILED'));
+  expect(String(rows[0]!.result_json)).toMatch(/holds a run of other parameters/);
+  expect(summaryOf(prod.stdout)).toMatchObject({ exitCode: 4, byResult: { failed: 6, adopted: 0 } });
+});

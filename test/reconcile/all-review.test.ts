@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
@@ -103,4 +103,29 @@ test('§2 a pair folder of other databases under the same run id is refused (FAI
   expect(rows.map((t) => t.state)).toEqual(Array(6).fill('FAILED'));
   expect(String(rows[0]!.result_json)).toMatch(/holds a run of other parameters/);
   expect(summaryOf(prod.stdout)).toMatchObject({ exitCode: 4, byResult: { failed: 6, adopted: 0 } });
+});
+
+test('§9 a single-pair run pointed at an --all directory, or --all at a pair\'s directory: exit 4, one line, nothing changed', async () => {
+  const root = join(dir, 'mix-root');
+  const first = await firstPair(dbs);
+  expect((await runCli(all(root, '--run-id', 'mix', '--school', first.school), { env: dbs.env() })).code).toBe(0);
+  const allSummary = readFileSync(join(root, 'summary.json'), 'utf8');
+  const single = await runCli(['--json', 'reconcile', 'run', '--school', first.school, '--form', first.form, '--out-dir', root], { env: dbs.env() });
+  expect(single.code).toBe(4);
+  expect(single.stderr).toMatch(/^fcctl: .* is the directory of a reconcile run --all \(its summary\.json is fcctl\.reconcile\.all\.v1\): give a pair's directory/);
+  expect(single.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(readFileSync(join(root, 'summary.json'), 'utf8')).toBe(allSummary);
+  expect(readdirSync(root).sort()).toEqual([first.school, 'summary.json'].sort());
+  // A pair's own directory: --all refuses it, registers nothing.
+  const pairDir = join(dir, 'mix-pair');
+  expect((await runCli(['--json', 'reconcile', 'run', '--school', first.school, '--form', first.form, '--out-dir', pairDir], { env: dbs.env() })).code).toBe(0);
+  const pairSummary = readFileSync(join(pairDir, 'summary.json'), 'utf8');
+  const listing = readdirSync(pairDir).sort();
+  const wide = await runCli(all(pairDir, '--run-id', 'mix-pair'), { env: dbs.env() });
+  expect(wide.code).toBe(4);
+  expect(wide.stderr).toMatch(/^fcctl: .* is the directory of a single-pair reconcile run \(it holds run\.json\): give reconcile run --all a directory of its own/);
+  expect(wide.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(readFileSync(join(pairDir, 'summary.json'), 'utf8')).toBe(pairSummary);
+  expect(readdirSync(pairDir).sort()).toEqual(listing);
+  expect(await tasks(dbs, 'mix-pair')).toEqual([]);
 });

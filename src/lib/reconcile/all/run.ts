@@ -17,10 +17,10 @@
  * instead of marking every pair FAILED; a pair's own failure (its directory refused, bad data) is
  * recorded FAILED and the others go on.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { FcctlError, ExitCode, UsageError } from '../../cli/exit.js';
+import { FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
 import { writeFileAtomic } from '../../fs/atomic.js';
@@ -29,7 +29,7 @@ import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
 import { defaultRunId, differencesOf, isOutage, mergePairs, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
 import { allSql } from './sql.js';
-import type { Pair, PairFilter, PairFound, PairOutcome, PairResult, RunAllDeps, RunAllOptions, RunAllResult, RunAllSummary, StopReason, TaskRow } from './types.js';
+import { ALL_SUMMARY_FORMAT, type Pair, type PairFilter, type PairFound, type PairOutcome, type PairResult, type RunAllDeps, type RunAllOptions, type RunAllResult, type RunAllSummary, type StopReason, type TaskRow } from './types.js';
 
 /** A task start taken for one pair is shared by the pairs begun within this many milliseconds. */
 const TASK_START_SHARE_MS = 10_000;
@@ -64,6 +64,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const shDb = await deps.shDb();
   const startedUtc = String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
   const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+  await refusePairDir(outDir);
   const pause = await deps.paused?.();
   if (pause) return { runId, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
   await mkdir(outDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
@@ -276,8 +277,28 @@ async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<Run
   return summarizeRun(runId, await retrying(() => shDb.query<TaskRow>(s.sql, s.params)), now().toISOString());
 }
 
+/**
+ * A pair's own directory (`reconcile run --school S --form F`: run.json, the diff's summary.json)
+ * is no `--all` directory: its summary.json would be overwritten with the run over every pair (exit
+ * 4, nothing changed). Checked at the start and again before summary.json is written.
+ */
+async function refusePairDir(outDir: string): Promise<void> {
+  const refuse = (what: string) => new SafetyError(`${outDir} is the directory of a single-pair reconcile run (${what}): give reconcile run --all a directory of its own`);
+  if ((await stat(join(outDir, RUN_FILES.run)).catch(() => null)) !== null) throw refuse('it holds run.json');
+  const text = await readFile(join(outDir, 'summary.json'), 'utf8').catch(() => null);
+  if (text === null) return;
+  let format: unknown;
+  try {
+    format = (JSON.parse(text) as { format?: unknown }).format;
+  } catch {
+    format = undefined;
+  }
+  if (format !== ALL_SUMMARY_FORMAT) throw refuse(`its summary.json is ${typeof format === 'string' ? format : 'of no known format'}, not ${ALL_SUMMARY_FORMAT}`);
+}
+
 async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {
   const summary = await runSummary(shDb, runId, now);
+  await refusePairDir(outDir);
   await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
   return summary;
 }

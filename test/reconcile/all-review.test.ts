@@ -2,6 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
+import { type Db, openDb } from '../../src/lib/db/connect.js';
+import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
+import { runReconcileAll } from '../../src/lib/reconcile/all/run.js';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
@@ -128,4 +131,51 @@ test('§9 a single-pair run pointed at an --all directory, or --all at a pair\'s
   expect(readFileSync(join(pairDir, 'summary.json'), 'utf8')).toBe(pairSummary);
   expect(readdirSync(pairDir).sort()).toEqual(listing);
   expect(await tasks(dbs, 'mix-pair')).toEqual([]);
+});
+
+/** Throws a lost-connection error once `when` matches, after the real call succeeded (its COMMIT made). */
+function replyLostOnce(db: Db, when: { transaction?: (r: unknown) => boolean; execute?: (sql: string) => boolean }): Db & { lost: string[] } {
+  const lost: string[] = [];
+  const drop = (what: string) => {
+    lost.push(what);
+    return Object.assign(new Error('Connection lost: The server closed the connection.'), { code: 'PROTOCOL_CONNECTION_LOST' });
+  };
+  return {
+    label: db.label,
+    pool: db.pool,
+    lost,
+    query: (sql, params) => db.query(sql, params),
+    batch: (statements) => db.batch(statements),
+    close: () => db.close(),
+    transaction: async (fn) => {
+      const r = await db.transaction(fn);
+      if (when.transaction?.(r) && !lost.includes('transaction')) throw drop('transaction');
+      return r;
+    },
+    execute: async (sql, params) => {
+      const r = await db.execute(sql, params);
+      if (when.execute?.(sql) && !lost.includes('execute')) throw drop('execute');
+      return r;
+    },
+  };
+}
+
+test('§6 a claim and a finish whose COMMIT reply was lost and that are retried: no pair orphaned CLAIMED, none reported lost', async () => {
+  const fcDb = await openDb('FC database', dbs.fcUrl);
+  const realSh = await openDb('SH database', dbs.shUrl);
+  // the first claim's reply and the first finish's reply are lost after their COMMIT
+  const shDb = replyLostOnce(realSh, { transaction: (r) => r !== null, execute: (sql) => sql.startsWith('UPDATE fcctl_reconcile_task SET state = ?') });
+  try {
+    const r = await runReconcileAll(
+      { outDir: join(dir, 'lost-reply'), runId: 'lost-reply', filter: { schools: [], forms: [] }, consumerAppKey: CONSUMER, concurrency: 1, leaseSeconds: 60, size: 100, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+      { fcDb: async () => fcDb, shDb: async () => shDb, signal: new AbortController().signal, host: 'test-host', owner: 'test-host:1:lost' },
+    );
+    expect(shDb.lost).toEqual(['transaction', 'execute']);
+    expect(r.outcomes.map((o) => o.result)).toEqual(Array(6).fill('done'));
+    expect(r.summary).toMatchObject({ pairs: 6, byState: { DONE: 6, CLAIMED: 0, PENDING: 0, FAILED: 0 } });
+    expect((await tasks(dbs, 'lost-reply')).every((t) => t.state === 'DONE')).toBe(true);
+  } finally {
+    await fcDb.close();
+    await realSh.close();
+  }
 });

@@ -147,10 +147,11 @@ async function execute(shDb: Db, s: Statement): Promise<{ affectedRows: number }
   return retrying(() => shDb.execute(s.sql, s.params));
 }
 
-async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+/** `fn` until it succeeds, through an outage, at most {@link TASK_TRIES} times; `attempt` counts from 1. */
+async function retrying<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await fn();
+      return await fn(attempt);
     } catch (err) {
       if (attempt >= TASK_TRIES || !isOutage(err)) throw err;
       await delay(100 * attempt + Math.random() * 100);
@@ -160,8 +161,15 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Claims the next pair of the run within the filters (one short transaction), or null when none is left to claim. */
 async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, host: string, leaseSeconds: number, startedUtc: string): Promise<(TaskRow & { token: string; generation: string }) | null> {
-  return retrying(() =>
+  return retrying((attempt) =>
     shDb.transaction(async (conn) => {
+      if (attempt > 1) {
+        // the claim may have committed with its reply lost: the token's task is this claim's
+        const own = allSql.claimedBy(runId, token);
+        const [held] = await conn.query(own.sql, own.params);
+        const row = (held as TaskRow[])[0];
+        if (row !== undefined) return { ...row, attempts: Number(row.attempts), token, generation: String(row.claim_generation) };
+      }
       const next = allSql.nextClaimable(runId, f, startedUtc);
       const [rows] = await conn.query(next.sql, next.params);
       const row = (rows as TaskRow[])[0];
@@ -269,7 +277,13 @@ async function recordPair(shared: Shared, task: { id: string | number; token: st
   const w = taskWriteOf(result);
   const id = String(task.id);
   const s = w.kind === 'finish' ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson) : allSql.release(id, task.token, task.generation);
-  return (await execute(shared.shDb, s)).affectedRows === 1;
+  if ((await execute(shared.shDb, s)).affectedRows === 1) return true;
+  // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
+  // claim writes under its generation (a new claim increments it), so the row in the wanted
+  // state under that generation, unowned, is this write.
+  const q = allSql.taskClaim(id);
+  const [row] = await retrying(() => shared.shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(q.sql, q.params));
+  return row !== undefined && row.state === (w.kind === 'finish' ? w.state : 'PENDING') && row.claim_owner === null && String(row.claim_generation) === task.generation;
 }
 
 async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {

@@ -83,6 +83,19 @@ export const allSql = {
       params: [runId, startedUtc, ...w.params],
     };
   },
+  /**
+   * The task a claim token already holds, locked: a claim retried after its COMMIT's reply was lost
+   * had taken it, and takes it again rather than a second pair (the first left CLAIMED, orphaned).
+   */
+  claimedBy: (runId: string, token: string): Statement => ({
+    sql: `SELECT ${TASK_COLUMNS} FROM fcctl_reconcile_task WHERE run_id = ? AND claim_owner = ? AND state = 'CLAIMED' LIMIT 1 FOR UPDATE`,
+    params: [runId, token],
+  }),
+  /** A task's state and claim as they are: whether a write whose reply was lost had been made. */
+  taskClaim: (id: string): Statement => ({
+    sql: 'SELECT state, claim_owner, claim_generation FROM fcctl_reconcile_task WHERE id = ?',
+    params: [id],
+  }),
   /** Takes the task read by {@link nextClaimable}, in the same transaction. */
   claim: (id: string, token: string, host: string, leaseSeconds: number): Statement => ({
     sql:

@@ -35,13 +35,14 @@ describe('mergePairs: every pair on either side, once, in school (numeric) and f
   });
 });
 
-describe('defaultRunId: the UTC date of the SH clock', () => {
-  it('takes the date of a DATETIME', () => {
-    expect(defaultRunId('2026-12-01 23:59:59')).toBe('2026-12-01');
-    expect(defaultRunId('2026-12-01T00:00:00')).toBe('2026-12-01');
+describe('defaultRunId: a new run named after the SH clock\'s UTC time, to the minute', () => {
+  it('takes the date, hour and minute of a DATETIME', () => {
+    expect(defaultRunId('2026-12-01 23:59:59')).toBe('2026-12-01T23-59Z');
+    expect(defaultRunId('2026-12-01T00:00:00')).toBe('2026-12-01T00-00Z');
+    expect(defaultRunId('2026-11-30 18:30:07')).toBe('2026-11-30T18-30Z');
   });
   it('refuses anything else', () => {
-    for (const bad of ['', '2026-12-01', 'now', '26-12-01 00:00:00']) expect(() => defaultRunId(bad)).toThrow(/UTC_TIMESTAMP/);
+    for (const bad of ['', '2026-12-01', 'now', '26-12-01 00:00:00', '2026-12-01 1:00:00']) expect(() => defaultRunId(bad)).toThrow(/UTC_TIMESTAMP/);
   });
 });
 
@@ -144,6 +145,14 @@ describe('allExit: the exit code of this process\'s share', () => {
     expect(allExit(shOnly, o)).toMatchObject({ exitCode: 1, warning: 'warning: no pair found at FC while SH has 3: check the FC database and --consumer (--allow-empty accepts it)' });
     expect(allExit(none, { ...o, allowEmpty: true })).toEqual({ exitCode: 0, warning: null, reason: null });
     expect(allExit(shOnly, { ...o, allowEmpty: true }).exitCode).toBe(0);
+  });
+  // issue 26 §3: a process that joined a default run already complete exits with that run's verdict
+  it('a default run joined complete: 0 when clean, 1 for its differences under --fail-if-diff, never the "reused" warning', () => {
+    const withDiffs = summarizeRun('2026-12-01T18-30Z', [{ id: 1, sch_id: '5', form_uuid: F1, state: 'DONE', claim_owner: null, claim_generation: 1, attempts: 1, host: 'h', result_json: '{"counts":{"MISSING_LOCAL":2},"differences":2}' }], 'at');
+    const joined = result({ runId: '2026-12-01T18-30Z', outcomes: [], completeAtStart: true, runIdGiven: false, summary: withDiffs });
+    expect(allExit(joined, o)).toEqual({ exitCode: 0, warning: null, reason: null });
+    expect(allExit(joined, { ...o, failIfDiff: true })).toEqual({ exitCode: 1, warning: null, reason: '1 pair(s) with differences (--fail-if-diff)' });
+    expect(allExit({ ...joined, runIdGiven: true }, o)).toMatchObject({ exitCode: 1, warning: expect.stringMatching(/was done before this process began/) });
   });
   it('a process that found others had done every pair is 0', () => {
     expect(allExit(result({ outcomes: [] }), o).exitCode).toBe(0);

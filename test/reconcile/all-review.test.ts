@@ -179,3 +179,39 @@ test('§6 a claim and a finish whose COMMIT reply was lost and that are retried:
     await realSh.close();
   }
 });
+
+test('§3 without --run-id: a daytime run, a late joiner minutes later (that run\'s verdict, not "nothing to do"), then the night hours later runs every pair again', async () => {
+  const out = join(dir, 'default-id');
+  const day = await runCli(all(out), { env: dbs.env() });
+  expect(day.code, day.stderr).toBe(0);
+  const dayId = String(summaryOf(day.stdout)['runId']);
+  expect(pairsOf(day.stdout)).toHaveLength(6);
+  // A process of the same run started minutes later (a late pod): joins, finds it done, exits with its verdict.
+  const late = await runCli(all(out), { env: dbs.env() });
+  expect(summaryOf(late.stdout)).toMatchObject({ runId: dayId, pairsRun: 0, run: { byState: { DONE: 6 } } });
+  expect(late.stderr).toBe('');
+  expect(late.code).toBe(0);
+  expect(dayId).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}Z$/);
+  // …and with --fail-if-diff its verdict is the run's differences (the seed drifts).
+  const strict = await runCli(all(out, '--fail-if-diff'), { env: dbs.env() });
+  expect(summaryOf(strict.stdout)).toMatchObject({ runId: dayId, pairsRun: 0 });
+  expect(strict.code).toBe(1);
+  expect(String(summaryOf(strict.stdout)['reason'])).toMatch(/pair\(s\) with differences \(--fail-if-diff\)/);
+  // Hours pass (simulated: the run's rows are moved 10 hours into the past, as the SH clock would
+  // see them at night); the scheduled night begins a run of its own and runs every pair.
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL 10 HOUR, finished_at = finished_at - INTERVAL 10 HOUR WHERE run_id = ?`, [dayId]);
+  const night = await runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() });
+  expect(night.code, night.stderr).toBe(0);
+  const nightId = String(summaryOf(night.stdout)['runId']);
+  // named after the SH clock; -2 when a run of that name exists (here: the simulated day in the same minute)
+  expect(nightId).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}Z(-\d+)?$/);
+  expect(nightId).not.toBe(dayId);
+  expect(pairsOf(night.stdout).map((p) => p['result'])).toEqual(Array(6).fill('done'));
+  // Two processes of the night started together without --run-id share one run: every pair once.
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL 10 HOUR, finished_at = finished_at - INTERVAL 10 HOUR WHERE run_id = ?`, [nightId]);
+  const [a, b] = await Promise.all([runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() }), runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() })]);
+  expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
+  expect(summaryOf(a.stdout)['runId']).toBe(summaryOf(b.stdout)['runId']);
+  expect(summaryOf(a.stdout)['runId']).not.toBe(nightId);
+  expect(pairsOf(a.stdout).length + pairsOf(b.stdout).length).toBe(6);
+});

@@ -40,14 +40,34 @@ export function mergePairs(fc: readonly Pair[], sh: readonly Pair[]): PairFound[
 }
 
 /**
- * The default `--run-id`: the UTC date of the SH database's clock at the start, so the processes
- * of one night — on any host, in any zone — join the same run.
- * @example defaultRunId('2026-12-01 02:30:00') // '2026-12-01'
+ * A new default `--run-id`: the SH database's UTC clock at the start, to the minute
+ * (`YYYY-MM-DDTHH-MMZ`). Processes without --run-id begun within the join window of a run's last
+ * activity join that run instead (./sql.ts `joinableRun`); only a process that finds none names a
+ * new one, so a run made by hand during the day never stands in for the next night's.
+ * @example defaultRunId('2026-12-01 18:30:07') // '2026-12-01T18-30Z'
  */
 export function defaultRunId(utcNow: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})[ T]/.exec(utcNow);
+  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):\d{2}/.exec(utcNow);
   if (!m) throw new Error(`the SH database's UTC_TIMESTAMP() is not a date and time: ${JSON.stringify(utcNow)}`);
-  return m[1]!;
+  return `${m[1]}T${m[2]}-${m[3]}Z`;
+}
+
+/** The candidates for a new default run id, in order: the minute's id, then `-2`, `-3`, … */
+export const DEFAULT_ID_CANDIDATES = 10;
+export function defaultRunIdCandidates(utcNow: string): string[] {
+  const base = defaultRunId(utcNow);
+  return [base, ...Array.from({ length: DEFAULT_ID_CANDIDATES - 1 }, (_, i) => `${base}-${i + 2}`)];
+}
+
+/**
+ * The first candidate no run has: a run that went quiet in the same minute (a clock set back) is
+ * never continued under a new run's name.
+ * @example newDefaultRunId(['2026-12-01T18-30Z', '2026-12-01T18-30Z-2'], ['2026-12-01T18-30Z']) // '2026-12-01T18-30Z-2'
+ */
+export function newDefaultRunId(candidates: readonly string[], taken: readonly string[]): string {
+  const id = candidates.find((c) => !taken.includes(c));
+  if (id === undefined) throw new Error(`every default run id ${candidates[0]}… is taken: give --run-id`);
+  return id;
 }
 
 /** A pair's result from its run (or the error it threw), before the lease is accounted for. */

@@ -20,14 +20,14 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
+import { EnvironmentError, FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
 import { writeFileAtomic } from '../../fs/atomic.js';
 import { readRunState, runParamsDigest } from '../run/input.js';
 import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
-import { defaultRunId, differencesOf, isOutage, mergePairs, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
+import { defaultRunId, defaultRunIdCandidates, differencesOf, isOutage, mergePairs, newDefaultRunId, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
 import { allSql } from './sql.js';
 import { ALL_SUMMARY_FORMAT, type Pair, type PairFilter, type PairFound, type PairOutcome, type PairResult, type RunAllDeps, type RunAllOptions, type RunAllResult, type RunAllSummary, type StopReason, type TaskRow } from './types.js';
 
@@ -39,8 +39,16 @@ const REGISTER_CHUNK = 500;
 const TASK_TRIES = 5;
 /** How often a process with nothing left to claim looks again at the pairs other processes hold (at most). */
 const HELD_POLL_MS = 2000;
-/** A process without --run-id joins an unfinished date-named run begun within this many hours. */
-const JOIN_HOURS = 12;
+/**
+ * A process without --run-id joins the newest default-named run whose last activity (a pair
+ * registered or finished, a lease running) is within this many minutes; otherwise it begins a new
+ * run. Processes of one night start minutes apart; a night is hours after the day's manual runs.
+ */
+const JOIN_MINUTES = 30;
+/** Only runs begun within this many hours are joined (an index range, not the whole table). */
+const JOIN_MAX_HOURS = 48;
+/** How long a process waits for another to finish choosing the default run. */
+const DEFAULT_RUN_LOCK_SECONDS = 30;
 /** A lease not renewed for this share of its length is given up: another process may take it soon. */
 const LEASE_GIVE_UP = 0.8;
 
@@ -63,15 +71,19 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const outDir = resolve(o.outDir);
   const shDb = await deps.shDb();
   const startedUtc = String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
-  const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+  const runIdGiven = o.runId !== null;
   await refusePairDir(outDir);
   const pause = await deps.paused?.();
-  if (pause) return { runId, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+  if (pause) {
+    const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+    return { runId, runIdGiven, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+  }
   await mkdir(outDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
     throw new UsageError(`cannot create --out-dir ${outDir}: ${err.code ?? err.message}`);
   });
   const pairs = await findPairs(await deps.fcDb(), shDb, o);
-  await registerPairs(shDb, runId, pairs);
+  const runId = o.runId ?? (await joinOrBeginDefaultRun(shDb, pairs, startedUtc));
+  if (runIdGiven) await registerPairs(shDb, runId, pairs);
   const before = await runSummary(shDb, runId, now);
   const completeAtStart = before.pairs > 0 && before.byState['PENDING'] === 0 && before.byState['CLAIMED'] === 0 && before.byState['FAILED'] === 0;
   const found = { pairs: pairs.length, atFc: pairs.filter((p) => p.atFc).length, atSh: pairs.filter((p) => p.atSh).length, unmatched: unmatchedFilters(o.filter, pairs) };
@@ -103,7 +115,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
-  return { runId, found, completeAtStart, outcomes, summary, stop: shared.stop };
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
 }
 
 /** Why to stop before the next claim, if anything: a signal, the pause, or a stop already decided. */
@@ -116,10 +128,45 @@ async function nextStop(shared: Shared, deps: RunAllDeps): Promise<StopReason | 
   return shared.stop;
 }
 
-/** The unfinished date-named run a process without --run-id joins (see {@link JOIN_HOURS}). */
-async function joinableRun(shDb: Db): Promise<string | null> {
-  const s = allSql.openDefaultRun(JOIN_HOURS);
-  return (await shDb.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
+/** The run a process without --run-id joins, if any (see {@link JOIN_MINUTES}). */
+async function joinableRun(db: Pick<Db, 'query'>): Promise<string | null> {
+  const s = allSql.joinableRun(JOIN_MINUTES, JOIN_MAX_HOURS);
+  return (await db.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
+}
+
+/**
+ * Without --run-id: the run to join, or a new one named after the SH clock, chosen and this
+ * process's pairs registered under a named lock on one connection, so processes started in the same
+ * second agree on one run (the second sees the first's rows).
+ */
+async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUtc: string): Promise<string> {
+  const conn = await shDb.pool.getConnection();
+  try {
+    const lock = allSql.lockDefaultRun(DEFAULT_RUN_LOCK_SECONDS);
+    const [got] = await conn.query(lock.sql, lock.params);
+    if (Number((got as Array<{ got: unknown }>)[0]?.got) !== 1) throw new EnvironmentError(`the SH database's lock ${lock.params[0]} was not free within ${DEFAULT_RUN_LOCK_SECONDS} s (another process choosing the run): try again, or give --run-id`);
+    try {
+      const db = { query: async <T>(sql: string, params?: readonly unknown[]) => (await conn.query(sql, params as unknown[]))[0] as T[] };
+      const runId = (await joinableRun(db)) ?? (await newRunId(db, startedUtc));
+      for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) {
+        const r = allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK));
+        await conn.query(r.sql, r.params);
+      }
+      return runId;
+    } finally {
+      const unlock = allSql.unlockDefaultRun();
+      await conn.query(unlock.sql, unlock.params);
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+/** A new default run id no run has yet. */
+async function newRunId(db: Pick<Db, 'query'>, startedUtc: string): Promise<string> {
+  const candidates = defaultRunIdCandidates(startedUtc);
+  const s = allSql.runIdsTaken(candidates);
+  return newDefaultRunId(candidates, (await db.query<{ run_id: string }>(s.sql, s.params)).map((r) => r.run_id));
 }
 
 /** Every pair on either side, within the filters. */

@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
+import { openThrottle, parseMaxLoad } from '../../src/lib/db/throttle.js';
 import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { runReconcileAll } from '../../src/lib/reconcile/all/run.js';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
@@ -214,4 +215,31 @@ test('§3 without --run-id: a daytime run, a late joiner minutes later (that run
   expect(summaryOf(a.stdout)['runId']).toBe(summaryOf(b.stdout)['runId']);
   expect(summaryOf(a.stdout)['runId']).not.toBe(nightId);
   expect(pairsOf(a.stdout).length + pairsOf(b.stdout).length).toBe(6);
+});
+
+test('§7 a pair waiting on the throttle whose lease is taken by another process stops at once (lost), not when the throttle clears', async () => {
+  const fcDb = await openDb('FC database', dbs.fcUrl);
+  const shDb = await openDb('SH database', dbs.shUrl);
+  const stop = new AbortController();
+  // always over the limit (this very connection counts): every page waits on the throttle
+  const sh = (await openThrottle({ maxLoad: parseMaxLoad('Threads_connected=0'), maxLagSeconds: null }, { db: async () => shDb, label: 'SH database', signal: stop.signal, checkEveryMs: 0 }))!;
+  const first = await firstPair(dbs);
+  const giveUp = setTimeout(() => stop.abort(), 20_000);
+  const began = Date.now();
+  try {
+    const run = runReconcileAll(
+      { outDir: join(dir, 'throttled'), runId: 'throttled', filter: { schools: [first.school], forms: [first.form] }, consumerAppKey: CONSUMER, concurrency: 1, leaseSeconds: 3, size: 100, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+      { fcDb: async () => fcDb, shDb: async () => shDb, signal: stop.signal, host: 'test-host', owner: 'test-host:2:thr', throttle: { fc: sh, sh }, onPair: () => stop.abort() },
+    );
+    // the pair is claimed and waits on the throttle; another process takes it (as after an expiry)
+    await waitFor('the pair claimed', async () => (await tasks(dbs, 'throttled')).some((t) => t.state === 'CLAIMED'), 20_000);
+    await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET claim_owner = 'thief:1:x', claim_generation = claim_generation + 1, claim_expires_at = UTC_TIMESTAMP() + INTERVAL 1 HOUR WHERE run_id = 'throttled'`);
+    const r = await run;
+    expect(r.outcomes.map((o) => o.result)).toEqual(['lost']);
+    expect(Date.now() - began).toBeLessThan(15_000);
+  } finally {
+    clearTimeout(giveUp);
+    await fcDb.close();
+    await shDb.close();
+  }
 });

@@ -85,6 +85,9 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const runId = o.runId ?? (await joinOrBeginDefaultRun(shDb, pairs, startedUtc));
   if (runIdGiven) await registerPairs(shDb, runId, pairs);
   const before = await runSummary(shDb, runId, now);
+  // summary.json from the start, not only at the end: it is what tells a single-pair run pointed at
+  // this root, while the run is still going, that the directory is an --all root (issue 26 §9)
+  await writeSummaryFile(outDir, before);
   const completeAtStart = before.pairs > 0 && before.byState['PENDING'] === 0 && before.byState['CLAIMED'] === 0 && before.byState['FAILED'] === 0;
   const found = { pairs: pairs.length, atFc: pairs.filter((p) => p.atFc).length, atSh: pairs.filter((p) => p.atSh).length, unmatched: unmatchedFilters(o.filter, pairs) };
   deps.onPairs?.({ runId, pairs: pairs.length, atFcOnly: pairs.filter((p) => !p.atSh).length, atShOnly: pairs.filter((p) => !p.atFc).length, both: pairs.filter((p) => p.atFc && p.atSh).length });
@@ -359,7 +362,11 @@ async function refusePairDir(outDir: string): Promise<void> {
 
 async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {
   const summary = await runSummary(shDb, runId, now);
+  await writeSummaryFile(outDir, summary);
+  return summary;
+}
+
+async function writeSummaryFile(outDir: string, summary: RunAllSummary): Promise<void> {
   await refusePairDir(outDir);
   await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
-  return summary;
 }

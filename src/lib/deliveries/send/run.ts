@@ -378,6 +378,9 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
     const stop = stopReason(run) ?? (publisher.closed ? 'broker-lost' : null) ?? (run.fatal ? 'broker-lost' : null) ?? (broker.blocked !== null ? 'broker-blocked' : null);
     if (stop) {
       summary.stoppedBy = stop;
+      // The alarm's reason kept as the stop is decided: it may clear while what is in flight
+      // settles, and the run still ended for it (exit 3 and its line, issue 26 #8).
+      if (stop === 'broker-blocked') summary.brokerBlocked = broker.blocked ?? 'blocked by the broker';
       break;
     }
     if (inFlight.size >= options.pipeline) {

@@ -151,7 +151,8 @@ export async function runReplayBatch(items: readonly ReplayItem[], options: Batc
       opDigest: opDigest(it.operationId),
     };
     const d = await replayOne(deps.db, request, options.execute);
-    const again = 'stillFailed' in d && d.stillFailed !== undefined ? { stillFailed: true, note: d.stillFailed } : { stillFailed: false };
+    const note = 'stillFailed' in d ? d.stillFailed : undefined;
+    const again = note === undefined ? { stillFailed: false } : { stillFailed: true, note };
     return { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated, ...again };
   });
 }

@@ -52,6 +52,9 @@ install_packages() {
   # promtool (in Debian's prometheus package) checks docs/prometheus/fcctl-alerts.yml and the .prom
   # files; the package's own server is kept from starting by the policy-rc.d guard below.
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  # node_exporter (Debian's prometheus-node-exporter): the tests run it on their own port, with the
+  # textfile collector only, over fcctl's .prom files; its service is kept from starting likewise.
+  [ -x /usr/bin/prometheus-node-exporter ] || command -v node_exporter >/dev/null 2>&1 || missing+=(prometheus-node-exporter)
   # systemd-analyze (Debian's systemd package, with the standard units) verifies docs/systemd/;
   # `verify --root` needs no systemd running.
   [ -x /usr/bin/systemd-analyze ] || missing+=(systemd)

@@ -141,7 +141,7 @@ CREATE TABLE IF NOT EXISTS fcctl_pause_event (
 -- renews it while the pair runs, and records DONE or FAILED with the pair's result; a pair whose lease
 -- expired (its process was killed) is claimed again by another process of the same run. Claims read
 -- along uk_reconcile_task_pair in pair order (FOR UPDATE SKIP LOCKED) and write by id;
--- idx_reconcile_task_open finds the unfinished run a process without --run-id joins.
+-- idx_reconcile_task_open finds the recent runs a process without --run-id may join.
 CREATE TABLE IF NOT EXISTS fcctl_reconcile_task (
   id               BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
   run_id           VARCHAR(64)  NOT NULL,

@@ -441,7 +441,7 @@ export function addAllOptions(cmd: Command): Command {
   return cmd
     .option('--all', 'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/', false)
     .addOption(new Option('--concurrency <n>', 'with --all: pairs run at once by this process').argParser(intArg(1, 64)).default(4))
-    .option('--run-id <id>', 'with --all: the run the processes share (default: an unfinished date-named run begun in the last 12 h, else the UTC date of the SH database)', runIdArg)
+    .option('--run-id <id>', 'with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database\'s UTC time, e.g. 2026-12-01T18-30Z)', runIdArg)
     .addOption(new Option('--lease-seconds <s>', "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires").argParser(intArg(3, 86400)).default(300))
     .option('--consumer <key>', 'with --all (required): the consumer app key whose FC grants name the pairs', consumerArg)
     .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);

@@ -7,6 +7,7 @@ import { freshDatabases, type TestDatabases } from '../helpers/db.js';
 import { APP, APP_FLOW, clearFlowCenter, commandsByName, commandsOf, defaults, type Env, flowEnv, insertCommands, linesOf, logOf as of, makeDue, ownedInstance as owned, SH_TABLES, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
 import type { FlowCenter, LogEntry } from '../helpers/flow-center.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 // a second app the stand-in knows, for instances and commands of another app key
 const test = servicesTest({ prefix: 'apply', init: 'sh', flowApps: { ...APP_FLOW, '100099': 'other-app-secret' } });
@@ -383,7 +384,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(lines.map((l) => l['type'])).toEqual(['row', 'summary']);
     expect(lines[0]).toMatchObject({ type: 'row', bizId: `${p}-b`, kind: 'done', via: 'apply', branch: 'CREATED', status: 10 });
     const { readFile } = await import('node:fs/promises');
-    const prom = await readFile(join(dir, `${p}.prom`), 'utf8');
+    const prom = readProm(join(dir, `${p}.prom`));
     expect(prom).toContain('fcctl_rows{command="apply-command resolve-unknown",result="done"} 2');
     expect(prom).toContain('fcctl_run_exit_code{command="apply-command resolve-unknown"} 0');
   });

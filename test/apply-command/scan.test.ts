@@ -6,6 +6,7 @@ import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { insertCommands, SH_TABLES } from '../helpers/apply-commands.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 const test = servicesTest({ prefix: 'applyscan', init: 'sh' });
 let dbs: TestDatabases;
@@ -95,7 +96,7 @@ describe('apply-command scan', () => {
     const file = join(dir, 'scan.prom');
     const r = await scan(['--json', '--fail-if-dead', '--metrics-file', file]);
     expect(r.code).toBe(1);
-    const prom = await readFile(file, 'utf8');
+    const prom = readProm(file);
     expect(prom).toContain('fcctl_apply_commands_rows{state="UNKNOWN"} 2');
     expect(prom).toContain('fcctl_apply_commands_dead 4');
     expect(prom).toContain('fcctl_apply_commands_stuck_claims 1');

@@ -11,6 +11,7 @@ import type { FlowCenter } from '../helpers/flow-center.js';
 import { answerHash, insertAnswers, insertProjections, testUuid } from '../helpers/manifest.js';
 import { lockTable, startCli } from '../helpers/table-lock.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 const test = servicesTest({ prefix: 'exitcodes', init: 'all', flowApps: { [APP.key]: APP.secret } });
 
@@ -84,7 +85,7 @@ describe('every cron command: the summary\'s exitCode is the process\'s exit cod
     expect(summaries).toHaveLength(1);
     expect(summaries[0]!['exitCode']).toBe(r.code);
     // reconcile run's series name their pair too (school, form after command)
-    expect(readFileSync(metrics, 'utf8')).toMatch(new RegExp(`^fcctl_run_exit_code\\{command="${c.argv.slice(0, 2).join(' ')}"(,[a-z]+="[^"]*")*\\} ${r.code}$`, 'm'));
+    expect(readProm(metrics)).toMatch(new RegExp(`^fcctl_run_exit_code\\{command="${c.argv.slice(0, 2).join(' ')}"(,[a-z]+="[^"]*")*\\} ${r.code}$`, 'm'));
   });
 });
 
@@ -172,7 +173,7 @@ describe('a scan that fails records its exit code in the metrics', () => {
     // port 1: nothing listens, the connection is refused at once
     const r = await runCli(['--json', ...argv, '--metrics-file', metrics], { env: { ...env, FCCTL_FC_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/fc', FCCTL_SH_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/sh' } });
     expect(r.code).toBe(3);
-    const prom = readFileSync(metrics, 'utf8');
+    const prom = readProm(metrics);
     expect(prom).toContain(`fcctl_run_exit_code{command="${command}"} 3\n`);
     expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"} 1000\n`);
   });
@@ -181,7 +182,7 @@ describe('a scan that fails records its exit code in the metrics', () => {
     const metrics = join(dir, `ok-${++caseNo}.prom`);
     const r = await runCli(['--json', 'deliveries', 'scan', '--metrics-file', metrics], { env });
     expect(r.code).toBe(0);
-    const prom = readFileSync(metrics, 'utf8');
+    const prom = readProm(metrics);
     for (const name of ['fcctl_deliveries_rows', 'fcctl_deliveries_due', 'fcctl_deliveries_held', 'fcctl_deliveries_oldest_pending_age_seconds', 'fcctl_deliveries_stuck_claims', 'fcctl_deliveries_dead', 'fcctl_run_exit_code', 'fcctl_last_success_timestamp_seconds']) {
       expect(prom).toContain(`# TYPE ${name} gauge\n`);
     }

@@ -11,6 +11,7 @@ import { insertProjections, testUuid, writeManifestFiles } from '../helpers/mani
 import { lockTable, startCli } from '../helpers/table-lock.js';
 import { waitFor } from '../helpers/wait.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 const test = servicesTest({ prefix: 'interrupt', flowApps: { [APP.key]: APP.secret } });
 
@@ -66,7 +67,7 @@ function previousMetrics(command: string, more = ''): string {
 
 /** An interrupted run is exit 1 in its gauges too, but not a success: the last-success time stays. */
 function expectInterruptedMetrics(path: string, command: string, more = ''): void {
-  const prom = readFileSync(path, 'utf8');
+  const prom = readProm(path);
   expect(prom).toContain(`fcctl_run_exit_code{command="${command}"${more}} 1\n`);
   expect(prom).toContain(`fcctl_last_success_timestamp_seconds{command="${command}"${more}} 1000\n`);
 }

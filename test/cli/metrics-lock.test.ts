@@ -7,6 +7,7 @@ import { ExitCode } from '../../src/lib/cli/exit.js';
 import { formatMetrics, gauge, updateRunMetrics } from '../../src/lib/cli/metrics.js';
 import { withRunMetrics } from '../../src/lib/cli/run-metrics.js';
 import { cleanEnv, spawnCli } from '../helpers/cli.js';
+import { readProm } from '../helpers/textfile.js';
 
 // Review: two processes writing one metrics file lost increments (read, merge and rename were not
 // locked). The writer now holds `<file>.lock` (src/lib/fs/lock.ts) from the read to the rename.
@@ -36,7 +37,7 @@ describe('metrics file: read, merge and rename under a lock', () => {
       }
     };
     await Promise.all([writer(), writer(), writer(), writer()]);
-    const text = readFileSync(file, 'utf8');
+    const text = readProm(file);
     expect(runsTotal(text, '0')).toBe(24);
     expect(text).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 24\n');
     expect(readdirSync(d)).toEqual(['send.prom']);
@@ -50,7 +51,7 @@ describe('metrics file: read, merge and rename under a lock', () => {
       for (let round = 0; round < 6; round++) expect((await spawnCli(['deliveries', 'send', '--metrics-file', file], { env })).code).toBe(ExitCode.USAGE);
     };
     await Promise.all([writer(), writer(), writer(), writer()]);
-    expect(runsTotal(readFileSync(file, 'utf8'), '2')).toBe(24);
+    expect(runsTotal(readProm(file), '2')).toBe(24);
     expect(readdirSync(d)).toEqual(['send.prom']);
   }, 120_000);
 
@@ -60,7 +61,7 @@ describe('metrics file: read, merge and rename under a lock', () => {
     const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
     writeFileSync(`${file}.lock`, lockOf(dead));
     await updateRunMetrics(file, 'deliveries send', () => [gauge('fcctl_x', 'x', 1)], 200);
-    expect(readFileSync(file, 'utf8')).toContain('fcctl_x 1\n');
+    expect(readProm(file)).toContain('fcctl_x 1\n');
     expect(existsSync(`${file}.lock`)).toBe(false);
   });
 
@@ -86,6 +87,6 @@ describe('metrics file: read, merge and rename under a lock', () => {
     writeFileSync(`${file}.lock`, lockOf(process.pid));
     setTimeout(() => rmSync(`${file}.lock`), 50);
     await updateRunMetrics(file, 'deliveries send', () => [gauge('fcctl_x', 'x', 3)], 5000);
-    expect(readFileSync(file, 'utf8')).toContain('fcctl_x 3\n');
+    expect(readProm(file)).toContain('fcctl_x 3\n');
   });
 });

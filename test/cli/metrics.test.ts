@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { accumulateCounters, checkMetricsFile, counter, escapeHelp, escapeLabelValue, formatMetrics, gauge, type Gauge, NO_PREVIOUS, type PreviousMetrics, previousValue, readPreviousMetrics, runGauges, runSeries, writeMetricsFile } from '../../src/lib/cli/metrics.js';
+import { accumulateCounters, checkMetricsFile, counter, escapeHelp, escapeLabelValue, formatMetrics, gauge, type Gauge, NO_PREVIOUS, type PreviousMetrics, previousValue, readPreviousMetrics, runGauges, runSeries, withFileLabel, writeMetricsFile } from '../../src/lib/cli/metrics.js';
 import { ExpositionError, type ParsedSample, parseExposition, seriesKey } from '../../src/lib/cli/metrics-parse.js';
+import { collectTextfiles, readProm } from '../helpers/textfile.js';
 
 describe('Prometheus text format', () => {
   it('writes HELP, TYPE gauge and one line per sample', () => {
@@ -65,7 +66,7 @@ describe('writeMetricsFile (atomic)', () => {
     const d = dir();
     const path = join(d, 'scan.prom');
     await writeMetricsFile(path, [gauge('fcctl_x', 'h', 1)]);
-    expect(readFileSync(path, 'utf8')).toBe('# HELP fcctl_x h\n# TYPE fcctl_x gauge\nfcctl_x 1\n');
+    expect(readFileSync(path, 'utf8')).toBe('# HELP fcctl_x h\n# TYPE fcctl_x gauge\nfcctl_x{metrics_file="scan.prom"} 1\n');
     expect(readdirSync(d)).toEqual(['scan.prom']);
   });
 
@@ -80,12 +81,12 @@ describe('writeMetricsFile (atomic)', () => {
       const buf = Buffer.alloc(4096);
       const n = readSync(fd, buf, 0, buf.length, 0);
       // An in-place rewrite would have truncated what this descriptor sees.
-      expect(buf.subarray(0, n).toString('utf8')).toBe('# HELP fcctl_x old\n# TYPE fcctl_x gauge\nfcctl_x 1\n');
+      expect(buf.subarray(0, n).toString('utf8')).toBe('# HELP fcctl_x old\n# TYPE fcctl_x gauge\nfcctl_x{metrics_file="scan.prom"} 1\n');
     } finally {
       closeSync(fd);
     }
     expect(statSync(path).ino).not.toBe(oldIno);
-    expect(readFileSync(path, 'utf8')).toContain('fcctl_x 2');
+    expect(readFileSync(path, 'utf8')).toContain('fcctl_x{metrics_file="scan.prom"} 2');
   });
 
   it('a concurrent reader only ever sees a complete file', async () => {
@@ -106,7 +107,7 @@ describe('writeMetricsFile (atomic)', () => {
         const text = await readFile(path, 'utf8');
         reads++;
         if (text !== expectedA) {
-          expectedB ??= formatMetrics(b);
+          expectedB ??= formatMetrics(withFileLabel(b, 'big.prom'));
           if (text !== expectedB) bad.push(text.length);
         }
       }
@@ -131,6 +132,37 @@ describe('writeMetricsFile (atomic)', () => {
     await expect(writeMetricsFile(keep, [gauge('bad-name', 'h', 1)])).rejects.toThrow(TypeError);
     expect(readFileSync(keep, 'utf8')).toBe('old\n');
     expect(readdirSync(d).sort()).toEqual(['keep.prom', 'target.prom']);
+  });
+
+  // Issue 26 §5: the same series written into two files of one collector directory (a one-off
+  // pair run beside the nightly file, one command run into two files) must not collide.
+  it('labels every series with the file\'s base name: the same series in two files of one directory are two series', async () => {
+    const d = dir();
+    const run = { command: 'reconcile run', labels: { school: '5', form: 'f' }, durationSeconds: 1, exitCode: 0, finishedAtSeconds: 2000, rowsByResult: { IN_SYNC: 3 } };
+    for (const file of ['fcctl_reconcile.prom', 'fcctl_reconcile_pair.prom']) await writeMetricsFile(join(d, file), runSeries(run, NO_PREVIOUS));
+    const c = collectTextfiles(d);
+    expect(c.errors).toEqual([]);
+    expect(c.families.get('fcctl_run_exit_code')!.samples.map((s) => s.labels)).toEqual([
+      { command: 'reconcile run', school: '5', form: 'f', metrics_file: 'fcctl_reconcile.prom' },
+      { command: 'reconcile run', school: '5', form: 'f', metrics_file: 'fcctl_reconcile_pair.prom' },
+    ]);
+    // a label of that name given by a caller is the file's
+    await writeMetricsFile(join(d, 'x.prom'), [gauge('fcctl_x', 'h', 1, { metrics_file: 'other.prom' })]);
+    expect(readFileSync(join(d, 'x.prom'), 'utf8')).toContain('fcctl_x{metrics_file="x.prom"} 1\n');
+  });
+
+  it('reads the previous file without the label, so counters go on adding up — and from a file written before the label, too', async () => {
+    const d = dir();
+    const file = join(d, 'send.prom');
+    const run = { command: 'deliveries send', durationSeconds: 1, exitCode: 0, finishedAtSeconds: 2000, rowsByResult: { accepted: 3 } };
+    // an older fcctl's file: no metrics_file label
+    writeFileSync(file, formatMetrics(runSeries(run, NO_PREVIOUS)));
+    await writeMetricsFile(file, runSeries(run, await readPreviousMetrics(file)));
+    expect(readFileSync(file, 'utf8')).toContain('fcctl_rows_total{command="deliveries send",result="accepted",metrics_file="send.prom"} 6\n');
+    expect((await readPreviousMetrics(file)).samples.every((s) => !('metrics_file' in s.labels))).toBe(true);
+    await writeMetricsFile(file, runSeries(run, await readPreviousMetrics(file)));
+    expect(readProm(file)).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 9\n');
+    expect(readProm(file)).toContain('fcctl_runs_total{command="deliveries send",exit_code="0"} 3\n');
   });
 });
 
@@ -215,7 +247,7 @@ describe('counters: TYPE counter, _total, added to the previous file', () => {
       const file = join(d, 'send.prom');
       await writeMetricsFile(file, runSeries(ok, NO_PREVIOUS));
       await writeMetricsFile(file, runSeries({ ...ok, exitCode: 3, rowsByResult: undefined }, await readPreviousMetrics(file)));
-      const text = readFileSync(file, 'utf8');
+      const text = readProm(file);
       expect(text).toContain('# HELP fcctl_rows_total rows handled by the command, by result, over all runs\n# TYPE fcctl_rows_total counter\n');
       expect(text).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 3\n');
       expect(text).toContain('fcctl_rows_total{command="deliveries send",result="dead"} 1\n');
@@ -223,7 +255,7 @@ describe('counters: TYPE counter, _total, added to the previous file', () => {
       expect(text).not.toContain('fcctl_rows{'); // the gauge is this run's: none
       // a later run that writes rows again adds to the carried counts
       await writeMetricsFile(file, runSeries({ ...ok, rowsByResult: { accepted: 2 } }, await readPreviousMetrics(file)));
-      expect(readFileSync(file, 'utf8')).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 5\n');
+      expect(readProm(file)).toContain('fcctl_rows_total{command="deliveries send",result="accepted"} 5\n');
     } finally {
       rmSync(d, { recursive: true, force: true });
     }

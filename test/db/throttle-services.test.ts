@@ -197,4 +197,27 @@ describe('deliveries send --max-load: before each claim, on the FC database', ()
     expect(s).toMatchObject({ claimed: 300, accepted: 300, stoppedBy: 'drained' });
     expect(Number(s['throttledSeconds'])).toBeGreaterThan(0.5);
   });
+
+  // Issue 26 #4: the claim time was taken before the throttle wait, so a wait longer than the lease
+  // left a batch's publish deadline in the past at its claim: released NOT_SENT, never published.
+  test('a throttle wait longer than the lease: the batch claimed after it is published in full, none released NOT_SENT', async () => {
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    const key = uniqueConsumerKey('thrl');
+    const queue = await bindQueue(key);
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, formUuid: FORM }, 300);
+    const other = await busy(6);
+    const r = await runCli(['--json', 'deliveries', 'send', '--max-load', 'Threads_running=1', '--lease-seconds', '5', '--confirm-timeout', '2', '--batch-size', '100', '--max-rows', '300'], { env });
+    await other.done;
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const s = summaryOf(r.stdout);
+    // the wait really outlasted the lease (5 s), or the test proves nothing
+    expect(Number(s['throttledSeconds'])).toBeGreaterThan(5);
+    expect(s).toMatchObject({ claimed: 300, published: 300, accepted: 300, skipped: 0, released: 0 });
+    expect(jsonLines(r.stdout).filter((l) => l['type'] === 'row' && l['reason'] === 'NOT_SENT')).toEqual([]);
+    expect(await queue.drain()).toHaveLength(300);
+    await queue.close();
+  });
 });

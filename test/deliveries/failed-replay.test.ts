@@ -49,6 +49,11 @@ async function rowOf(eventId: string): Promise<Record<string, unknown>> {
   return (rows as Array<Record<string, unknown>>)[0]!;
 }
 
+async function answerOf(eventId: string): Promise<{ answer_uuid: string }> {
+  const [rows] = await dbs.admin.query(`SELECT answer_uuid FROM \`${dbs.fcName}\`.answer_delivery WHERE event_id = ?`, [eventId]);
+  return (rows as Array<{ answer_uuid: string }>)[0]!;
+}
+
 const checksum = () => checksumTables(dbs.admin, dbs.fcName);
 const failed = (key: string, args: string[]) => runCli(['deliveries', 'failed', '--consumer', key, '--school', '5', ...args], { env });
 const replay = (key: string, args: string[], stdin?: string) => runCli(['--json', 'deliveries', 'replay', '--consumer', key, '--school', '5', ...args], { env, ...(stdin === undefined ? {} : { stdin }) });
@@ -79,12 +84,13 @@ describe('deliveries failed → deliveries replay --from (real MariaDB)', () => 
     for (const e of events) expect(await rowOf(e)).toMatchObject({ state: 'PENDING', retry_count: 0, replay_op_digest: opDigest(`INC-1:${e}`) });
     expect(jsonLines((await failed(key, ['--json'])).stdout).at(-1)).toMatchObject({ total: 0 });
 
-    // the rows fail again: replay --failed under the same prefix finds the answers recorded, writes nothing
+    // the rows fail again: replay --failed under the same prefix finds the answers recorded, writes
+    // nothing, and says so: still failed, exit 1
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'FAILED', retry_count = 1 WHERE consumer_app_key = ?`, [key]);
     const sum1 = await checksum();
     const again = await replay(key, ['--failed', '--operation-prefix', 'INC-1', '--execute']);
-    expect(again.code).toBe(0);
-    expect(summaryOf(again.stdout)).toMatchObject({ items: 12, repeated: 12, operationPrefix: 'INC-1', more: false });
+    expect(again.code).toBe(1);
+    expect(summaryOf(again.stdout)).toMatchObject({ items: 12, repeated: 12, repeatedStillFailed: 12, operationPrefix: 'INC-1', more: false });
     expect(await checksum()).toBe(sum1);
   });
 
@@ -195,12 +201,55 @@ describe('deliveries replay --failed (real MariaDB)', () => {
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8 WHERE event_id = ?`, [deadRoute[0]]);
     const sum2 = await checksum();
     const third = await replay(key, [...sel, '--execute']);
-    expect(third.code).toBe(0);
-    expect(results(third.stdout)).toEqual([expect.objectContaining({ operationId: `INC-4:${deadRoute[0]}`, code: 'QUEUED', repeated: true })]);
+    expect(third.code).toBe(1);
+    expect(results(third.stdout)).toEqual([expect.objectContaining({ operationId: `INC-4:${deadRoute[0]}`, code: 'QUEUED', repeated: true, stillFailed: true })]);
     expect(await checksum()).toBe(sum2);
     expect(await rowOf(deadRoute[0]!)).toMatchObject({ state: 'DEAD' });
     // a new incident prefix replays it
     expect(summaryOf((await replay(key, ['--failed', '--operation-prefix', 'INC-5', '--execute'])).stdout)).toMatchObject({ items: 1, repeated: 0, byCode: { QUEUED: 1 } });
+  });
+
+  // Issue 26 #10: a reused --operation-prefix answered "QUEUED (repeated)" with exit 0 for rows that
+  // had failed again since, as if they were on their way.
+  test('replay --failed under a reused prefix, rows FAILED or DEAD again since: the same answers, nothing written, counted as still failed, exit 1, a new prefix suggested', async () => {
+    const key = await consumer('ra');
+    const events = [await insert(key, 'FAILED', 'NACK'), await insert(key, 'DEAD', 'NO_ROUTE'), await insert(key, 'DEAD', 'NO_ROUTE')];
+    const first = await replay(key, ['--failed', '--operation-prefix', 'INC-9', '--execute']);
+    expect([first.code, first.stderr]).toEqual([0, '']);
+    expect(summaryOf(first.stdout)).toMatchObject({ items: 3, byCode: { QUEUED: 3 }, repeated: 0, repeatedStillFailed: 0 });
+    expect(results(first.stdout).every((r) => r['stillFailed'] === false)).toBe(true);
+    // send failed them again: one FAILED, two DEAD
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'FAILED', retry_count = 1, last_error = 'CONFIRM_TIMEOUT' WHERE event_id = ?`, [events[0]]);
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NO_ROUTE' WHERE event_id IN (?, ?)`, [events[1], events[2]]);
+
+    const sum = await checksum();
+    const again = await replay(key, ['--failed', '--operation-prefix', 'INC-9', '--execute']);
+    expect([again.code, again.stderr]).toEqual([1, '']);
+    expect(summaryOf(again.stdout)).toMatchObject({ exitCode: 1, items: 3, byCode: { QUEUED: 3 }, repeated: 3, repeatedStillFailed: 3, refused: 0 });
+    const answered = results(again.stdout);
+    expect(answered.map((r) => [r['operationId'], r['code'], r['repeated'], r['stillFailed']]).sort()).toEqual(events.map((e) => [`INC-9:${e}`, 'QUEUED', true, true]).sort());
+    for (const r of answered) expect(r['note']).toMatch(/^event \S+ is (FAILED|DEAD) again \((CONFIRM_TIMEOUT|NO_ROUTE)\) since this operation id queued it; .*a new --operation-prefix/);
+    // the idempotency rule holds: the same operation ids changed nothing
+    expect(await checksum()).toBe(sum);
+    // a dry run says the same
+    const dry = await replay(key, ['--failed', '--operation-prefix', 'INC-9']);
+    expect(dry.code).toBe(1);
+    expect(summaryOf(dry.stdout)).toMatchObject({ repeatedStillFailed: 3 });
+    // on a terminal, the closing line names what to do
+    const tty = await runCli(['deliveries', 'replay', '--consumer', key, '--school', '5', '--failed', '--operation-prefix', 'INC-9', '--execute'], { env, tty: true });
+    expect(tty.code).toBe(1);
+    expect(tty.stdout).toContain('3 rows replayed earlier under these operation ids are FAILED or DEAD again; the same ids change nothing: replay them with a new --operation-prefix than INC-9');
+    expect(await checksum()).toBe(sum);
+
+    // a new prefix replays them: exit 0
+    const fresh = await replay(key, ['--failed', '--operation-prefix', 'INC-10', '--execute']);
+    expect(fresh.code).toBe(0);
+    expect(summaryOf(fresh.stdout)).toMatchObject({ items: 3, byCode: { QUEUED: 3 }, repeated: 0, repeatedStillFailed: 0 });
+    for (const e of events) expect(await rowOf(e)).toMatchObject({ state: 'PENDING', retry_count: 0, replay_op_digest: opDigest(`INC-10:${e}`) });
+    // a repeat while the row is on its way again (PENDING) is plain repeated: exit 0
+    const pendingAgain = await replay(key, ['--answer', String((await answerOf(events[0]!)).answer_uuid), '--expected-revision', '1', '--operation-id', `INC-10:${events[0]}`, '--execute']);
+    expect(pendingAgain.code).toBe(0);
+    expect(results(pendingAgain.stdout)[0]).toMatchObject({ code: 'QUEUED', repeated: true, stillFailed: false });
   });
 
   test('a row superseded by a newer revision of its answer (same consumer and school) is not replayed: counted as superseded, exit 0; failed lists it flagged, its csv leaves it out', async () => {

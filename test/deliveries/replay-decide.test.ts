@@ -111,6 +111,20 @@ describe('decideReplay: explicit table', () => {
     expect(decideReplay({ request: { ...request, expectedRevision: '03' }, newest: null, grant: null, prior }).code).toBe('QUEUED');
   });
 
+  it('a recorded QUEUED answer whose row is FAILED or DEAD again: the same answer, no write, marked still failed with what to do', () => {
+    const prior: RecordedAnswer = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', code: 'QUEUED', reason: 'first', eventId: 'e-17' };
+    for (const rowState of ['FAILED', 'DEAD'] as const) {
+      const d = decideReplay({ request, newest: null, grant: null, prior: { ...prior, rowState, rowLastError: 'NO_ROUTE' } });
+      expect(d).toMatchObject({ code: 'QUEUED', reason: 'first', repeated: true, eventId: 'e-17' });
+      expect('write' in d).toBe(false);
+      expect((d as { stillFailed?: string }).stillFailed).toBe(`event e-17 is ${rowState} again (NO_ROUTE) since this operation id queued it; the same id changes nothing: replay it under a new operation id (with --failed, a new --operation-prefix)`);
+    }
+    // a row still on its way, delivered, or another recorded answer: nothing to say
+    for (const over of [{ rowState: 'PENDING' }, { rowState: 'BROKER_ACCEPTED' }, { rowState: null }, { code: 'GRANT_REVOKED', rowState: 'DEAD' }] as const) {
+      expect(decideReplay({ request, newest: null, grant: null, prior: { ...prior, ...over } })).not.toHaveProperty('stillFailed');
+    }
+  });
+
   it('an operation id recorded for other parameters is OPERATION_CONFLICT, refused, nothing written', () => {
     const prior: RecordedAnswer = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', code: 'QUEUED', reason: 'first', eventId: 'e-17' };
     for (const other of [{ answerUuid: UUID.replace('a001', 'a002') }, { consumerAppKey: '100101' }, { consumerSchoolId: '6' }, { expectedRevision: '4' }]) {

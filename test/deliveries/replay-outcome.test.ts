@@ -4,7 +4,7 @@ import { type ReplayEnd, type ReplayResult, replayExitCode, replayStopError, sum
 import { replaySource } from '../../src/lib/deliveries/replay/input.js';
 
 const UUID = '5f0a0000-0000-4000-8000-00000000a001';
-const result = (code: ReplayResult['code'], repeated = false): ReplayResult => ({ line: 2, answerUuid: UUID, expectedRevision: '3', operationId: 'op', code, reason: 'r', eventId: null, repeated });
+const result = (code: ReplayResult['code'], repeated = false, stillFailed = false): ReplayResult => ({ line: 2, answerUuid: UUID, expectedRevision: '3', operationId: 'op', code, reason: 'r', eventId: null, repeated, stillFailed });
 const end = (over: Partial<ReplayEnd> = {}): ReplayEnd => ({ results: [], notRun: 0, stoppedBy: 'done', error: null, ...over });
 
 describe('replayExitCode', () => {
@@ -13,6 +13,8 @@ describe('replayExitCode', () => {
     ['queued and already delivered', { results: [result('QUEUED'), result('ALREADY_DELIVERED')] }, 0],
     ['a refused item', { results: [result('QUEUED'), result('REVISION_MISMATCH')] }, 1],
     ['an operation conflict', { results: [result('OPERATION_CONFLICT')] }, 1],
+    ['a repeated QUEUED answer whose row failed again since', { results: [result('QUEUED', true, true)] }, 1],
+    ['a repeated QUEUED answer whose row did not fail again', { results: [result('QUEUED', true)] }, 0],
     ['an item not run', { results: [result('QUEUED')], notRun: 1, stoppedBy: 'signal' }, 1],
     ['a database error', { results: [result('QUEUED')], notRun: 3, stoppedBy: 'error', error: new Error('gone') }, 3],
   ];
@@ -39,12 +41,13 @@ describe('summarizeReplay', () => {
       answered: 3,
       byCode: { QUEUED: 2, ALREADY_DELIVERED: 0, GRANT_REVOKED: 0, REVISION_MISMATCH: 0, NO_DELIVERY_ROW: 1, OPERATION_CONFLICT: 0 },
       repeated: 1,
+      repeatedStillFailed: 0,
       refused: 1,
       notRun: 1,
       stoppedBy: 'max-seconds',
       seconds: 1.3,
     });
-    expect(Object.keys(summary)).toEqual(['command', 'exitCode', 'dryRun', 'items', 'answered', 'byCode', 'repeated', 'refused', 'notRun', 'stoppedBy', 'seconds']);
+    expect(Object.keys(summary)).toEqual(['command', 'exitCode', 'dryRun', 'items', 'answered', 'byCode', 'repeated', 'repeatedStillFailed', 'refused', 'notRun', 'stoppedBy', 'seconds']);
   });
   it('a terminal: only the codes that occurred, beside the summary', () => {
     const { summary, counts } = summarizeReplay(e, { items: 4, dryRun: true, elapsedMs: 40, json: false });

@@ -8,6 +8,7 @@ import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 
 const NACK = 'NACK: broker said "no", try later';
@@ -65,7 +66,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     expect(jsonLines(r.stdout)).toEqual([
       expect.objectContaining({ type: 'summary', command: 'deliveries scan', exitCode: 0, due: 0, held: 0, oldestPendingAgeSeconds: null, stuckClaims: 0, dead: 0, reasons: [], listed: 0 }),
     ]);
-    expect(readFileSync(metrics, 'utf8')).toContain('\nfcctl_deliveries_oldest_pending_age_seconds 0\n');
+    expect(readProm(metrics)).toContain('\nfcctl_deliveries_oldest_pending_age_seconds 0\n');
   });
 
   test('arranged rows: states, due, held, stuck claims, oldest pending, reasons, newest rows', async () => {
@@ -161,7 +162,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     const before = Math.floor(Date.now() / 1000);
     const r = await scan(['--metrics-file', path]);
     expect(r.code).toBe(0);
-    const text = readFileSync(path, 'utf8');
+    const text = readProm(path);
     for (const line of [
       'fcctl_deliveries_rows{state="PENDING"} 12',
       'fcctl_deliveries_rows{state="FAILED"} 3',
@@ -213,7 +214,7 @@ describe('fcctl deliveries scan (real MariaDB)', () => {
     const r = await scan(['--fail-if-dead', '--metrics-file', path]);
     expect(r.code).toBe(1);
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ exitCode: 1, dead: 2 });
-    expect(readFileSync(path, 'utf8')).toContain('fcctl_run_exit_code{command="deliveries scan"} 1\n');
+    expect(readProm(path)).toContain('fcctl_run_exit_code{command="deliveries scan"} 1\n');
     expect((await scan()).code).toBe(0); // without the flag, DEAD rows are reported, not failed
     await exec("UPDATE fc.answer_delivery SET state = 'FAILED', retry_count = 7 WHERE state = 'DEAD'");
     const after = await scan(['--fail-if-dead']);

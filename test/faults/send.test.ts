@@ -375,6 +375,42 @@ describe('deliveries send under faults', () => {
     await recoverAfterFault(d, 'deliveries send: broker memory alarm mid-run');
   });
 
+  // Issue 26 #8: the alarm's reason was read only once the run had ended; an alarm that cleared while
+  // the batches in flight settled left a run it had stopped with exit 0 and no line.
+  it('a broker memory alarm that clears before the run ends: the run it stopped still exits 3 naming the alarm', async () => {
+    const d = await seedDataset(pick(3000, 10000));
+    // Slow database round trips: the run spends its time claiming, and sees the alarm after a claim
+    // while the batches published into it still wait (up to --confirm-timeout) for their confirms.
+    const { hostname, port } = new URL(dbs.fcUrl);
+    const proxy = new TcpProxy(hostname, Number(port));
+    const runEnv = { ...env, FCCTL_FC_DATABASE_URL: viaProxy(dbs.fcUrl, await proxy.start()) };
+    proxy.delayMs = 30;
+    let ended = false;
+    const run = sendRun(['--lease-seconds', '40', '--confirm-timeout', '15', '--backoff-base', '1', '--batch-size', '25', '--pipeline', '8'], runEnv).finally(() => (ended = true));
+    let endedBeforeClear = true;
+    try {
+      await waitFor('the run to accept its first rows', async () => (await acceptedCount(d)) > 0, 60_000);
+      await brokerMemoryAlarm(true);
+      // long enough for the run to publish into the alarm and stop after its claim in progress
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+    } finally {
+      endedBeforeClear = ended;
+      await brokerMemoryAlarm(false);
+      await run;
+      await proxy.stop();
+    }
+    const blocked = await run;
+    const s = summaryOf(blocked)!;
+    console.log(`deliveries send: short memory alarm: ${JSON.stringify(s)} ${JSON.stringify(blocked.stderr.trim())}`);
+    // The case of the issue, or the test proves nothing: the run stopped for the alarm, and the alarm
+    // cleared while it was still settling what it had in flight.
+    expect(endedBeforeClear).toBe(false);
+    expect(s).toMatchObject({ stoppedBy: 'broker-blocked' });
+    expect(s['exitCode']).toBe(3);
+    expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\); stopped claiming/);
+    await recoverAfterFault(d, 'deliveries send: short broker memory alarm');
+  });
+
   it('database connection cut mid-run: exit 3 with one line; claimed rows come back after their lease', async () => {
     await faultMidRun({
       test: 'deliveries send: database connection cut mid-run',

@@ -8,7 +8,7 @@
  * name already seen, and another HELP (node_exporter #1885: the later file's samples are dropped).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseExposition, type ParsedSample, seriesKey } from '../../src/lib/cli/metrics-parse.js';
 
 export interface CollectedFamily {
@@ -75,4 +75,23 @@ export function collectTextfiles(dir: string): Collected {
 export function collectedValue(c: Collected, name: string, labels: Readonly<Record<string, string>>): number | undefined {
   const key = seriesKey(name, labels);
   return c.families.get(name)?.samples.find((s) => seriesKey(name, s.labels) === key)?.value;
+}
+
+/**
+ * A metrics file's text with its file label taken out, for assertions on the other labels — after
+ * checking that every sample carries it: `metrics_file="<the file's base name>"`, last
+ * (src/lib/cli/metrics.ts `FILE_LABEL`). A sample without it fails the test.
+ * @example expect(readProm(file)).toContain('fcctl_run_exit_code{command="deliveries send"} 0\n')
+ */
+export function readProm(path: string): string {
+  const label = `metrics_file=${JSON.stringify(basename(path))}`;
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .map((line) => {
+      if (line === '' || line.startsWith('#')) return line;
+      const without = line.replace(`{${label}} `, ' ').replace(`,${label}} `, '} ');
+      if (without === line) throw new Error(`${path}: a sample without ${label}: ${line}`);
+      return without;
+    })
+    .join('\n');
 }

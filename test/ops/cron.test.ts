@@ -8,7 +8,7 @@ import { DEFAULT_PUBLISHER, defaultConsumerKeys } from '../../src/lib/dev/seed.j
 import { jsonLines } from '../helpers/cli.js';
 import { seedDevDatabases } from '../helpers/dev-seed.js';
 import { servicesTest } from '../helpers/services.js';
-import { collectTextfiles } from '../helpers/textfile.js';
+import { collectTextfiles, readProm } from '../helpers/textfile.js';
 import { freshVhost } from '../helpers/vhost.js';
 import { cronCommand, documentedEnvExample, parseCrontab, substitutePaths } from './crontab.js';
 
@@ -92,7 +92,7 @@ describe('docs/cron/fcctl.crontab, line by line under env -i against the local s
       expect(send['accepted']).toBeGreaterThan(0);
       const proms = readdirSync(dirs.prom).filter((f) => f.endsWith('.prom')).sort();
       expect(proms).toEqual(['fcctl_apply.prom', 'fcctl_reconcile.prom', 'fcctl_scan.prom', 'fcctl_send.prom']);
-      for (const f of proms) expect(readFileSync(join(dirs.prom, f), 'utf8'), f).toMatch(/^fcctl_run_exit_code\{[^}]*\} 0$/m);
+      for (const f of proms) expect(readProm(join(dirs.prom, f)), f).toMatch(/^fcctl_run_exit_code\{[^}]*\} 0$/m);
       // the directory as node_exporter's textfile collector reads it: no series in two files, no parse error
       expect(collectTextfiles(dirs.prom).errors).toEqual([]);
       // the reconcile line: every pair of both schools, each in the stable output directory

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { readProm } from '../helpers/textfile.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WATCH = join(ROOT, 'scripts/demo-watch.mjs');
@@ -47,13 +48,13 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     expect(m.maxGapSeconds, `silent before: ${m.maxGapBefore}`).toBeLessThan(5);
     expect(r.code).toBe(0);
     // its files: the send metrics, the stand-in's address, each pair's runs of reconcile run --all
-    expect(readFileSync(join(dir, 'fcctl_send.prom'), 'utf8')).toMatch(/^fcctl_run_exit_code\{command="deliveries send"\} 1$/m);
+    expect(readProm(join(dir, 'fcctl_send.prom'))).toMatch(/^fcctl_run_exit_code\{command="deliveries send"\} 1$/m);
     expect(existsSync(join(dir, 'flow-center.out'))).toBe(true);
     for (const run of ['before', 'after']) {
       expect(existsSync(join(dir, 'demo', run, 'summary.json')), run).toBe(true);
       expect(readdirSync(join(dir, 'demo', run)).filter((d) => /^\d+$/.test(d)).sort(), run).toEqual(['5', '6']);
     }
-    expect(readFileSync(join(dir, 'demo', 'fcctl_reconcile.prom'), 'utf8')).toMatch(/^fcctl_run_exit_code\{[^}]*command="reconcile run"[^}]*\} 0$/m);
+    expect(readProm(join(dir, 'demo', 'fcctl_reconcile.prom'))).toMatch(/^fcctl_run_exit_code\{[^}]*command="reconcile run"[^}]*\} 0$/m);
     // and none in the default directories
     expect(defaultDemoFiles()).toEqual(before);
   }, 150_000);

@@ -13,6 +13,7 @@ import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { openDb } from '../../src/lib/db/connect.js';
 import { pauseCheck } from '../../src/lib/pause/run.js';
 import { runReconcile } from '../../src/lib/reconcile/run/run.js';
+import { readProm } from '../helpers/textfile.js';
 
 // Issue 19 §3: fcctl pause / resume / pause --list, and the SH commands that obey the switch.
 const test = servicesTest({ prefix: 'pause', init: 'all', flowApps: APP_FLOW });
@@ -138,7 +139,7 @@ describe('apply-command resolve-unknown obeys the switch', () => {
     expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, lookups: 0, posts: 0, stoppedBy: 'paused', paused: { reason: 'flow center incident', source: 'database' } });
     expect((await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null)).toBe(true);
     const { readFileSync } = await import('node:fs');
-    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_paused{command="apply-command resolve-unknown"} 1\n');
+    expect(readProm(metrics)).toContain('fcctl_paused{command="apply-command resolve-unknown"} 1\n');
     // --pause-file pauses it as well, whatever the table says
     await cli(['resume', 'apply-command', 'resolve-unknown']);
     const file = join(dir, 'pause-resolve');
@@ -148,7 +149,7 @@ describe('apply-command resolve-unknown obeys the switch', () => {
     const go = await cli(['apply-command', 'resolve-unknown', '--metrics-file', metrics, '--pause-file', join(dir, 'no-such-file')]);
     expect(go.code).toBe(0);
     expect(summaryOf(go.stdout)).toMatchObject({ claimed: 30, done: 30, stoppedBy: 'drained' });
-    expect(readFileSync(metrics, 'utf8')).toContain('fcctl_paused{command="apply-command resolve-unknown"} 0\n');
+    expect(readProm(metrics)).toContain('fcctl_paused{command="apply-command resolve-unknown"} 0\n');
   });
 });
 const owned = (bizId: string) => ownedInstance(bizId, 20, { instanceId: `FI-${bizId}` });
@@ -165,7 +166,7 @@ describe('reconcile run obeys the switch', () => {
     expect(summaryOf(r.stdout)).toMatchObject({ command: 'reconcile run', exitCode: 0, stoppedBy: 'paused', paused: { reason: 'nightly off tonight' }, phase: 'task-start' });
     expect(existsSync(join(out, 'run.json'))).toBe(false);
     const { readFileSync } = await import('node:fs');
-    const prom = readFileSync(metrics, 'utf8');
+    const prom = readProm(metrics);
     expect(prom).toContain(`fcctl_paused{command="reconcile run",school="5",form="${FORM}"} 1\n`);
     expect(prom).not.toContain('fcctl_last_success_timestamp_seconds');
     await cli(['resume', 'reconcile', 'run']);
@@ -203,7 +204,7 @@ describe('reconcile run obeys the switch', () => {
     expect(done.code).toBe(0);
     expect(summaryOf(done.stdout)).toMatchObject({ exitCode: 0, resumed: true });
     expect(summaryOf(done.stdout)['stoppedBy']).toBeUndefined();
-    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_paused{command="reconcile run",school="5",form="${FORM}"} 0\n`);
+    expect(readProm(metrics)).toContain(`fcctl_paused{command="reconcile run",school="5",form="${FORM}"} 0\n`);
     // --pause-file on reconcile run
     const file = join(dir, 'pause-reconcile');
     writeFileSync(file, '');

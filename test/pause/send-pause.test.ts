@@ -8,6 +8,7 @@ import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistr
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
+import { readProm } from '../helpers/textfile.js';
 
 // Issue 19 §3: the fleet's pause switch, on the relay.
 const FORM = '0f0e0d0c-0000-4000-8000-000000000019';
@@ -123,7 +124,7 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
         expect(s['claimed']).toBe(Number(s['accepted']) + Number(s['released']));
         expect(s['releasedByReason']).toEqual(Number(s['released']) > 0 ? { PAUSED: s['released'] } : {});
         expect(jsonLines(r.stdout).filter((l) => l['type'] === 'row')).toEqual([]);
-        const prom = readFileSync(join(dir, `relay${i + 1}.prom`), 'utf8');
+        const prom = readProm(join(dir, `relay${i + 1}.prom`));
         expect(prom).toContain('fcctl_paused{command="deliveries send"} 1\n');
         expect(prom).toContain('fcctl_run_exit_code{command="deliveries send"} 0\n');
         // a paused run did not do its work: no last success recorded
@@ -151,7 +152,7 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
       expect(summaryOf(next.stdout)).toMatchObject({ stoppedBy: 'drained', accepted: 20_000 - accepted, failed: 0 });
       expect(summaryOf(next.stdout)['paused']).toBeUndefined();
       expect(await count("state = 'BROKER_ACCEPTED'", key)).toBe(20_000);
-      const prom = readFileSync(join(dir, 'relay1.prom'), 'utf8');
+      const prom = readProm(join(dir, 'relay1.prom'));
       expect(prom).toContain('fcctl_paused{command="deliveries send"} 0\n');
       expect(prom).toContain('fcctl_last_success_timestamp_seconds{command="deliveries send"}');
       // every row arrived; a duplicate is allowed (at-least-once), a loss is not
@@ -173,7 +174,7 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
       expect(r.code).toBe(0);
       expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, published: 0, stoppedBy: 'paused', paused: { reason: 'broker disk alarm on mq-2', pausedBy: `pause file ${file}`, source: 'file' } });
       expect(await count("state = 'PENDING' AND claim_owner IS NULL", key)).toBe(50);
-      expect(readFileSync(join(dir, 'file.prom'), 'utf8')).toContain('fcctl_paused{command="deliveries send"} 1\n');
+      expect(readProm(join(dir, 'file.prom'))).toContain('fcctl_paused{command="deliveries send"} 1\n');
       // the dry run obeys it too
       const dry = await runCli(['--json', 'deliveries', 'send', '--dry-run', '--pause-file', file], { env });
       expect(summaryOf(dry.stdout)).toMatchObject({ claimed: 0, stoppedBy: 'paused' });
@@ -197,7 +198,7 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, published: 0, stoppedBy: 'paused', paused: { reason: 'broker down: INC-7', source: 'file' } });
-    expect(readFileSync(join(dir, 'down.prom'), 'utf8')).toContain('fcctl_paused{command="deliveries send"} 1\n');
+    expect(readProm(join(dir, 'down.prom'))).toContain('fcctl_paused{command="deliveries send"} 1\n');
     rmSync(file);
     // not paused, the same run dials the broker and says it cannot
     const unpaused = await runCli(['--json', 'deliveries', 'send', '--pause-file', file], { env: down });
@@ -207,8 +208,8 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
 
   test('a run that fails (exit 3) still writes fcctl_paused: what it read of the switch, else the last known value', async () => {
     const prom = join(dir, 'failing.prom');
-    const gaugeOf = () => /^fcctl_paused\{command="deliveries send"\} (\d)$/m.exec(readFileSync(prom, 'utf8'))?.[1];
-    const exitOf = () => /^fcctl_run_exit_code\{command="deliveries send"\} (\d)$/m.exec(readFileSync(prom, 'utf8'))?.[1];
+    const gaugeOf = () => /^fcctl_paused\{command="deliveries send"\} (\d)$/m.exec(readProm(prom))?.[1];
+    const exitOf = () => /^fcctl_run_exit_code\{command="deliveries send"\} (\d)$/m.exec(readProm(prom))?.[1];
     expect((await runCli(['--json', 'pause', 'deliveries', 'send', '--reason', 'INC-9'], { env })).code).toBe(0);
     expect((await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], { env })).code).toBe(0);
     expect([gaugeOf(), exitOf()]).toEqual(['1', '0']);
@@ -225,8 +226,8 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     // No previous file and nothing read: no gauge rather than a guess.
     const fresh = join(dir, 'fresh.prom');
     expect((await runCli(['--json', 'deliveries', 'send', '--metrics-file', fresh], { env: dbDown })).code).toBe(3);
-    expect(readFileSync(fresh, 'utf8')).not.toContain('fcctl_paused');
-    expect(readFileSync(fresh, 'utf8')).toContain('fcctl_run_exit_code{command="deliveries send"} 3\n');
+    expect(readProm(fresh)).not.toContain('fcctl_paused');
+    expect(readProm(fresh)).toContain('fcctl_run_exit_code{command="deliveries send"} 3\n');
   });
 
   test('an expired --until counts as not paused', async () => {

@@ -8,7 +8,7 @@ const F1 = '00000000-0000-4000-8000-000000000001';
 const F2 = '00000000-0000-4000-8000-000000000002';
 const counts = (over: Partial<Record<Category, number>> = {}) => ({ ...emptyCounts(), ...over });
 const done = (schId: string, differences: number): PairOutcome => ({ schId, formUuid: F1, attempt: 1, outDir: `/d/${schId}`, result: 'done', counts: counts({ IN_SYNC: 3, MISSING_LOCAL: differences }), differences, fcRows: 3 + differences, shRows: 3, pairRunId: 'r', resumed: false, seconds: 1 });
-const failed = (schId: string): PairOutcome => ({ schId, formUuid: F1, attempt: 1, outDir: `/d/${schId}`, result: 'failed', exitCode: 4, error: 'refused', seconds: 0 });
+const failed = (schId: string, exitCode = 4): PairOutcome => ({ schId, formUuid: F1, attempt: 1, outDir: `/d/${schId}`, result: 'failed', exitCode, error: 'refused', seconds: 0 });
 const result = (over: Partial<RunAllResult> = {}): RunAllResult => ({
   runId: '2026-12-01',
   found: { pairs: 2, atFc: 2, atSh: 2 },
@@ -35,13 +35,14 @@ describe('mergePairs: every pair on either side, once, in school (numeric) and f
   });
 });
 
-describe('defaultRunId: the UTC date of the SH clock', () => {
-  it('takes the date of a DATETIME', () => {
-    expect(defaultRunId('2026-12-01 23:59:59')).toBe('2026-12-01');
-    expect(defaultRunId('2026-12-01T00:00:00')).toBe('2026-12-01');
+describe('defaultRunId: a new run named after the SH clock\'s UTC time, to the minute', () => {
+  it('takes the date, hour and minute of a DATETIME', () => {
+    expect(defaultRunId('2026-12-01 23:59:59')).toBe('2026-12-01T23-59Z');
+    expect(defaultRunId('2026-12-01T00:00:00')).toBe('2026-12-01T00-00Z');
+    expect(defaultRunId('2026-11-30 18:30:07')).toBe('2026-11-30T18-30Z');
   });
   it('refuses anything else', () => {
-    for (const bad of ['', '2026-12-01', 'now', '26-12-01 00:00:00']) expect(() => defaultRunId(bad)).toThrow(/UTC_TIMESTAMP/);
+    for (const bad of ['', '2026-12-01', 'now', '26-12-01 00:00:00', '2026-12-01 1:00:00']) expect(() => defaultRunId(bad)).toThrow(/UTC_TIMESTAMP/);
   });
 });
 
@@ -108,10 +109,22 @@ describe('allExit: the exit code of this process\'s share', () => {
     expect(allExit(result({ outcomes: [done('5', 3)] }), { ...o, failIfDiff: true })).toMatchObject({ exitCode: 1, reason: '1 pair(s) with differences (--fail-if-diff)' });
     expect(allExit(result({ outcomes: [done('5', 0)] }), { ...o, failIfDiff: true }).exitCode).toBe(0);
   });
-  it('1 when a pair failed or a signal stopped the run; a pause is 0', () => {
-    expect(allExit(result({ outcomes: [done('5', 0), failed('6')] }), o)).toMatchObject({ exitCode: 1, reason: '1 pair(s) failed' });
+  it('1 when a pair failed or a signal stopped the run; 4 when a pair was refused by a safety check; a pause alone is 0', () => {
+    expect(allExit(result({ outcomes: [done('5', 0), failed('6', 1)] }), o)).toMatchObject({ exitCode: 1, reason: '1 pair(s) failed' });
+    expect(allExit(result({ outcomes: [done('5', 0), failed('6')] }), o)).toMatchObject({ exitCode: 4, reason: '1 pair(s) failed (refused by a safety check: see its pair line)' });
     expect(allExit(result({ stop: { by: 'signal' } }), o)).toMatchObject({ exitCode: 1, reason: 'stopped by a signal (run again to continue)' });
-    expect(allExit(result({ stop: { by: 'paused' }, outcomes: [failed('6')] }), o)).toEqual({ exitCode: 0, warning: null, reason: null });
+    expect(allExit(result({ stop: { by: 'signal' }, outcomes: [failed('6')] }), o).exitCode).toBe(4);
+    expect(allExit(result({ stop: { by: 'paused' } }), o)).toEqual({ exitCode: 0, warning: null, reason: null });
+    expect(allExit(result({ stop: { by: 'paused' }, outcomes: [] }), o)).toEqual({ exitCode: 0, warning: null, reason: null });
+  });
+  // issue 26 §1: a pause never hides a failure, this process's or the run's
+  it.each([
+    ['a pair of this process failed', { outcomes: [done('5', 0), failed('6', 1)] }, 1, '1 pair(s) failed'],
+    ['a pair of this process refused (safety)', { outcomes: [failed('6')] }, 4, '1 pair(s) failed (refused by a safety check: see its pair line)'],
+    ['the run has FAILED pairs', { runId: 'r', outcomes: [], summary: summarizeRun('r', [{ id: 1, sch_id: '5', form_uuid: F1, state: 'FAILED', claim_owner: null, claim_generation: 1, attempts: 1, host: 'h', result_json: '{"error":"x"}' }], 'at') }, 1, '1 pair(s) of run r failed (run it again with --run-id r to retry them)'],
+    ['nothing failed', { outcomes: [done('5', 2)] }, 0, null],
+  ] as const)('paused, %s → exit %i', (_what, over, exitCode, reason) => {
+    expect(allExit(result({ ...(over as Partial<RunAllResult>), stop: { by: 'paused' } }), o)).toEqual({ exitCode, warning: null, reason });
   });
   it('an outage: its exit code (3), with the message', () => {
     expect(allExit(result({ stop: { by: 'error', message: 'ECONNREFUSED', exitCode: 3 } }), o)).toEqual({ exitCode: 3, warning: null, reason: 'stopped by an outage, the pairs held given back: ECONNREFUSED' });
@@ -133,6 +146,14 @@ describe('allExit: the exit code of this process\'s share', () => {
     expect(allExit(none, { ...o, allowEmpty: true })).toEqual({ exitCode: 0, warning: null, reason: null });
     expect(allExit(shOnly, { ...o, allowEmpty: true }).exitCode).toBe(0);
   });
+  // issue 26 §3: a process that joined a default run already complete exits with that run's verdict
+  it('a default run joined complete: 0 when clean, 1 for its differences under --fail-if-diff, never the "reused" warning', () => {
+    const withDiffs = summarizeRun('2026-12-01T18-30Z', [{ id: 1, sch_id: '5', form_uuid: F1, state: 'DONE', claim_owner: null, claim_generation: 1, attempts: 1, host: 'h', result_json: '{"counts":{"MISSING_LOCAL":2},"differences":2}' }], 'at');
+    const joined = result({ runId: '2026-12-01T18-30Z', outcomes: [], completeAtStart: true, runIdGiven: false, summary: withDiffs });
+    expect(allExit(joined, o)).toEqual({ exitCode: 0, warning: null, reason: null });
+    expect(allExit(joined, { ...o, failIfDiff: true })).toEqual({ exitCode: 1, warning: null, reason: '1 pair(s) with differences (--fail-if-diff)' });
+    expect(allExit({ ...joined, runIdGiven: true }, o)).toMatchObject({ exitCode: 1, warning: expect.stringMatching(/was done before this process began/) });
+  });
   it('a process that found others had done every pair is 0', () => {
     expect(allExit(result({ outcomes: [] }), o).exitCode).toBe(0);
   });
@@ -140,7 +161,7 @@ describe('allExit: the exit code of this process\'s share', () => {
 
 describe('allReport and pairLine', () => {
   it('the summary counts this process\'s pairs; the run\'s state comes from the task table; metrics mark the pause', () => {
-    const r = allReport(result({ outcomes: [done('5', 2), failed('6')] }), { failIfDiff: false, allowEmpty: false, summaryFile: '/d/summary.json' }, 1234);
+    const r = allReport(result({ outcomes: [done('5', 2), failed('6', 1)] }), { failIfDiff: false, allowEmpty: false, summaryFile: '/d/summary.json' }, 1234);
     expect(r.fields).toMatchObject({ command: 'reconcile run', all: true, exitCode: 1, pairsFound: 2, pairsRun: 2, byResult: { done: 1, failed: 1 }, pairsWithDifferences: 1, summaryFile: '/d/summary.json', seconds: 1.2 });
     expect(r.outcome.rowsByResult).toMatchObject({ IN_SYNC: 3, MISSING_LOCAL: 2 });
     expect(r.outcome.paused).toBe(false);
@@ -165,15 +186,25 @@ describe('pairMetricsOf: the pairs as the metrics name them', () => {
 });
 
 describe('pairStartOf: what a pair directory\'s run.json says to do', () => {
-  const run = (state: 'scanning' | 'completed', allRunId?: string) => ({ runId: 'pr', state, counts: state === 'completed' ? counts({ IN_SYNC: 1 }) : null, ...(allRunId !== undefined ? { allRunId } : {}) });
+  const D = 'digest-prod';
+  const OTHER = 'digest-staging';
+  const params = { schId: '5', formUuid: 'f', fcDatabase: 'fc-staging', shDatabase: 'sh-staging' };
+  const run = (state: 'scanning' | 'completed', allRunId?: string, paramsDigest = D) => ({ runId: 'pr', state, counts: state === 'completed' ? counts({ IN_SYNC: 1 }) : null, params, paramsDigest, ...(allRunId !== undefined ? { allRunId } : {}) });
   it('adopts a completed diff of this same run; restarts an unfinished run of another; runs anything else', () => {
-    expect(pairStartOf(null, 'n1')).toBe('run');
-    expect(pairStartOf(run('completed', 'n1'), 'n1')).toBe('adopt');
-    expect(pairStartOf(run('completed', 'n0'), 'n1')).toBe('run');
-    expect(pairStartOf(run('completed'), 'n1')).toBe('run');
-    expect(pairStartOf(run('scanning', 'n1'), 'n1')).toBe('run');
-    expect(pairStartOf(run('scanning', 'n0'), 'n1')).toBe('restart');
-    expect(pairStartOf(run('scanning'), 'n1')).toBe('restart');
+    const start = (prev: ReturnType<typeof run> | null) => pairStartOf(prev, 'n1', D, '/d/5').kind;
+    expect(start(null)).toBe('run');
+    expect(start(run('completed', 'n1'))).toBe('adopt');
+    expect(start(run('completed', 'n0'))).toBe('run');
+    expect(start(run('completed'))).toBe('run');
+    expect(start(run('scanning', 'n1'))).toBe('run');
+    expect(start(run('scanning', 'n0'))).toBe('restart');
+    expect(start(run('scanning'))).toBe('restart');
+  });
+  // issue 26 §2: a folder of other databases is neither adopted nor restarted
+  it('refuses a run of other parameters, completed of this same run or not, as reconcile run does', () => {
+    for (const prev of [run('completed', 'n1', OTHER), run('scanning', 'n0', OTHER), run('scanning', 'n1', OTHER)]) {
+      expect(pairStartOf(prev, 'n1', D, '/d/5')).toEqual({ kind: 'refuse', message: '/d/5 holds a run of other parameters (school 5, form f, FC fc-staging, SH sh-staging); use another --out-dir or pass --restart' });
+    }
   });
 });
 

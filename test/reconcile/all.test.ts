@@ -187,7 +187,7 @@ test('--metrics-file: one file holding every pair\'s series labelled school and 
   const inSync = (fam: string) => c.families.get(fam)!.samples.filter((s) => s.labels['school'] === '5' && s.labels['category'] === 'IN_SYNC');
   // three forms of school 5: each pair's counter is twice its gauge after two nights
   expect(inSync('fcctl_reconcile_rows_total').map((s) => s.value).sort()).toEqual(inSync('fcctl_reconcile_rows').map((s) => 2 * s.value).sort());
-  expect(c.families.get('fcctl_last_success_timestamp_seconds')!.samples).toEqual([expect.objectContaining({ labels: { command: 'reconcile run' } })]);
+  expect(c.families.get('fcctl_last_success_timestamp_seconds')!.samples).toEqual([expect.objectContaining({ labels: { command: 'reconcile run', metrics_file: 'fcctl_reconcile.prom' } })]);
   expect(c.families.get('fcctl_paused')!.samples.map((s) => s.value)).toEqual([0]);
 });
 

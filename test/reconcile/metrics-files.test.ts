@@ -63,8 +63,10 @@ describe('a textfile directory holding every cron command\'s file', () => {
 
     const c = collectTextfiles(prom);
     expect(c.errors).toEqual([]);
-    const a = { school: '5', form: FORM_A };
-    const b = { school: '5', form: FORM_B };
+    // every series names its file too (issue 26 §5)
+    const a = { school: '5', form: FORM_A, metrics_file: 'fcctl_reconcile_5_a.prom' };
+    const b = { school: '5', form: FORM_B, metrics_file: 'fcctl_reconcile_5_b.prom' };
+    const send = { command: 'deliveries send', metrics_file: 'fcctl_send.prom' };
     expect(collectedValue(c, 'fcctl_reconcile_differences', a)).toBe(0);
     expect(collectedValue(c, 'fcctl_reconcile_differences', b)).toBe(1);
     expect(collectedValue(c, 'fcctl_reconcile_rows', { ...b, category: 'MISSING_LOCAL' })).toBe(1);
@@ -72,15 +74,16 @@ describe('a textfile directory holding every cron command\'s file', () => {
     expect(collectedValue(c, 'fcctl_reconcile_rows_total', { ...a, category: 'IN_SYNC' })).toBe(10);
     expect(collectedValue(c, 'fcctl_reconcile_rows', { ...a, category: 'IN_SYNC' })).toBe(5);
     expect(collectedValue(c, 'fcctl_runs_total', { command: 'reconcile run', ...b, exit_code: '0' })).toBe(2);
-    expect(collectedValue(c, 'fcctl_runs_total', { command: 'deliveries send', exit_code: '0' })).toBe(2);
-    expect(collectedValue(c, 'fcctl_rows_total', { command: 'deliveries send', result: 'accepted' })).toBe(3);
-    expect(collectedValue(c, 'fcctl_rows', { command: 'deliveries send', result: 'accepted' })).toBe(0);
+    expect(collectedValue(c, 'fcctl_runs_total', { ...send, exit_code: '0' })).toBe(2);
+    expect(collectedValue(c, 'fcctl_rows_total', { ...send, result: 'accepted' })).toBe(3);
+    expect(collectedValue(c, 'fcctl_rows', { ...send, result: 'accepted' })).toBe(0);
     expect(collectedValue(c, 'fcctl_last_success_timestamp_seconds', { command: 'reconcile run', ...a })).toBeGreaterThan(0);
     expect(collectedValue(c, 'fcctl_reconcile_last_success_timestamp_seconds', b)).toBeGreaterThan(0);
-    expect(collectedValue(c, 'fcctl_runs_total', { command: 'apply-command resolve-unknown', exit_code: '0' })).toBe(1);
+    expect(collectedValue(c, 'fcctl_runs_total', { command: 'apply-command resolve-unknown', exit_code: '0', metrics_file: 'fcctl_apply.prom' })).toBe(1);
     for (const name of ['fcctl_runs_total', 'fcctl_rows_total', 'fcctl_reconcile_rows_total']) expect(c.families.get(name)?.type).toBe('counter');
     // reconcile's files: every series names its pair
     for (const f of c.families.values()) for (const s of f.samples) if (s.file.startsWith('fcctl_reconcile_')) expect(s.labels).toMatchObject({ school: '5' });
+    for (const f of c.families.values()) for (const s of f.samples) expect(s.labels['metrics_file']).toBe(s.file);
 
     // promtool's lint (the exposition checks node_exporter's parser makes, and the naming rules)
     const files = readdirSync(prom).filter((f) => f.endsWith('.prom'));

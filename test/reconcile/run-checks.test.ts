@@ -8,6 +8,7 @@ import { servicesTest } from '../helpers/services.js';
 import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
 import { SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { waitFor } from '../helpers/wait.js';
+import { readProm } from '../helpers/textfile.js';
 
 const test = servicesTest({ prefix: 'runchecks', init: 'all' });
 
@@ -175,7 +176,7 @@ describe('reconcile run for a school and form with no rows on either side', () =
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`fcctl: warning: no rows at FC or SH for school 5 form ${EMPTY_FORM}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)\n`);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, empty: true, fcRows: 0, shRows: 0, differences: 0 });
-    const prom = readFileSync(metrics, 'utf8');
+    const prom = readProm(metrics);
     // Every series names its pair (issue 19 §5): two pairs' files never hold the same series.
     expect(prom).toContain(`fcctl_run_exit_code{command="reconcile run",${pair}} 1\n`);
     // not a success: the stale-success alert fires (was advanced to now), and a gauge says why
@@ -190,9 +191,9 @@ describe('reconcile run for a school and form with no rows on either side', () =
     const r = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', EMPTY_FORM, '--out-dir', join(dir, 'empty-allowed'), '--allow-empty', '--metrics-file', metrics], { env });
     expect(r.stderr).toBe('');
     const pair = `school="5",form="${EMPTY_FORM}"`;
-    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_reconcile_empty{${pair}} 0\n`);
-    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_last_success_timestamp_seconds{command="reconcile run",${pair}} `);
-    expect(readFileSync(metrics, 'utf8')).toContain(`fcctl_reconcile_last_success_timestamp_seconds{${pair}} `);
+    expect(readProm(metrics)).toContain(`fcctl_reconcile_empty{${pair}} 0\n`);
+    expect(readProm(metrics)).toContain(`fcctl_last_success_timestamp_seconds{command="reconcile run",${pair}} `);
+    expect(readProm(metrics)).toContain(`fcctl_reconcile_last_success_timestamp_seconds{${pair}} `);
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 0, fcRows: 0, shRows: 0 });
     expect(summaryOf(r.stdout)['empty']).toBeUndefined();

@@ -13,6 +13,7 @@ import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
+import { readProm } from '../helpers/textfile.js';
 
 const test = servicesTest({ prefix: 'seeded' });
 
@@ -151,7 +152,7 @@ describe('dev seed with the SH side, then reconcile run', () => {
     expect(after.runId).not.toBe(before.runId);
     expect(after.taskStart >= before.taskStart).toBe(true);
     expect(readFileSync(join(out, 'report.csv'), 'utf8')).toBe(report);
-    const prom = readFileSync(metrics, 'utf8');
+    const prom = readProm(metrics);
     // the pair's labels on every series (issue 19 §5)
     const pair = `school="5",form="${forms[0]}"`;
     expect(prom).toContain(`fcctl_run_exit_code{command="reconcile run",${pair}} 0`);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Column } from '../../lib/cli/table.js';
-import { type ReplayResult, replayStopError, summarizeReplay } from '../../lib/deliveries/replay/decide.js';
+import { type ReplayResult, replayStopError, stillFailedNote, summarizeReplay } from '../../lib/deliveries/replay/decide.js';
 import { type FailedReplay, readReplayFile, replaySource, type ReplaySourceFlags, type SingleReplay } from '../../lib/deliveries/replay/input.js';
 import { failedReplayItems, replayDeliveries } from '../../lib/deliveries/replay/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
@@ -56,14 +56,15 @@ export async function runDeliveriesReplay(options: DeliveriesReplayOptions, ctx:
       const { line, ...rest } = r;
       ctx.output.event('result', { ...(batch ? { line } : {}), ...rest, dryRun });
       if (ctx.output.json) return;
-      if (batch) tableRows.push(r);
-      else ctx.output.note(`${r.code}  ${r.reason}${r.repeated ? ' (answer recorded for this operation id earlier)' : ''}`);
+      if (batch) tableRows.push(r.note ? { ...r, reason: `${r.reason}; ${r.note}` } : r);
+      else ctx.output.note(`${r.code}  ${r.reason}${r.repeated ? ' (answer recorded for this operation id earlier)' : ''}${r.note ? `\n${r.note}` : ''}`);
     },
   });
   if (batch && !ctx.output.json && tableRows.length > 0) ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would answer (dry run)' : 'answers');
   if (dryRun) ctx.output.note('dry run: nothing was written or recorded; pass --execute to replay');
   const { summary, counts } = summarizeReplay(end, { items: items.length, dryRun, elapsedMs: ctx.clock() - started, json: ctx.output.json, more: selected?.more ?? false });
-  if (selected?.more) ctx.output.note(`more than ${items.length} rows match: run again for the rest`);
+  const notes = [selected?.more ? `more than ${items.length} rows match: run again for the rest` : null, stillFailedNote(summary.repeatedStillFailed, options.failed?.operationPrefix)];
+  for (const note of notes) if (note) ctx.output.note(note);
   ctx.output.summary(options.failed ? { ...summary, operationPrefix: options.failed.operationPrefix, more: selected!.more, superseded: selected!.superseded } : summary, counts);
   const error = replayStopError(end.error);
   if (error) throw error;

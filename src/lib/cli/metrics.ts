@@ -2,11 +2,13 @@
  * Prometheus text exposition format (version 0.0.4) for the node_exporter textfile collector:
  * cron commands write their gauges and counters to a `.prom` file, replaced atomically so the
  * collector never reads half a file. Counters (`…_total`) grow across runs: each run reads the
- * previous file at the same path and adds to it (see {@link accumulateCounters}).
+ * previous file at the same path and adds to it (see {@link accumulateCounters}). Every series
+ * of a file carries the file's base name ({@link FILE_LABEL}), so no two files of one collector
+ * directory hold the same series, whatever they are called and whatever ran into them.
  */
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { acquireLock, type FileLock } from '../fs/lock.js';
 import { EnvironmentError } from './exit.js';
@@ -110,11 +112,41 @@ export function formatMetrics(gauges: readonly Gauge[]): string {
 }
 
 /**
- * Formats and writes gauges to a textfile-collector file (see {@link writeFileAtomic}).
+ * The label every series of a metrics file carries: the file's base name. node_exporter refuses a
+ * series found in two files of its directory ("was collected before with the same name and label
+ * values", node_exporter #753) and two files of one directory never share a base name, so the
+ * nightly `--all` file, a one-off pair run's file beside it, or one command run into two files
+ * never collide — which labels naming the command, the pair or the kind of run could not promise.
+ */
+export const FILE_LABEL = 'metrics_file';
+
+/**
+ * Every sample labelled with the file it is written to ({@link FILE_LABEL}), after its own labels.
+ * @example withFileLabel([gauge('fcctl_x', 'help', 1)], 'fcctl_send.prom')[0].samples[0].labels // { metrics_file: 'fcctl_send.prom' }
+ */
+export function withFileLabel(gauges: readonly Gauge[], file: string): Gauge[] {
+  return gauges.map((g) => ({ ...g, samples: g.samples.map((s) => ({ ...s, labels: { ...s.labels, [FILE_LABEL]: file } })) }));
+}
+
+/**
+ * A previous file's samples without {@link FILE_LABEL}: what the series builders look up and add
+ * to. A file of an fcctl that wrote no such label reads the same, so its counters carry on.
+ */
+export function withoutFileLabel(samples: readonly ParsedSample[]): ParsedSample[] {
+  return samples.map((s) => {
+    if (!(FILE_LABEL in s.labels)) return s;
+    const { [FILE_LABEL]: _file, ...labels } = s.labels;
+    return { ...s, labels };
+  });
+}
+
+/**
+ * Formats and writes gauges to a textfile-collector file (see {@link writeFileAtomic}), every
+ * series labelled with the file's base name ({@link FILE_LABEL}).
  * @example await writeMetricsFile('/var/lib/node_exporter/fcctl_scan.prom', [gauge('fcctl_deliveries_due', 'rows due now', 3)])
  */
 export async function writeMetricsFile(path: string, gauges: readonly Gauge[]): Promise<void> {
-  await writeFileAtomic(path, formatMetrics(gauges));
+  await writeFileAtomic(path, formatMetrics(withFileLabel(gauges, basename(path))));
 }
 
 /** What every cron command reports about its own run. */
@@ -244,7 +276,8 @@ export function previousSamples(previous: PreviousMetrics, name: string): readon
 }
 
 /**
- * The previous file at `path`. A missing, unreadable or unparsable file is no previous file:
+ * The previous file at `path`, its samples without {@link FILE_LABEL} (see {@link withoutFileLabel}).
+ * A missing, unreadable or unparsable file is no previous file:
  * counters start again from 0 (Prometheus reads a drop as a counter reset, so `increase()` stays
  * right), and no last-success time is carried.
  */
@@ -252,7 +285,7 @@ export async function readPreviousMetrics(path: string): Promise<PreviousMetrics
   try {
     const { readFile } = await import('node:fs/promises');
     const families = parseExposition(await readFile(path, 'utf8'));
-    return { samples: families.flatMap((f) => f.samples), families: families.map(({ name, help, type }) => ({ name, ...(help !== undefined ? { help } : {}), type })) };
+    return { samples: withoutFileLabel(families.flatMap((f) => f.samples)), families: families.map(({ name, help, type }) => ({ name, ...(help !== undefined ? { help } : {}), type })) };
   } catch {
     return NO_PREVIOUS;
   }

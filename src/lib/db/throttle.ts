@@ -158,6 +158,11 @@ export interface WaitOptions {
   readonly paused?: () => Promise<unknown>;
   /** the run's deadline on the throttle's clock (`--max-seconds`): reached, the wait ends with 'deadline' */
   readonly deadline?: number;
+  /**
+   * this runner's own stop signal, when it can stop without the process (a `--all` pair whose
+   * lease was lost): aborted, this runner leaves the wait with 'aborted' at the next poll
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -223,6 +228,9 @@ export function lagOf(row: ReplicaRow): NonNullable<ThrottleReadings['lag']> {
   return { seconds: seconds !== null && Number.isFinite(seconds) ? seconds : null, io: String(field(row, 'Slave_IO_Running', 'Replica_IO_Running') ?? '?'), sql: String(field(row, 'Slave_SQL_Running', 'Replica_SQL_Running') ?? '?') };
 }
 
+/** How a runner leaves a shared wait on its own: its pause, deadline or signal, or a failed read. */
+type Leaving = 'paused' | 'deadline' | 'aborted' | { error: unknown };
+
 /** One runner in a shared wait: its own pause switch and deadline. */
 interface Waiter {
   readonly options: WaitOptions;
@@ -269,7 +277,7 @@ class DbThrottle implements Throttle {
   }
 
   wait(options: WaitOptions = {}): Promise<WaitOutcome> {
-    if (this.d.signal.aborted) return Promise.resolve('aborted');
+    if (this.d.signal.aborted || options.signal?.aborted) return Promise.resolve('aborted');
     if (this.under !== null && this.clock() - this.under < (this.d.checkEveryMs ?? THROTTLE_CHECK_EVERY_MS)) return Promise.resolve('ok');
     if (options.deadline !== undefined && this.clock() >= options.deadline) return Promise.resolve('deadline');
     // One check and one wait at a time: runners sharing the throttle (`reconcile run --all
@@ -292,10 +300,11 @@ class DbThrottle implements Throttle {
    * Each waiter's deadline and pause switch, read now: those they end leave the wait, at once
    * while others wait on; the last ones are returned, to leave once the wait's end is reported.
    */
-  private async release(): Promise<Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }>> {
-    const leaving: Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }> = [];
+  private async release(): Promise<Array<{ w: Waiter; outcome: Leaving }>> {
+    const leaving: Array<{ w: Waiter; outcome: Leaving }> = [];
     await Promise.all(
       [...this.waiters].map(async (w) => {
+        if (w.options.signal?.aborted) return void leaving.push({ w, outcome: 'aborted' });
         if (w.options.deadline !== undefined && this.clock() >= w.options.deadline) return void leaving.push({ w, outcome: 'deadline' });
         if (!w.options.paused) return;
         try {
@@ -348,7 +357,7 @@ class DbThrottle implements Throttle {
     const ms = this.clock() - started;
     this.throttledMs += ms;
     const seconds = Math.round(ms / 100) / 10;
-    const by = 'last' in ended ? (ended.last.some((l) => l.outcome === 'deadline') ? 'deadline' : 'paused') : ended.by;
+    const by = 'last' in ended ? (ended.last.some((l) => l.outcome === 'deadline') ? 'deadline' : ended.last.some((l) => l.outcome === 'paused') ? 'paused' : 'signal') : ended.by;
     this.d.onEvent?.({ state: 'end', database, reason, seconds, aborted: by !== 'ok', ...(by !== 'ok' && by !== 'error' ? { endedBy: by } : {}) });
     if ('last' in ended) for (const { w, outcome } of ended.last) typeof outcome === 'object' ? w.reject(outcome.error) : w.resolve(outcome);
     else for (const w of [...this.waiters]) this.leave(w, ended.by === 'error' ? { error: ended.error } : ended.by === 'signal' ? 'aborted' : 'ok');
@@ -358,7 +367,7 @@ class DbThrottle implements Throttle {
    * Polls until under the limits ('ok'), the stop signal ('signal'), a failed read ('error'), or
    * every waiter gone on its pause switch or deadline (`last`: the ones still to be told).
    */
-  private async pollUntilUnder(): Promise<{ by: 'ok' | 'signal' } | { by: 'error'; error: unknown } | { last: Array<{ w: Waiter; outcome: 'paused' | 'deadline' | { error: unknown } }> }> {
+  private async pollUntilUnder(): Promise<{ by: 'ok' | 'signal' } | { by: 'error'; error: unknown } | { last: Array<{ w: Waiter; outcome: Leaving }> }> {
     for (;;) {
       const last = await this.release();
       if (this.waiters.length === 0) return { last };

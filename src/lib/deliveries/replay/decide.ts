@@ -59,6 +59,9 @@ export interface RecordedAnswer {
   readonly code: ReplayCode;
   readonly reason: string;
   readonly eventId: string | null;
+  /** the state and last error of the row the answer is about, as it is now (null: no such row) */
+  readonly rowState?: DeliveryState | null;
+  readonly rowLastError?: string | null;
 }
 
 /** The generation a replay write is conditional on: the row as it was read. */
@@ -80,6 +83,8 @@ export type ReplayDecision =
       readonly reason: string;
       /** the answer was recorded by an earlier call with this operation id: write nothing */
       readonly repeated: boolean;
+      /** a repeated QUEUED answer whose row is FAILED or DEAD again since: what to do ({@link failedAgainNote}) */
+      readonly stillFailed?: string;
       readonly eventId: string | null;
       /** the delivery row the answer is about (recorded with the answer) */
       readonly deliveryId: string | null;
@@ -177,7 +182,9 @@ export function decideReplay(facts: ReplayFacts): ReplayDecision {
         deliveryId: null,
       };
     }
-    return { code: prior.code, reason: prior.reason, repeated: true, eventId: prior.eventId, deliveryId: null };
+    // the first answer again (idempotency), but not as if it had worked: the row failed again since
+    const note = failedAgainNote(prior);
+    return { code: prior.code, reason: prior.reason, repeated: true, ...(note ? { stillFailed: note } : {}), eventId: prior.eventId, deliveryId: null };
   }
   const answer = (code: ReplayCode, reason: string, write?: ReplayWrite): ReplayDecision => ({
     code,
@@ -216,6 +223,29 @@ export function decideReplay(facts: ReplayFacts): ReplayDecision {
 }
 
 /**
+ * What to do about a repeated QUEUED answer whose row is FAILED or DEAD again since that replay, or
+ * null for any other answer. The same operation id changes nothing (the idempotency rule), so the
+ * row stays failed until it is replayed under a new id; such an item fails the run (exit 1).
+ * @example failedAgainNote({ ...recorded, code: 'QUEUED', rowState: 'DEAD', rowLastError: 'NO_ROUTE' }) // 'event … is DEAD again (NO_ROUTE) …'
+ */
+export function failedAgainNote(prior: RecordedAnswer): string | null {
+  if (prior.code !== 'QUEUED' || (prior.rowState !== 'FAILED' && prior.rowState !== 'DEAD')) return null;
+  const error = prior.rowLastError ? ` (${prior.rowLastError})` : '';
+  return `event ${prior.eventId} is ${prior.rowState} again${error} since this operation id queued it; the same id changes nothing: replay it under a new operation id (with --failed, a new --operation-prefix)`;
+}
+
+/**
+ * The closing line of a run with repeated answers whose rows failed again, or null when none did:
+ * what to do, with a new `--operation-prefix` for `--failed` (its `prefix`), new ids otherwise.
+ * @example stillFailedNote(2, 'INC-9') // '2 rows replayed earlier … with a new --operation-prefix than INC-9'
+ */
+export function stillFailedNote(count: number, prefix?: string): string | null {
+  if (count === 0) return null;
+  const fresh = prefix === undefined ? 'new operation ids' : `a new --operation-prefix than ${prefix}`;
+  return `${count} rows replayed earlier under these operation ids are FAILED or DEAD again; the same ids change nothing: replay them with ${fresh}`;
+}
+
+/**
  * True when the code leaves the item refused: the run exits 1 (SPEC §2).
  * @example isRefused('ALREADY_DELIVERED') // false
  */
@@ -236,6 +266,10 @@ export type ReplayResult = {
   readonly eventId: string | null;
   /** answered from the record of an earlier call with this operation id */
   readonly repeated: boolean;
+  /** repeated, QUEUED, and the row is FAILED or DEAD again since: nothing done, the run exits 1 */
+  readonly stillFailed: boolean;
+  /** with `stillFailed`: what to do ({@link failedAgainNote}) */
+  readonly note?: string;
 };
 
 /** How a replay run ended, as its exit code and summary care. */
@@ -247,13 +281,14 @@ export interface ReplayEnd {
 }
 
 /**
- * The exit code of a replay run: 3 when a database error stopped it, 1 when any item was refused
- * or not run, 0 when every item is QUEUED or ALREADY_DELIVERED.
+ * The exit code of a replay run: 3 when a database error stopped it, 1 when any item was refused,
+ * not run, or repeated while its row is FAILED or DEAD again, 0 when every item is QUEUED or
+ * ALREADY_DELIVERED.
  * @example replayExitCode({ results: [], notRun: 1, stoppedBy: 'signal', error: null }) // 1
  */
 export function replayExitCode(end: ReplayEnd): ExitCode {
-  const refused = end.results.filter((r) => isRefused(r.code)).length;
-  return end.error ? ExitCode.ENVIRONMENT : refused + end.notRun > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+  const failed = end.results.filter((r) => isRefused(r.code) || r.stillFailed).length;
+  return end.error ? ExitCode.ENVIRONMENT : failed + end.notRun > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
 }
 
 /**
@@ -274,6 +309,7 @@ export function summarizeReplay(end: ReplayEnd, run: { readonly items: number; r
     answered: end.results.length,
     ...(counts ? {} : { byCode }),
     repeated: end.results.filter((r) => r.repeated).length,
+    repeatedStillFailed: end.results.filter((r) => r.stillFailed).length,
     refused: end.results.filter((r) => isRefused(r.code)).length,
     notRun: end.notRun,
     stoppedBy: end.stoppedBy,

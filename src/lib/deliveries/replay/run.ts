@@ -10,7 +10,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { Progress } from '../../cli/output.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
-import type { GrantRow } from '../types.js';
+import type { DeliveryState, GrantRow } from '../types.js';
 import {
   decideReplay,
   isRefused,
@@ -37,6 +37,8 @@ interface RecordedRaw {
   code: string;
   reason: string;
   event_id: string | null;
+  row_state: DeliveryState | null;
+  row_last_error: string | null;
 }
 
 function recordedOf(raw: RecordedRaw | undefined): RecordedAnswer | null {
@@ -50,6 +52,8 @@ function recordedOf(raw: RecordedRaw | undefined): RecordedAnswer | null {
     code: raw.code as ReplayCode,
     reason: raw.reason,
     eventId: raw.event_id,
+    rowState: raw.row_state,
+    rowLastError: raw.row_last_error,
   };
 }
 
@@ -147,7 +151,9 @@ export async function runReplayBatch(items: readonly ReplayItem[], options: Batc
       opDigest: opDigest(it.operationId),
     };
     const d = await replayOne(deps.db, request, options.execute);
-    return { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated };
+    const note = 'stillFailed' in d ? d.stillFailed : undefined;
+    const again = note === undefined ? { stillFailed: false } : { stillFailed: true, note };
+    return { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated, ...again };
   });
 }
 

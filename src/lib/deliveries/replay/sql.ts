@@ -31,12 +31,13 @@ export const replaySql = {
   }),
 
   /**
-   * The answer recorded for an operation, with the event id of its row. `lock` reads the latest
+   * The answer recorded for an operation, with the event id, state and last error of its row as it
+   * is now (a QUEUED row may have failed again since). `lock` reads the latest
    * committed version (`LOCK IN SHARE MODE`), as needed right after a duplicate-key insert.
    */
   recorded: (digest: string, lock: boolean): Statement => ({
     sql:
-      'SELECT o.answer_uuid, o.consumer_app_key, o.consumer_school_id, o.expected_revision, o.code, o.reason, d.event_id ' +
+      'SELECT o.answer_uuid, o.consumer_app_key, o.consumer_school_id, o.expected_revision, o.code, o.reason, d.event_id, d.state AS row_state, d.last_error AS row_last_error ' +
       'FROM fcctl_replay_operation o LEFT JOIN answer_delivery d ON d.id = o.delivery_id ' +
       `WHERE o.op_digest = ?${lock ? ' LOCK IN SHARE MODE' : ''}`,
     params: [digest],

@@ -355,14 +355,20 @@ async function stopBeforeClaim(run: Run): Promise<boolean> {
   return (deps.throttle?.throttledMs ?? 0) !== waitedBefore && (await readPause());
 }
 
-/** The next batch's claim, after the identity is checked again; null stops claiming (the reason kept). */
-async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts } | null> {
+/**
+ * The next batch's claim, after the identity is checked again; null stops claiming (the reason
+ * kept). `claimedAt` is read after every wait (pause, throttle, identity), right before the claim
+ * transaction: the publish deadline counts from it, and a wait longer than the lease would
+ * otherwise leave the batch's deadline in the past at its claim (issue 26 #4).
+ */
+async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts; claimedAt: number } | null> {
   const { deps, summary } = run;
   try {
     if (await stopBeforeClaim(run)) return null;
     // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
     const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
-    return { facts, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
+    const claimedAt = deps.clock();
+    return { facts, claimedAt, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
   } catch (err) {
     // Stop claiming, but finish (or release) what is in flight before giving up.
     if (err instanceof PublisherIdentityError) {
@@ -384,13 +390,15 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
     const stop = stopReason(run) ?? (publisher.closed ? 'broker-lost' : null) ?? (run.fatal ? 'broker-lost' : null) ?? (broker.blocked !== null ? 'broker-blocked' : null);
     if (stop) {
       summary.stoppedBy = stop;
+      // The alarm's reason kept as the stop is decided: it may clear while what is in flight
+      // settles, and the run still ended for it (exit 3 and its line, issue 26 #8).
+      if (stop === 'broker-blocked') summary.brokerBlocked = broker.blocked ?? 'blocked by the broker';
       break;
     }
     if (inFlight.size >= options.pipeline) {
       await inFlight.next();
       continue;
     }
-    const claimedAt = deps.clock();
     const claimed = await claimNext(run, owner, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (!claimed) break;
     if (claimed.rows.length === 0) {
@@ -404,7 +412,7 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
     }
     summary.claimed += claimed.rows.length;
     inFlight.add(
-      publishBatch(run, publisher, owner, claimed.rows, claimedAt, claimed.facts, turns.next()).catch((err: unknown) => {
+      publishBatch(run, publisher, owner, claimed.rows, claimed.claimedAt, claimed.facts, turns.next()).catch((err: unknown) => {
         run.fatal ??= err;
       }),
     );

@@ -157,7 +157,8 @@ class PagePipeline {
     const probe = this.i.paused;
     for (;;) {
       let pause: PauseState | null = null;
-      const outcome = await this.i.throttle!.wait(probe ? { paused: async () => (pause = await probe()) } : {});
+      // this scan's signal (a `--all` pair's includes its lease), not only the process's the throttle was opened with
+      const outcome = await this.i.throttle!.wait({ signal: this.i.signal, ...(probe ? { paused: async () => (pause = await probe()) } : {}) });
       if (outcome === 'ok') return true;
       if (outcome === 'aborted') return false;
       if (outcome === 'paused') {

@@ -7,6 +7,7 @@ import type { Summary } from '../../cli/output.js';
 import type { RunOutcome } from '../../cli/run-metrics.js';
 import { pauseFields } from '../../pause/decide.js';
 import type { ReconcilePairResult } from '../metrics.js';
+import { runPlan } from '../run/decide.js';
 import type { ReconcileRunResult, RunState } from '../run/types.js';
 import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../classify.js';
 
@@ -39,14 +40,34 @@ export function mergePairs(fc: readonly Pair[], sh: readonly Pair[]): PairFound[
 }
 
 /**
- * The default `--run-id`: the UTC date of the SH database's clock at the start, so the processes
- * of one night — on any host, in any zone — join the same run.
- * @example defaultRunId('2026-12-01 02:30:00') // '2026-12-01'
+ * A new default `--run-id`: the SH database's UTC clock at the start, to the minute
+ * (`YYYY-MM-DDTHH-MMZ`). Processes without --run-id begun within the join window of a run's last
+ * activity join that run instead (./sql.ts `joinableRun`); only a process that finds none names a
+ * new one, so a run made by hand during the day never stands in for the next night's.
+ * @example defaultRunId('2026-12-01 18:30:07') // '2026-12-01T18-30Z'
  */
 export function defaultRunId(utcNow: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})[ T]/.exec(utcNow);
+  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):\d{2}/.exec(utcNow);
   if (!m) throw new Error(`the SH database's UTC_TIMESTAMP() is not a date and time: ${JSON.stringify(utcNow)}`);
-  return m[1]!;
+  return `${m[1]}T${m[2]}-${m[3]}Z`;
+}
+
+/** The candidates for a new default run id, in order: the minute's id, then `-2`, `-3`, … */
+export const DEFAULT_ID_CANDIDATES = 10;
+export function defaultRunIdCandidates(utcNow: string): string[] {
+  const base = defaultRunId(utcNow);
+  return [base, ...Array.from({ length: DEFAULT_ID_CANDIDATES - 1 }, (_, i) => `${base}-${i + 2}`)];
+}
+
+/**
+ * The first candidate no run has: a run that went quiet in the same minute (a clock set back) is
+ * never continued under a new run's name.
+ * @example newDefaultRunId(['2026-12-01T18-30Z', '2026-12-01T18-30Z-2'], ['2026-12-01T18-30Z']) // '2026-12-01T18-30Z-2'
+ */
+export function newDefaultRunId(candidates: readonly string[], taken: readonly string[]): string {
+  const id = candidates.find((c) => !taken.includes(c));
+  if (id === undefined) throw new Error(`every default run id ${candidates[0]}… is taken: give --run-id`);
+  return id;
 }
 
 /** A pair's result from its run (or the error it threw), before the lease is accounted for. */
@@ -71,16 +92,20 @@ export function isOutage(err: unknown): boolean {
 }
 
 /**
- * What to do with a pair before running it, from its directory's run.json: a completed diff of
- * this same `--all` run is adopted (the process that made it died before recording it); an
- * unfinished run of another (a night killed earlier) starts afresh — resuming it would mix that
- * night's FC manifest with tonight's; anything else runs as `reconcile run` would.
+ * What to do with a pair before running it, from its directory's run.json: a run of other
+ * parameters (other FC or SH databases) is refused as `reconcile run` refuses it, the folder left
+ * as it is; a completed diff of this same `--all` run is adopted (the process that made it died
+ * before recording it); an unfinished run of another (a night killed earlier) starts afresh —
+ * resuming it would mix that night's FC manifest with tonight's; anything else runs as `reconcile
+ * run` would.
  */
-export function pairStartOf(previous: Pick<RunState, 'state' | 'allRunId' | 'counts' | 'runId'> | null, runId: string): 'adopt' | 'restart' | 'run' {
-  if (previous === null) return 'run';
-  if (previous.state === 'completed' && previous.allRunId === runId && previous.counts !== null) return 'adopt';
-  if (previous.state === 'scanning' && previous.allRunId !== runId) return 'restart';
-  return 'run';
+export function pairStartOf(previous: Pick<RunState, 'state' | 'allRunId' | 'counts' | 'runId' | 'params' | 'paramsDigest'> | null, runId: string, paramsDigest: string, outDir: string): { kind: 'adopt' | 'restart' | 'run' } | { kind: 'refuse'; message: string } {
+  if (previous === null) return { kind: 'run' };
+  const plan = runPlan(previous as RunState, paramsDigest, false, outDir);
+  if (plan.kind === 'refuse') return plan;
+  if (previous.state === 'completed' && previous.allRunId === runId && previous.counts !== null) return { kind: 'adopt' };
+  if (previous.state === 'scanning' && previous.allRunId !== runId) return { kind: 'restart' };
+  return { kind: 'run' };
 }
 
 /** What the task table records of a pair's result: its end, or the pair given back unfinished. */
@@ -139,32 +164,45 @@ export function tallyOutcomes(outcomes: readonly PairOutcome[]): { byResult: Rec
 /**
  * The exit code and the warning of a `--all` run: 0; 3 (or the error's code) when an outage
  * stopped it; 1 when a stop signal ended it, a pair failed (this process's, or any of the run's
- * when it ended), or (`failIfDiff`) a pair has a difference; 1 with a warning when no pair was
+ * when it ended), or (`failIfDiff`) a pair has a difference; 4 instead of 1 when one of this
+ * process's pairs was refused by a safety check (its folder holds a run of other databases, an
+ * unreadable run.json), as `reconcile run` exits for that pair; 1 with a warning when no pair was
  * found, none at FC while SH has some (the wrong FC database or consumer key), a `--school`/`--form`
- * value matched no pair (a typo), or the run was complete before this process began (a run id
- * reused: nothing was run), unless `allowEmpty`. A pause is exit 0: it did as told.
+ * value matched no pair (a typo), or the run named by `--run-id` was complete before this process
+ * began (a run id reused: nothing was run), unless `allowEmpty`. A pause is exit 0 (it did as
+ * told) unless pairs failed: a pause never hides a failure (SPEC §2). A process that joined a
+ * default run already complete exits with that run's verdict: its FAILED pairs, and its
+ * differences under `failIfDiff`.
  */
-export function allExit(r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | 'stop' | 'summary' | 'completeAtStart'>, o: { failIfDiff: boolean; allowEmpty: boolean }): { exitCode: number; warning: string | null; reason: string | null } {
-  if (r.stop?.by === 'paused') return { exitCode: ExitCode.OK, warning: null, reason: null };
+export function allExit(r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | 'stop' | 'summary' | 'completeAtStart' | 'runIdGiven'>, o: { failIfDiff: boolean; allowEmpty: boolean }): { exitCode: number; warning: string | null; reason: string | null } {
   if (r.stop?.by === 'error') return { exitCode: r.stop.exitCode, warning: null, reason: `stopped by an outage, the pairs held given back: ${r.stop.message}` };
-  const warning = o.allowEmpty ? null : emptyWarning(r);
   const t = tallyOutcomes(r.outcomes);
   const runFailed = r.summary?.byState['FAILED'] ?? 0;
+  const refused = r.outcomes.some((p) => p.result === 'failed' && p.exitCode === ExitCode.SAFETY);
+  const failure =
+    (t.byResult['failed'] ?? 0) > 0 ? `${t.byResult['failed']} pair(s) failed${refused ? ' (refused by a safety check: see its pair line)' : ''}`
+    : runFailed > 0 ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
+    : null;
+  const exitOf = (reason: string | null) => (reason === null ? ExitCode.OK : refused ? ExitCode.SAFETY : ExitCode.ITEMS_FAILED);
+  if (r.stop?.by === 'paused') return { exitCode: exitOf(failure), warning: null, reason: failure };
+  const warning = o.allowEmpty ? null : emptyWarning(r);
+  // a joined run complete before this process began: its differences are this process's verdict too
+  const differing = r.completeAtStart && r.runIdGiven === false ? (r.summary?.pairsWithDifferences.length ?? 0) : t.withDifferences;
   const reason =
     r.stop?.by === 'signal' ? 'stopped by a signal (run again to continue)'
-    : (t.byResult['failed'] ?? 0) > 0 ? `${t.byResult['failed']} pair(s) failed`
-    : runFailed > 0 ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
-    : o.failIfDiff && t.withDifferences > 0 ? `${t.withDifferences} pair(s) with differences (--fail-if-diff)`
+    : failure !== null ? failure
+    : o.failIfDiff && differing > 0 ? `${differing} pair(s) with differences (--fail-if-diff)`
     : warning !== null ? 'warning'
     : null;
-  return { exitCode: reason === null ? ExitCode.OK : ExitCode.ITEMS_FAILED, warning, reason };
+  return { exitCode: exitOf(reason), warning, reason };
 }
 
-function emptyWarning(r: Pick<RunAllResult, 'runId' | 'found' | 'completeAtStart'>): string | null {
+function emptyWarning(r: Pick<RunAllResult, 'runId' | 'found' | 'completeAtStart' | 'runIdGiven'>): string | null {
   if (r.found.pairs === 0) return 'warning: no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
   if (r.found.atFc === 0) return `warning: no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
   if ((r.found.unmatched ?? []).length > 0) return `warning: ${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
-  if (r.completeAtStart) return `warning: every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
+  // a run id given again (`--run-id`); a default run joined complete is no mistake: its verdict stands
+  if (r.completeAtStart && r.runIdGiven !== false) return `warning: every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
   return null;
 }
 

@@ -17,19 +17,19 @@
  * instead of marking every pair FAILED; a pair's own failure (its directory refused, bad data) is
  * recorded FAILED and the others go on.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { FcctlError, ExitCode, UsageError } from '../../cli/exit.js';
+import { EnvironmentError, FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
 import { writeFileAtomic } from '../../fs/atomic.js';
-import { readRunState } from '../run/input.js';
+import { readRunState, runParamsDigest } from '../run/input.js';
 import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
-import { defaultRunId, differencesOf, isOutage, mergePairs, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
+import { defaultRunId, defaultRunIdCandidates, differencesOf, isOutage, mergePairs, newDefaultRunId, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
 import { allSql } from './sql.js';
-import type { Pair, PairFilter, PairFound, PairOutcome, PairResult, RunAllDeps, RunAllOptions, RunAllResult, RunAllSummary, StopReason, TaskRow } from './types.js';
+import { ALL_SUMMARY_FORMAT, type Pair, type PairFilter, type PairFound, type PairOutcome, type PairResult, type RunAllDeps, type RunAllOptions, type RunAllResult, type RunAllSummary, type StopReason, type TaskRow } from './types.js';
 
 /** A task start taken for one pair is shared by the pairs begun within this many milliseconds. */
 const TASK_START_SHARE_MS = 10_000;
@@ -39,8 +39,16 @@ const REGISTER_CHUNK = 500;
 const TASK_TRIES = 5;
 /** How often a process with nothing left to claim looks again at the pairs other processes hold (at most). */
 const HELD_POLL_MS = 2000;
-/** A process without --run-id joins an unfinished date-named run begun within this many hours. */
-const JOIN_HOURS = 12;
+/**
+ * A process without --run-id joins the newest default-named run whose last activity (a pair
+ * registered or finished, a lease running) is within this many minutes; otherwise it begins a new
+ * run. Processes of one night start minutes apart; a night is hours after the day's manual runs.
+ */
+const JOIN_MINUTES = 30;
+/** Only runs begun within this many hours are joined (an index range, not the whole table). */
+const JOIN_MAX_HOURS = 48;
+/** How long a process waits for another to finish choosing the default run. */
+const DEFAULT_RUN_LOCK_SECONDS = 30;
 /** A lease not renewed for this share of its length is given up: another process may take it soon. */
 const LEASE_GIVE_UP = 0.8;
 
@@ -63,15 +71,23 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const outDir = resolve(o.outDir);
   const shDb = await deps.shDb();
   const startedUtc = String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
-  const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+  const runIdGiven = o.runId !== null;
+  await refusePairDir(outDir);
   const pause = await deps.paused?.();
-  if (pause) return { runId, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+  if (pause) {
+    const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
+    return { runId, runIdGiven, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+  }
   await mkdir(outDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
     throw new UsageError(`cannot create --out-dir ${outDir}: ${err.code ?? err.message}`);
   });
   const pairs = await findPairs(await deps.fcDb(), shDb, o);
-  await registerPairs(shDb, runId, pairs);
+  const runId = o.runId ?? (await joinOrBeginDefaultRun(shDb, pairs, startedUtc));
+  if (runIdGiven) await registerPairs(shDb, runId, pairs);
   const before = await runSummary(shDb, runId, now);
+  // summary.json from the start, not only at the end: it is what tells a single-pair run pointed at
+  // this root, while the run is still going, that the directory is an --all root (issue 26 §9)
+  await writeSummaryFile(outDir, before);
   const completeAtStart = before.pairs > 0 && before.byState['PENDING'] === 0 && before.byState['CLAIMED'] === 0 && before.byState['FAILED'] === 0;
   const found = { pairs: pairs.length, atFc: pairs.filter((p) => p.atFc).length, atSh: pairs.filter((p) => p.atSh).length, unmatched: unmatchedFilters(o.filter, pairs) };
   deps.onPairs?.({ runId, pairs: pairs.length, atFcOnly: pairs.filter((p) => !p.atSh).length, atShOnly: pairs.filter((p) => !p.atFc).length, both: pairs.filter((p) => p.atFc && p.atSh).length });
@@ -102,7 +118,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
-  return { runId, found, completeAtStart, outcomes, summary, stop: shared.stop };
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
 }
 
 /** Why to stop before the next claim, if anything: a signal, the pause, or a stop already decided. */
@@ -115,10 +131,45 @@ async function nextStop(shared: Shared, deps: RunAllDeps): Promise<StopReason | 
   return shared.stop;
 }
 
-/** The unfinished date-named run a process without --run-id joins (see {@link JOIN_HOURS}). */
-async function joinableRun(shDb: Db): Promise<string | null> {
-  const s = allSql.openDefaultRun(JOIN_HOURS);
-  return (await shDb.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
+/** The run a process without --run-id joins, if any (see {@link JOIN_MINUTES}). */
+async function joinableRun(db: Pick<Db, 'query'>): Promise<string | null> {
+  const s = allSql.joinableRun(JOIN_MINUTES, JOIN_MAX_HOURS);
+  return (await db.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
+}
+
+/**
+ * Without --run-id: the run to join, or a new one named after the SH clock, chosen and this
+ * process's pairs registered under a named lock on one connection, so processes started in the same
+ * second agree on one run (the second sees the first's rows).
+ */
+async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUtc: string): Promise<string> {
+  const conn = await shDb.pool.getConnection();
+  try {
+    const lock = allSql.lockDefaultRun(DEFAULT_RUN_LOCK_SECONDS);
+    const [got] = await conn.query(lock.sql, lock.params);
+    if (Number((got as Array<{ got: unknown }>)[0]?.got) !== 1) throw new EnvironmentError(`the SH database's lock ${lock.params[0]} was not free within ${DEFAULT_RUN_LOCK_SECONDS} s (another process choosing the run): try again, or give --run-id`);
+    try {
+      const db = { query: async <T>(sql: string, params?: readonly unknown[]) => (await conn.query(sql, params as unknown[]))[0] as T[] };
+      const runId = (await joinableRun(db)) ?? (await newRunId(db, startedUtc));
+      for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) {
+        const r = allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK));
+        await conn.query(r.sql, r.params);
+      }
+      return runId;
+    } finally {
+      const unlock = allSql.unlockDefaultRun();
+      await conn.query(unlock.sql, unlock.params);
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+/** A new default run id no run has yet. */
+async function newRunId(db: Pick<Db, 'query'>, startedUtc: string): Promise<string> {
+  const candidates = defaultRunIdCandidates(startedUtc);
+  const s = allSql.runIdsTaken(candidates);
+  return newDefaultRunId(candidates, (await db.query<{ run_id: string }>(s.sql, s.params)).map((r) => r.run_id));
 }
 
 /** Every pair on either side, within the filters. */
@@ -146,10 +197,11 @@ async function execute(shDb: Db, s: Statement): Promise<{ affectedRows: number }
   return retrying(() => shDb.execute(s.sql, s.params));
 }
 
-async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+/** `fn` until it succeeds, through an outage, at most {@link TASK_TRIES} times; `attempt` counts from 1. */
+async function retrying<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await fn();
+      return await fn(attempt);
     } catch (err) {
       if (attempt >= TASK_TRIES || !isOutage(err)) throw err;
       await delay(100 * attempt + Math.random() * 100);
@@ -159,8 +211,15 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Claims the next pair of the run within the filters (one short transaction), or null when none is left to claim. */
 async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, host: string, leaseSeconds: number, startedUtc: string): Promise<(TaskRow & { token: string; generation: string }) | null> {
-  return retrying(() =>
+  return retrying((attempt) =>
     shDb.transaction(async (conn) => {
+      if (attempt > 1) {
+        // the claim may have committed with its reply lost: the token's task is this claim's
+        const own = allSql.claimedBy(runId, token);
+        const [held] = await conn.query(own.sql, own.params);
+        const row = (held as TaskRow[])[0];
+        if (row !== undefined) return { ...row, attempts: Number(row.attempts), token, generation: String(row.claim_generation) };
+      }
       const next = allSql.nextClaimable(runId, f, startedUtc);
       const [rows] = await conn.query(next.sql, next.params);
       const row = (rows as TaskRow[])[0];
@@ -233,15 +292,19 @@ async function runPair(task: TaskRow & { token: string; generation: string }, o:
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
-  const start = pairStartOf(previous, shared.runId);
+  const paramsDigest = runParamsDigest({ schId: pair.schId, formUuid: pair.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase });
+  const start = pairStartOf(previous, shared.runId, paramsDigest, outDir);
   let result: PairResult;
-  if (start === 'adopt' && previous?.counts) {
+  if (start.kind === 'refuse') {
+    // another environment's folder: neither adopted nor touched, as `reconcile run` refuses it
+    result = { result: 'failed', exitCode: ExitCode.SAFETY, error: start.message, seconds: 0 };
+  } else if (start.kind === 'adopt' && previous?.counts) {
     result = { result: 'adopted', counts: previous.counts, differences: differencesOf(previous.counts), pairRunId: previous.runId, seconds: 0 };
   } else {
     const lease = keepLease(shared, task, o.leaseSeconds);
     try {
       const run = await runReconcile(
-        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
+        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start.kind === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
         { fcDb: deps.fcDb, shDb: deps.shDb, signal: AbortSignal.any([deps.signal, lease.lost]), now: shared.now, taskStart: shared.taskStart, ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle ? { throttle: deps.throttle } : {}) },
       ).then(
         (r) => ({ kind: 'run' as const, result: r }),
@@ -264,7 +327,13 @@ async function recordPair(shared: Shared, task: { id: string | number; token: st
   const w = taskWriteOf(result);
   const id = String(task.id);
   const s = w.kind === 'finish' ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson) : allSql.release(id, task.token, task.generation);
-  return (await execute(shared.shDb, s)).affectedRows === 1;
+  if ((await execute(shared.shDb, s)).affectedRows === 1) return true;
+  // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
+  // claim writes under its generation (a new claim increments it), so the row in the wanted
+  // state under that generation, unowned, is this write.
+  const q = allSql.taskClaim(id);
+  const [row] = await retrying(() => shared.shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(q.sql, q.params));
+  return row !== undefined && row.state === (w.kind === 'finish' ? w.state : 'PENDING') && row.claim_owner === null && String(row.claim_generation) === task.generation;
 }
 
 async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {
@@ -272,8 +341,32 @@ async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<Run
   return summarizeRun(runId, await retrying(() => shDb.query<TaskRow>(s.sql, s.params)), now().toISOString());
 }
 
+/**
+ * A pair's own directory (`reconcile run --school S --form F`: run.json, the diff's summary.json)
+ * is no `--all` directory: its summary.json would be overwritten with the run over every pair (exit
+ * 4, nothing changed). Checked at the start and again before summary.json is written.
+ */
+async function refusePairDir(outDir: string): Promise<void> {
+  const refuse = (what: string) => new SafetyError(`${outDir} is the directory of a single-pair reconcile run (${what}): give reconcile run --all a directory of its own`);
+  if ((await stat(join(outDir, RUN_FILES.run)).catch(() => null)) !== null) throw refuse('it holds run.json');
+  const text = await readFile(join(outDir, 'summary.json'), 'utf8').catch(() => null);
+  if (text === null) return;
+  let format: unknown;
+  try {
+    format = (JSON.parse(text) as { format?: unknown }).format;
+  } catch {
+    format = undefined;
+  }
+  if (format !== ALL_SUMMARY_FORMAT) throw refuse(`its summary.json is ${typeof format === 'string' ? format : 'of no known format'}, not ${ALL_SUMMARY_FORMAT}`);
+}
+
 async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {
   const summary = await runSummary(shDb, runId, now);
-  await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
+  await writeSummaryFile(outDir, summary);
   return summary;
+}
+
+async function writeSummaryFile(outDir: string, summary: RunAllSummary): Promise<void> {
+  await refusePairDir(outDir);
+  await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
 }

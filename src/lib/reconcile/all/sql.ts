@@ -27,8 +27,11 @@ const TASK_COLUMNS = 'id, CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, clai
 /** A task a process may claim: waiting, leased by a process whose lease ran out, or failed before this process began. */
 const CLAIMABLE = "(state = 'PENDING' OR (state = 'CLAIMED' AND (claim_expires_at IS NULL OR claim_expires_at < UTC_TIMESTAMP())) OR (state = 'FAILED' AND finished_at < ?))";
 
-/** A default run id: a UTC date. */
-const DATE_RUN_ID = "'^[0-9]{4}-[0-9]{2}-[0-9]{2}$'";
+/** A default run id: a UTC time to the minute (./decide.ts `defaultRunId`); the older date-only ids are never joined. */
+const DEFAULT_RUN_ID = "'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}Z(-[0-9]+)?$'";
+
+/** Serialises the choice of a default run id and its first registration: processes started together agree on one run. */
+const DEFAULT_RUN_LOCK = 'fcctl_reconcile_default_run';
 
 /** @example const { sql, params } = allSql.fcPairs('svc-hall', { schools: [], forms: [] }) */
 export const allSql = {
@@ -55,17 +58,31 @@ export const allSql = {
       params: w.params,
     };
   },
-  /** The SH database's UTC date and time: the default run id is its date, so every host of a night agrees. */
+  /** The SH database's UTC date and time: a new default run id is named after it, so every host agrees whatever its own clock. */
   utcNow: (): Statement => ({ sql: 'SELECT CAST(UTC_TIMESTAMP() AS CHAR) AS u', params: [] }),
   /**
-   * The newest run with a default (date) id that still has pairs to do and began in the last
-   * `hours`: a process started after midnight UTC, or restarted, joins the night's run instead of
-   * beginning another.
+   * The newest run with a default id whose last activity — a pair registered, finished, or a lease
+   * still running (its expiry ahead) — is within the last `joinMinutes`: processes of one night
+   * started minutes apart, or restarted, join it; one started long after the run went quiet (the
+   * next night after a daytime run) begins another. Only runs begun within `maxHours` are looked at
+   * (`idx_reconcile_task_open`, a range per state).
    */
-  openDefaultRun: (hours: number): Statement => ({
-    sql: `SELECT run_id FROM fcctl_reconcile_task WHERE state IN ('PENDING', 'CLAIMED') AND create_time > UTC_TIMESTAMP() - INTERVAL ? HOUR AND run_id REGEXP ${DATE_RUN_ID} ORDER BY create_time DESC LIMIT 1`,
-    params: [hours],
+  joinableRun: (joinMinutes: number, maxHours: number): Statement => ({
+    sql:
+      "SELECT run_id FROM fcctl_reconcile_task WHERE state IN ('PENDING', 'CLAIMED', 'DONE', 'FAILED') AND create_time > UTC_TIMESTAMP() - INTERVAL ? HOUR " +
+      `AND run_id REGEXP ${DEFAULT_RUN_ID} GROUP BY run_id ` +
+      'HAVING MAX(GREATEST(create_time, COALESCE(finished_at, create_time), COALESCE(claim_expires_at, create_time))) > UTC_TIMESTAMP() - INTERVAL ? MINUTE ' +
+      'ORDER BY MIN(create_time) DESC LIMIT 1',
+    params: [maxHours, joinMinutes],
   }),
+  /** The ids among `ids` some run already has (a new default id is never one of them). */
+  runIdsTaken: (ids: readonly string[]): Statement => ({
+    sql: `SELECT DISTINCT run_id FROM fcctl_reconcile_task WHERE run_id IN (${ids.map(() => '?').join(', ')})`,
+    params: [...ids],
+  }),
+  /** Takes the default-run lock on one connection (1: taken; waits at most `seconds`). */
+  lockDefaultRun: (seconds: number): Statement => ({ sql: 'SELECT GET_LOCK(?, ?) AS got', params: [DEFAULT_RUN_LOCK, seconds] }),
+  unlockDefaultRun: (): Statement => ({ sql: 'SELECT RELEASE_LOCK(?) AS released', params: [DEFAULT_RUN_LOCK] }),
   /** Registers pairs of a run; a pair another process registered already stays as it is. */
   register: (runId: string, pairs: readonly { schId: string; formUuid: string }[]): Statement => ({
     sql: `INSERT IGNORE INTO fcctl_reconcile_task (run_id, sch_id, form_uuid, create_time) VALUES ${pairs.map(() => '(?, ?, ?, UTC_TIMESTAMP())').join(', ')}`,
@@ -83,6 +100,19 @@ export const allSql = {
       params: [runId, startedUtc, ...w.params],
     };
   },
+  /**
+   * The task a claim token already holds, locked: a claim retried after its COMMIT's reply was lost
+   * had taken it, and takes it again rather than a second pair (the first left CLAIMED, orphaned).
+   */
+  claimedBy: (runId: string, token: string): Statement => ({
+    sql: `SELECT ${TASK_COLUMNS} FROM fcctl_reconcile_task WHERE run_id = ? AND claim_owner = ? AND state = 'CLAIMED' LIMIT 1 FOR UPDATE`,
+    params: [runId, token],
+  }),
+  /** A task's state and claim as they are: whether a write whose reply was lost had been made. */
+  taskClaim: (id: string): Statement => ({
+    sql: 'SELECT state, claim_owner, claim_generation FROM fcctl_reconcile_task WHERE id = ?',
+    params: [id],
+  }),
   /** Takes the task read by {@link nextClaimable}, in the same transaction. */
   claim: (id: string, token: string, host: string, leaseSeconds: number): Statement => ({
     sql:

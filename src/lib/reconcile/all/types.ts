@@ -103,6 +103,8 @@ export type RunAllResult = {
   };
   /** every pair of the run was done before this process began (a run id reused?) */
   readonly completeAtStart?: boolean;
+  /** false: the default run id (a run joined or begun, see ./decide.ts `defaultRunChoice`); true: `--run-id` */
+  readonly runIdGiven?: boolean;
   /** the pairs this process ran, in the order they ended */
   readonly outcomes: readonly PairOutcome[];
   /** null when the task table could not be read at the end (the outage that stopped the run) */

@@ -13,7 +13,7 @@
  * a new one (new task start, fresh scans). Other parameters → exit 4 unless `restart`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, unlink } from 'node:fs/promises';
+import { mkdir, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EnvironmentError, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
@@ -23,6 +23,7 @@ import { acquireLock } from '../../manifest/lock.js';
 import type { ManifestSide } from '../../manifest/row.js';
 import { databaseNow, runManifestScan } from '../../manifest/scan/run.js';
 import type { ScanResult } from '../../manifest/scan/types.js';
+import { ALL_SUMMARY_FORMAT } from '../all/types.js';
 import { runDiff } from '../diff/run.js';
 import { DIFF_FILES } from '../diff/types.js';
 import { selectClockPassed, selectUtcClockPassed } from '../sql.js';
@@ -89,6 +90,7 @@ export async function waitForFcClock(db: Db, taskStartUtc: string, signal?: Abor
 export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDeps): Promise<ReconcileRunResult> {
   const now = deps.now ?? (() => new Date());
   const outDir = resolve(o.outDir);
+  await refuseAllRoot(outDir);
   try {
     await mkdir(outDir, { recursive: true });
   } catch (err) {
@@ -126,6 +128,21 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * The root of a `reconcile run --all` (its summary.json is the run over every pair) is no pair's
+ * directory: a pair run there would overwrite that summary with its diff's (exit 4, nothing changed).
+ */
+async function refuseAllRoot(outDir: string): Promise<void> {
+  const text = await readFile(join(outDir, DIFF_FILES.summary), 'utf8').catch(() => null);
+  let format: unknown = null;
+  try {
+    format = text === null ? null : (JSON.parse(text) as { format?: unknown }).format;
+  } catch {
+    return; // not --all's: the pair's own run decides about it
+  }
+  if (format === ALL_SUMMARY_FORMAT) throw new SafetyError(`${outDir} is the directory of a reconcile run --all (its summary.json is ${ALL_SUMMARY_FORMAT}): give a pair's directory ${join(outDir, '<school>', '<form>')} or another --out-dir`);
 }
 
 /** The run in the directory continued, or a new one begun: the previous run's files gone, a task start taken, run.json written. */

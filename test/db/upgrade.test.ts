@@ -53,17 +53,20 @@ describe('db init on a version-4 FC database', () => {
     expect(jsonLines(again.stdout).at(-1)).toMatchObject({ type: 'summary', created: 0, changed: false });
   });
 
-  test('version 6 on a version-5 database: db init creates fcctl_worker on both sides, db check names it missing before', async ({ dbs }) => {
+  test('version 6 on a version-5 database: db init creates fcctl_worker on both sides and SH fcctl_reconcile_join, db check names them missing before', async ({ dbs }) => {
     for (const name of [dbs.fcName, dbs.shName]) {
       await dbs.admin.query(`DROP TABLE \`${name}\`.fcctl_worker`);
       await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 5`);
     }
+    await dbs.admin.query(`DROP TABLE \`${dbs.shName}\`.fcctl_reconcile_join`);
     const before = await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() });
     expect(before.code).toBe(3);
     expect(before.stderr).toContain('fcctl_worker');
     const init = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(init.code).toBe(0);
-    for (const l of jsonLines(init.stdout).filter((x) => x['type'] === 'schema')) expect(l).toMatchObject({ created: ['fcctl_worker'], versionRecorded: true });
+    const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
+    expect(schema.find((l) => l['side'] === 'fc')).toMatchObject({ created: ['fcctl_worker'], versionRecorded: true });
+    expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({ created: ['fcctl_reconcile_join', 'fcctl_worker'], versionRecorded: true });
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 

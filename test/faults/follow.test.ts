@@ -1,8 +1,9 @@
+import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { bindQueue, drainQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { restartService } from '../helpers/faults.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
@@ -111,7 +112,12 @@ describe('a follow relay through a broker restart and a database restart', () =>
       const states = stopped.stdout.split('\n').filter((l) => l.includes('"type":"state"')).length;
       expect(states).toBeLessThan(30);
       expect(await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE claim_owner IS NOT NULL AND state <> 'BROKER_ACCEPTED'`)).toBe(0);
-      const messages = await queue.drain();
+      // the test's own channel went down with the broker: a fresh one reads the durable queue
+      const conn = await amqp.connect(testAmqpUrl());
+      const ch = await conn.createChannel();
+      const messages = await drainQueue(ch, queue.queue);
+      await ch.deleteQueue(queue.queue);
+      await conn.close();
       const delivered = new Set(messages.map((m) => String(m.properties.messageId)));
       const [rows] = await admin.query(`SELECT event_id FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key]);
       const missing = (rows as Array<{ event_id: string }>).filter((r) => !delivered.has(r.event_id));
@@ -119,7 +125,7 @@ describe('a follow relay through a broker restart and a database restart', () =>
       console.log(`follow faults: ${inserted} rows, ${messages.length} messages (${messages.length - delivered.size} duplicates)`);
     } finally {
       await relay.stop('SIGKILL');
-      await queue.close();
+      await queue.close().catch(() => undefined);
     }
   }, 400_000);
 });

@@ -7,6 +7,7 @@ import { checkedPublisher, progressReason, rowEvent, summarizeSend } from '../..
 import { followSend } from '../../lib/deliveries/send/follow.js';
 import { backlog } from '../../lib/deliveries/send/run.js';
 import { pauseCheck } from '../../lib/pause/run.js';
+import { relayMetrics } from '../../lib/deliveries/send/metrics.js';
 import { runService } from '../../lib/service/run.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { commandThrottles, type Ctx } from '../context.js';
@@ -33,7 +34,7 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
     // stuck: no step for the longest a step may take (a confirm's wait, a lease) and a minute more
     { command: COMMAND, listen: service.listen, heartbeatSeconds: service.heartbeatSeconds, stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000, version: fcctlVersion() },
     { clock: ctx.clock, db: ctx.fcDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: () => backlog(db) },
-    (svc) =>
+    (svc, metrics = relayMetrics(svc.metrics)) =>
       followSend(
         { ...options, serviceTimeZone: '', pollMs: service.pollMs, drainMs: service.drainMs },
         {
@@ -47,11 +48,11 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
           ...(throttle ? { throttle } : {}),
           onState: svc.onState,
           onProgress: svc.onProgress,
-          onReconnect: (target) => svc.metrics?.reconnects.inc({ command: COMMAND, target }),
+          ...metrics,
           onRow: (row, result) => {
+            metrics.onRow?.(row, result);
             svc.countRows(1);
             progress.record(progressReason(result));
-            svc.metrics?.relayRows.inc({ result: result.kind, reason: 'reason' in result ? result.reason.split(':')[0]!.slice(0, 40) : '' });
             ctx.output.eventIf('row', rowEvent(row, result));
           },
         },

@@ -13,7 +13,8 @@ export type Side = 'fc' | 'sh';
  * SH `flow_apply_command` index `idx_apply_command_state_error` (`deliveries scan` and
  * `apply-command scan` without reading the history, issue 20), which `db init` adds to an existing
  * table ({@link ADDED_INDEXES}). 6: `fcctl_worker` on both sides (the fleet registry of `--follow`
- * services, issue 27), created by `db init` on an older database.
+ * services, issue 27) and SH `fcctl_reconcile_join` (a process choosing a default run is activity,
+ * issue 26 §3), created by `db init` on an older database.
  */
 export const SCHEMA_VERSION = 6;
 

@@ -25,6 +25,8 @@ export interface ServiceMetrics {
   readonly resolverCommands: Counter;
   readonly resolverDue: Gauge;
   readonly resolverOldestDue: Gauge;
+  /** where the in-flight gauge reads its value at each scrape (the relay's current publisher) */
+  inFlightSource: () => number;
 }
 
 /** Seconds from a row's creation to its confirm: sub-second for a follow relay, minutes for cron. */
@@ -42,7 +44,8 @@ export async function serviceMetrics(): Promise<ServiceMetrics> {
   const gauge = (name: string, help: string, labelNames: string[] = []) => new prom.Gauge({ name, help, labelNames, registers: [registry] });
   const counter = (name: string, help: string, labelNames: string[] = []) => new prom.Counter({ name, help, labelNames, registers: [registry] });
   const histogram = (name: string, help: string, buckets: number[]) => new prom.Histogram({ name, help, buckets, registers: [registry] });
-  return {
+  const m: { inFlightSource: () => number } = { inFlightSource: () => 0 };
+  return Object.assign(m, {
     registry,
     ready: gauge('fcctl_service_ready', '1 when connected, checked and not paused (what /readyz answers)', ['command']),
     paused: gauge('fcctl_service_paused', '1 while the pause switch holds the service', ['command']),
@@ -54,11 +57,18 @@ export async function serviceMetrics(): Promise<ServiceMetrics> {
     relayConfirms: counter('fcctl_relay_confirms_total', 'publish outcomes: ack, nack, timeout, returned', ['outcome']),
     relayCommitToConfirm: histogram('fcctl_relay_commit_to_confirm_seconds', "from the outbox row's create_time (whole seconds, the column's) to its confirm", LATENCY_BUCKETS),
     relayBatchDuration: histogram('fcctl_relay_batch_duration_seconds', 'from a batch claimed to its rows adjudicated', BATCH_BUCKETS),
-    relayInFlight: gauge('fcctl_relay_in_flight_messages', 'messages published and not yet confirmed'),
+    relayInFlight: new prom.Gauge({
+      name: 'fcctl_relay_in_flight_messages',
+      help: 'messages published and not yet confirmed',
+      registers: [registry],
+      collect() {
+        this.set(m.inFlightSource());
+      },
+    }),
     relayDue: gauge('fcctl_relay_due_rows', 'rows due now (counted up to 100000, every few seconds)'),
     relayOldestDue: gauge('fcctl_relay_oldest_due_age_seconds', 'age of the oldest due row (0: none due)'),
     resolverCommands: counter('fcctl_resolver_commands_total', 'apply commands settled, by result', ['result']),
     resolverDue: gauge('fcctl_resolver_due_commands', 'apply commands due now'),
     resolverOldestDue: gauge('fcctl_resolver_oldest_due_age_seconds', 'age of the oldest due apply command (0: none due)'),
-  };
+  });
 }

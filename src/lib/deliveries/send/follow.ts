@@ -34,6 +34,22 @@ export interface FollowEvents {
   readonly onProgress?: () => void;
   /** a (re)connection to the broker was opened */
   readonly onReconnect?: (target: 'broker') => void;
+  /** whether a connection is usable, as the loop last found it */
+  readonly onConnection?: (target: 'broker' | 'fc_database', up: boolean) => void;
+  /** the session's publisher while it runs (null between sessions): for the in-flight gauge */
+  readonly onPublisher?: (publisher: ConfirmPublisher | null) => void;
+}
+
+/**
+ * Which connection a failure is of: the database's errors carry a MySQL code or SQL state, or are
+ * fcctl's own "cannot connect to FC database" line; anything else in a session is the broker's.
+ */
+export function outageTarget(err: unknown): 'broker' | 'fc_database' {
+  for (let e = err as { code?: unknown; sqlState?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.sqlState !== undefined || (typeof e.code === 'string' && /^(ER_|PROTOCOL_)/.test(e.code))) return 'fc_database';
+    if (typeof e.message === 'string' && /\bFC database\b|application_info/.test(e.message)) return 'fc_database';
+  }
+  return 'broker';
 }
 
 export interface FollowDeps extends Omit<SendDeps, 'broker'>, FollowEvents {
@@ -44,6 +60,9 @@ export interface FollowDeps extends Omit<SendDeps, 'broker'>, FollowEvents {
   /** the random source of the backoff's jitter (tests pin it) */
   readonly random?: () => number;
 }
+
+/** How `verifiedPublisher` says the registry could not be read (./run.ts). */
+const REGISTRY_UNREADABLE = /the app registry \(application_info\) could not be read/;
 
 /** A stop reason of a session that a new session cannot cure by itself right away. */
 const OUTAGE_STOPS = new Set<SendSummary['stoppedBy']>(['broker-lost', 'broker-blocked', 'broker-refusing']);
@@ -81,6 +100,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   const dropBroker = async () => {
     await broker?.close().catch(() => undefined);
     broker = null;
+    deps.onConnection?.('broker', false);
   };
   let failures = 0;
   const failed = async (kind: FailureKind, why: string) => {
@@ -113,12 +133,15 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         broker ??= await connect(deps);
         session = await runSession(options, deps, broker, summary, () => {
           failures = 0;
+          deps.onConnection?.('broker', true);
+          deps.onConnection?.('fc_database', true);
           setState('running');
         });
       } catch (err) {
-        session = { kind: failureKind(err), why: (err as Error).message };
+        session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
       }
       if (session.kind === 'stopped') break;
+      if (session.kind === 'outage') deps.onConnection?.(session.target, false);
       if (session.kind === 'paused') continue;
       if (session.kind === 'outage') await dropBroker();
       if (!(await failed(session.kind, session.why))) break;
@@ -138,7 +161,7 @@ async function connect(deps: FollowDeps): Promise<Broker> {
 }
 
 /** How a session ended: by the signal or a budget (the service ends), a pause, or a failure to wait out. */
-type SessionEnd = { kind: 'stopped' } | { kind: 'paused' } | { kind: FailureKind; why: string };
+type SessionEnd = { kind: 'stopped' } | { kind: 'paused' } | { kind: FailureKind; why: string; target: 'broker' | 'fc_database' };
 
 /**
  * One session: identity, exchange and return probe checked (a failure here is a misconfiguration
@@ -160,13 +183,15 @@ async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, 
     follow: { idle: () => idle(options, deps, broker, publisher, deadline) },
   };
   const drain = drainOnSignal(deps, options.drainMs, publisher);
+  deps.onPublisher?.(publisher);
   summary.stoppedBy = 'drained';
   try {
     await claimBatches(run, broker, publisher, newClaimOwner());
     await finishRun(run, broker, publisher);
   } catch (err) {
-    return { kind: failureKind(err), why: (err as Error).message };
+    return { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
   } finally {
+    deps.onPublisher?.(null);
     drain.dispose();
     await publisher.close();
   }
@@ -176,15 +201,20 @@ async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, 
 function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions): SessionEnd {
   if (deps.signal.aborted || summary.stoppedBy === 'max-rows' || summary.stoppedBy === 'max-seconds' || summary.claimed >= options.maxRows) return { kind: 'stopped' };
   if (summary.stoppedBy === 'paused') return { kind: 'paused' };
-  if (summary.stoppedBy === 'publisher-identity') return { kind: 'misconfigured', why: summary.publisherIdentity ?? 'publisher identity' };
+  if (summary.stoppedBy === 'publisher-identity') {
+    const why = summary.publisherIdentity ?? 'publisher identity';
+    delete summary.publisherIdentity;
+    // a registry that could not be read is the database down, not a wrong key
+    return { kind: REGISTRY_UNREADABLE.test(why) ? 'outage' : 'misconfigured', why, target: 'fc_database' };
+  }
   if (OUTAGE_STOPS.has(summary.stoppedBy)) {
     const why = summary.brokerBlocked ? `the broker is blocking publishes (${summary.brokerBlocked})` : `the broker connection was lost (${summary.brokerLost ?? summary.stoppedBy})`;
     // one session's reasons are not the next one's
     delete summary.brokerLost;
     delete summary.brokerBlocked;
-    return { kind: 'outage', why };
+    return { kind: 'outage', why, target: 'broker' };
   }
-  return { kind: 'outage', why: `the session ended: ${summary.stoppedBy}` };
+  return { kind: 'outage', why: `the session ended: ${summary.stoppedBy}`, target: 'broker' };
 }
 
 /**

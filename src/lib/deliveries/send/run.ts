@@ -115,15 +115,14 @@ export async function applyWritesReportingStale(db: Db, owner: string, writes: r
 
 // ── the publisher identity ──
 
-async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<PublisherFacts> {
-  let registry: PublisherFacts['registry'];
+async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<{ facts: PublisherFacts; error?: unknown }> {
   try {
     const q = sendSql.registryByCode(publisher.appCode);
-    registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
-  } catch {
-    registry = 'unreachable';
+    const registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
+    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry } };
+  } catch (error) {
+    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry: 'unreachable' }, error };
   }
-  return { appKey: publisher.appKey, appCode: publisher.appCode, registry };
 }
 
 /**
@@ -132,14 +131,15 @@ async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise
  * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
  */
 export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher'], consequence = 'no row was claimed'): Promise<PublisherFacts> {
-  const facts = await publisherFacts(db, publisher);
+  const { facts, error } = await publisherFacts(db, publisher);
   const check = checkPublisher(facts);
   if (check.ok) return facts;
   const setting =
     check.reason === 'REGISTRY_UNREACHABLE'
       ? 'the app registry (application_info) could not be read'
       : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
-  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`);
+  // the database's own error kept as the cause: an unreadable registry is an outage, not a wrong key
+  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`, error === undefined ? undefined : { cause: error });
 }
 
 /** The publisher identity failed (exit 3): a misconfiguration, never charged to rows. */
@@ -301,6 +301,7 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   if (decided === null) return;
   // one Promise.all over the outcomes, not an async function per row (a batch's rows all wait here)
   const settled = await Promise.all(decided.map((d) => d.outcome));
+  deps.onSettled?.({ rows, outcomes: settled, claimedAt, settledAt: deps.clock() });
   const outcomes = decided.map(({ row, decision }, i) => {
     const o = settled[i];
     if (!o) return { row, decision };

@@ -14,7 +14,10 @@ import type { Write } from './types.js';
  */
 const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest';
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest, ' +
+  // the row's age when read, on the server's own clock (create_time has whole seconds): for the
+  // follow relay's commit-to-confirm histogram
+  'CAST(TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) DIV 1000 AS SIGNED) AS age_ms';
 
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner

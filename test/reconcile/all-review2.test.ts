@@ -21,6 +21,7 @@ async function age(minutes: number): Promise<void> {
     `UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL ? MINUTE, finished_at = finished_at - INTERVAL ? MINUTE, claim_expires_at = claim_expires_at - INTERVAL ? MINUTE`,
     [minutes, minutes, minutes],
   );
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_join SET joined_at = joined_at - INTERVAL ? MINUTE`, [minutes]);
 }
 
 test.beforeAll(async ({ dbs: services, tmp }) => {

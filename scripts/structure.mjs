@@ -12,7 +12,7 @@ const EXEMPT = new Set(['src/lib/canon/canonicalizer.ts']);
 // Not commands: the option parsers and the context every command shares.
 const COMMAND_SUPPORT = new Set(['src/commands/options.ts', 'src/commands/context.ts']);
 /** src/lib folders that serve every domain; they import only each other (and no domain). */
-export const INFRASTRUCTURE = new Set(['canon', 'batch', 'fs', 'cli', 'config', 'db', 'amqp', 'flow', 'time', 'ids.ts', 'time.ts']);
+export const INFRASTRUCTURE = new Set(['canon', 'batch', 'fs', 'cli', 'config', 'db', 'amqp', 'flow', 'time', 'service', 'ids.ts', 'time.ts']);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {

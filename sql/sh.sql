@@ -160,3 +160,29 @@ CREATE TABLE IF NOT EXISTS fcctl_reconcile_task (
   KEY idx_reconcile_task_open (state, create_time)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- When a process without --run-id last chose each default-named run of `reconcile run --all` (began
+-- or joined it; schema version 6, issue 26 §3): a join is activity too, so the processes of one night
+-- agree on one run even when the first joined a run that had just finished.
+CREATE TABLE IF NOT EXISTS fcctl_reconcile_join (
+  run_id    VARCHAR(64) NOT NULL PRIMARY KEY,
+  joined_at DATETIME    NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+-- The fleet registry (schema version 6, issue 27): one row per `--follow` service process, beaten
+-- every `heartbeat_seconds` by the process itself on the database it writes, removed on a clean
+-- stop. A row whose `last_beat_at` is older than three of its own intervals is stale (the process
+-- was killed or cut off). Times are the database's UTC clock, so hosts in any zone agree.
+CREATE TABLE IF NOT EXISTS fcctl_worker (
+  worker_id         VARCHAR(64)   NOT NULL PRIMARY KEY,
+  command           VARCHAR(64)   NOT NULL,
+  host              VARCHAR(255)  NOT NULL,
+  pid               INT           NOT NULL,
+  version           VARCHAR(32)   NOT NULL,
+  started_at        DATETIME      NOT NULL,
+  last_beat_at      DATETIME      NOT NULL,
+  heartbeat_seconds INT           NOT NULL,
+  state             VARCHAR(16)   NOT NULL,
+  rows_per_second   DECIMAL(12,2) NOT NULL DEFAULT 0,
+  KEY idx_worker_command (command, last_beat_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

@@ -104,7 +104,8 @@ export async function main(argv: readonly string[], deps: Deps): Promise<number>
   try {
     // An interrupt is exit 1 everywhere (SPEC §10), also in a command that finished without
     // looking at the signal: it did not necessarily do what it was asked.
-    const code = interruptedExitCode(await run(argv, deps, resources), deps.signal.aborted);
+    // A `--follow` service ends by the signal as its normal stop (exit 0 once drained).
+    const code = interruptedExitCode(await run(argv, deps, resources), deps.signal.aborted && !resources.signalIsStop);
     // The summary is printed last, with the code the process ends with: whatever failed after the
     // command built it (its metrics file, an error thrown after it), the two never differ.
     resources.summary.release(code);

@@ -42,6 +42,8 @@ export interface Ctx extends Deps {
   onClose(fn: () => Promise<void> | void): void;
   /** secrets to redact from any message */
   secrets(): string[];
+  /** a `--follow` service: the stop signal is its normal end, not an interrupt (exit 0 once drained) */
+  signalIsStop(): void;
 }
 
 /** Contexts created in this process, so main can close what they opened. */
@@ -61,6 +63,8 @@ export class Resources {
     }
   }
   lastSecrets: string[] = [];
+  /** set by a `--follow` service ({@link Ctx.signalIsStop}) */
+  signalIsStop = false;
   /** set by the action that ran */
   exitCode = 0;
   /** the command's summary, printed by main with the exit code the process ends with */
@@ -129,6 +133,9 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
     },
     onClose: (fn) => resources.add(fn),
     secrets: () => secretsOf(config),
+    signalIsStop: () => {
+      resources.signalIsStop = true;
+    },
   };
 }
 

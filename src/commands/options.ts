@@ -4,6 +4,7 @@ import type { ManifestSide } from '../lib/manifest/row.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 import { UsageError } from '../lib/cli/exit.js';
 import { type LoadLimit, mergeMaxLoad, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
+import { listenAddress } from '../lib/service/decide.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -452,4 +453,66 @@ function once<T>(flag: string, parse: (value: string) => T): (value: string, pre
     if (previous !== undefined) throw new InvalidArgumentError(`${flag} is given twice: give it once`);
     return parse(value);
   };
+}
+
+/** `--listen [HOST]:PORT`: `:9464` is 127.0.0.1 only; anything malformed is exit 2. */
+function listenArg(value: string): { host: string; port: number } {
+  const address = listenAddress(value);
+  if (!address) throw new InvalidArgumentError('expected [HOST]:PORT, e.g. :9464 (127.0.0.1) or 0.0.0.0:9464');
+  return address;
+}
+
+/** The service flags of a command that can run as a service (issue 27). */
+export interface ServiceFlags {
+  readonly follow: boolean;
+  readonly pollMs: number;
+  readonly drainMs: number;
+  readonly listen: { readonly host: string; readonly port: number } | null;
+  readonly heartbeatSeconds: number;
+}
+
+/**
+ * `--follow` and its flags: run until a stop signal, never exiting on an outage, with `/metrics`,
+ * `/healthz` and `/readyz` on `--listen`. Read back with {@link serviceFlagsOf}.
+ * @example addServiceOptions(cmd, 'claims', 9464)
+ */
+export function addServiceOptions(cmd: Command, what: string, port: number): Command {
+  return cmd
+    .option('--follow', `run as a service until SIGTERM/SIGINT: poll when nothing is due, wait out outages, exit 0 after draining`, false)
+    // no commander defaults: a service flag given without --follow is refused (serviceFlagsOf)
+    .option('--poll-interval <s>', `with --follow: seconds between looks at an empty queue before it ${what} again (default: ${SERVICE_DEFAULTS.pollSeconds})`, secondsArg(0.05, 60))
+    .option('--drain-seconds <s>', `with --follow: after a stop signal, seconds what is in flight may take to finish (default: ${SERVICE_DEFAULTS.drainSeconds})`, secondsArg(0, 3600))
+    .option('--listen <[host]:port>', `with --follow: serve /metrics, /healthz, /readyz (e.g. :${port}, 127.0.0.1 only; 0.0.0.0:${port} in a container)`, listenArg)
+    .option('--heartbeat-seconds <n>', `with --follow: how often its row in the fleet registry (fcctl_worker) is written; stale after 3 (default: ${SERVICE_DEFAULTS.heartbeatSeconds})`, intArg(1, 300));
+}
+
+/** The service flags' defaults (issue 27). */
+export const SERVICE_DEFAULTS = { pollSeconds: 0.2, drainSeconds: 30, heartbeatSeconds: 5 } as const;
+
+/** The service flags given; a service flag without `--follow`, or `--follow` with `--dry-run`, is exit 2. */
+export function serviceFlagsOf(o: Record<string, unknown>): ServiceFlags {
+  const follow = o['follow'] === true;
+  if (!follow) {
+    const stray = ['pollInterval', 'drainSeconds', 'listen', 'heartbeatSeconds'].find((name) => o[name] !== undefined);
+    if (stray) throw new UsageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is a --follow option: add --follow, or leave it out`);
+  } else if (o['dryRun'] === true) {
+    throw new UsageError('--follow with --dry-run: a dry run that never ends checks nothing more; run the dry run without --follow');
+  }
+  return {
+    follow,
+    pollMs: Math.round(((o['pollInterval'] as number | undefined) ?? SERVICE_DEFAULTS.pollSeconds) * 1000),
+    drainMs: Math.round(((o['drainSeconds'] as number | undefined) ?? SERVICE_DEFAULTS.drainSeconds) * 1000),
+    listen: (o['listen'] as ServiceFlags['listen'] | undefined) ?? null,
+    heartbeatSeconds: (o['heartbeatSeconds'] as number | undefined) ?? SERVICE_DEFAULTS.heartbeatSeconds,
+  };
+}
+
+/** `--max-seconds` of a command that can run as a service: a batch run's default, none with `--follow` ({@link maxSecondsOf}). */
+export function followMaxSecondsOption(description: string, batchSeconds: number): Option {
+  return new Option('--max-seconds <s>', `${description} (default: ${batchSeconds}; none with --follow)`).argParser(secondsArg(1, 86400));
+}
+
+/** `--max-seconds` as given, or its default: `batchSeconds` for a batch run, no limit for `--follow`. */
+export function maxSecondsOf(o: Record<string, unknown>, service: ServiceFlags, batchSeconds: number): number {
+  return (o['maxSeconds'] as number | undefined) ?? (service.follow ? Infinity : batchSeconds);
 }

@@ -10,8 +10,8 @@ describe('reference schema files', () => {
   test('declare every SPEC §1 table with its key columns and indexes', () => {
     const fc = parseSchema(schemaSql('fc'));
     const sh = parseSchema(schemaSql('sh'));
-    expect(fc.map((t) => t.name)).toEqual(['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery', 'fcctl_replay_operation', 'fcctl_pause', 'fcctl_pause_event']);
-    expect(sh.map((t) => t.name)).toEqual(['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit', 'fcctl_requeue_operation', 'fcctl_pause', 'fcctl_pause_event', 'fcctl_reconcile_task']);
+    expect(fc.map((t) => t.name)).toEqual(['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery', 'fcctl_replay_operation', 'fcctl_pause', 'fcctl_pause_event', 'fcctl_worker']);
+    expect(sh.map((t) => t.name)).toEqual(['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit', 'fcctl_requeue_operation', 'fcctl_pause', 'fcctl_pause_event', 'fcctl_reconcile_task', 'fcctl_reconcile_join', 'fcctl_worker']);
     expect(sh.find((t) => t.name === 'fcctl_requeue_operation')!.indexes['uk_requeue_op_command']).toEqual(['op_digest', 'biz_type', 'biz_id']);
     const delivery = fc.find((t) => t.name === 'answer_delivery')!;
     for (const c of ['event_id', 'replay_op_digest', 'claim_owner', 'claim_expires_at', 'broker_accepted_at', 'consumer_applied_at', 'snapshot_json']) {
@@ -56,7 +56,7 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     const first = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(first.code).toBe(0);
     const summary1 = jsonLines(first.stdout).at(-1)!;
-    expect(summary1).toMatchObject({ type: 'summary', command: 'db init', exitCode: 0, created: 17, changed: true });
+    expect(summary1).toMatchObject({ type: 'summary', command: 'db init', exitCode: 0, created: 20, changed: true });
     const before = (await tableChecksum(dbs.fcName)) + (await tableChecksum(dbs.shName));
 
     const second = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });

@@ -22,7 +22,25 @@ describe('deliveries send: flags → options', () => {
       batchSize: 7, window: 3, maxRows: 41, maxSeconds: 9, leaseSeconds: 77, confirmTimeoutMs: 500, holdRecheckSeconds: 33,
       retry: { baseSeconds: 11, capSeconds: 1234, maxRetries: 5 }, dryRun: true, pipeline: 4, declare: true, allowDefaultVhost: true, metricsFile: 'send.prom',
       throttle: { maxLoad: [{ variable: 'Threads_running', max: 30 }], maxLagSeconds: 12 },
+      service: { follow: false, pollMs: 200, drainMs: 30_000, listen: null, heartbeatSeconds: 5 },
     });
+  });
+  it('--follow and its flags: no time limit unless given, seconds turned into milliseconds, :PORT on loopback', async () => {
+    const { options } = await parseWith(createDeliveriesSendCommand, ['send', '--follow', '--poll-interval', '0.05', '--drain-seconds', '7', '--listen', ':9464', '--heartbeat-seconds', '9']);
+    expect(options.maxSeconds).toBe(Infinity);
+    expect(options.service).toEqual({ follow: true, pollMs: 50, drainMs: 7000, listen: { host: '127.0.0.1', port: 9464 }, heartbeatSeconds: 9 });
+    expect((await parseWith(createDeliveriesSendCommand, ['send', '--follow', '--max-seconds', '60', '--listen', '0.0.0.0:80'])).options).toMatchObject({ maxSeconds: 60, service: { listen: { host: '0.0.0.0', port: 80 } } });
+    expect((await parseWith(createDeliveriesSendCommand, ['send'])).options.maxSeconds).toBe(3600);
+  });
+  it.each([
+    [['--follow', '--dry-run'], '--follow with --dry-run'],
+    [['--poll-interval', '1'], '--poll-interval is a --follow option'],
+    [['--listen', ':9464'], '--listen is a --follow option'],
+    [['--follow', '--listen', '9464'], 'expected [HOST]:PORT'],
+    [['--follow', '--listen', ':0'], 'expected [HOST]:PORT'],
+    [['--follow', '--poll-interval', '0.04'], 'expected seconds from 0.05'],
+  ])('%j is refused (exit 2), the run never called', async (args, says) => {
+    await expect(parseWith(createDeliveriesSendCommand, ['send', ...args])).rejects.toThrow(says);
   });
   it('a value out of range is refused before the run', async () => {
     expect(await parseError(createDeliveriesSendCommand, ['send', '--window', '0'])).toMatch(/--window/);

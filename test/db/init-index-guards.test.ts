@@ -76,15 +76,15 @@ describe('db init on a version-4 FC database', () => {
     }
   });
 
-  test('a database a newer fcctl set up (version 6): db init refuses, exit 3, one line, nothing changed', async ({ dbs }) => {
-    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 6`);
+  test('a database a newer fcctl set up (version 7): db init refuses, exit 3, one line, nothing changed', async ({ dbs }) => {
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 7`);
     await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IF EXISTS idx_delivery_state_error`);
     for (const side of ['fc', 'all']) {
       const r = await runCli(['db', 'init', '--side', side], { env: dbs.env() });
       expect(r.code).toBe(3);
-      expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/fc database is at fcctl schema version 6, newer than this fcctl's 5.*nothing was changed/)]);
+      expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/fc database is at fcctl schema version 7, newer than this fcctl's 6.*nothing was changed/)]);
     }
-    expect(await fcVersion(dbs)).toBe(6);
+    expect(await fcVersion(dbs)).toBe(7);
     const [idx] = await dbs.admin.query(`SHOW INDEX FROM \`${dbs.fcName}\`.answer_delivery WHERE Key_name = 'idx_delivery_state_error'`);
     expect(idx).toEqual([]);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 4`);

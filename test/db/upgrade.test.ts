@@ -12,7 +12,7 @@ const test = servicesTest({ prefix: 'upgrade', init: 'all' });
 
 describe('db init on a version-4 FC database', () => {
   test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({ dbs }) => {
-    expect(SCHEMA_VERSION).toBe(5);
+    expect(SCHEMA_VERSION).toBe(6);
     const t = `\`${dbs.fcName}\`.answer_delivery`;
     await dbs.admin.query(
       `INSERT INTO ${t} (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, create_time) ` +
@@ -31,7 +31,7 @@ describe('db init on a version-4 FC database', () => {
     expect(lines.find((l) => l['type'] === 'schema')).toMatchObject({ created: [], indexesAdded: ADDED_INDEXES.fc.map((a) => `${a.table}.${a.index}`), versionRecorded: true });
     expect(lines.at(-1)).toMatchObject({ type: 'summary', created: 0, changed: true });
     const [v] = await dbs.admin.query(`SELECT version FROM \`${dbs.fcName}\`.fcctl_schema_version WHERE side = 'fc'`);
-    expect((v as Array<{ version: number }>)[0]!.version).toBe(5);
+    expect((v as Array<{ version: number }>)[0]!.version).toBe(SCHEMA_VERSION);
     const [rows] = await dbs.admin.query(`SELECT event_id FROM ${t}`);
     expect(rows).toEqual([{ event_id: 'e1' }]);
     const [idx] = await dbs.admin.query(
@@ -51,6 +51,23 @@ describe('db init on a version-4 FC database', () => {
     // a second init changes nothing
     const again = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(jsonLines(again.stdout).at(-1)).toMatchObject({ type: 'summary', created: 0, changed: false });
+  });
+
+  test('version 6 on a version-5 database: db init creates fcctl_worker on both sides and SH fcctl_reconcile_join, db check names them missing before', async ({ dbs }) => {
+    for (const name of [dbs.fcName, dbs.shName]) {
+      await dbs.admin.query(`DROP TABLE \`${name}\`.fcctl_worker`);
+      await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 5`);
+    }
+    await dbs.admin.query(`DROP TABLE \`${dbs.shName}\`.fcctl_reconcile_join`);
+    const before = await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() });
+    expect(before.code).toBe(3);
+    expect(before.stderr).toContain('fcctl_worker');
+    const init = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
+    expect(init.code).toBe(0);
+    const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
+    expect(schema.find((l) => l['side'] === 'fc')).toMatchObject({ created: ['fcctl_worker'], versionRecorded: true });
+    expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({ created: ['fcctl_reconcile_join', 'fcctl_worker'], versionRecorded: true });
+    expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 
   test('an index outside the upgrade list that was dropped is named by db check, not re-made by db init', async ({ dbs }) => {

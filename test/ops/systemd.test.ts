@@ -17,6 +17,23 @@ const haveTool = existsSync(ANALYZE) && SYSTEM_UNITS !== undefined;
 const files = readdirSync(UNITS).sort();
 const services = files.filter((f) => f.endsWith('.service') && !f.includes('@'));
 const timers = files.filter((f) => f.endsWith('.timer'));
+// Issue 27 §4: the two follow commands as long-running services, beside the batch units (each
+// batch service has its timer).
+const SERVICE_MODE = { 'fcctl-deliveries-relay.service': 'deliveries send', 'fcctl-apply-resolver.service': 'apply-command resolve-unknown' } as const;
+const batch = services.filter((f) => !(f in SERVICE_MODE));
+/** --drain-seconds' default (docs: the service-mode contract, issue 27 §1). */
+const DRAIN_DEFAULT_SECONDS = 30;
+/** systemd's time span (`45`, `45s`, `2min`, `1min 30s`) in seconds. */
+function seconds(span: string): number {
+  const units: Record<string, number> = { '': 1, s: 1, sec: 1, min: 60, m: 60, h: 3600 };
+  let total = 0;
+  for (const part of span.trim().split(/\s+/)) {
+    const m = /^(\d+)(s|sec|min|m|h)?$/.exec(part);
+    if (!m) throw new Error(`unreadable time span ${span}`);
+    total += Number(m[1]) * units[m[2] ?? '']!;
+  }
+  return total;
+}
 const text = (f: string) => readFileSync(join(UNITS, f), 'utf8');
 /** The values of `key=` lines (comments left out). */
 const values = (body: string, key: string) => body.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1));
@@ -70,8 +87,8 @@ describe('docs/systemd units', () => {
   });
 
   it('every service reads /etc/fcctl/env, reports failures through fcctl-failure@, and counts only exit 0 as success', () => {
-    expect(services.length).toBeGreaterThanOrEqual(4);
-    for (const f of services) {
+    expect(batch.length).toBeGreaterThanOrEqual(4);
+    for (const f of batch) {
       const body = text(f);
       expect(values(body, 'EnvironmentFile'), f).toEqual(['/etc/fcctl/env']);
       expect(values(body, 'OnFailure'), f).toEqual(['fcctl-failure@%n.service']);
@@ -83,6 +100,47 @@ describe('docs/systemd units', () => {
     expect(files).toContain('fcctl-failure@.service');
     // the reporter must not report itself
     expect(values(text('fcctl-failure@.service'), 'OnFailure')).toEqual([]);
+  });
+
+  it('the service-mode units run their command with --follow, restart on failure, and stop by SIGTERM with more time than the drain', () => {
+    for (const [f, command] of Object.entries(SERVICE_MODE)) {
+      expect(files, f).toContain(f);
+      const body = text(f);
+      const exec = values(body, 'ExecStart');
+      expect(exec, f).toHaveLength(1);
+      const port = f === 'fcctl-deliveries-relay.service' ? 9464 : 9465;
+      expect(exec[0], f).toMatch(new RegExp(`/usr/bin/fcctl ${command} --follow --listen :${port} --json$`));
+      expect(values(body, 'Type'), f).toEqual(['exec']);
+      expect(values(body, 'Restart'), f).toEqual(['on-failure']);
+      // exit 2 (a bad flag or setting) is not retried in a loop
+      expect(values(body, 'RestartPreventExitStatus'), f).toEqual(['2']);
+      expect(values(body, 'KillSignal'), f).toEqual(['SIGTERM']);
+      const drain = /--drain-seconds (\d+(?:\.\d+)?)/.exec(exec[0]!);
+      const drainSeconds = drain ? Number(drain[1]) : DRAIN_DEFAULT_SECONDS;
+      const stop = values(body, 'TimeoutStopSec');
+      expect(stop, f).toHaveLength(1);
+      // systemd's SIGKILL must not cut the drain short (a few seconds more for the summary)
+      expect(seconds(stop[0]!), f).toBeGreaterThanOrEqual(drainSeconds + 10);
+      expect(values(body, 'EnvironmentFile'), f).toEqual(['/etc/fcctl/env']);
+      expect(values(body, 'User'), f).toEqual(['fcctl']);
+      expect(values(body, 'OnFailure'), f).toEqual(['fcctl-failure@%n.service']);
+      expect(values(body, 'SuccessExitStatus'), f).toEqual([]);
+      expect(values(body, 'NoNewPrivileges'), f).toEqual(['yes']);
+      expect(values(body, 'PrivateTmp'), f).toEqual(['yes']);
+      expect(values(body, 'WantedBy'), f).toEqual(['multi-user.target']);
+      // a long-running service, not started by a timer
+      expect(timers, f).not.toContain(f.replace(/\.service$/, '.timer'));
+    }
+    // the resolver's secret as a credential, as the batch resolver unit has it
+    expect(values(text('fcctl-apply-resolver.service'), 'ExecStart')[0]).toMatch(/^\/usr\/bin\/env FCCTL_APP_SECRET_FILE=%d\/app-secret /);
+    expect(values(text('fcctl-apply-resolver.service'), 'LoadCredential')).toEqual(values(text('fcctl-apply-resolve.service'), 'LoadCredential'));
+    // the batch units stay for batch mode
+    for (const f of ['fcctl-deliveries-send.timer', 'fcctl-apply-resolve.timer', 'fcctl-reconcile.timer']) expect(files).toContain(f);
+  });
+
+  it('the time spans are read as systemd reads them', () => {
+    expect([seconds('45'), seconds('45s'), seconds('2min'), seconds('1min 30s')]).toEqual([45, 45, 120, 90]);
+    expect(() => seconds('infinity')).toThrow();
   });
 
   it('every timer is persistent (a run missed while down happens at boot) and installed under timers.target', () => {

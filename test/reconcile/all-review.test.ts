@@ -201,6 +201,7 @@ test('§3 without --run-id: a daytime run, a late joiner minutes later (that run
   // Hours pass (simulated: the run's rows are moved 10 hours into the past, as the SH clock would
   // see them at night); the scheduled night begins a run of its own and runs every pair.
   await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL 10 HOUR, finished_at = finished_at - INTERVAL 10 HOUR WHERE run_id = ?`, [dayId]);
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_join SET joined_at = joined_at - INTERVAL 10 HOUR WHERE run_id = ?`, [dayId]);
   const night = await runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() });
   expect(night.code, night.stderr).toBe(0);
   const nightId = String(summaryOf(night.stdout)['runId']);
@@ -210,6 +211,7 @@ test('§3 without --run-id: a daytime run, a late joiner minutes later (that run
   expect(pairsOf(night.stdout).map((p) => p['result'])).toEqual(Array(6).fill('done'));
   // Two processes of the night started together without --run-id share one run: every pair once.
   await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL 10 HOUR, finished_at = finished_at - INTERVAL 10 HOUR WHERE run_id = ?`, [nightId]);
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_join SET joined_at = joined_at - INTERVAL 10 HOUR WHERE run_id = ?`, [nightId]);
   const [a, b] = await Promise.all([runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() }), runCli(all(out, '--concurrency', '1', '--size', '1'), { env: dbs.env() })]);
   expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
   expect(summaryOf(a.stdout)['runId']).toBe(summaryOf(b.stdout)['runId']);

@@ -108,6 +108,11 @@ export class Output {
     if (this.json) this.line({ type, ...data });
   }
 
+  /** {@link event} when there is something to say (`data` not null). */
+  eventIf(type: string, data: Readonly<Record<string, unknown>> | null): void {
+    if (data) this.event(type, data);
+  }
+
   /** Free text for a person (terminal only); JSON mode stays machine-readable. */
   note(text: string): void {
     if (!this.json) this.io.stdout.write(`${text}\n`);

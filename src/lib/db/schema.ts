@@ -12,9 +12,11 @@ export type Side = 'fc' | 'sh';
  * issue 19 §1), created the same way. 5: FC `answer_delivery` index `idx_delivery_state_error` and
  * SH `flow_apply_command` index `idx_apply_command_state_error` (`deliveries scan` and
  * `apply-command scan` without reading the history, issue 20), which `db init` adds to an existing
- * table ({@link ADDED_INDEXES}).
+ * table ({@link ADDED_INDEXES}). 6: `fcctl_worker` on both sides (the fleet registry of `--follow`
+ * services, issue 27) and SH `fcctl_reconcile_join` (a process choosing a default run is activity,
+ * issue 26 §3), created by `db init` on an older database.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * Indexes a later version added to a table an older `db init` had already created. `db init` adds

@@ -8,7 +8,8 @@ import { checkSnapshot, routingKeyFor } from '../envelope.js';
 import { afterFailure, type RetryPolicy } from '../retry.js';
 import type { PublishOutcome } from '../../amqp/confirm-publisher.js';
 import { DELIVERY_EXCHANGE, vhostOf } from '../../amqp/connect.js';
-import { batchExitCode, type ExitCode } from '../../cli/exit.js';
+import { batchExitCode, EnvironmentError, type ExitCode, UsageError } from '../../cli/exit.js';
+import { type Config, requireSetting } from '../../config/config.js';
 import type { Gauge } from '../../cli/metrics.js';
 import { pausedGauge, pauseFields } from '../../pause/decide.js';
 import { type DeliveryRow, type FailReason, type Generation, generationOf, type GrantRow, type RegistryRow } from '../types.js';
@@ -345,4 +346,18 @@ export function leaseProblem(options: Pick<SendOptions, 'leaseSeconds' | 'confir
 export function vhostProblem(amqpUrl: string, options: { readonly dryRun: boolean; readonly allowDefaultVhost: boolean }): string | null {
   if (options.dryRun || options.allowDefaultVhost || vhostOf(amqpUrl) !== '/') return null;
   return 'amqpUrl names the default vhost "/": full snapshots are not published on a shared vhost (seed 000 §6); use fcctl\'s own vhost, or pass --allow-default-vhost';
+}
+
+/**
+ * The publisher identity configured, once the lease and the vhost are checked: exit 2 for a lease
+ * too short for the confirm timeout, exit 3 for the default vhost (batch runs and --follow alike).
+ * @example const publisher = checkedPublisher(options, ctx.config)
+ */
+export function checkedPublisher(options: Pick<SendOptions, 'leaseSeconds' | 'confirmTimeoutMs' | 'dryRun'> & { readonly allowDefaultVhost: boolean }, config: Config): { appKey: string; appCode: string } {
+  const publisher = { appKey: requireSetting(config, 'appKey'), appCode: requireSetting(config, 'appCode') };
+  const lease = leaseProblem(options);
+  if (lease) throw new UsageError(lease);
+  const vhost = vhostProblem(requireSetting(config, 'amqpUrl'), options);
+  if (vhost) throw new EnvironmentError(vhost);
+  return publisher;
 }

@@ -58,6 +58,13 @@ export async function countDue(db: Db, cap: number): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/** The due backlog's size (up to 10,000) and its oldest row's age in seconds ({@link sendSql.backlog}). */
+export async function backlog(db: Db): Promise<{ due: number; oldestAgeSeconds: number }> {
+  const q = sendSql.backlog(10_000);
+  const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
+  return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
+}
+
 async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
   const q = sendSql.peekDue(afterId, limit);
   return db.query<DeliveryRow>(q.sql, q.params);
@@ -108,15 +115,14 @@ export async function applyWritesReportingStale(db: Db, owner: string, writes: r
 
 // ── the publisher identity ──
 
-async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<PublisherFacts> {
-  let registry: PublisherFacts['registry'];
+async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<{ facts: PublisherFacts; error?: unknown }> {
   try {
     const q = sendSql.registryByCode(publisher.appCode);
-    registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
-  } catch {
-    registry = 'unreachable';
+    const registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
+    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry } };
+  } catch (error) {
+    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry: 'unreachable' }, error };
   }
-  return { appKey: publisher.appKey, appCode: publisher.appCode, registry };
 }
 
 /**
@@ -125,14 +131,15 @@ async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise
  * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
  */
 export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher'], consequence = 'no row was claimed'): Promise<PublisherFacts> {
-  const facts = await publisherFacts(db, publisher);
+  const { facts, error } = await publisherFacts(db, publisher);
   const check = checkPublisher(facts);
   if (check.ok) return facts;
   const setting =
     check.reason === 'REGISTRY_UNREACHABLE'
       ? 'the app registry (application_info) could not be read'
       : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
-  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`);
+  // the database's own error kept as the cause: an unreadable registry is an outage, not a wrong key
+  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`, error === undefined ? undefined : { cause: error });
 }
 
 /** The publisher identity failed (exit 3): a misconfiguration, never charged to rows. */
@@ -152,13 +159,18 @@ async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: Publisher
 // ── the run, step by step ──
 
 /** One run's state, shared by its steps. */
-interface Run {
+export interface Run {
   readonly options: SendOptions;
   readonly deps: SendDeps;
   readonly summary: SendSummary;
   readonly deadline: number;
   /** the first error that stops the run; raised once what is in flight has settled */
   fatal: unknown;
+  /**
+   * `--follow` (./follow.ts): with nothing due and nothing in flight, wait for `idle()` (the poll
+   * interval; false: stop) and claim again, instead of ending the run
+   */
+  readonly follow?: { readonly idle: () => Promise<boolean> };
 }
 
 function report(run: Run, results: ReadonlyArray<{ row: DeliveryRow; result: RowResult }>): void {
@@ -202,7 +214,7 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
 }
 
 /** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
-async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
+export async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
   let channel;
   try {
     channel = await broker.confirmChannel();
@@ -289,6 +301,7 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   if (decided === null) return;
   // one Promise.all over the outcomes, not an async function per row (a batch's rows all wait here)
   const settled = await Promise.all(decided.map((d) => d.outcome));
+  deps.onSettled?.({ rows, outcomes: settled, claimedAt, settledAt: deps.clock() });
   const outcomes = decided.map(({ row, decision }, i) => {
     const o = settled[i];
     if (!o) return { row, decision };
@@ -368,7 +381,7 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
 }
 
 /** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
-async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
+export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
   const { options, deps, summary } = run;
   const inFlight = new InFlight();
   const turns = new Turns();
@@ -390,7 +403,10 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
     const claimed = await claimNext(run, owner, Math.min(options.batchSize, options.maxRows - summary.claimed));
     if (!claimed) break;
     if (claimed.rows.length === 0) {
-      if (inFlight.size === 0) break;
+      if (inFlight.size === 0) {
+        if (run.follow && (await run.follow.idle())) continue;
+        break;
+      }
       // Rows may come back due (held elsewhere, released) only later; finish what is in flight.
       await inFlight.next();
       continue;
@@ -406,7 +422,7 @@ async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublishe
 }
 
 /** Closes the publisher and records why the broker ended the run, if it did. */
-async function finishRun(run: Run, broker: Broker, publisher: ConfirmPublisher): Promise<SendSummary> {
+export async function finishRun(run: Run, broker: Broker, publisher: ConfirmPublisher): Promise<SendSummary> {
   const { summary } = run;
   summary.brokerRefusals = publisher.refusals;
   const lost = publisher.lost;

@@ -14,7 +14,10 @@ import type { Write } from './types.js';
  */
 const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
-  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest';
+  'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest, ' +
+  // the row's age when read, on the server's own clock (create_time has whole seconds): for the
+  // follow relay's commit-to-confirm histogram
+  'CAST(TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) DIV 1000 AS SIGNED) AS age_ms';
 
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
@@ -48,6 +51,15 @@ export const sendSql = {
    * may find fewer or more). Capped, so a backlog of millions is not read whole to draw a bar.
    */
   countDue: (cap: number): Statement => ({ sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery WHERE ${DUE} LIMIT ?) due`, params: [cap] }),
+  /**
+   * The due backlog for a follow relay's gauges, read every few seconds at most: how many rows are
+   * due (counted no further than `cap`) and the age in seconds of the oldest among those counted
+   * (in `idx_delivery_due` order, where the oldest PENDING rows come first).
+   */
+  backlog: (cap: number): Statement => ({
+    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW()), 0) AS age FROM (SELECT create_time FROM answer_delivery WHERE ${DUE} LIMIT ?) due`,
+    params: [cap],
+  }),
   /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
   peekDue: (afterId: string, limit: number): Statement => ({ sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`, params: [afterId, limit] }),
   /** The registry row of the configured app code (seed 004 `getAppByCode`). */

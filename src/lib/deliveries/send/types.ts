@@ -1,5 +1,6 @@
 /** The shapes of `deliveries send`: its options, each row's result, the run's summary, the writes. */
 import type { Broker } from '../../amqp/connect.js';
+import type { PublishOutcome } from '../../amqp/confirm-publisher.js';
 import type { Db } from '../../db/connect.js';
 import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
@@ -76,6 +77,8 @@ export interface SendDeps {
   readonly clock: () => number;
   readonly onRow?: (row: DeliveryRow, result: RowResult) => void;
   readonly onBatch?: (summary: Readonly<SendSummary>) => void;
+  /** a batch's publish outcomes, once all are in (`undefined`: not published), with when it was claimed and settled */
+  readonly onSettled?: (batch: { readonly rows: readonly DeliveryRow[]; readonly outcomes: ReadonlyArray<PublishOutcome | undefined>; readonly claimedAt: number; readonly settledAt: number }) => void;
   /**
    * the pause switch (src/lib/pause/run.ts), read at start, before each claim and before each
    * claimed batch's turn to publish: a pause stops claiming, releases the batches not yet

@@ -80,16 +80,8 @@ export function pairResultOf(r: { kind: 'run'; result: ReconcileRunResult } | { 
   return { result: 'done', counts, differences: differencesOf(counts), fcRows: run.summary.inputs.fc.rows, shRows: run.summary.inputs.sh.rows, pairRunId: run.run.runId, resumed: run.resumed, seconds };
 }
 
-/** Error codes of a database, network or disk this process cannot use: an outage, not a pair's fault. */
-const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_TABLEACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NO_SUCH_TABLE', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'ER_QUERY_INTERRUPTED', 'ENOSPC', 'EROFS', 'EDQUOT', 'EIO']);
-
-/** Whether an error (or one of its causes) is an outage ({@link OUTAGE_CODES}). */
-export function isOutage(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string' && OUTAGE_CODES.has(e.code)) return true;
-  }
-  return false;
-}
+/** An outage is no fault of the pair: given back for a later run, never marked FAILED (lib/db/outage.ts). */
+export { isOutage } from '../../db/outage.js';
 
 /**
  * What to do with a pair before running it, from its directory's run.json: a run of other

@@ -151,6 +151,8 @@ async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUt
     try {
       const db = { query: async <T>(sql: string, params?: readonly unknown[]) => (await conn.query(sql, params as unknown[]))[0] as T[] };
       const runId = (await joinableRun(db)) ?? (await newRunId(db, startedUtc));
+      const joined = allSql.joined(runId);
+      await conn.query(joined.sql, joined.params);
       for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) {
         const r = allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK));
         await conn.query(r.sql, r.params);

@@ -61,19 +61,26 @@ export const allSql = {
   /** The SH database's UTC date and time: a new default run id is named after it, so every host agrees whatever its own clock. */
   utcNow: (): Statement => ({ sql: 'SELECT CAST(UTC_TIMESTAMP() AS CHAR) AS u', params: [] }),
   /**
-   * The newest run with a default id whose last activity — a pair registered, finished, or a lease
-   * still running (its expiry ahead) — is within the last `joinMinutes`: processes of one night
-   * started minutes apart, or restarted, join it; one started long after the run went quiet (the
-   * next night after a daytime run) begins another. Only runs begun within `maxHours` are looked at
-   * (`idx_reconcile_task_open`, a range per state).
+   * The newest run with a default id whose last activity — a pair registered, finished, a lease
+   * still running (its expiry ahead), or a process choosing it ({@link joined}) — is within the last
+   * `joinMinutes`: processes of one night started minutes apart, or restarted, join it; one started
+   * long after the run went quiet (the next night after a daytime run) begins another. Only runs
+   * begun within `maxHours` are looked at (`idx_reconcile_task_open`, a range per state).
    */
   joinableRun: (joinMinutes: number, maxHours: number): Statement => ({
     sql:
-      "SELECT run_id FROM fcctl_reconcile_task WHERE state IN ('PENDING', 'CLAIMED', 'DONE', 'FAILED') AND create_time > UTC_TIMESTAMP() - INTERVAL ? HOUR " +
-      `AND run_id REGEXP ${DEFAULT_RUN_ID} GROUP BY run_id ` +
-      'HAVING MAX(GREATEST(create_time, COALESCE(finished_at, create_time), COALESCE(claim_expires_at, create_time))) > UTC_TIMESTAMP() - INTERVAL ? MINUTE ' +
-      'ORDER BY MIN(create_time) DESC LIMIT 1',
+      'SELECT t.run_id FROM fcctl_reconcile_task t LEFT JOIN fcctl_reconcile_join j ON j.run_id = t.run_id ' +
+      "WHERE t.state IN ('PENDING', 'CLAIMED', 'DONE', 'FAILED') AND t.create_time > UTC_TIMESTAMP() - INTERVAL ? HOUR " +
+      `AND t.run_id REGEXP ${DEFAULT_RUN_ID} GROUP BY t.run_id ` +
+      'HAVING GREATEST(MAX(GREATEST(t.create_time, COALESCE(t.finished_at, t.create_time), COALESCE(t.claim_expires_at, t.create_time))), ' +
+      "COALESCE(MAX(j.joined_at), '1000-01-01')) > UTC_TIMESTAMP() - INTERVAL ? MINUTE " +
+      'ORDER BY MIN(t.create_time) DESC LIMIT 1',
     params: [maxHours, joinMinutes],
+  }),
+  /** A process without --run-id chose `runId` (began or joined it), now: activity of that run. */
+  joined: (runId: string): Statement => ({
+    sql: 'INSERT INTO fcctl_reconcile_join (run_id, joined_at) VALUES (?, UTC_TIMESTAMP()) ON DUPLICATE KEY UPDATE joined_at = UTC_TIMESTAMP()',
+    params: [runId],
   }),
   /** The ids among `ids` some run already has (a new default id is never one of them). */
   runIdsTaken: (ids: readonly string[]): Statement => ({

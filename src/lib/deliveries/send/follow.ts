@@ -1,0 +1,254 @@
+/**
+ * `deliveries send --follow` (issue 27): the relay as a service. It runs until a stop signal,
+ * claiming and publishing exactly as a batch run does (./run.ts: every check and guard of SPEC §5
+ * unchanged), and when nothing is due it polls again after `pollMs` instead of ending. A failure
+ * never ends the process: an outage (a database or the broker down, the broker blocking
+ * publishes) is waited out with capped backoff, a misconfiguration (publisher identity, a missing
+ * exchange, a failed return probe) is looked at again every 30 s, and a pause idles it. Each
+ * stretch between two such interruptions is a *session*: its own confirm channel, return probe
+ * and claim owner, its results added to the one summary.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Broker } from '../../amqp/connect.js';
+import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
+import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
+import { emptySummary } from './decide.js';
+import { claimBatches, countDue, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
+import { newClaimOwner } from '../../db/claim-owner.js';
+import type { SendDeps, SendOptions, SendSummary } from './types.js';
+
+export interface FollowOptions {
+  /** with nothing due, the wait before looking again */
+  readonly pollMs: number;
+  /** after a stop signal, how long what is in flight may take before the channel is closed under it */
+  readonly drainMs: number;
+  /** declare the exchange instead of only checking it (as `--declare`) */
+  readonly declare: boolean;
+}
+
+/** What the service loop reports as it goes (status view, metrics, heartbeat, health). */
+export interface FollowEvents {
+  /** a change of state, with the reason of an outage or misconfiguration; said once per change */
+  readonly onState?: (state: ServiceState, detail: string | null) => void;
+  /** the loop completed a step (a poll, a batch, a tick of a wait): for `/healthz` */
+  readonly onProgress?: () => void;
+  /** a (re)connection to the broker was opened */
+  readonly onReconnect?: (target: 'broker') => void;
+  /** whether a connection is usable, as the loop last found it */
+  readonly onConnection?: (target: 'broker' | 'fc_database', up: boolean) => void;
+  /** the session's publisher while it runs (null between sessions): for the in-flight gauge */
+  readonly onPublisher?: (publisher: ConfirmPublisher | null) => void;
+}
+
+/**
+ * Which connection a failure is of: the database's errors carry a MySQL code or SQL state, or are
+ * fcctl's own "cannot connect to FC database" line; anything else in a session is the broker's.
+ */
+export function outageTarget(err: unknown): 'broker' | 'fc_database' {
+  for (let e = err as { code?: unknown; sqlState?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.sqlState !== undefined || (typeof e.code === 'string' && /^(ER_|PROTOCOL_)/.test(e.code))) return 'fc_database';
+    if (typeof e.message === 'string' && /\bFC database\b|application_info/.test(e.message)) return 'fc_database';
+  }
+  return 'broker';
+}
+
+export interface FollowDeps extends Omit<SendDeps, 'broker'>, FollowEvents {
+  /** a new broker connection (the previous one is closed or given up first) */
+  readonly connectBroker: () => Promise<Broker>;
+  /** the service's zone for occurredAt (read from the FC database when not configured: it may be down at start) */
+  readonly zone: () => Promise<string>;
+  /** the random source of the backoff's jitter (tests pin it) */
+  readonly random?: () => number;
+}
+
+/** How `verifiedPublisher` says the registry could not be read (./run.ts). */
+const REGISTRY_UNREADABLE = /the app registry \(application_info\) could not be read/;
+
+/** A stop reason of a session that a new session cannot cure by itself right away. */
+const OUTAGE_STOPS = new Set<SendSummary['stoppedBy']>(['broker-lost', 'broker-blocked', 'broker-refusing']);
+
+/**
+ * Waits `ms` in steps of at most a second, telling the loop it is alive at each; false when the
+ * stop signal came first.
+ */
+async function wait(ms: number, deps: FollowDeps): Promise<boolean> {
+  const until = deps.clock() + ms;
+  while (!deps.signal.aborted) {
+    const left = until - deps.clock();
+    if (left <= 0) return true;
+    await delay(Math.min(left, 1000), undefined, { signal: deps.signal }).catch(() => undefined);
+    deps.onProgress?.();
+  }
+  return false;
+}
+
+/**
+ * The relay as a service.
+ * @example const summary = await followSend(options, { db, connectBroker: () => openBroker(url), publisher, signal, clock: Date.now })
+ */
+export async function followSend(options: SendOptions & FollowOptions, deps: FollowDeps): Promise<SendSummary> {
+  const summary = emptySummary();
+  let broker: Broker | null = null;
+  let state: ServiceState | null = null;
+  let detail: string | null = null;
+  const setState = (next: ServiceState, why: string | null = null) => {
+    if (next === state && why === detail) return;
+    state = next;
+    detail = why;
+    deps.onState?.(next, why);
+  };
+  const dropBroker = async () => {
+    await broker?.close().catch(() => undefined);
+    broker = null;
+    deps.onConnection?.('broker', false);
+  };
+  let failures = 0;
+  const failed = async (kind: FailureKind, why: string) => {
+    failures += 1;
+    setState(kind, why);
+    return wait(retryDelayMs(kind, failures, deps.random), deps);
+  };
+  setState('starting');
+  try {
+    while (!deps.signal.aborted) {
+      deps.onProgress?.();
+      let pause;
+      try {
+        pause = await deps.paused?.();
+      } catch (err) {
+        if (!(await failed(failureKind(err), (err as Error).message))) break;
+        continue;
+      }
+      if (pause) {
+        summary.paused = pause;
+        setState('paused', pause.reason ?? null);
+        // Paused: no channel kept open, nothing held; looked at again every poll.
+        await dropBroker();
+        if (!(await wait(options.pollMs, deps))) break;
+        continue;
+      }
+      delete summary.paused;
+      let session: SessionEnd;
+      try {
+        broker ??= await connect(deps);
+        session = await runSession(options, deps, broker, summary, () => {
+          failures = 0;
+          deps.onConnection?.('broker', true);
+          deps.onConnection?.('fc_database', true);
+          setState('running');
+        });
+      } catch (err) {
+        session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
+      }
+      if (session.kind === 'stopped') break;
+      if (session.kind === 'outage') deps.onConnection?.(session.target, false);
+      if (session.kind === 'paused') continue;
+      if (session.kind === 'outage') await dropBroker();
+      if (!(await failed(session.kind, session.why))) break;
+    }
+  } finally {
+    setState('draining');
+    await dropBroker();
+  }
+  summary.stoppedBy = summary.claimed >= options.maxRows ? 'max-rows' : deps.signal.aborted ? 'signal' : summary.stoppedBy;
+  return summary;
+}
+
+async function connect(deps: FollowDeps): Promise<Broker> {
+  const broker = await deps.connectBroker();
+  deps.onReconnect?.('broker');
+  return broker;
+}
+
+/** How a session ended: by the signal or a budget (the service ends), a pause, or a failure to wait out. */
+type SessionEnd = { kind: 'stopped' } | { kind: 'paused' } | { kind: FailureKind; why: string; target: 'broker' | 'fc_database' };
+
+/**
+ * One session: identity, exchange and return probe checked (a failure here is a misconfiguration
+ * unless the broker or a database is down), then claims until something interrupts it.
+ */
+async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, broker: Broker, summary: SendSummary, onReady: () => void): Promise<SessionEnd> {
+  const options = { ...given, serviceTimeZone: await deps.zone() };
+  await verifiedPublisher(deps.db, deps.publisher);
+  await prepareExchange(broker, { declare: options.declare, dryRun: false });
+  const publisher = await openPublisher(broker, options, deps.clock);
+  onReady();
+  const deadline = deps.clock() + options.maxSeconds * 1000;
+  const run: Run = {
+    options,
+    deps: { ...deps, broker },
+    summary,
+    deadline,
+    fatal: null,
+    follow: { idle: () => idle(options, deps, broker, publisher, deadline) },
+  };
+  const drain = drainOnSignal(deps, options.drainMs, publisher);
+  deps.onPublisher?.(publisher);
+  summary.stoppedBy = 'drained';
+  try {
+    await claimBatches(run, broker, publisher, newClaimOwner());
+    await finishRun(run, broker, publisher);
+  } catch (err) {
+    return { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
+  } finally {
+    deps.onPublisher?.(null);
+    drain.dispose();
+    await publisher.close();
+  }
+  return sessionEnd(summary, deps, options);
+}
+
+function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions): SessionEnd {
+  if (deps.signal.aborted || summary.stoppedBy === 'max-rows' || summary.stoppedBy === 'max-seconds' || summary.claimed >= options.maxRows) return { kind: 'stopped' };
+  if (summary.stoppedBy === 'paused') return { kind: 'paused' };
+  if (summary.stoppedBy === 'publisher-identity') {
+    const why = summary.publisherIdentity ?? 'publisher identity';
+    delete summary.publisherIdentity;
+    // a registry that could not be read is the database down, not a wrong key
+    return { kind: REGISTRY_UNREADABLE.test(why) ? 'outage' : 'misconfigured', why, target: 'fc_database' };
+  }
+  if (OUTAGE_STOPS.has(summary.stoppedBy)) {
+    const why = summary.brokerBlocked ? `the broker is blocking publishes (${summary.brokerBlocked})` : `the broker connection was lost (${summary.brokerLost ?? summary.stoppedBy})`;
+    // one session's reasons are not the next one's
+    delete summary.brokerLost;
+    delete summary.brokerBlocked;
+    return { kind: 'outage', why, target: 'broker' };
+  }
+  return { kind: 'outage', why: `the session ended: ${summary.stoppedBy}`, target: 'broker' };
+}
+
+/**
+ * The wait between polls of an empty outbox: true once something may be due (a row, the pause
+ * switch, the broker gone, so the claim loop looks), false on the stop signal or the deadline.
+ * Idle, each poll is one count of due rows (capped at 1) and one read of the pause switch: the
+ * claim transaction, the identity check and the grants are paid only when a row is due.
+ */
+async function idle(options: FollowOptions, deps: FollowDeps, broker: Broker, publisher: ConfirmPublisher, deadline: number): Promise<boolean> {
+  for (;;) {
+    deps.onProgress?.();
+    if (!(await wait(options.pollMs, deps)) || deps.clock() >= deadline) return false;
+    if (publisher.closed || broker.blocked !== null) return true;
+    if ((await deps.paused?.()) || (await countDue(deps.db, 1)) > 0) return true;
+  }
+}
+
+/**
+ * After a stop signal the claim loop claims no more and waits for its batches; if they are not done
+ * within `drainMs`, the channel is closed under them: their unconfirmed rows are adjudicated as a
+ * closed channel (outcome unknown: FAILED, resent later) and nothing stays claimed past its lease.
+ */
+function drainOnSignal(deps: FollowDeps, drainMs: number, publisher: ConfirmPublisher): { dispose: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    deps.onState?.('draining', null);
+    timer = setTimeout(() => void publisher.close().catch(() => undefined), drainMs);
+  };
+  if (deps.signal.aborted) onAbort();
+  else deps.signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    dispose: () => {
+      deps.signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The decisions of the service mode (`--follow`, issue 27), pure: what a failure means for a
+ * process that never exits on an outage, how long to wait before trying again, whether the loop
+ * is healthy and the service ready, and the `--listen` address.
+ */
+import { isOutage } from '../db/outage.js';
+import { EnvironmentError } from '../cli/exit.js';
+
+/** What a follow process is doing, as its status, heartbeat row and `/readyz` tell it. */
+export type ServiceState =
+  /** connecting and checking (identity, exchange, return probe) */
+  | 'starting'
+  /** claiming and publishing, or polling an empty queue */
+  | 'running'
+  /** the pause switch is set: claims nothing, holds nothing */
+  | 'paused'
+  /** a database, the broker or the flow center cannot be used: waiting with backoff */
+  | 'outage'
+  /** a setting or the broker's set-up is wrong: claims nothing, looks again every {@link MISCONFIG_RECHECK_MS} */
+  | 'misconfigured'
+  /** a stop signal came: finishing or releasing what is in flight */
+  | 'draining';
+
+/** How a failure is met: waited out with backoff, or re-checked slowly until someone fixes it. */
+export type FailureKind = 'outage' | 'misconfigured';
+
+/** A misconfiguration is looked at again this often (issue 27 §1). */
+export const MISCONFIG_RECHECK_MS = 30_000;
+
+/** The first wait after an outage, and the cap of its doubling. */
+export const BACKOFF = { baseMs: 1000, capMs: 30_000 } as const;
+
+/**
+ * The wait before try `attempt` (1, 2, …) after an outage: 1 s, 2 s, 4 s … capped at 30 s, with
+ * up to a fifth taken off at random so a fleet restarted together does not reconnect in step.
+ * @example backoffMs(1, () => 0) // 1000
+ * @example backoffMs(10, () => 0) // 30000
+ */
+export function backoffMs(attempt: number, random: () => number = Math.random, policy: { baseMs: number; capMs: number } = BACKOFF): number {
+  const exp = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30));
+  return Math.round(exp * (1 - 0.2 * random()));
+}
+
+/**
+ * An error is an outage when it (or one of its causes) is a connection or server failure (a
+ * database restarting, the broker gone); any other environment error is a misconfiguration (a
+ * wrong key, a missing exchange, a failed return probe, a refused vhost). Anything else — a fault
+ * fcctl does not know — is met as an outage: the process waits and tries again, and says what it was.
+ * @example failureKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })) // 'outage'
+ */
+export function failureKind(err: unknown): FailureKind {
+  if (isOutage(err)) return 'outage';
+  if (err instanceof EnvironmentError) return 'misconfigured';
+  return 'outage';
+}
+
+/**
+ * The wait before the next try after a failure: backoff for an outage, the slow re-check for a
+ * misconfiguration.
+ */
+export function retryDelayMs(kind: FailureKind, attempt: number, random: () => number = Math.random): number {
+  return kind === 'misconfigured' ? MISCONFIG_RECHECK_MS : backoffMs(attempt, random);
+}
+
+/** What `/healthz` and `/readyz` answer. */
+export interface Health {
+  readonly healthy: boolean;
+  readonly ready: boolean;
+  /** one line: why not ready (or not healthy); `ok` otherwise */
+  readonly reason: string;
+}
+
+/** The facts health is judged from, copied out of the running loop. */
+export interface ServiceSnapshot {
+  readonly state: ServiceState;
+  /** the last time the loop completed a step: a claim, an idle poll, a wait's tick */
+  readonly lastProgressAt: number;
+  /** why the last failure happened, for a state of outage or misconfigured */
+  readonly detail: string | null;
+}
+
+/**
+ * Healthy while the loop makes progress or idles normally (an outage waited out is normal: a
+ * restart would not help); unhealthy when it has not stepped for `stuckAfterMs` (stuck: a restart
+ * helps). Ready only when running: connected, checked, not paused.
+ * @example health({ state: 'running', lastProgressAt: 0, detail: null }, 1000, 60000) // { healthy: true, ready: true, reason: 'ok' }
+ */
+export function health(s: ServiceSnapshot, now: number, stuckAfterMs: number): Health {
+  const stuckFor = now - s.lastProgressAt;
+  if (stuckFor > stuckAfterMs) return { healthy: false, ready: false, reason: `stuck: the loop has not made progress for ${Math.round(stuckFor / 1000)} s` };
+  if (s.state === 'running') return { healthy: true, ready: true, reason: 'ok' };
+  const why: Record<Exclude<ServiceState, 'running'>, string> = {
+    starting: 'starting: connecting and checking',
+    paused: 'paused',
+    outage: 'outage',
+    misconfigured: 'misconfigured',
+    draining: 'draining: stopping',
+  };
+  return { healthy: true, ready: false, reason: s.detail ? `${why[s.state]}: ${s.detail}` : why[s.state] };
+}
+
+/**
+ * `--listen [HOST]:PORT`: `:9464` is loopback only (127.0.0.1); a container passes `0.0.0.0:9464`.
+ * An IPv6 host is written in brackets (`[::1]:9464`). Null when malformed.
+ * @example listenAddress(':9464') // { host: '127.0.0.1', port: 9464 }
+ * @example listenAddress('0.0.0.0:9464') // { host: '0.0.0.0', port: 9464 }
+ */
+export function listenAddress(text: string): { host: string; port: number } | null {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]*)):(\d{1,5})$/.exec(text);
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535 || String(port) !== m[3]!.replace(/^0+(?=\d)/, '')) return null;
+  const host = m[1] ?? (m[2] === '' ? '127.0.0.1' : m[2]!);
+  if (m[2] !== undefined && m[2] !== '' && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)) return null;
+  return { host, port };
+}

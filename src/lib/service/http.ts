@@ -1,0 +1,66 @@
+/**
+ * The `--listen` endpoint of a `--follow` service (issue 27 §3): `GET /metrics` (prom-client's
+ * exposition), `GET /healthz` (200 while the loop progresses or idles normally, 503 when stuck),
+ * `GET /readyz` (200 when connected, checked and not paused; else 503 and a one-line reason).
+ * Anything else is 404, a method other than GET or HEAD 405. Nothing served changes state or
+ * shows a setting: the reasons are the loop's own one-line messages, URLs in them already masked.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { EnvironmentError } from '../cli/exit.js';
+import type { Health } from './decide.js';
+
+export interface ServiceEndpoints {
+  /** the exposition text and its content type */
+  readonly metrics: () => Promise<{ contentType: string; body: string }>;
+  readonly health: () => Health;
+}
+
+function reply(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {
+  res.writeHead(status, { 'Content-Type': contentType, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
+  res.end(head ? undefined : body);
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, endpoints: ServiceEndpoints): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  const known = path === '/metrics' || path === '/healthz' || path === '/readyz';
+  if (!known) return reply(res, 404, 'not found\n');
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('Allow', 'GET, HEAD');
+    return reply(res, 405, 'method not allowed\n');
+  }
+  const head = req.method === 'HEAD';
+  if (path === '/metrics') {
+    const m = await endpoints.metrics();
+    return reply(res, 200, m.body, m.contentType, head);
+  }
+  const h = endpoints.health();
+  const ok = path === '/healthz' ? h.healthy : h.ready;
+  // /healthz says only whether to restart; /readyz why it takes no traffic
+  const body = ok ? 'ok\n' : `${path === '/healthz' ? h.reason : h.reason.split('\n')[0]}\n`;
+  return reply(res, ok ? 200 : 503, body, undefined, head);
+}
+
+/**
+ * Listens on `host:port`; a port already taken (or an address not on this host) is exit 3, one
+ * line naming the address.
+ * @example const server = await listen({ host: '127.0.0.1', port: 9464 }, endpoints); … await close(server)
+ */
+export async function listen(address: { host: string; port: number }, endpoints: ServiceEndpoints): Promise<Server> {
+  const server = createServer((req, res) => {
+    route(req, res, endpoints).catch((err: unknown) => reply(res, 500, `${(err as Error).message.split('\n')[0]}\n`));
+  });
+  // a slow or idle scraper never holds the process at its stop
+  server.keepAliveTimeout = 5000;
+  const shown = address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => reject(new EnvironmentError(`--listen ${shown}: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : (err.code ?? err.message)}`)));
+    server.listen(address.port, address.host, () => resolve());
+  });
+  return server;
+}
+
+/** Stops listening and drops the connections still open (a scraper's keep-alive). */
+export async function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}

@@ -1,0 +1,138 @@
+/**
+ * What every `--follow` service has around its loop (issue 27): its state (said once per change),
+ * `/healthz` and `/readyz` judged from it, the `--listen` endpoint with `/metrics`, and its row in
+ * the fleet registry `fcctl_worker`, beaten every `heartbeatSeconds` and removed on a clean stop.
+ * The loop itself (the relay's, the resolver's) is given the handle and reports through it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import type { Db } from '../db/connect.js';
+import { health, type Health, type ServiceSnapshot, type ServiceState } from './decide.js';
+import { close, listen } from './http.js';
+import { type ServiceMetrics, serviceMetrics } from './metrics.js';
+import { workerSql } from './sql.js';
+
+export interface ServiceOptions {
+  /** the command's path, as the pause switch and the registry name it (`deliveries send`) */
+  readonly command: string;
+  /** `--listen`, or null: no endpoint */
+  readonly listen: { readonly host: string; readonly port: number } | null;
+  readonly heartbeatSeconds: number;
+  /** the loop not stepping for this long is stuck (`/healthz` 503) */
+  readonly stuckAfterMs: number;
+  /** fcctl's version, for the registry */
+  readonly version: string;
+}
+
+export interface ServiceDeps {
+  readonly clock: () => number;
+  /** the database the command writes: the registry row lives there */
+  readonly db: () => Promise<Db>;
+  /** hears each change of state (the command logs it once) */
+  readonly onState?: (state: ServiceState, detail: string | null) => void;
+  /** read with each beat when metrics are served: the due rows and the oldest one's age */
+  readonly backlog?: () => Promise<{ due: number; oldestAgeSeconds: number }>;
+}
+
+/** What the loop reports through. */
+export interface ServiceHandle {
+  readonly onState: (state: ServiceState, detail: string | null) => void;
+  readonly onProgress: () => void;
+  /** rows (or commands) finished, for the registry's rows/s */
+  readonly countRows: (n: number) => void;
+  /** null without `--listen` */
+  readonly metrics: ServiceMetrics | null;
+  readonly health: () => Health;
+  readonly state: () => ServiceState;
+}
+
+/**
+ * Runs `loop` as a service: the endpoint is listening before the loop starts (a port taken is exit 3
+ * before anything is claimed), the registry row is beaten meanwhile, and both are gone when it ends.
+ * @example const summary = await runService(options, deps, (svc) => followSend(o, { ...d, ...svc }))
+ */
+export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: (svc: ServiceHandle) => Promise<T>): Promise<T> {
+  const metrics = o.listen ? await serviceMetrics() : null;
+  const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = { state: 'starting', lastProgressAt: deps.clock(), detail: null };
+  const label = { command: o.command };
+  let rows = 0;
+  const handle: ServiceHandle = {
+    metrics,
+    onState: (state, detail) => {
+      snapshot.state = state;
+      snapshot.detail = detail;
+      metrics?.ready.set(label, state === 'running' ? 1 : 0);
+      metrics?.paused.set(label, state === 'paused' ? 1 : 0);
+      deps.onState?.(state, detail);
+    },
+    onProgress: () => {
+      snapshot.lastProgressAt = deps.clock();
+      metrics?.lastProgress.set(label, Math.floor(snapshot.lastProgressAt / 1000));
+    },
+    countRows: (n) => {
+      rows += n;
+    },
+    health: () => health(snapshot, deps.clock(), o.stuckAfterMs),
+    state: () => snapshot.state,
+  };
+  handle.onState('starting', null);
+  let server: Server | null = null;
+  if (o.listen && metrics) {
+    server = await listen(o.listen, {
+      metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      health: handle.health,
+    });
+  }
+  const beats = heartbeat(o, deps, handle, () => rows);
+  try {
+    return await loop(handle);
+  } finally {
+    await beats.stop();
+    if (server) await close(server);
+  }
+}
+
+/**
+ * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
+ * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
+ * the stop (bounded: a database that is down does not hold the stop).
+ */
+function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, rowsSoFar: () => number): { stop: () => Promise<void> } {
+  const workerId = randomUUID();
+  const base = { workerId, command: o.command, host: hostname(), pid: process.pid, version: o.version, heartbeatSeconds: o.heartbeatSeconds };
+  let lastRows = 0;
+  let lastAt = deps.clock();
+  let beating: Promise<void> = Promise.resolve();
+  const beat = async () => {
+    const now = deps.clock();
+    const rate = ((rowsSoFar() - lastRows) * 1000) / Math.max(now - lastAt, 1);
+    lastRows = rowsSoFar();
+    lastAt = now;
+    const db = await deps.db();
+    const s = workerSql.beat({ ...base, state: svc.state(), rowsPerSecond: rate });
+    await db.execute(s.sql, s.params);
+    if (svc.metrics && deps.backlog) {
+      const b = await deps.backlog();
+      svc.metrics.relayDue.set(b.due);
+      svc.metrics.relayOldestDue.set(b.oldestAgeSeconds);
+    }
+  };
+  const tick = () => {
+    beating = beating.then(beat).catch(() => undefined);
+  };
+  tick();
+  const timer = setInterval(tick, o.heartbeatSeconds * 1000);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await beating;
+      const remove = (async () => {
+        const db = await deps.db();
+        const s = workerSql.remove(workerId);
+        await db.execute(s.sql, s.params);
+      })().catch(() => undefined);
+      await Promise.race([remove, new Promise((r) => setTimeout(r, 3000).unref())]);
+    },
+  };
+}

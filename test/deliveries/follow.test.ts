@@ -1,0 +1,165 @@
+/**
+ * `deliveries send --follow` (issue 27 §1, §3) as real `bin/fcctl` processes that keep running:
+ * rows committed while it runs are delivered within the poll interval's order of magnitude, the
+ * endpoint answers, the pause idles it and `resume` wakes it, SIGTERM drains it to exit 0 with
+ * nothing left claimed, several relays share one outbox, and its registry row comes and goes.
+ * Broker and database restarts under a running relay are in test/faults/follow.test.ts.
+ */
+import { afterEach, describe, expect } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
+import { servicesTest } from '../helpers/services.js';
+import { waitFor } from '../helpers/wait.js';
+
+const FORM = '0f0e0d0c-0000-4000-8000-000000000001'; // insertDeliveries' form
+const test = servicesTest({ prefix: 'follow', init: 'fc' });
+let dbs: TestDatabases;
+let env: Record<string, string | undefined>;
+const running: RunningService[] = [];
+
+test.beforeAll(async ({ dbs: d }) => {
+  dbs = d;
+  env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+  await insertRegistry(dbs.admin, dbs.fcName);
+  await ensureExchange();
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((s) => s.stop('SIGKILL')));
+  await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
+  await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_pause`);
+});
+
+const follow = (args: string[] = []) => {
+  const s = startService(['--json', 'deliveries', 'send', '--follow', ...args], { env });
+  running.push(s);
+  return s;
+};
+async function count(sql: string, params: unknown[] = []): Promise<number> {
+  const [rows] = await dbs.admin.query(sql, params);
+  return Number((rows as Array<{ n: number }>)[0]!.n);
+}
+const accepted = (key: string) => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key]);
+const claimed = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE claim_owner IS NOT NULL AND state IN ('PENDING', 'FAILED')`);
+const workers = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.fcctl_worker`);
+async function consumer() {
+  const key = uniqueConsumerKey('fw');
+  const q = await bindQueue(key);
+  await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  return { key, q };
+}
+
+describe('deliveries send --follow', () => {
+  test('delivers rows committed while it runs, serves /readyz, /healthz, /metrics, and drains to exit 0 on SIGTERM', async () => {
+    const { key, q } = await consumer();
+    const port = await freePort();
+    const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1']);
+    await relay.waitForLine('the running state', (l) => l['type'] === 'state' && l['state'] === 'running');
+    expect((await httpGet(port, '/readyz')).status).toBe(200);
+    expect((await httpGet(port, '/healthz')).status).toBe(200);
+    await waitFor('the registry row', async () => (await workers()) === 1, 10_000, 100);
+
+    // rows committed one small batch at a time, while the relay polls
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      ids.push(...(await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 5)));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const t0 = Date.now();
+    await waitFor('all 50 accepted', async () => (await accepted(key)) === 50, 20_000, 50);
+    // the order of magnitude only (the bench measures the latency): well under a cron minute
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    const messages = await q.drain();
+    expect(new Set(messages.map((m) => m.properties.messageId)).size).toBe(50);
+
+    const metrics = await httpGet(port, '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/^fcctl_relay_rows_total\{result="accepted",reason=""\} 50$/m);
+    expect(metrics.body).toMatch(/^fcctl_service_ready\{command="deliveries send"\} 1$/m);
+    expect(metrics.body).toContain('process_cpu_user_seconds_total');
+    expect(metrics.body).not.toContain(ids[0]!); // no event id as a label
+    expect((await httpGet(port, '/nope')).status).toBe(404);
+    expect((await httpGet(port, '/metrics', 'POST')).status).toBe(405);
+
+    const r = await relay.stop('SIGTERM');
+    expect(r.code).toBe(0);
+    const summary = r.stdout.split('\n').filter((l) => l.includes('"type":"summary"')).map((l) => JSON.parse(l) as Record<string, unknown>)[0]!;
+    expect(summary).toMatchObject({ exitCode: 0, accepted: 50, stoppedBy: 'signal', follow: true });
+    expect(await claimed()).toBe(0);
+    expect(await workers()).toBe(0);
+    await q.close();
+  });
+
+  test('paused, it claims nothing and /readyz is 503; resumed, it delivers within a poll or two', async () => {
+    const { key, q } = await consumer();
+    const port = await freePort();
+    const relay = follow(['--listen', `:${port}`]);
+    await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    await relay.waitForLine('paused', (l) => l['type'] === 'state' && l['state'] === 'paused');
+    const ready = await httpGet(port, '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body).toContain('paused');
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 20);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await accepted(key)).toBe(0);
+    expect(await claimed()).toBe(0);
+    expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
+    await waitFor('delivered after resume', async () => (await accepted(key)) === 20, 10_000, 50);
+    expect((await httpGet(port, '/readyz')).status).toBe(200);
+    expect((await relay.stop()).code).toBe(0);
+    await q.close();
+  });
+
+  test('three relays on one outbox share it: every row accepted once, each relay takes some', async () => {
+    const { key, q } = await consumer();
+    const relays = [follow(), follow(), follow()];
+    for (const r of relays) await r.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+    for (let i = 0; i < 30; i++) {
+      await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 20);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    await waitFor('600 accepted', async () => (await accepted(key)) === 600, 30_000, 100);
+    const results = await Promise.all(relays.map((r) => r.stop()));
+    const shares = results.map((r) => JSON.parse(r.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as { accepted: number; exitCode: number });
+    expect(shares.map((s) => s.exitCode)).toEqual([0, 0, 0]);
+    expect(shares.reduce((a, s) => a + s.accepted, 0)).toBe(600);
+    for (const s of shares) expect(s.accepted).toBeGreaterThan(0);
+    const messages = await q.drain();
+    expect(new Set(messages.map((m) => m.properties.messageId)).size).toBe(600);
+    await q.close();
+  });
+
+  test('bad input: --follow with --dry-run, a service flag without --follow, a bad --listen or --poll-interval: exit 2, one line', async () => {
+    const cases: string[][] = [
+      ['--follow', '--dry-run'],
+      ['--listen', ':9464'],
+      ['--follow', '--listen', 'nope'],
+      ['--follow', '--listen', ':70000'],
+      ['--follow', '--poll-interval', '0.01'],
+      ['--follow', '--poll-interval', 'x'],
+      ['--follow', '--drain-seconds', '-1'],
+    ];
+    for (const args of cases) {
+      const r = await runCli(['deliveries', 'send', ...args], { env });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+  });
+
+  test('a --listen port already taken: exit 3, one line naming the address, nothing claimed', async () => {
+    const port = await freePort();
+    const first = follow(['--listen', `:${port}`]);
+    await first.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+    const { key, q } = await consumer();
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+    const r = await runCli(['deliveries', 'send', '--follow', '--listen', `127.0.0.1:${port}`], { env });
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe(`fcctl: --listen 127.0.0.1:${port}: the address is already in use`);
+    // the rows are the first relay's to deliver, none held by the refused one
+    await waitFor('the first relay delivered', async () => (await accepted(key)) === 3, 10_000, 50);
+    expect(await workers()).toBe(1);
+    await q.close();
+  });
+});

@@ -114,8 +114,9 @@ function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, row
     await db.execute(s.sql, s.params);
     if (svc.metrics && deps.backlog) {
       const b = await deps.backlog();
-      svc.metrics.relayDue.set(b.due);
-      svc.metrics.relayOldestDue.set(b.oldestAgeSeconds);
+      const [due, oldest] = o.command === 'deliveries send' ? [svc.metrics.relayDue, svc.metrics.relayOldestDue] : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
+      due.set(b.due);
+      oldest.set(b.oldestAgeSeconds);
     }
   };
   const tick = () => {

@@ -31,8 +31,9 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   const summary = await runService(
     { command: COMMAND, listen: options.service.listen, heartbeatSeconds: options.service.heartbeatSeconds, stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000, version: fcctlVersion() },
     { clock, db: ctx.shDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: () => backlog(db, appKey, options.pendingGraceSeconds) },
-    (svc) =>
-      followResolve(
+    (svc) => {
+      progress.setStatus(() => ({ state: svc.state(), 'rows/s': Math.round(svc.beat().rowsPerSecond * 10) / 10, due: svc.beat().due ?? '–' }));
+      return followResolve(
         { ...options, pollMs: options.service.pollMs },
         {
           db,
@@ -51,7 +52,8 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
             if (loggedReport(report)) ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
           },
         },
-      ),
+      );
+    },
   ).finally(() => progress.stop());
   ctx.output.summary({ ...summarizeResolve(COMMAND, summary, { exitCode: 0, dryRun: false, flowUrl: flow.baseUrl, seconds: (ctx.clock() - started) / 1000 }), follow: true, host: hostname() });
   return 0;

@@ -114,3 +114,26 @@ export function listenAddress(text: string): { host: string; port: number } | nu
   if (m[2] !== undefined && m[2] !== '' && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)) return null;
   return { host, port };
 }
+
+/**
+ * The last `size` latencies, for a live p99 (the status line) without a metrics registry.
+ * @example const w = new LatencyWindow(); w.record(120); w.quantile(0.99) // 120
+ */
+export class LatencyWindow {
+  private readonly values: number[] = [];
+  private next = 0;
+  constructor(private readonly size = 1000) {}
+
+  record(ms: number): void {
+    if (this.values.length < this.size) this.values.push(ms);
+    else this.values[this.next] = ms;
+    this.next = (this.next + 1) % this.size;
+  }
+
+  /** The `q` quantile of the window (nearest rank), or null when empty. */
+  quantile(q: number): number | null {
+    if (this.values.length === 0) return null;
+    const sorted = [...this.values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
+  }
+}

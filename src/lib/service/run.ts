@@ -45,6 +45,8 @@ export interface ServiceHandle {
   readonly metrics: ServiceMetrics | null;
   readonly health: () => Health;
   readonly state: () => ServiceState;
+  /** what the last beat measured: rows/s since the beat before, and the backlog (null until read) */
+  readonly beat: () => { readonly rowsPerSecond: number; readonly due: number | null; readonly oldestDueSeconds: number | null };
 }
 
 /**
@@ -57,7 +59,9 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = { state: 'starting', lastProgressAt: deps.clock(), detail: null };
   const label = { command: o.command };
   let rows = 0;
+  const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
   const handle: ServiceHandle = {
+    beat: () => lastBeat,
     metrics,
     onState: (state, detail) => {
       snapshot.state = state;
@@ -84,7 +88,7 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
       health: handle.health,
     });
   }
-  const beats = heartbeat(o, deps, handle, () => rows);
+  const beats = heartbeat(o, deps, handle, () => rows, lastBeat);
   try {
     return await loop(handle);
   } finally {
@@ -98,7 +102,13 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
  * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
  * the stop (bounded: a database that is down does not hold the stop).
  */
-function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, rowsSoFar: () => number): { stop: () => Promise<void> } {
+function heartbeat(
+  o: ServiceOptions,
+  deps: ServiceDeps,
+  svc: ServiceHandle,
+  rowsSoFar: () => number,
+  measured: { rowsPerSecond: number; due: number | null; oldestDueSeconds: number | null },
+): { stop: () => Promise<void> } {
   const workerId = randomUUID();
   const base = { workerId, command: o.command, host: hostname(), pid: process.pid, version: o.version, heartbeatSeconds: o.heartbeatSeconds };
   let lastRows = 0;
@@ -109,14 +119,19 @@ function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, row
     const rate = ((rowsSoFar() - lastRows) * 1000) / Math.max(now - lastAt, 1);
     lastRows = rowsSoFar();
     lastAt = now;
+    measured.rowsPerSecond = rate;
     const db = await deps.db();
     const s = workerSql.beat({ ...base, state: svc.state(), rowsPerSecond: rate });
     await db.execute(s.sql, s.params);
-    if (svc.metrics && deps.backlog) {
+    if (deps.backlog) {
       const b = await deps.backlog();
-      const [due, oldest] = o.command === 'deliveries send' ? [svc.metrics.relayDue, svc.metrics.relayOldestDue] : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
-      due.set(b.due);
-      oldest.set(b.oldestAgeSeconds);
+      measured.due = b.due;
+      measured.oldestDueSeconds = b.oldestAgeSeconds;
+      if (svc.metrics) {
+        const [due, oldest] = o.command === 'deliveries send' ? [svc.metrics.relayDue, svc.metrics.relayOldestDue] : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
+        due.set(b.due);
+        oldest.set(b.oldestAgeSeconds);
+      }
     }
   };
   const tick = () => {

@@ -121,6 +121,7 @@ async function consumer() {
 
 const mysqlp = (await import('mysql2/promise')).default;
 try {
+  await admin.query(`CREATE DATABASE \`${db.name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await run(['db', 'init', '--side', 'fc']);
   const conn = await mysqlp.createConnection({ uri: db.url });
   await conn.query("INSERT INTO application_info (id, app_code, app_key, status) VALUES (42, 'demo-publisher', '100021', 1)");

@@ -60,12 +60,16 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   const label = { command: o.command };
   let rows = 0;
   const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
+  // a change of state is written to the registry at once, not at the next beat
+  let beatNow = () => undefined as void;
   const handle: ServiceHandle = {
     beat: () => lastBeat,
     metrics,
     onState: (state, detail) => {
+      const changed = state !== snapshot.state;
       snapshot.state = state;
       snapshot.detail = detail;
+      if (changed) beatNow();
       metrics?.ready.set(label, state === 'running' ? 1 : 0);
       metrics?.paused.set(label, state === 'paused' ? 1 : 0);
       deps.onState?.(state, detail);
@@ -89,6 +93,7 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
     });
   }
   const beats = heartbeat(o, deps, handle, () => rows, lastBeat);
+  beatNow = beats.now;
   try {
     return await loop(handle);
   } finally {
@@ -108,7 +113,7 @@ function heartbeat(
   svc: ServiceHandle,
   rowsSoFar: () => number,
   measured: { rowsPerSecond: number; due: number | null; oldestDueSeconds: number | null },
-): { stop: () => Promise<void> } {
+): { stop: () => Promise<void>; now: () => void } {
   const workerId = randomUUID();
   const base = { workerId, command: o.command, host: hostname(), pid: process.pid, version: o.version, heartbeatSeconds: o.heartbeatSeconds };
   let lastRows = 0;
@@ -140,6 +145,7 @@ function heartbeat(
   tick();
   const timer = setInterval(tick, o.heartbeatSeconds * 1000);
   return {
+    now: tick,
     stop: async () => {
       clearInterval(timer);
       await beating;

@@ -115,6 +115,18 @@ export const ROWS = {
     '< 1,000 ms at 2,000,000',
     met(r.goalMet),
   ]],
+  latency: (r) => [
+    [
+      `latency: \`deliveries send --follow\`, ${n(r.latency.rows)} rows committed one at a time at ${n(r.rate)}/s`,
+      `p50 **${n(r.latency.p50Ms)} ms**, p99 **${n(r.latency.p99Ms)} ms** (max ${n(r.latency.maxMs)}, missing ${n(r.latency.missing)})`,
+      r.cron ? `cron every ${n(r.cron.everySeconds)} s: p50 ${n(r.cron.p50Ms)} ms, p99 ${n(r.cron.p99Ms)} ms` : 'cron not measured',
+      'p50 ≤ 150 ms, p99 ≤ 500 ms',
+      met(r.latency.missing === 0 && r.latency.p50Ms <= 150 && r.latency.p99Ms <= 500),
+    ],
+    ...(r.idle ? [[`idle: follow relay on an empty outbox, ${n(r.idle.seconds)} s`, `**${f(r.idle.totalPctOfCore, 2)} %** of one core (relay ${f(r.idle.relayPctOfCore, 2)} %, MariaDB ${f(r.idle.mariadbPctOfCore, 2)} %)`, '—', '≤ 2 %', met(r.idle.totalPctOfCore <= 2)]] : []),
+    ...(r.saturation ? [[`saturation: ${n(r.saturation.rows)} rows due at once`, `follow **${n(r.saturation.followRowsPerSecond)} rows/s** = ${f(r.saturation.ratio, 2)}×`, `a batch \`deliveries send\` ${n(r.saturation.batchRowsPerSecond)} rows/s`, '≥ 1×', met(r.saturation.ratio >= 1)]] : []),
+    ...(r.memory ? [[`memory: one follow relay over ${n(r.memory.rows)} rows`, `RSS ${f(r.memory.at100k.rssMb, 1)} → ${f(r.memory.atEnd.rssMb, 1)} MB = **${f(r.memory.rssGrowth, 3)}×**; handles ${n(r.memory.atStart.handles)} → ${n(r.memory.atEnd.handles)}`, 'after 100,000 rows', '≤ 1.10×, no more handles', met(r.memory.rssGrowth <= 1.1 && r.memory.atEnd.handles <= r.memory.atStart.handles)]] : []),
+  ],
   throttle: (r) => [[
     `throttle: \`manifest scan --max-load\` never reached, ${n(r.rows)} rows`,
     `**${f(r.ratio, 3)}×** of the plain scan's time (wall ${f(r.wallRatio, 3)}×); the checks alone ${f(r.checkCost * 100, 2)} %`,

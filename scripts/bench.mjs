@@ -19,6 +19,7 @@ const BENCHES = {
   'reconcile-all': { script: 'bench/reconcile-all.mjs', about: '`reconcile run --all` over ~200 pairs × ~500 answers vs one `reconcile run` process per pair in turn (goal ≥ 3×), its peak RSS at ~50 and ~200 pairs (goal ≤ +20 %)' },
   startup: { script: 'bench/startup.mjs', about: 'start-up off a terminal: median wall time of 10× `fcctl --version` and 10× `deliveries send --dry-run` on an empty outbox vs `node -e 0`, and whether ink or React was loaded (goal: neither)' },
   scan: { script: 'bench/scan.mjs', about: '`deliveries scan` wall time next to 20k PENDING rows, alone and after `--history N` (2,000,000) BROKER_ACCEPTED + N/40 DEAD rows, and its statements one by one (goal < 1 s at 2M)' },
+  latency: { script: 'bench/latency.mjs', about: '`deliveries send --follow`: commit-to-queue latency at 200 rows/s committed one at a time (goals p50 ≤ 150 ms, p99 ≤ 500 ms) and the same rows under a cron minute, idle CPU of relay + MariaDB (goal ≤ 2 % of a core), rows/s under saturation vs a batch run (goal ≥ 1×), RSS and handles after 100k and 1M rows (goal ≤ +10 %)' },
   throttle: { script: 'bench/throttle.mjs', about: '`manifest scan` with a `--max-load` limit never reached vs without, 200k rows, same run, alternating order (goal ≤ 1.05×)' },
 };
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { FCCTL_BIN, runCli } from '../helpers/cli.js';
@@ -46,6 +47,30 @@ describe('the live view in a real terminal (tmux)', () => {
     expect(end).not.toMatch(/\{"(ts|type)":/);
     expect((await q.drain()).length).toBe(3000);
     await q.close();
+  }, 240_000);
+
+  test('deliveries send --follow shows its status line (state, rows/s, p99, in flight, due) and, on Ctrl-C, drains to a summary, exit 0', async () => {
+    const env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    expect((await runCli(['db', 'init', '--side', 'fc', '--dev'], { env })).code).toBe(0);
+    await insertRegistry(dbs.admin, dbs.fcName);
+    const key = uniqueConsumerKey('ttyf');
+    const q = await bindQueue(key);
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: '0f0e0d0c-0000-4000-8000-000000000001', schoolId: 5, consumerKey: key });
+    const follow = new TmuxSession(`node ${FCCTL_BIN} deliveries send --follow --heartbeat-seconds 1`, env);
+    try {
+      await waitFor('the status line', async () => /state running · rows\/s [\d.]+ · p99 ms \S+ · in flight \d+ · due \S+/.test(follow.screen()), 60_000, 100);
+      await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 200);
+      await waitFor('200 done on screen, a p99 shown', async () => /deliveries send --follow 200 · /.test(follow.screen()) && /p99 ms \d+/.test(follow.screen()), 60_000, 100);
+      execFileSync('tmux', ['send-keys', '-t', follow.name, 'C-c']);
+      await waitFor('the end', async () => follow.screen().includes('[exit 0]'), 60_000, 200);
+      const end = follow.screen();
+      expect(end).toMatch(/^accepted\s+200$/m);
+      expect(end).not.toMatch(/\{"(ts|type)":/);
+      expect((await q.drain()).length).toBe(200);
+    } finally {
+      follow.kill();
+      await q.close();
+    }
   }, 240_000);
 
   test('reconcile run shows each phase live and ends with its summary table', async () => {

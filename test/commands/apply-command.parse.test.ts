@@ -10,7 +10,14 @@ describe('apply-command resolve-unknown: flags → options', () => {
     expect(options).toEqual({
       batchSize: 100, concurrency: 8, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 600, leaseSeconds: 300, pendingGraceSeconds: 600,
       retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, requestTimeoutMs: 5000, maxConsecutiveErrors: 20, dryRun: false, metricsFile: undefined,
+      service: { follow: false, pollMs: 200, drainMs: 30_000, listen: null, heartbeatSeconds: 5 },
     });
+  });
+  it('--follow: no time limit unless given, the service flags read', async () => {
+    const { options } = await parseWith(createApplyCommandResolveCommand, ['resolve-unknown', '--follow', '--listen', ':9465', '--poll-interval', '1.5']);
+    expect(options).toMatchObject({ maxSeconds: Infinity, service: { follow: true, pollMs: 1500, listen: { host: '127.0.0.1', port: 9465 } } });
+    await expect(parseWith(createApplyCommandResolveCommand, ['resolve-unknown', '--follow', '--dry-run'])).rejects.toThrow('--follow with --dry-run');
+    await expect(parseWith(createApplyCommandResolveCommand, ['resolve-unknown', '--heartbeat-seconds', '3'])).rejects.toThrow('--heartbeat-seconds is a --follow option');
   });
   it('every flag reaches its option: durations in seconds, the request timeout in milliseconds', async () => {
     const argv = ['resolve-unknown', '--batch-size', '7', '--concurrency', '3', '--max-rows', '50', '--max-seconds', '9', '--lease-seconds', '60', '--pending-grace', '2h', '--request-timeout', '0.5', '--max-consecutive-errors', '4', '--max-retries', '3', '--dry-run', '--metrics-file', 'm.prom'];

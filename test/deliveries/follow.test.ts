@@ -29,6 +29,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.stop('SIGKILL')));
   await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_pause`);
+  await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
 });
 
 const follow = (args: string[] = []) => {
@@ -91,25 +92,88 @@ describe('deliveries send --follow', () => {
     await q.close();
   });
 
-  test('paused, it claims nothing and /readyz is 503; resumed, it delivers within a poll or two', async () => {
+  test('two relays paused: neither claims, both /readyz 503; resumed, both wake within a poll or two and deliver', async () => {
     const { key, q } = await consumer();
-    const port = await freePort();
-    const relay = follow(['--listen', `:${port}`]);
-    await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+    const ports = [await freePort(), await freePort()];
+    const relays = ports.map((port) => follow(['--listen', `:${port}`]));
+    for (const r of relays) await r.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
     expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
-    await relay.waitForLine('paused', (l) => l['type'] === 'state' && l['state'] === 'paused');
-    const ready = await httpGet(port, '/readyz');
-    expect(ready.status).toBe(503);
-    expect(ready.body).toContain('paused');
-    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 20);
+    for (const r of relays) await r.waitForLine('paused', (l) => l['type'] === 'state' && l['state'] === 'paused');
+    for (const port of ports) {
+      const ready = await httpGet(port, '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toContain('paused');
+    }
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 400);
     await new Promise((r) => setTimeout(r, 1000));
     expect(await accepted(key)).toBe(0);
     expect(await claimed()).toBe(0);
+    const resumedAt = Date.now();
     expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
-    await waitFor('delivered after resume', async () => (await accepted(key)) === 20, 10_000, 50);
-    expect((await httpGet(port, '/readyz')).status).toBe(200);
-    expect((await relay.stop()).code).toBe(0);
+    await waitFor('delivered after resume', async () => (await accepted(key)) === 400, 10_000, 50);
+    // the first row out within a couple of polls of the resume
+    const firstAccept = relays.flatMap((r) => r.lines()).filter((l) => l['type'] === 'state' && l['state'] === 'running').map((l) => Date.parse(String(l['ts']))).filter((t) => t >= resumedAt - 50);
+    expect(firstAccept.length).toBe(2);
+    expect(Math.max(...firstAccept) - resumedAt).toBeLessThan(2000);
+    for (const port of ports) expect((await httpGet(port, '/readyz')).status).toBe(200);
+    const ends = await Promise.all(relays.map((r) => r.stop()));
+    expect(ends.map((e) => e.code)).toEqual([0, 0]);
     await q.close();
+  });
+
+  test('SIGTERM mid-load: stops claiming, finishes what is in flight, exit 0, nothing left claimed; the rest is there for the next relay', async () => {
+    const { key, q } = await consumer();
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 20_000);
+    const relay = follow(['--batch-size', '100', '--pipeline', '2']);
+    await waitFor('some accepted', async () => (await accepted(key)) > 500, 30_000, 20);
+    const end = await relay.stop('SIGTERM');
+    expect(end.code).toBe(0);
+    const done = await accepted(key);
+    expect(done).toBeLessThan(20_000);
+    expect(await claimed()).toBe(0);
+    const summary = JSON.parse(end.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as Record<string, unknown>;
+    expect(summary).toMatchObject({ exitCode: 0, stoppedBy: 'signal', accepted: done });
+    const next = follow();
+    await waitFor('the next relay delivers the rest', async () => (await accepted(key)) === 20_000, 60_000, 100);
+    expect((await next.stop()).code).toBe(0);
+    await q.close();
+  }, 120_000);
+
+  test('a misconfiguration (the publisher missing from the registry) claims nothing and is looked at again; fixed, it resumes by itself', async () => {
+    const { key, q } = await consumer();
+    await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.application_info`);
+    try {
+      await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 5);
+      const port = await freePort();
+      const relay = follow(['--listen', `:${port}`]);
+      const line = await relay.waitForLine('misconfigured', (l) => l['type'] === 'state' && l['state'] === 'misconfigured');
+      expect(String(line['detail'])).toContain('publisher identity');
+      expect((await httpGet(port, '/readyz')).body).toMatch(/^misconfigured: publisher identity/);
+      expect(await claimed()).toBe(0);
+      const [rows] = await dbs.admin.query(`SELECT MAX(retry_count) AS r FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`, [key]);
+      expect(Number((rows as Array<{ r: number }>)[0]!.r)).toBe(0);
+      await insertRegistry(dbs.admin, dbs.fcName);
+      // looked at again every 30 s
+      await waitFor('resumed by itself', async () => (await accepted(key)) === 5, 45_000, 200);
+      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await insertRegistry(dbs.admin, dbs.fcName);
+      await q.close();
+    }
+  }, 90_000);
+
+  test('a relay killed with SIGKILL leaves its registry row, stale after three heartbeats', async () => {
+    const relay = follow(['--heartbeat-seconds', '1']);
+    await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+    await waitFor('its row', async () => (await workers()) === 1, 10_000, 100);
+    await relay.stop('SIGKILL');
+    const stale = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.fcctl_worker WHERE last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND`);
+    expect(await stale()).toBe(0);
+    await waitFor('stale', async () => (await stale()) === 1, 10_000, 200);
+    const [rows] = await dbs.admin.query(`SELECT command, pid, state, version FROM \`${dbs.fcName}\`.fcctl_worker`);
+    expect((rows as Array<Record<string, unknown>>)[0]).toMatchObject({ command: 'deliveries send', pid: relay.child.pid, state: 'running' });
+    await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
   });
 
   test('three relays on one outbox share it: every row accepted once, each relay takes some', async () => {

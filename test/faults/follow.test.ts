@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, drainQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { restartService } from '../helpers/faults.js';
+import { brokerMemoryAlarm, restartService } from '../helpers/faults.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -128,4 +128,35 @@ describe('a follow relay through a broker restart and a database restart', () =>
       await queue.close().catch(() => undefined);
     }
   }, 400_000);
+});
+
+describe('a follow relay under a broker resource alarm', () => {
+  it('waits the alarm out (503 naming it, never exits), then delivers what came meanwhile', async () => {
+    const key = uniqueConsumerKey('ffa');
+    const queue = await bindQueue(key, { durable: true });
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const port = await freePort();
+    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`, '--confirm-timeout', '2', '--lease-seconds', '10'], { env, timeoutMs: 300_000 });
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      await brokerMemoryAlarm(true);
+      try {
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 50);
+        await waitFor('unready during the alarm', async () => (await httpGet(port, '/readyz').catch(() => ({ status: -1, body: '' }))).status === 503, 60_000, 200);
+        await new Promise((r) => setTimeout(r, 3000));
+        expect(relay.child.exitCode).toBeNull();
+        expect((await httpGet(port, '/healthz')).status).toBe(200);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
+      await waitFor('ready again', async () => (await httpGet(port, '/readyz')).status === 200, 90_000, 200);
+      await waitFor('all 50 accepted', async () => (await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key])) === 50, 90_000, 200);
+      const stopped = await relay.stop('SIGTERM');
+      expect(stopped.code).toBe(0);
+      expect(stopped.stdout).toMatch(/"state":"outage","detail":"[^"]*block/);
+    } finally {
+      await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
 });

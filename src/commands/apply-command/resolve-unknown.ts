@@ -4,12 +4,13 @@ import { APPLY_RETRY_POLICY, loggedReport, resolveExitCode, resolveRowsByResult,
 import { runResolve, type ResolveOptions } from '../../lib/apply-command/resolve/run.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { addMetricsFileOption, addRetryOptions, batchSizeOption, dryRunOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOption, pauseFileOption, pendingGraceOption, retryPolicyOf, secondsArg } from '../options.js';
+import { addMetricsFileOption, addRetryOptions, addServiceOptions, batchSizeOption, dryRunOption, followMaxSecondsOption, intArg, leaseSecondsOption, maxRowsOption, maxSecondsOf, pauseFileOption, pendingGraceOption, retryPolicyOf, secondsArg, serviceFlagsOf, type ServiceFlags } from '../options.js';
 import { pausedGauge } from '../../lib/pause/decide.js';
 import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
+  readonly service: ServiceFlags;
   readonly metricsFile?: string;
   readonly pauseFile?: string;
 }
@@ -21,14 +22,17 @@ const COMMAND = 'apply-command resolve-unknown';
  * settle or fail each claimed row. Run from cron every few minutes.
  */
 export async function runApplyCommandResolve(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<number> {
+  if (options.service.follow) return (await import('./resolve-follow.js')).runFollowResolve(options, ctx);
   return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, async (note) => resolveUnknown(options, ctx, await pausedGaugeNotes(COMMAND, options.metricsFile, note)));
 }
 
+/** Everything that can be refused is refused before anything connects (exit 2, tables untouched). */
+export function checkResolveLease(options: Pick<ResolveOptions, 'leaseSeconds' | 'requestTimeoutMs'>): void {
+  if (options.leaseSeconds * 1000 < 2 * options.requestTimeoutMs + 5000) throw new UsageError('--lease-seconds must cover a lookup and an apply: at least 2 × --request-timeout + 5 s');
+}
+
 async function resolveUnknown(options: ApplyCommandResolveOptions, ctx: Ctx, onPauseRead: (paused: boolean) => void): Promise<RunOutcome> {
-  // Everything that can be refused is refused before anything connects (exit 2, tables untouched).
-  if (options.leaseSeconds * 1000 < 2 * options.requestTimeoutMs + 5000) {
-    throw new UsageError('--lease-seconds must cover a lookup and an apply: at least 2 × --request-timeout + 5 s');
-  }
+  checkResolveLease(options);
   const flow = ctx.flow({ timeoutMs: options.requestTimeoutMs, maxSockets: options.concurrency });
   const appKey = requireSetting(ctx.config, 'appKey');
   const db = await ctx.shDb();
@@ -62,22 +66,25 @@ export function createApplyCommandResolveCommand(parent: Command, deps: Deps, re
     .addOption(batchSizeOption(1000, 100))
     .option('--concurrency <n>', 'flow-center requests in flight at most', intArg(1, 256), 8)
     .addOption(maxRowsOption('stop after claiming this many rows'))
-    .addOption(maxSecondsOption('stop claiming after this long', 600))
+    .addOption(followMaxSecondsOption('stop claiming after this long', 600))
     .addOption(leaseSecondsOption('claim lease; another resolver may take the row after it', 10, 300))
     .addOption(pendingGraceOption('take PENDING rows created longer ago than this (90s, 10m, 2h)'))
     .option('--request-timeout <s>', 'seconds per flow-center request', secondsArg(0.05, 120), 5)
     .option('--max-consecutive-errors <n>', 'stop the run after this many flow-center errors in a row (exit 3)', intArg(1, 1_000_000), 20)
     .addOption(dryRunOption('lookups only: no claim, no apply, no write'));
   addRetryOptions(cmd, APPLY_RETRY_POLICY);
+  addServiceOptions(cmd, 'claims', 9465);
   addMetricsFileOption(cmd).addOption(pauseFileOption());
   return cmd.action(commandAction(deps, resources, resolveOptionsOf, runF));
 }
 
 /** The flags as commander names them (camelCase of the long option). */
-type ResolveFlags = Omit<ApplyCommandResolveOptions, 'pendingGraceSeconds' | 'retry' | 'requestTimeoutMs'> & { readonly pendingGrace: number; readonly requestTimeout: number };
+type ResolveFlags = Omit<ApplyCommandResolveOptions, 'pendingGraceSeconds' | 'retry' | 'requestTimeoutMs' | 'service'> & { readonly pendingGrace: number; readonly requestTimeout: number };
 
 function resolveOptionsOf(o: Record<string, unknown>): ApplyCommandResolveOptions {
-  const { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGrace, requestTimeout, maxConsecutiveErrors, dryRun, metricsFile, pauseFile } = o as unknown as ResolveFlags;
+  const { batchSize, concurrency, maxRows, leaseSeconds, pendingGrace, requestTimeout, maxConsecutiveErrors, dryRun, metricsFile, pauseFile } = o as unknown as ResolveFlags;
   const requestTimeoutMs = Math.round(requestTimeout * 1000);
-  return { batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGraceSeconds: pendingGrace, retry: retryPolicyOf(o), requestTimeoutMs, maxConsecutiveErrors, dryRun, metricsFile, pauseFile };
+  const service = serviceFlagsOf(o);
+  const maxSeconds = maxSecondsOf(o, service, 600);
+  return { service, batchSize, concurrency, maxRows, maxSeconds, leaseSeconds, pendingGraceSeconds: pendingGrace, retry: retryPolicyOf(o), requestTimeoutMs, maxConsecutiveErrors, dryRun, metricsFile, pauseFile };
 }

@@ -7,8 +7,8 @@ import { checkedPublisher, progressReason, rowEvent, summarizeSend } from '../..
 import { followSend } from '../../lib/deliveries/send/follow.js';
 import { backlog } from '../../lib/deliveries/send/run.js';
 import { pauseCheck } from '../../lib/pause/run.js';
-import { relayMetrics } from '../../lib/deliveries/send/metrics.js';
-import { runService } from '../../lib/service/run.js';
+import { followStatus, relayMetrics } from '../../lib/deliveries/send/metrics.js';
+import { runService, type ServiceHandle } from '../../lib/service/run.js';
 import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
 import { commandThrottles, type Ctx } from '../context.js';
 import type { DeliveriesSendOptions } from './send.js';
@@ -30,11 +30,16 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
   const started = ctx.clock();
   let zone: string | undefined;
   const progress = ctx.output.progress('deliveries send --follow');
+  const relayStatus = (svc: ServiceHandle) => {
+    const s = followStatus(svc);
+    progress.setStatus(s.status);
+    return s;
+  };
   const summary = await runService(
     // stuck: no step for the longest a step may take (a confirm's wait, a lease) and a minute more
     { command: COMMAND, listen: service.listen, heartbeatSeconds: service.heartbeatSeconds, stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000, version: fcctlVersion() },
     { clock: ctx.clock, db: ctx.fcDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: () => backlog(db) },
-    (svc, metrics = relayMetrics(svc.metrics)) =>
+    (svc, metrics = relayMetrics(svc.metrics), status = relayStatus(svc)) =>
       followSend(
         { ...options, serviceTimeZone: '', pollMs: service.pollMs, drainMs: service.drainMs },
         {
@@ -49,6 +54,14 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
           onState: svc.onState,
           onProgress: svc.onProgress,
           ...metrics,
+          onSettled: (batch) => {
+            metrics.onSettled?.(batch);
+            status.onSettled(batch);
+          },
+          onPublisher: (p) => {
+            metrics.onPublisher?.(p);
+            status.onPublisher(p);
+          },
           onRow: (row, result) => {
             metrics.onRow?.(row, result);
             svc.countRows(1);

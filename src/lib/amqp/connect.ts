@@ -72,6 +72,9 @@ export async function within(closing: Promise<unknown>, ms: number): Promise<boo
   return settled;
 }
 
+/** The broker is blocking this connection's publishes (a memory or disk alarm): an outage to wait out, not a setting to fix. */
+export class BrokerBlockedError extends EnvironmentError {}
+
 /** One line, password masked, for anything that went wrong talking to the broker. */
 export function brokerError(url: string, what: string, err: unknown): EnvironmentError {
   const e = err as { code?: string | number; message?: string };

@@ -60,6 +60,8 @@ export interface Summary {
 export interface Progress {
   record(failureReason?: string): void;
   setTotal(total: number): void;
+  /** a service's live facts, read at each redraw or progress line */
+  setStatus(status: () => Readonly<Record<string, string | number>>): void;
   snapshot(): ProgressSnapshot;
   stop(): void;
 }
@@ -190,6 +192,7 @@ export class Output {
     return this.track({
       record: (r) => state.record(r),
       setTotal: (t) => state.setTotal(t),
+      setStatus: (f) => state.setStatus(f),
       snapshot: () => state.snapshot(),
       stop: () => {
         if (stopped) return;
@@ -231,6 +234,7 @@ export class Output {
     return {
       record: (r) => state.record(r),
       setTotal: (t) => state.setTotal(t),
+      setStatus: (f) => state.setStatus(f),
       snapshot: () => state.snapshot(),
       stop: () => clearInterval(timer),
     };

@@ -9,6 +9,8 @@ export interface ProgressSnapshot {
   readonly etaSeconds: number | undefined;
   /** seconds since the last item finished (since the start before the first): grows while a run is stuck */
   readonly idleSeconds: number;
+  /** a service's live facts (state, rows/s, latency, in flight, due), shown beside the counts */
+  readonly status?: Readonly<Record<string, string | number>>;
 }
 
 /**
@@ -30,8 +32,15 @@ export class ProgressState {
     this.lastRecordAt = this.startedAt;
   }
 
+  private status: (() => Readonly<Record<string, string | number>>) | undefined;
+
   setTotal(total: number): void {
     this.total = total;
+  }
+
+  /** Where a service's live facts are read at each snapshot ({@link ProgressSnapshot.status}). */
+  setStatus(status: () => Readonly<Record<string, string | number>>): void {
+    this.status = status;
   }
 
   /** One item finished; a failure reason counts it under that reason too. */
@@ -56,6 +65,7 @@ export class ProgressState {
       ratePerSecond,
       etaSeconds,
       idleSeconds: Math.max(0, (now - this.lastRecordAt) / 1000),
+      ...(this.status ? { status: this.status() } : {}),
     };
   }
 }
@@ -81,6 +91,7 @@ export function progressLine(s: ProgressSnapshot, previousDone: number): Record<
     elapsedSeconds: round1(s.elapsedSeconds),
     idleSeconds: round1(s.idleSeconds),
     failures: s.failures,
+    ...(s.status ? { status: s.status } : {}),
   };
 }
 

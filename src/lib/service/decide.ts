@@ -4,6 +4,7 @@
  * is healthy and the service ready, and the `--listen` address.
  */
 import { isOutage } from '../db/outage.js';
+import { BrokerBlockedError } from '../amqp/connect.js';
 import { EnvironmentError } from '../cli/exit.js';
 
 /** What a follow process is doing, as its status, heartbeat row and `/readyz` tell it. */
@@ -49,7 +50,7 @@ export function backoffMs(attempt: number, random: () => number = Math.random, p
  * @example failureKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })) // 'outage'
  */
 export function failureKind(err: unknown): FailureKind {
-  if (isOutage(err)) return 'outage';
+  if (isOutage(err) || err instanceof BrokerBlockedError) return 'outage';
   if (err instanceof EnvironmentError) return 'misconfigured';
   return 'outage';
 }
@@ -113,4 +114,27 @@ export function listenAddress(text: string): { host: string; port: number } | nu
   const host = m[1] ?? (m[2] === '' ? '127.0.0.1' : m[2]!);
   if (m[2] !== undefined && m[2] !== '' && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)) return null;
   return { host, port };
+}
+
+/**
+ * The last `size` latencies, for a live p99 (the status line) without a metrics registry.
+ * @example const w = new LatencyWindow(); w.record(120); w.quantile(0.99) // 120
+ */
+export class LatencyWindow {
+  private readonly values: number[] = [];
+  private next = 0;
+  constructor(private readonly size = 1000) {}
+
+  record(ms: number): void {
+    if (this.values.length < this.size) this.values.push(ms);
+    else this.values[this.next] = ms;
+    this.next = (this.next + 1) % this.size;
+  }
+
+  /** The `q` quantile of the window (nearest rank), or null when empty. */
+  quantile(q: number): number | null {
+    if (this.values.length === 0) return null;
+    const sorted = [...this.values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
+  }
 }

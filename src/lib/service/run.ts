@@ -45,6 +45,8 @@ export interface ServiceHandle {
   readonly metrics: ServiceMetrics | null;
   readonly health: () => Health;
   readonly state: () => ServiceState;
+  /** what the last beat measured: rows/s since the beat before, and the backlog (null until read) */
+  readonly beat: () => { readonly rowsPerSecond: number; readonly due: number | null; readonly oldestDueSeconds: number | null };
 }
 
 /**
@@ -57,11 +59,17 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = { state: 'starting', lastProgressAt: deps.clock(), detail: null };
   const label = { command: o.command };
   let rows = 0;
+  const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
+  // a change of state is written to the registry at once, not at the next beat
+  let beatNow = () => undefined as void;
   const handle: ServiceHandle = {
+    beat: () => lastBeat,
     metrics,
     onState: (state, detail) => {
+      const changed = state !== snapshot.state;
       snapshot.state = state;
       snapshot.detail = detail;
+      if (changed) beatNow();
       metrics?.ready.set(label, state === 'running' ? 1 : 0);
       metrics?.paused.set(label, state === 'paused' ? 1 : 0);
       deps.onState?.(state, detail);
@@ -84,7 +92,8 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
       health: handle.health,
     });
   }
-  const beats = heartbeat(o, deps, handle, () => rows);
+  const beats = heartbeat(o, deps, handle, () => rows, lastBeat);
+  beatNow = beats.now;
   try {
     return await loop(handle);
   } finally {
@@ -98,7 +107,13 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
  * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
  * the stop (bounded: a database that is down does not hold the stop).
  */
-function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, rowsSoFar: () => number): { stop: () => Promise<void> } {
+function heartbeat(
+  o: ServiceOptions,
+  deps: ServiceDeps,
+  svc: ServiceHandle,
+  rowsSoFar: () => number,
+  measured: { rowsPerSecond: number; due: number | null; oldestDueSeconds: number | null },
+): { stop: () => Promise<void>; now: () => void } {
   const workerId = randomUUID();
   const base = { workerId, command: o.command, host: hostname(), pid: process.pid, version: o.version, heartbeatSeconds: o.heartbeatSeconds };
   let lastRows = 0;
@@ -109,13 +124,19 @@ function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, row
     const rate = ((rowsSoFar() - lastRows) * 1000) / Math.max(now - lastAt, 1);
     lastRows = rowsSoFar();
     lastAt = now;
+    measured.rowsPerSecond = rate;
     const db = await deps.db();
     const s = workerSql.beat({ ...base, state: svc.state(), rowsPerSecond: rate });
     await db.execute(s.sql, s.params);
-    if (svc.metrics && deps.backlog) {
+    if (deps.backlog) {
       const b = await deps.backlog();
-      svc.metrics.relayDue.set(b.due);
-      svc.metrics.relayOldestDue.set(b.oldestAgeSeconds);
+      measured.due = b.due;
+      measured.oldestDueSeconds = b.oldestAgeSeconds;
+      if (svc.metrics) {
+        const [due, oldest] = o.command === 'deliveries send' ? [svc.metrics.relayDue, svc.metrics.relayOldestDue] : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
+        due.set(b.due);
+        oldest.set(b.oldestAgeSeconds);
+      }
     }
   };
   const tick = () => {
@@ -124,6 +145,7 @@ function heartbeat(o: ServiceOptions, deps: ServiceDeps, svc: ServiceHandle, row
   tick();
   const timer = setInterval(tick, o.heartbeatSeconds * 1000);
   return {
+    now: tick,
     stop: async () => {
       clearInterval(timer);
       await beating;

@@ -317,6 +317,21 @@ export function emptySummary(): ResolveSummary {
   };
 }
 
+/**
+ * `part` (one pass of a follow resolver) added into `total`: counts summed, the reasons merged, the
+ * stop and its notes the last pass's.
+ * @example addSummary(total, runOnce) // total.done += runOnce.done, …
+ */
+export function addSummary(total: ResolveSummary, part: ResolveSummary): void {
+  const counts = ['claimed', 'lookups', 'posts', 'done', 'doneViaLookup', 'doneViaApply', 'failed', 'dead', 'released', 'stale', 'wouldPost', 'roundBehind', 'mirrorMissing', 'mirrorChanged', 'mirrorDeleted'] as const;
+  for (const k of counts) total[k] += part[k];
+  total.otherAppKey = part.otherAppKey;
+  for (const k of ['branches', 'failedByReason', 'deadByReason', 'releasedByReason'] as const) {
+    for (const [reason, n] of Object.entries(part[k])) total[k][reason] = (total[k][reason] ?? 0) + n;
+  }
+  total.stoppedBy = part.stoppedBy;
+}
+
 /** Adds one to a count by key. */
 export const bump = (m: Record<string, number>, k: string): void => {
   m[k] = (m[k] ?? 0) + 1;

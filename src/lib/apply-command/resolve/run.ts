@@ -30,7 +30,7 @@ import {
   type Transition,
   type WriteOutcome,
 } from './decide.js';
-import { claimSelect, claimStartSelect, claimUpdate, compileWrite, lastErrorSelect, mirrorSelect, otherAppKeySelect, peekSelect } from './sql.js';
+import { backlogSelect, claimSelect, claimStartSelect, claimUpdate, compileWrite, lastErrorSelect, mirrorSelect, otherAppKeySelect, peekSelect } from './sql.js';
 import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf, type MirrorAtClaim } from '../types.js';
 
 export type { MirrorOutcome, ResolveSummary, RowReport, WriteOutcome } from './decide.js';
@@ -78,6 +78,13 @@ export async function claimStart(db: Db, appKey: string, graceSeconds: number): 
   const q = claimStartSelect(appKey, graceSeconds);
   const min = (await db.query<{ id: string | number | null }>(q.sql, q.params))[0]?.id;
   return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
+}
+
+/** The claimable backlog's size (up to `cap`) and its oldest command's age in seconds ({@link backlogSelect}). */
+export async function backlog(db: Db, appKey: string, graceSeconds: number, cap = 10_000): Promise<{ due: number; oldestAgeSeconds: number }> {
+  const q = backlogSelect(appKey, graceSeconds, cap);
+  const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
+  return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
 }
 
 /**

@@ -50,6 +50,19 @@ export function claimStartSelect(appKey: string, graceSeconds: number): Statemen
   return { sql: `SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql}`, params: w.params };
 }
 
+/**
+ * The due backlog for a follow resolver's gauges (read with each heartbeat at most): how many
+ * commands are claimable (counted no further than `cap`, along `idx_apply_command_due`) and the age
+ * in seconds of the oldest among them.
+ */
+export function backlogSelect(appKey: string, graceSeconds: number, cap: number): Statement {
+  const w = claimableWhere(appKey, graceSeconds);
+  return {
+    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW()), 0) AS age FROM (SELECT create_time FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql} LIMIT ?) due`,
+    params: [...w.params, cap],
+  };
+}
+
 export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Statement {
   return { sql: 'UPDATE flow_apply_command SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)', params: [owner, leaseSeconds, ids] };
 }

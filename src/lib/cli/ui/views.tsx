@@ -13,6 +13,13 @@ export function ProgressView({ snapshot }: { snapshot: ProgressSnapshot }) {
         {total} · {snapshot.ratePerSecond.toFixed(1)}/s
         {snapshot.etaSeconds === undefined ? '' : ` · ETA ${formatDuration(snapshot.etaSeconds)}`}
       </Text>
+      {snapshot.status !== undefined && (
+        <Text>
+          {Object.entries(snapshot.status)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(' · ')}
+        </Text>
+      )}
       {failures.length > 0 && (
         <Text color="red">failures: {failures.map(([reason, n]) => `${reason} ${n}`).join(', ')}</Text>
       )}

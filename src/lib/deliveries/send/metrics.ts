@@ -4,7 +4,10 @@
  * and batch durations, reconnects, connection states, the in-flight gauge. Without `--listen`
  * (no metrics) every hook is left out.
  */
+import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
+import { LatencyWindow } from '../../service/decide.js';
 import type { ServiceMetrics } from '../../service/metrics.js';
+import type { ServiceHandle } from '../../service/run.js';
 import type { FollowEvents } from './follow.js';
 import type { SendDeps } from './types.js';
 
@@ -35,20 +38,53 @@ export function relayMetrics(m: ServiceMetrics | null): Pick<SendDeps, 'onRow' |
       if (summary.published > published) m.relayPublishes.inc(summary.published - published);
       published = summary.published;
     },
-    onSettled: ({ rows, outcomes, claimedAt, settledAt }) => {
-      m.relayBatchDuration.observe((settledAt - claimedAt) / 1000);
-      outcomes.forEach((o, i) => {
-        if (o === undefined) return;
-        const label = confirmLabel(o);
-        m.relayConfirms.inc({ outcome: label });
-        const age = Number(rows[i]?.age_ms);
-        if (label === 'ack' && Number.isFinite(age)) m.relayCommitToConfirm.observe((age + settledAt - claimedAt) / 1000);
-      });
+    onSettled: (batch) => {
+      m.relayBatchDuration.observe((batch.settledAt - batch.claimedAt) / 1000);
+      for (const o of batch.outcomes) if (o !== undefined) m.relayConfirms.inc({ outcome: confirmLabel(o) });
+      for (const ms of confirmLatencies(batch)) m.relayCommitToConfirm.observe(ms / 1000);
     },
     onReconnect: (target) => m.reconnects.inc({ command: COMMAND, target }),
     onConnection: (target, up) => m.connectionUp.set({ command: COMMAND, target }, up ? 1 : 0),
     onPublisher: (p) => {
       m.inFlightSource = () => p?.pending ?? 0;
+    },
+  };
+}
+
+/** Milliseconds from a row's creation to its batch's confirms, for each acked row of a settled batch. */
+function confirmLatencies(batch: Parameters<NonNullable<SendDeps['onSettled']>>[0]): number[] {
+  const out: number[] = [];
+  batch.outcomes.forEach((o, i) => {
+    const age = Number(batch.rows[i]?.age_ms);
+    if (o !== undefined && confirmLabel(o) === 'ack' && Number.isFinite(age)) out.push(age + batch.settledAt - batch.claimedAt);
+  });
+  return out;
+}
+
+/**
+ * The follow relay's status line (a terminal's view, the progress lines): state, rows/s over the
+ * last beat, p99 commit-to-confirm over the last 1,000 rows, messages in flight, rows due.
+ */
+export function followStatus(svc: ServiceHandle): { status: () => Record<string, string | number> } & Required<Pick<SendDeps, 'onSettled'>> & Required<Pick<FollowEvents, 'onPublisher'>> {
+  const latency = new LatencyWindow();
+  let publisher: ConfirmPublisher | null = null;
+  return {
+    onSettled: (batch) => {
+      for (const ms of confirmLatencies(batch)) latency.record(ms);
+    },
+    onPublisher: (p) => {
+      publisher = p;
+    },
+    status: () => {
+      const beat = svc.beat();
+      const p99 = latency.quantile(0.99);
+      return {
+        state: svc.state(),
+        'rows/s': Math.round(beat.rowsPerSecond * 10) / 10,
+        'p99 ms': p99 === null ? '–' : Math.round(p99),
+        'in flight': publisher?.pending ?? 0,
+        due: beat.due ?? '–',
+      };
     },
   };
 }

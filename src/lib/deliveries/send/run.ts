@@ -5,7 +5,7 @@
  * the statements in `sql.ts`; this file reads, publishes and executes.
  */
 import type { PoolConnection } from 'mysql2/promise';
-import { type Broker, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
+import { type Broker, BrokerBlockedError, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
 import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { returnProbeMessage, sendReturnProbe } from '../../amqp/probe.js';
 import { InFlight } from '../../batch/in-flight.js';
@@ -227,7 +227,7 @@ export async function openPublisher(broker: Broker, options: SendOptions, clock:
   if (!probe.ok) {
     await publisher.close();
     // A broker under a resource alarm confirms nothing: that, not the exchange, is the cause.
-    if (broker.blocked !== null) throw new EnvironmentError(`the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`);
+    if (broker.blocked !== null) throw new BrokerBlockedError(`the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`);
     throw new EnvironmentError(`return probe failed: ${probe.detail}; nothing was claimed or sent`);
   }
   return publisher;

@@ -1,0 +1,125 @@
+/**
+ * `apply-command resolve-unknown --follow` (issue 27 §2): the resolver as a service. Each pass is
+ * a batch run (./run.ts, every rule of SPEC §9 unchanged: never resend when found); between passes
+ * it polls for due commands every `pollMs` with one cheap indexed read. The flow center
+ * unreachable or answering 5xx, or the database down, is waited out with capped backoff; a 401 (or
+ * a 403 before any signed request was accepted) is a misconfiguration: nothing claimed, looked at
+ * again every 30 s. A pause idles it; a stop signal ends it once the requests in flight are back
+ * (each bounded by `--request-timeout`).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
+import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
+import { backlog, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
+
+export interface ResolveFollowOptions {
+  readonly pollMs: number;
+}
+
+export interface ResolveFollowDeps extends ResolveDeps {
+  readonly onState?: (state: ServiceState, detail: string | null) => void;
+  readonly onProgress?: () => void;
+  /** whether a connection is usable, as the loop last found it */
+  readonly onConnection?: (target: 'sh_database' | 'flow_center', up: boolean) => void;
+  readonly random?: () => number;
+}
+
+/** The biz key of the readiness lookup: a signed GET no command can have (`fcctl-probe` is no biz type). */
+export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as const;
+
+async function wait(ms: number, deps: ResolveFollowDeps): Promise<boolean> {
+  const until = deps.clock() + ms;
+  while (!deps.signal.aborted) {
+    const left = until - deps.clock();
+    if (left <= 0) return true;
+    await delay(Math.min(left, 1000), undefined, { signal: deps.signal }).catch(() => undefined);
+    deps.onProgress?.();
+  }
+  return false;
+}
+
+/**
+ * The flow center answers a signed lookup now: null, or how it failed (a 401/403 is a
+ * misconfiguration; no answer, a 5xx or a bad body an outage).
+ */
+async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: FailureKind; why: string } | null> {
+  const r = await deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId);
+  if (r.kind === 'found' || r.kind === 'not-found') return null;
+  const status = 'status' in r ? r.status : undefined;
+  const why = `flow center lookup: ${r.kind}${status !== undefined ? ` ${status}` : ''}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
+  return { kind: status === 401 || status === 403 ? 'misconfigured' : 'outage', why };
+}
+
+/**
+ * The resolver as a service.
+ * @example const summary = await followResolve({ ...options, pollMs: 200 }, { db, flow, appKey, signal, clock })
+ */
+export async function followResolve(options: ResolveOptions & ResolveFollowOptions, deps: ResolveFollowDeps): Promise<ResolveSummary> {
+  const total = emptySummary();
+  const deadline = deps.clock() + options.maxSeconds * 1000;
+  let state: ServiceState | null = null;
+  let detail: string | null = null;
+  const setState = (next: ServiceState, why: string | null = null) => {
+    if (next === state && why === detail) return;
+    state = next;
+    detail = why;
+    deps.onState?.(next, why);
+  };
+  let failures = 0;
+  let checked = false;
+  const failed = async (kind: FailureKind, why: string, target: 'sh_database' | 'flow_center') => {
+    failures += 1;
+    checked = false;
+    deps.onConnection?.(target, false);
+    setState(kind, why);
+    return wait(retryDelayMs(kind, failures, deps.random), deps);
+  };
+  setState('starting');
+  while (!deps.signal.aborted && total.claimed < options.maxRows && deps.clock() < deadline) {
+    deps.onProgress?.();
+    let due: boolean;
+    try {
+      const pause = await deps.paused?.();
+      if (pause) {
+        total.paused = pause;
+        setState('paused', pause.reason ?? null);
+        if (!(await wait(options.pollMs, deps))) break;
+        continue;
+      }
+      delete total.paused;
+      due = (await backlog(deps.db, deps.appKey, options.pendingGraceSeconds, 1)).due > 0;
+      deps.onConnection?.('sh_database', true);
+    } catch (err) {
+      if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
+      continue;
+    }
+    if (!checked) {
+      const problem = await flowCenterProblem(deps);
+      if (problem) {
+        if (!(await failed(problem.kind, problem.why, 'flow_center'))) break;
+        continue;
+      }
+      checked = true;
+      failures = 0;
+      deps.onConnection?.('flow_center', true);
+    }
+    setState('running');
+    if (!due) {
+      if (!(await wait(options.pollMs, deps))) break;
+      continue;
+    }
+    let part: ResolveSummary;
+    try {
+      part = await runResolve({ ...options, maxRows: options.maxRows - total.claimed, maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0) }, deps);
+    } catch (err) {
+      if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
+      continue;
+    }
+    addSummary(total, part);
+    if (part.stoppedBy === 'credentials-refused' && !(await failed('misconfigured', part.credentialsRefused ?? 'credentials refused', 'flow_center'))) break;
+    if (part.stoppedBy === 'flow-center-errors' && !(await failed('outage', part.flowCenterErrors ?? 'flow center errors', 'flow_center'))) break;
+  }
+  setState('draining');
+  total.stoppedBy = total.claimed >= options.maxRows ? 'max-rows' : deps.signal.aborted ? 'signal' : deps.clock() >= deadline ? 'max-seconds' : total.stoppedBy;
+  return total;
+}

@@ -8,6 +8,7 @@
 import { beforeEach, describe, expect } from 'vitest';
 import { APP_FLOW, clearFlowCenter, commandsOf, type Env, flowEnv, insertCommands, ownedInstance as owned, uniquePrefix } from '../helpers/apply-commands.js';
 import type { FlowCenter } from '../helpers/flow-center.js';
+import { runCli } from '../helpers/cli.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -80,6 +81,22 @@ describe('apply-command resolve-unknown --follow', () => {
     const [row] = await commandsOf(admin, shName, p);
     expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, claim_owner: null });
     expect(r.child.exitCode).toBeNull();
+    expect((await r.stop()).code).toBe(0);
+  });
+
+  test('paused, it claims nothing (/readyz 503); resumed, it settles what came meanwhile', async () => {
+    const port = await freePort();
+    const r = resolver(['--listen', `:${port}`]);
+    await r.waitForLine('running', isState('running'));
+    expect((await runCli(['pause', 'apply-command resolve-unknown', '--reason', 'test'], { env })).code).toBe(0);
+    await r.waitForLine('paused', isState('paused'));
+    expect((await httpGet(port, '/readyz')).body).toContain('paused');
+    const p = uniquePrefix('rp');
+    await insertCommands(admin, shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
+    await new Promise((res) => setTimeout(res, 1000));
+    expect((await commandsOf(admin, shName, p))[0]).toMatchObject({ state: 'UNKNOWN', claim_owner: null, retry_count: 0 });
+    expect((await runCli(['resume', 'apply-command resolve-unknown'], { env })).code).toBe(0);
+    await waitFor('settled after resume', async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE', 10_000, 100);
     expect((await r.stop()).code).toBe(0);
   });
 });

@@ -218,6 +218,7 @@ try {
       return {
         rssMb: +(value('process_resident_memory_bytes') / 1048576).toFixed(1),
         heapUsedMb: +(value('nodejs_heap_size_used_bytes') / 1048576).toFixed(1),
+        heapTotalMb: +(value('nodejs_heap_size_total_bytes') / 1048576).toFixed(1),
         externalMb: +(value('nodejs_external_memory_bytes') / 1048576).toFixed(1),
         handles: value('nodejs_active_handles_total'),
       };

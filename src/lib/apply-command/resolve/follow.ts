@@ -7,7 +7,7 @@
  * again every 30 s. A pause idles it; a stop signal ends it once the requests in flight are back
  * (each bounded by `--request-timeout`).
  */
-import { setTimeout as delay } from 'node:timers/promises';
+import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
 import { backlog, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
@@ -27,16 +27,6 @@ export interface ResolveFollowDeps extends ResolveDeps {
 /** The biz key of the readiness lookup: a signed GET no command can have (`fcctl-probe` is no biz type). */
 export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as const;
 
-async function wait(ms: number, deps: ResolveFollowDeps): Promise<boolean> {
-  const until = deps.clock() + ms;
-  while (!deps.signal.aborted) {
-    const left = until - deps.clock();
-    if (left <= 0) return true;
-    await delay(Math.min(left, 1000), undefined, { signal: deps.signal }).catch(() => undefined);
-    deps.onProgress?.();
-  }
-  return false;
-}
 
 /**
  * The flow center answers a signed lookup now: null, or how it failed (a 401/403 is a
@@ -57,14 +47,7 @@ async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: Failu
 export async function followResolve(options: ResolveOptions & ResolveFollowOptions, deps: ResolveFollowDeps): Promise<ResolveSummary> {
   const total = emptySummary();
   const deadline = deps.clock() + options.maxSeconds * 1000;
-  let state: ServiceState | null = null;
-  let detail: string | null = null;
-  const setState = (next: ServiceState, why: string | null = null) => {
-    if (next === state && why === detail) return;
-    state = next;
-    detail = why;
-    deps.onState?.(next, why);
-  };
+  const setState = stateOnce(deps.onState);
   let failures = 0;
   let checked = false;
   const failed = async (kind: FailureKind, why: string, target: 'sh_database' | 'flow_center') => {
@@ -72,7 +55,7 @@ export async function followResolve(options: ResolveOptions & ResolveFollowOptio
     checked = false;
     deps.onConnection?.(target, false);
     setState(kind, why);
-    return wait(retryDelayMs(kind, failures, deps.random), deps);
+    return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
   setState('starting');
   while (!deps.signal.aborted && total.claimed < options.maxRows && deps.clock() < deadline) {
@@ -83,7 +66,7 @@ export async function followResolve(options: ResolveOptions & ResolveFollowOptio
       if (pause) {
         total.paused = pause;
         setState('paused', pause.reason ?? null);
-        if (!(await wait(options.pollMs, deps))) break;
+        if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
       delete total.paused;
@@ -105,7 +88,7 @@ export async function followResolve(options: ResolveOptions & ResolveFollowOptio
     }
     setState('running');
     if (!due) {
-      if (!(await wait(options.pollMs, deps))) break;
+      if (!(await waitStepping(options.pollMs, deps))) break;
       continue;
     }
     let part: ResolveSummary;

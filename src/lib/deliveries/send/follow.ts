@@ -8,9 +8,9 @@
  * stretch between two such interruptions is a *session*: its own confirm channel, return probe
  * and claim owner, its results added to the one summary.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Broker } from '../../amqp/connect.js';
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
+import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
 import { claimBatches, countDue, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
@@ -67,20 +67,6 @@ const REGISTRY_UNREADABLE = /the app registry \(application_info\) could not be 
 /** A stop reason of a session that a new session cannot cure by itself right away. */
 const OUTAGE_STOPS = new Set<SendSummary['stoppedBy']>(['broker-lost', 'broker-blocked', 'broker-refusing']);
 
-/**
- * Waits `ms` in steps of at most a second, telling the loop it is alive at each; false when the
- * stop signal came first.
- */
-async function wait(ms: number, deps: FollowDeps): Promise<boolean> {
-  const until = deps.clock() + ms;
-  while (!deps.signal.aborted) {
-    const left = until - deps.clock();
-    if (left <= 0) return true;
-    await delay(Math.min(left, 1000), undefined, { signal: deps.signal }).catch(() => undefined);
-    deps.onProgress?.();
-  }
-  return false;
-}
 
 /**
  * The relay as a service.
@@ -89,14 +75,7 @@ async function wait(ms: number, deps: FollowDeps): Promise<boolean> {
 export async function followSend(options: SendOptions & FollowOptions, deps: FollowDeps): Promise<SendSummary> {
   const summary = emptySummary();
   let broker: Broker | null = null;
-  let state: ServiceState | null = null;
-  let detail: string | null = null;
-  const setState = (next: ServiceState, why: string | null = null) => {
-    if (next === state && why === detail) return;
-    state = next;
-    detail = why;
-    deps.onState?.(next, why);
-  };
+  const setState = stateOnce(deps.onState);
   const dropBroker = async () => {
     await broker?.close().catch(() => undefined);
     broker = null;
@@ -106,7 +85,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   const failed = async (kind: FailureKind, why: string) => {
     failures += 1;
     setState(kind, why);
-    return wait(retryDelayMs(kind, failures, deps.random), deps);
+    return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
   setState('starting');
   try {
@@ -124,7 +103,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         setState('paused', pause.reason ?? null);
         // Paused: no channel kept open, nothing held; looked at again every poll.
         await dropBroker();
-        if (!(await wait(options.pollMs, deps))) break;
+        if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
       delete summary.paused;
@@ -226,7 +205,7 @@ function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions
 async function idle(options: FollowOptions, deps: FollowDeps, broker: Broker, publisher: ConfirmPublisher, deadline: number): Promise<boolean> {
   for (;;) {
     deps.onProgress?.();
-    if (!(await wait(options.pollMs, deps)) || deps.clock() >= deadline) return false;
+    if (!(await waitStepping(options.pollMs, deps)) || deps.clock() >= deadline) return false;
     if (publisher.closed || broker.blocked !== null) return true;
     if ((await deps.paused?.()) || (await countDue(deps.db, 1)) > 0) return true;
   }

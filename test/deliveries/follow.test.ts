@@ -9,6 +9,7 @@ import { afterEach, describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -32,8 +33,8 @@ afterEach(async () => {
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
 });
 
-const follow = (args: string[] = []) => {
-  const s = startService(['--json', 'deliveries', 'send', '--follow', ...args], { env });
+const follow = (args: string[] = [], extraEnv: Record<string, string | undefined> = {}) => {
+  const s = startService(['--json', 'deliveries', 'send', '--follow', ...args], { env: { ...env, ...extraEnv } });
   running.push(s);
   return s;
 };
@@ -193,6 +194,36 @@ describe('deliveries send --follow', () => {
     expect(new Set(messages.map((m) => m.properties.messageId)).size).toBe(600);
     await q.close();
   });
+
+  test('a broker that takes the TCP connection but drops or stalls the handshake (restarting, or behind a proxy) is an outage waited out with backoff, not a misconfiguration looked at in 30 s', async () => {
+    const { key, q } = await consumer();
+    const amqp = new URL(testAmqpUrl());
+    const proxy = new TcpProxy(amqp.hostname, Number(amqp.port || 5672));
+    const port = await proxy.start();
+    try {
+      await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+      // accepted, then closed before the handshake: "Socket closed abruptly during opening handshake"
+      proxy.refuse(true);
+      const relay = follow([], { FCCTL_AMQP_URL: viaProxy(testAmqpUrl(), port) });
+      await relay.waitForLine('the first failure', (l) => l['type'] === 'state' && l['state'] !== 'starting');
+      await new Promise((r) => setTimeout(r, 4000));
+      // accepted, then silent past the client's 5 s handshake timeout: "connect ETIMEDOUT"
+      proxy.refuse(false);
+      proxy.delayMs = 7000;
+      await new Promise((r) => setTimeout(r, 8000));
+      proxy.delayMs = 0;
+      const fixedAt = Date.now();
+      await waitFor('delivered once the broker answers', async () => (await accepted(key)) === 3, 20_000, 100);
+      const states = relay.lines().filter((l) => l['type'] === 'state');
+      expect(states.filter((l) => l['state'] === 'misconfigured').map((l) => l['detail'])).toEqual([]);
+      // backoff (a few seconds at most here), not the 30 s re-check of a misconfiguration
+      expect(Date.now() - fixedAt).toBeLessThan(12_000);
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+      await q.close();
+    }
+  }, 90_000);
 
   test('bad input: --follow with --dry-run, a service flag without --follow, a bad --listen or --poll-interval: exit 2, one line', async () => {
     const cases: string[][] = [

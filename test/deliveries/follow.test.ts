@@ -58,6 +58,8 @@ describe('deliveries send --follow', () => {
     const port = await freePort();
     const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1']);
     await relay.waitForLine('the running state', (l) => l['type'] === 'state' && l['state'] === 'running');
+    // each change of state said once
+    expect(relay.lines().filter((l) => l['type'] === 'state').map((l) => l['state'])).toEqual(['starting', 'running']);
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await httpGet(port, '/healthz')).status).toBe(200);
     await waitFor('the registry row', async () => (await workers()) === 1, 10_000, 100);

@@ -62,6 +62,8 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
   // a change of state is written to the registry at once, not at the next beat
   let beatNow = () => undefined as void;
+  // each change said once: the loop announces its own start, as this does before the loop runs
+  let said: string | null = null;
   const handle: ServiceHandle = {
     beat: () => lastBeat,
     metrics,
@@ -72,6 +74,9 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
       if (changed) beatNow();
       metrics?.ready.set(label, state === 'running' ? 1 : 0);
       metrics?.paused.set(label, state === 'paused' ? 1 : 0);
+      const saying = `${state}\n${detail ?? ''}`;
+      if (saying === said) return;
+      said = saying;
       deps.onState?.(state, detail);
     },
     onProgress: () => {

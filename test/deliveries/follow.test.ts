@@ -227,6 +227,28 @@ describe('deliveries send --follow', () => {
     }
   }, 90_000);
 
+  test('SIGTERM while the FC database is unresponsive (it takes the connection, answers nothing): exit 0 within seconds, not after every queued heartbeat has timed out', async () => {
+    const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
+    const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));
+    const port = await proxy.start();
+    try {
+      const relay = follow(['--heartbeat-seconds', '1'], { FCCTL_FC_DATABASE_URL: viaProxy(fcUrl.toString(), port) });
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      // every connection dropped, the new ones held silent (each attempt waits the 5 s connect timeout)
+      proxy.delayMs = 120_000;
+      proxy.cut();
+      await relay.waitForLine('the outage', (l) => l['type'] === 'state' && l['state'] === 'outage', 20_000);
+      await new Promise((r) => setTimeout(r, 10_000));
+      const t0 = Date.now();
+      const end = await relay.stop('SIGTERM', 120_000);
+      expect(end.code).toBe(0);
+      // a query in flight waits its 5 s connect timeout; the last beat and the removal 3 s each at most
+      expect(Date.now() - t0).toBeLessThan(15_000);
+    } finally {
+      await proxy.stop();
+    }
+  }, 180_000);
+
   test('bad input: --follow with --dry-run, a service flag without --follow, a bad --listen or --poll-interval: exit 2, one line', async () => {
     const cases: string[][] = [
       ['--follow', '--dry-run'],

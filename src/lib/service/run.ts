@@ -110,7 +110,7 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
 /**
  * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
  * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
- * the stop (bounded: a database that is down does not hold the stop).
+ * the stop (the last beat and the removal bounded: a database that is down does not hold the stop).
  */
 function heartbeat(
   o: ServiceOptions,
@@ -144,22 +144,32 @@ function heartbeat(
       }
     }
   };
+  // One beat at a time: a database that takes connections and answers nothing makes each beat wait
+  // out its timeouts, and queued beats would pile up for as long as it lasts (and hold the stop).
+  let busy = false;
   const tick = () => {
-    beating = beating.then(beat).catch(() => undefined);
+    if (busy) return;
+    busy = true;
+    beating = beat()
+      .catch(() => undefined)
+      .finally(() => {
+        busy = false;
+      });
   };
+  const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
   tick();
   const timer = setInterval(tick, o.heartbeatSeconds * 1000);
   return {
     now: tick,
     stop: async () => {
       clearInterval(timer);
-      await beating;
+      await bounded(beating);
       const remove = (async () => {
         const db = await deps.db();
         const s = workerSql.remove(workerId);
         await db.execute(s.sql, s.params);
       })().catch(() => undefined);
-      await Promise.race([remove, new Promise((r) => setTimeout(r, 3000).unref())]);
+      await bounded(remove);
     },
   };
 }

@@ -9,6 +9,7 @@ import { afterEach, describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -32,8 +33,8 @@ afterEach(async () => {
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
 });
 
-const follow = (args: string[] = []) => {
-  const s = startService(['--json', 'deliveries', 'send', '--follow', ...args], { env });
+const follow = (args: string[] = [], extraEnv: Record<string, string | undefined> = {}) => {
+  const s = startService(['--json', 'deliveries', 'send', '--follow', ...args], { env: { ...env, ...extraEnv } });
   running.push(s);
   return s;
 };
@@ -57,6 +58,8 @@ describe('deliveries send --follow', () => {
     const port = await freePort();
     const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1']);
     await relay.waitForLine('the running state', (l) => l['type'] === 'state' && l['state'] === 'running');
+    // each change of state said once
+    expect(relay.lines().filter((l) => l['type'] === 'state').map((l) => l['state'])).toEqual(['starting', 'running']);
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await httpGet(port, '/healthz')).status).toBe(200);
     await waitFor('the registry row', async () => (await workers()) === 1, 10_000, 100);
@@ -193,6 +196,58 @@ describe('deliveries send --follow', () => {
     expect(new Set(messages.map((m) => m.properties.messageId)).size).toBe(600);
     await q.close();
   });
+
+  test('a broker that takes the TCP connection but drops or stalls the handshake (restarting, or behind a proxy) is an outage waited out with backoff, not a misconfiguration looked at in 30 s', async () => {
+    const { key, q } = await consumer();
+    const amqp = new URL(testAmqpUrl());
+    const proxy = new TcpProxy(amqp.hostname, Number(amqp.port || 5672));
+    const port = await proxy.start();
+    try {
+      await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+      // accepted, then closed before the handshake: "Socket closed abruptly during opening handshake"
+      proxy.refuse(true);
+      const relay = follow([], { FCCTL_AMQP_URL: viaProxy(testAmqpUrl(), port) });
+      await relay.waitForLine('the first failure', (l) => l['type'] === 'state' && l['state'] !== 'starting');
+      await new Promise((r) => setTimeout(r, 4000));
+      // accepted, then silent past the client's 5 s handshake timeout: "connect ETIMEDOUT"
+      proxy.refuse(false);
+      proxy.delayMs = 7000;
+      await new Promise((r) => setTimeout(r, 8000));
+      proxy.delayMs = 0;
+      const fixedAt = Date.now();
+      await waitFor('delivered once the broker answers', async () => (await accepted(key)) === 3, 20_000, 100);
+      const states = relay.lines().filter((l) => l['type'] === 'state');
+      expect(states.filter((l) => l['state'] === 'misconfigured').map((l) => l['detail'])).toEqual([]);
+      // backoff (a few seconds at most here), not the 30 s re-check of a misconfiguration
+      expect(Date.now() - fixedAt).toBeLessThan(12_000);
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+      await q.close();
+    }
+  }, 90_000);
+
+  test('SIGTERM while the FC database is unresponsive (it takes the connection, answers nothing): exit 0 within seconds, not after every queued heartbeat has timed out', async () => {
+    const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
+    const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));
+    const port = await proxy.start();
+    try {
+      const relay = follow(['--heartbeat-seconds', '1'], { FCCTL_FC_DATABASE_URL: viaProxy(fcUrl.toString(), port) });
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      // every connection dropped, the new ones held silent (each attempt waits the 5 s connect timeout)
+      proxy.delayMs = 120_000;
+      proxy.cut();
+      await relay.waitForLine('the outage', (l) => l['type'] === 'state' && l['state'] === 'outage', 20_000);
+      await new Promise((r) => setTimeout(r, 10_000));
+      const t0 = Date.now();
+      const end = await relay.stop('SIGTERM', 120_000);
+      expect(end.code).toBe(0);
+      // a query in flight waits its 5 s connect timeout; the last beat and the removal 3 s each at most
+      expect(Date.now() - t0).toBeLessThan(15_000);
+    } finally {
+      await proxy.stop();
+    }
+  }, 180_000);
 
   test('bad input: --follow with --dry-run, a service flag without --follow, a bad --listen or --poll-interval: exit 2, one line', async () => {
     const cases: string[][] = [

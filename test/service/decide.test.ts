@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { addSummary, emptySummary } from '../../src/lib/apply-command/resolve/decide.js';
-import { BrokerBlockedError } from '../../src/lib/amqp/connect.js';
+import { BrokerBlockedError, BrokerUnreachableError } from '../../src/lib/amqp/connect.js';
 import { EnvironmentError } from '../../src/lib/cli/exit.js';
 import { outageTarget } from '../../src/lib/deliveries/send/follow.js';
 import { confirmLabel, reasonLabel } from '../../src/lib/deliveries/send/metrics.js';
@@ -31,6 +31,7 @@ describe('failureKind: an outage is waited out, a misconfiguration re-checked', 
     [new EnvironmentError('return probe failed: no return'), 'misconfigured'],
     [new Error('something fcctl does not know'), 'outage'],
     [new BrokerBlockedError('the broker is blocking publishes (low on memory: a resource alarm)'), 'outage'],
+    [new BrokerUnreachableError('cannot connect to RabbitMQ at amqp://u:***@h/v: Socket closed abruptly during opening handshake'), 'outage'],
   ])('%s → %s', (err, kind) => expect(failureKind(err)).toBe(kind));
 });
 

@@ -75,6 +75,15 @@ export async function within(closing: Promise<unknown>, ms: number): Promise<boo
 /** The broker is blocking this connection's publishes (a memory or disk alarm): an outage to wait out, not a setting to fix. */
 export class BrokerBlockedError extends EnvironmentError {}
 
+/**
+ * The broker took the TCP connection but not the handshake (restarting, or a proxy or load
+ * balancer with no broker behind it): an outage to wait out, as a refused connection is.
+ */
+export class BrokerUnreachableError extends EnvironmentError {}
+
+/** amqplib's words (no error code) for a handshake cut short or timed out. */
+const HANDSHAKE_LOST = /^(connect ETIMEDOUT|Socket closed abruptly during opening handshake)/;
+
 /** One line, password masked, for anything that went wrong talking to the broker. */
 export function brokerError(url: string, what: string, err: unknown): EnvironmentError {
   const e = err as { code?: string | number; message?: string };
@@ -98,7 +107,8 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
     const { default: client } = await import('amqplib');
     connection = await client.connect(url, { timeout: 5000, heartbeat: options.heartbeatSeconds ?? 15 });
   } catch (err) {
-    throw brokerError(url, 'cannot connect to RabbitMQ', err);
+    const e = brokerError(url, 'cannot connect to RabbitMQ', err);
+    throw HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '') ? new BrokerUnreachableError(e.message, { cause: err }) : e;
   }
   // A lost connection surfaces through the channels' close events; keep it from crashing the process.
   connection.on('error', () => undefined);

@@ -4,7 +4,7 @@
  * is healthy and the service ready, and the `--listen` address.
  */
 import { isOutage } from '../db/outage.js';
-import { BrokerBlockedError } from '../amqp/connect.js';
+import { BrokerBlockedError, BrokerUnreachableError } from '../amqp/connect.js';
 import { EnvironmentError } from '../cli/exit.js';
 
 /** What a follow process is doing, as its status, heartbeat row and `/readyz` tell it. */
@@ -50,7 +50,7 @@ export function backoffMs(attempt: number, random: () => number = Math.random, p
  * @example failureKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })) // 'outage'
  */
 export function failureKind(err: unknown): FailureKind {
-  if (isOutage(err) || err instanceof BrokerBlockedError) return 'outage';
+  if (isOutage(err) || err instanceof BrokerBlockedError || err instanceof BrokerUnreachableError) return 'outage';
   if (err instanceof EnvironmentError) return 'misconfigured';
   return 'outage';
 }

@@ -62,6 +62,8 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
   // a change of state is written to the registry at once, not at the next beat
   let beatNow = () => undefined as void;
+  // each change said once: the loop announces its own start, as this does before the loop runs
+  let said: string | null = null;
   const handle: ServiceHandle = {
     beat: () => lastBeat,
     metrics,
@@ -72,6 +74,9 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
       if (changed) beatNow();
       metrics?.ready.set(label, state === 'running' ? 1 : 0);
       metrics?.paused.set(label, state === 'paused' ? 1 : 0);
+      const saying = `${state}\n${detail ?? ''}`;
+      if (saying === said) return;
+      said = saying;
       deps.onState?.(state, detail);
     },
     onProgress: () => {
@@ -105,7 +110,7 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
 /**
  * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
  * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
- * the stop (bounded: a database that is down does not hold the stop).
+ * the stop (the last beat and the removal bounded: a database that is down does not hold the stop).
  */
 function heartbeat(
   o: ServiceOptions,
@@ -139,22 +144,32 @@ function heartbeat(
       }
     }
   };
+  // One beat at a time: a database that takes connections and answers nothing makes each beat wait
+  // out its timeouts, and queued beats would pile up for as long as it lasts (and hold the stop).
+  let busy = false;
   const tick = () => {
-    beating = beating.then(beat).catch(() => undefined);
+    if (busy) return;
+    busy = true;
+    beating = beat()
+      .catch(() => undefined)
+      .finally(() => {
+        busy = false;
+      });
   };
+  const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
   tick();
   const timer = setInterval(tick, o.heartbeatSeconds * 1000);
   return {
     now: tick,
     stop: async () => {
       clearInterval(timer);
-      await beating;
+      await bounded(beating);
       const remove = (async () => {
         const db = await deps.db();
         const s = workerSql.remove(workerId);
         await db.execute(s.sql, s.params);
       })().catch(() => undefined);
-      await Promise.race([remove, new Promise((r) => setTimeout(r, 3000).unref())]);
+      await bounded(remove);
     },
   };
 }

@@ -95,10 +95,17 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
   const lazy = (label: string, name: 'fcDatabaseUrl' | 'shDatabaseUrl') => {
     let pending: Promise<Db> | undefined;
     return () => {
-      pending ??= openDb(label, requireSetting(config, name)).then((db) => {
-        resources.add(() => db.close());
-        return db;
-      });
+      pending ??= openDb(label, requireSetting(config, name)).then(
+        (db) => {
+          resources.add(() => db.close());
+          return db;
+        },
+        (err: unknown) => {
+          // not kept: a --follow service asks again once the database is back
+          pending = undefined;
+          throw err;
+        },
+      );
       return pending;
     };
   };

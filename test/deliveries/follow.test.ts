@@ -249,6 +249,33 @@ describe('deliveries send --follow', () => {
     }
   }, 180_000);
 
+  test('the FC database down at start: no exit, /readyz 503 naming it; once it answers, the relay starts and delivers', async () => {
+    const { key, q } = await consumer();
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
+    const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
+    const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));
+    const proxyPort = await proxy.start();
+    proxy.refuse(true);
+    try {
+      const port = await freePort();
+      const relay = follow(['--listen', `:${port}`], { FCCTL_FC_DATABASE_URL: viaProxy(fcUrl.toString(), proxyPort) });
+      const outage = await relay.waitForLine('the outage', (l) => l['type'] === 'state' && l['state'] === 'outage', 20_000);
+      expect(String(outage['detail'])).toMatch(/FC database at mysql:\/\/[^:]+:\*\*\*@/);
+      const ready = await httpGet(port, '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatch(/^outage: cannot connect to FC database/);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(relay.child.exitCode).toBeNull();
+      proxy.refuse(false);
+      await waitFor('delivered once the database answers', async () => (await accepted(key)) === 10, 40_000, 100);
+      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+      await q.close();
+    }
+  }, 90_000);
+
   test('bad input: --follow with --dry-run, a service flag without --follow, a bad --listen or --poll-interval: exit 2, one line', async () => {
     const cases: string[][] = [
       ['--follow', '--dry-run'],

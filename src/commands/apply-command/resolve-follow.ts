@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
-import { loggedReport, summarizeResolve } from '../../lib/apply-command/resolve/decide.js';
+import { emptySummary, loggedReport, summarizeResolve } from '../../lib/apply-command/resolve/decide.js';
 import { followResolve } from '../../lib/apply-command/resolve/follow.js';
 import { backlog } from '../../lib/apply-command/resolve/run.js';
 import { UsageError } from '../../lib/cli/exit.js';
 import { fcctlVersion } from '../../lib/cli/version.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { pauseCheck } from '../../lib/pause/run.js';
+import { connectPatiently } from '../../lib/service/loop.js';
 import { runService } from '../../lib/service/run.js';
 import type { Ctx } from '../context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions } from './resolve-unknown.js';
@@ -23,16 +24,18 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   const flow = ctx.flow({ timeoutMs: options.requestTimeoutMs, maxSockets: options.concurrency });
   const appKey = requireSetting(ctx.config, 'appKey');
   ctx.signalIsStop();
-  const db = await ctx.shDb();
   const started = ctx.clock();
   const progress = ctx.output.progress(`${COMMAND} --follow`);
   // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
   const clock = () => performance.now();
   const summary = await runService(
     { command: COMMAND, listen: options.service.listen, heartbeatSeconds: options.service.heartbeatSeconds, stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000, version: fcctlVersion() },
-    { clock, db: ctx.shDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: () => backlog(db, appKey, options.pendingGraceSeconds) },
-    (svc) => {
+    { clock, db: ctx.shDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds) },
+    async (svc) => {
       progress.setStatus(() => ({ state: svc.state(), 'rows/s': Math.round(svc.beat().rowsPerSecond * 10) / 10, due: svc.beat().due ?? '–' }));
+      // the SH database down at start is an outage like any other: waited for, never an exit
+      const db = await connectPatiently(() => ctx.shDb(), { clock, signal: ctx.signal, onState: svc.onState, onProgress: svc.onProgress });
+      if (db === null) return emptySummary();
       return followResolve(
         { ...options, pollMs: options.service.pollMs },
         {

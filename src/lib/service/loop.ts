@@ -3,7 +3,7 @@
  * it is alive, and a state that is said once per change.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ServiceState } from './decide.js';
+import { failureKind, retryDelayMs, type ServiceState } from './decide.js';
 
 /**
  * Waits `ms` in steps of at most a second, calling `onProgress` at each (a long backoff is no
@@ -35,4 +35,28 @@ export function stateOnce(onState: ((state: ServiceState, detail: string | null)
     detail = why;
     onState?.(next, why);
   };
+}
+
+/**
+ * `open()` tried until it succeeds, an outage waited out with backoff and a misconfiguration looked
+ * at again every 30 s (the state said once per change): a service started before its database is
+ * up waits for it, serving `/readyz` 503 meanwhile, instead of exiting. Null when the stop signal
+ * came first.
+ * @example const db = await connectPatiently(() => ctx.fcDb(), { signal, clock, onState, onProgress })
+ */
+export async function connectPatiently<T>(
+  open: () => Promise<T>,
+  deps: { readonly clock: () => number; readonly signal: AbortSignal; readonly onState?: (state: ServiceState, detail: string | null) => void; readonly onProgress?: () => void; readonly random?: () => number },
+): Promise<T | null> {
+  const setState = stateOnce(deps.onState);
+  for (let attempt = 1; !deps.signal.aborted; attempt++) {
+    try {
+      return await open();
+    } catch (err) {
+      const kind = failureKind(err);
+      setState(kind, (err as Error).message);
+      if (!(await waitStepping(retryDelayMs(kind, attempt, deps.random), deps))) break;
+    }
+  }
+  return null;
 }

@@ -14,21 +14,23 @@
 //    would start it at the minute: what the same rows wait without --follow (0 skips it).
 // 3. idle: the follow relay on an empty outbox for --idle-seconds: CPU of the relay and of MariaDB
 //    (from /proc) as a share of one core. Goal ≤ 2 %.
-// 4. saturation: --saturate (50,000) rows PENDING at once; the follow relay's rows/s (first accept to last)
-//    against a batch `deliveries send` over the same rows, in the same run. Goal ≥ 1×.
+// 4. saturation: --saturate (50,000) rows PENDING at once; the follow relay's rows/s (from its
+//    running state to the last row out) against a batch `deliveries send` over the same rows (goal
+//    ≥ 1×) and against the send bench's minimal relay (bench/lib.mjs; goal ≥ 0.9×), same run.
 // 5. memory: --memory-rows rows drained by one follow relay in chunks; its RSS and active handles
 //    (its own /metrics: process_resident_memory_bytes, nodejs_active_handles_total) after 100,000
 //    rows and at the end. Goal ≤ +10 %, no more handles (0 skips it).
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
-import { benchArgs, collect, FCCTL, median, scratch, str } from './lib.mjs';
+import { benchArgs, collect, FCCTL, median, minimalRelay, scratch, str } from './lib.mjs';
 
 const args = benchArgs({ rate: str('200'), seconds: str('30'), 'cron-seconds': str('60'), 'idle-seconds': str('60'), saturate: str('50000'), 'memory-rows': str('1000000') });
 const RATE = Number(args.rate);
-const { dbs, admin, log, cleanup } = await scratch('latency', args);
+const { dbs, dir, admin, log, cleanup } = await scratch('latency', args);
 const db = dbs[0];
 const amqpUrl = process.env.FCCTL_TEST_AMQP_URL;
 if (!amqpUrl) throw new Error('FCCTL_TEST_AMQP_URL is not set (eval "$(scripts/services.sh env)")');
@@ -74,9 +76,16 @@ function follow(extra = []) {
     }, 20);
     child.on('close', (code) => reject(new Error(`the follow relay exited ${code}: ${text.err}`)));
   });
+  const states = () => text.out.split('\n').filter((l) => l.includes('"type":"state"')).map((l) => JSON.parse(l));
   return {
     child,
     running,
+    /** how many state lines match so far */
+    count: (match) => states().filter(match).length,
+    /** resolves once `n` state lines match */
+    waitFor: async (match, n) => {
+      while (states().filter(match).length < n) await new Promise((r) => setTimeout(r, 10));
+    },
     stop: () =>
       new Promise((resolve) => {
         child.on('close', () => resolve(JSON.parse(text.out.trim().split('\n').at(-1))));
@@ -173,36 +182,58 @@ try {
   // 4. saturation: the same rows drained by a batch run and by a follow relay, alternating
   const N = Number(args.saturate);
   if (N > 0) {
-    const seed = async () => {
+    const seed = async (count) => {
       await conn.query("UPDATE answer_delivery SET state = 'DEAD' WHERE state <> 'DEAD'");
-      for (let i = 0; i < N; i += 5000) {
-        const rows = Array.from({ length: Math.min(5000, N - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
+      for (let i = 0; i < count; i += 5000) {
+        const rows = Array.from({ length: Math.min(5000, count - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
         await conn.query('INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ' + rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', '), rows.flat());
       }
     };
-    const rates = { batch: [], follow: [] };
+    const rates = { batch: [], follow: [], minimal: [] };
+    const amqpConn = await amqp.connect(amqpUrl);
+    // One follow relay for every follow round, warmed up first (a service is a warm process): held by
+    // its pause file while the rows are seeded, timed from its `running` line after the file goes.
+    const pauseFile = join(dir, 'pause');
+    const drained = async () => {
+      // one cheap indexed probe every 50 ms (a COUNT over the backlog would load the database it measures)
+      for (;;) {
+        const [left] = await conn.query("SELECT 1 FROM answer_delivery WHERE state = 'PENDING' LIMIT 1");
+        if (left.length === 0) return;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    };
+    const warm = follow(['--pause-file', pauseFile]);
+    await warm.running;
+    await seed(10_000);
+    await drained();
+    // paused but for its own rounds: the batch run and the minimal relay have the rows to themselves
+    const pauseWarm = async () => {
+      writeFileSync(pauseFile, 'bench: not its round\n');
+      await warm.waitFor((l) => l.state === 'paused', warm.count((l) => l.state === 'paused') + 1);
+    };
+    await pauseWarm();
     for (let round = 0; round < 2; round++) {
-      for (const mode of round % 2 === 0 ? ['batch', 'follow'] : ['follow', 'batch']) {
-        await seed();
+      for (const mode of round % 2 === 0 ? ['batch', 'follow', 'minimal'] : ['minimal', 'follow', 'batch']) {
+        await seed(N);
         if (mode === 'batch') rates.batch.push((await run(['deliveries', 'send'])).rowsPerSecond);
+        else if (mode === 'minimal') rates.minimal.push(N / (await minimalRelay(amqpConn, db.url, { window: 256, exchange: 'fc.answer.delivery.v2' })).seconds);
         else {
-          const r = follow();
-          await r.running;
+          const resumed = warm.count((l) => l.state === 'running') + 1;
+          rmSync(pauseFile);
+          await warm.waitFor((l) => l.state === 'running', resumed);
           const t0 = now();
-          // one cheap indexed probe every 50 ms (a COUNT over the backlog would load the database it measures)
-          for (;;) {
-            const [left] = await conn.query("SELECT 1 FROM answer_delivery WHERE state = 'PENDING' LIMIT 1");
-            if (left.length === 0) break;
-            await new Promise((res) => setTimeout(res, 50));
-          }
+          await drained();
           rates.follow.push(N / ((now() - t0) / 1000));
-          await r.stop();
+          await pauseWarm();
         }
       }
     }
-    results.saturation = { rows: N, batchRowsPerSecond: Math.round(median(rates.batch)), followRowsPerSecond: Math.round(median(rates.follow)) };
+    await warm.stop();
+    await amqpConn.close();
+    results.saturation = { rows: N, batchRowsPerSecond: Math.round(median(rates.batch)), followRowsPerSecond: Math.round(median(rates.follow)), minimalRowsPerSecond: Math.round(median(rates.minimal)) };
     results.saturation.ratio = +(results.saturation.followRowsPerSecond / results.saturation.batchRowsPerSecond).toFixed(2);
-    log(`saturation: follow ${results.saturation.followRowsPerSecond} rows/s vs batch ${results.saturation.batchRowsPerSecond} (${results.saturation.ratio}×)`);
+    results.saturation.ratioToMinimal = +(results.saturation.followRowsPerSecond / results.saturation.minimalRowsPerSecond).toFixed(2);
+    log(`saturation: follow ${results.saturation.followRowsPerSecond} rows/s vs batch ${results.saturation.batchRowsPerSecond} (${results.saturation.ratio}×) and the minimal relay ${results.saturation.minimalRowsPerSecond} (${results.saturation.ratioToMinimal}×)`);
   }
 
   // 5. memory

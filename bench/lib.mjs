@@ -3,9 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import mysql from 'mysql2/promise';
 
 /** The checkout, with a trailing slash. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -134,4 +136,90 @@ export async function insertOutboxRows(db, count, { history, bytes }) {
       [history ? 'benchhistory' : 'bench', history ? 'h' : 'p', history ? 30 : 0, Math.max(0, bytes - 8), history, history, history ? 30 : 0, history],
     );
   }
+}
+
+export const BATCH = 500; // fcctl's default --batch-size
+const DUE = "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())";
+
+/**
+ * The `minimal` reference: what any relay must do at least, and nothing else (no checks, no
+ * envelope: each stored snapshot is published behind a fixed 420-byte head, the envelope's size).
+ * Drains every due row of the database at `url`; resolves the seconds it took. Issue 20's second
+ * reference of the send bench, and the latency bench's reference under saturation (issue 27).
+ */
+export async function minimalRelay(conn, url, { window, exchange }) {
+  const pool = mysql.createPool({ uri: url, connectionLimit: 2, dateStrings: true, supportBigNumbers: true });
+  const ch = await conn.createConfirmChannel();
+  const owner = `bench-minimal-${process.pid}`;
+  const head = Buffer.alloc(420, 0x20);
+  const win = confirmWindowOf(ch, window, exchange);
+  const claim = async () => {
+    const c = await pool.getConnection();
+    try {
+      await c.query('START TRANSACTION');
+      const [rows] = await c.query(`SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [BATCH]);
+      if (rows.length) await c.query('UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL 60 SECOND WHERE id IN (?)', [owner, rows.map((r) => r.id)]);
+      await c.query('COMMIT');
+      return rows;
+    } finally {
+      c.release();
+    }
+  };
+  const batch = async (rows, previousSent) => {
+    await previousSent; // batches publish in claim order
+    const confirms = [];
+    for (const row of rows) {
+      const body = Buffer.concat([head, row.snapshot_json]);
+      if (win.full) await win.slot();
+      confirms.push(win.send(`fc.snapshot.v2.${row.consumer_app_key}.${row.consumer_school_id}`, body, row.event_id));
+    }
+    return { confirms, rows };
+  };
+  const t0 = performance.now();
+  const pending = [];
+  let sent = Promise.resolve();
+  for (;;) {
+    const rows = await claim();
+    if (rows.length === 0) break;
+    const b = batch(rows, sent);
+    sent = b;
+    pending.push(b.then(async ({ confirms }) => {
+      await Promise.all(confirms);
+      await pool.query("UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = NOW(), claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() WHERE id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED')", [rows.map((r) => r.id), owner]);
+    }));
+    if (pending.length >= 2) await pending.shift();
+  }
+  await Promise.all(pending);
+  const seconds = (performance.now() - t0) / 1000;
+  await ch.close();
+  await pool.end();
+  return { seconds };
+}
+
+/**
+ * Publishing with confirms in a window of WINDOW unconfirmed messages (mandatory, persistent), as
+ * both references do: `await w.slot()` while `w.full`, then `w.send(key, body, id)` is the
+ * promise of the broker's confirm (no await at all while the window has room).
+ */
+export function confirmWindowOf(ch, WINDOW, EXCHANGE) {
+  let inFlight = 0;
+  const waiters = [];
+  return {
+    get full() {
+      return inFlight >= WINDOW;
+    },
+    slot: async () => {
+      while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
+    },
+    send: (routingKey, body, messageId) => {
+      inFlight++;
+      return new Promise((resolve, reject) =>
+        ch.publish(EXCHANGE, routingKey, body, { mandatory: true, persistent: true, messageId, contentType: 'application/json' }, (err) => {
+          inFlight--;
+          waiters.shift()?.();
+          err ? reject(err) : resolve();
+        }),
+      );
+    },
+  };
 }

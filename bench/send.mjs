@@ -30,7 +30,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
-import { benchArgs, collect, insertOutboxRows, median, ROOT, str } from './lib.mjs';
+import { BATCH, benchArgs, collect, confirmWindowOf, insertOutboxRows, median, minimalRelay, ROOT, str } from './lib.mjs';
 
 const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3'), history: str('0') });
 const HISTORY = Number(args.history);
@@ -161,90 +161,8 @@ async function quiesce() {
   }
 }
 
-const BATCH = 500; // fcctl's default --batch-size
-const DUE = "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())";
-
-/**
- * The `minimal` reference: what any relay must do at least, and nothing else (no checks, no
- * envelope: each stored snapshot is published behind a fixed 420-byte head, the envelope's size).
- * Resolves the rows per second.
- */
-async function minimalRate(conn, url) {
-  const pool = mysql.createPool({ uri: url, connectionLimit: 2, dateStrings: true, supportBigNumbers: true });
-  const ch = await conn.createConfirmChannel();
-  const owner = `bench-minimal-${process.pid}`;
-  const head = Buffer.alloc(420, 0x20);
-  const win = confirmWindow(ch);
-  const claim = async () => {
-    const c = await pool.getConnection();
-    try {
-      await c.query('START TRANSACTION');
-      const [rows] = await c.query(`SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [BATCH]);
-      if (rows.length) await c.query('UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL 60 SECOND WHERE id IN (?)', [owner, rows.map((r) => r.id)]);
-      await c.query('COMMIT');
-      return rows;
-    } finally {
-      c.release();
-    }
-  };
-  const batch = async (rows, previousSent) => {
-    await previousSent; // batches publish in claim order
-    const confirms = [];
-    for (const row of rows) {
-      const body = Buffer.concat([head, row.snapshot_json]);
-      if (win.full) await win.slot();
-      confirms.push(win.send(`fc.snapshot.v2.${row.consumer_app_key}.${row.consumer_school_id}`, body, row.event_id));
-    }
-    return { confirms, rows };
-  };
-  const t0 = performance.now();
-  const pending = [];
-  let sent = Promise.resolve();
-  for (;;) {
-    const rows = await claim();
-    if (rows.length === 0) break;
-    const b = batch(rows, sent);
-    sent = b;
-    pending.push(b.then(async ({ confirms }) => {
-      await Promise.all(confirms);
-      await pool.query("UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = NOW(), claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() WHERE id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED')", [rows.map((r) => r.id), owner]);
-    }));
-    if (pending.length >= 2) await pending.shift();
-  }
-  await Promise.all(pending);
-  const seconds = (performance.now() - t0) / 1000;
-  await ch.close();
-  await pool.end();
-  return ROWS / seconds;
-}
-
-/**
- * Publishing with confirms in a window of WINDOW unconfirmed messages (mandatory, persistent), as
- * both references do: `await w.slot()` while `w.full`, then `w.send(key, body, id)` is the
- * promise of the broker's confirm (no await at all while the window has room).
- */
-function confirmWindow(ch) {
-  let inFlight = 0;
-  const waiters = [];
-  return {
-    get full() {
-      return inFlight >= WINDOW;
-    },
-    slot: async () => {
-      while (inFlight >= WINDOW) await new Promise((r) => waiters.push(r));
-    },
-    send: (routingKey, body, messageId) => {
-      inFlight++;
-      return new Promise((resolve, reject) =>
-        ch.publish(EXCHANGE, routingKey, body, { mandatory: true, persistent: true, messageId, contentType: 'application/json' }, (err) => {
-          inFlight--;
-          waiters.shift()?.();
-          err ? reject(err) : resolve();
-        }),
-      );
-    },
-  };
-}
+const confirmWindow = (ch) => confirmWindowOf(ch, WINDOW, EXCHANGE);
+const minimalRate = async (conn, url) => ROWS / (await minimalRelay(conn, url, { window: WINDOW, exchange: EXCHANGE })).seconds;
 
 async function rawRate(conn, bodyBytes) {
   const ch = await conn.createConfirmChannel();

@@ -124,7 +124,7 @@ export const ROWS = {
       met(r.latency.missing === 0 && r.latency.p50Ms <= 150 && r.latency.p99Ms <= 500),
     ],
     ...(r.idle ? [[`idle: follow relay on an empty outbox, ${n(r.idle.seconds)} s`, `**${f(r.idle.totalPctOfCore, 2)} %** of one core (relay ${f(r.idle.relayPctOfCore, 2)} %, MariaDB ${f(r.idle.mariadbPctOfCore, 2)} %)`, '—', '≤ 2 %', met(r.idle.totalPctOfCore <= 2)]] : []),
-    ...(r.saturation ? [[`saturation: ${n(r.saturation.rows)} rows due at once`, `follow **${n(r.saturation.followRowsPerSecond)} rows/s** = ${f(r.saturation.ratio, 2)}×`, `a batch \`deliveries send\` ${n(r.saturation.batchRowsPerSecond)} rows/s`, '≥ 1×', met(r.saturation.ratio >= 1)]] : []),
+    ...(r.saturation ? [[`saturation: ${n(r.saturation.rows)} rows due at once`, `follow **${n(r.saturation.followRowsPerSecond)} rows/s** = ${f(r.saturation.ratio, 2)}× batch, ${f(r.saturation.ratioToMinimal, 2)}× minimal`, `a batch \`deliveries send\` ${n(r.saturation.batchRowsPerSecond)} rows/s; the minimal relay ${n(r.saturation.minimalRowsPerSecond)} rows/s`, '≥ 1× batch, ≥ 0.9× minimal', met(r.saturation.ratio >= 1 && r.saturation.ratioToMinimal >= 0.9)]] : []),
     ...(r.memory ? [[`memory: one follow relay over ${n(r.memory.rows)} rows`, `RSS ${f(r.memory.at100k.rssMb, 1)} → ${f(r.memory.atEnd.rssMb, 1)} MB = **${f(r.memory.rssGrowth, 3)}×**; handles ${n(r.memory.atStart.handles)} → ${n(r.memory.atEnd.handles)}`, 'after 100,000 rows', '≤ 1.10×, no more handles', met(r.memory.rssGrowth <= 1.1 && r.memory.atEnd.handles <= r.memory.atStart.handles)]] : []),
   ],
   throttle: (r) => [[

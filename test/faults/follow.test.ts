@@ -123,6 +123,10 @@ describe('a follow relay through a broker restart and a database restart', () =>
       const missing = (rows as Array<{ event_id: string }>).filter((r) => !delivered.has(r.event_id));
       expect(missing, 'accepted rows without a message in the durable queue').toEqual([]);
       console.log(`follow faults: ${inserted} rows, ${messages.length} messages (${messages.length - delivered.size} duplicates)`);
+      // At-least-once allows duplicates, but only of what the broker restart caught unconfirmed (one
+      // confirm window, 256): the database restart costs none, the relay writing its outcomes again
+      // while the claim is still its own (before, 360–1,000 of ~1,500 rows came twice).
+      expect(messages.length - delivered.size).toBeLessThanOrEqual(256);
     } finally {
       await relay.stop('SIGKILL');
       await queue.close().catch(() => undefined);

@@ -4,7 +4,9 @@
  * every outcome with writes guarded by claim and generation. The decisions are in `decide.ts`,
  * the statements in `sql.ts`; this file reads, publishes and executes.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { PoolConnection } from 'mysql2/promise';
+import { isOutage } from '../../db/outage.js';
 import { type Broker, BrokerBlockedError, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
 import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { returnProbeMessage, sendReturnProbe } from '../../amqp/probe.js';
@@ -309,7 +311,11 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
     return { row, decision, outcome: o };
   });
   const { writes, results } = planWrites(outcomes, options.retry, options.holdRecheckSeconds);
-  const stale = await applyWritesReportingStale(deps.db, owner, writes);
+  const write = () => applyWritesReportingStale(deps.db, owner, writes);
+  // A follow relay rides out a short database outage here: the rows are published and their claim
+  // is still ours, so the guarded write is tried again until the lease's end instead of leaving
+  // them to be claimed and published again (a batch run exits 3 and leaves that to the next run).
+  const stale = run.follow ? await whileLeased(write, notAfter, deps) : await write();
   summary.stale += stale.size;
   report(run, results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
 }
@@ -419,6 +425,23 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
     );
   }
   await inFlight.all();
+}
+
+/**
+ * `fn`, tried again after an outage error (a dropped connection, a database restarting) with a
+ * doubling pause, for as long as the next try still starts before `notAfter`; any other error, or
+ * the deadline, throws. Safe only for writes guarded by claim and generation: a late try after the
+ * lease changes nothing, and one whose first reply was lost finds its own write done.
+ */
+async function whileLeased<T>(fn: () => Promise<T>, notAfter: number, deps: Pick<SendDeps, 'clock'>): Promise<T> {
+  for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isOutage(err) || deps.clock() + pause >= notAfter) throw err;
+      await delay(pause);
+    }
+  }
 }
 
 /** Closes the publisher and records why the broker ended the run, if it did. */

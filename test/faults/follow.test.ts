@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, drainQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { brokerMemoryAlarm, restartService } from '../helpers/faults.js';
+import { brokerMemoryAlarm, replaceableConnection, restartService } from '../helpers/faults.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -20,11 +20,7 @@ let dbs: TestDatabases;
 let admin: mysql.Connection;
 let env: Record<string, string | undefined>;
 
-async function connectAdmin(): Promise<mysql.Connection> {
-  const conn = await mysql.createConnection({ uri: `${testMysqlUrl().replace(/\/$/, '')}/${dbs.fcName}`, dateStrings: true });
-  conn.on('error', () => undefined);
-  return conn;
-}
+const connectAdmin = () => replaceableConnection(dbs.fcName);
 /** A query that survives the database restart: a new admin connection when the old one dropped. */
 async function count(sql: string, params: unknown[] = []): Promise<number> {
   for (let i = 0; ; i++) {

@@ -5,7 +5,7 @@ import { Rng } from '../../src/lib/dev/random.js';
 import { type CliResult, FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { brokerMemoryAlarm, FAULT_SIZE, pick, recordTotals, restartService } from '../helpers/faults.js';
+import { brokerMemoryAlarm, FAULT_SIZE, pick, recordTotals, replaceableConnection, restartService } from '../helpers/faults.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -36,12 +36,8 @@ let env: Record<string, string | undefined>;
 let current: Dataset | undefined;
 
 /** A connection for arranging and checking; a database restart drops it, so it is replaceable. */
-async function connectAdmin(): Promise<mysql.Connection> {
-  const conn = await mysql.createConnection({ uri: `${testMysqlUrl().replace(/\/$/, '')}/${dbs.fcName}`, dateStrings: true, supportBigNumbers: true, bigNumberStrings: true });
-  // A restart closes it between queries: unheard, that error would crash the test process.
-  conn.on('error', () => undefined);
-  return conn;
-}
+const connectAdmin = () => replaceableConnection(dbs.fcName);
+
 
 async function select<T>(sql: string, params: unknown[]): Promise<T[]> {
   const [rows] = await admin.query(sql, params);

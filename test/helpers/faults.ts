@@ -1,3 +1,5 @@
+import mysql from 'mysql2/promise';
+import { testMysqlUrl } from './db.js';
 import { execFile } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -57,4 +59,15 @@ export async function brokerMemoryAlarm(on: boolean): Promise<void> {
 /** A real restart of the local MariaDB or RabbitMQ (all connections drop), down for `downSeconds`. */
 export async function restartService(which: 'mariadb' | 'rabbitmq', downSeconds = 0): Promise<void> {
   await promisify(execFile)('bash', [SERVICES, 'restart', which, String(downSeconds)], { timeout: 180_000 });
+}
+
+/**
+ * A connection to one test database for arranging and checking around a fault: a database restart
+ * drops it, so callers make a new one; its error after a restart is heard (unheard, it would crash
+ * the test process).
+ */
+export async function replaceableConnection(database: string): Promise<mysql.Connection> {
+  const conn = await mysql.createConnection({ uri: `${testMysqlUrl().replace(/\/$/, '')}/${database}`, dateStrings: true, supportBigNumbers: true, bigNumberStrings: true });
+  conn.on('error', () => undefined);
+  return conn;
 }

@@ -115,6 +115,9 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
           deps.onConnection?.('broker', true);
           deps.onConnection?.('fc_database', true);
           setState('running');
+        }, (why) => {
+          deps.onConnection?.('fc_database', false);
+          setState('outage', why);
         });
       } catch (err) {
         session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
@@ -146,7 +149,7 @@ type SessionEnd = { kind: 'stopped' } | { kind: 'paused' } | { kind: FailureKind
  * One session: identity, exchange and return probe checked (a failure here is a misconfiguration
  * unless the broker or a database is down), then claims until something interrupts it.
  */
-async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, broker: Broker, summary: SendSummary, onReady: () => void): Promise<SessionEnd> {
+async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, broker: Broker, summary: SendSummary, onReady: () => void, onOutage: (why: string) => void): Promise<SessionEnd> {
   const options = { ...given, serviceTimeZone: await deps.zone() };
   await verifiedPublisher(deps.db, deps.publisher);
   await prepareExchange(broker, { declare: options.declare, dryRun: false });
@@ -159,7 +162,11 @@ async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, 
     summary,
     deadline,
     fatal: null,
-    follow: { idle: () => idle(options, deps, broker, publisher, deadline) },
+    follow: {
+      idle: () => idle(options, deps, broker, publisher, deadline),
+      // outcomes written again through a database outage: not ready meanwhile, ready once they land
+      onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
+    },
   };
   const drain = drainOnSignal(deps, options.drainMs, publisher);
   deps.onPublisher?.(publisher);

@@ -172,7 +172,11 @@ export interface Run {
    * `--follow` (./follow.ts): with nothing due and nothing in flight, wait for `idle()` (the poll
    * interval; false: stop) and claim again, instead of ending the run
    */
-  readonly follow?: { readonly idle: () => Promise<boolean> };
+  readonly follow?: {
+    readonly idle: () => Promise<boolean>;
+    /** a guarded write waiting out a database outage (`why`), or over it (null): the service is not ready meanwhile */
+    readonly onWriteOutage?: (why: string | null) => void;
+  };
 }
 
 function report(run: Run, results: ReadonlyArray<{ row: DeliveryRow; result: RowResult }>): void {
@@ -315,7 +319,7 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   // A follow relay rides out a short database outage here: the rows are published and their claim
   // is still ours, so the guarded write is tried again until the lease's end instead of leaving
   // them to be claimed and published again (a batch run exits 3 and leaves that to the next run).
-  const stale = run.follow ? await whileLeased(write, notAfter, deps) : await write();
+  const stale = run.follow ? await whileLeased(write, notAfter, deps, run.follow.onWriteOutage) : await write();
   summary.stale += stale.size;
   report(run, results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
 }
@@ -433,12 +437,17 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
  * the deadline, throws. Safe only for writes guarded by claim and generation: a late try after the
  * lease changes nothing, and one whose first reply was lost finds its own write done.
  */
-async function whileLeased<T>(fn: () => Promise<T>, notAfter: number, deps: Pick<SendDeps, 'clock'>): Promise<T> {
+async function whileLeased<T>(fn: () => Promise<T>, notAfter: number, deps: Pick<SendDeps, 'clock'>, onOutage?: (why: string | null) => void): Promise<T> {
+  let failed = false;
   for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
     try {
-      return await fn();
+      const result = await fn();
+      if (failed) onOutage?.(null);
+      return result;
     } catch (err) {
       if (!isOutage(err) || deps.clock() + pause >= notAfter) throw err;
+      failed = true;
+      onOutage?.((err as Error).message);
       await delay(pause);
     }
   }

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { FCCTL_BIN, runCli } from '../helpers/cli.js';
@@ -61,7 +60,7 @@ describe('the live view in a real terminal (tmux)', () => {
       await waitFor('the status line', async () => /state running · rows\/s [\d.]+ · p99 ms \S+ · in flight \d+ · due \S+/.test(follow.screen()), 60_000, 100);
       await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 200);
       await waitFor('200 done on screen, a p99 shown', async () => /deliveries send --follow 200 · /.test(follow.screen()) && /p99 ms \d+/.test(follow.screen()), 60_000, 100);
-      execFileSync('tmux', ['send-keys', '-t', follow.name, 'C-c']);
+      follow.sendKeys('C-c');
       await waitFor('the end', async () => follow.screen().includes('[exit 0]'), 60_000, 200);
       const end = follow.screen();
       expect(end).toMatch(/^accepted\s+200$/m);

@@ -1,7 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
-/** A program running in a real terminal (tmux), for checking what a person would see. */
+/**
+ * A program running in a real terminal (tmux), for checking what a person would see. Each session
+ * has a tmux server of its own (`-L`): on a shared server, a session started while another test's
+ * kill-session shuts the last one down meets "server exited unexpectedly" (seen in CI).
+ */
 export class TmuxSession {
   readonly name = `fcctl-${randomBytes(4).toString('hex')}`;
 
@@ -11,17 +15,22 @@ export class TmuxSession {
       .map(([k, v]) => `export ${k}='${String(v).replace(/'/g, `'\\''`)}';`)
       .join(' ');
     // CI is set in CI runs: the view must still be interactive inside this terminal.
-    execFileSync('tmux', ['new-session', '-d', '-s', this.name, '-x', String(size.width), '-y', String(size.height), `unset CI; ${exports} ${command}; echo "[exit $?]"; sleep 600`]);
+    execFileSync('tmux', ['-L', this.name, 'new-session', '-d', '-s', this.name, '-x', String(size.width), '-y', String(size.height), `unset CI; ${exports} ${command}; echo "[exit $?]"; sleep 600`]);
   }
 
   /** The visible screen, trailing blank lines dropped. */
   screen(): string {
-    return execFileSync('tmux', ['capture-pane', '-p', '-t', this.name], { encoding: 'utf8' }).replace(/\n+$/, '');
+    return execFileSync('tmux', ['-L', this.name, 'capture-pane', '-p', '-t', this.name], { encoding: 'utf8' }).replace(/\n+$/, '');
+  }
+
+  /** Keys typed into the terminal, as tmux send-keys names them (e.g. 'C-c'). */
+  sendKeys(...keys: string[]): void {
+    execFileSync('tmux', ['-L', this.name, 'send-keys', '-t', this.name, ...keys]);
   }
 
   kill(): void {
     try {
-      execFileSync('tmux', ['kill-session', '-t', this.name], { stdio: 'ignore' });
+      execFileSync('tmux', ['-L', this.name, 'kill-server'], { stdio: 'ignore' });
     } catch {
       /* already gone */
     }

@@ -58,15 +58,15 @@ function corpusDoc(rnd, index) {
   const field = () => {
     switch (int(0, 9)) {
       case 0: return hanzi(int(2, 8)); // a name, a title
-      case 1: return hanzi(int(20, 300)) + (rnd() < 0.3 ? '\n' + hanzi(int(10, 80)) : ''); // an essay
+      case 1: return hanzi(int(20, 300)) + (rnd() < 0.3 ? `\n${hanzi(int(10, 80))}` : ''); // an essay
       case 2: return num(decimal()); // an amount
       case 3: return num(String(int(0, 100000))); // a count, a score
       case 4: return Array.from({ length: int(1, 5) }, () => pick(['A', 'B', 'C', 'D', 'E', 'opt_1', 'opt_2'])); // multi-choice
-      case 5: return { province: hanzi(3), city: hanzi(3), district: hanzi(3), detail: hanzi(int(6, 20)) + int(1, 999) + '号' };
+      case 5: return { province: hanzi(3), city: hanzi(3), district: hanzi(3), detail: `${hanzi(int(6, 20)) + int(1, 999)}号` };
       case 6: // a table: rows of objects
         return Array.from({ length: int(1, 6) }, () => ({ item: hanzi(int(2, 6)), qty: num(String(int(1, 50))), price: num(decimal()), remark: rnd() < 0.5 ? null : hanzi(int(3, 12)) }));
       case 7: // attachments
-        return Array.from({ length: int(1, 3) }, () => ({ name: hanzi(int(3, 8)) + '.pdf', url: `https://files.example.com/f/${int(1e5, 1e6)}/${int(1e8, 1e9)}.pdf`, size: num(String(int(1000, 9000000))) }));
+        return Array.from({ length: int(1, 3) }, () => ({ name: `${hanzi(int(3, 8))}.pdf`, url: `https://files.example.com/f/${int(1e5, 1e6)}/${int(1e8, 1e9)}.pdf`, size: num(String(int(1000, 9000000))) }));
       case 8: return rnd() < 0.5;
       default: return rnd() < 0.5 ? null : time();
     }

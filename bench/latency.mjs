@@ -186,7 +186,7 @@ try {
       await conn.query("UPDATE answer_delivery SET state = 'DEAD' WHERE state <> 'DEAD'");
       for (let i = 0; i < count; i += 5000) {
         const rows = Array.from({ length: Math.min(5000, count - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
-        await conn.query('INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ' + rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', '), rows.flat());
+        await conn.query(`INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`, rows.flat());
       }
     };
     const rates = { batch: [], follow: [], minimal: [] };
@@ -262,7 +262,7 @@ try {
       const chunk = Math.min(50_000, M - done);
       for (let i = 0; i < chunk; i += 5000) {
         const rows = Array.from({ length: Math.min(5000, chunk - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
-        await conn.query('INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ' + rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', '), rows.flat());
+        await conn.query(`INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`, rows.flat());
       }
       for (;;) {
         const [[{ n }]] = await conn.query("SELECT COUNT(*) AS n FROM answer_delivery WHERE state = 'PENDING'");

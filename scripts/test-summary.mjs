@@ -28,6 +28,8 @@ for (const file of files) {
 // The type check of src/ and test/ (scripts/test.sh) counts as one check that passed or failed.
 if (process.env.FCCTL_TYPECHECK === 'passed') passed += 1;
 if (process.env.FCCTL_TYPECHECK === 'failed') failed += 1;
+if (process.env.FCCTL_LINT === 'passed') passed += 1;
+if (process.env.FCCTL_LINT === 'failed') failed += 1;
 
 const totalsFile = process.env.FCCTL_FAULT_TOTALS;
 if (totalsFile && existsSync(totalsFile)) {

@@ -14,6 +14,9 @@ rc=0
 # The tests are type-checked too (their expectTypeOf checks, helpers' types): a type error fails the run.
 export FCCTL_TYPECHECK=passed
 if ! npx tsc -p tsconfig.test.json; then echo "test: the type check of src/ and test/ failed (npx tsc -p tsconfig.test.json)" >&2; FCCTL_TYPECHECK=failed; rc=1; fi
+# Formatting and lint (Biome, biome.jsonc): a file not formatted or a lint error fails the run.
+export FCCTL_LINT=passed
+if ! npx biome ci --reporter=summary .; then echo "test: formatting or lint failed (npx biome check --write . fixes the formatting)" >&2; FCCTL_LINT=failed; rc=1; fi
 if [ "${1:-}" = "--faults" ]; then
   shift
   npx vitest run --config vitest.faults.config.ts --reporter=default --reporter=json --outputFile=.test-results-faults.json "$@" || rc=1

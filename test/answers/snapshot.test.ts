@@ -78,6 +78,7 @@ describe('buildAnswerSnapshot (fc.canon.v1, seed 000 §3)', () => {
     ['a duplicate member in values', { values_json: '{"a":1,"a":2}' }, 'values_json'],
     ['a time that is not a DATETIME', { create_time: '21/10/2026 10:00' }, 'create_time'],
     ['a decimal in an integer column', { sch_id: '5.0' }, 'sch_id'],
+    // biome-ignore lint/correctness/noPrecisionLoss: the point of the case: a number JS cannot hold exactly
     ['an unsafe JS number in an integer column', { submitter_id: 9007199254740993 }, 'submitter_id'],
   ])('refuses %s', (_name, patch, column) => {
     let error: unknown;

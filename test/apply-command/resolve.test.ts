@@ -383,7 +383,6 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const lines = jsonLines(r.stdout);
     expect(lines.map((l) => l['type'])).toEqual(['row', 'summary']);
     expect(lines[0]).toMatchObject({ type: 'row', bizId: `${p}-b`, kind: 'done', via: 'apply', branch: 'CREATED', status: 10 });
-    const { readFile } = await import('node:fs/promises');
     const prom = readProm(join(dir, `${p}.prom`));
     expect(prom).toContain('fcctl_rows{command="apply-command resolve-unknown",result="done"} 2');
     expect(prom).toContain('fcctl_run_exit_code{command="apply-command resolve-unknown"} 0');

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';

@@ -48,7 +48,7 @@ const BAD_INTS = ['abc', '-1', '1e309', '99999999999999999999', '', '1.5', '0x10
 const BAD_SECONDS = ['abc', '-1', '1e309', '', 'NaN', 'Infinity', '1,5', '0x10'];
 const BAD_DURATIONS = ['abc', '-1', '10x', '1e3', '', '1.5m', '9999999999d'];
 const show = (v: string) => JSON.stringify(v);
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 // --- the commands' options, as data ---------------------------------------------------------------
 
@@ -185,16 +185,16 @@ function genericCases(spec: CommandSpec): RefusalCase[] {
   ];
   if (spec.noArguments) cases.push({ name: `${name}: an extra argument`, argv: run('extra'), says: /too many arguments/ });
   for (const option of spec.required ?? []) {
-    cases.push({ name: `${name}: ${option} missing`, argv: [...spec.cmd, ...without(spec.base, option)], says: new RegExp(`required option '${escape(option)}`) });
+    cases.push({ name: `${name}: ${option} missing`, argv: [...spec.cmd, ...without(spec.base, option)], says: new RegExp(`required option '${escapeRegex(option)}`) });
   }
   const valued = [...(spec.ints ?? []), ...(spec.seconds ?? []), ...(spec.durations ?? []), ...(spec.choices ?? [])].map(([o]) => o);
   for (const option of new Set([...valued, ...(spec.valued ?? []), ...(spec.required ?? [])])) {
     // the option last, its value missing (a required one taken out of base first)
     const rest = spec.required?.includes(option) ? without(spec.base, option) : spec.base;
-    cases.push({ name: `${name}: ${option} without its value`, argv: [...spec.cmd, ...rest, option], says: new RegExp(`option '${escape(option)} <[a-z]+>' argument missing`) });
+    cases.push({ name: `${name}: ${option} without its value`, argv: [...spec.cmd, ...rest, option], says: new RegExp(`option '${escapeRegex(option)} <[a-z]+>' argument missing`) });
   }
   const bad = (option: string, values: readonly string[]) =>
-    values.map((v): RefusalCase => ({ name: `${name}: ${option} ${show(v)}`, argv: run(option, v), says: new RegExp(`option '${escape(option)} <[a-z]+>' argument .* is invalid`) }));
+    values.map((v): RefusalCase => ({ name: `${name}: ${option} ${show(v)}`, argv: run(option, v), says: new RegExp(`option '${escapeRegex(option)} <[a-z]+>' argument .* is invalid`) }));
   for (const [o, min, max] of spec.ints ?? []) cases.push(...bad(o, [...BAD_INTS, ...outOfRange(min, max, 1)]));
   for (const [o, min, max] of spec.seconds ?? []) cases.push(...bad(o, [...BAD_SECONDS, ...outOfRange(min, max, min < 1 ? 0.01 : 1)]));
   for (const [o, min, max] of spec.durations ?? []) cases.push(...bad(o, [...BAD_DURATIONS, `${min - 1}s`, `${max / 86_400 + 1}d`]));
@@ -230,7 +230,7 @@ const FILES: Record<string, string | Buffer> = {
   'good.json': '{"b":1,"a":[true,null,"x"]}',
   'good-vectors.json': JSON.stringify({ spec: 'fc.canon.v1', vectors: [{ name: 'one', input: '{"b":1,"a":2}', canonical: '{"a":2,"b":1}' }] }),
   'good-envelope.json': JSON.stringify(envelope()),
-  'huge.json': '{"a":"' + 'x'.repeat(HUGE_BYTES),
+  'huge.json': `{"a":"${'x'.repeat(HUGE_BYTES)}`,
   'deep.json': deep,
   'latin1.json': latin1('{"name":"\u00ff\u00fe"}'),
   'empty': '',
@@ -277,10 +277,10 @@ const FILES: Record<string, string | Buffer> = {
   'envelope-school-0.json': withMembers({ consumerSchoolId: 0 }),
   'envelope-duplicate.json': withMembers({}).replace('{', '{"eventType":"created",'),
   'replay-header-only.csv': REPLAY_HEADER,
-  'replay-no-column.csv': 'answerUuid,operationId\n' + `${ANSWER},op-1\n`,
-  'replay-quote.csv': REPLAY_HEADER + `${ANSWER},1,op"x\n`,
-  'replay-open-quote.csv': REPLAY_HEADER + `${ANSWER},1,"op-1\n`,
-  'replay-fields.csv': REPLAY_HEADER + `${ANSWER},1\n`,
+  'replay-no-column.csv': `answerUuid,operationId\n${ANSWER},op-1\n`,
+  'replay-quote.csv': `${REPLAY_HEADER}${ANSWER},1,op"x\n`,
+  'replay-open-quote.csv': `${REPLAY_HEADER}${ANSWER},1,"op-1\n`,
+  'replay-fields.csv': `${REPLAY_HEADER}${ANSWER},1\n`,
   'replay-uuid.csv': REPLAY_HEADER + csvRow('op-1', DROP.replace(/[',]/g, '')),
   'replay-revision.csv': REPLAY_HEADER + csvRow('op-1', ANSWER, '-1'),
   'replay-revision-big.csv': REPLAY_HEADER + csvRow('op-1', ANSWER, '99999999999999999999'),
@@ -289,7 +289,7 @@ const FILES: Record<string, string | Buffer> = {
   'replay-op-nul.csv': REPLAY_HEADER + csvRow('op\u0000x'),
   'replay-op-twice.csv': REPLAY_HEADER + csvRow('op-1') + csvRow('op-1', ANSWER.replace(/a$/, 'b')),
   'replay-latin1.csv': latin1(REPLAY_HEADER + csvRow('op-\u00ff')),
-  'replay-bad-line.jsonl': [1, 2, 3].map((i) => JSON.stringify({ answerUuid: ANSWER, expectedRevision: i, operationId: `op-${i}` })).join('\n').replace('"op-2"}', '"op-2",}') + '\n',
+  'replay-bad-line.jsonl': `${[1, 2, 3].map((i) => JSON.stringify({ answerUuid: ANSWER, expectedRevision: i, operationId: `op-${i}` })).join('\n').replace('"op-2"}', '"op-2",}')}\n`,
   'replay-not-object.jsonl': `{"answerUuid":"${ANSWER}","expectedRevision":1,"operationId":"op-1"}\n[1]\n`,
   'replay-fraction.jsonl': `{"answerUuid":"${ANSWER}","expectedRevision":1.5,"operationId":"op-1"}\n`,
   'replay-too-many.csv': REPLAY_HEADER + Array.from({ length: 100_001 }, (_, i) => csvRow(`op-${i}`)).join(''),
@@ -310,7 +310,7 @@ const FILES: Record<string, string | Buffer> = {
   'requeue-not-object.jsonl': '{"bizType":"honor_apply","bizId":"A-1"}\n["honor_apply","A-2"]\n',
   'requeue-number.jsonl': '{"bizType":"honor_apply","bizId":7}\n',
   'requeue-snake.jsonl': '{"biz_type":"honor_apply","biz_id":"A-1"}\n',
-  'requeue-too-many.csv': 'biz_type,biz_id\n' + Array.from({ length: 100_001 }, (_, i) => `honor_apply,A-${i}\n`).join(''),
+  'requeue-too-many.csv': `biz_type,biz_id\n${Array.from({ length: 100_001 }, (_, i) => `honor_apply,A-${i}\n`).join('')}`,
 };
 
 // --- cases written out by hand ------------------------------------------------------------------
@@ -351,7 +351,7 @@ const GLOBAL_CASES: RefusalCase[] = [
   { name: 'several required options missing: all named in one line', argv: ['deliveries', 'failed'], says: /^fcctl: required options '--consumer <key>' and '--school <id>' not specified\n$/ },
   { name: 'FCCTL_APP_SECRET_FILE naming a missing file', argv: ['config', 'show'], env: { FCCTL_APP_SECRET: '', FCCTL_APP_SECRET_FILE: file('absent-secret') }, says: /FCCTL_APP_SECRET_FILE: cannot read/ },
   ...(['--fc-database-url', '--sh-database-url', '--amqp-url', '--amqp-management-url', '--flow-url', '--app-key', '--app-code'] as const).map(
-    (flag): RefusalCase => ({ name: `${flag} ""`, argv: [flag, '', 'config', 'show'], says: new RegExp(`${escape(flag)} is empty`) }),
+    (flag): RefusalCase => ({ name: `${flag} ""`, argv: [flag, '', 'config', 'show'], says: new RegExp(`${escapeRegex(flag)} is empty`) }),
   ),
   ...[DROP, '%', '*', 'a.b', NON_UTF8, 'http://127.0.0.1/x', 'mysql//no-colon'].map(
     (url): RefusalCase => ({ name: `--fc-database-url ${show(url)} (db check)`, argv: ['--fc-database-url', url, 'db', 'check', '--side', 'fc'], says: /FC database URL/ }),

@@ -14,7 +14,7 @@ import { proofDigest } from '../../src/lib/retire/proof.js';
 import { expectRefused, SH_TABLES_FOR_CHECKSUM } from '../helpers/bad-input.js';
 import { checksumTables, FC_TABLES } from '../helpers/checksum.js';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli, type CliResult } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { insertGrant } from '../helpers/deliveries.js';
 import { recordTotals } from '../helpers/faults.js';
 import { answerHash, answerSource, insertAnswers, insertProjections, testUuid } from '../helpers/manifest.js';

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'modes', init: 'all' });

@@ -1,10 +1,10 @@
 // The public surface: types, inputs, buffers, and the growth paths of the work buffer.
 import { createHash } from 'node:crypto';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import * as canon from '../../src/lib/canon/index.js';
+import type * as canon from '../../src/lib/canon/index.js';
 import {
   CANON_ALGORITHM,
-  CANON_ERROR_CODES,
+  type CANON_ERROR_CODES,
   CanonParseError,
   MAX_DEPTH,
   MAX_NUMBER_LITERAL_LENGTH,
@@ -57,7 +57,7 @@ describe('canonicalize', () => {
   });
   it('takes a string, a Buffer or any Uint8Array view', () => {
     const s = '{"b":"表","a":[1.0]}';
-    const bytes = Buffer.from('xx' + s + 'yy');
+    const bytes = Buffer.from(`xx${s}yy`);
     const view = new Uint8Array(bytes.buffer, bytes.byteOffset + 2, bytes.length - 4);
     expect(text(s)).toBe('{"a":[1],"b":"表"}');
     expect(text(Buffer.from(s))).toBe('{"a":[1],"b":"表"}');
@@ -92,7 +92,7 @@ describe('work buffer growth', () => {
   it('handles numbers that expand far beyond the input, inside re-sorted objects', () => {
     const members = Array.from({ length: 60 }, (_, i) => `"k${String(59 - i).padStart(2, '0')}":{"z":1e9999,"a":[${i}e-${i}]}`);
     const input = `{${members.join(',')}}`;
-    const big = '1' + '0'.repeat(9999);
+    const big = `1${'0'.repeat(9999)}`;
     const expected = `{${Array.from({ length: 60 }, (_, i) => `"k${String(i).padStart(2, '0')}":{"a":[${canonicalNumber(`${59 - i}e-${59 - i}`)}],"z":${big}}`).join(',')}}`;
     const r = canonicalize(input);
     expect(r.ok && r.canonical.length).toBe(expected.length);

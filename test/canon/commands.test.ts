@@ -121,14 +121,14 @@ describe('canon verify', () => {
     ['not UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), /not UTF-8/],
     ['no vectors array', '{"spec":"fc.canon.v1"}', /no "vectors" array/],
     ['empty vectors', '{"vectors":[]}', /"vectors" is empty/],
-    ['another algorithm', '{"spec":"jcs","vectors":[{"name":"a","input":"1","hash":"' + '0'.repeat(64) + '"}]}', /spec is "jcs"/],
+    ['another algorithm', `{"spec":"jcs","vectors":[{"name":"a","input":"1","hash":"${'0'.repeat(64)}"}]}`, /spec is "jcs"/],
     ['both inputs', '{"vectors":[{"name":"a","input":"1","inputBase64":"MQ==","canonical":"1"}]}', /vector 1 \("a"\): needs exactly one of "input" and "inputBase64"/],
     ['bad base64', '{"vectors":[{"name":"a","inputBase64":"!!","canonical":"1"}]}', /"inputBase64" must be base64/],
     ['no expectation', '{"vectors":[{"name":"a","input":"1"}]}', /needs "canonical" or "hash"/],
     ['unknown errorCode', '{"vectors":[{"name":"a","input":"x","error":true,"errorCode":"NOPE"}]}', /"errorCode" "NOPE" is not one of/],
     ['short hash', '{"vectors":[{"name":"a","input":"1","hash":"abc"}]}', /"hash" must be 64 lowercase hex/],
     ['duplicate names', '{"vectors":[{"name":"a","input":"1","canonical":"1"},{"name":"a","input":"2","canonical":"2"}]}', /vector 2 \("a"\): duplicate name/],
-    ['error and result', '{"vectors":[{"name":"a","input":"1","error":true,"hash":"' + '0'.repeat(64) + '"}]}', /an error vector has no/],
+    ['error and result', `{"vectors":[{"name":"a","input":"1","error":true,"hash":"${'0'.repeat(64)}"}]}`, /an error vector has no/],
   ];
   for (const [what, content, message] of malformed) {
     it(`a malformed vector file (${what}) is exit 2 with one line, before any vector runs`, async () => {
@@ -158,7 +158,7 @@ describe('canon verify', () => {
 
   it('library: parseVectorFile and checkVector', () => {
     expect(() => parseVectorFile('[]', 'x.json')).toThrow(VectorFileError);
-    const f = parseVectorFile('{"vectors":[{"name":"n","input":"[1.0]","hash":"' + contentHash('[1]') + '"}]}', 'x.json');
+    const f = parseVectorFile(`{"vectors":[{"name":"n","input":"[1.0]","hash":"${contentHash('[1]')}"}]}`, 'x.json');
     expect(checkVector(f.vectors[0]!, 'exact')).toEqual({ kind: 'pass', detail: `hash ${contentHash('[1]')}`, got: { hash: contentHash('[1]') } });
   });
 });

@@ -57,7 +57,7 @@ const cases: Array<[name: string, input: string | Uint8Array, code: CanonErrorCo
   ['earliest second occurrence', '{"b":1,"a":1,"b":2,"a":2}', 'DUPLICATE_KEY', 1, 14],
   ['duplicate among many', MANY_WITH_DUPLICATE, 'DUPLICATE_KEY', 1, MANY_WITH_DUPLICATE.lastIndexOf('"k3"') + 1],
   ['1001 arrays: points at the 1001st', '['.repeat(1001) + ']'.repeat(1001), 'TOO_DEEP', 1, 1001],
-  ['1001 objects', '{"a":'.repeat(1001) + '1' + '}'.repeat(1001), 'TOO_DEEP', 1, 5001],
+  ['1001 objects', `${'{"a":'.repeat(1001)}1${'}'.repeat(1001)}`, 'TOO_DEEP', 1, 5001],
   ['literal of 1001 characters', `[${'1'.repeat(1001)}]`, 'NUMBER_LITERAL_TOO_LONG', 1, 2],
   ['plain form of 10001 characters', '{"n":1e10000}', 'NUMBER_TOO_LONG', 1, 6],
   ['exponent bomb', '{"n":-1e-1000000000}', 'NUMBER_TOO_LONG', 1, 6],

@@ -40,17 +40,17 @@ const exact: Array<[string, string]> = [
   ['9007199254740993', '9007199254740993'],
   ['0.1000000000000000055511151231257827', '0.1000000000000000055511151231257827'],
   ['123456789012345678901234567890.1200', '123456789012345678901234567890.12'],
-  ['1E40', '1' + '0'.repeat(40)],
+  ['1E40', `1${'0'.repeat(40)}`],
   ['1e0000000000000000000000000000001', '10'],
   ['0e1000000000', '0'],
   ['0e2147483647', '0'],
   ['0e-2147483647', '0'],
-  ['5e-324', '0.' + '0'.repeat(323) + '5'],
+  ['5e-324', `0.${'0'.repeat(323)}5`],
 ];
 
 describe('canonicalNumber exact', () => {
   for (const [literal, plain] of exact) {
-    it(`${literal.length > 40 ? literal.slice(0, 40) + '…' : literal} → ${plain.length > 30 ? plain.slice(0, 30) + '…' : plain}`, () => {
+    it(`${literal.length > 40 ? `${literal.slice(0, 40)}…` : literal} → ${plain.length > 30 ? `${plain.slice(0, 30)}…` : plain}`, () => {
       expect(canonicalNumber(literal)).toBe(plain);
       expect(canonicalNumber(literal, 'exact')).toBe(plain);
       // The same inside a document.
@@ -109,8 +109,8 @@ describe('canonicalNumber exact', () => {
 
   it('accepts literals of 1000 characters and refuses 1001', () => {
     expect(canonicalNumber('1'.repeat(1000))).toBe('1'.repeat(1000));
-    expect(canonicalNumber('0.' + '0'.repeat(997) + '1')).toHaveLength(1000);
-    expect(() => canonicalNumber('0.' + '0'.repeat(999))).toThrow(/NUMBER_LITERAL_TOO_LONG/);
+    expect(canonicalNumber(`0.${'0'.repeat(997)}1`)).toHaveLength(1000);
+    expect(() => canonicalNumber(`0.${'0'.repeat(999)}`)).toThrow(/NUMBER_LITERAL_TOO_LONG/);
   });
 
   it('refuses exponent bombs without building them', () => {
@@ -133,10 +133,10 @@ describe('canonicalNumber double', () => {
     ['1e-7', '0.0000001'],
     ['-0.0', '0'],
     ['1e-400', '0'], // underflows to 0
-    ['5e-324', '0.' + '0'.repeat(323) + '5'], // 4.9E-324 is printed 5e-324
+    ['5e-324', `0.${'0'.repeat(323)}5`], // 4.9E-324 is printed 5e-324
     ['333333333.33333329', '333333333.3333333'],
     ['1E30', '1000000000000000000000000000000'],
-    ['1.7976931348623157e308', '17976931348623157' + '0'.repeat(292)],
+    ['1.7976931348623157e308', `17976931348623157${'0'.repeat(292)}`],
     ['9007199254740993.0', '9007199254740992'], // a fraction: through the double
     ['9007199254740993', '9007199254740993'], // an integer: exact
     ['123456789012345678901234567890', '123456789012345678901234567890'],
@@ -157,8 +157,8 @@ describe('canonicalNumber double', () => {
     expect(canonicalNumber('1e400')).toHaveLength(401);
   });
   it('keeps the literal checks of exact mode', () => {
-    expect(() => canonicalNumber('0'.repeat(2) + '1', 'double')).toThrow(/INVALID_NUMBER/);
-    expect(() => canonicalNumber('1.' + '1'.repeat(1000), 'double')).toThrow(/NUMBER_LITERAL_TOO_LONG/);
+    expect(() => canonicalNumber(`${'0'.repeat(2)}1`, 'double')).toThrow(/INVALID_NUMBER/);
+    expect(() => canonicalNumber(`1.${'1'.repeat(1000)}`, 'double')).toThrow(/NUMBER_LITERAL_TOO_LONG/);
   });
   it('refuses an unknown mode', () => {
     expect(() => canonicalNumber('1', 'float' as never)).toThrow(TypeError);

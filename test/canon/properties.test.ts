@@ -35,12 +35,12 @@ const intPart = fc.oneof(
 );
 const exponent = fc.oneof(
   digits(1, 3),
-  digits(1, 4).map((d) => '000' + d), // leading zeros
+  digits(1, 4).map((d) => `000${d}`), // leading zeros
   fc.constantFrom('9998', '9999', '10000', '2147483647', '2147483648', '1000000000', '9'.repeat(40)), // big exponents
 );
 const numberLiteral = fc
   .tuple(fc.boolean(), intPart, fc.option(digits(1, 40)), fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), exponent)))
-  .map(([neg, int, frac, exp]) => `${neg ? '-' : ''}${int}${frac === null ? '' : '.' + frac}${exp === null ? '' : exp.join('')}`);
+  .map(([neg, int, frac, exp]) => `${neg ? '-' : ''}${int}${frac === null ? '' : `.${frac}`}${exp === null ? '' : exp.join('')}`);
 
 const tree: fc.Arbitrary<Tree> = fc.letrec<{ value: Tree; arr: Tree; obj: Tree }>((tie) => ({
   value: fc.oneof(
@@ -79,7 +79,7 @@ function produce(t: Tree, seed: number): string {
   const ws = (): string => (rnd() < 0.3 ? (WS[Math.floor(rnd() * WS.length)] as string) : '');
   const u = (c: number): string => {
     const h = c.toString(16).padStart(4, '0');
-    return '\\u' + (rnd() < 0.5 ? h : h.toUpperCase());
+    return `\\u${rnd() < 0.5 ? h : h.toUpperCase()}`;
   };
   const str = (s: string): string => {
     let out = '"';
@@ -96,7 +96,7 @@ function produce(t: Tree, seed: number): string {
       else if (c === 0x2f && rnd() < 0.3) out += '\\/';
       else out += rnd() < 0.15 ? u(c) : ch;
     }
-    return out + '"';
+    return `${out}"`;
   };
   const value = (v: Tree): string => {
     if (v === null || typeof v === 'boolean') return String(v);
@@ -152,8 +152,8 @@ function refNumber(literal: string): string {
   if (length > 10000n) throw new Refused('NUMBER_TOO_LONG');
   let plain: string;
   if (exp >= 0n) plain = d + '0'.repeat(Number(exp));
-  else if (-exp < n) plain = d.slice(0, Number(n + exp)) + '.' + d.slice(Number(n + exp));
-  else plain = '0.' + '0'.repeat(Number(-exp - n)) + d;
+  else if (-exp < n) plain = `${d.slice(0, Number(n + exp))}.${d.slice(Number(n + exp))}`;
+  else plain = `0.${'0'.repeat(Number(-exp - n))}${d}`;
   return (negative ? '-' : '') + plain;
 }
 
@@ -177,9 +177,9 @@ function refString(s: string): string {
   let out = '"';
   for (const ch of s) {
     const c = ch.charCodeAt(0);
-    out += SHORT[ch] ?? (c < 0x20 ? '\\u' + c.toString(16).toUpperCase().padStart(4, '0') : ch);
+    out += SHORT[ch] ?? (c < 0x20 ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}` : ch);
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 /** Code-unit comparison written out (Java String.compareTo). */
@@ -218,7 +218,7 @@ function reference(t: Tree): { bytes: Buffer } | { codes: Set<CanonErrorCode> } 
         else throw e;
       }
     } else if (v.kind === 'arr') v.items.forEach(visit);
-    else if (v.kind === 'obj') v.members.forEach(([, x]) => visit(x));
+    else if (v.kind === 'obj') for (const [, x] of v.members) visit(x);
   };
   visit(t);
   if (codes.size > 0) return { codes };
@@ -376,7 +376,7 @@ describe('properties', () => {
           open += kinds[i] ? '{"k":' : '[';
           close = (kinds[i] ? '}' : ']') + close;
         }
-        const r = canonicalize(open + '"leaf"' + close);
+        const r = canonicalize(`${open}"leaf"${close}`);
         if (depth <= 1000) expect(r.ok).toBe(true);
         else expect(!r.ok && r.error.code).toBe('TOO_DEEP');
       }),
@@ -399,8 +399,8 @@ describe('properties', () => {
 
   it('does not let one call disturb the result of an earlier one', () => {
     const a = canonicalize('{"b":"x","a":[1.50]}');
-    canonicalize('{"z":' + '"y"'.repeat(1) + ',"a":1}');
-    canonicalize('[' + '1e9999,'.repeat(20) + '0]'); // grows the work buffer
+    canonicalize(`{"z":${'"y"'.repeat(1)},"a":1}`);
+    canonicalize(`[${'1e9999,'.repeat(20)}0]`); // grows the work buffer
     expect(a.ok && a.canonical.toString()).toBe('{"a":[1.5],"b":"x"}');
   });
 });

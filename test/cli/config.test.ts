@@ -122,7 +122,7 @@ describe('the real binary', () => {
   it('--help lists only the commands that work', async () => {
     const r = await spawnCli(['--help']);
     expect(r.code).toBe(0);
-    const commands = r.stdout.split('Commands:')[1]!.split('\n').map((l) => /^  (\S+)/.exec(l)?.[1]).filter(Boolean);
+    const commands = r.stdout.split('Commands:')[1]!.split('\n').map((l) => /^ {2}(\S+)/.exec(l)?.[1]).filter(Boolean);
     expect(commands).toEqual(['db', 'deliveries', 'apply-command', 'doctor', 'dev', 'canon', 'manifest', 'reconcile', 'retire-absent', 'projection', 'pause', 'resume', 'config', 'help']);
   });
 });

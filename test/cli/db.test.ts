@@ -1,7 +1,7 @@
 import { describe, expect } from 'vitest';
 import { compareSchema, parseSchema, schemaSql } from '../../src/lib/db/schema.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'db' });

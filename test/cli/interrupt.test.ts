@@ -6,7 +6,7 @@ import { type CliResult, jsonLines, runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, uniqueConsumerKey } from '../helpers/deliveries.js';
 import type { FlowCenter } from '../helpers/flow-center.js';
-import { type ManifestRow } from '../../src/lib/manifest/row.js';
+import type { ManifestRow } from '../../src/lib/manifest/row.js';
 import { insertProjections, testUuid, writeManifestFiles } from '../helpers/manifest.js';
 import { lockTable, startCli } from '../helpers/table-lock.js';
 import { waitFor } from '../helpers/wait.js';

@@ -60,7 +60,9 @@ describe('writeMetricsFile (atomic)', () => {
     dirs.push(d);
     return d;
   };
-  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
 
   it('writes the file and leaves no temp file behind', async () => {
     const d = dir();

@@ -5,7 +5,7 @@ import { afterAll, describe, expect } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
 import { describeServiceTimeZone, readServerZone, zoneFromServer } from '../../src/lib/time/service-zone.js';
 import { cleanEnv, jsonLines, runCli } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'zonedoc', init: 'fc' });

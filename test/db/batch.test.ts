@@ -1,7 +1,7 @@
 import { afterAll, describe, expect } from 'vitest';
 import { WriteBatcher } from '../../src/lib/db/batch.js';
 import { openDb, type Db } from '../../src/lib/db/connect.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'batch' });

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect } from 'vitest';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { insertDeliveries, insertGrant, insertRegistry, PUBLISHER, batchesOfRepeats, repeatedIds, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { amqpUrlFor, EXCHANGE, hardenedBroker, type HardenedBroker, mqCtl } from '../helpers/broker.js';
 import { openBroker } from '../../src/lib/amqp/connect.js';
@@ -149,7 +149,7 @@ describe('returns are proven on the real exchange', () => {
       expect((await rows('consumer_app_key = ?', [lonely])).map((x) => [x.state, x.retry_count, x.claim_owner])).toEqual(Array(5).fill(['PENDING', 0, null]));
       // The probe was plainly not an envelope: its own type.
       const m = await ch.get('fc.unrouted.q', { noAck: true });
-      expect(m && m.properties.type).toBe('fcctl.return-probe');
+      expect(m === false ? false : m.properties.type).toBe('fcctl.return-probe');
     } finally {
       await mqCtl('clear_policy', '-p', broker.vhost, 'ae');
       await mqCtl('set_topic_permissions', '-p', broker.vhost, broker.publisher.name, EXCHANGE, `^fc\\.snapshot\\.v2\\.(${keys.a}|${keys.b}|${PROBE_KEY})\\.`, '^$');

@@ -3,7 +3,7 @@ import { afterAll, describe, expect } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
 import { readServerZone, zoneFromServer } from '../../src/lib/time/service-zone.js';
 import { offsetAt } from '../../src/lib/time/zone.js';
-import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
+import { jsonLines, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { servicesTest } from '../helpers/services.js';

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+
 import { parseCsv } from '../helpers/csv.js';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';

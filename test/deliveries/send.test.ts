@@ -2,7 +2,7 @@ import { afterEach, describe, expect } from 'vitest';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, snapshotOf, uniqueConsumerKey } from '../helpers/deliveries.js';
+import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { servicesTest } from '../helpers/services.js';

@@ -42,7 +42,6 @@ function oldCheck(snapshotJson: string, hash: string, consumer?: { appKey: strin
 
 const consumer = { appKey: '100018', schoolId: '5' };
 const valid = snapshotOf(5);
-const base = JSON.parse(valid) as Record<string, unknown>;
 const hashOf = (t: string): string => {
   const r = canonicalize(t);
   return r.ok ? r.hash : '0'.repeat(64);
@@ -56,8 +55,8 @@ const corpus: string[] = [
   '[]',
   'null',
   '"{}"',
-  ' \n\t\r' + valid + ' \n',
-  '\ufeff' + valid,
+  ` \n\t\r${valid} \n`,
+  `\ufeff${valid}`,
   valid.replace('"schId"', '"sch\\u0049d"'),
   valid.replace('"schId"', '"\\u0073chId"'),
   valid.replace('"schId":5', '"schId":5,"schId":5'),
@@ -88,7 +87,7 @@ const corpus: string[] = [
   valid.replace('"schId":5', `"schId":5,"${'x'.repeat(65)}":1`),
   valid.replace('"schId":5', '"schId":5,"\u{1F642}":1,"\uE000":2'),
   valid.replace('"schId":5', '"schId":5,'),
-  valid + ' x',
+  `${valid} x`,
   valid.replace('12.5', '1E+2'),
 ];
 

@@ -5,7 +5,7 @@ import { canonicalize } from '../../src/lib/canon/index.js';
 import { DEFAULT_PUBLISHER, planSeed } from '../../src/lib/dev/seed.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'seed' });

@@ -6,7 +6,7 @@ import { RETURN_PROBE_ROUTING_KEY } from '../../src/lib/amqp/connect.js';
 import { CONSUMER_QUEUE, ISOLATION_CHECKS } from '../../src/lib/doctor/isolation.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { ISOLATION_ITEMS } from '../helpers/isolation.js';
-import { type TestDatabases } from '../helpers/db.js';
+import type { TestDatabases } from '../helpers/db.js';
 import { insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { isolatedVhost, type IsolatedVhost, managementUrlAs, mgmt, testManagementUrl } from '../helpers/management.js';
 import { servicesTest } from '../helpers/services.js';

@@ -346,7 +346,7 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
     // When each business key's instance came to exist: before everything (-1), at the request that
     // created it (arrival order in the log), or never.
     const existsFrom = new Map<string, number>();
-    ids.forEach((id, i) => before[i] && existsFrom.set(id, -1));
+    for (const [i, id] of ids.entries()) if (before[i]) existsFrom.set(id, -1);
     log.forEach((e, order) => {
       if (e.method === 'POST' && (e.branch === 'CREATED' || e.branch === 'CONCURRENT_CREATED') && !existsFrom.has(e.bizId!)) existsFrom.set(e.bizId!, order);
     });

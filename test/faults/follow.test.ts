@@ -1,8 +1,8 @@
 import amqp from 'amqplib';
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
+import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, drainQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { brokerMemoryAlarm, replaceableConnection, restartService } from '../helpers/faults.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../src/lib/dev/random.js';
 import { type CliResult, FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
-import { freshDatabases, testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
+import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { brokerMemoryAlarm, FAULT_SIZE, pick, recordTotals, replaceableConnection, restartService } from '../helpers/faults.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';

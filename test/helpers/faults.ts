@@ -35,7 +35,7 @@ export interface FaultTotals {
 export function recordTotals(test: string, totals: FaultTotals): void {
   const file = process.env['FCCTL_FAULT_TOTALS'];
   if (!file) return;
-  appendFileSync(file, JSON.stringify({ test, ...totals }) + '\n');
+  appendFileSync(file, `${JSON.stringify({ test, ...totals })}\n`);
 }
 
 const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.url));

@@ -35,7 +35,7 @@ export function collectTextfiles(dir: string): Collected {
   const seen = new Set<string>();
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.prom')).sort()) {
     const path = join(dir, file);
-    let parsed;
+    let parsed: ReturnType<typeof parseExposition>;
     try {
       parsed = parseExposition(readFileSync(path, 'utf8'));
     } catch (err) {

@@ -25,7 +25,7 @@ const answers: TestAnswer[] = Array.from({ length: 30 }, (_, i) => ({
 }));
 const sorted = [...answers].sort((a, b) => (a.answerUuid < b.answerUuid ? -1 : 1));
 
-test.beforeAll(async ({ dbs: services, tmp }) => {
+test.beforeAll(async ({ dbs: services }) => {
   dbs = services;
   env = dbs.env();
   // Other schools and forms around the one read: never in its pages.

@@ -10,7 +10,7 @@ const shRow: ManifestRow = { ...fcRow, isDeleted: true, createTime: null, retire
 describe('manifest lines', () => {
   it('format exactly, members in a fixed order, BIGINTs as digit strings, and parse back', () => {
     expect(formatManifestLine(fcRow)).toBe(
-      '{"answerUuid":"0a0b0c0d-0000-4000-8000-000000000001","revision":"9007199254740993","contentHash":"' + 'a'.repeat(64) + '","isDeleted":false,"schId":"5","createTime":"2026-10-21 08:00:00"}\n',
+      `{"answerUuid":"0a0b0c0d-0000-4000-8000-000000000001","revision":"9007199254740993","contentHash":"${'a'.repeat(64)}","isDeleted":false,"schId":"5","createTime":"2026-10-21 08:00:00"}\n`,
     );
     expect(formatManifestLine(shRow)).toMatch(/"isDeleted":true,"schId":"5","createTime":null,"retiredAt":"2026-11-01 00:00:00"}\n$/);
     expect(parseManifestLine(formatManifestLine(fcRow).trimEnd(), 'fc')).toEqual(fcRow);

@@ -39,20 +39,26 @@ const MODELS: Record<string, new (data: any) => Validator> = {
  */
 function manifestErrors(file: string, text: string): string[] {
   const errors: string[] = [];
-  parseAllDocuments(text, { version: '1.1', uniqueKeys: true }).forEach((doc, i) => {
+  for (const [i, doc] of parseAllDocuments(text, { version: '1.1', uniqueKeys: true }).entries()) {
     const where = `${file} document ${i + 1}`;
     for (const e of [...doc.errors, ...doc.warnings]) errors.push(`${where}: ${e.message.split('\n')[0]}`);
     const data = doc.toJS() as Obj | null;
-    if (data === null || typeof data !== 'object' || Array.isArray(data)) return void errors.push(`${where}: not a mapping`);
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+      errors.push(`${where}: not a mapping`);
+      continue;
+    }
     const Model = MODELS[`${data.apiVersion} ${data.kind}`];
-    if (!Model) return void errors.push(`${where}: no schema for ${data.apiVersion} ${data.kind}`);
+    if (!Model) {
+      errors.push(`${where}: no schema for ${data.apiVersion} ${data.kind}`);
+      continue;
+    }
     if (typeof data.metadata?.name !== 'string') errors.push(`${where}: metadata.name missing`);
     try {
       new Model(data).validate();
     } catch (err) {
       errors.push(`${where}: ${(err as Error).message.split('\n')[0]}`);
     }
-  });
+  }
   return errors;
 }
 

@@ -138,7 +138,6 @@ describe('apply-command resolve-unknown obeys the switch', () => {
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, lookups: 0, posts: 0, stoppedBy: 'paused', paused: { reason: 'flow center incident', source: 'database' } });
     expect((await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null)).toBe(true);
-    const { readFileSync } = await import('node:fs');
     expect(readProm(metrics)).toContain('fcctl_paused{command="apply-command resolve-unknown"} 1\n');
     // --pause-file pauses it as well, whatever the table says
     await cli(['resume', 'apply-command', 'resolve-unknown']);

@@ -133,7 +133,9 @@ describe('reconcilePairSeries: every series names its pair', () => {
 
 describe('the files of the documented setup, as node_exporter reads them', () => {
   const dirs: string[] = [];
-  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
   const dir = () => {
     const d = mkdtempSync(join(tmpdir(), 'fcctl-textfile-'));
     dirs.push(d);

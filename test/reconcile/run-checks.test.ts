@@ -25,7 +25,7 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 const json = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 const dbNow = async () => ((await dbs.admin.query('SELECT CAST(NOW() AS CHAR) AS t'))[0] as Array<{ t: string }>)[0]!.t;
 /** Waits until the database's clock has passed `t` (DATETIMEs have whole seconds). */
-const after = (t: string) => waitFor(`the database clock past ${t}`, async () => (await dbNow()) > t, 5000, 50);
+const clockPast = (t: string) => waitFor(`the database clock past ${t}`, async () => (await dbNow()) > t, 5000, 50);
 const checksums = async () => `${await checksumTables(dbs.admin, dbs.fcName, FC_TABLES)} ${await checksumTables(dbs.admin, dbs.shName, SH_TABLES_FOR_CHECKSUM)}`;
 
 test.beforeAll(async ({ dbs: services, tmp }) => {
@@ -41,7 +41,7 @@ describe('reconcile diff checks --task-start against the FC scan\'s own start', 
     const sub = join(dir, 'task-start');
     mkdirSync(sub);
     const early = await dbNow();
-    await after(early);
+    await clockPast(early);
     const fc = await runCli(['--json', 'manifest', 'scan', '--side', 'fc', '--school', '5', '--form', FORM, '--out', join(sub, 'fc.jsonl')], { env });
     expect(fc.code).toBe(0);
     const fcCheckpoint = json(join(sub, 'fc.checkpoint.json'));
@@ -55,7 +55,7 @@ describe('reconcile diff checks --task-start against the FC scan\'s own start', 
     await insertAnswers(dbs.admin, dbs.fcName, [late]);
     await insertProjections(dbs.admin, dbs.shName, [{ answerUuid: late.answerUuid, formUuid: FORM, contentHash: answerHash(late), createTime: 'NOW()' }]);
     const created = ((await dbs.admin.query(`SELECT CAST(create_time AS CHAR) AS t FROM \`${dbs.shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [late.answerUuid]))[0] as Array<{ t: string }>)[0]!.t;
-    await after(created);
+    await clockPast(created);
     const sh = await runCli(['--json', 'manifest', 'scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', join(sub, 'sh.jsonl')], { env });
     expect(sh.code).toBe(0);
     expect(json(join(sub, 'sh.checkpoint.json'))['dbStartedAt']).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);

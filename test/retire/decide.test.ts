@@ -132,7 +132,7 @@ describe('decideRetire: exhaustive over every combination of the facts', () => {
             retireProofDigest: c.retired === 'no' ? null : retirements[c.retired][1],
             revision: c.revision ? '3' : '30',
             contentHash: c.hash ? H1 : H2,
-            isDeleted: c.deleted ? false : true,
+            isDeleted: !c.deleted,
             formUuid: c.form ? FORM : OTHER_FORM,
           })
         : null;

@@ -321,7 +321,7 @@ function compareMembers(a: number, b: number, names: string[] | undefined, base:
   const sb = mKeyStart[b] as number;
   const la = (mKeyEnd[a] as number) - sa;
   const lb = (mKeyEnd[b] as number) - sb;
-  const n = la < lb ? la : lb;
+  const n = Math.min(la , lb);
   for (let i = 0; i < n; i++) {
     const x = w[sa + i] as number;
     const y = w[sb + i] as number;
@@ -497,7 +497,7 @@ function scanString(): number {
     }
     if (c === 0x5c) {
       pos = p;
-      escape(quote);
+      escapeChar(quote);
       p = pos;
       flags = ESCAPED;
       continue;
@@ -509,7 +509,7 @@ function scanString(): number {
 }
 
 /** Rewrites the escape at `pos` (a backslash) and moves past it. */
-function escape(quote: number): void {
+function escapeChar(quote: number): void {
   const e = pos + 1 < len ? W[pos + 1] : undefined;
   switch (e) {
     case 0x22: case 0x5c: case 0x62: case 0x66: case 0x6e: case 0x72: case 0x74:
@@ -562,7 +562,7 @@ function hex4(p: number, quote: number): number {
   return u;
 }
 
-const SHORT_ESCAPES: Record<number, number> = { 0x08: 0x62, 0x09: 0x74, 0x0a: 0x6e, 0x0c: 0x66, 0x0d: 0x72 };
+const SHORT_ESCAPES: Record<number, number> = { 8: 0x62, 9: 0x74, 10: 0x6e, 12: 0x66, 13: 0x72 };
 const HEX_UPPER = '0123456789ABCDEF';
 
 /** Canonical bytes of one UTF-16 code unit from a `\u` escape (an unpaired surrogate is `?`). */

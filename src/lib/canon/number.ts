@@ -106,9 +106,9 @@ export function exactPlain(literal: string): string | NumberRefusal {
 
   let plain: string;
   if (scaleExp >= 0) plain = scaleExp === 0 ? significant : significant + '0'.repeat(scaleExp);
-  else if (-scaleExp < k) plain = significant.slice(0, k + scaleExp) + '.' + significant.slice(k + scaleExp);
-  else plain = '0.' + '0'.repeat(-scaleExp - k) + significant;
-  return negative ? '-' + plain : plain;
+  else if (-scaleExp < k) plain = `${significant.slice(0, k + scaleExp)}.${significant.slice(k + scaleExp)}`;
+  else plain = `0.${'0'.repeat(-scaleExp - k)}${significant}`;
+  return negative ? `-${plain}` : plain;
 }
 
 /**

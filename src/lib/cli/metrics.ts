@@ -361,7 +361,7 @@ export async function checkMetricsFile(path: string): Promise<void> {
     throw refuse(`directory ${dir} is not writable (${err.code ?? err.message})`);
   });
   const fileStat = await stat(file).catch(() => null);
-  if (fileStat !== null && fileStat.isDirectory()) throw refuse('it is a directory');
+  if (fileStat?.isDirectory()) throw refuse('it is a directory');
 }
 
 /** How long a writer waits for another's read-merge-rename of the same file, in milliseconds. */

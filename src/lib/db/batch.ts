@@ -81,7 +81,9 @@ export class WriteBatcher {
               if (r?.status === 'fulfilled') q.resolve(r.value);
               else q.reject(r ? r.reason : new Error(`a batch of ${batch.length} writes answered ${settled.length} results`));
             }),
-          (err: unknown) => batch.forEach((q) => q.reject(err)),
+          (err: unknown) => {
+            for (const q of batch) q.reject(err);
+          },
         )
         .finally(() => {
           this.inFlight -= 1;

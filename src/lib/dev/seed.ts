@@ -161,7 +161,7 @@ function grantVariants(seed: number, keys: readonly string[]): Map<string, Grant
   const rank = new Map(keys.map((k) => [k, seededUuid(seed, 'grant-order', k)]));
   const order = [...keys].sort((a, b) => (rank.get(a)! < rank.get(b)! ? -1 : 1));
   const kinds: GrantVariant[] = ['push-disabled', 'revoked', 'advanced'];
-  kinds.forEach((kind, k) => order.slice(k * per, (k + 1) * per).forEach((key) => variants.set(key, kind)));
+  for (const [k, kind] of kinds.entries()) for (const key of order.slice(k * per, (k + 1) * per)) variants.set(key, kind);
   return variants;
 }
 

@@ -453,7 +453,7 @@ export function topicPermissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vho
   }
   if (problems.length) return { check, status: 'fail', detail: `${who}: ${problems.join('; ')}` };
   const prefixes = re === '' ? null : provablePrefixes(re);
-  if (prefixes !== null && prefixes.every((p) => p.startsWith(ROUTING_KEY_PREFIX))) {
+  if (prefixes?.every((p) => p.startsWith(ROUTING_KEY_PREFIX))) {
     return { check, status: 'ok', detail: `${who}: ${shown} allows only ${ROUTING_KEY_PREFIX} keys, the return probe's key included` };
   }
   return {

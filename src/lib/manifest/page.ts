@@ -7,7 +7,7 @@ import type { AnswerRow } from '../answers/sql.js';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import { formatManifestLine, type ManifestRow, type ManifestSide, normalizeDateTime } from './row.js';
-import { type ShardRange } from './shard.js';
+import type { ShardRange } from './shard.js';
 import { selectManifestBoundary, selectManifestPage } from './sql.js';
 
 /** Default and largest page size (seed 000 §8.1). */

@@ -61,7 +61,7 @@ export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: 
   let rows = 0;
   const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
   // a change of state is written to the registry at once, not at the next beat
-  let beatNow = () => undefined as void;
+  let beatNow: () => void = () => {};
   // each change said once: the loop announces its own start, as this does before the loop runs
   let said: string | null = null;
   const handle: ServiceHandle = {

@@ -5,7 +5,7 @@
  */
 import type { Statement } from '../../db/statement.js';
 import type { CommandWrite } from './decide.js';
-import { type CommandGeneration } from '../types.js';
+import type { CommandGeneration } from '../types.js';
 
 /** Columns resolve needs; never `SELECT *`. */
 export const ROW_COLUMNS = 'id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time';

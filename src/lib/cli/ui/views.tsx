@@ -35,6 +35,7 @@ export function TableView({ title, lines }: { title?: string; lines: readonly st
       {title !== undefined && <Text bold>{title}</Text>}
       {header !== undefined && <Text underline>{header}</Text>}
       {rest.map((line, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: a fixed list of lines, drawn once, never reordered
         <Text key={i}>{line}</Text>
       ))}
     </Box>

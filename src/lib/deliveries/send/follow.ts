@@ -15,6 +15,7 @@ import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '
 import { emptySummary } from './decide.js';
 import { claimBatches, countDue, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
+import type { PauseState } from '../../pause/decide.js';
 import type { SendDeps, SendOptions, SendSummary } from './types.js';
 
 export interface FollowOptions {
@@ -91,7 +92,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   try {
     while (!deps.signal.aborted) {
       deps.onProgress?.();
-      let pause;
+      let pause: PauseState | null | undefined;
       try {
         pause = await deps.paused?.();
       } catch (err) {

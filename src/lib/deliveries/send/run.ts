@@ -221,7 +221,7 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
 
 /** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
 export async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
-  let channel;
+  let channel: Awaited<ReturnType<Broker['confirmChannel']>>;
   try {
     channel = await broker.confirmChannel();
   } catch (err) {
@@ -277,7 +277,7 @@ async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: reado
       if (publisher.busy) await publisher.slot();
       if (deps.clock() - checkedAt <= grantMaxAgeMs) break;
       const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), facts, options.retry.maxRetries);
-      again.forEach((d, k) => (decided[i + k] = d));
+      for (const [k, d] of again.entries()) decided[i + k] = d;
       checkedAt = deps.clock();
       if (decided[i]!.decision.kind !== 'publish') break;
     }
@@ -297,7 +297,7 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   const { options, deps, summary } = run;
   // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
   const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
-  let decided;
+  let decided: Awaited<ReturnType<typeof publishChecked>>;
   try {
     decided = await publishChecked(run, publisher, rows, facts, notAfter, owner, turn);
   } finally {
@@ -392,7 +392,7 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
 
 /** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
 export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
-  const { options, deps, summary } = run;
+  const { options, summary } = run;
   const inFlight = new InFlight();
   const turns = new Turns();
   for (;;) {

@@ -20,7 +20,17 @@ import os from 'node:os';
 import mysql from 'mysql2/promise';
 import { benchArgs, flag, ROOT, str } from './lib.mjs';
 
-const args = benchArgs({ history: str('0'), rows: str('2000'), latency: str('20'), concurrency: str('16'), 'batch-size': str('100'), mode: str('found'), rounds: str('3'), 'dry-run': flag(), simulated: flag() });
+const args = benchArgs({
+  history: str('0'),
+  rows: str('2000'),
+  latency: str('20'),
+  concurrency: str('16'),
+  'batch-size': str('100'),
+  mode: str('found'),
+  rounds: str('3'),
+  'dry-run': flag(),
+  simulated: flag(),
+});
 const rows = Number(args.rows);
 const history = Number(args.history);
 const latency = Number(args.latency);
@@ -61,16 +71,36 @@ if (history > 0) await admin.query(`CREATE DATABASE \`${histName}\` CHARACTER SE
 
 let standIn;
 const standInUrl = await new Promise((resolve, reject) => {
-  run(process.execPath, ['fixtures/flow-center/server.mjs', '--port', '0', '--latency-ms', String(latency)], { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ [APP.key]: APP.secret }) }, (line, child) => {
-    standIn = child;
-    resolve(line.trim());
-  }).then((r) => reject(new Error(`stand-in exited: ${r.err}`)));
+  run(
+    process.execPath,
+    ['fixtures/flow-center/server.mjs', '--port', '0', '--latency-ms', String(latency)],
+    { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ [APP.key]: APP.secret }) },
+    (line, child) => {
+      standIn = child;
+      resolve(line.trim());
+    },
+  ).then((r) => reject(new Error(`stand-in exited: ${r.err}`)));
 });
-const adminCall = (method, path, body) => fetch(`${standInUrl}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => r.json());
-const env = { PATH: process.env.PATH, FCCTL_SH_DATABASE_URL: shUrl, FCCTL_FLOW_URL: standInUrl, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret };
+const adminCall = (method, path, body) =>
+  fetch(`${standInUrl}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) =>
+    r.json(),
+  );
+const env = {
+  PATH: process.env.PATH,
+  FCCTL_SH_DATABASE_URL: shUrl,
+  FCCTL_FLOW_URL: standInUrl,
+  FCCTL_APP_KEY: APP.key,
+  FCCTL_APP_SECRET: APP.secret,
+};
 /** The databases each round runs on: the plain one, and with --history the one behind the history. */
 const targets = [{ name: dbName, url: shUrl, env, history: false }];
-if (history > 0) targets.push({ name: histName, url: `${base.replace(/\/$/, '')}/${histName}`, env: { ...env, FCCTL_SH_DATABASE_URL: `${base.replace(/\/$/, '')}/${histName}` }, history: true });
+if (history > 0)
+  targets.push({
+    name: histName,
+    url: `${base.replace(/\/$/, '')}/${histName}`,
+    env: { ...env, FCCTL_SH_DATABASE_URL: `${base.replace(/\/$/, '')}/${histName}` },
+    history: true,
+  });
 
 const results = [];
 const perRow = mode === 'found' ? 1 : 2;
@@ -87,24 +117,68 @@ async function simulated(shUrl) {
       await new Promise((r) => setTimeout(r, latency));
       const i = Number(bizId.slice(bizId.indexOf('-') + 1));
       if (mode === 'not-found') return { kind: 'not-found' };
-      return { kind: 'found', instance: { instanceId: `FI-${bizId}`, bizType, bizId, status: 30, applyAppKey: APP.key, submitterId: String(1000 + i), flowGuid: `guid-${bizId}`, round: 1 } };
+      return {
+        kind: 'found',
+        instance: {
+          instanceId: `FI-${bizId}`,
+          bizType,
+          bizId,
+          status: 30,
+          applyAppKey: APP.key,
+          submitterId: String(1000 + i),
+          flowGuid: `guid-${bizId}`,
+          round: 1,
+        },
+      };
     },
     apply: async (req) => {
       await new Promise((r) => setTimeout(r, latency));
-      return { kind: 'applied', branch: 'CREATED', instance: { instanceId: `FI-${req.bizId}`, bizType: req.bizType, bizId: req.bizId, status: 10, applyAppKey: req.applyAppKey, submitterId: req.submitterId, flowGuid: req.flowGuid, round: 1 } };
+      return {
+        kind: 'applied',
+        branch: 'CREATED',
+        instance: {
+          instanceId: `FI-${req.bizId}`,
+          bizType: req.bizType,
+          bizId: req.bizId,
+          status: 10,
+          applyAppKey: req.applyAppKey,
+          submitterId: req.submitterId,
+          flowGuid: req.flowGuid,
+          round: 1,
+        },
+      };
     },
   };
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   const summary = await runResolve(
-    { batchSize: Number(args['batch-size']), concurrency, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 3600, leaseSeconds: 300, pendingGraceSeconds: 600, retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, dryRun: args['dry-run'], requestTimeoutMs: 5000, maxConsecutiveErrors: 20 },
+    {
+      batchSize: Number(args['batch-size']),
+      concurrency,
+      maxRows: Number.MAX_SAFE_INTEGER,
+      maxSeconds: 3600,
+      leaseSeconds: 300,
+      pendingGraceSeconds: 600,
+      retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 },
+      dryRun: args['dry-run'],
+      requestTimeoutMs: 5000,
+      maxConsecutiveErrors: 20,
+    },
     { db, flow, appKey: APP.key, signal: new AbortController().signal, clock: () => performance.now() },
   );
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(c0);
   await db.close();
   if (summary.done !== rows) throw new Error(`simulated: ${JSON.stringify(summary)}`);
-  return { seconds: Math.round(seconds * 100) / 100, wall: seconds, rowsPerSecond: rows / seconds, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round(((cpu.user + cpu.system) / 1000 / rows) * 100) / 100, standInCpuMsPerRow: 0 };
+  return {
+    seconds: Math.round(seconds * 100) / 100,
+    wall: seconds,
+    rowsPerSecond: rows / seconds,
+    lookups: summary.lookups,
+    posts: summary.posts,
+    fcctlCpuMsPerRow: Math.round(((cpu.user + cpu.system) / 1000 / rows) * 100) / 100,
+    standInCpuMsPerRow: 0,
+  };
 }
 try {
   for (const t of targets) {
@@ -129,7 +203,8 @@ try {
       const [[{ Value: dirty }]] = await admin.query("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'");
       if (Number(dirty) < 1000) break;
     }
-    if (!args.json) console.error(`history: ${history} DONE rows seeded in ${((performance.now() - h0) / 1000).toFixed(1)} s`);
+    if (!args.json)
+      console.error(`history: ${history} DONE rows seeded in ${((performance.now() - h0) / 1000).toFixed(1)} s`);
   }
   if (!args.simulated) {
     // Reference in the same script, same stand-in, same moment: the same number of signed lookups
@@ -139,61 +214,121 @@ try {
     // round: its JIT warm-up on these two shared cores is not fcctl's cost.
     const { FlowClient } = await import('../dist/lib/flow/client.js');
     const pLimit = (await import('p-limit')).default;
-    const client = new FlowClient({ baseUrl: standInUrl, appKey: APP.key, secret: APP.secret, timeoutMs: 10_000, maxSockets: concurrency });
+    const client = new FlowClient({
+      baseUrl: standInUrl,
+      appKey: APP.key,
+      secret: APP.secret,
+      timeoutMs: 10_000,
+      maxSockets: concurrency,
+    });
     const limit = pLimit(concurrency);
     for (let pass = 0; pass < 2; pass++) {
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: rows * perRow }, (_, i) => limit(() => client.lookup('honor_apply', `ref${pass}-${i}`))));
+      await Promise.all(
+        Array.from({ length: rows * perRow }, (_, i) => limit(() => client.lookup('honor_apply', `ref${pass}-${i}`))),
+      );
       reference = (rows * perRow) / ((performance.now() - t0) / 1000) / perRow;
     }
     client.close();
   }
-  for (let round = 1; round <= rounds; round++) for (const { name: dbName, url, env, history: behindHistory } of targets) {
-    await admin.query(`DELETE FROM \`${dbName}\`.flow_apply_command WHERE biz_type <> 'history'; DELETE FROM \`${dbName}\`.service_apply`);
-    await adminCall('POST', '/__admin/reset');
-    const prefix = `r${round}-`;
-    const values = [];
-    const instances = [];
-    for (let i = 0; i < rows; i++) {
-      const bizId = `${prefix}${i}`;
-      values.push(['honor_apply', bizId, APP.key, 1000 + i, `guid-${bizId}`, `tok-${bizId}`, 1, 'UNKNOWN', 0]);
-      if (mode === 'found') instances.push({ bizType: 'honor_apply', bizId, status: i % 2 ? 30 : 40, applyAppKey: APP.key, submitterId: 1000 + i, flowGuid: `guid-${bizId}` });
+  for (let round = 1; round <= rounds; round++)
+    for (const { name: dbName, url, env, history: behindHistory } of targets) {
+      await admin.query(
+        `DELETE FROM \`${dbName}\`.flow_apply_command WHERE biz_type <> 'history'; DELETE FROM \`${dbName}\`.service_apply`,
+      );
+      await adminCall('POST', '/__admin/reset');
+      const prefix = `r${round}-`;
+      const values = [];
+      const instances = [];
+      for (let i = 0; i < rows; i++) {
+        const bizId = `${prefix}${i}`;
+        values.push(['honor_apply', bizId, APP.key, 1000 + i, `guid-${bizId}`, `tok-${bizId}`, 1, 'UNKNOWN', 0]);
+        if (mode === 'found')
+          instances.push({
+            bizType: 'honor_apply',
+            bizId,
+            status: i % 2 ? 30 : 40,
+            applyAppKey: APP.key,
+            submitterId: 1000 + i,
+            flowGuid: `guid-${bizId}`,
+          });
+      }
+      await admin.query(
+        `INSERT INTO \`${dbName}\`.flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time) VALUES ?`,
+        [values.map((v) => [...v, new Date()])],
+      );
+      await admin.query(`INSERT INTO \`${dbName}\`.service_apply (biz_type, biz_id) VALUES ?`, [
+        values.map((v) => [v[0], v[1]]),
+      ]);
+      for (let i = 0; i < instances.length; i += 2000)
+        await adminCall('POST', '/__admin/instances', instances.slice(i, i + 2000));
+      if (args.simulated) {
+        results.push({
+          round,
+          history: behindHistory,
+          ...(await simulated(url)),
+          load1: Math.round(os.loadavg()[0] * 10) / 10,
+        });
+        continue;
+      }
+      const cpuBefore = await adminCall('GET', '/__admin/stats');
+      const t0 = performance.now();
+      // `times` after the command: the CPU time fcctl itself used (user and system), for the per-row cost.
+      const nodeArgs = [
+        ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+        'bin/fcctl',
+        '--json',
+        'apply-command',
+        'resolve-unknown',
+        '--concurrency',
+        String(concurrency),
+        '--batch-size',
+        args['batch-size'],
+        ...(args['dry-run'] ? ['--dry-run'] : []),
+      ];
+      const r = await run(
+        'bash',
+        ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', process.execPath, ...nodeArgs],
+        env,
+      );
+      const wall = (performance.now() - t0) / 1000;
+      const cpuAfter = await adminCall('GET', '/__admin/stats');
+      const sec = (t) => {
+        const m = /(\d+)m([\d.]+)s/.exec(t);
+        return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+      };
+      const childTimes = r.err.trim().split('\n').at(-1).trim().split(/\s+/);
+      const fcctlCpuMs = (sec(childTimes[0]) + sec(childTimes[1])) * 1000;
+      const standInCpuMs = cpuAfter.cpuUserMs + cpuAfter.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs;
+      const load = os.loadavg()[0];
+      const summary = r.out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .find((l) => l.type === 'summary');
+      if (process.env.BENCH_TIMELINE) {
+        const log = await adminCall('GET', '/__admin/log');
+        const t = log.map((e) => e.at);
+        const start = Math.min(...t);
+        const buckets = [];
+        for (const x of t) buckets[Math.floor((x - start) / 250)] = (buckets[Math.floor((x - start) / 250)] ?? 0) + 1;
+        console.error(`requests per 250 ms: ${[...buckets].map((b) => b ?? 0).join(' ')}`);
+      }
+      if (!summary || summary.done !== rows) throw new Error(`round ${round}: ${r.err || JSON.stringify(summary)}`);
+      // rowsPerSecond is computed from the unrounded run time (summary.seconds is rounded to 0.1 s).
+      results.push({
+        round,
+        history: behindHistory,
+        seconds: Math.round((rows / summary.rowsPerSecond) * 100) / 100,
+        wall,
+        rowsPerSecond: summary.rowsPerSecond,
+        lookups: summary.lookups,
+        posts: summary.posts,
+        fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100,
+        standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100,
+        load1: Math.round(load * 10) / 10,
+      });
     }
-    await admin.query(
-      `INSERT INTO \`${dbName}\`.flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time) VALUES ?`,
-      [values.map((v) => [...v, new Date()])],
-    );
-    await admin.query(`INSERT INTO \`${dbName}\`.service_apply (biz_type, biz_id) VALUES ?`, [values.map((v) => [v[0], v[1]])]);
-    for (let i = 0; i < instances.length; i += 2000) await adminCall('POST', '/__admin/instances', instances.slice(i, i + 2000));
-    if (args.simulated) {
-      results.push({ round, history: behindHistory, ...(await simulated(url)), load1: Math.round(os.loadavg()[0] * 10) / 10 });
-      continue;
-    }
-    const cpuBefore = await adminCall('GET', '/__admin/stats');
-    const t0 = performance.now();
-    // `times` after the command: the CPU time fcctl itself used (user and system), for the per-row cost.
-    const nodeArgs = [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'bin/fcctl', '--json', 'apply-command', 'resolve-unknown', '--concurrency', String(concurrency), '--batch-size', args['batch-size'], ...(args['dry-run'] ? ['--dry-run'] : [])];
-    const r = await run('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', process.execPath, ...nodeArgs], env);
-    const wall = (performance.now() - t0) / 1000;
-    const cpuAfter = await adminCall('GET', '/__admin/stats');
-    const sec = (t) => { const m = /(\d+)m([\d.]+)s/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
-    const childTimes = r.err.trim().split('\n').at(-1).trim().split(/\s+/);
-    const fcctlCpuMs = (sec(childTimes[0]) + sec(childTimes[1])) * 1000;
-    const standInCpuMs = cpuAfter.cpuUserMs + cpuAfter.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs;
-    const load = os.loadavg()[0];
-    const summary = r.out.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
-    if (process.env.BENCH_TIMELINE) {
-      const log = await adminCall('GET', '/__admin/log');
-      const t = log.map((e) => e.at);
-      const start = Math.min(...t);
-      const buckets = [];
-      for (const x of t) buckets[Math.floor((x - start) / 250)] = (buckets[Math.floor((x - start) / 250)] ?? 0) + 1;
-      console.error(`requests per 250 ms: ${[...buckets].map((b) => b ?? 0).join(' ')}`);
-    }
-    if (!summary || summary.done !== rows) throw new Error(`round ${round}: ${r.err || JSON.stringify(summary)}`);
-    // rowsPerSecond is computed from the unrounded run time (summary.seconds is rounded to 0.1 s).
-    results.push({ round, history: behindHistory, seconds: Math.round((rows / summary.rowsPerSecond) * 100) / 100, wall, rowsPerSecond: summary.rowsPerSecond, lookups: summary.lookups, posts: summary.posts, fcctlCpuMsPerRow: Math.round((fcctlCpuMs / rows) * 100) / 100, standInCpuMsPerRow: Math.round((standInCpuMs / rows) * 100) / 100, load1: Math.round(load * 10) / 10 });
-  }
 } finally {
   standIn?.kill('SIGTERM');
   await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
@@ -206,21 +341,47 @@ const medianOf = (rs) => [...rs].sort((a, b) => a.rowsPerSecond - b.rowsPerSecon
 const median = medianOf(results.filter((r) => !r.history));
 const historyMedian = history > 0 ? medianOf(results.filter((r) => r.history)) : null;
 const report = {
-  mode, simulated: args.simulated, rows, history, latencyMs: latency, concurrency, batchSize: Number(args['batch-size']), requestsPerRow: perRow, boundRowsPerSecond: bound,
-  medianRowsPerSecond: Math.round(median.rowsPerSecond), ratio: Math.round((median.rowsPerSecond / bound) * 100) / 100,
-  referenceRowsPerSecond: reference === null ? null : Math.round(reference), ratioToReference: reference === null ? null : Math.round((median.rowsPerSecond / reference) * 100) / 100,
+  mode,
+  simulated: args.simulated,
+  rows,
+  history,
+  latencyMs: latency,
+  concurrency,
+  batchSize: Number(args['batch-size']),
+  requestsPerRow: perRow,
+  boundRowsPerSecond: bound,
+  medianRowsPerSecond: Math.round(median.rowsPerSecond),
+  ratio: Math.round((median.rowsPerSecond / bound) * 100) / 100,
+  referenceRowsPerSecond: reference === null ? null : Math.round(reference),
+  ratioToReference: reference === null ? null : Math.round((median.rowsPerSecond / reference) * 100) / 100,
   historyMedianRowsPerSecond: historyMedian && Math.round(historyMedian.rowsPerSecond),
   historyRatio: historyMedian && Math.round((historyMedian.rowsPerSecond / median.rowsPerSecond) * 100) / 100,
-  rounds: results.map((r) => ({ ...r, rowsPerSecond: Math.round(r.rowsPerSecond), wall: Math.round(r.wall * 100) / 100 })),
-  node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model,
+  rounds: results.map((r) => ({
+    ...r,
+    rowsPerSecond: Math.round(r.rowsPerSecond),
+    wall: Math.round(r.wall * 100) / 100,
+  })),
+  node: process.version,
+  cpus: os.cpus().length,
+  cpu: os.cpus()[0]?.model,
 };
 if (args.json) console.log(JSON.stringify(report));
 else {
-  console.log(`resolve-unknown${args.simulated ? ' (simulated flow center, no HTTP)' : ''}, ${mode}: ${rows} rows${history ? ` (rounds alternating with a database behind ${history} DONE rows)` : ''}, latency ${latency} ms, concurrency ${concurrency} → bound ${Math.round(bound)} rows/s`);
+  console.log(
+    `resolve-unknown${args.simulated ? ' (simulated flow center, no HTTP)' : ''}, ${mode}: ${rows} rows${history ? ` (rounds alternating with a database behind ${history} DONE rows)` : ''}, latency ${latency} ms, concurrency ${concurrency} → bound ${Math.round(bound)} rows/s`,
+  );
   for (const r of report.rounds) {
-    console.log(`  round ${r.round}${r.history ? ' (history)' : ''}: ${r.seconds} s in the command (${r.wall} s wall), ${r.rowsPerSecond} rows/s, ${r.lookups} lookups, ${r.posts} posts; CPU per row: fcctl ${r.fcctlCpuMsPerRow} ms${args.simulated ? ' (the runner in this process)' : ` (whole process, startup included), stand-in ${r.standInCpuMsPerRow} ms`}; load ${r.load1} on ${report.cpus} CPUs`);
+    console.log(
+      `  round ${r.round}${r.history ? ' (history)' : ''}: ${r.seconds} s in the command (${r.wall} s wall), ${r.rowsPerSecond} rows/s, ${r.lookups} lookups, ${r.posts} posts; CPU per row: fcctl ${r.fcctlCpuMsPerRow} ms${args.simulated ? ' (the runner in this process)' : ` (whole process, startup included), stand-in ${r.standInCpuMsPerRow} ms`}; load ${r.load1} on ${report.cpus} CPUs`,
+    );
   }
   console.log(`  median ${report.medianRowsPerSecond} rows/s = ${report.ratio} × bound (goal ≥ 0.8)`);
-  if (historyMedian) console.log(`  behind ${history} DONE rows: median ${report.historyMedianRowsPerSecond} rows/s = ${report.historyRatio} × the plain database's (goal ≥ 0.9)`);
-  if (reference !== null) console.log(`  reference, same script: FlowClient lookups alone (no database) ${report.referenceRowsPerSecond} rows/s = ${report.referenceRowsPerSecond && Math.round((report.referenceRowsPerSecond / bound) * 100) / 100} × bound; fcctl = ${report.ratioToReference} × the reference`);
+  if (historyMedian)
+    console.log(
+      `  behind ${history} DONE rows: median ${report.historyMedianRowsPerSecond} rows/s = ${report.historyRatio} × the plain database's (goal ≥ 0.9)`,
+    );
+  if (reference !== null)
+    console.log(
+      `  reference, same script: FlowClient lookups alone (no database) ${report.referenceRowsPerSecond} rows/s = ${report.referenceRowsPerSecond && Math.round((report.referenceRowsPerSecond / bound) * 100) / 100} × bound; fcctl = ${report.ratioToReference} × the reference`,
+    );
 }

@@ -32,11 +32,14 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
-
 try {
   // 1. The corpus, once, then the big file by streaming copies of it.
   const corpus = join(dir, 'corpus.jsonl');
-  const dump = spawnSync(process.execPath, [join(root, 'bench/canon.mjs'), '--dump', corpus, '--docs', args.docs, '--seed', args.seed], { stdio: 'inherit' });
+  const dump = spawnSync(
+    process.execPath,
+    [join(root, 'bench/canon.mjs'), '--dump', corpus, '--docs', args.docs, '--seed', args.seed],
+    { stdio: 'inherit' },
+  );
   if (dump.status !== 0) throw new Error('could not build the corpus');
   const corpusBytes = statSync(corpus).size;
   const corpusText = readFileSync(corpus);
@@ -69,7 +72,9 @@ try {
 
   // 3. The run: count output lines and error lines as they stream by; sample memory.
   const t0 = performance.now();
-  const child = spawn(process.execPath, [fcctl, 'canon', 'hash', '--lines', big], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fcctl, 'canon', 'hash', '--lines', big], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const mem = sampleMemory(child.pid);
   let outputLines = 0;
   let errorLines = 0;
@@ -121,25 +126,36 @@ try {
     rssGoalMb: RSS_GOAL_MB,
     checks,
   };
-  const ok = code === 1 && checks.linesMatch && checks.errorsMatch && checks.firstHashMatches && result.peakRssMb < RSS_GOAL_MB;
+  const ok =
+    code === 1 && checks.linesMatch && checks.errorsMatch && checks.firstHashMatches && result.peakRssMb < RSS_GOAL_MB;
 
   if (args.json) {
     console.log(JSON.stringify({ ...result, ok }));
   } else {
     console.log(`node ${process.version}, ${result.cpus}, load average ${loadText(result.loadavg)}`);
-    console.log(`input: ${(inputBytes / 1e6).toFixed(0)} MB (${(inputBytes / 2 ** 20).toFixed(0)} MiB), ${inputLines} lines (${copies} copies of a ${docsPerCopy}-snapshot corpus + 1 refused line each), generated in ${genSeconds.toFixed(1)} s, read from the page cache`);
+    console.log(
+      `input: ${(inputBytes / 1e6).toFixed(0)} MB (${(inputBytes / 2 ** 20).toFixed(0)} MiB), ${inputLines} lines (${copies} copies of a ${docsPerCopy}-snapshot corpus + 1 refused line each), generated in ${genSeconds.toFixed(1)} s, read from the page cache`,
+    );
     console.log('');
     console.log('| measure | value |');
     console.log('|---|---:|');
     console.log(`| wall time | ${seconds.toFixed(2)} s (start-up alone ${startupSeconds.toFixed(2)} s) |`);
-    console.log(`| throughput | ${result.mbPerS.toFixed(1)} MB/s (${result.mbPerSAfterStartup.toFixed(1)} MB/s without start-up) |`);
-    console.log(`| CPU time of the child | ${cpuSeconds.toFixed(2)} s (${result.mbPerCpuS.toFixed(1)} MB per CPU second) |`);
+    console.log(
+      `| throughput | ${result.mbPerS.toFixed(1)} MB/s (${result.mbPerSAfterStartup.toFixed(1)} MB/s without start-up) |`,
+    );
+    console.log(
+      `| CPU time of the child | ${cpuSeconds.toFixed(2)} s (${result.mbPerCpuS.toFixed(1)} MB per CPU second) |`,
+    );
     console.log(`| peak RSS of the child (VmHWM) | ${result.peakRssMb.toFixed(1)} MB (goal < ${RSS_GOAL_MB} MB) |`);
     console.log(`| output lines / input lines | ${outputLines} / ${inputLines} |`);
     console.log(`| error lines (expected ${copies}) | ${errorLines} |`);
     console.log(`| exit code (1: refused lines present) | ${code} |`);
     console.log('');
-    console.log(ok ? 'OK: one output line per input line, peak RSS under the goal' : `FAILED: ${JSON.stringify(checks)}, peak RSS ${result.peakRssMb.toFixed(1)} MB`);
+    console.log(
+      ok
+        ? 'OK: one output line per input line, peak RSS under the goal'
+        : `FAILED: ${JSON.stringify(checks)}, peak RSS ${result.peakRssMb.toFixed(1)} MB`,
+    );
   }
   process.exitCode = ok ? 0 : 1;
 } finally {

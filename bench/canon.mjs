@@ -57,18 +57,40 @@ function corpusDoc(rnd, index) {
   const num = (text) => ({ $num: text });
   const field = () => {
     switch (int(0, 9)) {
-      case 0: return hanzi(int(2, 8)); // a name, a title
-      case 1: return hanzi(int(20, 300)) + (rnd() < 0.3 ? `\n${hanzi(int(10, 80))}` : ''); // an essay
-      case 2: return num(decimal()); // an amount
-      case 3: return num(String(int(0, 100000))); // a count, a score
-      case 4: return Array.from({ length: int(1, 5) }, () => pick(['A', 'B', 'C', 'D', 'E', 'opt_1', 'opt_2'])); // multi-choice
-      case 5: return { province: hanzi(3), city: hanzi(3), district: hanzi(3), detail: `${hanzi(int(6, 20)) + int(1, 999)}号` };
+      case 0:
+        return hanzi(int(2, 8)); // a name, a title
+      case 1:
+        return hanzi(int(20, 300)) + (rnd() < 0.3 ? `\n${hanzi(int(10, 80))}` : ''); // an essay
+      case 2:
+        return num(decimal()); // an amount
+      case 3:
+        return num(String(int(0, 100000))); // a count, a score
+      case 4:
+        return Array.from({ length: int(1, 5) }, () => pick(['A', 'B', 'C', 'D', 'E', 'opt_1', 'opt_2'])); // multi-choice
+      case 5:
+        return {
+          province: hanzi(3),
+          city: hanzi(3),
+          district: hanzi(3),
+          detail: `${hanzi(int(6, 20)) + int(1, 999)}号`,
+        };
       case 6: // a table: rows of objects
-        return Array.from({ length: int(1, 6) }, () => ({ item: hanzi(int(2, 6)), qty: num(String(int(1, 50))), price: num(decimal()), remark: rnd() < 0.5 ? null : hanzi(int(3, 12)) }));
+        return Array.from({ length: int(1, 6) }, () => ({
+          item: hanzi(int(2, 6)),
+          qty: num(String(int(1, 50))),
+          price: num(decimal()),
+          remark: rnd() < 0.5 ? null : hanzi(int(3, 12)),
+        }));
       case 7: // attachments
-        return Array.from({ length: int(1, 3) }, () => ({ name: `${hanzi(int(3, 8))}.pdf`, url: `https://files.example.com/f/${int(1e5, 1e6)}/${int(1e8, 1e9)}.pdf`, size: num(String(int(1000, 9000000))) }));
-      case 8: return rnd() < 0.5;
-      default: return rnd() < 0.5 ? null : time();
+        return Array.from({ length: int(1, 3) }, () => ({
+          name: `${hanzi(int(3, 8))}.pdf`,
+          url: `https://files.example.com/f/${int(1e5, 1e6)}/${int(1e8, 1e9)}.pdf`,
+          size: num(String(int(1000, 9000000))),
+        }));
+      case 8:
+        return rnd() < 0.5;
+      default:
+        return rnd() < 0.5 ? null : time();
     }
   };
   const target = 512 + Math.floor(rnd() * rnd() * (8192 - 512)); // skewed towards small answers
@@ -139,8 +161,16 @@ const allContenders = [
       return r.hash;
     },
   },
-  { id: 'canonicalize', name: '`canonicalize` 2.1.0 (JSON.parse + RFC 8785) + sha256', run: (buf) => sha256(canonicalizeNpm(JSON.parse(buf.toString('utf8')))) },
-  { id: 'json', name: 'JSON.parse + JSON.stringify + sha256 (not canonical)', run: (buf) => sha256(JSON.stringify(JSON.parse(buf.toString('utf8')))) },
+  {
+    id: 'canonicalize',
+    name: '`canonicalize` 2.1.0 (JSON.parse + RFC 8785) + sha256',
+    run: (buf) => sha256(canonicalizeNpm(JSON.parse(buf.toString('utf8')))),
+  },
+  {
+    id: 'json',
+    name: 'JSON.parse + JSON.stringify + sha256 (not canonical)',
+    run: (buf) => sha256(JSON.stringify(JSON.parse(buf.toString('utf8')))),
+  },
 ];
 const contenders = args.only ? allContenders.filter((c) => c.id === args.only) : allContenders;
 
@@ -155,7 +185,6 @@ function measure(run, docs) {
   if (sink === -1) console.log(sink); // keep the results alive
   return { ms, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
-
 
 // ------------------------------------------------------------------ run
 
@@ -192,23 +221,52 @@ for (let r = 0; r < warmup + rounds; r++) {
 const results = contenders.map((c, i) => {
   const ms = median(times[i]);
   const cpuMs = median(cpuTimes[i]);
-  return { id: c.id, name: c.name, medianMs: ms, medianCpuMs: cpuMs, mbPerS: bytes / 1e6 / (ms / 1000), cpuMbPerS: bytes / 1e6 / (cpuMs / 1000), docsPerS: docCount / (ms / 1000) };
+  return {
+    id: c.id,
+    name: c.name,
+    medianMs: ms,
+    medianCpuMs: cpuMs,
+    mbPerS: bytes / 1e6 / (ms / 1000),
+    cpuMbPerS: bytes / 1e6 / (cpuMs / 1000),
+    docsPerS: docCount / (ms / 1000),
+  };
 });
 const byId = (id) => results.find((r) => r.id === id);
 const ratio = byId('fcctl') && byId('canonicalize') ? byId('fcctl').mbPerS / byId('canonicalize').mbPerS : NaN;
 const cpuRatio = byId('fcctl') && byId('canonicalize') ? byId('fcctl').cpuMbPerS / byId('canonicalize').cpuMbPerS : NaN;
 
 if (args.json) {
-  console.log(JSON.stringify({ node: process.version, loadavg: os.loadavg(), docs: docCount, bytes, rounds, warmup, results, ratioVsCanonicalize: ratio, cpuRatioVsCanonicalize: cpuRatio }));
+  console.log(
+    JSON.stringify({
+      node: process.version,
+      loadavg: os.loadavg(),
+      docs: docCount,
+      bytes,
+      rounds,
+      warmup,
+      results,
+      ratioVsCanonicalize: ratio,
+      cpuRatioVsCanonicalize: cpuRatio,
+    }),
+  );
 } else {
-  console.log(`corpus: ${docCount} snapshots, ${(bytes / 1e6).toFixed(1)} MB, size min/median/max ${sizes[0]}/${sizes[sizes.length >> 1]}/${sizes[sizes.length - 1]} B`);
-  console.log(`node ${process.version}, ${cpuText()}, load average ${loadText()}; median of ${rounds} rounds after ${warmup} warm-up`);
+  console.log(
+    `corpus: ${docCount} snapshots, ${(bytes / 1e6).toFixed(1)} MB, size min/median/max ${sizes[0]}/${sizes[sizes.length >> 1]}/${sizes[sizes.length - 1]} B`,
+  );
+  console.log(
+    `node ${process.version}, ${cpuText()}, load average ${loadText()}; median of ${rounds} rounds after ${warmup} warm-up`,
+  );
   console.log('');
   console.log('| contender | median ms/round | MB/s | MB/s of CPU time | docs/s |');
   console.log('|---|---:|---:|---:|---:|');
-  for (const r of results) console.log(`| ${r.name} | ${r.medianMs.toFixed(1)} | ${r.mbPerS.toFixed(1)} | ${r.cpuMbPerS.toFixed(1)} | ${Math.round(r.docsPerS)} |`);
+  for (const r of results)
+    console.log(
+      `| ${r.name} | ${r.medianMs.toFixed(1)} | ${r.mbPerS.toFixed(1)} | ${r.cpuMbPerS.toFixed(1)} | ${Math.round(r.docsPerS)} |`,
+    );
   if (!Number.isNaN(ratio)) {
     console.log('');
-    console.log(`fcctl / canonicalize = ${ratio.toFixed(2)}× wall clock, ${cpuRatio.toFixed(2)}× CPU time (goal ≥ 3.0×)`);
+    console.log(
+      `fcctl / canonicalize = ${ratio.toFixed(2)}× wall clock, ${cpuRatio.toFixed(2)}× CPU time (goal ≥ 3.0×)`,
+    );
   }
 }

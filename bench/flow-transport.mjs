@@ -13,7 +13,14 @@ import pLimit from 'p-limit';
 import { FlowClient, LOOKUP_PATH, parseLookupBody } from '../dist/lib/flow/client.js';
 import { canonicalQuery, newNonce, signedHeaders } from '../dist/lib/flow/sign.js';
 
-const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, latency: { type: 'string', default: '20' }, concurrency: { type: 'string', default: '16' }, json: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '2000' },
+    latency: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '16' },
+    json: { type: 'boolean', default: false },
+  },
+});
 const measured = {};
 // A throwaway secret for this run only, shared with the stand-in.
 const BENCH_SECRET = randomBytes(16).toString('hex');
@@ -21,7 +28,10 @@ const n = Number(args.requests);
 const concurrency = Number(args.concurrency);
 const latency = Number(args.latency);
 const server = fileURLToPath(new URL('../fixtures/flow-center/server.mjs', import.meta.url));
-const child = spawn(process.execPath, [server, '--port', '0', '--latency-ms', String(latency)], { env: { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ 100021: BENCH_SECRET }) }, stdio: ['ignore', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, [server, '--port', '0', '--latency-ms', String(latency)], {
+  env: { PATH: process.env.PATH, FLOW_STANDIN_APPS: JSON.stringify({ 100021: BENCH_SECRET }) },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 const url = await new Promise((r) => child.stdout.once('data', (d) => r(String(d).split('\n')[0])));
 
 async function measure(name, lookup) {
@@ -41,11 +51,29 @@ async function measure(name, lookup) {
 
 // FlowClient (node:http, keep-alive: what fcctl uses) against the same signed request through the
 // global fetch, the transport fcctl used before (its body parsed the same way).
-const client = new FlowClient({ baseUrl: url, appKey: '100021', secret: BENCH_SECRET, timeoutMs: 10_000, maxSockets: concurrency });
+const client = new FlowClient({
+  baseUrl: url,
+  appKey: '100021',
+  secret: BENCH_SECRET,
+  timeoutMs: 10_000,
+  maxSockets: concurrency,
+});
 const viaClient = (bizId) => client.lookup('t', bizId);
 const viaFetch = async (bizId) => {
-  const query = canonicalQuery([['bizType', 't'], ['bizId', bizId]]);
-  const headers = signedHeaders({ method: 'GET', path: LOOKUP_PATH, query, appKey: '100021', body: Buffer.alloc(0), secret: BENCH_SECRET, nowSeconds: Date.now() / 1000, nonce: newNonce() });
+  const query = canonicalQuery([
+    ['bizType', 't'],
+    ['bizId', bizId],
+  ]);
+  const headers = signedHeaders({
+    method: 'GET',
+    path: LOOKUP_PATH,
+    query,
+    appKey: '100021',
+    body: Buffer.alloc(0),
+    secret: BENCH_SECRET,
+    nowSeconds: Date.now() / 1000,
+    nonce: newNonce(),
+  });
   const res = await fetch(`${url}${LOOKUP_PATH}?${query}`, { headers: { accept: 'application/json', ...headers } });
   return parseLookupBody(new Uint8Array(await res.arrayBuffer()), { bizType: 't', bizId });
 };
@@ -56,4 +84,14 @@ await measure('fetch', viaFetch);
 await measure('node:http', viaClient);
 client.close();
 child.kill();
-if (args.json) console.log(JSON.stringify({ bench: 'flow-transport', requests: n, latencyMs: latency, concurrency, boundPerSecond: Math.round(concurrency / (latency / 1000)), lookupsPerSecond: measured }));
+if (args.json)
+  console.log(
+    JSON.stringify({
+      bench: 'flow-transport',
+      requests: n,
+      latencyMs: latency,
+      concurrency,
+      boundPerSecond: Math.round(concurrency / (latency / 1000)),
+      lookupsPerSecond: measured,
+    }),
+  );

@@ -28,17 +28,41 @@ import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import { benchArgs, collect, FCCTL, median, minimalRelay, scratch, str } from './lib.mjs';
 
-const args = benchArgs({ rate: str('200'), seconds: str('30'), 'cron-seconds': str('60'), 'idle-seconds': str('60'), saturate: str('50000'), 'memory-rows': str('1000000') });
+const args = benchArgs({
+  rate: str('200'),
+  seconds: str('30'),
+  'cron-seconds': str('60'),
+  'idle-seconds': str('60'),
+  saturate: str('50000'),
+  'memory-rows': str('1000000'),
+});
 const RATE = Number(args.rate);
 const { dbs, dir, admin, log, cleanup } = await scratch('latency', args);
 const db = dbs[0];
 const amqpUrl = process.env.FCCTL_TEST_AMQP_URL;
 if (!amqpUrl) throw new Error('FCCTL_TEST_AMQP_URL is not set (eval "$(scripts/services.sh env)")');
-const env = { ...process.env, FCCTL_FC_DATABASE_URL: db.url, FCCTL_AMQP_URL: amqpUrl, FCCTL_APP_KEY: '100021', FCCTL_APP_CODE: 'demo-publisher' };
+const env = {
+  ...process.env,
+  FCCTL_FC_DATABASE_URL: db.url,
+  FCCTL_AMQP_URL: amqpUrl,
+  FCCTL_APP_KEY: '100021',
+  FCCTL_APP_CODE: 'demo-publisher',
+};
 const KEY = `benchlat${process.pid}`;
 const FORM = '0f0e0d0c-0000-4000-8000-00000000b001';
 const { canonicalize } = await import('../dist/lib/canon/index.js');
-const SNAPSHOT = JSON.stringify({ schId: 1, appCode: 'demo', code: 'honor_apply', submitterId: 1001, subjectId: 7, status: 'processed', values: { name: '张三', score: 12.5 }, answerNo: null, createTime: '2026-10-21T10:00:00', updateTime: null });
+const SNAPSHOT = JSON.stringify({
+  schId: 1,
+  appCode: 'demo',
+  code: 'honor_apply',
+  submitterId: 1001,
+  subjectId: 7,
+  status: 'processed',
+  values: { name: '张三', score: 12.5 },
+  answerNo: null,
+  createTime: '2026-10-21T10:00:00',
+  updateTime: null,
+});
 const HASH = canonicalize(SNAPSHOT).hash;
 
 const now = () => performance.timeOrigin + performance.now();
@@ -57,10 +81,17 @@ const cpuOf = (pid) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
 };
-const mariadbPid = () => readFileSync(`${process.env.FCCTL_SERVICES_DIR ?? `${new URL('..', import.meta.url).pathname}.services`}/mariadb/mysqld.pid`, 'utf8').trim();
+const mariadbPid = () =>
+  readFileSync(
+    `${process.env.FCCTL_SERVICES_DIR ?? `${new URL('..', import.meta.url).pathname}.services`}/mariadb/mysqld.pid`,
+    'utf8',
+  ).trim();
 
 async function run(cmd, extra = []) {
-  const child = spawn(process.execPath, [FCCTL, '--json', ...cmd, ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FCCTL, '--json', ...cmd, ...extra], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const text = collect(child);
   const code = await new Promise((r) => child.on('close', r));
   if (code !== 0) throw new Error(`fcctl ${cmd.join(' ')} exited ${code}: ${text.err}`);
@@ -68,7 +99,10 @@ async function run(cmd, extra = []) {
 }
 
 function follow(extra = []) {
-  const child = spawn(process.execPath, [FCCTL, '--json', 'deliveries', 'send', '--follow', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FCCTL, '--json', 'deliveries', 'send', '--follow', ...extra], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const text = collect(child);
   const running = new Promise((resolve, reject) => {
     const t = setInterval(() => {
@@ -76,7 +110,11 @@ function follow(extra = []) {
     }, 20);
     child.on('close', (code) => reject(new Error(`the follow relay exited ${code}: ${text.err}`)));
   });
-  const states = () => text.out.split('\n').filter((l) => l.includes('"type":"state"')).map((l) => JSON.parse(l));
+  const states = () =>
+    text.out
+      .split('\n')
+      .filter((l) => l.includes('"type":"state"'))
+      .map((l) => JSON.parse(l));
   return {
     child,
     running,
@@ -122,9 +160,13 @@ async function consumer() {
   await ch.assertQueue(queue, { durable: false, autoDelete: true });
   await ch.bindQueue(queue, 'fc.answer.delivery.v2', `fc.snapshot.v2.${KEY}.*`);
   const arrivals = new Map();
-  await ch.consume(queue, (m) => {
-    if (m) arrivals.set(JSON.parse(m.content.toString('utf8')).answerUuid, now());
-  }, { noAck: true });
+  await ch.consume(
+    queue,
+    (m) => {
+      if (m) arrivals.set(JSON.parse(m.content.toString('utf8')).answerUuid, now());
+    },
+    { noAck: true },
+  );
   return { arrivals, close: () => conn.close() };
 }
 
@@ -133,8 +175,13 @@ try {
   await admin.query(`CREATE DATABASE \`${db.name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await run(['db', 'init', '--side', 'fc']);
   const conn = await mysqlp.createConnection({ uri: db.url });
-  await conn.query("INSERT INTO application_info (id, app_code, app_key, status) VALUES (42, 'demo-publisher', '100021', 1)");
-  await conn.query('INSERT INTO form_consumer_grant (form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked, create_time) VALUES (?, 1, ?, 1, 1, 1, 1, 0, NOW())', [FORM, KEY]);
+  await conn.query(
+    "INSERT INTO application_info (id, app_code, app_key, status) VALUES (42, 'demo-publisher', '100021', 1)",
+  );
+  await conn.query(
+    'INSERT INTO form_consumer_grant (form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked, create_time) VALUES (?, 1, ?, 1, 1, 1, 1, 0, NOW())',
+    [FORM, KEY],
+  );
   const sink = await consumer();
   const results = { rate: RATE };
 
@@ -145,9 +192,16 @@ try {
   log(`latency: ${RATE} rows/s for ${args.seconds} s …`);
   const commits = await produce(conn, RATE, Number(args.seconds));
   const until = now() + 10_000;
-  while ([...commits.keys()].some((u) => !sink.arrivals.has(u)) && now() < until) await new Promise((r) => setTimeout(r, 50));
+  while ([...commits.keys()].some((u) => !sink.arrivals.has(u)) && now() < until)
+    await new Promise((r) => setTimeout(r, 50));
   const lat = [...commits].map(([u, t]) => (sink.arrivals.get(u) ?? NaN) - t);
-  results.latency = { rows: lat.length, missing: lat.filter(Number.isNaN).length, p50Ms: Math.round(pct(lat, 50)), p99Ms: Math.round(pct(lat, 99)), maxMs: Math.round(Math.max(...lat)) };
+  results.latency = {
+    rows: lat.length,
+    missing: lat.filter(Number.isNaN).length,
+    p50Ms: Math.round(pct(lat, 50)),
+    p99Ms: Math.round(pct(lat, 99)),
+    maxMs: Math.round(Math.max(...lat)),
+  };
   log(`  p50 ${results.latency.p50Ms} ms, p99 ${results.latency.p99Ms} ms (goals 150 / 500)`);
 
   // 3. idle (the relay from step 1, the outbox drained)
@@ -160,8 +214,15 @@ try {
     const wall = (now() - before.at) / 1000;
     const relayPct = ((cpuOf(pids.relay) - before.relay) / wall) * 100;
     const mariaPct = ((cpuOf(pids.mariadb) - before.mariadb) / wall) * 100;
-    results.idle = { seconds: Math.round(wall), relayPctOfCore: +relayPct.toFixed(2), mariadbPctOfCore: +mariaPct.toFixed(2), totalPctOfCore: +(relayPct + mariaPct).toFixed(2) };
-    log(`  relay ${results.idle.relayPctOfCore} % + MariaDB ${results.idle.mariadbPctOfCore} % of one core (goal ≤ 2 % together)`);
+    results.idle = {
+      seconds: Math.round(wall),
+      relayPctOfCore: +relayPct.toFixed(2),
+      mariadbPctOfCore: +mariaPct.toFixed(2),
+      totalPctOfCore: +(relayPct + mariaPct).toFixed(2),
+    };
+    log(
+      `  relay ${results.idle.relayPctOfCore} % + MariaDB ${results.idle.mariadbPctOfCore} % of one core (goal ≤ 2 % together)`,
+    );
   }
   await relay.stop();
 
@@ -173,7 +234,8 @@ try {
     const cronCommits = await produce(conn, RATE, cronSeconds);
     await run(['deliveries', 'send']);
     const until2 = now() + 10_000;
-    while ([...cronCommits.keys()].some((u) => !sink.arrivals.has(u)) && now() < until2) await new Promise((r) => setTimeout(r, 50));
+    while ([...cronCommits.keys()].some((u) => !sink.arrivals.has(u)) && now() < until2)
+      await new Promise((r) => setTimeout(r, 50));
     const cl = [...cronCommits].map(([u, t]) => (sink.arrivals.get(u) ?? NaN) - t);
     results.cron = { everySeconds: cronSeconds, p50Ms: Math.round(pct(cl, 50)), p99Ms: Math.round(pct(cl, 99)) };
     log(`  p50 ${results.cron.p50Ms} ms, p99 ${results.cron.p99Ms} ms`);
@@ -185,8 +247,23 @@ try {
     const seed = async (count) => {
       await conn.query("UPDATE answer_delivery SET state = 'DEAD' WHERE state <> 'DEAD'");
       for (let i = 0; i < count; i += 5000) {
-        const rows = Array.from({ length: Math.min(5000, count - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
-        await conn.query(`INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`, rows.flat());
+        const rows = Array.from({ length: Math.min(5000, count - i) }, () => [
+          'created',
+          '100021',
+          KEY,
+          1,
+          1,
+          FORM,
+          1,
+          answerUuid(),
+          1,
+          HASH,
+          SNAPSHOT,
+        ]);
+        await conn.query(
+          `INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`,
+          rows.flat(),
+        );
       }
     };
     const rates = { batch: [], follow: [], minimal: [] };
@@ -216,7 +293,10 @@ try {
       for (const mode of round % 2 === 0 ? ['batch', 'follow', 'minimal'] : ['minimal', 'follow', 'batch']) {
         await seed(N);
         if (mode === 'batch') rates.batch.push((await run(['deliveries', 'send'])).rowsPerSecond);
-        else if (mode === 'minimal') rates.minimal.push(N / (await minimalRelay(amqpConn, db.url, { window: 256, exchange: 'fc.answer.delivery.v2' })).seconds);
+        else if (mode === 'minimal')
+          rates.minimal.push(
+            N / (await minimalRelay(amqpConn, db.url, { window: 256, exchange: 'fc.answer.delivery.v2' })).seconds,
+          );
         else {
           const resumed = warm.count((l) => l.state === 'running') + 1;
           rmSync(pauseFile);
@@ -230,10 +310,21 @@ try {
     }
     await warm.stop();
     await amqpConn.close();
-    results.saturation = { rows: N, batchRowsPerSecond: Math.round(median(rates.batch)), followRowsPerSecond: Math.round(median(rates.follow)), minimalRowsPerSecond: Math.round(median(rates.minimal)) };
-    results.saturation.ratio = +(results.saturation.followRowsPerSecond / results.saturation.batchRowsPerSecond).toFixed(2);
-    results.saturation.ratioToMinimal = +(results.saturation.followRowsPerSecond / results.saturation.minimalRowsPerSecond).toFixed(2);
-    log(`saturation: follow ${results.saturation.followRowsPerSecond} rows/s vs batch ${results.saturation.batchRowsPerSecond} (${results.saturation.ratio}×) and the minimal relay ${results.saturation.minimalRowsPerSecond} (${results.saturation.ratioToMinimal}×)`);
+    results.saturation = {
+      rows: N,
+      batchRowsPerSecond: Math.round(median(rates.batch)),
+      followRowsPerSecond: Math.round(median(rates.follow)),
+      minimalRowsPerSecond: Math.round(median(rates.minimal)),
+    };
+    results.saturation.ratio = +(
+      results.saturation.followRowsPerSecond / results.saturation.batchRowsPerSecond
+    ).toFixed(2);
+    results.saturation.ratioToMinimal = +(
+      results.saturation.followRowsPerSecond / results.saturation.minimalRowsPerSecond
+    ).toFixed(2);
+    log(
+      `saturation: follow ${results.saturation.followRowsPerSecond} rows/s vs batch ${results.saturation.batchRowsPerSecond} (${results.saturation.ratio}×) and the minimal relay ${results.saturation.minimalRowsPerSecond} (${results.saturation.ratioToMinimal}×)`,
+    );
   }
 
   // 5. memory
@@ -261,8 +352,23 @@ try {
     while (done < M) {
       const chunk = Math.min(50_000, M - done);
       for (let i = 0; i < chunk; i += 5000) {
-        const rows = Array.from({ length: Math.min(5000, chunk - i) }, () => ['created', '100021', KEY, 1, 1, FORM, 1, answerUuid(), 1, HASH, SNAPSHOT]);
-        await conn.query(`INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`, rows.flat());
+        const rows = Array.from({ length: Math.min(5000, chunk - i) }, () => [
+          'created',
+          '100021',
+          KEY,
+          1,
+          1,
+          FORM,
+          1,
+          answerUuid(),
+          1,
+          HASH,
+          SNAPSHOT,
+        ]);
+        await conn.query(
+          `INSERT INTO answer_delivery (event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, snapshot_json, event_id, occurred_at, create_time) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UUID(), NOW(), NOW())').join(', ')}`,
+          rows.flat(),
+        );
       }
       for (;;) {
         const [[{ n }]] = await conn.query("SELECT COUNT(*) AS n FROM answer_delivery WHERE state = 'PENDING'");
@@ -280,8 +386,16 @@ try {
     await r.stop();
     const first = marks[100_000] ?? atStart;
     const last = marks[M];
-    results.memory = { rows: M, atStart, at100k: first, atEnd: last, rssGrowth: +(last.rssMb / first.rssMb).toFixed(3) };
-    log(`  RSS ${first.rssMb} MB after 100k → ${last.rssMb} MB after ${M} (${results.memory.rssGrowth}×); handles ${atStart.handles} at start, ${last.handles} at the end`);
+    results.memory = {
+      rows: M,
+      atStart,
+      at100k: first,
+      atEnd: last,
+      rssGrowth: +(last.rssMb / first.rssMb).toFixed(3),
+    };
+    log(
+      `  RSS ${first.rssMb} MB after 100k → ${last.rssMb} MB after ${M} (${results.memory.rssGrowth}×); handles ${atStart.handles} at start, ${last.handles} at the end`,
+    );
   }
   await sink.close();
   await conn.end();

@@ -133,13 +133,23 @@ export async function insertOutboxRows(db, count, { history, bytes }) {
         `CASE WHEN ${dead} THEN CONCAT('NO_ROUTE: bench history ', seq % 7) END, ` +
         `CASE WHEN ? AND NOT (${dead}) THEN NOW() - INTERVAL 30 DAY END, NOW() - INTERVAL ? DAY, ` +
         `CASE WHEN ? THEN NOW() - INTERVAL 30 DAY + INTERVAL seq SECOND END FROM seq_${from}_to_${to}`,
-      [history ? 'benchhistory' : 'bench', history ? 'h' : 'p', history ? 30 : 0, Math.max(0, bytes - 8), history, history, history ? 30 : 0, history],
+      [
+        history ? 'benchhistory' : 'bench',
+        history ? 'h' : 'p',
+        history ? 30 : 0,
+        Math.max(0, bytes - 8),
+        history,
+        history,
+        history ? 30 : 0,
+        history,
+      ],
     );
   }
 }
 
 export const BATCH = 500; // fcctl's default --batch-size
-const DUE = "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())";
+const DUE =
+  "state IN ('PENDING', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= NOW()) AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < NOW())";
 
 /**
  * The `minimal` reference: what any relay must do at least, and nothing else (no checks, no
@@ -157,8 +167,15 @@ export async function minimalRelay(conn, url, { window, exchange }) {
     const c = await pool.getConnection();
     try {
       await c.query('START TRANSACTION');
-      const [rows] = await c.query(`SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, [BATCH]);
-      if (rows.length) await c.query('UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL 60 SECOND WHERE id IN (?)', [owner, rows.map((r) => r.id)]);
+      const [rows] = await c.query(
+        `SELECT id, event_id, consumer_app_key, consumer_school_id, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [BATCH],
+      );
+      if (rows.length)
+        await c.query(
+          'UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL 60 SECOND WHERE id IN (?)',
+          [owner, rows.map((r) => r.id)],
+        );
       await c.query('COMMIT');
       return rows;
     } finally {
@@ -183,10 +200,15 @@ export async function minimalRelay(conn, url, { window, exchange }) {
     if (rows.length === 0) break;
     const b = batch(rows, sent);
     sent = b;
-    pending.push(b.then(async ({ confirms }) => {
-      await Promise.all(confirms);
-      await pool.query("UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = NOW(), claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() WHERE id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED')", [rows.map((r) => r.id), owner]);
-    }));
+    pending.push(
+      b.then(async ({ confirms }) => {
+        await Promise.all(confirms);
+        await pool.query(
+          "UPDATE answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = NOW(), claim_owner = NULL, claim_expires_at = NULL, update_time = NOW() WHERE id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED')",
+          [rows.map((r) => r.id), owner],
+        );
+      }),
+    );
     if (pending.length >= 2) await pending.shift();
   }
   await Promise.all(pending);
@@ -214,11 +236,17 @@ export function confirmWindowOf(ch, WINDOW, EXCHANGE) {
     send: (routingKey, body, messageId) => {
       inFlight++;
       return new Promise((resolve, reject) =>
-        ch.publish(EXCHANGE, routingKey, body, { mandatory: true, persistent: true, messageId, contentType: 'application/json' }, (err) => {
-          inFlight--;
-          waiters.shift()?.();
-          err ? reject(err) : resolve();
-        }),
+        ch.publish(
+          EXCHANGE,
+          routingKey,
+          body,
+          { mandatory: true, persistent: true, messageId, contentType: 'application/json' },
+          (err) => {
+            inFlight--;
+            waiters.shift()?.();
+            err ? reject(err) : resolve();
+          },
+        ),
       );
     },
   };

@@ -53,9 +53,24 @@ const { SH_MANIFEST_COLUMNS } = await import('../dist/lib/manifest/sql.js');
 if (args.baseline) {
   const mysql = (await import('mysql2')).default;
   const u = new URL(args.baseline);
-  const conn = mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password), database: u.pathname.slice(1), dateStrings: true, supportBigNumbers: true, bigNumberStrings: true, charset: 'utf8mb4_bin' });
+  const conn = mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    database: u.pathname.slice(1),
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    charset: 'utf8mb4_bin',
+  });
   const out = createWriteStream(args.out);
-  const stream = conn.query(`SELECT ${SH_MANIFEST_COLUMNS} FROM fc_answer_projection FORCE INDEX (idx_projection_manifest) WHERE sch_id = ? AND form_uuid = ? ORDER BY answer_uuid`, [BigInt(SCHOOL), FORM]).stream({ highWaterMark: 1000 });
+  const stream = conn
+    .query(
+      `SELECT ${SH_MANIFEST_COLUMNS} FROM fc_answer_projection FORCE INDEX (idx_projection_manifest) WHERE sch_id = ? AND form_uuid = ? ORDER BY answer_uuid`,
+      [BigInt(SCHOOL), FORM],
+    )
+    .stream({ highWaterMark: 1000 });
   let rows = 0;
   for await (const r of stream) {
     rows++;
@@ -80,7 +95,10 @@ function run(argv, env = {}) {
     let hwmKb = 0;
     const sample = () => {
       try {
-        hwmKb = Math.max(hwmKb, Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
+        hwmKb = Math.max(
+          hwmKb,
+          Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0),
+        );
       } catch {
         /* exited */
       }
@@ -111,12 +129,22 @@ async function fill(from, to) {
     for (let k = 0; k < n; k++) {
       const id = uuid(i + k);
       values.push("(?, ?, ?, 1, ?, ?, ?, '{}', ?)");
-      params.push(id, SCHOOL, FORM, 1 + ((i + k) % 7), createHash('sha256').update(id).digest('hex'), (i + k) % 20 === 0 ? 1 : 0, (i + k) % 50 === 0 ? null : '2026-10-01 08:00:00');
+      params.push(
+        id,
+        SCHOOL,
+        FORM,
+        1 + ((i + k) % 7),
+        createHash('sha256').update(id).digest('hex'),
+        (i + k) % 20 === 0 ? 1 : 0,
+        (i + k) % 50 === 0 ? null : '2026-10-01 08:00:00',
+      );
     }
-    await admin.query(`INSERT INTO \`${dbName}\`.fc_answer_projection (answer_uuid, sch_id, form_uuid, form_version, answer_revision, content_hash, is_deleted, snapshot_json, create_time) VALUES ${values.join(', ')}`, params);
+    await admin.query(
+      `INSERT INTO \`${dbName}\`.fc_answer_projection (answer_uuid, sch_id, form_uuid, form_version, answer_revision, content_hash, is_deleted, snapshot_json, create_time) VALUES ${values.join(', ')}`,
+      params,
+    );
   }
 }
-
 
 /** --rounds rounds of baseline then scan, interleaved (the machine may be shared): medians, and the scan's highest peak RSS. */
 async function scanRound(rows) {
@@ -125,7 +153,25 @@ async function scanRound(rows) {
     const baseOut = join(dir, `baseline-${rows}.jsonl`);
     const scanOut = join(dir, `scan-${rows}.jsonl`);
     const baseline = await run([join(root, 'bench/manifest.mjs'), '--baseline', dbUrl, '--out', baseOut]);
-    const scan = await run([fcctl, '--json', 'manifest', 'scan', '--side', 'sh', '--school', SCHOOL, '--form', FORM, '--size', args.size, '--out', scanOut], { FCCTL_SH_DATABASE_URL: dbUrl });
+    const scan = await run(
+      [
+        fcctl,
+        '--json',
+        'manifest',
+        'scan',
+        '--side',
+        'sh',
+        '--school',
+        SCHOOL,
+        '--form',
+        FORM,
+        '--size',
+        args.size,
+        '--out',
+        scanOut,
+      ],
+      { FCCTL_SH_DATABASE_URL: dbUrl },
+    );
     if (sha256(baseOut) !== sha256(scanOut)) throw new Error(`scan output differs from the baseline at ${rows} rows`);
     const summary = JSON.parse(scan.stdout.trim().split('\n').at(-1));
     if (summary.rows !== rows) throw new Error(`scan wrote ${summary.rows} rows, expected ${rows}`);
@@ -154,7 +200,9 @@ async function scanRound(rows) {
     scanPeakRssMb: Math.max(...rounds.map((x) => x.scanPeakRssMb)),
     identical: true,
   };
-  log(`  ${rows} rows (${(r.bytes / 1048576).toFixed(0)} MB, ${r.pages} pages), median of ${rounds.length}: baseline ${r.baselineRowsPerSecond.toFixed(0)} rows/s, scan ${r.scanRowsPerSecond.toFixed(0)} rows/s → ${r.ratio.toFixed(2)}× (rounds ${rounds.map((x) => x.ratio.toFixed(2)).join(', ')}); scan peak RSS ${r.scanPeakRssMb.toFixed(1)} MB (rounds ${rounds.map((x) => x.scanPeakRssMb.toFixed(1)).join(', ')}); byte-identical outputs`);
+  log(
+    `  ${rows} rows (${(r.bytes / 1048576).toFixed(0)} MB, ${r.pages} pages), median of ${rounds.length}: baseline ${r.baselineRowsPerSecond.toFixed(0)} rows/s, scan ${r.scanRowsPerSecond.toFixed(0)} rows/s → ${r.ratio.toFixed(2)}× (rounds ${rounds.map((x) => x.ratio.toFixed(2)).join(', ')}); scan peak RSS ${r.scanPeakRssMb.toFixed(1)} MB (rounds ${rounds.map((x) => x.scanPeakRssMb.toFixed(1)).join(', ')}); byte-identical outputs`,
+  );
   return r;
 }
 
@@ -190,10 +238,32 @@ async function diffRound(n) {
     await once(out, 'finish');
     const params = { side, database: 'bench:3306/none', schId: SCHOOL, formUuid: FORM, shard: null, out: file };
     const t = new Date().toISOString();
-    await writeCheckpoint(join(dir, `${side}.checkpoint.json`), { format: CHECKPOINT_FORMAT, params, paramsDigest: paramsDigest(params), size: 500, cursor: null, pages: 1, rows, outputBytes: bytes, sha256: digest.digest('hex'), completed: true, startedAt: t, updatedAt: t, completedAt: t, dbStartedAt: '2026-11-30 00:00:01' });
+    await writeCheckpoint(join(dir, `${side}.checkpoint.json`), {
+      format: CHECKPOINT_FORMAT,
+      params,
+      paramsDigest: paramsDigest(params),
+      size: 500,
+      cursor: null,
+      pages: 1,
+      rows,
+      outputBytes: bytes,
+      sha256: digest.digest('hex'),
+      completed: true,
+      startedAt: t,
+      updatedAt: t,
+      completedAt: t,
+      dbStartedAt: '2026-11-30 00:00:01',
+    });
     return { file, rows, bytes };
   };
-  const base = (i, rev) => ({ answerUuid: key(i), revision: String(rev), contentHash: hash(i, rev), isDeleted: false, schId: SCHOOL, createTime: '2026-10-01 08:00:00' });
+  const base = (i, rev) => ({
+    answerUuid: key(i),
+    revision: String(rev),
+    contentHash: hash(i, rev),
+    isDeleted: false,
+    schId: SCHOOL,
+    createTime: '2026-10-01 08:00:00',
+  });
   // drift by i % 100: 0 missing locally, 1 stale, 2 same revision other hash, 3 local ahead, 4 absent at FC (candidate),
   // 5 absent at FC created after the start, 6 absent at FC with null create time, 7 retired; the rest in sync.
   const fc = await write('fc', (i) => (i % 100 >= 4 && i % 100 <= 7 ? null : base(i, 2)));
@@ -208,12 +278,37 @@ async function diffRound(n) {
     return r;
   });
   const outDir = join(dir, 'diff-out');
-  const res = await run([fcctl, '--json', 'reconcile', 'diff', '--fc', fc.file, '--sh', sh.file, '--task-start', '2026-11-30 00:00:00', '--out-dir', outDir]);
+  const res = await run([
+    fcctl,
+    '--json',
+    'reconcile',
+    'diff',
+    '--fc',
+    fc.file,
+    '--sh',
+    sh.file,
+    '--task-start',
+    '2026-11-30 00:00:00',
+    '--out-dir',
+    outDir,
+  ]);
   const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8'));
   const answers = Object.values(summary.counts).reduce((a, b) => a + b, 0);
   if (answers !== n) throw new Error(`diff joined ${answers} answers, expected ${n}`);
-  const r = { answers, fcRows: fc.rows, shRows: sh.rows, inputMb: (fc.bytes + sh.bytes) / 1024 / 1024, seconds: res.seconds, answersPerSecond: answers / res.seconds, peakRssMb: res.peakRssMb, differences: summary.differences, counts: summary.counts };
-  log(`  ${n} answers (${r.inputMb.toFixed(0)} MB of manifests, ${r.differences} differences): ${r.answersPerSecond.toFixed(0)} answers/s, ${r.seconds.toFixed(1)} s, peak RSS ${r.peakRssMb.toFixed(1)} MB`);
+  const r = {
+    answers,
+    fcRows: fc.rows,
+    shRows: sh.rows,
+    inputMb: (fc.bytes + sh.bytes) / 1024 / 1024,
+    seconds: res.seconds,
+    answersPerSecond: answers / res.seconds,
+    peakRssMb: res.peakRssMb,
+    differences: summary.differences,
+    counts: summary.counts,
+  };
+  log(
+    `  ${n} answers (${r.inputMb.toFixed(0)} MB of manifests, ${r.differences} differences): ${r.answersPerSecond.toFixed(0)} answers/s, ${r.seconds.toFixed(1)} s, peak RSS ${r.peakRssMb.toFixed(1)} MB`,
+  );
   return r;
 }
 
@@ -224,7 +319,9 @@ try {
   const total = Number(args.rows);
   await admin.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await run([fcctl, 'db', 'init', '--side', 'sh'], { FCCTL_SH_DATABASE_URL: dbUrl });
-  log(`manifest scan vs one streaming SELECT (page size ${args.size}; node ${process.version}, ${os.cpus().length} CPUs)`);
+  log(
+    `manifest scan vs one streaming SELECT (page size ${args.size}; node ${process.version}, ${os.cpus().length} CPUs)`,
+  );
   let t = performance.now();
   await fill(0, first);
   log(`  filled ${first} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
@@ -234,11 +331,22 @@ try {
   log(`  filled up to ${total} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const large = await scanRound(total);
   const rssGrowth = large.scanPeakRssMb / small.scanPeakRssMb - 1;
-  log(`  scan peak RSS ${small.scanPeakRssMb.toFixed(1)} MB at ${first} rows → ${large.scanPeakRssMb.toFixed(1)} MB at ${total} rows: ${(rssGrowth * 100).toFixed(1)} % (goal ≤ 20 %)`);
+  log(
+    `  scan peak RSS ${small.scanPeakRssMb.toFixed(1)} MB at ${first} rows → ${large.scanPeakRssMb.toFixed(1)} MB at ${total} rows: ${(rssGrowth * 100).toFixed(1)} % (goal ≤ 20 %)`,
+  );
   log(`  throughput ratio at ${total} rows: ${large.ratio.toFixed(2)}× of the streaming SELECT (goal ≥ 0.7×)`);
   log(`reconcile diff of two ${args['diff-rows']}-row manifests`);
   const diff = await diffRound(Number(args['diff-rows']));
-  const result = { node: process.version, cpus: os.cpus().length, pageSize: Number(args.size), scan: [small, large], rssGrowth, ratioGoalMet: large.ratio >= 0.7, rssGoalMet: rssGrowth <= 0.2, diff };
+  const result = {
+    node: process.version,
+    cpus: os.cpus().length,
+    pageSize: Number(args.size),
+    scan: [small, large],
+    rssGrowth,
+    ratioGoalMet: large.ratio >= 0.7,
+    rssGoalMet: rssGrowth <= 0.2,
+    diff,
+  };
   if (args.json) console.log(JSON.stringify(result));
 } catch (err) {
   console.error(`bench/manifest: ${err.message}`);

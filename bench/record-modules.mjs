@@ -19,5 +19,12 @@ if (file) {
     }`;
   register(`data:text/javascript,${encodeURIComponent(hook)}`, { data: { file } });
   const cache = createRequire(import.meta.url).cache;
-  process.on('exit', () => appendFileSync(file, Object.keys(cache).map((p) => `${p}\n`).join('')));
+  process.on('exit', () =>
+    appendFileSync(
+      file,
+      Object.keys(cache)
+        .map((p) => `${p}\n`)
+        .join(''),
+    ),
+  );
 }

@@ -12,7 +12,13 @@ import os from 'node:os';
 import mysql from 'mysql2/promise';
 import { benchArgs, FCCTL, insertOutboxRows, loadText, median, scratch, str } from './lib.mjs';
 
-const args = benchArgs({ history: str('2000000'), pending: str('20000'), bytes: str('1000'), rounds: str('5'), dir: str() });
+const args = benchArgs({
+  history: str('2000000'),
+  pending: str('20000'),
+  bytes: str('1000'),
+  rounds: str('5'),
+  dir: str(),
+});
 const HISTORY = Number(args.history);
 const DEAD = Math.floor(HISTORY / 40);
 const PENDING = Number(args.pending);
@@ -25,7 +31,10 @@ if (![HISTORY, PENDING, ROUNDS, Number(args.bytes)].every((x) => Number.isIntege
 const { dbs, admin, log, cleanup } = await scratch('scan', args, HISTORY > 0 ? ['_plain', '_history'] : ['_plain']);
 const fcctl = (argv, url) => {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [FCCTL, ...argv], { env: { PATH: process.env.PATH, FCCTL_FC_DATABASE_URL: url }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [FCCTL, ...argv], {
+    env: { PATH: process.env.PATH, FCCTL_FC_DATABASE_URL: url },
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`fcctl ${argv.join(' ')}: exit ${r.status}: ${r.stderr}`);
   return { ms: performance.now() - t0, out: r.stdout };
 };
@@ -47,7 +56,9 @@ async function seed({ name, url }, history) {
   }
   const [states] = await db.query('SELECT state, COUNT(*) AS n FROM answer_delivery GROUP BY state');
   await db.end();
-  log(`${url.replace(/:[^:@/]*@/, ':***@')}: ${states.map((s) => `${s.n} ${s.state}`).join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  log(
+    `${url.replace(/:[^:@/]*@/, ':***@')}: ${states.map((s) => `${s.n} ${s.state}`).join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
 }
 
 /** The scan's statements one by one in one transaction, as `readScan` runs them: ms each. */
@@ -58,7 +69,12 @@ async function statementTimes(url) {
   for (let round = 0; round < ROUNDS; round++) {
     await db.query('START TRANSACTION READ ONLY');
     const [[{ now }]] = await db.query(scanSql.now().sql);
-    for (const [name, q] of Object.entries({ states: scanSql.states(), open: scanSql.open(now), reasons: scanSql.reasons(), newestFailed: scanSql.newestFailed(20) })) {
+    for (const [name, q] of Object.entries({
+      states: scanSql.states(),
+      open: scanSql.open(now),
+      reasons: scanSql.reasons(),
+      newestFailed: scanSql.newestFailed(20),
+    })) {
       const t0 = performance.now();
       await db.query(q.sql, q.params);
       times[name].push(performance.now() - t0);
@@ -88,13 +104,19 @@ try {
   }
   const historyMs = history ? Math.round(median(ms.history)) : null;
   report = {
-    history: HISTORY, dead: history ? DEAD : 0, pending: PENDING, snapshotBytes: Number(args.bytes), rounds: ROUNDS,
+    history: HISTORY,
+    dead: history ? DEAD : 0,
+    pending: PENDING,
+    snapshotBytes: Number(args.bytes),
+    rounds: ROUNDS,
     medianMs: { version: Math.round(median(ms.version)), plain: Math.round(median(ms.plain)), history: historyMs },
     allMs: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, v.map(Math.round)])),
     statementsMs: history ? await statementTimes(history.url) : await statementTimes(plain.url),
     states: summary?.states ?? null,
     goalMet: historyMs === null ? undefined : historyMs < 1000,
-    load: loadText(), cpus: os.cpus().length, node: process.version,
+    load: loadText(),
+    cpus: os.cpus().length,
+    node: process.version,
   };
 } finally {
   await cleanup();
@@ -102,9 +124,20 @@ try {
 if (args.json) console.log(JSON.stringify(report));
 else {
   const m = report.medianMs;
-  console.log(`deliveries scan, ${PENDING} PENDING rows, median of ${ROUNDS} runs (start-up included; load ${report.load} on ${report.cpus} CPUs):`);
+  console.log(
+    `deliveries scan, ${PENDING} PENDING rows, median of ${ROUNDS} runs (start-up included; load ${report.load} on ${report.cpus} CPUs):`,
+  );
   console.log(`  fcctl --version            ${m.version} ms (the start-up floor)`);
   console.log(`  no history                 ${m.plain} ms`);
-  if (m.history !== null) console.log(`  + ${HISTORY} BROKER_ACCEPTED, ${DEAD} DEAD   ${m.history} ms (goal < 1000 ms: ${report.goalMet ? 'met' : 'NOT met'})`);
-  console.log(`  statements on the ${m.history !== null ? 'history' : 'plain'} outbox (ms, median): ${Object.entries(report.statementsMs).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  if (m.history !== null)
+    console.log(
+      `  + ${HISTORY} BROKER_ACCEPTED, ${DEAD} DEAD   ${m.history} ms (goal < 1000 ms: ${report.goalMet ? 'met' : 'NOT met'})`,
+    );
+  console.log(
+    `  statements on the ${m.history !== null ? 'history' : 'plain'} outbox (ms, median): ${Object.entries(
+      report.statementsMs,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
 }

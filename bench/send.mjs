@@ -30,12 +30,29 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
-import { BATCH, benchArgs, collect, confirmWindowOf, insertOutboxRows, median, minimalRelay, ROOT, str } from './lib.mjs';
+import {
+  BATCH,
+  benchArgs,
+  collect,
+  confirmWindowOf,
+  insertOutboxRows,
+  median,
+  minimalRelay,
+  ROOT,
+  str,
+} from './lib.mjs';
 
-const args = benchArgs({ rows: str('20000'), bytes: str('1024'), window: str('256'), rounds: str('3'), history: str('0') });
+const args = benchArgs({
+  rows: str('20000'),
+  bytes: str('1024'),
+  window: str('256'),
+  rounds: str('3'),
+  history: str('0'),
+});
 const HISTORY = Number(args.history);
 const ROWS = Number(args.rows);
-if (!Number.isInteger(ROWS) || ROWS < 1000) throw new Error('--rows: at least 1000 (the second half is measured on its own)');
+if (!Number.isInteger(ROWS) || ROWS < 1000)
+  throw new Error('--rows: at least 1000 (the second half is measured on its own)');
 const WINDOW = Number(args.window);
 const BIN = `${ROOT}bin/fcctl`;
 const KEY = 'benchconsumer';
@@ -48,19 +65,37 @@ const amqpUrl = process.env.FCCTL_TEST_AMQP_URL ?? svc.FCCTL_TEST_AMQP_URL;
 const dbName = 'fcctl_bench_send';
 const fcUrl = `${mysqlBase}/${dbName}`;
 const historyUrl = `${mysqlBase}/${dbName}_history`;
-const env = { ...process.env, FCCTL_FC_DATABASE_URL: fcUrl, FCCTL_AMQP_URL: amqpUrl, FCCTL_APP_KEY: '100021', FCCTL_APP_CODE: 'demo-publisher' };
+const env = {
+  ...process.env,
+  FCCTL_FC_DATABASE_URL: fcUrl,
+  FCCTL_AMQP_URL: amqpUrl,
+  FCCTL_APP_KEY: '100021',
+  FCCTL_APP_CODE: 'demo-publisher',
+};
 
 /** Runs fcctl; resolves its stdout, with `cpuSeconds` (user + system, from the shell's `times`). */
 const fcctl = (argv, url = fcUrl) =>
   new Promise((resolve, reject) => {
-    const node = [process.execPath, ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), BIN, '--json', ...argv];
-    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', ...node], { env: { ...env, FCCTL_FC_DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const node = [
+      process.execPath,
+      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+      BIN,
+      '--json',
+      ...argv,
+    ];
+    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bench', ...node], {
+      env: { ...env, FCCTL_FC_DATABASE_URL: url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const text = collect(child);
     child.on('error', reject);
     child.on('close', (code) => {
       const { out, err } = text;
       const lines = err.trimEnd().split('\n');
-      const sec = (t) => { const m = /(\d+)m([\d.]+)s/.exec(t ?? ''); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
+      const sec = (t) => {
+        const m = /(\d+)m([\d.]+)s/.exec(t ?? '');
+        return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+      };
       // `times` prints the shell's own times, then its children's (fcctl's)
       const [user, system] = (lines.pop() ?? '').trim().split(/\s+/);
       lines.pop();
@@ -74,22 +109,41 @@ const fcctl = (argv, url = fcUrl) =>
 // else the first of that name.
 const servicesDir = process.env.FCCTL_SERVICES_DIR ?? `${ROOT}.services`;
 const pidFile = { mariadbd: `${servicesDir}/mariadb/mysqld.pid`, 'beam.smp': `${servicesDir}/rabbitmq/rabbit.pid` };
-const serverPids = () => Object.fromEntries(['mariadbd', 'beam.smp'].map((n) => {
-  try { return [n, readFileSync(pidFile[n], 'utf8').trim()]; } catch { /* not ours: look it up by name */ }
-  try { return [n, execFileSync('pgrep', ['-x', n], { encoding: 'utf8' }).trim().split('\n')[0]]; } catch { return [n, null]; }
-}));
+const serverPids = () =>
+  Object.fromEntries(
+    ['mariadbd', 'beam.smp'].map((n) => {
+      try {
+        return [n, readFileSync(pidFile[n], 'utf8').trim()];
+      } catch {
+        /* not ours: look it up by name */
+      }
+      try {
+        return [n, execFileSync('pgrep', ['-x', n], { encoding: 'utf8' }).trim().split('\n')[0]];
+      } catch {
+        return [n, null];
+      }
+    }),
+  );
 const cpuOf = (pids) =>
-  Object.fromEntries(Object.entries(pids).map(([n, pid]) => {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return [n, (Number(f[11]) + Number(f[12])) / 100]; // utime + stime, in clock ticks of 1/100 s
-    } catch {
-      return [n, NaN];
-    }
-  }));
-const cpuSince = (before) => Object.fromEntries(Object.entries(cpuOf(pids)).map(([n, s]) => [n, Math.round((s - before[n]) * 100) / 100]));
+  Object.fromEntries(
+    Object.entries(pids).map(([n, pid]) => {
+      try {
+        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        return [n, (Number(f[11]) + Number(f[12])) / 100]; // utime + stime, in clock ticks of 1/100 s
+      } catch {
+        return [n, NaN];
+      }
+    }),
+  );
+const cpuSince = (before) =>
+  Object.fromEntries(Object.entries(cpuOf(pids)).map(([n, s]) => [n, Math.round((s - before[n]) * 100) / 100]));
 const pids = serverPids();
-const summaryOf = (out) => String(out).trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'summary');
+const summaryOf = (out) =>
+  String(out)
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .find((l) => l.type === 'summary');
 
 async function setup() {
   const admin = await mysql.createConnection({ uri: mysqlBase });
@@ -97,7 +151,20 @@ async function setup() {
   await admin.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await admin.end();
   await fcctl(['db', 'init', '--side', 'fc', '--dev']);
-  await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix', '--no-sh']);
+  await fcctl([
+    'dev',
+    'seed',
+    '--answers',
+    String(ROWS),
+    '--consumer-keys',
+    KEY,
+    '--schools',
+    '1',
+    '--snapshot-bytes',
+    args.bytes,
+    '--no-grant-mix',
+    '--no-sh',
+  ]);
   const conn = await amqp.connect(amqpUrl);
   const ch = await conn.createChannel();
   await ch.assertExchange(EXCHANGE, 'topic', { durable: true });
@@ -125,21 +192,44 @@ async function seedHistory() {
   await insertOutboxRows(db, total, { history: true, bytes: Number(args.bytes) });
   await db.query('RENAME TABLE answer_delivery TO bench_history');
   await db.query('CREATE TABLE answer_delivery LIKE bench_history');
-  await fcctl(['dev', 'seed', '--answers', String(ROWS), '--consumer-keys', KEY, '--schools', '1', '--snapshot-bytes', args.bytes, '--no-grant-mix', '--no-sh'], historyUrl);
-  const [cols] = await db.query("SELECT GROUP_CONCAT(column_name ORDER BY ordinal_position) AS c FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'answer_delivery' AND column_name <> 'id'");
+  await fcctl(
+    [
+      'dev',
+      'seed',
+      '--answers',
+      String(ROWS),
+      '--consumer-keys',
+      KEY,
+      '--schools',
+      '1',
+      '--snapshot-bytes',
+      args.bytes,
+      '--no-grant-mix',
+      '--no-sh',
+    ],
+    historyUrl,
+  );
+  const [cols] = await db.query(
+    "SELECT GROUP_CONCAT(column_name ORDER BY ordinal_position) AS c FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'answer_delivery' AND column_name <> 'id'",
+  );
   await db.query(`INSERT INTO bench_history (${cols[0].c}) SELECT ${cols[0].c} FROM answer_delivery ORDER BY id`);
   await db.query('DROP TABLE answer_delivery');
   await db.query('RENAME TABLE bench_history TO answer_delivery');
   await db.query('ANALYZE TABLE answer_delivery');
   await db.end();
-  if (!args.json) console.error(`history: ${total - Math.floor(total / 41)} BROKER_ACCEPTED + ${Math.floor(total / 41)} DEAD rows seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (!args.json)
+    console.error(
+      `history: ${total - Math.floor(total / 41)} BROKER_ACCEPTED + ${Math.floor(total / 41)} DEAD rows seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
 }
 
 /** Back to PENDING for a round: in the --history outbox only the bench consumer's rows. */
 async function resetRound(ch, url = fcUrl) {
   const db = await mysql.createConnection({ uri: url });
   const only = url === fcUrl ? '' : ` WHERE consumer_app_key = '${KEY}'`;
-  await db.query(`UPDATE answer_delivery SET state = 'PENDING', broker_accepted_at = NULL, next_retry_at = NULL, retry_count = 0, claim_owner = NULL, claim_expires_at = NULL${only}`);
+  await db.query(
+    `UPDATE answer_delivery SET state = 'PENDING', broker_accepted_at = NULL, next_retry_at = NULL, retry_count = 0, claim_owner = NULL, claim_expires_at = NULL${only}`,
+  );
   const [[{ size }]] = await db.query(`SELECT ROUND(AVG(LENGTH(snapshot_json))) AS size FROM answer_delivery${only}`);
   await db.end();
   await quiesce();
@@ -162,7 +252,8 @@ async function quiesce() {
 }
 
 const confirmWindow = (ch) => confirmWindowOf(ch, WINDOW, EXCHANGE);
-const minimalRate = async (conn, url) => ROWS / (await minimalRelay(conn, url, { window: WINDOW, exchange: EXCHANGE })).seconds;
+const minimalRate = async (conn, url) =>
+  ROWS / (await minimalRelay(conn, url, { window: WINDOW, exchange: EXCHANGE })).seconds;
 
 async function rawRate(conn, bodyBytes) {
   const ch = await conn.createConfirmChannel();
@@ -180,8 +271,15 @@ async function rawRate(conn, bodyBytes) {
   return ROWS / seconds;
 }
 
-const FCCTL_ARGS = ['deliveries', 'send', '--window', String(WINDOW), ...(process.env.BENCH_FCCTL_ARGS ? process.env.BENCH_FCCTL_ARGS.split(' ') : [])];
-const perRowOf = (cpu, rows) => Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Math.round((v / rows) * 1e6) / 1e3])); // ms per row
+const FCCTL_ARGS = [
+  'deliveries',
+  'send',
+  '--window',
+  String(WINDOW),
+  ...(process.env.BENCH_FCCTL_ARGS ? process.env.BENCH_FCCTL_ARGS.split(' ') : []),
+];
+const perRowOf = (cpu, rows) =>
+  Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Math.round((v / rows) * 1e6) / 1e3])); // ms per row
 const perRow = (cpu) => perRowOf(cpu, ROWS);
 
 /**
@@ -202,19 +300,32 @@ async function sendRound(url, half = false) {
   const empty = await fcctl(FCCTL_ARGS, url);
   if (summaryOf(empty).claimed !== 0) throw new Error('the start-up run found rows to send');
   const startupCpu = Math.round(empty.cpuSeconds * 100) / 100;
-  const round = { rate: s.rowsPerSecond, wallRate: ROWS / full.wall, cpu: full.cpu, startupCpu, perRow: perRow({ ...full.cpu, node: full.cpu.node - startupCpu }) };
+  const round = {
+    rate: s.rowsPerSecond,
+    wallRate: ROWS / full.wall,
+    cpu: full.cpu,
+    startupCpu,
+    perRow: perRow({ ...full.cpu, node: full.cpu.node - startupCpu }),
+  };
   if (!half) return round;
   await resetRound(ch, url);
   const halfRows = Math.floor(ROWS / 2);
   const first = await measuredSend(url, [...FCCTL_ARGS, '--max-rows', String(halfRows)]);
-  if (first.summary.accepted !== halfRows || first.summary.claimed !== halfRows) throw new Error(`fcctl --max-rows ${halfRows} claimed ${first.summary.claimed}, accepted ${first.summary.accepted}`);
+  if (first.summary.accepted !== halfRows || first.summary.claimed !== halfRows)
+    throw new Error(
+      `fcctl --max-rows ${halfRows} claimed ${first.summary.claimed}, accepted ${first.summary.accepted}`,
+    );
   const q2 = await ch.checkQueue('bench.send');
-  if (q2.messageCount !== halfRows) throw new Error(`queue holds ${q2.messageCount} after the half run, expected ${halfRows}`);
+  if (q2.messageCount !== halfRows)
+    throw new Error(`queue holds ${q2.messageCount} after the half run, expected ${halfRows}`);
   // run times from the summaries, unrounded (seconds is rounded to 0.1 s)
   const seconds = (x) => x.summary.claimed / x.summary.rowsPerSecond;
   const dt = seconds(full) - seconds(first);
   // a difference of two noisy runs: refused rather than printed when it cannot mean anything
-  if (!(dt > 0.1 * seconds(full))) throw new Error(`the second half took ${dt.toFixed(2)} s of the full run's ${seconds(full).toFixed(2)} s: too noisy to report; run again`);
+  if (!(dt > 0.1 * seconds(full)))
+    throw new Error(
+      `the second half took ${dt.toFixed(2)} s of the full run's ${seconds(full).toFixed(2)} s: too noisy to report; run again`,
+    );
   const secondHalf = Object.fromEntries(Object.keys(full.cpu).map((k) => [k, Math.max(0, full.cpu[k] - first.cpu[k])]));
   return { ...round, secondHalf: { rate: (ROWS - halfRows) / dt, perRow: perRowOf(secondHalf, ROWS - halfRows) } };
 }
@@ -262,7 +373,10 @@ await conn.close();
 
 const med = (f) => median(rounds.map(f));
 const r2 = (x) => Number(x.toFixed(2));
-const medianPerRow = (pick) => Object.fromEntries(['node', 'mariadbd', 'beam.smp'].map((k) => [k, Number(med((r) => pick(r).perRow[k]).toFixed(3))]));
+const medianPerRow = (pick) =>
+  Object.fromEntries(
+    ['node', 'mariadbd', 'beam.smp'].map((k) => [k, Number(med((r) => pick(r).perRow[k]).toFixed(3))]),
+  );
 const result = {
   bench: 'send',
   rows: ROWS,
@@ -279,7 +393,11 @@ const result = {
   ratioToMinimal: r2(med((r) => r.fcctl.rate / r.minimal.rate)),
   minimalRatio: r2(med((r) => r.minimal.rate / r.raw.rate)),
   // CPU ms per row (fcctl's node: start-up taken out)
-  cpuMsPerRow: { raw: medianPerRow((r) => r.raw), minimal: medianPerRow((r) => r.minimal), fcctl: medianPerRow((r) => r.fcctl) },
+  cpuMsPerRow: {
+    raw: medianPerRow((r) => r.raw),
+    minimal: medianPerRow((r) => r.minimal),
+    fcctl: medianPerRow((r) => r.fcctl),
+  },
   fcctlStartupCpuSeconds: r2(med((r) => r.fcctl.startupCpu)),
   // the second half of the rows alone (full run less a --max-rows half run): fcctl warmed up
   secondHalf: {
@@ -304,22 +422,44 @@ const result = {
 };
 if (args.json) console.log(JSON.stringify(result));
 else {
-  console.log(`| rows | window | snapshot bytes | raw amqplib msg/s | minimal relay rows/s | fcctl rows/s (in run) | fcctl rows/s (wall, incl. start) | ratio | ratio (wall) | ratio to minimal |`);
+  console.log(
+    `| rows | window | snapshot bytes | raw amqplib msg/s | minimal relay rows/s | fcctl rows/s (in run) | fcctl rows/s (wall, incl. start) | ratio | ratio (wall) | ratio to minimal |`,
+  );
   console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
-  console.log(`| ${result.rows} | ${result.window} | ${result.snapshotBytes} | ${result.rawPerSecond} | ${result.minimalPerSecond} | ${result.fcctlPerSecond} | ${result.fcctlWallPerSecond} | ${result.ratio} | ${result.ratioWall} | ${result.ratioToMinimal} |`);
-  console.log(`\nmedian of ${result.rounds} rounds; goals (issue 20): ratio ≥ 0.7, ratio (wall) ≥ 0.6, ratio to minimal ≥ 0.9; the minimal relay itself: ${result.minimalRatio}× raw`);
+  console.log(
+    `| ${result.rows} | ${result.window} | ${result.snapshotBytes} | ${result.rawPerSecond} | ${result.minimalPerSecond} | ${result.fcctlPerSecond} | ${result.fcctlWallPerSecond} | ${result.ratio} | ${result.ratioWall} | ${result.ratioToMinimal} |`,
+  );
+  console.log(
+    `\nmedian of ${result.rounds} rounds; goals (issue 20): ratio ≥ 0.7, ratio (wall) ≥ 0.6, ratio to minimal ≥ 0.9; the minimal relay itself: ${result.minimalRatio}× raw`,
+  );
   console.log('\nCPU ms per row (median)   | node (publisher) | MariaDB | RabbitMQ');
   for (const k of ['raw', 'minimal', 'fcctl']) {
     const c = result.cpuMsPerRow[k];
-    console.log(`${k.padEnd(26)}| ${c.node.toFixed(3).padStart(16)} | ${c.mariadbd.toFixed(3).padStart(7)} | ${c['beam.smp'].toFixed(3).padStart(8)}`);
+    console.log(
+      `${k.padEnd(26)}| ${c.node.toFixed(3).padStart(16)} | ${c.mariadbd.toFixed(3).padStart(7)} | ${c['beam.smp'].toFixed(3).padStart(8)}`,
+    );
   }
   const h = result.secondHalf.cpuMsPerRow;
-  console.log(`${'fcctl, 2nd half of rows'.padEnd(26)}| ${h.node.toFixed(3).padStart(16)} | ${h.mariadbd.toFixed(3).padStart(7)} | ${h['beam.smp'].toFixed(3).padStart(8)}`);
-  console.log(`(fcctl's node without its start-up, ${result.fcctlStartupCpuSeconds} s CPU; goals: fcctl ≤ 0.07, MariaDB ≤ 0.05)`);
-  console.log(`second half of the rows (full run less a --max-rows ${Math.floor(ROWS / 2)} run; fcctl warmed up): ${result.secondHalf.perSecond} rows/s, ${result.secondHalf.ratio}× raw, ${result.secondHalf.ratioToMinimal}× the minimal relay`);
+  console.log(
+    `${'fcctl, 2nd half of rows'.padEnd(26)}| ${h.node.toFixed(3).padStart(16)} | ${h.mariadbd.toFixed(3).padStart(7)} | ${h['beam.smp'].toFixed(3).padStart(8)}`,
+  );
+  console.log(
+    `(fcctl's node without its start-up, ${result.fcctlStartupCpuSeconds} s CPU; goals: fcctl ≤ 0.07, MariaDB ≤ 0.05)`,
+  );
+  console.log(
+    `second half of the rows (full run less a --max-rows ${Math.floor(ROWS / 2)} run; fcctl warmed up): ${result.secondHalf.perSecond} rows/s, ${result.secondHalf.ratio}× raw, ${result.secondHalf.ratioToMinimal}× the minimal relay`,
+  );
   if (HISTORY > 0) {
-    console.log(`\nwith history (${result.history} BROKER_ACCEPTED + ${result.historyDead} DEAD rows next to the ${result.rows} PENDING): ${result.historyPerSecond} rows/s, ${result.historyRatio}× the same run without history (goal ≥ 0.9)`);
-    for (const [i, r] of rounds.entries()) console.log(`round ${i + 1} with history: ${Math.round(r.history.rate)} rows/s (plain ${Math.round(r.fcctl.rate)}), CPU seconds ${JSON.stringify(r.history.cpu)}`);
+    console.log(
+      `\nwith history (${result.history} BROKER_ACCEPTED + ${result.historyDead} DEAD rows next to the ${result.rows} PENDING): ${result.historyPerSecond} rows/s, ${result.historyRatio}× the same run without history (goal ≥ 0.9)`,
+    );
+    for (const [i, r] of rounds.entries())
+      console.log(
+        `round ${i + 1} with history: ${Math.round(r.history.rate)} rows/s (plain ${Math.round(r.fcctl.rate)}), CPU seconds ${JSON.stringify(r.history.cpu)}`,
+      );
   }
-  for (const [i, r] of rounds.entries()) console.log(`round ${i + 1}: CPU seconds during raw ${JSON.stringify(r.raw.cpu)}, minimal ${JSON.stringify(r.minimal.cpu)}, fcctl ${JSON.stringify(r.fcctl.cpu)} (start-up ${r.fcctl.startupCpu})`);
+  for (const [i, r] of rounds.entries())
+    console.log(
+      `round ${i + 1}: CPU seconds during raw ${JSON.stringify(r.raw.cpu)}, minimal ${JSON.stringify(r.minimal.cpu)}, fcctl ${JSON.stringify(r.fcctl.cpu)} (start-up ${r.fcctl.startupCpu})`,
+    );
 }

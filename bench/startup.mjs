@@ -28,7 +28,12 @@ const RUNS = Number(args.runs);
 const { dbs, dir, admin, log, cleanup } = await scratch('startup', args);
 const { name: dbName, url: dbUrl } = dbs[0];
 const PUBLISHER = { id: 100021, appKey: '100021', appCode: 'demo-publisher' };
-const env = { ...process.env, FCCTL_FC_DATABASE_URL: dbUrl, FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode };
+const env = {
+  ...process.env,
+  FCCTL_FC_DATABASE_URL: dbUrl,
+  FCCTL_APP_KEY: PUBLISHER.appKey,
+  FCCTL_APP_CODE: PUBLISHER.appCode,
+};
 delete env.CI;
 const RECORDER = join(ROOT, 'bench/record-modules.mjs');
 const shellQuote = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -46,9 +51,16 @@ const CASES = {
 function once(name, extraEnv = {}, nodeArgs = []) {
   const { argv, tty } = CASES[name];
   const node = [...nodeArgs, ...argv];
-  const [cmd, full] = tty ? ['script', ['-qec', [process.execPath, ...node].map(shellQuote).join(' '), '/dev/null']] : [process.execPath, node];
+  const [cmd, full] = tty
+    ? ['script', ['-qec', [process.execPath, ...node].map(shellQuote).join(' '), '/dev/null']]
+    : [process.execPath, node];
   const t0 = performance.now();
-  const r = spawnSync(cmd, full, { cwd: ROOT, env: { ...env, ...extraEnv }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(cmd, full, {
+    cwd: ROOT,
+    env: { ...env, ...extraEnv },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${name} exited ${r.status}: ${(r.stderr || r.stdout).trim().split('\n').pop()}`);
   return ms;
@@ -63,13 +75,19 @@ function inkLoaded(name) {
   return /\/node_modules\/(ink|react)\//.test(loaded);
 }
 
-
 let failed = false;
 try {
   await admin.query(`CREATE DATABASE \`${dbName}\``);
-  const init = spawnSync(process.execPath, [FCCTL, 'db', 'init', '--side', 'fc', '--dev', '--json'], { env, encoding: 'utf8' });
+  const init = spawnSync(process.execPath, [FCCTL, 'db', 'init', '--side', 'fc', '--dev', '--json'], {
+    env,
+    encoding: 'utf8',
+  });
   if (init.status !== 0) throw new Error(`db init exited ${init.status}: ${init.stderr}`);
-  await admin.query(`INSERT INTO \`${dbName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`, [PUBLISHER.id, PUBLISHER.appCode, PUBLISHER.appKey]);
+  await admin.query(`INSERT INTO \`${dbName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`, [
+    PUBLISHER.id,
+    PUBLISHER.appCode,
+    PUBLISHER.appKey,
+  ]);
   const names = Object.keys(CASES);
   for (const n of names) once(n); // warm-up: the file cache, the database's first connection
   const times = Object.fromEntries(names.map((n) => [n, []]));
@@ -81,7 +99,10 @@ try {
   if (args.json) console.log(JSON.stringify(result));
   else {
     log(`median wall ms of ${RUNS} runs (load ${result.load}, ${result.cpus}):`);
-    for (const n of names) log(`  ${n.padEnd(10)} ${String(medianMs[n]).padStart(7)} ms${n in loads ? `  ink/React loaded: ${loads[n]}` : ''}`);
+    for (const n of names)
+      log(
+        `  ${n.padEnd(10)} ${String(medianMs[n]).padStart(7)} ms${n in loads ? `  ink/React loaded: ${loads[n]}` : ''}`,
+      );
     log(`goal (off a terminal neither ink nor React loaded): ${failed ? 'NOT met' : 'met'}`);
   }
 } finally {

@@ -26,7 +26,13 @@ import { benchArgs, collect, FCCTL as fcctl, flag, scratch, str, median } from '
 const SCHOOL = '5';
 const FORM = '0be0c0de-0000-4000-8000-00000000f0b2';
 const LIMITS = 'Threads_running=100000,Threads_connected=100000';
-const args = benchArgs({ rows: str('200000'), size: str('500'), rounds: str('5'), dir: str(os.tmpdir()), keep: flag() });
+const args = benchArgs({
+  rows: str('200000'),
+  size: str('500'),
+  rounds: str('5'),
+  dir: str(os.tmpdir()),
+  keep: flag(),
+});
 
 const { dbs, dir, admin, log, cleanup } = await scratch('throttle', args);
 const { name: dbName, url: dbUrl } = dbs[0];
@@ -61,7 +67,10 @@ async function fill(total) {
       values.push("(?, ?, ?, 1, ?, ?, 0, '{}', '2026-10-01 08:00:00')");
       params.push(id, SCHOOL, FORM, 1 + ((i + k) % 7), createHash('sha256').update(id).digest('hex'));
     }
-    await admin.query(`INSERT INTO \`${dbName}\`.fc_answer_projection (answer_uuid, sch_id, form_uuid, form_version, answer_revision, content_hash, is_deleted, snapshot_json, create_time) VALUES ${values.join(', ')}`, params);
+    await admin.query(
+      `INSERT INTO \`${dbName}\`.fc_answer_projection (answer_uuid, sch_id, form_uuid, form_version, answer_revision, content_hash, is_deleted, snapshot_json, create_time) VALUES ${values.join(', ')}`,
+      params,
+    );
   }
 }
 
@@ -76,17 +85,45 @@ async function timedStatusReads(n) {
   return [n, median(times)];
 }
 
-const showStatusCount = async () => Number((await admin.query("SHOW GLOBAL STATUS LIKE 'Com_show_status'"))[0][0].Value);
+const showStatusCount = async () =>
+  Number((await admin.query("SHOW GLOBAL STATUS LIKE 'Com_show_status'"))[0][0].Value);
 
 async function scan(name, extra) {
   const out = join(dir, `${name}.jsonl`);
   const shows = await showStatusCount();
-  const r = await run([fcctl, '--json', 'manifest', 'scan', '--side', 'sh', '--school', SCHOOL, '--form', FORM, '--size', args.size, '--out', out, '--restart', ...extra], { FCCTL_SH_DATABASE_URL: dbUrl });
+  const r = await run(
+    [
+      fcctl,
+      '--json',
+      'manifest',
+      'scan',
+      '--side',
+      'sh',
+      '--school',
+      SCHOOL,
+      '--form',
+      FORM,
+      '--size',
+      args.size,
+      '--out',
+      out,
+      '--restart',
+      ...extra,
+    ],
+    { FCCTL_SH_DATABASE_URL: dbUrl },
+  );
   const summary = JSON.parse(r.stdout.trim().split('\n').at(-1));
   if (summary.rows !== Number(args.rows)) throw new Error(`${name}: ${summary.rows} rows, expected ${args.rows}`);
   // SHOW STATUS statements the scan sent (this script's own two reads excluded)
   const statusQueries = (await showStatusCount()) - shows - 1;
-  return { wall: r.seconds, own: summary.seconds, throttledSeconds: summary.throttledSeconds, sha: sha256(out), pages: summary.pages, statusQueries };
+  return {
+    wall: r.seconds,
+    own: summary.seconds,
+    throttledSeconds: summary.throttledSeconds,
+    sha: sha256(out),
+    pages: summary.pages,
+    statusQueries,
+  };
 }
 
 let exitCode = 0;
@@ -95,16 +132,30 @@ try {
   await run([fcctl, 'db', 'init', '--side', 'sh'], { FCCTL_SH_DATABASE_URL: dbUrl });
   const t = performance.now();
   await fill(Number(args.rows));
-  log(`manifest scan with --max-load ${LIMITS} (never reached) vs without, ${args.rows} rows, page size ${args.size}; filled in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  log(
+    `manifest scan with --max-load ${LIMITS} (never reached) vs without, ${args.rows} rows, page size ${args.size}; filled in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
   await scan('warm', []);
   const rounds = [];
   for (let i = 0; i < Number(args.rounds); i++) {
     // alternate which goes first, so a drift in the machine's load favours neither
-    const [a, b] = i % 2 === 0 ? [await scan('plain', []), await scan('limited', ['--max-load', LIMITS])] : (([y, x]) => [x, y])([await scan('limited', ['--max-load', LIMITS]), await scan('plain', [])]);
+    const [a, b] =
+      i % 2 === 0
+        ? [await scan('plain', []), await scan('limited', ['--max-load', LIMITS])]
+        : (([y, x]) => [x, y])([await scan('limited', ['--max-load', LIMITS]), await scan('plain', [])]);
     if (a.sha !== b.sha) throw new Error('the outputs differ');
     if (b.throttledSeconds !== 0) throw new Error(`throttled ${b.throttledSeconds} s with a limit never reached`);
-    rounds.push({ plainSeconds: a.own, limitedSeconds: b.own, ratio: b.own / a.own, wallRatio: b.wall / a.wall, pages: b.pages, statusQueries: b.statusQueries });
-    log(`  round ${i + 1}: plain ${a.own.toFixed(1)} s, limited ${b.own.toFixed(1)} s (${b.statusQueries} status reads for ${b.pages} pages) → ${(b.own / a.own).toFixed(3)} (wall ${(b.wall / a.wall).toFixed(3)})`);
+    rounds.push({
+      plainSeconds: a.own,
+      limitedSeconds: b.own,
+      ratio: b.own / a.own,
+      wallRatio: b.wall / a.wall,
+      pages: b.pages,
+      statusQueries: b.statusQueries,
+    });
+    log(
+      `  round ${i + 1}: plain ${a.own.toFixed(1)} s, limited ${b.own.toFixed(1)} s (${b.statusQueries} status reads for ${b.pages} pages) → ${(b.own / a.own).toFixed(3)} (wall ${(b.wall / a.wall).toFixed(3)})`,
+    );
   }
   const ratio = median(rounds.map((r) => r.ratio));
   const wallRatio = median(rounds.map((r) => r.wallRatio));
@@ -112,8 +163,23 @@ try {
   // own cost, their count times one status read's time over the plain scan's, bounds the overhead.
   const [, readsMs] = await timedStatusReads(50);
   const checkCost = median(rounds.map((r) => (r.statusQueries * readsMs) / 1000 / r.plainSeconds));
-  log(`  median ratio ${ratio.toFixed(3)} (wall ${wallRatio.toFixed(3)}); goal ≤ 1.05. The checks themselves: ${median(rounds.map((r) => r.statusQueries))} status reads of ${readsMs.toFixed(2)} ms each = ${(checkCost * 100).toFixed(2)} % of the plain scan`);
-  if (args.json) console.log(JSON.stringify({ rows: Number(args.rows), pageSize: Number(args.size), limits: LIMITS, rounds, ratio, wallRatio, statusReadMs: readsMs, checkCost, goalMet: ratio <= 1.05 }));
+  log(
+    `  median ratio ${ratio.toFixed(3)} (wall ${wallRatio.toFixed(3)}); goal ≤ 1.05. The checks themselves: ${median(rounds.map((r) => r.statusQueries))} status reads of ${readsMs.toFixed(2)} ms each = ${(checkCost * 100).toFixed(2)} % of the plain scan`,
+  );
+  if (args.json)
+    console.log(
+      JSON.stringify({
+        rows: Number(args.rows),
+        pageSize: Number(args.size),
+        limits: LIMITS,
+        rounds,
+        ratio,
+        wallRatio,
+        statusReadMs: readsMs,
+        checkCost,
+        goalMet: ratio <= 1.05,
+      }),
+    );
 } catch (err) {
   console.error(`bench/throttle: ${err.message}`);
   exitCode = 1;

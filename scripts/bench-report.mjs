@@ -9,34 +9,42 @@ const met = (ok) => (ok === undefined ? '—' : ok ? 'yes' : '**no**');
 
 /** One or more table rows per benchmark, from its `--json` result (null when it failed). */
 export const ROWS = {
-  canon: (r) => [[
-    'canon: fc.canon.v1 hash throughput',
-    `${f(r.results.find((x) => x.id === 'fcctl')?.mbPerS, 1)} MB/s = **${f(r.ratioVsCanonicalize)}×**`,
-    `\`canonicalize\` ${f(r.results.find((x) => x.id === 'canonicalize')?.mbPerS, 1)} MB/s`,
-    '≥ 3×',
-    met(r.ratioVsCanonicalize >= 3),
-  ]],
-  'canon-lines': (r) => [[
-    `canon-lines: \`canon hash --lines\` over ${n(r.inputBytes / 1e6)} MB`,
-    `peak RSS **${f(r.peakRssMb, 1)} MB**, ${f(r.mbPerS, 1)} MB/s`,
-    '—',
-    `< ${r.rssGoalMb} MB`,
-    met(r.ok),
-  ]],
-  'apply-command': (r) => [[
-    `apply-command: resolve-unknown, ${r.rows} rows, ${r.latencyMs} ms, concurrency ${r.concurrency}`,
-    `${n(r.medianRowsPerSecond)} rows/s = **${f(r.ratio)}×**${r.referenceRowsPerSecond ? ` (${f(r.ratioToReference)}× the transport-only reference)` : ''}`,
-    `bound ${n(r.boundRowsPerSecond)} rows/s${r.referenceRowsPerSecond ? `; same-run reference: FlowClient lookups alone ${n(r.referenceRowsPerSecond)}/s` : ''}`,
-    '≥ 0.8×',
-    met(r.ratio >= 0.8),
-  ]],
-  'flow-transport': (r) => [[
-    `flow-transport: signed lookups only (no database), concurrency ${r.concurrency}, ${r.latencyMs} ms`,
-    `fetch ${n(r.lookupsPerSecond.fetch)}/s, node:http ${n(r.lookupsPerSecond['node:http'])}/s`,
-    `bound ${n(r.boundPerSecond)}/s`,
-    'none (diagnostic for apply-command)',
-    '—',
-  ]],
+  canon: (r) => [
+    [
+      'canon: fc.canon.v1 hash throughput',
+      `${f(r.results.find((x) => x.id === 'fcctl')?.mbPerS, 1)} MB/s = **${f(r.ratioVsCanonicalize)}×**`,
+      `\`canonicalize\` ${f(r.results.find((x) => x.id === 'canonicalize')?.mbPerS, 1)} MB/s`,
+      '≥ 3×',
+      met(r.ratioVsCanonicalize >= 3),
+    ],
+  ],
+  'canon-lines': (r) => [
+    [
+      `canon-lines: \`canon hash --lines\` over ${n(r.inputBytes / 1e6)} MB`,
+      `peak RSS **${f(r.peakRssMb, 1)} MB**, ${f(r.mbPerS, 1)} MB/s`,
+      '—',
+      `< ${r.rssGoalMb} MB`,
+      met(r.ok),
+    ],
+  ],
+  'apply-command': (r) => [
+    [
+      `apply-command: resolve-unknown, ${r.rows} rows, ${r.latencyMs} ms, concurrency ${r.concurrency}`,
+      `${n(r.medianRowsPerSecond)} rows/s = **${f(r.ratio)}×**${r.referenceRowsPerSecond ? ` (${f(r.ratioToReference)}× the transport-only reference)` : ''}`,
+      `bound ${n(r.boundRowsPerSecond)} rows/s${r.referenceRowsPerSecond ? `; same-run reference: FlowClient lookups alone ${n(r.referenceRowsPerSecond)}/s` : ''}`,
+      '≥ 0.8×',
+      met(r.ratio >= 0.8),
+    ],
+  ],
+  'flow-transport': (r) => [
+    [
+      `flow-transport: signed lookups only (no database), concurrency ${r.concurrency}, ${r.latencyMs} ms`,
+      `fetch ${n(r.lookupsPerSecond.fetch)}/s, node:http ${n(r.lookupsPerSecond['node:http'])}/s`,
+      `bound ${n(r.boundPerSecond)}/s`,
+      'none (diagnostic for apply-command)',
+      '—',
+    ],
+  ],
   send: (r) => [
     [
       `send: ${n(r.rows)} rows, ${r.snapshotBytes} B snapshots, window ${r.window}`,
@@ -54,19 +62,25 @@ export const ROWS = {
     ],
     [
       'send CPU per row (ms): fcctl without start-up / MariaDB / RabbitMQ',
-      r.cpuMsPerRow ? `**${f(r.cpuMsPerRow.fcctl.node, 3)}** / **${f(r.cpuMsPerRow.fcctl.mariadbd, 3)}** / ${f(r.cpuMsPerRow.fcctl['beam.smp'], 3)}` : '?',
-      r.cpuMsPerRow ? `minimal relay ${f(r.cpuMsPerRow.minimal.node, 3)} / ${f(r.cpuMsPerRow.minimal.mariadbd, 3)} / ${f(r.cpuMsPerRow.minimal['beam.smp'], 3)}` : '?',
+      r.cpuMsPerRow
+        ? `**${f(r.cpuMsPerRow.fcctl.node, 3)}** / **${f(r.cpuMsPerRow.fcctl.mariadbd, 3)}** / ${f(r.cpuMsPerRow.fcctl['beam.smp'], 3)}`
+        : '?',
+      r.cpuMsPerRow
+        ? `minimal relay ${f(r.cpuMsPerRow.minimal.node, 3)} / ${f(r.cpuMsPerRow.minimal.mariadbd, 3)} / ${f(r.cpuMsPerRow.minimal['beam.smp'], 3)}`
+        : '?',
       '≤ 0.07 / ≤ 0.05 / —',
       met(r.cpuMsPerRow ? r.cpuMsPerRow.fcctl.node <= 0.07 && r.cpuMsPerRow.fcctl.mariadbd <= 0.05 : undefined),
     ],
     ...(r.secondHalf
-      ? [[
-          'send, second half of the rows alone (fcctl warmed up): CPU per row fcctl / MariaDB, rate',
-          `${f(r.secondHalf.cpuMsPerRow.node, 3)} / ${f(r.secondHalf.cpuMsPerRow.mariadbd, 3)} ms; ${n(r.secondHalf.perSecond)} rows/s = ${f(r.secondHalf.ratio)}× raw, ${f(r.secondHalf.ratioToMinimal)}× the minimal relay`,
-          'the same run\'s raw and minimal relay',
-          'diagnostic (what a row costs once V8 has compiled the hot code)',
-          '—',
-        ]]
+      ? [
+          [
+            'send, second half of the rows alone (fcctl warmed up): CPU per row fcctl / MariaDB, rate',
+            `${f(r.secondHalf.cpuMsPerRow.node, 3)} / ${f(r.secondHalf.cpuMsPerRow.mariadbd, 3)} ms; ${n(r.secondHalf.perSecond)} rows/s = ${f(r.secondHalf.ratio)}× raw, ${f(r.secondHalf.ratioToMinimal)}× the minimal relay`,
+            "the same run's raw and minimal relay",
+            'diagnostic (what a row costs once V8 has compiled the hot code)',
+            '—',
+          ],
+        ]
       : []),
   ],
   manifest: (r) => [
@@ -84,13 +98,25 @@ export const ROWS = {
       '≤ 20 %',
       met(r.rssGoalMet),
     ],
-    [`reconcile diff, two ${n(r.diff.answers)}-answer manifests`, `${n(r.diff.answersPerSecond)} answers/s, peak RSS ${f(r.diff.peakRssMb, 1)} MB`, '—', 'none set', '—'],
+    [
+      `reconcile diff, two ${n(r.diff.answers)}-answer manifests`,
+      `${n(r.diff.answersPerSecond)} answers/s, peak RSS ${f(r.diff.peakRssMb, 1)} MB`,
+      '—',
+      'none set',
+      '—',
+    ],
   ],
   projection: (r) =>
     r.results
       .filter((x) => x.execute)
       .slice(0, 1)
-      .map((x) => [`projection repair --plan, ${n(x.rows)} rows, concurrency ${x.concurrency}`, `${n(x.rowsPerSecond)} rows/s`, '—', 'none set', '—']),
+      .map((x) => [
+        `projection repair --plan, ${n(x.rows)} rows, concurrency ${x.concurrency}`,
+        `${n(x.rowsPerSecond)} rows/s`,
+        '—',
+        'none set',
+        '—',
+      ]),
   'reconcile-all': (r) => [
     [
       `reconcile run --all, ${n(r.pairs)} pairs × ~${n(Math.round(r.answers / r.pairs))} answers`,
@@ -99,41 +125,89 @@ export const ROWS = {
       '≥ 3×',
       met(r.speedup >= 3),
     ],
-    [`reconcile run --all peak RSS, ${n(r.rss.smallPairs)} → ${n(r.rss.pairs)} pairs`, `${f(r.rss.smallMb, 1)} → ${f(r.rss.mb, 1)} MB = **${f(r.rss.growth * 100, 1)} %**`, `the ${n(r.rss.smallPairs)}-pair run`, '≤ 20 %', met(r.rss.growth <= 0.2)],
+    [
+      `reconcile run --all peak RSS, ${n(r.rss.smallPairs)} → ${n(r.rss.pairs)} pairs`,
+      `${f(r.rss.smallMb, 1)} → ${f(r.rss.mb, 1)} MB = **${f(r.rss.growth * 100, 1)} %**`,
+      `the ${n(r.rss.smallPairs)}-pair run`,
+      '≤ 20 %',
+      met(r.rss.growth <= 0.2),
+    ],
   ],
-  startup: (r) => [[
-    `startup: median of ${r.runs} runs off a terminal`,
-    `\`--version\` **${n(r.medianMs.version)} ms**, \`deliveries send --dry-run\` (empty outbox) **${n(r.medianMs.dryRun)} ms**; ink/React loaded: ${r.inkLoaded.version || r.inkLoaded.dryRun ? '**yes**' : 'no'}`,
-    `\`node -e 0\` ${n(r.medianMs.node)} ms; \`--version\` with ink and React loaded ${n(r.medianMs.versionInk)} ms`,
-    'neither ink nor React loaded',
-    met(r.goalMet),
-  ]],
-  scan: (r) => [[
-    `scan: \`deliveries scan\` next to ${n(r.pending)} PENDING rows, median of ${r.rounds} runs`,
-    `**${n(r.medianMs.history)} ms** after ${n(r.history)} BROKER_ACCEPTED + ${n(r.dead)} DEAD rows; statements ${Object.entries(r.statementsMs).map(([k, v]) => `${k} ${n(v)}`).join(', ')} ms`,
-    `no history ${n(r.medianMs.plain)} ms; \`--version\` ${n(r.medianMs.version)} ms`,
-    '< 1,000 ms at 2,000,000',
-    met(r.goalMet),
-  ]],
+  startup: (r) => [
+    [
+      `startup: median of ${r.runs} runs off a terminal`,
+      `\`--version\` **${n(r.medianMs.version)} ms**, \`deliveries send --dry-run\` (empty outbox) **${n(r.medianMs.dryRun)} ms**; ink/React loaded: ${r.inkLoaded.version || r.inkLoaded.dryRun ? '**yes**' : 'no'}`,
+      `\`node -e 0\` ${n(r.medianMs.node)} ms; \`--version\` with ink and React loaded ${n(r.medianMs.versionInk)} ms`,
+      'neither ink nor React loaded',
+      met(r.goalMet),
+    ],
+  ],
+  scan: (r) => [
+    [
+      `scan: \`deliveries scan\` next to ${n(r.pending)} PENDING rows, median of ${r.rounds} runs`,
+      `**${n(r.medianMs.history)} ms** after ${n(r.history)} BROKER_ACCEPTED + ${n(r.dead)} DEAD rows; statements ${Object.entries(
+        r.statementsMs,
+      )
+        .map(([k, v]) => `${k} ${n(v)}`)
+        .join(', ')} ms`,
+      `no history ${n(r.medianMs.plain)} ms; \`--version\` ${n(r.medianMs.version)} ms`,
+      '< 1,000 ms at 2,000,000',
+      met(r.goalMet),
+    ],
+  ],
   latency: (r) => [
     [
       `latency: \`deliveries send --follow\`, ${n(r.latency.rows)} rows committed one at a time at ${n(r.rate)}/s`,
       `p50 **${n(r.latency.p50Ms)} ms**, p99 **${n(r.latency.p99Ms)} ms** (max ${n(r.latency.maxMs)}, missing ${n(r.latency.missing)})`,
-      r.cron ? `cron every ${n(r.cron.everySeconds)} s: p50 ${n(r.cron.p50Ms)} ms, p99 ${n(r.cron.p99Ms)} ms` : 'cron not measured',
+      r.cron
+        ? `cron every ${n(r.cron.everySeconds)} s: p50 ${n(r.cron.p50Ms)} ms, p99 ${n(r.cron.p99Ms)} ms`
+        : 'cron not measured',
       'p50 ≤ 150 ms, p99 ≤ 500 ms',
       met(r.latency.missing === 0 && r.latency.p50Ms <= 150 && r.latency.p99Ms <= 500),
     ],
-    ...(r.idle ? [[`idle: follow relay on an empty outbox, ${n(r.idle.seconds)} s`, `**${f(r.idle.totalPctOfCore, 2)} %** of one core (relay ${f(r.idle.relayPctOfCore, 2)} %, MariaDB ${f(r.idle.mariadbPctOfCore, 2)} %)`, '—', '≤ 2 %', met(r.idle.totalPctOfCore <= 2)]] : []),
-    ...(r.saturation ? [[`saturation: ${n(r.saturation.rows)} rows due at once`, `follow **${n(r.saturation.followRowsPerSecond)} rows/s** = ${f(r.saturation.ratio, 2)}× batch, ${f(r.saturation.ratioToMinimal, 2)}× minimal`, `a batch \`deliveries send\` ${n(r.saturation.batchRowsPerSecond)} rows/s; the minimal relay ${n(r.saturation.minimalRowsPerSecond)} rows/s`, '≥ 1× batch, ≥ 0.9× minimal', met(r.saturation.ratio >= 1 && r.saturation.ratioToMinimal >= 0.9)]] : []),
-    ...(r.memory ? [[`memory: one follow relay over ${n(r.memory.rows)} rows`, `RSS ${f(r.memory.at100k.rssMb, 1)} → ${f(r.memory.atEnd.rssMb, 1)} MB = **${f(r.memory.rssGrowth, 3)}×**; handles ${n(r.memory.atStart.handles)} → ${n(r.memory.atEnd.handles)}`, 'after 100,000 rows', '≤ 1.10×, no more handles', met(r.memory.rssGrowth <= 1.1 && r.memory.atEnd.handles <= r.memory.atStart.handles)]] : []),
+    ...(r.idle
+      ? [
+          [
+            `idle: follow relay on an empty outbox, ${n(r.idle.seconds)} s`,
+            `**${f(r.idle.totalPctOfCore, 2)} %** of one core (relay ${f(r.idle.relayPctOfCore, 2)} %, MariaDB ${f(r.idle.mariadbPctOfCore, 2)} %)`,
+            '—',
+            '≤ 2 %',
+            met(r.idle.totalPctOfCore <= 2),
+          ],
+        ]
+      : []),
+    ...(r.saturation
+      ? [
+          [
+            `saturation: ${n(r.saturation.rows)} rows due at once`,
+            `follow **${n(r.saturation.followRowsPerSecond)} rows/s** = ${f(r.saturation.ratio, 2)}× batch, ${f(r.saturation.ratioToMinimal, 2)}× minimal`,
+            `a batch \`deliveries send\` ${n(r.saturation.batchRowsPerSecond)} rows/s; the minimal relay ${n(r.saturation.minimalRowsPerSecond)} rows/s`,
+            '≥ 1× batch, ≥ 0.9× minimal',
+            met(r.saturation.ratio >= 1 && r.saturation.ratioToMinimal >= 0.9),
+          ],
+        ]
+      : []),
+    ...(r.memory
+      ? [
+          [
+            `memory: one follow relay over ${n(r.memory.rows)} rows`,
+            `RSS ${f(r.memory.at100k.rssMb, 1)} → ${f(r.memory.atEnd.rssMb, 1)} MB = **${f(r.memory.rssGrowth, 3)}×**; handles ${n(r.memory.atStart.handles)} → ${n(r.memory.atEnd.handles)}`,
+            'after 100,000 rows',
+            '≤ 1.10×, no more handles',
+            met(r.memory.rssGrowth <= 1.1 && r.memory.atEnd.handles <= r.memory.atStart.handles),
+          ],
+        ]
+      : []),
   ],
-  throttle: (r) => [[
-    `throttle: \`manifest scan --max-load\` never reached, ${n(r.rows)} rows`,
-    `**${f(r.ratio, 3)}×** of the plain scan's time (wall ${f(r.wallRatio, 3)}×); the checks alone ${f(r.checkCost * 100, 2)} %`,
-    'the same scan without --max-load',
-    '≤ 1.05×',
-    met(r.goalMet),
-  ]],
+  throttle: (r) => [
+    [
+      `throttle: \`manifest scan --max-load\` never reached, ${n(r.rows)} rows`,
+      `**${f(r.ratio, 3)}×** of the plain scan's time (wall ${f(r.wallRatio, 3)}×); the checks alone ${f(r.checkCost * 100, 2)} %`,
+      'the same scan without --max-load',
+      '≤ 1.05×',
+      met(r.goalMet),
+    ],
+  ],
 };
 
 /** The markdown block: machine line and one table. */
@@ -169,7 +243,10 @@ export function summaryBlock(results, machine, minutes) {
 export function rewrite(text, block) {
   const start = text.indexOf('<!-- bench:summary:start');
   const end = text.indexOf('<!-- bench:summary:end -->');
-  if (start >= 0 && end > start) return text.slice(0, start) + block + text.slice(end + '<!-- bench:summary:end -->'.length);
+  if (start >= 0 && end > start)
+    return text.slice(0, start) + block + text.slice(end + '<!-- bench:summary:end -->'.length);
   const firstSection = text.indexOf('\n## ');
-  return firstSection < 0 ? `${text}\n${block}\n` : `${text.slice(0, firstSection + 1)}${block}\n\n${text.slice(firstSection + 1)}`;
+  return firstSection < 0
+    ? `${text}\n${block}\n`
+    : `${text.slice(0, firstSection + 1)}${block}\n\n${text.slice(firstSection + 1)}`;
 }

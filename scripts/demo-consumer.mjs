@@ -50,7 +50,9 @@ for (const key of keys) {
   });
   if (tag) await ch.cancel(tag);
   tag = undefined;
-  console.log(`consumer ${key}: ${n} messages read, ${ids.size} distinct event ids, every hash ${bad ? 'NOT ' : ''}verified`);
+  console.log(
+    `consumer ${key}: ${n} messages read, ${ids.size} distinct event ids, every hash ${bad ? 'NOT ' : ''}verified`,
+  );
 }
 await conn.close();
 process.exit(bad ? 1 : 0);

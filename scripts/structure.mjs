@@ -12,7 +12,20 @@ const EXEMPT = new Set(['src/lib/canon/canonicalizer.ts']);
 // Not commands: the option parsers and the context every command shares.
 const COMMAND_SUPPORT = new Set(['src/commands/options.ts', 'src/commands/context.ts']);
 /** src/lib folders that serve every domain; they import only each other (and no domain). */
-export const INFRASTRUCTURE = new Set(['canon', 'batch', 'fs', 'cli', 'config', 'db', 'amqp', 'flow', 'time', 'service', 'ids.ts', 'time.ts']);
+export const INFRASTRUCTURE = new Set([
+  'canon',
+  'batch',
+  'fs',
+  'cli',
+  'config',
+  'db',
+  'amqp',
+  'flow',
+  'time',
+  'service',
+  'ids.ts',
+  'time.ts',
+]);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -37,7 +50,8 @@ export function measure(root = process.cwd()) {
     const rel = relative(root, file);
     const text = readFileSync(file, 'utf8');
     const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-    if (rel.startsWith('src/commands/') && !COMMAND_SUPPORT.has(rel) && lines > MAX_COMMAND_LINES) longCommands.push({ file: rel, lines });
+    if (rel.startsWith('src/commands/') && !COMMAND_SUPPORT.has(rel) && lines > MAX_COMMAND_LINES)
+      longCommands.push({ file: rel, lines });
     layerBreaks.push(...importBreaks(rel, text));
     if (EXEMPT.has(rel)) continue;
     const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
@@ -45,7 +59,8 @@ export function measure(root = process.cwd()) {
       if (ts.isFunctionLike(node) && node.body) {
         const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
         const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
-        if (end - start + 1 > MAX_FUNCTION_LINES) longFunctions.push({ file: rel, name: nameOf(node, sf), lines: end - start + 1 });
+        if (end - start + 1 > MAX_FUNCTION_LINES)
+          longFunctions.push({ file: rel, name: nameOf(node, sf), lines: end - start + 1 });
       }
       ts.forEachChild(node, visit);
     };
@@ -61,8 +76,10 @@ function importBreaks(rel, text) {
   const breaks = [];
   for (const m of text.matchAll(/from '(\.[^']+)'/g)) {
     const target = relative(process.cwd(), join(rel, '..', m[1]));
-    if (target.startsWith('src/commands/') || !target.startsWith('src/lib/')) breaks.push({ file: rel, imports: target });
-    else if (INFRASTRUCTURE.has(from) && !INFRASTRUCTURE.has(target.split('/')[2].replace(/\.js$/, '.ts'))) breaks.push({ file: rel, imports: target });
+    if (target.startsWith('src/commands/') || !target.startsWith('src/lib/'))
+      breaks.push({ file: rel, imports: target });
+    else if (INFRASTRUCTURE.has(from) && !INFRASTRUCTURE.has(target.split('/')[2].replace(/\.js$/, '.ts')))
+      breaks.push({ file: rel, imports: target });
   }
   return breaks;
 }
@@ -72,6 +89,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const b of layerBreaks) console.log(`layer ${b.file} imports ${b.imports}`);
   for (const c of longCommands) console.log(`command ${c.file}: ${c.lines} lines`);
   for (const f of longFunctions) console.log(`function ${f.file} ${f.name}: ${f.lines} lines`);
-  console.log(`${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers`);
+  console.log(
+    `${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers`,
+  );
   process.exitCode = longCommands.length + longFunctions.length + layerBreaks.length > 0 ? 1 : 0;
 }

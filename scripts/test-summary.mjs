@@ -40,7 +40,11 @@ if (totalsFile && existsSync(totalsFile)) {
     tests += 1;
     for (const [k, v] of Object.entries(JSON.parse(line))) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
   }
-  console.log(`fault and bad-input totals (${tests} tests): ${Object.entries(sum).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  console.log(
+    `fault and bad-input totals (${tests} tests): ${Object.entries(sum)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
 }
 // CI reads the last line alone: skipped tests (there should be none) get a line of their own before it.
 if (skipped) console.log(`${skipped} skipped`);

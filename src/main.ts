@@ -35,7 +35,9 @@ const COMMANDS: ReadonlyArray<() => Promise<Register>> = [
 ];
 
 /** `fcctl --version` alone (`--json` and `--debug` aside): no command module is needed to answer it. */
-const versionOnly = (argv: readonly string[]) => argv.some((a) => a === '-V' || a === '--version') && argv.every((a) => ['-V', '--version', '--json', '--debug'].includes(a));
+const versionOnly = (argv: readonly string[]) =>
+  argv.some((a) => a === '-V' || a === '--version') &&
+  argv.every((a) => ['-V', '--version', '--json', '--debug'].includes(a));
 
 /**
  * Builds the command tree (see {@link COMMANDS}; none for a bare `--version` in `argv`). Only
@@ -49,11 +51,17 @@ export async function buildProgram(deps: Deps, resources: Resources, argv?: read
     .option('--fc-database-url <url>', 'FC database (FCCTL_FC_DATABASE_URL)')
     .option('--sh-database-url <url>', 'SH database (FCCTL_SH_DATABASE_URL)')
     .option('--amqp-url <url>', 'RabbitMQ (FCCTL_AMQP_URL)')
-    .option('--amqp-management-url <url>', 'RabbitMQ management API, for doctor --isolation (FCCTL_AMQP_MANAGEMENT_URL)')
+    .option(
+      '--amqp-management-url <url>',
+      'RabbitMQ management API, for doctor --isolation (FCCTL_AMQP_MANAGEMENT_URL)',
+    )
     .option('--flow-url <url>', 'flow center (FCCTL_FLOW_URL)')
-    .option('--app-key <key>', 'this publisher\'s credential key (FCCTL_APP_KEY)')
-    .option('--app-code <code>', 'this publisher\'s deployment code (FCCTL_APP_CODE)')
-    .option('--service-time-zone <zone>', 'IANA time zone of the service\'s DATETIMEs; default: the FC database\'s zone (FCCTL_SERVICE_TIME_ZONE)')
+    .option('--app-key <key>', "this publisher's credential key (FCCTL_APP_KEY)")
+    .option('--app-code <code>', "this publisher's deployment code (FCCTL_APP_CODE)")
+    .option(
+      '--service-time-zone <zone>',
+      "IANA time zone of the service's DATETIMEs; default: the FC database's zone (FCCTL_SERVICE_TIME_ZONE)",
+    )
     .option('--json', 'JSON lines on stdout, even on a terminal')
     .addOption(progressIntervalOption())
     .addOption(new Option('--debug', 'print stack traces of unexpected errors'))
@@ -81,7 +89,8 @@ const MAX_ERROR_CHARS = 2000;
  * megabytes, and only the first {@link MAX_ERROR_CHARS} are printed, so a secret this cut splits
  * lies beyond the printed part.
  */
-const bounded = (message: string) => (message.length > 2 * MAX_ERROR_CHARS ? message.slice(0, 2 * MAX_ERROR_CHARS) : message);
+const bounded = (message: string) =>
+  message.length > 2 * MAX_ERROR_CHARS ? message.slice(0, 2 * MAX_ERROR_CHARS) : message;
 
 /**
  * An error message as exactly one line: control characters (a newline in a path) escaped as
@@ -90,7 +99,10 @@ const bounded = (message: string) => (message.length > 2 * MAX_ERROR_CHARS ? mes
  */
 export function oneLine(message: string): string {
   // eslint-disable-next-line no-control-regex
-  const escaped = message.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const escaped = message.replace(
+    /[\u0000-\u001f\u007f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
   return escaped.length > MAX_ERROR_CHARS ? `${escaped.slice(0, MAX_ERROR_CHARS)}…` : escaped;
 }
 
@@ -151,7 +163,9 @@ async function run(argv: readonly string[], deps: Deps, resources: Resources): P
     }
     const e = err as Error;
     const first = redact(bounded(String(e?.message ?? e).split('\n')[0] ?? ''), secrets);
-    deps.io.stderr.write(`fcctl: unexpected error: ${oneLine(first)}${debug ? '' : ' (run with --debug for details)'}\n`);
+    deps.io.stderr.write(
+      `fcctl: unexpected error: ${oneLine(first)}${debug ? '' : ' (run with --debug for details)'}\n`,
+    );
     if (debug) deps.io.stderr.write(`${redact(e?.stack ?? '', secrets)}\n`);
     // Unexpected errors are almost always the environment (a dropped connection mid-query).
     return ExitCode.ENVIRONMENT;

@@ -184,7 +184,14 @@ export type CreateCommand = (parent: Command, deps: Deps, resources: Resources) 
  * A command group (`fcctl canon …`) and its verbs, in the order `--help` lists them.
  * @example commandGroup(program, 'dev', 'development databases only', deps, resources, [createDevSeedCommand])
  */
-export function commandGroup(program: Command, name: string, description: string, deps: Deps, resources: Resources, verbs: readonly CreateCommand[]): Command {
+export function commandGroup(
+  program: Command,
+  name: string,
+  description: string,
+  deps: Deps,
+  resources: Resources,
+  verbs: readonly CreateCommand[],
+): Command {
   const group = program.command(name).description(description);
   for (const create of verbs) create(group, deps, resources);
   return group;
@@ -196,14 +203,23 @@ export function commandGroup(program: Command, name: string, description: string
  * `throttled` event line (a line on stderr on a terminal).
  * @example const throttle = await commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })
  */
-export function commandThrottles<K extends string>(ctx: Ctx, limits: ThrottleLimits, dbs: Readonly<Record<K, { readonly db: () => Promise<Db>; readonly label: string }>>): Promise<Partial<Record<K, Throttle>>> {
+export function commandThrottles<K extends string>(
+  ctx: Ctx,
+  limits: ThrottleLimits,
+  dbs: Readonly<Record<K, { readonly db: () => Promise<Db>; readonly label: string }>>,
+): Promise<Partial<Record<K, Throttle>>> {
   return openThrottles(limits, ctx.config.replicaUrl.value, dbs, {
     signal: ctx.signal,
     clock: ctx.clock,
     onClose: (fn) => ctx.onClose(fn),
     onEvent: (e) => {
       ctx.output.event('throttled', e);
-      if (!ctx.output.json) ctx.io.stderr.write(e.state === 'start' ? `fcctl: throttled on the ${e.database}: ${e.reason}\n` : `fcctl: throttle ended after ${e.seconds} s\n`);
+      if (!ctx.output.json)
+        ctx.io.stderr.write(
+          e.state === 'start'
+            ? `fcctl: throttled on the ${e.database}: ${e.reason}\n`
+            : `fcctl: throttle ended after ${e.seconds} s\n`,
+        );
     },
   });
 }

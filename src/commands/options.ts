@@ -1,5 +1,15 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { CONTROL, idProblem, isAppKey, isRoutingSafe, isSchoolId, isUuid, MAX_APP_KEY_LENGTH, MAX_ID_LENGTH, MAX_RUN_ID_LENGTH } from '../lib/ids.js';
+import {
+  CONTROL,
+  idProblem,
+  isAppKey,
+  isRoutingSafe,
+  isSchoolId,
+  isUuid,
+  MAX_APP_KEY_LENGTH,
+  MAX_ID_LENGTH,
+  MAX_RUN_ID_LENGTH,
+} from '../lib/ids.js';
 import type { ManifestSide } from '../lib/manifest/row.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 import { UsageError } from '../lib/cli/exit.js';
@@ -15,7 +25,8 @@ export function intArg(min: number, max: number): (value: string) => number {
   return (value: string) => {
     if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
     const n = Number(value);
-    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    if (!Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
     return n;
   };
 }
@@ -40,9 +51,13 @@ const DURATION_UNITS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h
 export function durationArg(minSeconds: number, maxSeconds: number): (value: string) => number {
   return (value: string) => {
     const m = /^(\d{1,9})(s|m|h|d)?$/.exec(value.trim());
-    if (!m) throw new InvalidArgumentError(`expected a duration such as 90s, 10m or 2h, from ${minSeconds} to ${maxSeconds} seconds`);
+    if (!m)
+      throw new InvalidArgumentError(
+        `expected a duration such as 90s, 10m or 2h, from ${minSeconds} to ${maxSeconds} seconds`,
+      );
     const n = Number(m[1]) * DURATION_UNITS[m[2] ?? '']!;
-    if (n < minSeconds || n > maxSeconds) throw new InvalidArgumentError(`expected a duration from ${minSeconds} to ${maxSeconds} seconds`);
+    if (n < minSeconds || n > maxSeconds)
+      throw new InvalidArgumentError(`expected a duration from ${minSeconds} to ${maxSeconds} seconds`);
     return n;
   };
 }
@@ -52,7 +67,10 @@ export function durationArg(minSeconds: number, maxSeconds: number): (value: str
  * `--backoff-cap`, `--max-retries`), read back with {@link retryPolicyOf}.
  * @example addRetryOptions(cmd, { baseSeconds: 20, capSeconds: 3600, maxRetries: 8 })
  */
-export function addRetryOptions(cmd: Command, defaults: { baseSeconds: number; capSeconds: number; maxRetries: number }): Command {
+export function addRetryOptions(
+  cmd: Command,
+  defaults: { baseSeconds: number; capSeconds: number; maxRetries: number },
+): Command {
   return cmd
     .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), defaults.baseSeconds)
     .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), defaults.capSeconds)
@@ -60,8 +78,16 @@ export function addRetryOptions(cmd: Command, defaults: { baseSeconds: number; c
 }
 
 /** The retry policy of parsed options that {@link addRetryOptions} declared. */
-export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number; capSeconds: number; maxRetries: number } {
-  return { baseSeconds: o['backoffBase'] as number, capSeconds: o['backoffCap'] as number, maxRetries: o['maxRetries'] as number };
+export function retryPolicyOf(o: Record<string, unknown>): {
+  baseSeconds: number;
+  capSeconds: number;
+  maxRetries: number;
+} {
+  return {
+    baseSeconds: o['backoffBase'] as number,
+    capSeconds: o['backoffCap'] as number,
+    maxRetries: o['maxRetries'] as number,
+  };
 }
 
 /**
@@ -70,12 +96,17 @@ export function retryPolicyOf(o: Record<string, unknown>): { baseSeconds: number
  * @example cmd.addOption(maxRowsOption('stop after claiming this many rows'))
  */
 export function maxRowsOption(description: string): Option {
-  return new Option('--max-rows <n>', description).argParser(intArg(1, Number.MAX_SAFE_INTEGER)).default(Number.MAX_SAFE_INTEGER, 'no limit');
+  return new Option('--max-rows <n>', description)
+    .argParser(intArg(1, Number.MAX_SAFE_INTEGER))
+    .default(Number.MAX_SAFE_INTEGER, 'no limit');
 }
 
 /** `--metrics-file`, the same wording and path check on every cron command. */
 export function metricsFileOption(): Option {
-  return new Option('--metrics-file <path>', 'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)').argParser(pathArg);
+  return new Option(
+    '--metrics-file <path>',
+    'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)',
+  ).argParser(pathArg);
 }
 
 export function addMetricsFileOption(cmd: Command): Command {
@@ -104,7 +135,8 @@ export function pathsArg(value: string, previous: string[] | undefined): string[
  * @example .requiredOption('--consumer <key>', 'consumer app key', consumerArg)
  */
 export function consumerArg(value: string): string {
-  if (!isAppKey(value)) throw new InvalidArgumentError(`expected a consumer app key of 1–${MAX_APP_KEY_LENGTH} characters without spaces`);
+  if (!isAppKey(value))
+    throw new InvalidArgumentError(`expected a consumer app key of 1–${MAX_APP_KEY_LENGTH} characters without spaces`);
   return value;
 }
 
@@ -115,7 +147,8 @@ export function consumerArg(value: string): string {
  */
 export function routableConsumerArg(value: string): string {
   consumerArg(value);
-  if (!isRoutingSafe(value)) throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
+  if (!isRoutingSafe(value))
+    throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
   return value;
 }
 
@@ -159,7 +192,10 @@ export function shardArg(value: string): Shard {
 function idArg(max: number): (value: string) => string {
   return (value: string) => {
     const p = idProblem(value, max);
-    if (p) throw new InvalidArgumentError(`expected 1–${max} characters without control characters or surrounding spaces (the value ${p})`);
+    if (p)
+      throw new InvalidArgumentError(
+        `expected 1–${max} characters without control characters or surrounding spaces (the value ${p})`,
+      );
     return value;
   };
 }
@@ -193,7 +229,8 @@ export function consumerUserArg(value: string, previous: string[]): string[] {
  * @example .option('--consumer-queue <name>', 'the consumer queue', queueNameArg, CONSUMER_QUEUE)
  */
 export function queueNameArg(value: string): string {
-  if (value === '' || Buffer.byteLength(value, 'utf8') > 255) throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
+  if (value === '' || Buffer.byteLength(value, 'utf8') > 255)
+    throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
   if (CONTROL.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
   return value;
 }
@@ -203,7 +240,9 @@ export function queueNameArg(value: string): string {
  * @example cmd.addOption(numberModeOption())
  */
 export function numberModeOption(): Option {
-  return new Option('--number-mode <mode>', 'exact: numbers as exact decimals; double: fractions read as doubles first').choices(['exact', 'double']).default('exact');
+  return new Option('--number-mode <mode>', 'exact: numbers as exact decimals; double: fractions read as doubles first')
+    .choices(['exact', 'double'])
+    .default('exact');
 }
 
 /**
@@ -220,7 +259,9 @@ export function dbSideOption(): Option {
  * @example cmd.addOption(sideOption()).addOption(schoolOption()).addOption(formOption())
  */
 export function sideOption(): Option {
-  return new Option('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)').argParser(sideArg).makeOptionMandatory();
+  return new Option('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)')
+    .argParser(sideArg)
+    .makeOptionMandatory();
 }
 
 export function schoolOption(): Option {
@@ -260,12 +301,21 @@ export function listFormatOption(): Option {
  * ({@link consumerArg}, or {@link routableConsumerArg} when it must make a routing key).
  * @example addConsumerSchoolOptions(cmd, 'consumer app key', consumerArg)
  */
-export function addConsumerSchoolOptions(cmd: Command, consumerDescription: string, parse: (value: string) => string): Command {
-  return cmd.requiredOption('--consumer <key>', consumerDescription, parse).requiredOption('--school <id>', 'consumer school id', schoolArg);
+export function addConsumerSchoolOptions(
+  cmd: Command,
+  consumerDescription: string,
+  parse: (value: string) => string,
+): Command {
+  return cmd
+    .requiredOption('--consumer <key>', consumerDescription, parse)
+    .requiredOption('--school <id>', 'consumer school id', schoolArg);
 }
 
 /** The consumer and school {@link addConsumerSchoolOptions} parsed, as the runners name them. */
-export function consumerSchoolOf(o: Record<string, unknown>): { readonly consumerAppKey: string; readonly consumerSchoolId: string } {
+export function consumerSchoolOf(o: Record<string, unknown>): {
+  readonly consumerAppKey: string;
+  readonly consumerSchoolId: string;
+} {
   return { consumerAppKey: o['consumer'] as string, consumerSchoolId: o['school'] as string };
 }
 
@@ -274,7 +324,12 @@ export function consumerSchoolOf(o: Record<string, unknown>): { readonly consume
  * @example cmd.addOption(consumerQueueOption(CONSUMER_QUEUE))
  */
 export function consumerQueueOption(defaultQueue: string): Option {
-  return new Option('--consumer-queue <name>', 'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix').argParser(queueNameArg).default(defaultQueue);
+  return new Option(
+    '--consumer-queue <name>',
+    'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix',
+  )
+    .argParser(queueNameArg)
+    .default(defaultQueue);
 }
 
 /**
@@ -282,7 +337,12 @@ export function consumerQueueOption(defaultQueue: string): Option {
  * @example cmd.addOption(consumerUserOption())
  */
 export function consumerUserOption(): Option {
-  return new Option('--consumer-user <name>', "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable").argParser(consumerUserArg).default([] as string[]);
+  return new Option(
+    '--consumer-user <name>',
+    "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable",
+  )
+    .argParser(consumerUserArg)
+    .default([] as string[]);
 }
 
 /** `--batch-size <n>` of a claiming batch command: rows claimed per batch, 1 to `max`. */
@@ -331,7 +391,10 @@ export function executeOption(description: string): Option {
 
 /** `--max-proof-age <duration>` of `retire-absent`: 1 second to 30 days, the default shown as a duration. */
 export function maxProofAgeOption(defaultSeconds: number, shownDefault: string): Option {
-  return new Option('--max-proof-age <duration>', 'refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest\'s completion or its making, the earlier')
+  return new Option(
+    '--max-proof-age <duration>',
+    "refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest's completion or its making, the earlier",
+  )
     .argParser(durationArg(1, 30 * 86400))
     .default(defaultSeconds, shownDefault);
 }
@@ -346,7 +409,10 @@ export const DEFAULT_PROGRESS_INTERVAL_SECONDS = 30;
  */
 export function progressIntervalOption(): Option {
   const seconds = secondsArg(0.1, 86400);
-  return new Option('--progress-interval <s>', 'off a terminal, a progress line on stderr every this many seconds while a batch runs; 0: none')
+  return new Option(
+    '--progress-interval <s>',
+    'off a terminal, a progress line on stderr every this many seconds while a batch runs; 0: none',
+  )
     .argParser((value) => {
       if (/^0+(\.0+)?$/.test(value.trim())) return 0;
       try {
@@ -366,7 +432,10 @@ export function progressIntervalOption(): Option {
 export function failedFilterOptions(cmd: Command): Command {
   return cmd
     .option('--state <state>', 'only FAILED or only DEAD rows')
-    .option('--reason <code>', "only rows whose last_error code (before ':') is this one: NO_ROUTE, NACK, CONFIRM_TIMEOUT, …");
+    .option(
+      '--reason <code>',
+      "only rows whose last_error code (before ':') is this one: NO_ROUTE, NACK, CONFIRM_TIMEOUT, …",
+    );
 }
 
 /**
@@ -375,7 +444,10 @@ export function failedFilterOptions(cmd: Command): Command {
  * @example cmd.addOption(pauseFileOption())
  */
 export function pauseFileOption(): Option {
-  return new Option('--pause-file <path>', 'behave as paused while this file exists (its first line is the reason); the local alternative to fcctl pause').argParser(pathArg);
+  return new Option(
+    '--pause-file <path>',
+    'behave as paused while this file exists (its first line is the reason); the local alternative to fcctl pause',
+  ).argParser(pathArg);
 }
 
 /**
@@ -388,7 +460,10 @@ export function pauseFileOption(): Option {
 export function addThrottleOptions(cmd: Command, readDatabase: string): Command {
   return cmd
     .addOption(
-      new Option('--max-load <VAR=N,…>', `wait while a SHOW GLOBAL STATUS value of ${readDatabase} is above N (e.g. Threads_running=25), checked before each page or batch; repeatable`).argParser((value, previous: LoadLimit[] | undefined) => {
+      new Option(
+        '--max-load <VAR=N,…>',
+        `wait while a SHOW GLOBAL STATUS value of ${readDatabase} is above N (e.g. Threads_running=25), checked before each page or batch; repeatable`,
+      ).argParser((value, previous: LoadLimit[] | undefined) => {
         try {
           return mergeMaxLoad(previous ?? [], parseMaxLoad(value));
         } catch (err) {
@@ -396,8 +471,17 @@ export function addThrottleOptions(cmd: Command, readDatabase: string): Command 
         }
       }),
     )
-    .addOption(new Option('--max-lag <s>', `wait while the replica's Seconds_Behind_Master is above s, or replication is stopped (the replica: --replica-url, else ${readDatabase}, which must then be a replica)`).argParser(once('--max-lag', intArg(0, 86400))))
-    .addOption(new Option('--replica-url <url>', 'the replica whose lag --max-lag reads (FCCTL_REPLICA_URL)').argParser(once('--replica-url', (v) => v)));
+    .addOption(
+      new Option(
+        '--max-lag <s>',
+        `wait while the replica's Seconds_Behind_Master is above s, or replication is stopped (the replica: --replica-url, else ${readDatabase}, which must then be a replica)`,
+      ).argParser(once('--max-lag', intArg(0, 86400))),
+    )
+    .addOption(
+      new Option('--replica-url <url>', 'the replica whose lag --max-lag reads (FCCTL_REPLICA_URL)').argParser(
+        once('--replica-url', (v) => v),
+      ),
+    );
 }
 
 /** A command's options that {@link addThrottleOptions} declared. */
@@ -408,7 +492,8 @@ export interface ThrottleOptions {
 /** The limits {@link addThrottleOptions} parsed; `--replica-url` without `--max-lag` is exit 2. */
 export function throttleLimitsOf(o: Record<string, unknown>): ThrottleLimits {
   const maxLagSeconds = (o['maxLag'] as number | undefined) ?? null;
-  if (o['replicaUrl'] !== undefined && maxLagSeconds === null) throw new UsageError('--replica-url is read only by --max-lag: give --max-lag too, or leave --replica-url out');
+  if (o['replicaUrl'] !== undefined && maxLagSeconds === null)
+    throw new UsageError('--replica-url is read only by --max-lag: give --max-lag too, or leave --replica-url out');
   return { maxLoad: (o['maxLoad'] as LoadLimit[] | undefined) ?? [], maxLagSeconds };
 }
 
@@ -418,19 +503,32 @@ export function throttleLimitsOf(o: Record<string, unknown>): ThrottleLimits {
  * @example addPairOptions(cmd)
  */
 export function addPairOptions(cmd: Command): Command {
-  const collect = <T>(parse: (v: string) => T) => (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
+  const collect =
+    <T>(parse: (v: string) => T) =>
+    (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
   return cmd
-    .addOption(new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(collect(schoolArg)))
-    .addOption(new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(collect(uuidArg)));
+    .addOption(
+      new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(
+        collect(schoolArg),
+      ),
+    )
+    .addOption(
+      new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(collect(uuidArg)),
+    );
 }
 
 /** The one school and form of a single-pair run (exit 2 when one is missing or repeated). */
 export function onePairOf(o: Record<string, unknown>): { readonly schId: string; readonly formUuid: string } {
-  if (((o['school'] as string[] | undefined) ?? []).length === 0 && ((o['form'] as string[] | undefined) ?? []).length === 0) throw new UsageError('give --school and --form (one pair), or --all for every pair');
+  if (
+    ((o['school'] as string[] | undefined) ?? []).length === 0 &&
+    ((o['form'] as string[] | undefined) ?? []).length === 0
+  )
+    throw new UsageError('give --school and --form (one pair), or --all for every pair');
   const one = (flag: string, values: unknown): string => {
     const list = (values as string[] | undefined) ?? [];
     if (list.length === 0) throw new UsageError(`give ${flag} (one school and form), or --all for every pair`);
-    if (list.length > 1) throw new UsageError(`${flag} given ${list.length} times: one pair takes one; several filter the pairs of --all`);
+    if (list.length > 1)
+      throw new UsageError(`${flag} given ${list.length} times: one pair takes one; several filter the pairs of --all`);
     return list[0]!;
   };
   return { schId: one('--school', o['school']), formUuid: one('--form', o['form']) };
@@ -439,11 +537,34 @@ export function onePairOf(o: Record<string, unknown>): { readonly schId: string;
 /** The flags only `reconcile run --all` reads (src/commands/reconcile/run-all.ts). */
 export function addAllOptions(cmd: Command): Command {
   return cmd
-    .option('--all', 'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/', false)
-    .addOption(new Option('--concurrency <n>', 'with --all: pairs run at once by this process').argParser(intArg(1, 64)).default(4))
-    .option('--run-id <id>', 'with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database\'s UTC time, e.g. 2026-12-01T18-30Z)', runIdArg)
-    .addOption(new Option('--lease-seconds <s>', "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires").argParser(intArg(3, 86400)).default(300))
-    .option('--consumer <key>', 'with --all (required): the consumer app key whose FC grants name the pairs', consumerArg)
+    .option(
+      '--all',
+      'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/',
+      false,
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'with --all: pairs run at once by this process')
+        .argParser(intArg(1, 64))
+        .default(4),
+    )
+    .option(
+      '--run-id <id>',
+      "with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database's UTC time, e.g. 2026-12-01T18-30Z)",
+      runIdArg,
+    )
+    .addOption(
+      new Option(
+        '--lease-seconds <s>',
+        "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires",
+      )
+        .argParser(intArg(3, 86400))
+        .default(300),
+    )
+    .option(
+      '--consumer <key>',
+      'with --all (required): the consumer app key whose FC grants name the pairs',
+      consumerArg,
+    )
     .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
 }
 
@@ -477,13 +598,35 @@ export interface ServiceFlags {
  * @example addServiceOptions(cmd, 'claims', 9464)
  */
 export function addServiceOptions(cmd: Command, what: string, port: number): Command {
-  return cmd
-    .option('--follow', `run as a service until SIGTERM/SIGINT: poll when nothing is due, wait out outages, exit 0 after draining`, false)
-    // no commander defaults: a service flag given without --follow is refused (serviceFlagsOf)
-    .option('--poll-interval <s>', `with --follow: seconds between looks at an empty queue before it ${what} again (default: ${SERVICE_DEFAULTS.pollSeconds})`, secondsArg(0.05, 60))
-    .option('--drain-seconds <s>', `with --follow: after a stop signal, seconds what is in flight may take to finish (default: ${SERVICE_DEFAULTS.drainSeconds})`, secondsArg(0, 3600))
-    .option('--listen <[host]:port>', `with --follow: serve /metrics, /healthz, /readyz (e.g. :${port}, 127.0.0.1 only; 0.0.0.0:${port} in a container)`, listenArg)
-    .option('--heartbeat-seconds <n>', `with --follow: how often its row in the fleet registry (fcctl_worker) is written; stale after 3 (default: ${SERVICE_DEFAULTS.heartbeatSeconds})`, intArg(1, 300));
+  return (
+    cmd
+      .option(
+        '--follow',
+        `run as a service until SIGTERM/SIGINT: poll when nothing is due, wait out outages, exit 0 after draining`,
+        false,
+      )
+      // no commander defaults: a service flag given without --follow is refused (serviceFlagsOf)
+      .option(
+        '--poll-interval <s>',
+        `with --follow: seconds between looks at an empty queue before it ${what} again (default: ${SERVICE_DEFAULTS.pollSeconds})`,
+        secondsArg(0.05, 60),
+      )
+      .option(
+        '--drain-seconds <s>',
+        `with --follow: after a stop signal, seconds what is in flight may take to finish (default: ${SERVICE_DEFAULTS.drainSeconds})`,
+        secondsArg(0, 3600),
+      )
+      .option(
+        '--listen <[host]:port>',
+        `with --follow: serve /metrics, /healthz, /readyz (e.g. :${port}, 127.0.0.1 only; 0.0.0.0:${port} in a container)`,
+        listenArg,
+      )
+      .option(
+        '--heartbeat-seconds <n>',
+        `with --follow: how often its row in the fleet registry (fcctl_worker) is written; stale after 3 (default: ${SERVICE_DEFAULTS.heartbeatSeconds})`,
+        intArg(1, 300),
+      )
+  );
 }
 
 /** The service flags' defaults (issue 27). */
@@ -494,9 +637,14 @@ export function serviceFlagsOf(o: Record<string, unknown>): ServiceFlags {
   const follow = o['follow'] === true;
   if (!follow) {
     const stray = ['pollInterval', 'drainSeconds', 'listen', 'heartbeatSeconds'].find((name) => o[name] !== undefined);
-    if (stray) throw new UsageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is a --follow option: add --follow, or leave it out`);
+    if (stray)
+      throw new UsageError(
+        `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is a --follow option: add --follow, or leave it out`,
+      );
   } else if (o['dryRun'] === true) {
-    throw new UsageError('--follow with --dry-run: a dry run that never ends checks nothing more; run the dry run without --follow');
+    throw new UsageError(
+      '--follow with --dry-run: a dry run that never ends checks nothing more; run the dry run without --follow',
+    );
   }
   return {
     follow,
@@ -509,7 +657,9 @@ export function serviceFlagsOf(o: Record<string, unknown>): ServiceFlags {
 
 /** `--max-seconds` of a command that can run as a service: a batch run's default, none with `--follow` ({@link maxSecondsOf}). */
 export function followMaxSecondsOption(description: string, batchSeconds: number): Option {
-  return new Option('--max-seconds <s>', `${description} (default: ${batchSeconds}; none with --follow)`).argParser(secondsArg(1, 86400));
+  return new Option('--max-seconds <s>', `${description} (default: ${batchSeconds}; none with --follow)`).argParser(
+    secondsArg(1, 86400),
+  );
 }
 
 /** `--max-seconds` as given, or its default: `batchSeconds` for a batch run, no limit for `--follow`. */

@@ -40,7 +40,9 @@ export function isUuid(value: unknown): value is string {
  * @example isStoredUuid('a1') // true
  */
 export function isStoredUuid(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ANSWER_UUID_LENGTH && !CONTROL.test(value);
+  return (
+    typeof value === 'string' && value.length > 0 && value.length <= MAX_ANSWER_UUID_LENGTH && !CONTROL.test(value)
+  );
 }
 
 /**
@@ -88,7 +90,9 @@ export function canonicalRevision(value: string | number | bigint): string | nul
  * @example revisionOf('007') // '7'; revisionOf(' 7') // null; revisionOf(-1) // null
  */
 export function revisionOf(value: unknown): string | null {
-  const ok = (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) || (typeof value === 'string' && /^\d+$/.test(value));
+  const ok =
+    (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) ||
+    (typeof value === 'string' && /^\d+$/.test(value));
   return ok ? canonicalRevision(value as string | number) : null;
 }
 

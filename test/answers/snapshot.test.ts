@@ -1,14 +1,33 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AnswerSnapshotError, buildAnswerSnapshot, snapshotText, type AnswerSnapshotSource } from '../../src/lib/answers/snapshot.js';
-import { type AnswerPageOptions, answerKeyOf, type AnswerRow, selectAnswerByUuid, selectAnswerPage } from '../../src/lib/answers/sql.js';
+import {
+  AnswerSnapshotError,
+  buildAnswerSnapshot,
+  snapshotText,
+  type AnswerSnapshotSource,
+} from '../../src/lib/answers/snapshot.js';
+import {
+  type AnswerPageOptions,
+  answerKeyOf,
+  type AnswerRow,
+  selectAnswerByUuid,
+  selectAnswerPage,
+} from '../../src/lib/answers/sql.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { openDb, type Db } from '../../src/lib/db/connect.js';
 import { servicesTest } from '../helpers/services.js';
 
-interface Vector { name: string; canonical?: string; hash?: string }
+interface Vector {
+  name: string;
+  canonical?: string;
+  hash?: string;
+}
 const test = servicesTest({ prefix: 'answers', init: 'fc' });
-const vectors = (JSON.parse(readFileSync(new URL('../../fixtures/canon/fc-canon-v1.json', import.meta.url), 'utf8')) as { vectors: Vector[] }).vectors;
+const vectors = (
+  JSON.parse(readFileSync(new URL('../../fixtures/canon/fc-canon-v1.json', import.meta.url), 'utf8')) as {
+    vectors: Vector[];
+  }
+).vectors;
 const seedVector = vectors.find((v) => v.name === 'seed-contract-vector')!;
 
 /** The FC row that yields the seed 000 §3 vector, exactly as mysql2 returns it. */
@@ -35,11 +54,30 @@ describe('buildAnswerSnapshot (fc.canon.v1, seed 000 §3)', () => {
 
   it('has exactly the ten members, no intent', () => {
     const members = Object.keys(JSON.parse(buildAnswerSnapshot(SEED_ROW).snapshotJson) as object);
-    expect(members).toEqual(['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values']);
+    expect(members).toEqual([
+      'answerNo',
+      'appCode',
+      'code',
+      'createTime',
+      'schId',
+      'status',
+      'subjectId',
+      'submitterId',
+      'updateTime',
+      'values',
+    ]);
   });
 
   it('formats times as yyyy-MM-ddTHH:mm:ss and keeps nulls null', () => {
-    const s = JSON.parse(buildAnswerSnapshot({ ...SEED_ROW, create_time: '2026-01-02 03:04:00', update_time: '2026-01-02 03:05:06.789', subject_id: null, answer_no: 'NO-1' }).snapshotJson) as Record<string, unknown>;
+    const s = JSON.parse(
+      buildAnswerSnapshot({
+        ...SEED_ROW,
+        create_time: '2026-01-02 03:04:00',
+        update_time: '2026-01-02 03:05:06.789',
+        subject_id: null,
+        answer_no: 'NO-1',
+      }).snapshotJson,
+    ) as Record<string, unknown>;
     expect(s['createTime']).toBe('2026-01-02T03:04:00'); // whole minutes keep their seconds (rule 7)
     expect(s['updateTime']).toBe('2026-01-02T03:05:06'); // a fraction is dropped, as Java's pattern does
     expect(s['subjectId']).toBeNull();
@@ -51,11 +89,14 @@ describe('buildAnswerSnapshot (fc.canon.v1, seed 000 §3)', () => {
       ...SEED_ROW,
       sch_id: '9223372036854775807',
       submitter_id: '9007199254740993',
-      values_json: '{"amount":12.50,"p":0.1000000000000000055511151231257827,"id":9007199254740993,"e":1E+2,"neg":-0.0}',
+      values_json:
+        '{"amount":12.50,"p":0.1000000000000000055511151231257827,"id":9007199254740993,"e":1E+2,"neg":-0.0}',
     }).snapshotJson;
     expect(s).toContain('"schId":9223372036854775807');
     expect(s).toContain('"submitterId":9007199254740993');
-    expect(s).toContain('"values":{"amount":12.5,"e":100,"id":9007199254740993,"neg":0,"p":0.1000000000000000055511151231257827}');
+    expect(s).toContain(
+      '"values":{"amount":12.5,"e":100,"id":9007199254740993,"neg":0,"p":0.1000000000000000055511151231257827}',
+    );
   });
 
   it('embeds values raw: a nested intent member stays (only the root intent is dropped)', () => {
@@ -95,7 +136,12 @@ describe('buildAnswerSnapshot (fc.canon.v1, seed 000 §3)', () => {
 describe('answer SQL', () => {
   it('pages in (sch_id, form_uuid, answer_uuid) order with a spelled-out keyset', () => {
     expect(selectAnswerPage({ limit: 3 }).sql).toMatch(/FROM answer ORDER BY sch_id, form_uuid, answer_uuid LIMIT \?$/);
-    const q = selectAnswerPage({ schId: '5', formUuid: 'f', after: { schId: '5', formUuid: 'f', answerUuid: 'a' }, limit: 3 });
+    const q = selectAnswerPage({
+      schId: '5',
+      formUuid: 'f',
+      after: { schId: '5', formUuid: 'f', answerUuid: 'a' },
+      limit: 3,
+    });
     expect(q.sql).toContain('WHERE sch_id = ? AND form_uuid = ? AND answer_uuid > ? ORDER BY');
     expect(q.params).toEqual([5n, 'f', 'a', 3]);
     expect(() => selectAnswerPage({ formUuid: 'f', limit: 1 })).toThrow(TypeError);
@@ -119,7 +165,23 @@ describe('answer SQL', () => {
       for (const sch of ['9007199254740993', '5']) {
         for (const form of ['f2', 'f1']) {
           for (const a of ['a3', 'a1', 'a2']) {
-            rows.push([`${a}-${form}-${sch}`, form, 1, BigInt(sch), 'demo', 'honor_apply', 1001n, null, 'processed', '{"n":1.50}', null, '2026-10-21 10:00:00', null, 0, 1]);
+            rows.push([
+              `${a}-${form}-${sch}`,
+              form,
+              1,
+              BigInt(sch),
+              'demo',
+              'honor_apply',
+              1001n,
+              null,
+              'processed',
+              '{"n":1.50}',
+              null,
+              '2026-10-21 10:00:00',
+              null,
+              0,
+              1,
+            ]);
           }
         }
       }
@@ -150,12 +212,27 @@ describe('answer SQL', () => {
         if (page.length < 5) break;
         after = answerKeyOf(page.at(-1)!);
       }
-      const expected = ['5', '9007199254740993'].flatMap((sch) => ['f1', 'f2'].flatMap((f) => ['a1', 'a2', 'a3'].map((a) => `${a}-${f}-${sch}`)));
+      const expected = ['5', '9007199254740993'].flatMap((sch) =>
+        ['f1', 'f2'].flatMap((f) => ['a1', 'a2', 'a3'].map((a) => `${a}-${f}-${sch}`)),
+      );
       expect(seen).toEqual(expected);
-      const oneForm = await readAnswerPage({ schId: '5', formUuid: 'f2', after: { schId: '5', formUuid: 'f2', answerUuid: 'a1-f2-5' }, limit: 10 });
+      const oneForm = await readAnswerPage({
+        schId: '5',
+        formUuid: 'f2',
+        after: { schId: '5', formUuid: 'f2', answerUuid: 'a1-f2-5' },
+        limit: 10,
+      });
       expect(oneForm.map((r) => r.answer_uuid)).toEqual(['a2-f2-5', 'a3-f2-5']);
-      const oneSchool = await readAnswerPage({ schId: '9007199254740993', after: { schId: '9007199254740993', formUuid: 'f1', answerUuid: 'a3-f1-9007199254740993' }, limit: 10 });
-      expect(oneSchool.map((r) => r.answer_uuid)).toEqual(['a1-f2-9007199254740993', 'a2-f2-9007199254740993', 'a3-f2-9007199254740993']);
+      const oneSchool = await readAnswerPage({
+        schId: '9007199254740993',
+        after: { schId: '9007199254740993', formUuid: 'f1', answerUuid: 'a3-f1-9007199254740993' },
+        limit: 10,
+      });
+      expect(oneSchool.map((r) => r.answer_uuid)).toEqual([
+        'a1-f2-9007199254740993',
+        'a2-f2-9007199254740993',
+        'a3-f2-9007199254740993',
+      ]);
     });
   });
 });

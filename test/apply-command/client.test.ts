@@ -11,7 +11,14 @@ const test = servicesTest({ prefix: 'flowclient', flowApps: APP_FLOW });
 let fc: FlowCenter;
 let client: FlowClient;
 const key = { bizType: 'honor_apply', bizId: 'A-1' };
-const req = { ...key, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1', requestToken: 'tok-1', attempt: 1 };
+const req = {
+  ...key,
+  applyAppKey: APP.key,
+  submitterId: '9007199254740993',
+  flowGuid: 'guid-1',
+  requestToken: 'tok-1',
+  attempt: 1,
+};
 
 test.beforeAll(({ flowCenter }) => {
   fc = flowCenter;
@@ -25,13 +32,33 @@ describe('flow-center client against the stand-in', () => {
   test('looks up, creates, and answers the §7.4 guard branches', async () => {
     expect(await client.lookup(key.bizType, key.bizId)).toEqual({ kind: 'not-found' });
     const created = await client.apply(req);
-    expect(created).toMatchObject({ kind: 'applied', branch: 'CREATED', instance: { status: 10, submitterId: '9007199254740993', round: 1 } });
-    expect(await client.lookup(key.bizType, key.bizId)).toMatchObject({ kind: 'found', instance: { status: 10, flowGuid: 'guid-1' } });
+    expect(created).toMatchObject({
+      kind: 'applied',
+      branch: 'CREATED',
+      instance: { status: 10, submitterId: '9007199254740993', round: 1 },
+    });
+    expect(await client.lookup(key.bizType, key.bizId)).toMatchObject({
+      kind: 'found',
+      instance: { status: 10, flowGuid: 'guid-1' },
+    });
     expect(await client.apply(req)).toMatchObject({ branch: 'SAME_REQUEST' });
     expect(await client.apply({ ...req, requestToken: 'tok-2' })).toMatchObject({ branch: 'IDEMPOTENT' });
-    await fc.addInstances([{ ...key, status: 30, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1', round: 1, requestToken: 'tok-1' }]);
+    await fc.addInstances([
+      {
+        ...key,
+        status: 30,
+        applyAppKey: APP.key,
+        submitterId: '9007199254740993',
+        flowGuid: 'guid-1',
+        round: 1,
+        requestToken: 'tok-1',
+      },
+    ]);
     expect(await client.apply({ ...req, requestToken: 'tok-2' })).toMatchObject({ branch: 'STALE_ROUND' });
-    expect(await client.apply({ ...req, requestToken: 'tok-3', attempt: 2 })).toMatchObject({ branch: 'RESTARTED', instance: { status: 10, round: 2 } });
+    expect(await client.apply({ ...req, requestToken: 'tok-3', attempt: 2 })).toMatchObject({
+      branch: 'RESTARTED',
+      instance: { status: 10, round: 2 },
+    });
     // someone else's instance: the guard refuses
     expect(await client.apply({ ...req, flowGuid: 'guid-other' })).toMatchObject({ kind: 'http', status: 409 });
   });
@@ -39,7 +66,12 @@ describe('flow-center client against the stand-in', () => {
   test('a latency fault delays the answer by at least its length, counted from the request, and is used up', async () => {
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'latency', ms: 150, count: 1 }]);
     let t0 = performance.now();
-    expect(await new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 2000 }).lookup('t', 'slow')).toEqual({ kind: 'not-found' });
+    expect(
+      await new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: APP.secret, timeoutMs: 2000 }).lookup(
+        't',
+        'slow',
+      ),
+    ).toEqual({ kind: 'not-found' });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(150);
     t0 = performance.now();
     await client.lookup('t', 'fast');
@@ -71,8 +103,18 @@ describe('flow-center client against the stand-in', () => {
       expect(await client.lookup('t', 'b')).toMatchObject({ kind: 'http', status });
       expect(await client.apply(req)).toMatchObject({ kind: 'http', status });
     }
-    await fc.addInstances([{ ...key, status: 30, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1' }]);
-    for (const variant of ['not-json', 'empty', 'wrong-type', 'bad-status', 'missing-field', 'wrong-key', 'duplicate-key']) {
+    await fc.addInstances([
+      { ...key, status: 30, applyAppKey: APP.key, submitterId: '9007199254740993', flowGuid: 'guid-1' },
+    ]);
+    for (const variant of [
+      'not-json',
+      'empty',
+      'wrong-type',
+      'bad-status',
+      'missing-field',
+      'wrong-key',
+      'duplicate-key',
+    ]) {
       await fc.faults([{ path: '/oapi/flow/instance', kind: 'malformed', variant, count: 1 }]);
       expect(await client.lookup(key.bizType, key.bizId), variant).toMatchObject({ kind: 'malformed' });
     }
@@ -81,11 +123,22 @@ describe('flow-center client against the stand-in', () => {
       expect(await client.apply(req), variant).toMatchObject({ kind: 'malformed' });
     }
     // a well-formed answer carrying a branch outside the seven is an answer, not a malformed body
-    await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1, after: true }]);
-    expect(await client.apply(req)).toMatchObject({ kind: 'unknown-branch', branch: 'MAYBE_CREATED', instance: { bizId: key.bizId } });
+    await fc.faults([
+      { path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1, after: true },
+    ]);
+    expect(await client.apply(req)).toMatchObject({
+      kind: 'unknown-branch',
+      branch: 'MAYBE_CREATED',
+      instance: { bizId: key.bizId },
+    });
     // …also without its instance: the branch is kept for a person, never lost to a malformed verdict
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'malformed', variant: 'unknown-branch', count: 1 }]);
-    expect(await client.apply(req)).toEqual({ kind: 'unknown-branch', branch: 'MAYBE_CREATED', instance: null, problem: 'instance is not an object' });
+    expect(await client.apply(req)).toEqual({
+      kind: 'unknown-branch',
+      branch: 'MAYBE_CREATED',
+      instance: null,
+      problem: 'instance is not an object',
+    });
     // a known branch without its instance is not well formed
     await fc.faults([{ path: '/oapi/flow/apply', kind: 'status', status: 200, body: { branch: 'CREATED' }, count: 1 }]);
     expect(await client.apply(req)).toMatchObject({ kind: 'malformed', detail: 'instance is not an object' });
@@ -98,18 +151,44 @@ describe('flow-center client against the stand-in', () => {
         srv.close(() => resolve(port));
       });
     });
-    const refused = new FlowClient({ baseUrl: `http://127.0.0.1:${closed}`, appKey: APP.key, secret: APP.secret, timeoutMs: 300 });
+    const refused = new FlowClient({
+      baseUrl: `http://127.0.0.1:${closed}`,
+      appKey: APP.key,
+      secret: APP.secret,
+      timeoutMs: 300,
+    });
     expect(await refused.lookup('t', 'b')).toMatchObject({ kind: 'network', detail: 'ECONNREFUSED' });
   });
 
   test('the stand-in refuses every tampered or replayed request with 401', async () => {
     const path = '/oapi/flow/instance';
-    const query = canonicalQuery([['bizType', 't'], ['bizId', 'b']]);
+    const query = canonicalQuery([
+      ['bizType', 't'],
+      ['bizId', 'b'],
+    ]);
     const sign = (over: { query?: string; nonce?: string; now?: number; secret?: string; appKey?: string } = {}) =>
-      signedHeaders({ method: 'GET', path, query: over.query ?? query, appKey: over.appKey ?? APP.key, body: '', secret: over.secret ?? APP.secret, nowSeconds: over.now ?? Date.now() / 1000, nonce: over.nonce ?? newNonce() });
-    const get = (headers: Record<string, string>, q = query) => fetch(`${fc.url}${path}?${q}`, { headers }).then((r) => r.status);
+      signedHeaders({
+        method: 'GET',
+        path,
+        query: over.query ?? query,
+        appKey: over.appKey ?? APP.key,
+        body: '',
+        secret: over.secret ?? APP.secret,
+        nowSeconds: over.now ?? Date.now() / 1000,
+        nonce: over.nonce ?? newNonce(),
+      });
+    const get = (headers: Record<string, string>, q = query) =>
+      fetch(`${fc.url}${path}?${q}`, { headers }).then((r) => r.status);
     expect(await get(sign())).toBe(200);
-    expect(await get(sign(), canonicalQuery([['bizType', 't'], ['bizId', 'other']]))).toBe(401); // query changed
+    expect(
+      await get(
+        sign(),
+        canonicalQuery([
+          ['bizType', 't'],
+          ['bizId', 'other'],
+        ]),
+      ),
+    ).toBe(401); // query changed
     expect(await get(sign({ secret: 'wrong' }))).toBe(401);
     expect(await get(sign({ appKey: 'unknown' }))).toBe(401);
     expect(await get(sign({ now: Date.now() / 1000 - 3600 }))).toBe(401); // stale timestamp
@@ -117,11 +196,26 @@ describe('flow-center client against the stand-in', () => {
     expect(await get(replay)).toBe(200);
     expect(await get(replay)).toBe(401); // nonce reused
     const h = sign();
-    expect(await get({ ...h, 'X-FC-Signature': h['X-FC-Signature']!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')) })).toBe(401);
+    expect(
+      await get({ ...h, 'X-FC-Signature': h['X-FC-Signature']!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')) }),
+    ).toBe(401);
     // a body other than the signed one
     const body = JSON.stringify(req);
-    const post = signedHeaders({ method: 'POST', path: '/oapi/flow/apply', query: '', appKey: APP.key, body, secret: APP.secret, nowSeconds: Date.now() / 1000, nonce: newNonce() });
-    const status = await fetch(`${fc.url}/oapi/flow/apply`, { method: 'POST', headers: post, body: body.replace('tok-1', 'tok-9') }).then((r) => r.status);
+    const post = signedHeaders({
+      method: 'POST',
+      path: '/oapi/flow/apply',
+      query: '',
+      appKey: APP.key,
+      body,
+      secret: APP.secret,
+      nowSeconds: Date.now() / 1000,
+      nonce: newNonce(),
+    });
+    const status = await fetch(`${fc.url}/oapi/flow/apply`, {
+      method: 'POST',
+      headers: post,
+      body: body.replace('tok-1', 'tok-9'),
+    }).then((r) => r.status);
     expect(status).toBe(401);
     const log = await fc.log();
     expect(log.filter((e) => e.status === 401).every((e) => e.auth !== 'ok')).toBe(true);
@@ -131,9 +225,17 @@ describe('flow-center client against the stand-in', () => {
 
   test('the stand-in answers 403 to a correctly signed apply for another app (README: 403 = the app may not do this), and checks the signature first', async () => {
     const foreign = { ...req, applyAppKey: '100099' };
-    expect(await client.apply(foreign)).toMatchObject({ kind: 'http', status: 403, detail: expect.stringContaining('APP_KEY_MISMATCH') });
+    expect(await client.apply(foreign)).toMatchObject({
+      kind: 'http',
+      status: 403,
+      detail: expect.stringContaining('APP_KEY_MISMATCH'),
+    });
     const wrong = new FlowClient({ baseUrl: fc.url, appKey: APP.key, secret: 'wrong-secret-value', timeoutMs: 300 });
-    expect(await wrong.apply(foreign)).toMatchObject({ kind: 'http', status: 401, detail: expect.stringContaining('SIGNATURE_INVALID') });
+    expect(await wrong.apply(foreign)).toMatchObject({
+      kind: 'http',
+      status: 401,
+      detail: expect.stringContaining('SIGNATURE_INVALID'),
+    });
     expect(await wrong.apply(req)).toMatchObject({ kind: 'http', status: 401 });
     wrong.close();
     expect((await fc.log()).map((e) => [e.method, e.status, e.auth])).toEqual([
@@ -154,10 +256,17 @@ describe('flow-center client against the stand-in', () => {
 
   test('an IPv6 literal base URL is connected to, not looked up by name', async () => {
     const http = await import('node:http');
-    const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"found":false}'));
+    const server = http.createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"found":false}'),
+    );
     await new Promise<void>((r) => server.listen(0, '::1', r));
     const port = (server.address() as { port: number }).port;
-    const v6 = new FlowClient({ baseUrl: `http://[::1]:${port}`, appKey: APP.key, secret: APP.secret, timeoutMs: 1000 });
+    const v6 = new FlowClient({
+      baseUrl: `http://[::1]:${port}`,
+      appKey: APP.key,
+      secret: APP.secret,
+      timeoutMs: 1000,
+    });
     expect(await v6.lookup('t', 'b')).toEqual({ kind: 'not-found' });
     v6.close();
     await new Promise((r) => server.close(r));

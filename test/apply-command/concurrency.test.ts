@@ -2,7 +2,17 @@ import { spawn } from 'node:child_process';
 import { describe, expect } from 'vitest';
 import { FCCTL_BIN, jsonLines, spawnCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
-import { APP, APP_FLOW, BIZ_TYPE, commandsOf, defaults, type Env, flowEnv, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP,
+  APP_FLOW,
+  BIZ_TYPE,
+  commandsOf,
+  defaults,
+  type Env,
+  flowEnv,
+  insertCommands,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import type { FlowCenter } from '../helpers/flow-center.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -12,17 +22,35 @@ let dbs: TestDatabases, fc: FlowCenter, env: Env;
 test.beforeAll(({ dbs: d, flowCenter }) => void ([dbs, fc, env] = [d, flowCenter, flowEnv(d, flowCenter)]));
 
 describe('two resolve-unknown processes at once', () => {
-  test('5,000 rows: every row looked up exactly once, resent at most once (only when not found), all DONE', { timeout: 300_000 }, async () => {
+  test('5,000 rows: every row looked up exactly once, resent at most once (only when not found), all DONE', {
+    timeout: 300_000,
+  }, async () => {
     const p = uniquePrefix('conc');
     const n = 5000;
     const ids = Array.from({ length: n }, (_, i) => `${p}-${i}`);
-    await insertCommands(dbs.admin, dbs.shName, ids.map((bizId, i) => ({ bizId, state: i % 5 === 0 ? 'FAILED' : 'UNKNOWN' })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      ids.map((bizId, i) => ({ bizId, state: i % 5 === 0 ? 'FAILED' : 'UNKNOWN' })),
+    );
     // Half the instances exist already (rejected or withdrawn: a resend would restart them).
     const existing = ids.filter((_, i) => i % 2 === 0);
-    await fc.addInstances(existing.map((bizId, i) => ({ bizType: BIZ_TYPE, bizId, status: i % 2 ? 30 : 40, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid })));
+    await fc.addInstances(
+      existing.map((bizId, i) => ({
+        bizType: BIZ_TYPE,
+        bizId,
+        status: i % 2 ? 30 : 40,
+        applyAppKey: APP.key,
+        submitterId: defaults(bizId).submitterId,
+        flowGuid: defaults(bizId).flowGuid,
+      })),
+    );
 
     const args = ['--json', 'apply-command', 'resolve-unknown', '--concurrency', '8', '--batch-size', '50'];
-    const [a, b] = await Promise.all([spawnCli(args, { env, timeoutMs: 280_000 }), spawnCli(args, { env, timeoutMs: 280_000 })]);
+    const [a, b] = await Promise.all([
+      spawnCli(args, { env, timeoutMs: 280_000 }),
+      spawnCli(args, { env, timeoutMs: 280_000 }),
+    ]);
     expect(a.stderr).toBe('');
     expect(b.stderr).toBe('');
     expect([a.code, b.code]).toEqual([0, 0]);
@@ -50,21 +78,38 @@ describe('two resolve-unknown processes at once', () => {
     expect(log.every((e) => e.auth === 'ok' && e.status === 200)).toBe(true);
 
     const rows = await commandsOf(dbs.admin, dbs.shName, p);
-    expect(rows.every((r) => r.state === 'DONE' && r.claim_owner === null && r.flow_status === r.remote_status)).toBe(true);
+    expect(rows.every((r) => r.state === 'DONE' && r.claim_owner === null && r.flow_status === r.remote_status)).toBe(
+      true,
+    );
   });
 });
 
 describe('SIGINT', () => {
-  test('stops claiming, lets requests in flight finish, releases what it has not started, prints the summary', { timeout: 120_000 }, async () => {
+  test('stops claiming, lets requests in flight finish, releases what it has not started, prints the summary', {
+    timeout: 120_000,
+  }, async () => {
     const p = uniquePrefix('sig');
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 300 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 300 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.faults([{ path: '*', kind: 'latency', ms: 100 }]);
-    const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'apply-command', 'resolve-unknown', '--concurrency', '2', '--batch-size', '50'], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [FCCTL_BIN, '--json', 'apply-command', 'resolve-unknown', '--concurrency', '2', '--batch-size', '50'],
+      { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
     const closed = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     // Interrupt once it is surely running: a few rows have reached the flow center.
-    await waitFor('requests of the run', async () => (await fc.log()).filter((e) => e.bizId?.startsWith(p)).length >= 4, 60_000, 50);
+    await waitFor(
+      'requests of the run',
+      async () => (await fc.log()).filter((e) => e.bizId?.startsWith(p)).length >= 4,
+      60_000,
+      50,
+    );
     child.kill('SIGINT');
     const code = await closed;
     await fc.clearFaults();
@@ -75,7 +120,11 @@ describe('SIGINT', () => {
     expect(Number(summary['released'])).toBeGreaterThan(0);
     expect(Number(summary['done']) + Number(summary['released'])).toBe(Number(summary['claimed']));
     const rows = await commandsOf(dbs.admin, dbs.shName, p);
-    expect(rows.every((r) => r.claim_owner === null && (r.state === 'DONE' || (r.state === 'UNKNOWN' && r.retry_count === 0)))).toBe(true);
+    expect(
+      rows.every(
+        (r) => r.claim_owner === null && (r.state === 'DONE' || (r.state === 'UNKNOWN' && r.retry_count === 0)),
+      ),
+    ).toBe(true);
     expect(rows.filter((r) => r.state === 'DONE')).toHaveLength(Number(summary['done']));
   });
 });

@@ -6,7 +6,16 @@
  * with exit 0 and nothing claimed.
  */
 import { beforeEach, describe, expect } from 'vitest';
-import { APP_FLOW, clearFlowCenter, commandsOf, type Env, flowEnv, insertCommands, ownedInstance as owned, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP_FLOW,
+  clearFlowCenter,
+  commandsOf,
+  type Env,
+  flowEnv,
+  insertCommands,
+  ownedInstance as owned,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import type { FlowCenter } from '../helpers/flow-center.js';
 import { runCli } from '../helpers/cli.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
@@ -16,14 +25,30 @@ import { waitFor } from '../helpers/wait.js';
 const test = servicesTest({ prefix: 'rfollow', init: 'sh', flowApps: APP_FLOW });
 let fc: FlowCenter, env: Env, admin: import('mysql2/promise').Connection, shName: string;
 const running: RunningService[] = [];
-test.beforeAll(({ dbs, flowCenter }) => void ([fc, env, admin, shName] = [flowCenter, flowEnv(dbs, flowCenter), dbs.admin, dbs.shName]));
+test.beforeAll(
+  ({ dbs, flowCenter }) =>
+    void ([fc, env, admin, shName] = [flowCenter, flowEnv(dbs, flowCenter), dbs.admin, dbs.shName]),
+);
 beforeEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.stop('SIGKILL')));
   await clearFlowCenter(fc);
 });
 
 const resolver = (args: string[] = [], e = env) => {
-  const s = startService(['--json', 'apply-command', 'resolve-unknown', '--follow', '--request-timeout', '1', '--lease-seconds', '30', ...args], { env: e });
+  const s = startService(
+    [
+      '--json',
+      'apply-command',
+      'resolve-unknown',
+      '--follow',
+      '--request-timeout',
+      '1',
+      '--lease-seconds',
+      '30',
+      ...args,
+    ],
+    { env: e },
+  );
   running.push(s);
   return s;
 };
@@ -39,10 +64,24 @@ describe('apply-command resolve-unknown --follow', () => {
     const found = Array.from({ length: 20 }, (_, i) => `${p}-f${i}`);
     const missing = Array.from({ length: 10 }, (_, i) => `${p}-m${i}`);
     await fc.addInstances(found.map((bizId) => owned(bizId, 30)));
-    await insertCommands(admin, shName, [...found, ...missing].map((bizId) => ({ bizId, state: 'UNKNOWN' })));
-    await waitFor('all 30 DONE', async () => (await commandsOf(admin, shName, p)).filter((c) => c.state === 'DONE').length === 30, 20_000, 100);
+    await insertCommands(
+      admin,
+      shName,
+      [...found, ...missing].map((bizId) => ({ bizId, state: 'UNKNOWN' })),
+    );
+    await waitFor(
+      'all 30 DONE',
+      async () => (await commandsOf(admin, shName, p)).filter((c) => c.state === 'DONE').length === 30,
+      20_000,
+      100,
+    );
     const log = (await fc.log()).filter((e) => e.bizId?.startsWith(p));
-    expect(log.filter((e) => e.method === 'POST').map((e) => e.bizId).sort()).toEqual([...missing].sort());
+    expect(
+      log
+        .filter((e) => e.method === 'POST')
+        .map((e) => e.bizId)
+        .sort(),
+    ).toEqual([...missing].sort());
     const metrics = await httpGet(port, '/metrics');
     expect(metrics.body).toMatch(/^fcctl_resolver_commands_total\{result="done"\} 30$/m);
     const end = await r.stop('SIGTERM');
@@ -65,7 +104,12 @@ describe('apply-command resolve-unknown --follow', () => {
     await new Promise((res) => setTimeout(res, 1500));
     expect(r.child.exitCode).toBeNull();
     await fc.clearFaults();
-    await waitFor('settled after the outage', async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE', 40_000, 200);
+    await waitFor(
+      'settled after the outage',
+      async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE',
+      40_000,
+      200,
+    );
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await r.stop()).code).toBe(0);
   });
@@ -94,9 +138,18 @@ describe('apply-command resolve-unknown --follow', () => {
     const p = uniquePrefix('rp');
     await insertCommands(admin, shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
     await new Promise((res) => setTimeout(res, 1000));
-    expect((await commandsOf(admin, shName, p))[0]).toMatchObject({ state: 'UNKNOWN', claim_owner: null, retry_count: 0 });
+    expect((await commandsOf(admin, shName, p))[0]).toMatchObject({
+      state: 'UNKNOWN',
+      claim_owner: null,
+      retry_count: 0,
+    });
     expect((await runCli(['resume', 'apply-command resolve-unknown'], { env })).code).toBe(0);
-    await waitFor('settled after resume', async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE', 10_000, 100);
+    await waitFor(
+      'settled after resume',
+      async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE',
+      10_000,
+      100,
+    );
     expect((await r.stop()).code).toBe(0);
   });
 });

@@ -4,7 +4,24 @@ import { beforeEach, describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { APP, APP_FLOW, clearFlowCenter, commandsByName, commandsOf, defaults, type Env, flowEnv, insertCommands, linesOf, logOf as of, makeDue, ownedInstance as owned, SH_TABLES, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP,
+  APP_FLOW,
+  clearFlowCenter,
+  commandsByName,
+  commandsOf,
+  defaults,
+  type Env,
+  flowEnv,
+  insertCommands,
+  linesOf,
+  logOf as of,
+  makeDue,
+  ownedInstance as owned,
+  SH_TABLES,
+  summaryOf,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import type { FlowCenter, LogEntry } from '../helpers/flow-center.js';
 import { servicesTest } from '../helpers/services.js';
 import { readProm } from '../helpers/textfile.js';
@@ -12,12 +29,15 @@ import { readProm } from '../helpers/textfile.js';
 // a second app the stand-in knows, for instances and commands of another app key
 const test = servicesTest({ prefix: 'apply', init: 'sh', flowApps: { ...APP_FLOW, '100099': 'other-app-secret' } });
 let dbs: TestDatabases, fc: FlowCenter, env: Env, dir: string;
-test.beforeAll(({ dbs: d, flowCenter, tmp }) => void ([dbs, fc, env, dir] = [d, flowCenter, flowEnv(d, flowCenter), tmp]));
+test.beforeAll(
+  ({ dbs: d, flowCenter, tmp }) => void ([dbs, fc, env, dir] = [d, flowCenter, flowEnv(d, flowCenter), tmp]),
+);
 beforeEach(() => clearFlowCenter(fc));
 
 // A request timeout well above what a loaded test machine needs for a loopback answer.
 const FAST = ['--request-timeout', '1', '--lease-seconds', '30'];
-const resolveRun = (args: string[] = [], e = env) => runCli(['--json', 'apply-command', 'resolve-unknown', ...FAST, ...args], { env: e });
+const resolveRun = (args: string[] = [], e = env) =>
+  runCli(['--json', 'apply-command', 'resolve-unknown', ...FAST, ...args], { env: e });
 const rowEvents = (stdout: string) => linesOf(stdout, 'row');
 const posts = (log: LogEntry[]) => log.filter((e) => e.method === 'POST');
 const shChecksum = () => checksumTables(dbs.admin, dbs.shName, SH_TABLES);
@@ -26,19 +46,32 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
   test('1,000 rows whose instance exists with status 30 or 40: zero POSTs, all DONE, status mirrored — also when lookups time out first', async () => {
     const p = uniquePrefix('found');
     const ids = Array.from({ length: 1000 }, (_, i) => `${p}-${i}`);
-    await insertCommands(dbs.admin, dbs.shName, ids.map((bizId, i) => ({ bizId, state: i % 3 === 0 ? 'FAILED' : 'UNKNOWN' })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      ids.map((bizId, i) => ({ bizId, state: i % 3 === 0 ? 'FAILED' : 'UNKNOWN' })),
+    );
     await fc.addInstances(ids.map((bizId, i) => owned(bizId, i % 2 === 0 ? 30 : 40, { instanceId: `FI-${bizId}` })));
     // The first 64 lookups never answer.
     await fc.faults([{ path: '/oapi/flow/instance', kind: 'timeout', count: 64 }]);
 
     const first = await resolveRun(['--concurrency', '16', '--max-consecutive-errors', '100000']);
     expect(first.code).toBe(1);
-    expect(summaryOf(first.stdout)).toMatchObject({ claimed: 1000, posts: 0, done: 936, failed: 64, dead: 0, failedByReason: { LOOKUP_TIMEOUT: 64 } });
+    expect(summaryOf(first.stdout)).toMatchObject({
+      claimed: 1000,
+      posts: 0,
+      done: 936,
+      failed: 64,
+      dead: 0,
+      failedByReason: { LOOKUP_TIMEOUT: 64 },
+    });
     let rows = await commandsOf(dbs.admin, dbs.shName, p);
     const failed = rows.filter((r) => r.state === 'FAILED');
     expect(failed).toHaveLength(64);
     expect(failed.every((r) => r.retry_count === 1)).toBe(true);
-    expect(failed.every((r) => r.backoff === 20 && r.last_error?.startsWith('LOOKUP_TIMEOUT: ') && r.flow_status === null)).toBe(true);
+    expect(
+      failed.every((r) => r.backoff === 20 && r.last_error?.startsWith('LOOKUP_TIMEOUT: ') && r.flow_status === null),
+    ).toBe(true);
 
     await makeDue(dbs.admin, dbs.shName, p);
     const second = await resolveRun(['--concurrency', '16']);
@@ -47,7 +80,14 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
     rows = await commandsOf(dbs.admin, dbs.shName, p);
     expect(rows.every((r) => r.state === 'DONE' && r.claim_owner === null)).toBe(true);
-    expect(rows.every((r, i) => r.remote_status === (i % 2 === 0 ? 30 : 40) && r.flow_status === r.remote_status && r.remote_instance_id === `FI-${ids[i]}`)).toBe(true);
+    expect(
+      rows.every(
+        (r, i) =>
+          r.remote_status === (i % 2 === 0 ? 30 : 40) &&
+          r.flow_status === r.remote_status &&
+          r.remote_instance_id === `FI-${ids[i]}`,
+      ),
+    ).toBe(true);
     const log = of(await fc.log(), p);
     expect(posts(log)).toHaveLength(0);
     expect(log).toHaveLength(1064);
@@ -70,10 +110,24 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     ]);
     const r = await resolveRun();
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 3, lookups: 3, posts: 3, done: 3, doneViaApply: 3, branches: { CREATED: 3 } });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      claimed: 3,
+      lookups: 3,
+      posts: 3,
+      done: 3,
+      doneViaApply: 3,
+      branches: { CREATED: 3 },
+    });
     const log = of(await fc.log(), p);
     expect(log.map((e) => `${e.method} ${e.bizId}`).sort()).toEqual(
-      [`GET ${p}-failed`, `GET ${p}-old-pending`, `GET ${p}-unknown`, `POST ${p}-failed`, `POST ${p}-old-pending`, `POST ${p}-unknown`].sort(),
+      [
+        `GET ${p}-failed`,
+        `GET ${p}-old-pending`,
+        `GET ${p}-unknown`,
+        `POST ${p}-failed`,
+        `POST ${p}-old-pending`,
+        `POST ${p}-unknown`,
+      ].sort(),
     );
     for (const post of posts(log)) {
       // the lookup came first, and the POST carried the row's own token and attempt
@@ -84,7 +138,14 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const rows = await commandsOf(dbs.admin, dbs.shName, p);
     const byId = Object.fromEntries(rows.map((x) => [x.biz_id.slice(p.length + 1), x]));
     for (const k of ['unknown', 'failed', 'old-pending']) {
-      expect(byId[k]).toMatchObject({ state: 'DONE', remote_status: 10, flow_status: 10, last_branch: 'CREATED', last_error: null, claim_owner: null });
+      expect(byId[k]).toMatchObject({
+        state: 'DONE',
+        remote_status: 10,
+        flow_status: 10,
+        last_branch: 'CREATED',
+        last_error: null,
+        claim_owner: null,
+      });
       expect(byId[k]!.remote_instance_id).toMatch(/^FI-/);
     }
     expect(byId['new-pending']).toMatchObject({ state: 'PENDING', flow_status: null });
@@ -97,7 +158,9 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('--pending-grace takes younger PENDING rows too', async () => {
     const p = uniquePrefix('grace');
-    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'PENDING', createTime: 'NOW() - INTERVAL 3 MINUTE' }]);
+    await insertCommands(dbs.admin, dbs.shName, [
+      { bizId: `${p}-1`, state: 'PENDING', createTime: 'NOW() - INTERVAL 3 MINUTE' },
+    ]);
     expect(summaryOf((await resolveRun()).stdout)).toMatchObject({ claimed: 0 });
     await resolveRun(['--pending-grace', '2m']);
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE' });
@@ -105,7 +168,11 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('found but owned by someone else (any of the three fields) → DEAD OWNERSHIP_MISMATCH, no POST', async () => {
     const p = uniquePrefix('own');
-    await insertCommands(dbs.admin, dbs.shName, ['key', 'sub', 'guid'].map((k) => ({ bizId: `${p}-${k}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      ['key', 'sub', 'guid'].map((k) => ({ bizId: `${p}-${k}` })),
+    );
     await fc.addInstances([
       owned(`${p}-key`, 30, { applyAppKey: '100099' }),
       owned(`${p}-sub`, 10, { submitterId: '9007199254740992' }),
@@ -113,11 +180,26 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     ]);
     const r = await resolveRun();
     expect(r.code).toBe(1);
-    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 3, posts: 0, dead: 3, deadByReason: { OWNERSHIP_MISMATCH: 3 } });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      claimed: 3,
+      posts: 0,
+      dead: 3,
+      deadByReason: { OWNERSHIP_MISMATCH: 3 },
+    });
     const rows = await commandsOf(dbs.admin, dbs.shName, p);
-    expect(rows.every((x) => x.state === 'DEAD' && x.last_error?.startsWith('OWNERSHIP_MISMATCH: ') && x.flow_status === null && x.remote_instance_id === null)).toBe(true);
+    expect(
+      rows.every(
+        (x) =>
+          x.state === 'DEAD' &&
+          x.last_error?.startsWith('OWNERSHIP_MISMATCH: ') &&
+          x.flow_status === null &&
+          x.remote_instance_id === null,
+      ),
+    ).toBe(true);
     expect(rows.map((x) => x.last_error)).toEqual([
-      expect.stringContaining('applyAppKey differ'), expect.stringContaining('submitterId differ'), expect.stringContaining('flowGuid differ'),
+      expect.stringContaining('applyAppKey differ'),
+      expect.stringContaining('submitterId differ'),
+      expect.stringContaining('flowGuid differ'),
     ]);
     expect(posts(of(await fc.log(), p))).toHaveLength(0);
   });
@@ -142,28 +224,72 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       owned(id('replay'), 30, { requestToken: 'older-token' }),
     ]);
     await fc.faults([
-      ...['same', 'idem', 'stale', 'restart', 'replay'].map((k) => ({ path: '/oapi/flow/instance' as const, kind: 'not-found' as const, bizId: id(k) })),
+      ...['same', 'idem', 'stale', 'restart', 'replay'].map((k) => ({
+        path: '/oapi/flow/instance' as const,
+        kind: 'not-found' as const,
+        bizId: id(k),
+      })),
       { path: '/oapi/flow/apply', kind: 'branch', branch: 'REPLAY_ONLY', bizId: id('replay') },
       { path: '/oapi/flow/apply', kind: 'concurrent', bizId: id('concurrent') },
     ]);
     const r = await resolveRun();
     expect(r.code).toBe(1);
     expect(summaryOf(r.stdout)).toMatchObject({
-      claimed: 7, posts: 7, done: 4, dead: 3, deadByReason: { UNEXPECTED_BRANCH: 3 },
-      branches: { SAME_REQUEST: 1, IDEMPOTENT: 1, STALE_ROUND: 1, RESTARTED: 1, REPLAY_ONLY: 1, CONCURRENT_CREATED: 1, CREATED: 1 },
+      claimed: 7,
+      posts: 7,
+      done: 4,
+      dead: 3,
+      deadByReason: { UNEXPECTED_BRANCH: 3 },
+      branches: {
+        SAME_REQUEST: 1,
+        IDEMPOTENT: 1,
+        STALE_ROUND: 1,
+        RESTARTED: 1,
+        REPLAY_ONLY: 1,
+        CONCURRENT_CREATED: 1,
+        CREATED: 1,
+      },
     });
     const rows = await commandsByName(dbs.admin, dbs.shName, p);
-    expect(rows['same']).toMatchObject({ state: 'DONE', last_branch: 'SAME_REQUEST', remote_status: 30, flow_status: 30 });
-    expect(rows['idem']).toMatchObject({ state: 'DONE', last_branch: 'IDEMPOTENT', remote_status: 20, flow_status: 20 });
-    expect(rows['concurrent']).toMatchObject({ state: 'DONE', last_branch: 'CONCURRENT_CREATED', remote_status: 10, flow_status: 10 });
-    expect(rows['created']).toMatchObject({ state: 'DONE', last_branch: 'CREATED', remote_status: 10, flow_status: 10 });
+    expect(rows['same']).toMatchObject({
+      state: 'DONE',
+      last_branch: 'SAME_REQUEST',
+      remote_status: 30,
+      flow_status: 30,
+    });
+    expect(rows['idem']).toMatchObject({
+      state: 'DONE',
+      last_branch: 'IDEMPOTENT',
+      remote_status: 20,
+      flow_status: 20,
+    });
+    expect(rows['concurrent']).toMatchObject({
+      state: 'DONE',
+      last_branch: 'CONCURRENT_CREATED',
+      remote_status: 10,
+      flow_status: 10,
+    });
+    expect(rows['created']).toMatchObject({
+      state: 'DONE',
+      last_branch: 'CREATED',
+      remote_status: 10,
+      flow_status: 10,
+    });
     for (const k of ['stale', 'restart', 'replay']) {
       expect(rows[k]).toMatchObject({ state: 'DEAD', flow_status: null, remote_status: null });
       expect(rows[k]!.last_error).toMatch(/^UNEXPECTED_BRANCH: /);
     }
-    expect([rows['stale']!.last_branch, rows['restart']!.last_branch, rows['replay']!.last_branch]).toEqual(['STALE_ROUND', 'RESTARTED', 'REPLAY_ONLY']);
+    expect([rows['stale']!.last_branch, rows['restart']!.last_branch, rows['replay']!.last_branch]).toEqual([
+      'STALE_ROUND',
+      'RESTARTED',
+      'REPLAY_ONLY',
+    ]);
     const events = rowEvents(r.stdout);
-    expect(events.find((e) => e['bizId'] === id('restart'))).toMatchObject({ kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: 'RESTARTED' });
+    expect(events.find((e) => e['bizId'] === id('restart'))).toMatchObject({
+      kind: 'dead',
+      reason: 'UNEXPECTED_BRANCH',
+      branch: 'RESTARTED',
+    });
   });
 
   test('a flow center that refuses connections: rows FAILED with backoff, retry budget untouched however often it happens', async () => {
@@ -175,7 +301,10 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       expect(r.code).toBe(1);
       expect(summaryOf(r.stdout)).toMatchObject({ failed: 2, dead: 0, failedByReason: { LOOKUP_NETWORK: 2 } });
       const rows = await commandsOf(dbs.admin, dbs.shName, p);
-      expect(rows.map((x) => [x.state, x.retry_count, x.backoff])).toEqual([['FAILED', 0, 20], ['FAILED', 0, 20]]);
+      expect(rows.map((x) => [x.state, x.retry_count, x.backoff])).toEqual([
+        ['FAILED', 0, 20],
+        ['FAILED', 0, 20],
+      ]);
       await makeDue(dbs.admin, dbs.shName, p);
     }
     // back up: settled at once
@@ -219,7 +348,14 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
   test('a race lost to another owner at apply time (409) → FAILED, then the lookup sees it → DEAD OWNERSHIP_MISMATCH', async () => {
     const p = uniquePrefix('race');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
-    await fc.faults([{ path: '/oapi/flow/apply', kind: 'concurrent', owner: { applyAppKey: '100099', requestToken: 'theirs' }, count: 1 }]);
+    await fc.faults([
+      {
+        path: '/oapi/flow/apply',
+        kind: 'concurrent',
+        owner: { applyAppKey: '100099', requestToken: 'theirs' },
+        count: 1,
+      },
+    ]);
     expect((await resolveRun()).code).toBe(1);
     expect((await commandsOf(dbs.admin, dbs.shName, p))[0]!.last_error).toMatch(/^APPLY_HTTP_409: /);
     await makeDue(dbs.admin, dbs.shName, p);
@@ -239,12 +375,26 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
       { k: 'notjson', fault: { kind: 'malformed' as const, variant: 'not-json' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'badstatus', fault: { kind: 'malformed' as const, variant: 'bad-status' }, reason: 'LOOKUP_MALFORMED' },
       { k: 'wrongkey', fault: { kind: 'malformed' as const, variant: 'wrong-key' }, reason: 'LOOKUP_MALFORMED' },
-      { k: 'apply500', fault: { kind: 'status' as const, status: 500, path: '/oapi/flow/apply' as const }, reason: 'APPLY_HTTP_500' },
+      {
+        k: 'apply500',
+        fault: { kind: 'status' as const, status: 500, path: '/oapi/flow/apply' as const },
+        reason: 'APPLY_HTTP_500',
+      },
       // a known branch with no instance: not well formed (an unknown branch is DEAD at once, resolve-guards)
-      { k: 'applybad', fault: { kind: 'status' as const, status: 200, body: { branch: 'CREATED' }, path: '/oapi/flow/apply' as const }, reason: 'APPLY_MALFORMED' },
+      {
+        k: 'applybad',
+        fault: { kind: 'status' as const, status: 200, body: { branch: 'CREATED' }, path: '/oapi/flow/apply' as const },
+        reason: 'APPLY_MALFORMED',
+      },
     ];
-    await insertCommands(dbs.admin, dbs.shName, kinds.map(({ k }) => ({ bizId: `${p}-${k}` })));
-    await fc.faults(kinds.map(({ k, fault }) => ({ path: '/oapi/flow/instance' as const, ...fault, bizId: `${p}-${k}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      kinds.map(({ k }) => ({ bizId: `${p}-${k}` })),
+    );
+    await fc.faults(
+      kinds.map(({ k, fault }) => ({ path: '/oapi/flow/instance' as const, ...fault, bizId: `${p}-${k}` })),
+    );
     const backoffs: number[][] = [];
     for (let run = 1; run <= 4; run++) {
       const r = await resolveRun(['--max-retries', '4']);
@@ -262,7 +412,11 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     expect(backoffs).toEqual([[20], [40], [80], [-1]]);
     // apply failures were after a "not found": exactly one POST per run for those two rows
     const log = of(await fc.log(), p);
-    expect(posts(log).map((e) => e.bizId).sort()).toEqual([...Array(4).fill(`${p}-apply500`), ...Array(4).fill(`${p}-applybad`)].sort());
+    expect(
+      posts(log)
+        .map((e) => e.bizId)
+        .sort(),
+    ).toEqual([...Array(4).fill(`${p}-apply500`), ...Array(4).fill(`${p}-applybad`)].sort());
     expect(posts(log).every((e) => e.requestToken === `tok-${e.bizId}`)).toBe(true);
   });
 
@@ -273,7 +427,9 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const r = await resolveRun([], wrong);
     expect(r.code).toBe(3);
     expect(`${r.stdout}${r.stderr}`).not.toContain('not-the-secret-xyz');
-    expect(r.stderr).toMatch(/^fcctl: flow center refused our credentials \(HTTP 401 on GET \/oapi\/flow\/instance: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET; /);
+    expect(r.stderr).toMatch(
+      /^fcctl: flow center refused our credentials \(HTTP 401 on GET \/oapi\/flow\/instance: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET; /,
+    );
     const [row] = await commandsOf(dbs.admin, dbs.shName, p);
     expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, last_error: null, claim_owner: null });
     const log = of(await fc.log(), p);
@@ -290,7 +446,11 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const r = await resolveRun();
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ done: 1, roundBehind: 1, posts: 0 });
-    expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'DONE', flow_status: 30, last_error: expect.stringMatching(/^ROUND_BEHIND: /) });
+    expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({
+      state: 'DONE',
+      flow_status: 30,
+      last_error: expect.stringMatching(/^ROUND_BEHIND: /),
+    });
   });
 
   test('no service_apply row: DONE, reported as mirrorMissing', async () => {
@@ -313,11 +473,23 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('--dry-run: lookups only — no claim, no POST, no write', async () => {
     const p = uniquePrefix('dry');
-    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-found` }, { bizId: `${p}-missing` }, { bizId: `${p}-foreign` }]);
+    await insertCommands(dbs.admin, dbs.shName, [
+      { bizId: `${p}-found` },
+      { bizId: `${p}-missing` },
+      { bizId: `${p}-foreign` },
+    ]);
     await fc.addInstances([owned(`${p}-found`, 30), owned(`${p}-foreign`, 30, { flowGuid: 'x' })]);
     const before = await shChecksum();
     const r = await resolveRun(['--dry-run']);
-    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, claimed: 3, lookups: 3, posts: 0, done: 1, dead: 1, wouldPost: 1 });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      dryRun: true,
+      claimed: 3,
+      lookups: 3,
+      posts: 0,
+      done: 1,
+      dead: 1,
+      wouldPost: 1,
+    });
     expect(await shChecksum()).toBe(before);
     const log = of(await fc.log(), p);
     expect(log.every((e) => e.method === 'GET')).toBe(true);
@@ -327,11 +499,22 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('--dry-run pages through more rows than a batch: each looked up exactly once, --max-rows honoured, nothing written', async () => {
     const p = uniquePrefix('drypages');
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 25 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 25 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.addInstances(Array.from({ length: 25 }, (_, i) => owned(`${p}-${i}`, 30)));
     const before = await shChecksum();
     const all = await resolveRun(['--dry-run', '--batch-size', '4', '--concurrency', '3']);
-    expect(summaryOf(all.stdout)).toMatchObject({ dryRun: true, claimed: 25, lookups: 25, done: 25, posts: 0, stoppedBy: 'drained' });
+    expect(summaryOf(all.stdout)).toMatchObject({
+      dryRun: true,
+      claimed: 25,
+      lookups: 25,
+      done: 25,
+      posts: 0,
+      stoppedBy: 'drained',
+    });
     const looked = of(await fc.log(), p).map((e) => e.bizId);
     expect(new Set(looked).size).toBe(25);
     expect(looked).toHaveLength(25);
@@ -345,7 +528,11 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('a flow center answering only errors stops the run (exit 3) and releases untried rows with their budget untouched', async () => {
     const p = uniquePrefix('down');
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 40 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 40 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.faults([{ path: '*', kind: 'status', status: 503 }]);
     const r = await resolveRun(['--max-consecutive-errors', '5', '--concurrency', '2', '--batch-size', '10']);
     expect(r.code).toBe(3);
@@ -357,7 +544,9 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const failed = rows.filter((x) => x.state === 'FAILED');
     expect(failed.length).toBeGreaterThanOrEqual(5);
     expect(failed.length).toBeLessThanOrEqual(7);
-    expect(rows.filter((x) => x.state === 'UNKNOWN').every((x) => x.retry_count === 0 && x.claim_owner === null)).toBe(true);
+    expect(rows.filter((x) => x.state === 'UNKNOWN').every((x) => x.retry_count === 0 && x.claim_owner === null)).toBe(
+      true,
+    );
     await fc.clearFaults();
     await resolveRun();
     await makeDue(dbs.admin, dbs.shName, p);
@@ -367,7 +556,11 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 
   test('--max-rows bounds what one run takes', async () => {
     const p = uniquePrefix('max');
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 10 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 10 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.addInstances(Array.from({ length: 10 }, (_, i) => owned(`${p}-${i}`, 30)));
     const r = await resolveRun(['--max-rows', '3', '--batch-size', '2']);
     expect(summaryOf(r.stdout)).toMatchObject({ claimed: 3, done: 3, stoppedBy: 'max-rows' });
@@ -382,7 +575,14 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
     const r = await resolveRun(['--metrics-file', join(dir, `${p}.prom`)]);
     const lines = jsonLines(r.stdout);
     expect(lines.map((l) => l['type'])).toEqual(['row', 'summary']);
-    expect(lines[0]).toMatchObject({ type: 'row', bizId: `${p}-b`, kind: 'done', via: 'apply', branch: 'CREATED', status: 10 });
+    expect(lines[0]).toMatchObject({
+      type: 'row',
+      bizId: `${p}-b`,
+      kind: 'done',
+      via: 'apply',
+      branch: 'CREATED',
+      status: 10,
+    });
     const prom = readProm(join(dir, `${p}.prom`));
     expect(prom).toContain('fcctl_rows{command="apply-command resolve-unknown",result="done"} 2');
     expect(prom).toContain('fcctl_run_exit_code{command="apply-command resolve-unknown"} 0');
@@ -399,15 +599,32 @@ describe('claims do not grow with history', () => {
     try {
       expect((await runCli(['db', 'init', '--side', 'sh'], { env: own.env() })).code).toBe(0);
       expect(await claimStart(db, APP.key, 0)).toBe('0');
-      await insertCommands(own.admin, own.shName, Array.from({ length: 300 }, (_, i) => ({ bizId: `done-${i}`, state: 'DONE' as const })));
-      await insertCommands(own.admin, own.shName, [{ bizId: 'todo-1' }, { bizId: 'todo-2', state: 'DEAD' }, { bizId: 'todo-3', state: 'FAILED' }]);
+      await insertCommands(
+        own.admin,
+        own.shName,
+        Array.from({ length: 300 }, (_, i) => ({ bizId: `done-${i}`, state: 'DONE' as const })),
+      );
+      await insertCommands(own.admin, own.shName, [
+        { bizId: 'todo-1' },
+        { bizId: 'todo-2', state: 'DEAD' },
+        { bizId: 'todo-3', state: 'FAILED' },
+      ]);
       const ids = Object.fromEntries(
-        ((await own.admin.query(`SELECT biz_id, id FROM \`${own.shName}\`.flow_apply_command WHERE biz_id LIKE 'todo-%'`))[0] as Array<{ biz_id: string; id: string }>).map((r) => [r.biz_id, BigInt(r.id)]),
+        (
+          (
+            await own.admin.query(
+              `SELECT biz_id, id FROM \`${own.shName}\`.flow_apply_command WHERE biz_id LIKE 'todo-%'`,
+            )
+          )[0] as Array<{ biz_id: string; id: string }>
+        ).map((r) => [r.biz_id, BigInt(r.id)]),
       );
       // Just before the first row in a state resolve can take; the 300 DONE rows lie behind it.
       expect(await claimStart(db, APP.key, 0)).toBe(String(ids['todo-1']! - 1n));
       const q = claimSelect(APP.key, 600, await claimStart(db, APP.key, 0), 10);
-      const [plan] = (await own.admin.query(`EXPLAIN ${q.sql.replace('FROM flow_apply_command', `FROM \`${own.shName}\`.flow_apply_command`)}`, q.params)) as unknown as [Array<{ type: string; key: string }>];
+      const [plan] = (await own.admin.query(
+        `EXPLAIN ${q.sql.replace('FROM flow_apply_command', `FROM \`${own.shName}\`.flow_apply_command`)}`,
+        q.params,
+      )) as unknown as [Array<{ type: string; key: string }>];
       expect(plan[0]).toMatchObject({ type: 'range', key: 'PRIMARY' });
     } finally {
       await db.close();
@@ -417,7 +634,7 @@ describe('claims do not grow with history', () => {
 });
 
 describe('stale workers change nothing', () => {
-  test('a lease that expired and was taken over: the old owner\'s write matches nothing', async () => {
+  test("a lease that expired and was taken over: the old owner's write matches nothing", async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
     const { claimRows, applyWrite } = await import('../../src/lib/apply-command/resolve/run.js');
     const p = uniquePrefix('stale');
@@ -427,21 +644,63 @@ describe('stale workers change nothing', () => {
       const mine = (await claimRows(db, 'owner-a', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
       expect(mine).toHaveLength(1);
       // the lease runs out; owner b claims the row
-      await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE biz_id LIKE ?`, [`${p}%`]);
-      const theirs = (await claimRows(db, 'owner-b', APP.key, 600, '0', 1000, 30)).filter((r) => r.biz_id.startsWith(p));
+      await dbs.admin.query(
+        `UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE biz_id LIKE ?`,
+        [`${p}%`],
+      );
+      const theirs = (await claimRows(db, 'owner-b', APP.key, 600, '0', 1000, 30)).filter((r) =>
+        r.biz_id.startsWith(p),
+      );
       expect(theirs).toHaveLength(1);
       const gen = generationOf(mine[0]!);
-      const mirror = { status: 30, claimed: { exists: true, status: null }, changedNote: 'MIRROR_CHANGED: x', deletedNote: 'MIRROR_CHANGED: d' };
-      const stale = await applyWrite(db, 'owner-a', { kind: 'done', gen, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror });
+      const mirror = {
+        status: 30,
+        claimed: { exists: true, status: null },
+        changedNote: 'MIRROR_CHANGED: x',
+        deletedNote: 'MIRROR_CHANGED: d',
+      };
+      const stale = await applyWrite(db, 'owner-a', {
+        kind: 'done',
+        gen,
+        status: 30,
+        instanceId: 'FI-x',
+        branch: null,
+        note: null,
+        mirror,
+      });
       expect(stale).toEqual({ kind: 'stale' });
-      expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({ state: 'UNKNOWN', flow_status: null, claim_owner: 'owner-b' });
+      expect((await commandsOf(dbs.admin, dbs.shName, p))[0]).toMatchObject({
+        state: 'UNKNOWN',
+        flow_status: null,
+        claim_owner: 'owner-b',
+      });
       // the new owner's write of an older generation (retry count moved on) also matches nothing
-      await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET retry_count = 1 WHERE biz_id LIKE ?`, [`${p}%`]);
+      await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET retry_count = 1 WHERE biz_id LIKE ?`, [
+        `${p}%`,
+      ]);
       expect(await applyWrite(db, 'owner-b', { kind: 'release', gen })).toEqual({ kind: 'stale' });
       // a resubmission re-armed the row in place (new token, higher attempt): the old attempt's write matches nothing
-      await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET attempt = attempt + 1, request_token = 'tok-resubmitted' WHERE biz_id LIKE ?`, [`${p}%`]);
-      expect(await applyWrite(db, 'owner-b', { kind: 'done', gen: { ...gen, retryCount: 1 }, status: 30, instanceId: 'FI-x', branch: null, note: null, mirror })).toEqual({ kind: 'stale' });
-      expect(await applyWrite(db, 'owner-b', { kind: 'release', gen: { ...gen, retryCount: 1, attempt: gen.attempt + 1, requestToken: 'tok-resubmitted' } })).toEqual({ kind: 'written', mirror: null });
+      await dbs.admin.query(
+        `UPDATE \`${dbs.shName}\`.flow_apply_command SET attempt = attempt + 1, request_token = 'tok-resubmitted' WHERE biz_id LIKE ?`,
+        [`${p}%`],
+      );
+      expect(
+        await applyWrite(db, 'owner-b', {
+          kind: 'done',
+          gen: { ...gen, retryCount: 1 },
+          status: 30,
+          instanceId: 'FI-x',
+          branch: null,
+          note: null,
+          mirror,
+        }),
+      ).toEqual({ kind: 'stale' });
+      expect(
+        await applyWrite(db, 'owner-b', {
+          kind: 'release',
+          gen: { ...gen, retryCount: 1, attempt: gen.attempt + 1, requestToken: 'tok-resubmitted' },
+        }),
+      ).toEqual({ kind: 'written', mirror: null });
     } finally {
       await db.close();
     }

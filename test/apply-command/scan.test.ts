@@ -1,4 +1,3 @@
-
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { checksumTables } from '../helpers/checksum.js';
@@ -28,10 +27,18 @@ test.beforeAll(async ({ dbs: d, tmp }) => {
     { bizId: 'd-branch', state: 'DEAD' },
     { bizId: 'd-budget', state: 'DEAD', retryCount: 6 },
   ]);
-  const set = (bizId: string, sql: string, params: unknown[] = []) => dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET ${sql} WHERE biz_id = ?`, [...params, bizId]);
-  await set('d-own-1', 'last_error = ?', ['OWNERSHIP_MISMATCH: lookup found instance FI-1 status 30 whose flowGuid differ']);
-  await set('d-own-2', 'last_error = ?', ['OWNERSHIP_MISMATCH: lookup found instance FI-2 status 40 whose submitterId differ']);
-  await set('d-branch', 'last_error = ?, last_branch = ?', ['UNEXPECTED_BRANCH: RESTARTED, instance FI-3 status 10', 'RESTARTED']);
+  const set = (bizId: string, sql: string, params: unknown[] = []) =>
+    dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET ${sql} WHERE biz_id = ?`, [...params, bizId]);
+  await set('d-own-1', 'last_error = ?', [
+    'OWNERSHIP_MISMATCH: lookup found instance FI-1 status 30 whose flowGuid differ',
+  ]);
+  await set('d-own-2', 'last_error = ?', [
+    'OWNERSHIP_MISMATCH: lookup found instance FI-2 status 40 whose submitterId differ',
+  ]);
+  await set('d-branch', 'last_error = ?, last_branch = ?', [
+    'UNEXPECTED_BRANCH: RESTARTED, instance FI-3 status 10',
+    'RESTARTED',
+  ]);
   await set('d-budget', 'last_error = ?', ['LOOKUP_TIMEOUT: no complete answer within 5000 ms']);
   await set('f-due', 'last_error = ?', ['LOOKUP_HTTP_503: {}']);
   // a claim whose lease ran out
@@ -67,7 +74,11 @@ describe('apply-command scan', () => {
     ]);
     const rows = lines.filter((l) => l['type'] === 'row');
     expect(rows.map((x) => x['bizId']).sort()).toEqual(['d-branch', 'd-budget', 'd-own-1', 'd-own-2']);
-    expect(rows.find((x) => x['bizId'] === 'd-branch')).toMatchObject({ reason: 'UNEXPECTED_BRANCH', lastBranch: 'RESTARTED', retryCount: 0 });
+    expect(rows.find((x) => x['bizId'] === 'd-branch')).toMatchObject({
+      reason: 'UNEXPECTED_BRANCH',
+      lastBranch: 'RESTARTED',
+      retryCount: 0,
+    });
     expect(await checksumTables(dbs.admin, dbs.shName, SH_TABLES)).toBe(before);
   });
 
@@ -104,7 +115,11 @@ describe('apply-command scan', () => {
   });
 
   test('bad input is exit 2 with one line', async () => {
-    for (const args of [['--pending-grace', 'abc'], ['--limit', '0'], ['--format', 'xml']]) {
+    for (const args of [
+      ['--pending-grace', 'abc'],
+      ['--limit', '0'],
+      ['--format', 'xml'],
+    ]) {
       const r = await scan(args);
       expect(r.code).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);

@@ -55,12 +55,40 @@ describe('secrets never leave fcctl', () => {
     ['deliveries scan', ['deliveries', 'scan', '--metrics-file', join(dir, 'scan.prom')]],
     ['deliveries send', ['deliveries', 'send', '--declare', '--metrics-file', join(dir, 'send.prom')]],
     ['deliveries failed', ['deliveries', 'failed', '--consumer', 'k1', '--school', '5']],
-    ['deliveries replay', ['deliveries', 'replay', '--consumer', 'k1', '--school', '5', '--answer', '0f0e0d0c-0000-4000-8000-000000000001', '--expected-revision', '1', '--operation-id', 'op-1', '--execute']],
+    [
+      'deliveries replay',
+      [
+        'deliveries',
+        'replay',
+        '--consumer',
+        'k1',
+        '--school',
+        '5',
+        '--answer',
+        '0f0e0d0c-0000-4000-8000-000000000001',
+        '--expected-revision',
+        '1',
+        '--operation-id',
+        'op-1',
+        '--execute',
+      ],
+    ],
     ['apply-command scan', ['apply-command', 'scan']],
-    ['apply-command resolve-unknown (flow center down)', ['--debug', 'apply-command', 'resolve-unknown', '--metrics-file', join(dir, 'apply.prom')]],
+    [
+      'apply-command resolve-unknown (flow center down)',
+      ['--debug', 'apply-command', 'resolve-unknown', '--metrics-file', join(dir, 'apply.prom')],
+    ],
     ['dev seed refused (not a dev database)', ['dev', 'seed']],
-    ['wrong database port, --debug', ['--debug', 'db', 'check'], { FCCTL_FC_DATABASE_URL: `mysql://${user}:${DB_PASSWORD}@127.0.0.1:1/x` }],
-    ['wrong broker port, --debug', ['--debug', 'deliveries', 'send'], { FCCTL_AMQP_URL: `amqp://u:${DB_PASSWORD}@127.0.0.1:1/x` }],
+    [
+      'wrong database port, --debug',
+      ['--debug', 'db', 'check'],
+      { FCCTL_FC_DATABASE_URL: `mysql://${user}:${DB_PASSWORD}@127.0.0.1:1/x` },
+    ],
+    [
+      'wrong broker port, --debug',
+      ['--debug', 'deliveries', 'send'],
+      { FCCTL_AMQP_URL: `amqp://u:${DB_PASSWORD}@127.0.0.1:1/x` },
+    ],
     ['bad config file, --debug', ['--debug', '--config', join(dir, 'missing.json'), 'config', 'show']],
   ];
 
@@ -76,7 +104,9 @@ describe('secrets never leave fcctl', () => {
   }
 
   test('no file written by these runs holds a secret', () => {
-    const files = readdirSync(dir).map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+    const files = readdirSync(dir)
+      .map((f) => join(dir, f))
+      .filter((f) => statSync(f).isFile());
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) {
       const text = readFileSync(f, 'utf8');

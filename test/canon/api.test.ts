@@ -34,7 +34,9 @@ describe('types', () => {
     expectTypeOf<CanonError>().toHaveProperty('line').toEqualTypeOf<number>();
     expectTypeOf<Extract<CanonResult, { ok: true }>['canonical']>().toEqualTypeOf<Buffer>();
     expectTypeOf<Extract<CanonResult, { ok: false }>['error']>().toEqualTypeOf<CanonError>();
-    expectTypeOf(new CanonParseError({ code: 'SYNTAX', message: 'm', line: 1, column: 1 }).code).toEqualTypeOf<CanonErrorCode>();
+    expectTypeOf(
+      new CanonParseError({ code: 'SYNTAX', message: 'm', line: 1, column: 1 }).code,
+    ).toEqualTypeOf<CanonErrorCode>();
     // @ts-expect-error an unknown code is not a CanonErrorCode
     const bad: CanonErrorCode = 'NOPE';
     expect(bad).toBe('NOPE');
@@ -49,8 +51,10 @@ describe('types', () => {
 
 describe('canonicalize', () => {
   it('hashes the seed contract vector', () => {
-    const input = '{"schId":5,"appCode":"demo","code":"honor_apply","submitterId":1001,"subjectId":7,"status":"processed","values":{"a":{"z":1,"y":null},"b":[2,1],"n":100.0,"e":true},"answerNo":null,"createTime":"2026-10-21T10:00:00","updateTime":null}';
-    const expected = '{"answerNo":null,"appCode":"demo","code":"honor_apply","createTime":"2026-10-21T10:00:00","schId":5,"status":"processed","subjectId":7,"submitterId":1001,"updateTime":null,"values":{"a":{"y":null,"z":1},"b":[2,1],"e":true,"n":100}}';
+    const input =
+      '{"schId":5,"appCode":"demo","code":"honor_apply","submitterId":1001,"subjectId":7,"status":"processed","values":{"a":{"z":1,"y":null},"b":[2,1],"n":100.0,"e":true},"answerNo":null,"createTime":"2026-10-21T10:00:00","updateTime":null}';
+    const expected =
+      '{"answerNo":null,"appCode":"demo","code":"honor_apply","createTime":"2026-10-21T10:00:00","schId":5,"status":"processed","subjectId":7,"submitterId":1001,"updateTime":null,"values":{"a":{"y":null,"z":1},"b":[2,1],"e":true,"n":100}}';
     const r = canonicalize(input);
     expect(r.ok && r.canonical.toString()).toBe(expected);
     expect(r.ok && r.hash).toBe(sha256(expected));
@@ -74,13 +78,15 @@ describe('canonicalize', () => {
     expect(text(Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x5d]))).toBe('[]');
     expect(text('\ufeff[]')).toBe('[]');
   });
-  it('drops only the root object\'s intent', () => {
+  it("drops only the root object's intent", () => {
     expect(text('{"intent":{"a":1},"b":{"intent":2}}')).toBe('{"b":{"intent":2}}');
     expect(text('[{"intent":1}]')).toBe('[{"intent":1}]');
     expect(text('{"intent":1}')).toBe('{}');
   });
   it('keeps object internals as ordinary names', () => {
-    expect(text('{"toString":1,"__proto__":{"constructor":null},"hasOwnProperty":[]}')).toBe('{"__proto__":{"constructor":null},"hasOwnProperty":[],"toString":1}');
+    expect(text('{"toString":1,"__proto__":{"constructor":null},"hasOwnProperty":[]}')).toBe(
+      '{"__proto__":{"constructor":null},"hasOwnProperty":[],"toString":1}',
+    );
   });
   it('hashes the bytes with unpaired surrogates as ?', () => {
     const r = canonicalize('["\\ud800x"]');
@@ -90,7 +96,10 @@ describe('canonicalize', () => {
 
 describe('work buffer growth', () => {
   it('handles numbers that expand far beyond the input, inside re-sorted objects', () => {
-    const members = Array.from({ length: 60 }, (_, i) => `"k${String(59 - i).padStart(2, '0')}":{"z":1e9999,"a":[${i}e-${i}]}`);
+    const members = Array.from(
+      { length: 60 },
+      (_, i) => `"k${String(59 - i).padStart(2, '0')}":{"z":1e9999,"a":[${i}e-${i}]}`,
+    );
     const input = `{${members.join(',')}}`;
     const big = `1${'0'.repeat(9999)}`;
     const expected = `{${Array.from({ length: 60 }, (_, i) => `"k${String(i).padStart(2, '0')}":{"a":[${canonicalNumber(`${59 - i}e-${59 - i}`)}],"z":${big}}`).join(',')}}`;

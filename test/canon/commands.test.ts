@@ -10,7 +10,12 @@ import { checkVector, parseVectorFile, VectorFileError } from '../../src/lib/can
 import { BufferedWriter, type LineEvent, LineSplitter } from '../../src/lib/cli/lines.js';
 import { buildEnvelope } from '../../src/lib/deliveries/envelope.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
-import { checkEnvelope, ENVELOPE_MEMBERS, type EnvelopeCheck, type EnvelopeProblemCode } from '../../src/lib/envelope/check.js';
+import {
+  checkEnvelope,
+  ENVELOPE_MEMBERS,
+  type EnvelopeCheck,
+  type EnvelopeProblemCode,
+} from '../../src/lib/envelope/check.js';
 import { main } from '../../src/main.js';
 import { cleanEnv, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { testIo } from '../helpers/io.js';
@@ -26,7 +31,10 @@ const fixturesDir = new URL('../../fixtures/canon/', import.meta.url).pathname;
 const fixtureFiles = readdirSync(fixturesDir)
   .filter((f) => f.endsWith('.json'))
   .map((f) => join(fixturesDir, f));
-const vectorCount = fixtureFiles.reduce((n, f) => n + (JSON.parse(readFileSync(f, 'utf8')) as { vectors: unknown[] }).vectors.length, 0);
+const vectorCount = fixtureFiles.reduce(
+  (n, f) => n + (JSON.parse(readFileSync(f, 'utf8')) as { vectors: unknown[] }).vectors.length,
+  0,
+);
 const lines = (text: string) => text.split('\n').slice(0, -1);
 
 // ------------------------------------------------------------------------------------ verify
@@ -38,7 +46,15 @@ describe('canon verify', () => {
     expect(r.code).toBe(0);
     const out = jsonLines(r.stdout);
     const summary = out.at(-1)!;
-    expect(summary).toMatchObject({ type: 'summary', command: 'canon verify', exitCode: 0, algorithm: 'fc.canon.v1', numberMode: 'exact', files: fixtureFiles.length, failed: 0 });
+    expect(summary).toMatchObject({
+      type: 'summary',
+      command: 'canon verify',
+      exitCode: 0,
+      algorithm: 'fc.canon.v1',
+      numberMode: 'exact',
+      files: fixtureFiles.length,
+      failed: 0,
+    });
     expect(summary['passed']).toBe(vectorCount);
     expect(out.filter((e) => e['type'] === 'vector')).toHaveLength(vectorCount);
   });
@@ -49,7 +65,10 @@ describe('canon verify', () => {
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', passed: vectorCount, failed: 0 });
   });
 
-  const shared = JSON.parse(readFileSync(join(fixturesDir, 'fc-canon-v1.json'), 'utf8')) as { spec: string; vectors: Array<Record<string, unknown>> };
+  const shared = JSON.parse(readFileSync(join(fixturesDir, 'fc-canon-v1.json'), 'utf8')) as {
+    spec: string;
+    vectors: Array<Record<string, unknown>>;
+  };
   const wrong = structuredClone(shared);
   const victim = wrong.vectors.find((v) => typeof v['hash'] === 'string')!;
   victim['hash'] = '0'.repeat(64);
@@ -94,7 +113,11 @@ describe('canon verify', () => {
     );
     const r = await runCli(['canon', 'verify', f]);
     expect(r.code).toBe(1);
-    const byName = Object.fromEntries(jsonLines(r.stdout).filter((e) => e['type'] === 'vector').map((e) => [e['name'], e]));
+    const byName = Object.fromEntries(
+      jsonLines(r.stdout)
+        .filter((e) => e['type'] === 'vector')
+        .map((e) => [e['name'], e]),
+    );
     expect(byName['right-code']).toMatchObject({ result: 'pass', errorCode: 'DUPLICATE_KEY' });
     expect(byName['wrong-code']).toMatchObject({ result: 'fail', errorCode: 'TRAILING_COMMA' });
     expect(String(byName['wrong-code']!['detail'])).toMatch(/^expected error SYNTAX, got TRAILING_COMMA/);
@@ -108,7 +131,18 @@ describe('canon verify', () => {
   });
 
   it('--number-mode double is applied and reported', async () => {
-    const f = file('double.json', JSON.stringify({ vectors: [{ name: 'long-decimal', input: '[0.1000000000000000055511151231257827]', canonical: '[0.1000000000000000055511151231257827]' }] }));
+    const f = file(
+      'double.json',
+      JSON.stringify({
+        vectors: [
+          {
+            name: 'long-decimal',
+            input: '[0.1000000000000000055511151231257827]',
+            canonical: '[0.1000000000000000055511151231257827]',
+          },
+        ],
+      }),
+    );
     const exact = await runCli(['canon', 'verify', f]);
     expect(exact.code).toBe(0);
     const double = await runCli(['canon', 'verify', '--number-mode', 'double', f]);
@@ -121,14 +155,34 @@ describe('canon verify', () => {
     ['not UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), /not UTF-8/],
     ['no vectors array', '{"spec":"fc.canon.v1"}', /no "vectors" array/],
     ['empty vectors', '{"vectors":[]}', /"vectors" is empty/],
-    ['another algorithm', `{"spec":"jcs","vectors":[{"name":"a","input":"1","hash":"${'0'.repeat(64)}"}]}`, /spec is "jcs"/],
-    ['both inputs', '{"vectors":[{"name":"a","input":"1","inputBase64":"MQ==","canonical":"1"}]}', /vector 1 \("a"\): needs exactly one of "input" and "inputBase64"/],
+    [
+      'another algorithm',
+      `{"spec":"jcs","vectors":[{"name":"a","input":"1","hash":"${'0'.repeat(64)}"}]}`,
+      /spec is "jcs"/,
+    ],
+    [
+      'both inputs',
+      '{"vectors":[{"name":"a","input":"1","inputBase64":"MQ==","canonical":"1"}]}',
+      /vector 1 \("a"\): needs exactly one of "input" and "inputBase64"/,
+    ],
     ['bad base64', '{"vectors":[{"name":"a","inputBase64":"!!","canonical":"1"}]}', /"inputBase64" must be base64/],
     ['no expectation', '{"vectors":[{"name":"a","input":"1"}]}', /needs "canonical" or "hash"/],
-    ['unknown errorCode', '{"vectors":[{"name":"a","input":"x","error":true,"errorCode":"NOPE"}]}', /"errorCode" "NOPE" is not one of/],
+    [
+      'unknown errorCode',
+      '{"vectors":[{"name":"a","input":"x","error":true,"errorCode":"NOPE"}]}',
+      /"errorCode" "NOPE" is not one of/,
+    ],
     ['short hash', '{"vectors":[{"name":"a","input":"1","hash":"abc"}]}', /"hash" must be 64 lowercase hex/],
-    ['duplicate names', '{"vectors":[{"name":"a","input":"1","canonical":"1"},{"name":"a","input":"2","canonical":"2"}]}', /vector 2 \("a"\): duplicate name/],
-    ['error and result', `{"vectors":[{"name":"a","input":"1","error":true,"hash":"${'0'.repeat(64)}"}]}`, /an error vector has no/],
+    [
+      'duplicate names',
+      '{"vectors":[{"name":"a","input":"1","canonical":"1"},{"name":"a","input":"2","canonical":"2"}]}',
+      /vector 2 \("a"\): duplicate name/,
+    ],
+    [
+      'error and result',
+      `{"vectors":[{"name":"a","input":"1","error":true,"hash":"${'0'.repeat(64)}"}]}`,
+      /an error vector has no/,
+    ],
   ];
   for (const [what, content, message] of malformed) {
     it(`a malformed vector file (${what}) is exit 2 with one line, before any vector runs`, async () => {
@@ -159,7 +213,11 @@ describe('canon verify', () => {
   it('library: parseVectorFile and checkVector', () => {
     expect(() => parseVectorFile('[]', 'x.json')).toThrow(VectorFileError);
     const f = parseVectorFile(`{"vectors":[{"name":"n","input":"[1.0]","hash":"${contentHash('[1]')}"}]}`, 'x.json');
-    expect(checkVector(f.vectors[0]!, 'exact')).toEqual({ kind: 'pass', detail: `hash ${contentHash('[1]')}`, got: { hash: contentHash('[1]') } });
+    expect(checkVector(f.vectors[0]!, 'exact')).toEqual({
+      kind: 'pass',
+      detail: `hash ${contentHash('[1]')}`,
+      got: { hash: contentHash('[1]') },
+    });
   });
 });
 
@@ -175,7 +233,11 @@ describe('canon hash', () => {
   const seedFile = file('seed.json', `${SEED_INPUT}\n`);
 
   it('hashes a file, `-` and standard input alike', async () => {
-    for (const argv of [['canon', 'hash', seedFile], ['canon', 'hash', '-'], ['canon', 'hash']]) {
+    for (const argv of [
+      ['canon', 'hash', seedFile],
+      ['canon', 'hash', '-'],
+      ['canon', 'hash'],
+    ]) {
       const r = await runCli(argv, { stdin: SEED_INPUT });
       expect(r).toEqual({ code: 0, stdout: `${SEED_HASH}\n`, stderr: '' });
     }
@@ -195,15 +257,23 @@ describe('canon hash', () => {
   it('--number-mode double reads fractions as doubles; the default is exact', async () => {
     const input = '[0.1000000000000000055511151231257827]';
     expect((await runCli(['canon', 'hash'], { stdin: input })).stdout).toBe(`${contentHash(input)}\n`);
-    expect((await runCli(['canon', 'hash', '--number-mode', 'double'], { stdin: input })).stdout).toBe(`${contentHash('[0.1]')}\n`);
-    expect((await runCli(['canon', 'hash', '--canonical', '--number-mode', 'double'], { stdin: input })).stdout).toBe('[0.1]');
+    expect((await runCli(['canon', 'hash', '--number-mode', 'double'], { stdin: input })).stdout).toBe(
+      `${contentHash('[0.1]')}\n`,
+    );
+    expect((await runCli(['canon', 'hash', '--canonical', '--number-mode', 'double'], { stdin: input })).stdout).toBe(
+      '[0.1]',
+    );
   });
 
   it('a refused document: exit 2 and exactly `error: CODE: message (line L, column C)`', async () => {
     const r = await runCli(['canon', 'hash'], { stdin: '{\n  "a": 1,\n}' });
     expect(r).toEqual({ code: 2, stdout: '', stderr: "error: TRAILING_COMMA: a ',' before '}' (line 2, column 9)\n" });
     const dup = await runCli(['canon', 'hash', '--canonical'], { stdin: '{"a":1,"a":2}' });
-    expect(dup).toEqual({ code: 2, stdout: '', stderr: 'error: DUPLICATE_KEY: duplicate member name "a" (line 1, column 8)\n' });
+    expect(dup).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'error: DUPLICATE_KEY: duplicate member name "a" (line 1, column 8)\n',
+    });
     const empty = await runCli(['canon', 'hash'], { stdin: '' });
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/^error: EMPTY_INPUT: .* \(line 1, column 1\)\n$/);
@@ -219,9 +289,17 @@ describe('canon hash', () => {
 
   it('a missing file is exit 2 with one line; so are bad flags', async () => {
     const missing = await runCli(['canon', 'hash', join(dir, 'nope.json')]);
-    expect(missing).toEqual({ code: 2, stdout: '', stderr: `fcctl: cannot read ${join(dir, 'nope.json')}: no such file\n` });
+    expect(missing).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `fcctl: cannot read ${join(dir, 'nope.json')}: no such file\n`,
+    });
     const lineMissing = await runCli(['canon', 'hash', '--lines', join(dir, 'nope.json')]);
-    expect(lineMissing).toEqual({ code: 2, stdout: '', stderr: `fcctl: cannot read ${join(dir, 'nope.json')}: no such file\n` });
+    expect(lineMissing).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `fcctl: cannot read ${join(dir, 'nope.json')}: no such file\n`,
+    });
     const dirInput = await runCli(['canon', 'hash', dir]);
     expect(dirInput.code).toBe(2);
     expect(dirInput.stderr).toBe(`fcctl: cannot read ${dir}: is a directory\n`);
@@ -270,9 +348,17 @@ describe('canon hash --lines', () => {
   });
 
   it('--lines --canonical prints canonical text per line; --number-mode applies', async () => {
-    const r = await runCli(['canon', 'hash', '--lines', '--canonical'], { stdin: '{"b":1.50,"a":null}\nNaN\n[0.1000000000000000055511151231257827]\n' });
-    expect(lines(r.stdout)).toEqual(['{"a":null,"b":1.5}', 'error\tNOT_A_NUMBER\tNaN is not a JSON number (column 1)', '[0.1000000000000000055511151231257827]']);
-    const d = await runCli(['canon', 'hash', '--lines', '--canonical', '--number-mode', 'double'], { stdin: '[0.1000000000000000055511151231257827]\n' });
+    const r = await runCli(['canon', 'hash', '--lines', '--canonical'], {
+      stdin: '{"b":1.50,"a":null}\nNaN\n[0.1000000000000000055511151231257827]\n',
+    });
+    expect(lines(r.stdout)).toEqual([
+      '{"a":null,"b":1.5}',
+      'error\tNOT_A_NUMBER\tNaN is not a JSON number (column 1)',
+      '[0.1000000000000000055511151231257827]',
+    ]);
+    const d = await runCli(['canon', 'hash', '--lines', '--canonical', '--number-mode', 'double'], {
+      stdin: '[0.1000000000000000055511151231257827]\n',
+    });
     expect(d.stdout).toBe('[0.1]\n');
   });
 
@@ -280,31 +366,48 @@ describe('canon hash --lines', () => {
     const long = `[${'1,'.repeat(100)}1]`;
     const r = await runCli(['canon', 'hash', '--lines', '--max-line-bytes', '100'], { stdin: `[1]\n${long}\n[2]\n` });
     expect(r.code).toBe(1);
-    expect(lines(r.stdout)).toEqual([contentHash('[1]'), `error\tLINE_TOO_LONG\ta line of ${long.length} bytes is over the 100-byte limit (--max-line-bytes)`, contentHash('[2]')]);
+    expect(lines(r.stdout)).toEqual([
+      contentHash('[1]'),
+      `error\tLINE_TOO_LONG\ta line of ${long.length} bytes is over the 100-byte limit (--max-line-bytes)`,
+      contentHash('[2]'),
+    ]);
   });
 
   it('the built binary: invalid UTF-8 on one line, a file argument, many lines across chunks', async () => {
     const bytes = Buffer.concat([Buffer.from('[1]\n["'), Buffer.from([0xc3, 0x28]), Buffer.from('"]\n[2]\n')]);
     const r = await spawnCli(['canon', 'hash', '--lines'], { stdin: bytes });
     expect(r.code).toBe(1);
-    expect(lines(r.stdout)).toEqual([contentHash('[1]'), 'error\tINVALID_UTF8\tthe input is not well-formed UTF-8 (column 3)', contentHash('[2]')]);
+    expect(lines(r.stdout)).toEqual([
+      contentHash('[1]'),
+      'error\tINVALID_UTF8\tthe input is not well-formed UTF-8 (column 3)',
+      contentHash('[2]'),
+    ]);
 
     // 30,000 lines of varied length (about 3 MB) from a file: several read chunks, lines cut across them.
-    const docs = Array.from({ length: 30_000 }, (_, i) => (i % 997 === 0 ? '{"bad":}' : `{"i":${i},"pad":"${'é'.repeat(i % 150)}","n":${i}.50}`));
+    const docs = Array.from({ length: 30_000 }, (_, i) =>
+      i % 997 === 0 ? '{"bad":}' : `{"i":${i},"pad":"${'é'.repeat(i % 150)}","n":${i}.50}`,
+    );
     const big = file('many.jsonl', `${docs.join('\r\n')}\r\n`);
     const many = await spawnCli(['canon', 'hash', '--lines', big]);
     expect(many.code).toBe(1);
     const out = lines(many.stdout);
     expect(out).toHaveLength(docs.length);
     for (const i of [0, 1, 2, 996, 997, 998, 12_345, 29_999]) {
-      expect(out[i]).toBe(i % 997 === 0 ? "error\tSYNTAX\tunexpected '}', expected a value (column 8)" : contentHash(docs[i]!));
+      expect(out[i]).toBe(
+        i % 997 === 0 ? "error\tSYNTAX\tunexpected '}', expected a value (column 8)" : contentHash(docs[i]!),
+      );
     }
   });
   it('an interrupt ends a waiting read at once: what was read is printed, exit 1 and one stderr line', async () => {
     const stdin = new PassThrough();
     const t = testIo({ stdin });
     const controller = new AbortController();
-    const running = main(['canon', 'hash', '--lines'], { io: t.io, env: cleanEnv(), now: () => new Date(), signal: controller.signal });
+    const running = main(['canon', 'hash', '--lines'], {
+      io: t.io,
+      env: cleanEnv(),
+      now: () => new Date(),
+      signal: controller.signal,
+    });
     stdin.write('[1]\n[2]\n[3'); // the third line is still open: standard input stays quiet
     while (t.stdout().split('\n').length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
     controller.abort();
@@ -328,12 +431,14 @@ describe('LineSplitter', () => {
     s.end((e) => out.push(e));
     return out;
   };
-  const text = (events: LineEvent[]) => events.map((e) => (e.kind === 'line' ? e.bytes.toString('utf8') : `<overlong ${e.bytes}>`));
+  const text = (events: LineEvent[]) =>
+    events.map((e) => (e.kind === 'line' ? e.bytes.toString('utf8') : `<overlong ${e.bytes}>`));
 
   it('gives the same lines whatever the chunking', () => {
     const input = Buffer.from('a\r\n\nbc\r\rd\n\r\nlast');
     const expected = ['a', '', 'bc\r\rd', '', 'last'];
-    for (const sizes of [[1], [2], [3], [1, 5], [input.length], [4, 1, 2]]) expect(text(collect(input, sizes))).toEqual(expected);
+    for (const sizes of [[1], [2], [3], [1, 5], [input.length], [4, 1, 2]])
+      expect(text(collect(input, sizes))).toEqual(expected);
   });
 
   it('drops an over-long line as it streams and reports its size', () => {
@@ -422,12 +527,16 @@ function members(body: Buffer, snapshot: string): Array<[string, string]> {
   const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
   return Object.keys(parsed).map((k) => [k, k === 'snapshot' ? snapshot : JSON.stringify(parsed[k])]);
 }
-const join_ = (entries: Array<[string, string]>) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
+const join_ = (entries: Array<[string, string]>) =>
+  `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
 /** A valid envelope with members replaced (raw JSON text), removed (undefined) or added. */
 function edited(changes: Record<string, string | undefined>, base = row()): string {
-  const entries = members(buildEnvelope(base, ZONE), String(base.snapshot_json)).filter(([k]) => !(k in changes) || changes[k] !== undefined);
+  const entries = members(buildEnvelope(base, ZONE), String(base.snapshot_json)).filter(
+    ([k]) => !(k in changes) || changes[k] !== undefined,
+  );
   const out = entries.map(([k, v]): [string, string] => [k, k in changes ? changes[k]! : v]);
-  for (const [k, v] of Object.entries(changes)) if (v !== undefined && !entries.some(([name]) => name === k)) out.push([k, v]);
+  for (const [k, v] of Object.entries(changes))
+    if (v !== undefined && !entries.some(([name]) => name === k)) out.push([k, v]);
   return join_(out);
 }
 
@@ -444,36 +553,149 @@ describe('canon check-envelope', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.problems).toEqual([]);
-    expect(r.summary).toMatchObject({ command: 'canon check-envelope', exitCode: 0, problems: 0, algorithm: 'fc.canon.v1', numberMode: 'exact', routingKey: 'fc.snapshot.v2.100100.5', recomputedHash: contentHash(SNAPSHOT) });
+    expect(r.summary).toMatchObject({
+      command: 'canon check-envelope',
+      exitCode: 0,
+      problems: 0,
+      algorithm: 'fc.canon.v1',
+      numberMode: 'exact',
+      routingKey: 'fc.snapshot.v2.100100.5',
+      recomputedHash: contentHash(SNAPSHOT),
+    });
     // Standard input, and a snapshot carrying `intent` for the target consumer.
     const withIntent = SNAPSHOT.replace(/}$/, ',"intent":{"op":"x"}}');
-    const stdin = await runCli(['canon', 'check-envelope'], { stdin: buildEnvelope(row({ snapshot_json: withIntent, content_hash: contentHash(withIntent) }), ZONE).toString('utf8') });
+    const stdin = await runCli(['canon', 'check-envelope'], {
+      stdin: buildEnvelope(row({ snapshot_json: withIntent, content_hash: contentHash(withIntent) }), ZONE).toString(
+        'utf8',
+      ),
+    });
     expect(stdin.code).toBe(0);
   });
 
   const cases: Array<[string, () => string, EnvelopeProblemCode, RegExp]> = [
     ['an extra member', () => edited({ debug: 'true' }), 'EXTRA_MEMBER', /"debug" is not in the closed set of 15/],
     ['a missing member', () => edited({ answerRevision: undefined }), 'MISSING_MEMBER', /"answerRevision" is missing/],
-    ['a duplicate member', () => edited({}).replace(/}$/, ',"eventId":"other"}'), 'DUPLICATE_MEMBER', /"eventId" appears more than once/],
-    ['a tampered hash', () => buildEnvelope(row({ content_hash: contentHash('{}') }), ZONE).toString('utf8'), 'SNAPSHOT_HASH_MISMATCH', /is not the snapshot's hash/],
+    [
+      'a duplicate member',
+      () => edited({}).replace(/}$/, ',"eventId":"other"}'),
+      'DUPLICATE_MEMBER',
+      /"eventId" appears more than once/,
+    ],
+    [
+      'a tampered hash',
+      () => buildEnvelope(row({ content_hash: contentHash('{}') }), ZONE).toString('utf8'),
+      'SNAPSHOT_HASH_MISMATCH',
+      /is not the snapshot's hash/,
+    ],
     // 9007199254740993 → …992 is the same JS number: only an exact hash over the raw bytes sees it.
-    ['a snapshot changed beyond 2^53', () => edited({ snapshot: SNAPSHOT.replace('9007199254740993', '9007199254740992') }), 'SNAPSHOT_HASH_MISMATCH', /is not the snapshot's hash/],
-    ['a dotted app key', () => buildEnvelope(row({ consumer_app_key: 'fault.dotted' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault.dotted"/],
-    ['a wildcard app key', () => buildEnvelope(row({ consumer_app_key: 'fault*wild' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /consumer app key "fault\*wild"/],
-    ['school 0', () => buildEnvelope(row({ consumer_school_id: '0' }), ZONE).toString('utf8'), 'INVALID_ROUTING_KEY', /school id "0" is not a positive integer/],
-    ['a string school id', () => edited({ consumerSchoolId: '"5"' }), 'INVALID_MEMBER', /^consumerSchoolId must be a positive integer, got "5"$/],
-    ['a number event id', () => edited({ eventId: '12' }), 'INVALID_MEMBER', /^eventId must be a string of 1 to 36 characters, got 12$/],
-    ['a 37-character event id', () => edited({ eventId: JSON.stringify('x'.repeat(37)) }), 'INVALID_MEMBER', /^eventId must be a string of 1 to 36/],
-    ['a fractional grant version', () => edited({ grantVersion: '1.5' }), 'INVALID_MEMBER', /^grantVersion must be an integer \(64-bit\), got 1\.5$/],
-    ['a revision beyond 64 bits', () => edited({ answerRevision: '9223372036854775808' }), 'INVALID_MEMBER', /^answerRevision must be an integer/],
-    ['isDeleted as a number', () => edited({ isDeleted: '0' }), 'INVALID_MEMBER', /^isDeleted must be true or false, got 0$/],
-    ['an unknown event type', () => edited({ eventType: '"deleted"' }), 'INVALID_MEMBER', /^eventType must be one of created, updated, tombstoned/],
-    ['another protocol version', () => edited({ protocolVersion: '"fc.answer.snapshot.v1"' }), 'INVALID_MEMBER', /^protocolVersion must be "fc.answer.snapshot.v2"/],
-    ['an uppercase hash', () => edited({ contentHash: JSON.stringify(contentHash(SNAPSHOT).toUpperCase()) }), 'INVALID_MEMBER', /^contentHash must be 64 lowercase hex digits/],
-    ['a snapshot member too many', () => { const s = SNAPSHOT.replace(/}$/, ',"extra":1}'); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
-    ['a snapshot member missing', () => { const s = SNAPSHOT.replace('"answerNo":null,', ''); return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8'); }, 'SNAPSHOT_INVALID', /not the closed set of ten/],
-    ['a snapshot that is an array', () => edited({ snapshot: '[1]' }), 'SNAPSHOT_INVALID', /snapshot must be a JSON object, got \[1\]/],
-    ['a snapshot with a duplicate name', () => edited({ snapshot: SNAPSHOT.replace('"schId":5', '"schId":5,"schId":6') }), 'SNAPSHOT_INVALID', /^DUPLICATE_KEY: /],
+    [
+      'a snapshot changed beyond 2^53',
+      () => edited({ snapshot: SNAPSHOT.replace('9007199254740993', '9007199254740992') }),
+      'SNAPSHOT_HASH_MISMATCH',
+      /is not the snapshot's hash/,
+    ],
+    [
+      'a dotted app key',
+      () => buildEnvelope(row({ consumer_app_key: 'fault.dotted' }), ZONE).toString('utf8'),
+      'INVALID_ROUTING_KEY',
+      /consumer app key "fault.dotted"/,
+    ],
+    [
+      'a wildcard app key',
+      () => buildEnvelope(row({ consumer_app_key: 'fault*wild' }), ZONE).toString('utf8'),
+      'INVALID_ROUTING_KEY',
+      /consumer app key "fault\*wild"/,
+    ],
+    [
+      'school 0',
+      () => buildEnvelope(row({ consumer_school_id: '0' }), ZONE).toString('utf8'),
+      'INVALID_ROUTING_KEY',
+      /school id "0" is not a positive integer/,
+    ],
+    [
+      'a string school id',
+      () => edited({ consumerSchoolId: '"5"' }),
+      'INVALID_MEMBER',
+      /^consumerSchoolId must be a positive integer, got "5"$/,
+    ],
+    [
+      'a number event id',
+      () => edited({ eventId: '12' }),
+      'INVALID_MEMBER',
+      /^eventId must be a string of 1 to 36 characters, got 12$/,
+    ],
+    [
+      'a 37-character event id',
+      () => edited({ eventId: JSON.stringify('x'.repeat(37)) }),
+      'INVALID_MEMBER',
+      /^eventId must be a string of 1 to 36/,
+    ],
+    [
+      'a fractional grant version',
+      () => edited({ grantVersion: '1.5' }),
+      'INVALID_MEMBER',
+      /^grantVersion must be an integer \(64-bit\), got 1\.5$/,
+    ],
+    [
+      'a revision beyond 64 bits',
+      () => edited({ answerRevision: '9223372036854775808' }),
+      'INVALID_MEMBER',
+      /^answerRevision must be an integer/,
+    ],
+    [
+      'isDeleted as a number',
+      () => edited({ isDeleted: '0' }),
+      'INVALID_MEMBER',
+      /^isDeleted must be true or false, got 0$/,
+    ],
+    [
+      'an unknown event type',
+      () => edited({ eventType: '"deleted"' }),
+      'INVALID_MEMBER',
+      /^eventType must be one of created, updated, tombstoned/,
+    ],
+    [
+      'another protocol version',
+      () => edited({ protocolVersion: '"fc.answer.snapshot.v1"' }),
+      'INVALID_MEMBER',
+      /^protocolVersion must be "fc.answer.snapshot.v2"/,
+    ],
+    [
+      'an uppercase hash',
+      () => edited({ contentHash: JSON.stringify(contentHash(SNAPSHOT).toUpperCase()) }),
+      'INVALID_MEMBER',
+      /^contentHash must be 64 lowercase hex digits/,
+    ],
+    [
+      'a snapshot member too many',
+      () => {
+        const s = SNAPSHOT.replace(/}$/, ',"extra":1}');
+        return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8');
+      },
+      'SNAPSHOT_INVALID',
+      /not the closed set of ten/,
+    ],
+    [
+      'a snapshot member missing',
+      () => {
+        const s = SNAPSHOT.replace('"answerNo":null,', '');
+        return buildEnvelope(row({ snapshot_json: s, content_hash: contentHash(s) }), ZONE).toString('utf8');
+      },
+      'SNAPSHOT_INVALID',
+      /not the closed set of ten/,
+    ],
+    [
+      'a snapshot that is an array',
+      () => edited({ snapshot: '[1]' }),
+      'SNAPSHOT_INVALID',
+      /snapshot must be a JSON object, got \[1\]/,
+    ],
+    [
+      'a snapshot with a duplicate name',
+      () => edited({ snapshot: SNAPSHOT.replace('"schId":5', '"schId":5,"schId":6') }),
+      'SNAPSHOT_INVALID',
+      /^DUPLICATE_KEY: /,
+    ],
     ['a JSON array', () => '[1,2]', 'NOT_AN_OBJECT', /not a JSON object/],
   ];
   for (const [what, body, code, detail] of cases) {
@@ -489,7 +711,10 @@ describe('canon check-envelope', () => {
   }
 
   it('reports every problem, one line each, on a terminal as `CODE: detail`', async () => {
-    const body = edited({ debug: '1', formVersion: undefined, isDeleted: '"no"' }, row({ consumer_app_key: 'a b', consumer_school_id: '0' }));
+    const body = edited(
+      { debug: '1', formVersion: undefined, isDeleted: '"no"' },
+      row({ consumer_app_key: 'a b', consumer_school_id: '0' }),
+    );
     const r = await runCli(['canon', 'check-envelope', file('many-problems.json', body)], { tty: true });
     expect(r.code).toBe(1);
     const problemLines = r.stdout.split('\n').filter((l) => /^[A-Z_]+: /.test(l));
@@ -507,7 +732,10 @@ describe('canon check-envelope', () => {
       ['{"eventId": ', /is not JSON: UNTERMINATED: .* \(line 1, column 1\)$/],
       ['', /is not JSON: EMPTY_INPUT: /],
       ['{"a":1} trailing', /is not JSON: TRAILING_DATA: .* \(line 1, column 9\)$/],
-      [Buffer.concat([Buffer.from('{"eventId":"'), Buffer.from([0xff]), Buffer.from('"}')]), /is not JSON: INVALID_UTF8: .* \(line 1, column 13\)$/],
+      [
+        Buffer.concat([Buffer.from('{"eventId":"'), Buffer.from([0xff]), Buffer.from('"}')]),
+        /is not JSON: INVALID_UTF8: .* \(line 1, column 13\)$/,
+      ],
     ] as Array<[string | Buffer, RegExp]>) {
       const r = await check(body);
       expect(r.code).toBe(2);
@@ -521,7 +749,11 @@ describe('canon check-envelope', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/is not JSON: SYNTAX: /);
     const missing = await runCli(['canon', 'check-envelope', join(dir, 'none.json')]);
-    expect(missing).toEqual({ code: 2, stdout: '', stderr: `fcctl: cannot read ${join(dir, 'none.json')}: no such file\n` });
+    expect(missing).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `fcctl: cannot read ${join(dir, 'none.json')}: no such file\n`,
+    });
   });
 
   it('library: checkEnvelope returns the checked values, integers as text and the snapshot byte for byte', () => {
@@ -530,7 +762,13 @@ describe('canon check-envelope', () => {
     expect(r.kind).toBe('checked');
     if (r.kind !== 'checked') return;
     expect(r.problems).toEqual([]);
-    expect(r.envelope).toMatchObject({ grantVersion: '9223372036854775807', formVersion: '3', isDeleted: false, snapshotJson: SNAPSHOT, routingKey: 'fc.snapshot.v2.100100.5' });
+    expect(r.envelope).toMatchObject({
+      grantVersion: '9223372036854775807',
+      formVersion: '3',
+      isDeleted: false,
+      snapshotJson: SNAPSHOT,
+      routingKey: 'fc.snapshot.v2.100100.5',
+    });
     expect(ENVELOPE_MEMBERS).toHaveLength(15);
     expect(checkEnvelope(Buffer.from('nope')).kind).toBe('not-json');
   });

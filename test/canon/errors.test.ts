@@ -13,12 +13,20 @@ const seen = new Set<CanonErrorCode>();
 const MANY_WITH_DUPLICATE = `{${Array.from({ length: 40 }, (_, i) => `"k${i}":${i}`).join(',')},"k3":0}`;
 
 /** input → expected code, line, column */
-const cases: Array<[name: string, input: string | Uint8Array, code: CanonErrorCode, line: number, column: number, options?: CanonOptions]> = [
+const cases: Array<
+  [name: string, input: string | Uint8Array, code: CanonErrorCode, line: number, column: number, options?: CanonOptions]
+> = [
   ['empty', '', 'EMPTY_INPUT', 1, 1],
   ['whitespace only: points at the end', '  \n ', 'EMPTY_INPUT', 2, 2],
   ['BOM only', '\ufeff', 'EMPTY_INPUT', 1, 1],
   ['invalid byte in a string', Buffer.from('{"a":"\xff"}', 'latin1'), 'INVALID_UTF8', 1, 7],
-  ['invalid byte after multi-byte text', Buffer.concat([Buffer.from('[\n"é",'), Buffer.from([0xff]), Buffer.from(']')]), 'INVALID_UTF8', 2, 5],
+  [
+    'invalid byte after multi-byte text',
+    Buffer.concat([Buffer.from('[\n"é",'), Buffer.from([0xff]), Buffer.from(']')]),
+    'INVALID_UTF8',
+    2,
+    5,
+  ],
   ['encoded surrogate', Buffer.from([0x5b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x5d]), 'INVALID_UTF8', 1, 3],
   ['overlong', Buffer.from([0x5b, 0x22, 0xc0, 0xaf, 0x22, 0x5d]), 'INVALID_UTF8', 1, 3],
   ['truncated at the end', Buffer.from([0x22, 0xe4, 0xb8]), 'INVALID_UTF8', 1, 2],

@@ -17,17 +17,49 @@ type Tree =
 
 /** Code units that exercise every string rule: escapes, controls, DEL, separators, surrogates. */
 const tricky = fc.constantFrom(
-  'a', 'Z', ' ', '"', '\\', '/', '\u0000', '\u0001', '\b', '\t', '\n', '\f', '\r', '\u001f', '\u007f', '\u0080',
-  '\u2028', 'é', '表', '😀', '𝄞', '\ud800', '\udbff', '\udc00', '\udfff', '\ud83d', '\ude00', '\ue000', '\uffff', '\ufeff',
+  'a',
+  'Z',
+  ' ',
+  '"',
+  '\\',
+  '/',
+  '\u0000',
+  '\u0001',
+  '\b',
+  '\t',
+  '\n',
+  '\f',
+  '\r',
+  '\u001f',
+  '\u007f',
+  '\u0080',
+  '\u2028',
+  'é',
+  '表',
+  '😀',
+  '𝄞',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '\ud83d',
+  '\ude00',
+  '\ue000',
+  '\uffff',
+  '\ufeff',
 );
 const jsString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 8 }),
   fc.string({ unit: tricky, maxLength: 8 }),
   fc.string({ unit: 'grapheme-ascii', maxLength: 12 }),
 );
-const key = fc.oneof({ weight: 4, arbitrary: jsString }, { weight: 1, arbitrary: fc.constantFrom('intent', '__proto__', 'constructor', 'toString', '', 'a') });
+const key = fc.oneof(
+  { weight: 4, arbitrary: jsString },
+  { weight: 1, arbitrary: fc.constantFrom('intent', '__proto__', 'constructor', 'toString', '', 'a') },
+);
 
-const digits = (min: number, max: number): fc.Arbitrary<string> => fc.string({ unit: fc.constantFrom('0', '1', '2', '5', '9'), minLength: min, maxLength: max });
+const digits = (min: number, max: number): fc.Arbitrary<string> =>
+  fc.string({ unit: fc.constantFrom('0', '1', '2', '5', '9'), minLength: min, maxLength: max });
 const intPart = fc.oneof(
   fc.constant('0'),
   fc.tuple(fc.constantFrom('1', '2', '9'), digits(0, 18)).map(([a, b]) => a + b),
@@ -39,8 +71,16 @@ const exponent = fc.oneof(
   fc.constantFrom('9998', '9999', '10000', '2147483647', '2147483648', '1000000000', '9'.repeat(40)), // big exponents
 );
 const numberLiteral = fc
-  .tuple(fc.boolean(), intPart, fc.option(digits(1, 40)), fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), exponent)))
-  .map(([neg, int, frac, exp]) => `${neg ? '-' : ''}${int}${frac === null ? '' : `.${frac}`}${exp === null ? '' : exp.join('')}`);
+  .tuple(
+    fc.boolean(),
+    intPart,
+    fc.option(digits(1, 40)),
+    fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), exponent)),
+  )
+  .map(
+    ([neg, int, frac, exp]) =>
+      `${neg ? '-' : ''}${int}${frac === null ? '' : `.${frac}`}${exp === null ? '' : exp.join('')}`,
+  );
 
 const tree: fc.Arbitrary<Tree> = fc.letrec<{ value: Tree; arr: Tree; obj: Tree }>((tie) => ({
   value: fc.oneof(
@@ -71,7 +111,15 @@ function prng(seed: number): () => number {
 }
 
 const WS = [' ', '\t', '\n', '\r\n', '  '];
-const SHORT: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+const SHORT: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
 
 /** Serializes a tree as valid JSON text: members shuffled, whitespace anywhere, escapes at random. */
 function produce(t: Tree, seed: number): string {
@@ -86,11 +134,17 @@ function produce(t: Tree, seed: number): string {
     for (let i = 0; i < s.length; i++) {
       const c = s.charCodeAt(i);
       const ch = s[i] as string;
-      const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff;
+      const pair =
+        c >= 0xd800 &&
+        c <= 0xdbff &&
+        i + 1 < s.length &&
+        s.charCodeAt(i + 1) >= 0xdc00 &&
+        s.charCodeAt(i + 1) <= 0xdfff;
       if (pair) {
         out += rnd() < 0.3 ? u(c) + u(s.charCodeAt(i + 1)) : s.slice(i, i + 2);
         i++;
-      } else if (c >= 0xd800 && c <= 0xdfff) out += u(c); // lone surrogates exist only as escapes
+      } else if (c >= 0xd800 && c <= 0xdfff)
+        out += u(c); // lone surrogates exist only as escapes
       else if (SHORT[ch] !== undefined) out += rnd() < 0.7 ? SHORT[ch] : u(c);
       else if (c < 0x20) out += u(c);
       else if (c === 0x2f && rnd() < 0.3) out += '\\/';
@@ -101,9 +155,12 @@ function produce(t: Tree, seed: number): string {
   const value = (v: Tree): string => {
     if (v === null || typeof v === 'boolean') return String(v);
     switch (v.kind) {
-      case 'num': return v.literal;
-      case 'str': return str(v.value);
-      case 'arr': return `[${ws()}${v.items.map((x) => value(x) + ws()).join(`,${ws()}`)}]`;
+      case 'num':
+        return v.literal;
+      case 'str':
+        return str(v.value);
+      case 'arr':
+        return `[${ws()}${v.items.map((x) => value(x) + ws()).join(`,${ws()}`)}]`;
       case 'obj': {
         const members = [...v.members];
         for (let i = members.length - 1; i > 0; i--) {
@@ -162,7 +219,13 @@ function javaUtf8(s: string): number[] {
   const out: number[] = [];
   for (let i = 0; i < s.length; i++) {
     let c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
+    if (
+      c >= 0xd800 &&
+      c <= 0xdbff &&
+      i + 1 < s.length &&
+      s.charCodeAt(i + 1) >= 0xdc00 &&
+      s.charCodeAt(i + 1) <= 0xdfff
+    ) {
       c = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(++i) - 0xdc00);
       out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
     } else if (c >= 0xd800 && c <= 0xdfff) out.push(0x3f);
@@ -195,9 +258,12 @@ function compareUtf16(a: string, b: string): number {
 function refText(v: Tree, root: boolean): string {
   if (v === null || typeof v === 'boolean') return String(v);
   switch (v.kind) {
-    case 'num': return refNumber(v.literal);
-    case 'str': return refString(v.value);
-    case 'arr': return `[${v.items.map((x) => refText(x, false)).join(',')}]`;
+    case 'num':
+      return refNumber(v.literal);
+    case 'str':
+      return refString(v.value);
+    case 'arr':
+      return `[${v.items.map((x) => refText(x, false)).join(',')}]`;
     case 'obj': {
       const members = v.members.filter(([k]) => !(root && k === 'intent')).sort(([a], [b]) => compareUtf16(a, b));
       return `{${members.map(([k, x]) => `${refString(k)}:${refText(x, false)}`).join(',')}}`;
@@ -311,11 +377,19 @@ describe('properties', () => {
       if (typeof v === 'string') return refString(v);
       if (Array.isArray(v)) return `[${v.map((x) => refParsed(x, false)).join(',')}]`;
       const o = v as Record<string, unknown>;
-      const keys = Object.keys(o).filter((k) => !(root && k === 'intent')).sort(compareUtf16);
+      const keys = Object.keys(o)
+        .filter((k) => !(root && k === 'intent'))
+        .sort(compareUtf16);
       return `{${keys.map((k) => `${refString(k)}:${refParsed(o[k], false)}`).join(',')}}`;
     };
     const safe = (v: unknown): boolean =>
-      typeof v === 'number' ? Number.isSafeInteger(v) : Array.isArray(v) ? v.every(safe) : v !== null && typeof v === 'object' ? Object.values(v).every(safe) : true;
+      typeof v === 'number'
+        ? Number.isSafeInteger(v)
+        : Array.isArray(v)
+          ? v.every(safe)
+          : v !== null && typeof v === 'object'
+            ? Object.values(v).every(safe)
+            : true;
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 6 }), (v) => {
         fc.pre(safe(v));
@@ -340,7 +414,10 @@ describe('properties', () => {
   };
 
   it('mutated documents either hash or fail with a listed code, never throw', () => {
-    const interesting = [0x7b, 0x7d, 0x5b, 0x5d, 0x22, 0x5c, 0x2c, 0x3a, 0x20, 0x0a, 0x2d, 0x2e, 0x65, 0x30, 0x31, 0x75, 0x2f, 0x2a, 0x00, 0x1f, 0x80, 0xbf, 0xc3, 0xe4, 0xed, 0xf0, 0xff];
+    const interesting = [
+      0x7b, 0x7d, 0x5b, 0x5d, 0x22, 0x5c, 0x2c, 0x3a, 0x20, 0x0a, 0x2d, 0x2e, 0x65, 0x30, 0x31, 0x75, 0x2f, 0x2a, 0x00,
+      0x1f, 0x80, 0xbf, 0xc3, 0xe4, 0xed, 0xf0, 0xff,
+    ];
     const edit = fc.tuple(fc.constantFrom('insert', 'delete', 'replace'), fc.nat(), fc.constantFrom(...interesting));
     fc.assert(
       fc.property(tree, fc.integer(), fc.array(edit, { minLength: 1, maxLength: 4 }), (t, seed, edits) => {
@@ -358,10 +435,39 @@ describe('properties', () => {
   });
 
   it('random bytes and random text either hash or fail with a listed code, never throw', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (b) => listed(canonicalize(b))), { numRuns: RUNS * 3 });
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ',', ':', '1', '-', 'e', '.', '\\', 'u', 'D', '8', ' ', 'n', 't', 'a', '😀', '\ud800'), maxLength: 40 }), (s) =>
-        listed(canonicalize(s)),
+      fc.property(fc.uint8Array({ maxLength: 64 }), (b) => listed(canonicalize(b))),
+      { numRuns: RUNS * 3 },
+    );
+    fc.assert(
+      fc.property(
+        fc.string({
+          unit: fc.constantFrom(
+            '{',
+            '}',
+            '[',
+            ']',
+            '"',
+            ',',
+            ':',
+            '1',
+            '-',
+            'e',
+            '.',
+            '\\',
+            'u',
+            'D',
+            '8',
+            ' ',
+            'n',
+            't',
+            'a',
+            '😀',
+            '\ud800',
+          ),
+          maxLength: 40,
+        }),
+        (s) => listed(canonicalize(s)),
       ),
       { numRuns: RUNS * 3 },
     );
@@ -369,30 +475,38 @@ describe('properties', () => {
 
   it('accepts nesting up to 1000 and refuses deeper with TOO_DEEP', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 990, max: 1010 }), fc.array(fc.boolean(), { minLength: 1010, maxLength: 1010 }), (depth, kinds) => {
-        let open = '';
-        let close = '';
-        for (let i = 0; i < depth; i++) {
-          open += kinds[i] ? '{"k":' : '[';
-          close = (kinds[i] ? '}' : ']') + close;
-        }
-        const r = canonicalize(`${open}"leaf"${close}`);
-        if (depth <= 1000) expect(r.ok).toBe(true);
-        else expect(!r.ok && r.error.code).toBe('TOO_DEEP');
-      }),
+      fc.property(
+        fc.integer({ min: 990, max: 1010 }),
+        fc.array(fc.boolean(), { minLength: 1010, maxLength: 1010 }),
+        (depth, kinds) => {
+          let open = '';
+          let close = '';
+          for (let i = 0; i < depth; i++) {
+            open += kinds[i] ? '{"k":' : '[';
+            close = (kinds[i] ? '}' : ']') + close;
+          }
+          const r = canonicalize(`${open}"leaf"${close}`);
+          if (depth <= 1000) expect(r.ok).toBe(true);
+          else expect(!r.ok && r.error.code).toBe('TOO_DEEP');
+        },
+      ),
       { numRuns: 40 },
     );
   });
 
   it('double mode equals exact mode on the shortest double text', () => {
     fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom('string', 'exp', 'prec'), (x, form) => {
-        const literal = form === 'string' ? String(x) : form === 'exp' ? x.toExponential() : x.toPrecision(17);
-        const r = canonicalize(`[${literal}]`, { numberMode: 'double' });
-        const isInteger = !/[.eE]/.test(literal);
-        const expected = isInteger ? refNumber(literal) : refNumber(String(x));
-        expect(r.ok && r.canonical.toString()).toBe(`[${expected}]`);
-      }),
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.constantFrom('string', 'exp', 'prec'),
+        (x, form) => {
+          const literal = form === 'string' ? String(x) : form === 'exp' ? x.toExponential() : x.toPrecision(17);
+          const r = canonicalize(`[${literal}]`, { numberMode: 'double' });
+          const isInteger = !/[.eE]/.test(literal);
+          const expected = isInteger ? refNumber(literal) : refNumber(String(x));
+          expect(r.ok && r.canonical.toString()).toBe(`[${expected}]`);
+        },
+      ),
       { numRuns: RUNS * 3 },
     );
   });

@@ -26,11 +26,14 @@ const shared = new URL('../../../shared/canon-vectors/fc-canon-v1.json', import.
 const files: URL[] = [new URL('fc-canon-v1.json', fixtures), new URL('fcctl-extra.json', fixtures), shared];
 
 const load = (file: URL): VectorFile => JSON.parse(readFileSync(file, 'utf8')) as VectorFile;
-const missing = (file: URL) => `${file.pathname} is missing: the vector files (../shared beside the checkout) are part of this test`;
+const missing = (file: URL) =>
+  `${file.pathname} is missing: the vector files (../shared beside the checkout) are part of this test`;
 
 /** The error code a note names, if any (fcctl-extra notes name the expected code). */
 function namedCode(note: string): CanonErrorCode | undefined {
-  return (CANON_ERROR_CODES as readonly string[]).find((c) => new RegExp(`\\b${c}\\b`).test(note)) as CanonErrorCode | undefined;
+  return (CANON_ERROR_CODES as readonly string[]).find((c) => new RegExp(`\\b${c}\\b`).test(note)) as
+    | CanonErrorCode
+    | undefined;
 }
 
 for (const file of files) {

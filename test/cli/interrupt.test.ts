@@ -26,7 +26,12 @@ let flow: FlowCenter;
 let dir: string;
 let form: string;
 let queue: Awaited<ReturnType<typeof bindQueue>>;
-const R = () => ({ plan: join(dir, 'run', 'repair-plan.jsonl'), candidates: join(dir, 'run', 'retire-candidates.jsonl'), fcManifest: join(dir, 'run', 'fc-manifest.jsonl'), proof: join(dir, 'proof.json') });
+const R = () => ({
+  plan: join(dir, 'run', 'repair-plan.jsonl'),
+  candidates: join(dir, 'run', 'retire-candidates.jsonl'),
+  fcManifest: join(dir, 'run', 'fc-manifest.jsonl'),
+  proof: join(dir, 'proof.json'),
+});
 
 const summariesOf = (r: CliResult) => jsonLines(r.stdout).filter((l) => l['type'] === 'summary');
 
@@ -34,7 +39,12 @@ const summariesOf = (r: CliResult) => jsonLines(r.stdout).filter((l) => l['type'
  * Runs `argv` as a real process held at its first query on `database`.`table`, sends it `signal`
  * there, lets it go on, and returns what it printed.
  */
-async function interrupted(argv: readonly string[], database: string, table: string, signal: NodeJS.Signals): Promise<CliResult> {
+async function interrupted(
+  argv: readonly string[],
+  database: string,
+  table: string,
+  signal: NodeJS.Signals,
+): Promise<CliResult> {
   const lock = await lockTable(database, table);
   try {
     const run = startCli(['--json', ...argv], { env });
@@ -76,25 +86,55 @@ test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
   dbs = services;
   flow = flowCenter;
   dir = tmp;
-  env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: APP.key, FCCTL_APP_CODE: 'demo-publisher', FCCTL_FLOW_URL: flow.url, FCCTL_APP_SECRET: APP.secret });
+  env = dbs.env({
+    FCCTL_AMQP_URL: testAmqpUrl(),
+    FCCTL_APP_KEY: APP.key,
+    FCCTL_APP_CODE: 'demo-publisher',
+    FCCTL_FLOW_URL: flow.url,
+    FCCTL_APP_SECRET: APP.secret,
+  });
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
   // FC answers, grants and PENDING outbox rows of one consumer, and an SH projection with drift.
-  const seed = await runCli(['--json', 'dev', 'seed', '--answers', '120', '--consumer-keys', KEY, '--no-grant-mix'], { env });
+  const seed = await runCli(['--json', 'dev', 'seed', '--answers', '120', '--consumer-keys', KEY, '--no-grant-mix'], {
+    env,
+  });
   expect(seed.stderr).toBe('');
   expect(seed.code).toBe(0);
   await ensureExchange();
   queue = await bindQueue(KEY);
-  const [forms] = await dbs.admin.query(`SELECT form_uuid, COUNT(*) AS n FROM \`${dbs.fcName}\`.answer WHERE sch_id = 5 GROUP BY form_uuid ORDER BY n DESC LIMIT 1`);
+  const [forms] = await dbs.admin.query(
+    `SELECT form_uuid, COUNT(*) AS n FROM \`${dbs.fcName}\`.answer WHERE sch_id = 5 GROUP BY form_uuid ORDER BY n DESC LIMIT 1`,
+  );
   form = (forms as Array<{ form_uuid: string }>)[0]!.form_uuid;
   // Local rows FC never had, created long ago: retire candidates of this school and form; more
   // than `prove` checks at FC in one query (500), so it meets its stop check after the first.
-  await insertProjections(dbs.admin, dbs.shName, Array.from({ length: 600 }, (_, i) => ({ answerUuid: testUuid('interrupt', 'absent', i), formUuid: form })));
+  await insertProjections(
+    dbs.admin,
+    dbs.shName,
+    Array.from({ length: 600 }, (_, i) => ({ answerUuid: testUuid('interrupt', 'absent', i), formUuid: form })),
+  );
   // The inputs of the incident commands, made by the real thing: a repair plan, retire candidates, a proof.
-  const run = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', form, '--out-dir', join(dir, 'run')], { env });
+  const run = await runCli(
+    ['--json', 'reconcile', 'run', '--school', '5', '--form', form, '--out-dir', join(dir, 'run')],
+    { env },
+  );
   expect(run.code).toBe(0);
   expect(readFileSync(R().plan, 'utf8').split('\n').filter(Boolean).length).toBeGreaterThan(1);
   expect(readFileSync(R().candidates, 'utf8').split('\n').filter(Boolean).length).toBeGreaterThan(0);
-  const prove = await runCli(['--json', 'retire-absent', 'prove', '--candidates', R().candidates, '--fc-manifest', R().fcManifest, '--out', R().proof], { env });
+  const prove = await runCli(
+    [
+      '--json',
+      'retire-absent',
+      'prove',
+      '--candidates',
+      R().candidates,
+      '--fc-manifest',
+      R().fcManifest,
+      '--out',
+      R().proof,
+    ],
+    { env },
+  );
   expect(prove.code).toBe(0);
 }, 120_000);
 afterAll(async () => {
@@ -120,7 +160,11 @@ describe('a command that does not watch the signal ends at once on the first one
   test('apply-command scan --metrics-file blocked on a lock: was blocked until the lock cleared, then exit 0 with metrics 0', async () => {
     const metrics = join(dir, 'apply-command-scan.prom');
     writeFileSync(metrics, 'fcctl_run_exit_code{command="apply-command scan"} 7\n');
-    const r = await termWhileLocked(['apply-command', 'scan', '--metrics-file', metrics], dbs.shName, 'flow_apply_command');
+    const r = await termWhileLocked(
+      ['apply-command', 'scan', '--metrics-file', metrics],
+      dbs.shName,
+      'flow_apply_command',
+    );
     expect(r).not.toBeNull();
     expect(r!.code).toBe(1);
     // ended at once: no gauges written that would claim the run went through
@@ -137,7 +181,12 @@ describe('a command that does not watch the signal ends at once on the first one
 describe('an interrupted batch command exits 1 with stoppedBy "signal" (real processes)', () => {
   test('deliveries send (SIGTERM): was exit 0; the metrics say 1 and keep the last success', async () => {
     const metrics = previousMetrics('deliveries send');
-    const r = await interrupted(['deliveries', 'send', '--batch-size', '10', '--pipeline', '1', '--metrics-file', metrics], dbs.fcName, 'answer_delivery', 'SIGTERM');
+    const r = await interrupted(
+      ['deliveries', 'send', '--batch-size', '10', '--pipeline', '1', '--metrics-file', metrics],
+      dbs.fcName,
+      'answer_delivery',
+      'SIGTERM',
+    );
     const s = expectStoppedBySignal(r, 'deliveries send');
     expect(s).toMatchObject({ failed: 0, dead: 0 });
     expect(Number(s['claimed'])).toBeLessThan(120);
@@ -145,44 +194,97 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
   });
 
   test('apply-command resolve-unknown (SIGINT): was exit 0', async () => {
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 30 }, (_, i) => ({ bizId: `${uniquePrefix('sig')}-${i}` })));
-    const r = await interrupted(['apply-command', 'resolve-unknown', '--batch-size', '5', '--concurrency', '1'], dbs.shName, 'flow_apply_command', 'SIGINT');
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 30 }, (_, i) => ({ bizId: `${uniquePrefix('sig')}-${i}` })),
+    );
+    const r = await interrupted(
+      ['apply-command', 'resolve-unknown', '--batch-size', '5', '--concurrency', '1'],
+      dbs.shName,
+      'flow_apply_command',
+      'SIGINT',
+    );
     const s = expectStoppedBySignal(r, 'apply-command resolve-unknown');
     expect(s).toMatchObject({ failed: 0, dead: 0 });
     expect(Number(s['claimed'])).toBeLessThan(30);
   });
 
   test('deliveries replay --from (SIGTERM)', async () => {
-    const [rows] = await dbs.admin.query(`SELECT answer_uuid, answer_revision FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND consumer_school_id = 5 ORDER BY id LIMIT 5`, [KEY]);
+    const [rows] = await dbs.admin.query(
+      `SELECT answer_uuid, answer_revision FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND consumer_school_id = 5 ORDER BY id LIMIT 5`,
+      [KEY],
+    );
     const file = join(dir, 'replay.csv');
-    writeFileSync(file, `answerUuid,expectedRevision,operationId\n${(rows as Array<{ answer_uuid: string; answer_revision: string }>).map((x, i) => `${x.answer_uuid},${x.answer_revision},sig-${i}`).join('\n')}\n`);
-    const r = await interrupted(['deliveries', 'replay', '--consumer', KEY, '--school', '5', '--from', file, '--concurrency', '1'], dbs.fcName, 'answer_delivery', 'SIGTERM');
+    writeFileSync(
+      file,
+      `answerUuid,expectedRevision,operationId\n${(rows as Array<{ answer_uuid: string; answer_revision: string }>).map((x, i) => `${x.answer_uuid},${x.answer_revision},sig-${i}`).join('\n')}\n`,
+    );
+    const r = await interrupted(
+      ['deliveries', 'replay', '--consumer', KEY, '--school', '5', '--from', file, '--concurrency', '1'],
+      dbs.fcName,
+      'answer_delivery',
+      'SIGTERM',
+    );
     const s = expectStoppedBySignal(r, 'deliveries replay');
     expect(Number(s['notRun'])).toBeGreaterThan(0);
   });
 
   test('projection repair-authoritative --plan (SIGINT)', async () => {
-    const r = await interrupted(['projection', 'repair-authoritative', '--consumer', KEY, '--proof-id', 'sig-repair', '--plan', R().plan, '--concurrency', '1', '--evidence', join(dir, 'repair.evidence.jsonl')], dbs.fcName, 'answer', 'SIGINT');
+    const r = await interrupted(
+      [
+        'projection',
+        'repair-authoritative',
+        '--consumer',
+        KEY,
+        '--proof-id',
+        'sig-repair',
+        '--plan',
+        R().plan,
+        '--concurrency',
+        '1',
+        '--evidence',
+        join(dir, 'repair.evidence.jsonl'),
+      ],
+      dbs.fcName,
+      'answer',
+      'SIGINT',
+    );
     const s = expectStoppedBySignal(r, 'projection repair-authoritative');
     expect(Number(s['notRun'])).toBeGreaterThan(0);
   });
 
   test('retire-absent prove (SIGTERM): no proof written', async () => {
     const out = join(dir, 'never-proof.json');
-    const r = await interrupted(['retire-absent', 'prove', '--candidates', R().candidates, '--fc-manifest', R().fcManifest, '--out', out], dbs.fcName, 'answer', 'SIGTERM');
+    const r = await interrupted(
+      ['retire-absent', 'prove', '--candidates', R().candidates, '--fc-manifest', R().fcManifest, '--out', out],
+      dbs.fcName,
+      'answer',
+      'SIGTERM',
+    );
     expectStoppedBySignal(r, 'retire-absent prove');
     expect(existsSync(out)).toBe(false);
   });
 
   test('retire-absent --proof (SIGINT)', async () => {
-    const r = await interrupted(['retire-absent', '--proof', R().proof, '--evidence', join(dir, 'retire.evidence.jsonl')], dbs.fcName, 'answer', 'SIGINT');
+    const r = await interrupted(
+      ['retire-absent', '--proof', R().proof, '--evidence', join(dir, 'retire.evidence.jsonl')],
+      dbs.fcName,
+      'answer',
+      'SIGINT',
+    );
     expectStoppedBySignal(r, 'retire-absent');
   });
 
   test('manifest scan (SIGTERM): was stoppedBy "stopped by SIGTERM"', async () => {
     const out = join(dir, 'scan', 'sh.jsonl');
     mkdirSync(join(dir, 'scan'));
-    const r = await interrupted(['manifest', 'scan', '--side', 'sh', '--school', '5', '--form', form, '--out', out, '--size', '1'], dbs.shName, 'fc_answer_projection', 'SIGTERM');
+    const r = await interrupted(
+      ['manifest', 'scan', '--side', 'sh', '--school', '5', '--form', form, '--out', out, '--size', '1'],
+      dbs.shName,
+      'fc_answer_projection',
+      'SIGTERM',
+    );
     expect(expectStoppedBySignal(r, 'manifest scan')).toMatchObject({ completed: false });
   });
 
@@ -190,7 +292,12 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     const out = join(dir, 'run-stopped');
     const pair = `,school="5",form="${form}"`;
     const metrics = previousMetrics('reconcile run', pair);
-    const r = await interrupted(['reconcile', 'run', '--school', '5', '--form', form, '--out-dir', out, '--metrics-file', metrics], dbs.fcName, 'answer', 'SIGINT');
+    const r = await interrupted(
+      ['reconcile', 'run', '--school', '5', '--form', form, '--out-dir', out, '--metrics-file', metrics],
+      dbs.fcName,
+      'answer',
+      'SIGINT',
+    );
     expect(expectStoppedBySignal(r, 'reconcile run')).toMatchObject({ phase: 'scan-fc' });
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
     expectInterruptedMetrics(metrics, 'reconcile run', pair);
@@ -200,12 +307,34 @@ describe('an interrupted batch command exits 1 with stoppedBy "signal" (real pro
     // Large enough that the join is surely under way when the signal comes (no database to hold it at).
     const sub = join(dir, 'big');
     mkdirSync(sub);
-    const rows: ManifestRow[] = Array.from({ length: 300_000 }, (_, i) => ({ answerUuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, revision: '1', contentHash: 'a'.repeat(64), isDeleted: false, schId: '5', createTime: '2026-10-01 08:00:00' }));
+    const rows: ManifestRow[] = Array.from({ length: 300_000 }, (_, i) => ({
+      answerUuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      revision: '1',
+      contentHash: 'a'.repeat(64),
+      isDeleted: false,
+      schId: '5',
+      createTime: '2026-10-01 08:00:00',
+    }));
     const fc = await writeManifestFiles(sub, 'fc', 'fc', rows);
     const sh = await writeManifestFiles(sub, 'sh', 'sh', rows);
     const out = join(sub, 'out');
     mkdirSync(out);
-    const run = startCli(['--json', 'reconcile', 'diff', '--fc', fc.file, '--sh', sh.file, '--task-start', '2026-11-30 01:00:00', '--out-dir', out], { env });
+    const run = startCli(
+      [
+        '--json',
+        'reconcile',
+        'diff',
+        '--fc',
+        fc.file,
+        '--sh',
+        sh.file,
+        '--task-start',
+        '2026-11-30 01:00:00',
+        '--out-dir',
+        out,
+      ],
+      { env },
+    );
     // its output files are opened (as temp files) when the join begins
     await waitFor('the diff to begin', async () => readdirSync(out).length > 0, 30_000, 2);
     run.child.kill('SIGTERM');

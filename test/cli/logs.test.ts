@@ -14,7 +14,18 @@ import { Output, SummaryHold } from '../../src/lib/cli/output.js';
 import { progressLine, type ProgressSnapshot } from '../../src/lib/cli/progress.js';
 import { isoWithOffset, TS_PATTERN } from '../../src/lib/cli/timestamp.js';
 import { UUID_PATTERN } from '../../src/lib/ids.js';
-import { APP_FLOW, clearFlowCenter, commandsOf, type Env, flowEnv, insertCommands, linesOf, ownedInstance, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP_FLOW,
+  clearFlowCenter,
+  commandsOf,
+  type Env,
+  flowEnv,
+  insertCommands,
+  linesOf,
+  ownedInstance,
+  summaryOf,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import type { FlowCenter } from '../helpers/flow-center.js';
@@ -29,7 +40,8 @@ test.beforeAll(({ dbs: d, flowCenter }) => void ([dbs, fc, env] = [d, flowCenter
 const FIXED = new Date('2026-12-01T02:05:00.123Z');
 /** Removes a prefix's commands, so a later run of the file's other tests claims only its own. */
 const dropCommands = async (p: string) => {
-  for (const table of ['flow_apply_command', 'service_apply']) await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.${table} WHERE biz_id LIKE ?`, [`${p}%`]);
+  for (const table of ['flow_apply_command', 'service_apply'])
+    await dbs.admin.query(`DELETE FROM \`${dbs.shName}\`.${table} WHERE biz_id LIKE ?`, [`${p}%`]);
 };
 
 describe('isoWithOffset: the ts of a line', () => {
@@ -54,12 +66,42 @@ describe('isoWithOffset: the ts of a line', () => {
 });
 
 describe('progressLine: what a progress line says', () => {
-  const snap = (over: Partial<ProgressSnapshot>): ProgressSnapshot => ({ label: 'x', done: 0, total: undefined, failures: {}, elapsedSeconds: 0, ratePerSecond: 0, etaSeconds: undefined, idleSeconds: 0, ...over });
+  const snap = (over: Partial<ProgressSnapshot>): ProgressSnapshot => ({
+    label: 'x',
+    done: 0,
+    total: undefined,
+    failures: {},
+    elapsedSeconds: 0,
+    ratePerSecond: 0,
+    etaSeconds: undefined,
+    idleSeconds: 0,
+    ...over,
+  });
   it.each<[string, Partial<ProgressSnapshot>, number, Record<string, unknown>]>([
-    ['a total known: total and ETA', { done: 50, total: 100, elapsedSeconds: 10, ratePerSecond: 5, etaSeconds: 10, idleSeconds: 0.04 }, 20, { done: 50, total: 100, intervalDone: 30, ratePerSecond: 5, etaSeconds: 10, elapsedSeconds: 10, idleSeconds: 0 }],
-    ['no total: neither total nor ETA', { done: 7, elapsedSeconds: 3.333, ratePerSecond: 2.10001 }, 7, { done: 7, intervalDone: 0, ratePerSecond: 2.1, elapsedSeconds: 3.3 }],
-    ['stuck: nothing since the previous line, idle growing', { done: 12, total: 40, elapsedSeconds: 95, ratePerSecond: 12 / 95, etaSeconds: 221.6, idleSeconds: 61.26 }, 12, { intervalDone: 0, ratePerSecond: 0.13, etaSeconds: 222, idleSeconds: 61.3 }],
-    ['failures by reason', { done: 3, failures: { GRANT_REVOKED: 2 } }, 0, { intervalDone: 3, failures: { GRANT_REVOKED: 2 } }],
+    [
+      'a total known: total and ETA',
+      { done: 50, total: 100, elapsedSeconds: 10, ratePerSecond: 5, etaSeconds: 10, idleSeconds: 0.04 },
+      20,
+      { done: 50, total: 100, intervalDone: 30, ratePerSecond: 5, etaSeconds: 10, elapsedSeconds: 10, idleSeconds: 0 },
+    ],
+    [
+      'no total: neither total nor ETA',
+      { done: 7, elapsedSeconds: 3.333, ratePerSecond: 2.10001 },
+      7,
+      { done: 7, intervalDone: 0, ratePerSecond: 2.1, elapsedSeconds: 3.3 },
+    ],
+    [
+      'stuck: nothing since the previous line, idle growing',
+      { done: 12, total: 40, elapsedSeconds: 95, ratePerSecond: 12 / 95, etaSeconds: 221.6, idleSeconds: 61.26 },
+      12,
+      { intervalDone: 0, ratePerSecond: 0.13, etaSeconds: 222, idleSeconds: 61.3 },
+    ],
+    [
+      'failures by reason',
+      { done: 3, failures: { GRANT_REVOKED: 2 } },
+      0,
+      { intervalDone: 3, failures: { GRANT_REVOKED: 2 } },
+    ],
   ])('%s', (_, over, previous, want) => {
     const line = progressLine(snap(over), previous);
     expect(line).toMatchObject({ label: 'x', ...want });
@@ -104,7 +146,7 @@ describe('counted, not logged: the pure rules', () => {
 });
 
 describe('Output: ts first on every JSON line, runId and host on the summary', () => {
-  it('events, rows and the summary carry the injected clock\'s time, first', () => {
+  it("events, rows and the summary carry the injected clock's time, first", () => {
     const t = testIo();
     const hold = new SummaryHold();
     const out = new Output(t.io, { now: () => FIXED, hold, runId: 'run-1' });
@@ -123,7 +165,7 @@ describe('Output: ts first on every JSON line, runId and host on the summary', (
     expect(t.stderr()).toBe('');
   });
 
-  it('a command\'s own runId is kept; a new UUID when none is given; asJson keeps clock and run id', () => {
+  it("a command's own runId is kept; a new UUID when none is given; asJson keeps clock and run id", () => {
     const t = testIo();
     const out = new Output(t.io, { now: () => FIXED, host: 'h1' });
     out.summary({ command: 'projection repair-authoritative', exitCode: 0, runId: 'evidence-run', seconds: 1 });
@@ -157,7 +199,19 @@ describe('Output: ts first on every JSON line, runId and host on the summary', (
     const seen = jsonLines(t.stderr());
     const ofA = seen.filter((l) => l['label'] === 'batch a');
     expect(ofA.length).toBeGreaterThanOrEqual(2);
-    expect(ofA[0]).toEqual({ ts: isoWithOffset(new Date(clock)), type: 'progress', label: 'batch a', done: 4, total: 10, intervalDone: 4, ratePerSecond: 2, etaSeconds: 3, elapsedSeconds: 2, idleSeconds: 2, failures: { GRANT_REVOKED: 1 } });
+    expect(ofA[0]).toEqual({
+      ts: isoWithOffset(new Date(clock)),
+      type: 'progress',
+      label: 'batch a',
+      done: 4,
+      total: 10,
+      intervalDone: 4,
+      ratePerSecond: 2,
+      etaSeconds: 3,
+      elapsedSeconds: 2,
+      idleSeconds: 2,
+      failures: { GRANT_REVOKED: 1 },
+    });
     expect(ofA[1]).toMatchObject({ done: 4, intervalDone: 0 });
     expect(seen.filter((l) => l['label'] === 'batch b').length).toBeGreaterThanOrEqual(2);
     out.close();
@@ -181,7 +235,9 @@ describe('Output: ts first on every JSON line, runId and host on the summary', (
     `;
     const started = Date.now();
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -202,13 +258,23 @@ describe('--progress-interval: refused values (exit 2, one line, nothing claimed
     const r = await runCli(['--json', '--progress-interval', bad, 'apply-command', 'resolve-unknown'], { env });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^fcctl: option '--progress-interval <s>' argument '.*' is invalid\. expected 0 \(no progress lines\) or seconds from 0\.1 to 86400\n$/);
-    expect((await commandsOf(dbs.admin, dbs.shName, p)).map((c) => [c.state, c.claim_owner])).toEqual([['UNKNOWN', null]]);
+    expect(r.stderr).toMatch(
+      /^fcctl: option '--progress-interval <s>' argument '.*' is invalid\. expected 0 \(no progress lines\) or seconds from 0\.1 to 86400\n$/,
+    );
+    expect((await commandsOf(dbs.admin, dbs.shName, p)).map((c) => [c.state, c.claim_owner])).toEqual([
+      ['UNKNOWN', null],
+    ]);
     expect(await fc.log()).toEqual([]);
     await dropCommands(p);
   });
 
-  test.each([['0', 0], ['0.0', 0], ['0.1', 0.1], ['30', 30], ['86400', 86400]])('%s is taken', async (value) => {
+  test.each([
+    ['0', 0],
+    ['0.0', 0],
+    ['0.1', 0.1],
+    ['30', 30],
+    ['86400', 86400],
+  ])('%s is taken', async (value) => {
     const r = await runCli(['--json', '--progress-interval', value, 'config', 'show'], { env });
     expect(r.code).toBe(0);
   });
@@ -219,13 +285,32 @@ describe('a real run off a terminal (bin/fcctl, real MariaDB and flow-center sta
     const p = uniquePrefix('slow');
     const n = 8;
     await clearFlowCenter(fc);
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: n }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.addInstances(Array.from({ length: n }, (_, i) => ownedInstance(`${p}-${i}`, 30)));
     await fc.faults([{ path: '*', kind: 'latency', ms: 250 }]);
     const lock = await lockTable(dbs.shName, 'flow_apply_command');
     let run: ReturnType<typeof startCli>;
     try {
-      run = startCli(['--json', '--progress-interval', '0.3', 'apply-command', 'resolve-unknown', '--concurrency', '1', '--request-timeout', '5', '--lease-seconds', '60'], { env: { ...env, TZ: 'Asia/Kolkata' } });
+      run = startCli(
+        [
+          '--json',
+          '--progress-interval',
+          '0.3',
+          'apply-command',
+          'resolve-unknown',
+          '--concurrency',
+          '1',
+          '--request-timeout',
+          '5',
+          '--lease-seconds',
+          '60',
+        ],
+        { env: { ...env, TZ: 'Asia/Kolkata' } },
+      );
       await lock.waitForBlocked();
       await new Promise((r) => setTimeout(r, 1200));
     } finally {
@@ -234,7 +319,9 @@ describe('a real run off a terminal (bin/fcctl, real MariaDB and flow-center sta
     const r = await run.done;
     expect(r.code).toBe(0);
     const progress = jsonLines(r.stderr);
-    expect(progress.every((l) => l['type'] === 'progress' && l['label'] === 'apply-command resolve-unknown')).toBe(true);
+    expect(progress.every((l) => l['type'] === 'progress' && l['label'] === 'apply-command resolve-unknown')).toBe(
+      true,
+    );
     const stuck = progress.filter((l) => l['done'] === 0);
     expect(stuck.length).toBeGreaterThanOrEqual(3);
     const idle = stuck.map((l) => l['idleSeconds'] as number);
@@ -254,7 +341,14 @@ describe('a real run off a terminal (bin/fcctl, real MariaDB and flow-center sta
       expect(ts!.endsWith('+05:30'), line).toBe(true);
     }
     const summary = summaryOf(r.stdout);
-    expect(summary).toMatchObject({ command: 'apply-command resolve-unknown', exitCode: 0, claimed: n, done: n, doneViaLookup: n, host: hostname() });
+    expect(summary).toMatchObject({
+      command: 'apply-command resolve-unknown',
+      exitCode: 0,
+      claimed: n,
+      done: n,
+      doneViaLookup: n,
+      host: hostname(),
+    });
     expect(summary['runId']).toMatch(UUID_PATTERN);
     expect(Object.keys(summary).slice(-2)).toEqual(['runId', 'host']);
     // found DONE by the lookup with nothing to flag: counted, no row line each
@@ -267,10 +361,17 @@ describe('a real run off a terminal (bin/fcctl, real MariaDB and flow-center sta
   test('--progress-interval 0: the same slow run prints no progress line', async () => {
     const p = uniquePrefix('quiet');
     await clearFlowCenter(fc);
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 3 }, (_, i) => ({ bizId: `${p}-${i}` })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 3 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
     await fc.addInstances(Array.from({ length: 3 }, (_, i) => ownedInstance(`${p}-${i}`, 30)));
     await fc.faults([{ path: '*', kind: 'latency', ms: 300 }]);
-    const r = await startCli(['--json', '--progress-interval', '0', 'apply-command', 'resolve-unknown', '--concurrency', '1'], { env }).done;
+    const r = await startCli(
+      ['--json', '--progress-interval', '0', 'apply-command', 'resolve-unknown', '--concurrency', '1'],
+      { env },
+    ).done;
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(summaryOf(r.stdout)).toMatchObject({ done: 3 });
@@ -279,14 +380,22 @@ describe('a real run off a terminal (bin/fcctl, real MariaDB and flow-center sta
   test('released rows (claim given back, state unchanged) are counted by reason, not printed', async () => {
     const p = uniquePrefix('rel');
     await clearFlowCenter(fc);
-    await insertCommands(dbs.admin, dbs.shName, Array.from({ length: 12 }, (_, i) => ({ bizId: `${p}-${i}` })));
-    const r = await runCli(['--json', 'apply-command', 'resolve-unknown', '--concurrency', '4', '--batch-size', '6'], { env: { ...env, FCCTL_APP_SECRET: 'wrong-secret-logs' } });
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      Array.from({ length: 12 }, (_, i) => ({ bizId: `${p}-${i}` })),
+    );
+    const r = await runCli(['--json', 'apply-command', 'resolve-unknown', '--concurrency', '4', '--batch-size', '6'], {
+      env: { ...env, FCCTL_APP_SECRET: 'wrong-secret-logs' },
+    });
     expect(r.code).toBe(3);
     const s = summaryOf(r.stdout);
     expect(Number(s['released'])).toBeGreaterThan(0);
     expect(s['releasedByReason']).toEqual({ CREDENTIALS_REFUSED: s['released'] });
     expect(linesOf(r.stdout, 'row').filter((l) => l['kind'] === 'released')).toEqual([]);
-    expect((await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null)).toBe(true);
+    expect(
+      (await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null),
+    ).toBe(true);
     await dropCommands(p);
   });
 });

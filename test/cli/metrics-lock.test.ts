@@ -20,8 +20,12 @@ const dir = () => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-const runsTotal = (text: string, code: string) => Number(new RegExp(`^fcctl_runs_total\\{command="deliveries send",exit_code="${code}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
-const lockOf = (pid: number, host = hostname()) => `${JSON.stringify({ host, pid, startTicks: null, nonce: 'n0', startedAt: '2026-12-01T00:00:00Z', command: 'deliveries send' })}\n`;
+const runsTotal = (text: string, code: string) =>
+  Number(
+    new RegExp(`^fcctl_runs_total\\{command="deliveries send",exit_code="${code}"\\} (\\d+)$`, 'm').exec(text)?.[1],
+  );
+const lockOf = (pid: number, host = hostname()) =>
+  `${JSON.stringify({ host, pid, startTicks: null, nonce: 'n0', startedAt: '2026-12-01T00:00:00Z', command: 'deliveries send' })}\n`;
 
 describe('metrics file: read, merge and rename under a lock', () => {
   it('4 concurrent writers × 6 rounds: runs_total is exactly 24, and no lock or temp file is left', async () => {
@@ -46,9 +50,14 @@ describe('metrics file: read, merge and rename under a lock', () => {
   it('4 fcctl processes × 6 runs into one file (exit 2, no app key): runs_total{exit_code="2"} is exactly 24', async () => {
     const d = dir();
     const file = join(d, 'send.prom');
-    const env = { ...cleanEnv(), FCCTL_FC_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/x', FCCTL_AMQP_URL: 'amqp://u:p@127.0.0.1:1/x' };
+    const env = {
+      ...cleanEnv(),
+      FCCTL_FC_DATABASE_URL: 'mysql://u:p@127.0.0.1:1/x',
+      FCCTL_AMQP_URL: 'amqp://u:p@127.0.0.1:1/x',
+    };
     const writer = async () => {
-      for (let round = 0; round < 6; round++) expect((await spawnCli(['deliveries', 'send', '--metrics-file', file], { env })).code).toBe(ExitCode.USAGE);
+      for (let round = 0; round < 6; round++)
+        expect((await spawnCli(['deliveries', 'send', '--metrics-file', file], { env })).code).toBe(ExitCode.USAGE);
     };
     await Promise.all([writer(), writer(), writer(), writer()]);
     expect(runsTotal(readProm(file), '2')).toBe(24);
@@ -72,9 +81,13 @@ describe('metrics file: read, merge and rename under a lock', () => {
     for (const lock of [lockOf(process.pid), lockOf(12345, 'another-host')]) {
       writeFileSync(`${file}.lock`, lock);
       const started = Date.now();
-      const err = await updateRunMetrics(file, 'deliveries send', () => [gauge('fcctl_x', 'x', 2)], 100).catch((e: unknown) => e);
+      const err = await updateRunMetrics(file, 'deliveries send', () => [gauge('fcctl_x', 'x', 2)], 100).catch(
+        (e: unknown) => e,
+      );
       expect(err).toMatchObject({ exitCode: ExitCode.ENVIRONMENT });
-      expect(String((err as Error).message)).toMatch(/^cannot write --metrics-file .*send\.prom: --metrics-file .* is held by /);
+      expect(String((err as Error).message)).toMatch(
+        /^cannot write --metrics-file .*send\.prom: --metrics-file .* is held by /,
+      );
       expect(Date.now() - started).toBeGreaterThanOrEqual(100);
       expect(readFileSync(file, 'utf8')).toContain('fcctl_x 1\n');
       expect(readFileSync(`${file}.lock`, 'utf8')).toBe(lock);

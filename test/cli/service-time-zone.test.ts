@@ -24,12 +24,19 @@ describe('config show lists serviceTimeZone like every setting, connecting nothi
   };
 
   test('unset: says what will happen', async () => {
-    expect(await shown([])).toMatchObject({ value: "(unset: the FC database's zone)", source: 'unset', env: 'FCCTL_SERVICE_TIME_ZONE' });
+    expect(await shown([])).toMatchObject({
+      value: "(unset: the FC database's zone)",
+      source: 'unset',
+      env: 'FCCTL_SERVICE_TIME_ZONE',
+    });
   });
   test('from the flag, the environment and the config file', async () => {
     const cfg = join(dir, 'zone.json');
     writeFileSync(cfg, JSON.stringify({ serviceTimeZone: 'Asia/Kolkata' }));
-    expect(await shown(['--service-time-zone', 'Asia/Shanghai'], { FCCTL_SERVICE_TIME_ZONE: 'UTC' })).toMatchObject({ value: 'Asia/Shanghai', source: 'flag' });
+    expect(await shown(['--service-time-zone', 'Asia/Shanghai'], { FCCTL_SERVICE_TIME_ZONE: 'UTC' })).toMatchObject({
+      value: 'Asia/Shanghai',
+      source: 'flag',
+    });
     expect(await shown([], { FCCTL_SERVICE_TIME_ZONE: '+08:00' })).toMatchObject({ value: '+08:00', source: 'env' });
     expect(await shown(['--config', cfg])).toMatchObject({ value: 'Asia/Kolkata', source: 'config' });
   });
@@ -54,21 +61,36 @@ describe('doctor prints the effective zone and its source', () => {
     return { code: r.code, line: lines.find((l) => l['check'] === 'service time zone') };
   };
 
-  test('unset: the FC database\'s zone (the local MariaDB: UTC from SYSTEM)', async () => {
+  test("unset: the FC database's zone (the local MariaDB: UTC from SYSTEM)", async () => {
     const db = await openDb('FC database', dbs.fcUrl);
     const expected = zoneFromServer(await readServerZone(db).finally(() => db.close()));
     const { line } = await zoneLine([], dbs.env());
-    expect(line).toMatchObject({ status: expected.source === 'fc-database' ? 'ok' : 'warn', detail: describeServiceTimeZone(expected) });
-    if (expected.from.endsWith('system_time_zone UTC')) expect(line!['detail']).toBe('UTC (from the FC database: time_zone SYSTEM, system_time_zone UTC)');
+    expect(line).toMatchObject({
+      status: expected.source === 'fc-database' ? 'ok' : 'warn',
+      detail: describeServiceTimeZone(expected),
+    });
+    if (expected.from.endsWith('system_time_zone UTC'))
+      expect(line!['detail']).toBe('UTC (from the FC database: time_zone SYSTEM, system_time_zone UTC)');
   });
   test('configured: the value and where it came from', async () => {
-    expect((await zoneLine([], dbs.env({ FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' }))).line).toMatchObject({ status: 'ok', detail: 'Asia/Shanghai (from FCCTL_SERVICE_TIME_ZONE)' });
-    expect((await zoneLine(['--service-time-zone', '-05:30'], dbs.env())).line).toMatchObject({ status: 'ok', detail: '-05:30 (from --service-time-zone)' });
+    expect((await zoneLine([], dbs.env({ FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' }))).line).toMatchObject({
+      status: 'ok',
+      detail: 'Asia/Shanghai (from FCCTL_SERVICE_TIME_ZONE)',
+    });
+    expect((await zoneLine(['--service-time-zone', '-05:30'], dbs.env())).line).toMatchObject({
+      status: 'ok',
+      detail: '-05:30 (from --service-time-zone)',
+    });
   });
   test('a bad value is a failed check naming it (exit 3, as every failed check)', async () => {
     const { code, line } = await zoneLine(['--service-time-zone', 'Mars/Olympus'], dbs.env());
     expect(code).toBe(3);
-    expect(line).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^serviceTimeZone from --service-time-zone: "Mars\/Olympus" is not an IANA time zone name/) });
+    expect(line).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(
+        /^serviceTimeZone from --service-time-zone: "Mars\/Olympus" is not an IANA time zone name/,
+      ),
+    });
   });
   test('neither set nor an FC database to read: skipped', async () => {
     const { line } = await zoneLine([], cleanEnv({ FCCTL_SH_DATABASE_URL: dbs.shUrl }));

@@ -7,7 +7,12 @@ import { buildProgram, interruptedExitCode } from '../../src/main.js';
 import { runCli } from '../helpers/cli.js';
 
 const program = await buildProgram(
-  { io: { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: false } as never, env: {}, now: () => new Date(), signal: new AbortController().signal },
+  {
+    io: { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, interactive: false } as never,
+    env: {},
+    now: () => new Date(),
+    signal: new AbortController().signal,
+  },
   new Resources(),
 );
 const walk = (c: Command): string[] => [commandPath(c), ...c.commands.flatMap(walk)];
@@ -16,9 +21,12 @@ const paths = walk(program).filter((p) => p !== '');
 describe('signalMode (what the first SIGINT/SIGTERM does to a command)', () => {
   const batch = ['deliveries send', 'reconcile run', 'manifest scan', 'retire-absent'];
   const atOnce = ['doctor', 'deliveries scan', 'apply-command scan', 'db check'];
-  it.each([...batch.map((p) => [p, 'stop-at-check'] as const), ...atOnce.map((p) => [p, 'exit-at-once'] as const)])('%s → %s', (path, mode) => {
-    expect(signalMode(path)).toBe(mode);
-  });
+  it.each([...batch.map((p) => [p, 'stop-at-check'] as const), ...atOnce.map((p) => [p, 'exit-at-once'] as const)])(
+    '%s → %s',
+    (path, mode) => {
+      expect(signalMode(path)).toBe(mode);
+    },
+  );
 
   it('every command the list names exists (a typo would make a batch command die at once)', () => {
     for (const p of SIGNAL_WATCHING_COMMANDS) expect(paths).toContain(p);
@@ -29,7 +37,9 @@ describe('abortOnSignals', () => {
   /** A process stand-in: signals are emitted, exit is recorded instead of ending the test. */
   const fakeProc = () => {
     const exits: number[] = [];
-    const proc = Object.assign(new EventEmitter(), { exit: (code: number) => void exits.push(code) }) as unknown as NodeJS.Process;
+    const proc = Object.assign(new EventEmitter(), {
+      exit: (code: number) => void exits.push(code),
+    }) as unknown as NodeJS.Process;
     return { proc, exits };
   };
 
@@ -66,7 +76,11 @@ describe('an interrupt is exit 1 at the end of main, in every command', () => {
     ac.abort(new Error('stopped by SIGTERM'));
     const c = await runCli(['--json', 'config', 'show'], { signal: ac.signal });
     expect(c.code).toBe(1);
-    const summaries = c.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['type'] === 'summary');
+    const summaries = c.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l['type'] === 'summary');
     expect(summaries).toMatchObject([{ command: 'config show', exitCode: 1 }]);
   });
 });

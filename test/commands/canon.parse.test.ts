@@ -7,10 +7,25 @@ import { parseError, parseWith } from '../helpers/parse.js';
 describe('canon hash: flags → options', () => {
   it('defaults: standard input, the hash of one document, exact numbers', async () => {
     const { options } = await parseWith(createCanonHashCommand, ['hash']);
-    expect(options).toEqual({ file: undefined, canonical: false, lines: false, numberMode: 'exact', maxLineBytes: DEFAULT_MAX_LINE_BYTES });
+    expect(options).toEqual({
+      file: undefined,
+      canonical: false,
+      lines: false,
+      numberMode: 'exact',
+      maxLineBytes: DEFAULT_MAX_LINE_BYTES,
+    });
   });
   it('every flag reaches its option, the file is the positional argument', async () => {
-    const { options } = await parseWith(createCanonHashCommand, ['hash', 'a.json', '--canonical', '--lines', '--number-mode', 'double', '--max-line-bytes', '100']);
+    const { options } = await parseWith(createCanonHashCommand, [
+      'hash',
+      'a.json',
+      '--canonical',
+      '--lines',
+      '--number-mode',
+      'double',
+      '--max-line-bytes',
+      '100',
+    ]);
     expect(options).toEqual({ file: 'a.json', canonical: true, lines: true, numberMode: 'double', maxLineBytes: 100 });
   });
   it('a bad value is refused before the run', async () => {
@@ -25,7 +40,9 @@ describe('canon verify: flags → options', () => {
     expect(options).toEqual({ files: ['a.json', 'b.json'], numberMode: 'exact' });
   });
   it('--number-mode reaches its option', async () => {
-    expect((await parseWith(createCanonVerifyCommand, ['verify', 'a.json', '--number-mode', 'double'])).options.numberMode).toBe('double');
+    expect(
+      (await parseWith(createCanonVerifyCommand, ['verify', 'a.json', '--number-mode', 'double'])).options.numberMode,
+    ).toBe('double');
   });
   it('a file is required', async () => {
     expect(await parseError(createCanonVerifyCommand, ['verify'])).toMatch(/files/);
@@ -40,6 +57,8 @@ describe('canon check-envelope: flags → options', () => {
     expect((await parseWith(createCanonCheckEnvelopeCommand, ['check-envelope', '-'])).options).toEqual({ file: '-' });
   });
   it('a second file is refused', async () => {
-    expect(await parseError(createCanonCheckEnvelopeCommand, ['check-envelope', 'a', 'b'])).toMatch(/too many arguments/);
+    expect(await parseError(createCanonCheckEnvelopeCommand, ['check-envelope', 'a', 'b'])).toMatch(
+      /too many arguments/,
+    );
   });
 });

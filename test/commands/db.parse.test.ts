@@ -5,10 +5,16 @@ import { parseError, parseWith } from '../helpers/parse.js';
 
 describe('db init: flags → options', () => {
   it('--side all is both sides, --dev off by default', async () => {
-    expect((await parseWith(createDbInitCommand, ['init', '--side', 'all'])).options).toEqual({ sides: ['fc', 'sh'], dev: false });
+    expect((await parseWith(createDbInitCommand, ['init', '--side', 'all'])).options).toEqual({
+      sides: ['fc', 'sh'],
+      dev: false,
+    });
   });
   it('every flag reaches its option', async () => {
-    expect((await parseWith(createDbInitCommand, ['init', '--side', 'sh', '--dev'])).options).toEqual({ sides: ['sh'], dev: true });
+    expect((await parseWith(createDbInitCommand, ['init', '--side', 'sh', '--dev'])).options).toEqual({
+      sides: ['sh'],
+      dev: true,
+    });
   });
   it('--side is required and one of fc, sh, all', async () => {
     expect(await parseError(createDbInitCommand, ['init'])).toMatch(/--side/);

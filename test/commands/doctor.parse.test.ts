@@ -9,14 +9,30 @@ describe('doctor: flags → options', () => {
     expect(options).toEqual({ probe: false, isolation: false, consumerQueue: CONSUMER_QUEUE, consumerUsers: [] });
   });
   it('every flag reaches its option, --consumer-user repeatable', async () => {
-    const { options } = await parseWith(createDoctorCommand, ['doctor', '--probe', '--isolation', '--consumer-queue', 'q.x', '--consumer-user', 'a', '--consumer-user', 'b']);
+    const { options } = await parseWith(createDoctorCommand, [
+      'doctor',
+      '--probe',
+      '--isolation',
+      '--consumer-queue',
+      'q.x',
+      '--consumer-user',
+      'a',
+      '--consumer-user',
+      'b',
+    ]);
     expect(options).toEqual({ probe: true, isolation: true, consumerQueue: 'q.x', consumerUsers: ['a', 'b'] });
   });
   it('a bad value is refused before the run', async () => {
-    expect(await parseError(createDoctorCommand, ['doctor', '--isolation', '--consumer-queue', ''])).toMatch(/--consumer-queue/);
+    expect(await parseError(createDoctorCommand, ['doctor', '--isolation', '--consumer-queue', ''])).toMatch(
+      /--consumer-queue/,
+    );
   });
   it('--consumer-queue and --consumer-user apply only with --isolation', async () => {
-    expect(await parseError(createDoctorCommand, ['doctor', '--consumer-queue', 'q.x'])).toBe('--consumer-queue applies only with --isolation');
-    expect(await parseError(createDoctorCommand, ['doctor', '--consumer-user', 'a'])).toBe('--consumer-user applies only with --isolation');
+    expect(await parseError(createDoctorCommand, ['doctor', '--consumer-queue', 'q.x'])).toBe(
+      '--consumer-queue applies only with --isolation',
+    );
+    expect(await parseError(createDoctorCommand, ['doctor', '--consumer-user', 'a'])).toBe(
+      '--consumer-user applies only with --isolation',
+    );
   });
 });

@@ -24,9 +24,15 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     await dbs.admin.query(`DELETE FROM ${table()}`);
     for (let i = 1; i <= n; i++) await dbs.admin.query(`INSERT INTO ${table()} VALUES (?, 'old')`, [i]);
   };
-  const values = async () => ((await dbs.admin.query(`SELECT id, v FROM ${table()} ORDER BY id`))[0] as Array<{ id: number; v: string }>).map((r) => `${r.id}:${r.v}`);
+  const values = async () =>
+    ((await dbs.admin.query(`SELECT id, v FROM ${table()} ORDER BY id`))[0] as Array<{ id: number; v: string }>).map(
+      (r) => `${r.id}:${r.v}`,
+    );
 
-  const counts = (settled: Array<PromiseSettledResult<number>>) => settled.map((r) => (r.status === 'fulfilled' ? r.value : `error: ${String((r.reason as Error).message).slice(0, 15)}`));
+  const counts = (settled: Array<PromiseSettledResult<number>>) =>
+    settled.map((r) =>
+      r.status === 'fulfilled' ? r.value : `error: ${String((r.reason as Error).message).slice(0, 15)}`,
+    );
 
   test('returns each statement’s affected rows, in order; quotes in values stay values', async () => {
     await reset(3);
@@ -76,7 +82,12 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
     const counting = { batch: (s: Parameters<Db['batch']>[0]) => ((batches += 1), db.batch(s)) };
     const writer = new WriteBatcher(counting, { maxInFlight: 2, maxBatch: 64 });
     const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => writer.execute(`UPDATE ${table()} SET v = ? WHERE id = ? AND v = 'old'`, [`w${i}`, i % 2 === 0 ? i + 1 : 1000 + i])),
+      Array.from({ length: 200 }, (_, i) =>
+        writer.execute(`UPDATE ${table()} SET v = ? WHERE id = ? AND v = 'old'`, [
+          `w${i}`,
+          i % 2 === 0 ? i + 1 : 1000 + i,
+        ]),
+      ),
     );
     expect(results.map((r) => r.affectedRows)).toEqual(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? 1 : 0)));
     expect(batches).toBeGreaterThanOrEqual(4); // at most 64 per batch
@@ -133,6 +144,11 @@ describe('Db.batch and WriteBatcher (group commit) on the real MariaDB', () => {
   test('a batch after close() is refused instead of opening a pool nobody closes', async () => {
     const late = await openDb('FC database', dbs.fcUrl);
     await late.close();
-    await expect(late.batch([{ sql: 'SELECT 1', params: [] }, { sql: 'SELECT 2', params: [] }])).rejects.toThrow(/closed/);
+    await expect(
+      late.batch([
+        { sql: 'SELECT 1', params: [] },
+        { sql: 'SELECT 2', params: [] },
+      ]),
+    ).rejects.toThrow(/closed/);
   });
 });

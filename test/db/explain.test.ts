@@ -6,7 +6,12 @@
  */
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect } from 'vitest';
-import { claimSelect, claimStartSelect, otherAppKeySelect, peekSelect } from '../../src/lib/apply-command/resolve/sql.js';
+import {
+  claimSelect,
+  claimStartSelect,
+  otherAppKeySelect,
+  peekSelect,
+} from '../../src/lib/apply-command/resolve/sql.js';
 import { applyScanSql } from '../../src/lib/apply-command/scan/sql.js';
 import { scanSql } from '../../src/lib/deliveries/scan/sql.js';
 import { sendSql } from '../../src/lib/deliveries/send/sql.js';
@@ -24,7 +29,13 @@ const OPEN = PENDING + FAILED_DUE + FAILED_LATER;
 const LIMIT = 500;
 
 /** Every table access of a plan (EXPLAIN or ANALYZE FORMAT=JSON), depth first. */
-interface Access { table_name: string; access_type: string; key?: string; rows?: number; r_rows?: number }
+interface Access {
+  table_name: string;
+  access_type: string;
+  key?: string;
+  rows?: number;
+  r_rows?: number;
+}
 function accesses(node: unknown, out: Access[] = []): Access[] {
   if (Array.isArray(node)) for (const n of node) accesses(n, out);
   else if (node && typeof node === 'object') {
@@ -63,7 +74,11 @@ describe('claim plans on a table with history (real MariaDB)', () => {
     sh = await mysql.createConnection({ uri: dbs.shUrl, ...opts });
     // History first (the low ids, as in production), then the backlog. One INSERT … SELECT from
     // the Sequence engine's `seq_1_to_N`.
-    const h = HISTORY, d = h + DEAD, p = d + PENDING, f = p + FAILED_DUE, n = f + FAILED_LATER;
+    const h = HISTORY,
+      d = h + DEAD,
+      p = d + PENDING,
+      f = p + FAILED_DUE,
+      n = f + FAILED_LATER;
     await fc.query(
       'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
         'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, last_error, broker_accepted_at, create_time, update_time) ' +
@@ -110,7 +125,9 @@ describe('claim plans on a table with history (real MariaDB)', () => {
       expect(got.slice(0, FAILED_DUE).every((r) => r.state === 'FAILED')).toBe(true);
       const pending = got.slice(FAILED_DUE);
       expect(pending.every((r) => r.state === 'PENDING')).toBe(true);
-      expect(pending.map((r) => BigInt(r.id))).toEqual(pending.map((r) => BigInt(r.id)).sort((a, b) => (a < b ? -1 : 1)));
+      expect(pending.map((r) => BigInt(r.id))).toEqual(
+        pending.map((r) => BigInt(r.id)).sort((a, b) => (a < b ? -1 : 1)),
+      );
     });
 
     test('countDue and the dry run peek read the due backlog through the same index', async () => {
@@ -138,7 +155,9 @@ describe('claim plans on a table with history (real MariaDB)', () => {
       const s = await access(fc, scanSql.states(), 'answer_delivery');
       expect(s).toMatchObject({ type: 'index', key: 'idx_delivery_due' });
       const [rows] = await fc.query(scanSql.states().sql);
-      const n = Object.fromEntries((rows as Array<{ state: string; n: string | number }>).map((r) => [r.state, Number(r.n)]));
+      const n = Object.fromEntries(
+        (rows as Array<{ state: string; n: string | number }>).map((r) => [r.state, Number(r.n)]),
+      );
       expect(n).toEqual({ BROKER_ACCEPTED: HISTORY, DEAD, PENDING, FAILED: FAILED_DUE + FAILED_LATER });
     });
 
@@ -159,9 +178,18 @@ describe('claim plans on a table with history (real MariaDB)', () => {
 
     test('the newest rows come in the order of the plain ORDER BY COALESCE(update_time, create_time) DESC, id DESC', async () => {
       // two DEAD rows never written since their insert (no update_time: their create_time counts), and a tie on update_time
-      await fc.query("UPDATE answer_delivery SET update_time = NULL, create_time = NOW() + INTERVAL 1 DAY WHERE id IN (?, ?)", [HISTORY + 1, HISTORY + 2]);
-      const [[{ newest }]] = (await fc.query("SELECT MAX(update_time) AS newest FROM answer_delivery WHERE state IN ('FAILED', 'DEAD')")) as unknown as [[{ newest: string }]];
-      await fc.query('UPDATE answer_delivery SET update_time = ? WHERE id IN (?, ?)', [newest, HISTORY + 3, HISTORY + 10]);
+      await fc.query(
+        'UPDATE answer_delivery SET update_time = NULL, create_time = NOW() + INTERVAL 1 DAY WHERE id IN (?, ?)',
+        [HISTORY + 1, HISTORY + 2],
+      );
+      const [[{ newest }]] = (await fc.query(
+        "SELECT MAX(update_time) AS newest FROM answer_delivery WHERE state IN ('FAILED', 'DEAD')",
+      )) as unknown as [[{ newest: string }]];
+      await fc.query('UPDATE answer_delivery SET update_time = ? WHERE id IN (?, ?)', [
+        newest,
+        HISTORY + 3,
+        HISTORY + 10,
+      ]);
       try {
         for (const limit of [1, 3, 20, 400]) {
           const [got] = await fc.query(scanSql.newestFailed(limit).sql, scanSql.newestFailed(limit).params);
@@ -169,10 +197,15 @@ describe('claim plans on a table with history (real MariaDB)', () => {
             "SELECT event_id FROM answer_delivery WHERE state IN ('FAILED', 'DEAD') ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT ?",
             [limit],
           );
-          expect((got as Array<{ event_id: string }>).map((r) => r.event_id)).toEqual((want as Array<{ event_id: string }>).map((r) => r.event_id));
+          expect((got as Array<{ event_id: string }>).map((r) => r.event_id)).toEqual(
+            (want as Array<{ event_id: string }>).map((r) => r.event_id),
+          );
         }
       } finally {
-        await fc.query('UPDATE answer_delivery SET update_time = NOW() - INTERVAL 30 DAY + INTERVAL id SECOND, create_time = NOW() - INTERVAL 30 DAY WHERE id IN (?, ?, ?, ?)', [HISTORY + 1, HISTORY + 2, HISTORY + 3, HISTORY + 10]);
+        await fc.query(
+          'UPDATE answer_delivery SET update_time = NOW() - INTERVAL 30 DAY + INTERVAL id SECOND, create_time = NOW() - INTERVAL 30 DAY WHERE id IN (?, ?, ?, ?)',
+          [HISTORY + 1, HISTORY + 2, HISTORY + 3, HISTORY + 10],
+        );
       }
     });
   });
@@ -193,7 +226,9 @@ describe('claim plans on a table with history (real MariaDB)', () => {
 
     test('the newest DEAD rows come in the order of the plain ORDER BY COALESCE(update_time, create_time) DESC, id DESC', async () => {
       const [got] = await sh.query(applyScanSql.newestDead(30).sql, applyScanSql.newestDead(30).params);
-      const [want] = await sh.query("SELECT id FROM flow_apply_command WHERE state = 'DEAD' ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT 30");
+      const [want] = await sh.query(
+        "SELECT id FROM flow_apply_command WHERE state = 'DEAD' ORDER BY COALESCE(update_time, create_time) DESC, id DESC LIMIT 30",
+      );
       expect((got as Array<{ id: string }>).map((r) => r.id)).toEqual((want as Array<{ id: string }>).map((r) => r.id));
       expect(got).toHaveLength(30);
     });
@@ -211,7 +246,10 @@ describe('claim plans on a table with history (real MariaDB)', () => {
     });
 
     test('from the claim start, the claim walks the primary key past the backlog only', async () => {
-      const [[{ id }]] = (await sh.query(claimStartSelect('app', 600).sql, claimStartSelect('app', 600).params)) as unknown as [[{ id: string }]];
+      const [[{ id }]] = (await sh.query(
+        claimStartSelect('app', 600).sql,
+        claimStartSelect('app', 600).params,
+      )) as unknown as [[{ id: string }]];
       const start = String(BigInt(id) - 1n);
       for (const q of [claimSelect('app', 600, start, LIMIT), peekSelect('app', 600, start, LIMIT)]) {
         const c = await access(sh, q, 'flow_apply_command');
@@ -227,7 +265,10 @@ describe('claim plans on a table with history (real MariaDB)', () => {
     test('one old open row of another app key does not make the claim read the history', async () => {
       await sh.query("UPDATE flow_apply_command SET state = 'UNKNOWN', apply_app_key = 'other' WHERE id = 1");
       try {
-        const [[{ id }]] = (await sh.query(claimStartSelect('app', 600).sql, claimStartSelect('app', 600).params)) as unknown as [[{ id: string }]];
+        const [[{ id }]] = (await sh.query(
+          claimStartSelect('app', 600).sql,
+          claimStartSelect('app', 600).params,
+        )) as unknown as [[{ id: string }]];
         const c = await access(sh, claimSelect('app', 600, String(BigInt(id) - 1n), 100), 'flow_apply_command');
         expect(c.read).toBeLessThanOrEqual(2_000);
       } finally {
@@ -235,7 +276,7 @@ describe('claim plans on a table with history (real MariaDB)', () => {
       }
     });
 
-    test('the count of other app keys\' rows reads the backlog through idx_apply_command_due', async () => {
+    test("the count of other app keys' rows reads the backlog through idx_apply_command_due", async () => {
       const c = await access(sh, otherAppKeySelect('app', 600), 'flow_apply_command');
       expect(c).toMatchObject({ type: 'range', key: 'idx_apply_command_due' });
       expect(c.read).toBeLessThanOrEqual(2_000);

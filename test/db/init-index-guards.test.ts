@@ -24,7 +24,9 @@ async function asVersion4(dbs: { admin: mysql.Connection; fcName: string }, key:
 }
 
 describe('db init on a version-4 FC database', () => {
-  test('an index of the same name on other columns: db init names it and does not record version 5', async ({ dbs }) => {
+  test('an index of the same name on other columns: db init names it and does not record version 5', async ({
+    dbs,
+  }) => {
     await asVersion4(dbs, 'idx_delivery_state_error (state, last_error)');
     const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
     expect(`${init.stdout}${init.stderr}`).toContain('idx_delivery_state_error');
@@ -32,16 +34,22 @@ describe('db init on a version-4 FC database', () => {
     expect((await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() })).code).toBe(3);
   });
 
-  test('the index present under another letter case (names are case-insensitive): db init and db check accept it', async ({ dbs }) => {
+  test('the index present under another letter case (names are case-insensitive): db init and db check accept it', async ({
+    dbs,
+  }) => {
     await asVersion4(dbs, 'IDX_DELIVERY_STATE_ERROR (state, last_error, update_time, create_time)');
     const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
     expect(init.stderr).toBe('');
     expect(jsonLines(init.stdout).find((l) => l['type'] === 'schema')).toMatchObject({ indexesAdded: [] });
     expect((await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
-    await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IDX_DELIVERY_STATE_ERROR, ADD KEY idx_delivery_state_error (state, last_error, update_time, create_time)`);
+    await dbs.admin.query(
+      `ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IDX_DELIVERY_STATE_ERROR, ADD KEY idx_delivery_state_error (state, last_error, update_time, create_time)`,
+    );
   });
 
-  test('a long transaction on answer_delivery: db init gives up in seconds (exit 3, one line, version 4) instead of queueing the outbox writes behind its ALTER', async ({ dbs }) => {
+  test('a long transaction on answer_delivery: db init gives up in seconds (exit 3, one line, version 4) instead of queueing the outbox writes behind its ALTER', async ({
+    dbs,
+  }) => {
     await asVersion4(dbs, '');
     // a service's open transaction that has read the outbox (holds its metadata lock until it ends)
     const holder = await mysql.createConnection({ uri: dbs.fcUrl });
@@ -52,7 +60,10 @@ describe('db init on a version-4 FC database', () => {
       const started = Date.now();
       // the transaction ends 8 s from now, whatever db init does
       const ended = new Promise<void>((r) => setTimeout(() => void holder.query('COMMIT').then(() => r()), 8000));
-      const init = runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() }).then((r) => ({ ...r, ms: Date.now() - started }));
+      const init = runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() }).then((r) => ({
+        ...r,
+        ms: Date.now() - started,
+      }));
       await new Promise((r) => setTimeout(r, 800));
       // the service's next write meanwhile: it waits behind the ALTER's metadata lock request, briefly
       await writer.query('SET SESSION lock_wait_timeout = 20');
@@ -76,16 +87,26 @@ describe('db init on a version-4 FC database', () => {
     }
   });
 
-  test('a database a newer fcctl set up (version 7): db init refuses, exit 3, one line, nothing changed', async ({ dbs }) => {
+  test('a database a newer fcctl set up (version 7): db init refuses, exit 3, one line, nothing changed', async ({
+    dbs,
+  }) => {
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 7`);
-    await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IF EXISTS idx_delivery_state_error`);
+    await dbs.admin.query(
+      `ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IF EXISTS idx_delivery_state_error`,
+    );
     for (const side of ['fc', 'all']) {
       const r = await runCli(['db', 'init', '--side', side], { env: dbs.env() });
       expect(r.code).toBe(3);
-      expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/fc database is at fcctl schema version 7, newer than this fcctl's 6.*nothing was changed/)]);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          /fc database is at fcctl schema version 7, newer than this fcctl's 6.*nothing was changed/,
+        ),
+      ]);
     }
     expect(await fcVersion(dbs)).toBe(7);
-    const [idx] = await dbs.admin.query(`SHOW INDEX FROM \`${dbs.fcName}\`.answer_delivery WHERE Key_name = 'idx_delivery_state_error'`);
+    const [idx] = await dbs.admin.query(
+      `SHOW INDEX FROM \`${dbs.fcName}\`.answer_delivery WHERE Key_name = 'idx_delivery_state_error'`,
+    );
     expect(idx).toEqual([]);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 4`);
     expect((await runCli(['db', 'init', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);

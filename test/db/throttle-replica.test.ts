@@ -28,7 +28,10 @@ function requireMariadb(): void {
       return true;
     }
   });
-  if (missing.length > 0) throw new Error(`${missing.join(', ')} not found on PATH: install MariaDB (scripts/services.sh up does) to run the replica tests`);
+  if (missing.length > 0)
+    throw new Error(
+      `${missing.join(', ')} not found on PATH: install MariaDB (scripts/services.sh up does) to run the replica tests`,
+    );
 }
 
 const FORM = testUuid('throttle-replica', 'form');
@@ -55,29 +58,61 @@ const freePort = () =>
   });
 
 /** SQL through the server's socket as the OS user (unix_socket authentication, as services.sh). */
-const socketSql = (server: Pick<Server, 'socket'>, sql: string) => execFileSync('mariadb', [`--socket=${server.socket}`, `-u${userInfo().username}`, '-e', sql], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const socketSql = (server: Pick<Server, 'socket'>, sql: string) =>
+  execFileSync('mariadb', [`--socket=${server.socket}`, `-u${userInfo().username}`, '-e', sql], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 async function startServer(root: string, name: string, serverId: number, binlog: boolean): Promise<Server> {
   const dir = join(root, name);
-  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${dir}/data`, `--user=${userInfo().username}`, '--auth-root-authentication-method=socket'], { stdio: 'ignore' });
+  execFileSync(
+    'mariadb-install-db',
+    [
+      '--no-defaults',
+      `--datadir=${dir}/data`,
+      `--user=${userInfo().username}`,
+      '--auth-root-authentication-method=socket',
+    ],
+    { stdio: 'ignore' },
+  );
   const port = await freePort();
   const socket = join(dir, 'mysqld.sock');
   const args = [
-    '--no-defaults', `--user=${userInfo().username}`, `--datadir=${dir}/data`, `--socket=${socket}`, `--port=${port}`, '--bind-address=127.0.0.1',
-    `--pid-file=${dir}/mysqld.pid`, `--log-error=${dir}/error.log`, `--server-id=${serverId}`, '--character-set-server=utf8mb4', '--collation-server=utf8mb4_bin',
-    '--innodb-buffer-pool-size=32M', '--skip-name-resolve', ...(binlog ? [`--log-bin=${dir}/data/bin`] : ['--read-only=0']),
+    '--no-defaults',
+    `--user=${userInfo().username}`,
+    `--datadir=${dir}/data`,
+    `--socket=${socket}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--pid-file=${dir}/mysqld.pid`,
+    `--log-error=${dir}/error.log`,
+    `--server-id=${serverId}`,
+    '--character-set-server=utf8mb4',
+    '--collation-server=utf8mb4_bin',
+    '--innodb-buffer-pool-size=32M',
+    '--skip-name-resolve',
+    ...(binlog ? [`--log-bin=${dir}/data/bin`] : ['--read-only=0']),
   ];
   const proc = spawn('mariadbd', args, { stdio: 'ignore' });
-  await waitFor(`${name} to accept connections`, async () => {
-    try {
-      socketSql({ socket }, 'SELECT 1');
-      return true;
-    } catch {
-      return false;
-    }
-  }, 60_000, 200);
+  await waitFor(
+    `${name} to accept connections`,
+    async () => {
+      try {
+        socketSql({ socket }, 'SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+    200,
+  );
   // not in the binary log: the replica creates its own user
-  socketSql({ socket }, `SET sql_log_bin = 0; CREATE USER '${USER}'@'127.0.0.1' IDENTIFIED BY '${PASS}'; GRANT ALL PRIVILEGES ON *.* TO '${USER}'@'127.0.0.1'; CREATE DATABASE IF NOT EXISTS ${DB} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  socketSql(
+    { socket },
+    `SET sql_log_bin = 0; CREATE USER '${USER}'@'127.0.0.1' IDENTIFIED BY '${PASS}'; GRANT ALL PRIVILEGES ON *.* TO '${USER}'@'127.0.0.1'; CREATE DATABASE IF NOT EXISTS ${DB} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+  );
   return { dir, port, socket, proc, url: `mysql://${USER}:${PASS}@127.0.0.1:${port}/${DB}` };
 }
 
@@ -108,13 +143,34 @@ const replicaRows = async () => {
     await conn.end();
   }
 };
-const scanArgs = (out: string, extra: string[]) => ['--json', 'manifest', 'scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', out, '--size', '100', '--restart', ...extra];
+const scanArgs = (out: string, extra: string[]) => [
+  '--json',
+  'manifest',
+  'scan',
+  '--side',
+  'sh',
+  '--school',
+  '5',
+  '--form',
+  FORM,
+  '--out',
+  out,
+  '--size',
+  '100',
+  '--restart',
+  ...extra,
+];
 const throttled = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'throttled');
 
 /** Runs a scan in this process, returning its output as it goes and its exit code at the end. */
 function scanLive(out: string, extra: string[]) {
   const t = testIo();
-  const code = main(scanArgs(out, extra), { io: t.io, env, now: () => new Date(), signal: new AbortController().signal });
+  const code = main(scanArgs(out, extra), {
+    io: t.io,
+    env,
+    now: () => new Date(),
+    signal: new AbortController().signal,
+  });
   return { t, code };
 }
 
@@ -126,13 +182,25 @@ describe('--max-lag against a real replica', () => {
     servers.push(primary);
     replica = await startServer(root, 'replica', 2, false);
     servers.push(replica);
-    socketSql(replica, `CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='${USER}', MASTER_PASSWORD='${PASS}', MASTER_USE_GTID=no, MASTER_LOG_FILE='bin.000001', MASTER_LOG_POS=4; START REPLICA`);
+    socketSql(
+      replica,
+      `CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='${USER}', MASTER_PASSWORD='${PASS}', MASTER_USE_GTID=no, MASTER_LOG_FILE='bin.000001', MASTER_LOG_POS=4; START REPLICA`,
+    );
     env = cleanEnv({ FCCTL_SH_DATABASE_URL: primary.url });
     const init = await runCli(['db', 'init', '--side', 'sh'], { env });
     expect(init.code, init.stderr).toBe(0);
     admin = await mysql.createConnection({ uri: primary.url.replace(/\/[^/]*$/, ''), dateStrings: true });
-    await insertProjections(admin, DB, Array.from({ length: 500 }, (_, i) => ({ answerUuid: testUuid('throttle-replica', i), formUuid: FORM })));
-    await waitFor('the replica to catch up', async () => (await replicaRows().catch(() => -1)) === 500 && (await lagOfReplica()) === 0, 30_000, 100);
+    await insertProjections(
+      admin,
+      DB,
+      Array.from({ length: 500 }, (_, i) => ({ answerUuid: testUuid('throttle-replica', i), formUuid: FORM })),
+    );
+    await waitFor(
+      'the replica to catch up',
+      async () => (await replicaRows().catch(() => -1)) === 500 && (await lagOfReplica()) === 0,
+      30_000,
+      100,
+    );
     const r = await runCli(scanArgs(join(root, 'reference.jsonl'), []), { env });
     expect(r.code).toBe(0);
     reference = readFileSync(join(root, 'reference.jsonl'));
@@ -148,11 +216,15 @@ describe('--max-lag against a real replica', () => {
   }, 60_000);
 
   it('a replica keeping up: no throttle, read from the primary with --replica-url, or from the replica itself', async () => {
-    const viaUrl = await runCli(scanArgs(join(root, 'a.jsonl'), ['--max-lag', '5', '--replica-url', replica.url]), { env });
+    const viaUrl = await runCli(scanArgs(join(root, 'a.jsonl'), ['--max-lag', '5', '--replica-url', replica.url]), {
+      env,
+    });
     expect(viaUrl.code, viaUrl.stderr).toBe(0);
     expect(throttled(viaUrl.stdout)).toEqual([]);
     expect(readFileSync(join(root, 'a.jsonl')).equals(reference)).toBe(true);
-    const onReplica = await runCli(scanArgs(join(root, 'b.jsonl'), ['--max-lag', '5']), { env: { ...env, FCCTL_SH_DATABASE_URL: replica.url } });
+    const onReplica = await runCli(scanArgs(join(root, 'b.jsonl'), ['--max-lag', '5']), {
+      env: { ...env, FCCTL_SH_DATABASE_URL: replica.url },
+    });
     expect(onReplica.code, onReplica.stderr).toBe(0);
     expect(throttled(onReplica.stdout)).toEqual([]);
     expect(readFileSync(join(root, 'b.jsonl')).equals(reference)).toBe(true);
@@ -168,7 +240,11 @@ describe('--max-lag against a real replica', () => {
     expect(await lagOfReplica()).toBeNull();
     const run = scanLive(join(root, 'stopped.jsonl'), ['--max-lag', '5', '--replica-url', replica.url]);
     await waitFor('the throttle to start', async () => run.t.stdout().includes('"type":"throttled"'), 10_000, 10);
-    expect(throttled(run.t.stdout())[0]).toMatchObject({ state: 'start', database: 'SH database', reason: 'replication stopped (Seconds_Behind_Master NULL, IO Yes, SQL No)' });
+    expect(throttled(run.t.stdout())[0]).toMatchObject({
+      state: 'start',
+      database: 'SH database',
+      reason: 'replication stopped (Seconds_Behind_Master NULL, IO Yes, SQL No)',
+    });
     await new Promise((r) => setTimeout(r, 1500));
     socketSql(replica, 'START REPLICA SQL_THREAD');
     expect(await run.code).toBe(0);
@@ -184,7 +260,9 @@ describe('--max-lag against a real replica', () => {
     const holder = await mysql.createConnection(replica.url);
     await holder.query('LOCK TABLES fc_answer_projection WRITE');
     // another form: the scanned rows stay the same
-    await insertProjections(admin, DB, [{ answerUuid: testUuid('throttle-replica', 'late'), formUuid: testUuid('throttle-replica', 'other form') }]);
+    await insertProjections(admin, DB, [
+      { answerUuid: testUuid('throttle-replica', 'late'), formUuid: testUuid('throttle-replica', 'other form') },
+    ]);
     await waitFor('the replica to fall 3 s behind', async () => ((await lagOfReplica()) ?? 0) >= 3, 20_000, 100);
     const run = scanLive(join(root, 'behind.jsonl'), ['--max-lag', '2', '--replica-url', replica.url]);
     await waitFor('the throttle to start', async () => run.t.stdout().includes('"type":"throttled"'), 10_000, 10);

@@ -5,7 +5,15 @@ import { afterEach, describe, expect } from 'vitest';
 import { main } from '../../src/main.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { testAmqpUrl, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { testIo } from '../helpers/io.js';
 import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
 import { servicesTest } from '../helpers/services.js';
@@ -17,7 +25,10 @@ import { waitFor } from '../helpers/wait.js';
 // within about two seconds, exit 0, as the deadline and pause contracts say.
 const test = servicesTest({ prefix: 'thrstop', init: 'all' });
 const FORM = testUuid('thrstop', 'form');
-const answers: TestAnswer[] = Array.from({ length: 200 }, (_, i) => ({ answerUuid: testUuid('thrstop', 'a', i), formUuid: FORM }));
+const answers: TestAnswer[] = Array.from({ length: 200 }, (_, i) => ({
+  answerUuid: testUuid('thrstop', 'a', i),
+  formUuid: FORM,
+}));
 let dbs: TestDatabases;
 let env: Record<string, string | undefined>;
 let dir: string;
@@ -26,22 +37,47 @@ const sleepers: Array<{ id: number; done: Promise<void> }> = [];
 
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const throttled = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'throttled');
-const touched = async () => Number(((await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE claim_owner IS NOT NULL OR state <> 'PENDING'`))[0] as Array<{ n: number }>)[0]!.n);
+const touched = async () =>
+  Number(
+    (
+      (
+        await dbs.admin.query(
+          `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE claim_owner IS NOT NULL OR state <> 'PENDING'`,
+        )
+      )[0] as Array<{ n: number }>
+    )[0]!.n,
+  );
 
 /** Another client in SELECT SLEEP(seconds): Threads_running ≥ 2 meanwhile (ended in afterEach). */
 async function busy(seconds: number): Promise<void> {
   const conn = await mysql.createConnection(testMysqlUrl());
   const [[{ id }]] = (await conn.query('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
-  const done = conn.query(`SELECT SLEEP(${seconds})`).then(() => undefined, () => undefined).then(() => conn.end());
+  const done = conn
+    .query(`SELECT SLEEP(${seconds})`)
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .then(() => conn.end());
   sleepers.push({ id, done });
-  await waitFor('the SLEEP to run', async () => {
-    const [rows] = await dbs.admin.query("SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE 'SELECT SLEEP%'", [id]);
-    return (rows as unknown[]).length > 0;
-  }, 5000, 10);
+  await waitFor(
+    'the SLEEP to run',
+    async () => {
+      const [rows] = await dbs.admin.query(
+        "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE 'SELECT SLEEP%'",
+        [id],
+      );
+      return (rows as unknown[]).length > 0;
+    },
+    5000,
+    10,
+  );
 }
 
 /** Runs fcctl in this process; resolves once a throttle has started, with the run and its output. */
-async function throttledRun(args: string[]): Promise<{ running: Promise<number>; stdout: () => string; stderr: () => string }> {
+async function throttledRun(
+  args: string[],
+): Promise<{ running: Promise<number>; stdout: () => string; stderr: () => string }> {
   const t = testIo();
   const running = main(args, { io: t.io, env, now: () => new Date(), signal: new AbortController().signal });
   await waitFor('the throttle to start', async () => t.stdout().includes('"type":"throttled"'), 15_000, 10);
@@ -53,7 +89,16 @@ test.beforeAll(async ({ dbs: services, tmp }) => {
   dir = tmp;
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
   await insertAnswers(dbs.admin, dbs.fcName, answers);
-  await insertProjections(dbs.admin, dbs.shName, answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: a.revision ?? 1, contentHash: answerHash(a) })));
+  await insertProjections(
+    dbs.admin,
+    dbs.shName,
+    answers.map((a) => ({
+      answerUuid: a.answerUuid,
+      formUuid: FORM,
+      revision: a.revision ?? 1,
+      contentHash: answerHash(a),
+    })),
+  );
   await insertRegistry(dbs.admin, dbs.fcName);
   await ensureExchange();
   key = uniqueConsumerKey('ts');
@@ -74,7 +119,9 @@ describe('deliveries send, throttled for ever', () => {
   test('--max-seconds ends the wait at the deadline: exit 0, stoppedBy max-seconds, nothing claimed', async () => {
     await busy(60);
     const started = Date.now();
-    const r = await runCli(['--json', 'deliveries', 'send', '--max-seconds', '3', '--max-load', 'Threads_running=1'], { env });
+    const r = await runCli(['--json', 'deliveries', 'send', '--max-seconds', '3', '--max-load', 'Threads_running=1'], {
+      env,
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -87,12 +134,25 @@ describe('deliveries send, throttled for ever', () => {
   test('a --pause-file created during the wait stops the run within 2 s: exit 0, stoppedBy paused, nothing claimed', async () => {
     await busy(60);
     const pauseFile = join(dir, 'send.pause');
-    const run = await throttledRun(['--json', 'deliveries', 'send', '--max-load', 'Threads_running=1', '--pause-file', pauseFile]);
+    const run = await throttledRun([
+      '--json',
+      'deliveries',
+      'send',
+      '--max-load',
+      'Threads_running=1',
+      '--pause-file',
+      pauseFile,
+    ]);
     writeFileSync(pauseFile, 'broker maintenance\n');
     const pausedAt = Date.now();
     expect(await run.running).toBe(0);
     expect(Date.now() - pausedAt).toBeLessThan(2500);
-    expect(summaryOf(run.stdout())).toMatchObject({ exitCode: 0, claimed: 0, stoppedBy: 'paused', paused: { reason: 'broker maintenance' } });
+    expect(summaryOf(run.stdout())).toMatchObject({
+      exitCode: 0,
+      claimed: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'broker maintenance' },
+    });
     expect(throttled(run.stdout()).at(-1)).toMatchObject({ state: 'end', aborted: true, endedBy: 'paused' });
     expect(await touched()).toBe(0);
   });
@@ -105,14 +165,23 @@ describe('deliveries send, throttled for ever', () => {
     const pausedAt = Date.now();
     expect(await run.running).toBe(0);
     expect(Date.now() - pausedAt).toBeLessThan(2500);
-    expect(summaryOf(run.stdout())).toMatchObject({ exitCode: 0, claimed: 0, stoppedBy: 'paused', paused: { reason: 'incident 7' } });
+    expect(summaryOf(run.stdout())).toMatchObject({
+      exitCode: 0,
+      claimed: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'incident 7' },
+    });
     expect(await touched()).toBe(0);
   });
 
   test('Threads_running=0 (never met: the check counts itself) is exit 2 at once, nothing claimed', async () => {
-    const r = await runCli(['--json', 'deliveries', 'send', '--max-seconds', '5', '--max-load', 'Threads_running=0'], { env });
+    const r = await runCli(['--json', 'deliveries', 'send', '--max-seconds', '5', '--max-load', 'Threads_running=0'], {
+      env,
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^fcctl: option '--max-load <VAR=N,…>' argument 'Threads_running=0' is invalid\. Threads_running=0 can never be met: Threads_running counts the check's own query; give 1 or more\n$/);
+    expect(r.stderr).toMatch(
+      /^fcctl: option '--max-load <VAR=N,…>' argument 'Threads_running=0' is invalid\. Threads_running=0 can never be met: Threads_running counts the check's own query; give 1 or more\n$/,
+    );
     const counter = await runCli(['--json', 'deliveries', 'send', '--max-load', 'Uptime=100'], { env });
     expect(counter.code).toBe(2);
     expect(counter.stderr).toMatch(/Uptime only grows \(a counter since the server started\)/);
@@ -121,9 +190,24 @@ describe('deliveries send, throttled for ever', () => {
 });
 
 describe('reconcile run, throttled for ever', () => {
-  const args = (out: string, extra: string[] = []) => ['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out, '--size', '100', '--max-load', 'Threads_running=1', ...extra];
+  const args = (out: string, extra: string[] = []) => [
+    '--json',
+    'reconcile',
+    'run',
+    '--school',
+    '5',
+    '--form',
+    FORM,
+    '--out-dir',
+    out,
+    '--size',
+    '100',
+    '--max-load',
+    'Threads_running=1',
+    ...extra,
+  ];
 
-  test('a --pause-file created during the scan\'s wait stops the run within 2 s: exit 0, stoppedBy paused', async () => {
+  test("a --pause-file created during the scan's wait stops the run within 2 s: exit 0, stoppedBy paused", async () => {
     await busy(60);
     const pauseFile = join(dir, 'reconcile.pause');
     const run = await throttledRun(args(join(dir, 'run-file'), ['--pause-file', pauseFile]));
@@ -150,7 +234,10 @@ describe('reconcile run, throttled for ever', () => {
       await dbs.admin.query(`KILL QUERY ${s.id}`);
       await s.done;
     }
-    const rest = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out, '--size', '100'], { env });
+    const rest = await runCli(
+      ['--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out, '--size', '100'],
+      { env },
+    );
     expect(rest.code).toBe(0);
     expect(existsSync(join(out, 'report.csv'))).toBe(true);
   });

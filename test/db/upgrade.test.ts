@@ -11,7 +11,9 @@ import { servicesTest } from '../helpers/services.js';
 const test = servicesTest({ prefix: 'upgrade', init: 'all' });
 
 describe('db init on a version-4 FC database', () => {
-  test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({ dbs }) => {
+  test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({
+    dbs,
+  }) => {
     expect(SCHEMA_VERSION).toBe(6);
     const t = `\`${dbs.fcName}\`.answer_delivery`;
     await dbs.admin.query(
@@ -28,7 +30,11 @@ describe('db init on a version-4 FC database', () => {
     const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
     expect(init.code).toBe(0);
     const lines = jsonLines(init.stdout);
-    expect(lines.find((l) => l['type'] === 'schema')).toMatchObject({ created: [], indexesAdded: ADDED_INDEXES.fc.map((a) => `${a.table}.${a.index}`), versionRecorded: true });
+    expect(lines.find((l) => l['type'] === 'schema')).toMatchObject({
+      created: [],
+      indexesAdded: ADDED_INDEXES.fc.map((a) => `${a.table}.${a.index}`),
+      versionRecorded: true,
+    });
     expect(lines.at(-1)).toMatchObject({ type: 'summary', created: 0, changed: true });
     const [v] = await dbs.admin.query(`SELECT version FROM \`${dbs.fcName}\`.fcctl_schema_version WHERE side = 'fc'`);
     expect((v as Array<{ version: number }>)[0]!.version).toBe(SCHEMA_VERSION);
@@ -45,7 +51,11 @@ describe('db init on a version-4 FC database', () => {
     await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_error`);
     await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_schema_version SET version = 4`);
     const sh = await runCli(['--json', 'db', 'init', '--side', 'sh'], { env: dbs.env() });
-    expect(jsonLines(sh.stdout).find((l) => l['type'] === 'schema')).toMatchObject({ side: 'sh', indexesAdded: ['flow_apply_command.idx_apply_command_state_error'], versionRecorded: true });
+    expect(jsonLines(sh.stdout).find((l) => l['type'] === 'schema')).toMatchObject({
+      side: 'sh',
+      indexesAdded: ['flow_apply_command.idx_apply_command_state_error'],
+      versionRecorded: true,
+    });
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
 
     // a second init changes nothing
@@ -53,7 +63,9 @@ describe('db init on a version-4 FC database', () => {
     expect(jsonLines(again.stdout).at(-1)).toMatchObject({ type: 'summary', created: 0, changed: false });
   });
 
-  test('version 6 on a version-5 database: db init creates fcctl_worker on both sides and SH fcctl_reconcile_join, db check names them missing before', async ({ dbs }) => {
+  test('version 6 on a version-5 database: db init creates fcctl_worker on both sides and SH fcctl_reconcile_join, db check names them missing before', async ({
+    dbs,
+  }) => {
     for (const name of [dbs.fcName, dbs.shName]) {
       await dbs.admin.query(`DROP TABLE \`${name}\`.fcctl_worker`);
       await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 5`);
@@ -66,11 +78,16 @@ describe('db init on a version-4 FC database', () => {
     expect(init.code).toBe(0);
     const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
     expect(schema.find((l) => l['side'] === 'fc')).toMatchObject({ created: ['fcctl_worker'], versionRecorded: true });
-    expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({ created: ['fcctl_reconcile_join', 'fcctl_worker'], versionRecorded: true });
+    expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({
+      created: ['fcctl_reconcile_join', 'fcctl_worker'],
+      versionRecorded: true,
+    });
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 
-  test('an index outside the upgrade list that was dropped is named by db check, not re-made by db init', async ({ dbs }) => {
+  test('an index outside the upgrade list that was dropped is named by db check, not re-made by db init', async ({
+    dbs,
+  }) => {
     await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX idx_delivery_consumer`);
     const init = await runCli(['--json', 'db', 'init', '--side', 'fc'], { env: dbs.env() });
     expect(init.code).toBe(0);

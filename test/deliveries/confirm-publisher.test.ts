@@ -7,7 +7,12 @@ describe('ConfirmPublisher on the real broker', () => {
   let conn: amqp.ChannelModel;
   const exchange = `test.publisher.${process.pid}.${Date.now()}`;
   /** A `{}` message with `mandatory` set, to `ex` (the test exchange by default). */
-  const message = (routingKey: string, messageId: string, ex = exchange) => ({ exchange: ex, routingKey, body: Buffer.from('{}'), options: { messageId, mandatory: true } });
+  const message = (routingKey: string, messageId: string, ex = exchange) => ({
+    exchange: ex,
+    routingKey,
+    body: Buffer.from('{}'),
+    options: { messageId, mandatory: true },
+  });
   beforeAll(async () => {
     conn = await amqp.connect(testAmqpUrl());
     const ch = await conn.createChannel();
@@ -84,7 +89,10 @@ describe('ConfirmPublisher on the real broker', () => {
   });
 
   describe('with recovery: a refused message is not an outage', () => {
-    const recovery = (probeExchange = exchange) => ({ reopen: () => conn.createConfirmChannel(), probe: () => message('nowhere.probe', `probe-${Math.random()}`, probeExchange) });
+    const recovery = (probeExchange = exchange) => ({
+      reopen: () => conn.createConfirmChannel(),
+      probe: () => message('nowhere.probe', `probe-${Math.random()}`, probeExchange),
+    });
 
     it('a message to a missing exchange (404) is found and refused alone; every message before and after it is acked', async () => {
       const p = new ConfirmPublisher(await conn.createConfirmChannel(), 64, 5000, recovery());
@@ -93,7 +101,11 @@ describe('ConfirmPublisher on the real broker', () => {
         p.publish(message('x', 'culprit', `${exchange}.missing`)),
         ...Array.from({ length: 20 }, (_, i) => p.publish(message('routed.r', `after-${i}`))),
       ]);
-      expect(out[20]).toMatchObject({ kind: 'refused', code: 404, text: expect.stringMatching(/NOT_FOUND - no exchange/) });
+      expect(out[20]).toMatchObject({
+        kind: 'refused',
+        code: 404,
+        text: expect.stringMatching(/NOT_FOUND - no exchange/),
+      });
       expect(out.filter((o) => o.kind === 'ack')).toHaveLength(40);
       expect(p.refusals).toBe(1);
       expect(p.closed).toBeNull();
@@ -107,10 +119,16 @@ describe('ConfirmPublisher on the real broker', () => {
 
     it('when the return probe is refused too, nothing can be published: the publisher is gone and the suspects are unknown (resent later, not charged)', async () => {
       const p = new ConfirmPublisher(await conn.createConfirmChannel(), 64, 5000, recovery(`${exchange}.missing`));
-      const out = await Promise.all([p.publish(message('routed.r', 'u1')), p.publish(message('x', 'u2', `${exchange}.missing`)), p.publish(message('routed.r', 'u3'))]);
+      const out = await Promise.all([
+        p.publish(message('routed.r', 'u1')),
+        p.publish(message('x', 'u2', `${exchange}.missing`)),
+        p.publish(message('routed.r', 'u3')),
+      ]);
       expect(out[1]).toEqual({ kind: 'unknown' });
       expect(out.filter((o) => o.kind === 'refused')).toHaveLength(0);
-      expect(p.lost).toMatch(/^after the broker refused a message \(404 .*\), the return probe was refused too \(404 .*\): the exchange takes no message on this channel$/);
+      expect(p.lost).toMatch(
+        /^after the broker refused a message \(404 .*\), the return probe was refused too \(404 .*\): the exchange takes no message on this channel$/,
+      );
       expect(await p.publish(message('routed.r', 'u4'))).toEqual({ kind: 'unsent' });
       const ch = await conn.createChannel();
       await ch.purgeQueue(`${exchange}.q`);
@@ -124,7 +142,7 @@ describe('ConfirmPublisher on the real broker', () => {
       const later = Array.from({ length: 10 }, (_, i) => p.publish(message('routed.s', `t-${i}`)));
       expect(await bad).toMatchObject({ kind: 'error' });
       const rest = await Promise.all([...first, ...later]);
-      expect(rest.map((o) => o.kind)).toEqual(Array(20).fill("ack"));
+      expect(rest.map((o) => o.kind)).toEqual(Array(20).fill('ack'));
       expect(p.closed).toBeNull();
       await p.close();
       const ch = await conn.createChannel();

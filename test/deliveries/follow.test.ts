@@ -8,7 +8,15 @@
 import { afterEach, describe, expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
@@ -28,7 +36,9 @@ test.beforeAll(async ({ dbs: d }) => {
 });
 afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.stop('SIGKILL')));
-  await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
+  await dbs.admin.query(
+    `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`,
+  );
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_pause`);
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
 });
@@ -42,8 +52,15 @@ async function count(sql: string, params: unknown[] = []): Promise<number> {
   const [rows] = await dbs.admin.query(sql, params);
   return Number((rows as Array<{ n: number }>)[0]!.n);
 }
-const accepted = (key: string) => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key]);
-const claimed = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE claim_owner IS NOT NULL AND state IN ('PENDING', 'FAILED')`);
+const accepted = (key: string) =>
+  count(
+    `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+    [key],
+  );
+const claimed = () =>
+  count(
+    `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE claim_owner IS NOT NULL AND state IN ('PENDING', 'FAILED')`,
+  );
 const workers = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.fcctl_worker`);
 async function consumer() {
   const key = uniqueConsumerKey('fw');
@@ -59,7 +76,12 @@ describe('deliveries send --follow', () => {
     const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1']);
     await relay.waitForLine('the running state', (l) => l['type'] === 'state' && l['state'] === 'running');
     // each change of state said once
-    expect(relay.lines().filter((l) => l['type'] === 'state').map((l) => l['state'])).toEqual(['starting', 'running']);
+    expect(
+      relay
+        .lines()
+        .filter((l) => l['type'] === 'state')
+        .map((l) => l['state']),
+    ).toEqual(['starting', 'running']);
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await httpGet(port, '/healthz')).status).toBe(200);
     await waitFor('the registry row', async () => (await workers()) === 1, 10_000, 100);
@@ -88,7 +110,10 @@ describe('deliveries send --follow', () => {
 
     const r = await relay.stop('SIGTERM');
     expect(r.code).toBe(0);
-    const summary = r.stdout.split('\n').filter((l) => l.includes('"type":"summary"')).map((l) => JSON.parse(l) as Record<string, unknown>)[0]!;
+    const summary = r.stdout
+      .split('\n')
+      .filter((l) => l.includes('"type":"summary"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)[0]!;
     expect(summary).toMatchObject({ exitCode: 0, accepted: 50, stoppedBy: 'signal', follow: true });
     expect(await claimed()).toBe(0);
     expect(await workers()).toBe(0);
@@ -115,7 +140,15 @@ describe('deliveries send --follow', () => {
     expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
     await waitFor('delivered after resume', async () => (await accepted(key)) === 400, 10_000, 50);
     // each relay back to running within a couple of polls of the resume
-    const back = await Promise.all(relays.map((r) => r.waitForLine('running again', (l) => l['type'] === 'state' && l['state'] === 'running' && Date.parse(String(l['ts'])) >= resumedAt, 5000)));
+    const back = await Promise.all(
+      relays.map((r) =>
+        r.waitForLine(
+          'running again',
+          (l) => l['type'] === 'state' && l['state'] === 'running' && Date.parse(String(l['ts'])) >= resumedAt,
+          5000,
+        ),
+      ),
+    );
     expect(Math.max(...back.map((l) => Date.parse(String(l['ts'])))) - resumedAt).toBeLessThan(2000);
     for (const port of ports) expect((await httpGet(port, '/readyz')).status).toBe(200);
     const ends = await Promise.all(relays.map((r) => r.stop()));
@@ -133,7 +166,10 @@ describe('deliveries send --follow', () => {
     const done = await accepted(key);
     expect(done).toBeLessThan(20_000);
     expect(await claimed()).toBe(0);
-    const summary = JSON.parse(end.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as Record<string, unknown>;
+    const summary = JSON.parse(end.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as Record<
+      string,
+      unknown
+    >;
     expect(summary).toMatchObject({ exitCode: 0, stoppedBy: 'signal', accepted: done });
     const next = follow();
     await waitFor('the next relay delivers the rest', async () => (await accepted(key)) === 20_000, 60_000, 100);
@@ -148,11 +184,17 @@ describe('deliveries send --follow', () => {
       await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 5);
       const port = await freePort();
       const relay = follow(['--listen', `:${port}`]);
-      const line = await relay.waitForLine('misconfigured', (l) => l['type'] === 'state' && l['state'] === 'misconfigured');
+      const line = await relay.waitForLine(
+        'misconfigured',
+        (l) => l['type'] === 'state' && l['state'] === 'misconfigured',
+      );
       expect(String(line['detail'])).toContain('publisher identity');
       expect((await httpGet(port, '/readyz')).body).toMatch(/^misconfigured: publisher identity/);
       expect(await claimed()).toBe(0);
-      const [rows] = await dbs.admin.query(`SELECT MAX(retry_count) AS r FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`, [key]);
+      const [rows] = await dbs.admin.query(
+        `SELECT MAX(retry_count) AS r FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`,
+        [key],
+      );
       expect(Number((rows as Array<{ r: number }>)[0]!.r)).toBe(0);
       await insertRegistry(dbs.admin, dbs.fcName);
       // looked at again every 30 s
@@ -170,11 +212,18 @@ describe('deliveries send --follow', () => {
     await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
     await waitFor('its row', async () => (await workers()) === 1, 10_000, 100);
     await relay.stop('SIGKILL');
-    const stale = () => count(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.fcctl_worker WHERE last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND`);
+    const stale = () =>
+      count(
+        `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.fcctl_worker WHERE last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND`,
+      );
     expect(await stale()).toBe(0);
     await waitFor('stale', async () => (await stale()) === 1, 10_000, 200);
     const [rows] = await dbs.admin.query(`SELECT command, pid, state, version FROM \`${dbs.fcName}\`.fcctl_worker`);
-    expect((rows as Array<Record<string, unknown>>)[0]).toMatchObject({ command: 'deliveries send', pid: relay.child.pid, state: 'running' });
+    expect((rows as Array<Record<string, unknown>>)[0]).toMatchObject({
+      command: 'deliveries send',
+      pid: relay.child.pid,
+      state: 'running',
+    });
     await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_worker`);
   });
 
@@ -188,7 +237,13 @@ describe('deliveries send --follow', () => {
     }
     await waitFor('600 accepted', async () => (await accepted(key)) === 600, 30_000, 100);
     const results = await Promise.all(relays.map((r) => r.stop()));
-    const shares = results.map((r) => JSON.parse(r.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as { accepted: number; exitCode: number });
+    const shares = results.map(
+      (r) =>
+        JSON.parse(r.stdout.split('\n').find((l) => l.includes('"type":"summary"'))!) as {
+          accepted: number;
+          exitCode: number;
+        },
+    );
     expect(shares.map((s) => s.exitCode)).toEqual([0, 0, 0]);
     expect(shares.reduce((a, s) => a + s.accepted, 0)).toBe(600);
     for (const s of shares) expect(s.accepted).toBeGreaterThan(0);
@@ -259,7 +314,11 @@ describe('deliveries send --follow', () => {
     try {
       const port = await freePort();
       const relay = follow(['--listen', `:${port}`], { FCCTL_FC_DATABASE_URL: viaProxy(fcUrl.toString(), proxyPort) });
-      const outage = await relay.waitForLine('the outage', (l) => l['type'] === 'state' && l['state'] === 'outage', 20_000);
+      const outage = await relay.waitForLine(
+        'the outage',
+        (l) => l['type'] === 'state' && l['state'] === 'outage',
+        20_000,
+      );
       expect(String(outage['detail'])).toMatch(/FC database at mysql:\/\/[^:]+:\*\*\*@/);
       const ready = await httpGet(port, '/readyz');
       expect(ready.status).toBe(503);

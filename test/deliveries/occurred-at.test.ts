@@ -5,7 +5,15 @@ import { readServerZone, zoneFromServer } from '../../src/lib/time/service-zone.
 import { offsetAt } from '../../src/lib/time/zone.js';
 import { jsonLines, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { servicesTest } from '../helpers/services.js';
 
 /**
@@ -54,13 +62,30 @@ async function sendUnder(tz: string, extra: Record<string, string | undefined>, 
 
 describe('occurredAt under two host zones (the built binary)', () => {
   test('the host TZ really changes what a JS Date says (so the comparison below can fail)', () => {
-    const offsets = HOST_ZONES.map((tz) => spawnSync(process.execPath, ['-e', 'process.stdout.write(String(new Date(2026, 9, 21, 10, 5).getTimezoneOffset()))'], { env: { ...process.env, TZ: tz }, encoding: 'utf8' }).stdout);
+    const offsets = HOST_ZONES.map(
+      (tz) =>
+        spawnSync(
+          process.execPath,
+          ['-e', 'process.stdout.write(String(new Date(2026, 9, 21, 10, 5).getTimezoneOffset()))'],
+          { env: { ...process.env, TZ: tz }, encoding: 'utf8' },
+        ).stdout,
+    );
     expect(offsets).toEqual(['0', '-480']);
   });
 
   test.each([
-    ['FCCTL_SERVICE_TIME_ZONE=Asia/Shanghai', { FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' }, [], '2026-10-21T10:05:00+08:00'],
-    ['FCCTL_SERVICE_TIME_ZONE=America/New_York (summer time in October)', { FCCTL_SERVICE_TIME_ZONE: 'America/New_York' }, [], '2026-10-21T10:05:00-04:00'],
+    [
+      'FCCTL_SERVICE_TIME_ZONE=Asia/Shanghai',
+      { FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' },
+      [],
+      '2026-10-21T10:05:00+08:00',
+    ],
+    [
+      'FCCTL_SERVICE_TIME_ZONE=America/New_York (summer time in October)',
+      { FCCTL_SERVICE_TIME_ZONE: 'America/New_York' },
+      [],
+      '2026-10-21T10:05:00-04:00',
+    ],
     ['--service-time-zone +05:30', {}, ['--service-time-zone', '+05:30'], '2026-10-21T10:05:00+05:30'],
   ] as const)('%s: the same bytes under TZ=UTC and TZ=Asia/Shanghai', async (_name, extra, flags, occurredAt) => {
     const bodies: Buffer[] = [];
@@ -71,7 +96,7 @@ describe('occurredAt under two host zones (the built binary)', () => {
     expect(body['occurredAt']).toBe(occurredAt);
   });
 
-  test('unset: the FC database\'s own zone (the local MariaDB: SYSTEM, system_time_zone UTC → +00:00), the same under both host zones', async () => {
+  test("unset: the FC database's own zone (the local MariaDB: SYSTEM, system_time_zone UTC → +00:00), the same under both host zones", async () => {
     const db = await openDb('FC database', dbs.fcUrl);
     const facts = await readServerZone(db).finally(() => db.close());
     const expected = `2026-10-21T10:05:00${offsetAt('2026-10-21 10:05:00', zoneFromServer(facts).zone)}`;

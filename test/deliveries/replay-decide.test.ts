@@ -15,19 +15,48 @@ import { canonicalRevision } from '../../src/lib/ids.js';
 import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay/input.js';
 import { ALL_FAILED, failedSql } from '../../src/lib/deliveries/failed/sql.js';
 import { replaySql } from '../../src/lib/deliveries/replay/sql.js';
-import { DELIVERY_STATES, type DeliveryRow, type DeliveryState, type GrantRow } from '../../src/lib/deliveries/types.js';
+import {
+  DELIVERY_STATES,
+  type DeliveryRow,
+  type DeliveryState,
+  type GrantRow,
+} from '../../src/lib/deliveries/types.js';
 import { canonicalize } from '../../src/lib/canon/index.js';
 import { snapshotOf } from '../helpers/deliveries.js';
 
 const UUID = '5f0a0000-0000-4000-8000-00000000a001';
 const OP = opDigest('inc-42-1');
-const request: ReplayRequest = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', opDigest: OP };
+const request: ReplayRequest = {
+  answerUuid: UUID,
+  consumerAppKey: '100100',
+  consumerSchoolId: '5',
+  expectedRevision: '3',
+  opDigest: OP,
+};
 const row = (over: Partial<ReplayRow> = {}): ReplayRow => ({
-  id: '17', event_id: 'e-17', state: 'FAILED', retry_count: 3, replay_op_digest: null, answer_revision: '3', grant_version: '7',
-  form_uuid: 'f0e1', last_error: 'NACK', consumer_applied_at: null, consumer_outcome: null, ...over,
+  id: '17',
+  event_id: 'e-17',
+  state: 'FAILED',
+  retry_count: 3,
+  replay_op_digest: null,
+  answer_revision: '3',
+  grant_version: '7',
+  form_uuid: 'f0e1',
+  last_error: 'NACK',
+  consumer_applied_at: null,
+  consumer_outcome: null,
+  ...over,
 });
 const grant = (over: Partial<GrantRow> = {}): GrantRow => ({
-  form_uuid: 'f0e1', consumer_school_id: '5', consumer_app_key: '100100', grant_version: '7', read_allowed: 1, subscribe_allowed: 1, push_allowed: 1, revoked: 0, ...over,
+  form_uuid: 'f0e1',
+  consumer_school_id: '5',
+  consumer_app_key: '100100',
+  grant_version: '7',
+  read_allowed: 1,
+  subscribe_allowed: 1,
+  push_allowed: 1,
+  revoked: 0,
+  ...over,
 });
 
 const GRANTS: Record<string, GrantRow | null> = {
@@ -62,14 +91,44 @@ describe('decideReplay: explicit table', () => {
     ['PENDING', { state: 'PENDING', retry_count: 0, last_error: null }, GRANTS.ok!, 'QUEUED', 'reset'],
     ['FAILED', { state: 'FAILED' }, GRANTS.ok!, 'QUEUED', 'reset'],
     ['DEAD', { state: 'DEAD', retry_count: 8 }, GRANTS.ok!, 'QUEUED', 'reset'],
-    ['BROKER_ACCEPTED without receipt', { state: 'BROKER_ACCEPTED', retry_count: 0, last_error: null }, GRANTS.ok!, 'QUEUED', 'reset'],
-    ['BROKER_ACCEPTED with receipt', { state: 'BROKER_ACCEPTED', consumer_applied_at: '2026-10-21 10:06:00', consumer_outcome: 'APPLIED' }, GRANTS.ok!, 'ALREADY_DELIVERED', null],
-    ['receipt beats a revoked grant', { state: 'BROKER_ACCEPTED', consumer_applied_at: '2026-10-21 10:06:00' }, GRANTS.revoked!, 'ALREADY_DELIVERED', null],
-    ['GRANT_REVOKED row, grant valid again', { state: 'GRANT_REVOKED', last_error: 'GRANT_REVOKED' }, GRANTS.ok!, 'GRANT_REVOKED', null],
+    [
+      'BROKER_ACCEPTED without receipt',
+      { state: 'BROKER_ACCEPTED', retry_count: 0, last_error: null },
+      GRANTS.ok!,
+      'QUEUED',
+      'reset',
+    ],
+    [
+      'BROKER_ACCEPTED with receipt',
+      { state: 'BROKER_ACCEPTED', consumer_applied_at: '2026-10-21 10:06:00', consumer_outcome: 'APPLIED' },
+      GRANTS.ok!,
+      'ALREADY_DELIVERED',
+      null,
+    ],
+    [
+      'receipt beats a revoked grant',
+      { state: 'BROKER_ACCEPTED', consumer_applied_at: '2026-10-21 10:06:00' },
+      GRANTS.revoked!,
+      'ALREADY_DELIVERED',
+      null,
+    ],
+    [
+      'GRANT_REVOKED row, grant valid again',
+      { state: 'GRANT_REVOKED', last_error: 'GRANT_REVOKED' },
+      GRANTS.ok!,
+      'GRANT_REVOKED',
+      null,
+    ],
     ['FAILED, grant revoked', { state: 'FAILED' }, GRANTS.revoked!, 'GRANT_REVOKED', 'revoke'],
     ['DEAD, grant advanced', { state: 'DEAD' }, GRANTS.advanced!, 'GRANT_REVOKED', 'revoke'],
     ['PENDING, grant missing', { state: 'PENDING' }, null, 'GRANT_REVOKED', 'revoke'],
-    ['BROKER_ACCEPTED, grant advanced: answered, state kept', { state: 'BROKER_ACCEPTED' }, GRANTS.advanced!, 'GRANT_REVOKED', null],
+    [
+      'BROKER_ACCEPTED, grant advanced: answered, state kept',
+      { state: 'BROKER_ACCEPTED' },
+      GRANTS.advanced!,
+      'GRANT_REVOKED',
+      null,
+    ],
     ['FAILED, push disabled: queued, send holds it', { state: 'FAILED' }, GRANTS.pushOff!, 'QUEUED', 'reset'],
   ];
   for (const [name, over, g, code, write] of table) {
@@ -82,52 +141,133 @@ describe('decideReplay: explicit table', () => {
   }
 
   it('a reset carries the generation read and the operation digest; a revoke the grant code', () => {
-    const d = decideReplay({ request, newest: row({ state: 'DEAD', retry_count: 8, replay_op_digest: 'a'.repeat(64) }), grant: GRANTS.ok!, prior: null });
-    expect(d).toMatchObject({ code: 'QUEUED', eventId: 'e-17', deliveryId: '17', write: { kind: 'reset', opDigest: OP, from: { id: '17', state: 'DEAD', retryCount: 8, replayOpDigest: 'a'.repeat(64) } } });
+    const d = decideReplay({
+      request,
+      newest: row({ state: 'DEAD', retry_count: 8, replay_op_digest: 'a'.repeat(64) }),
+      grant: GRANTS.ok!,
+      prior: null,
+    });
+    expect(d).toMatchObject({
+      code: 'QUEUED',
+      eventId: 'e-17',
+      deliveryId: '17',
+      write: {
+        kind: 'reset',
+        opDigest: OP,
+        from: { id: '17', state: 'DEAD', retryCount: 8, replayOpDigest: 'a'.repeat(64) },
+      },
+    });
     const r = decideReplay({ request, newest: row(), grant: GRANTS.advanced!, prior: null });
     expect(r).toMatchObject({ code: 'GRANT_REVOKED', write: { kind: 'revoke', lastError: 'GRANT_VERSION_CHANGED' } });
     expect(r.reason).toMatch(/^GRANT_VERSION_CHANGED: grant version is 8, the row was made under 7/);
   });
 
   it('a reason never exceeds 512 characters, so the recorded answer is the same text', () => {
-    const d = decideReplay({ request, newest: row({ last_error: `NACK: ${'债'.repeat(600)}` }), grant: GRANTS.ok!, prior: null });
+    const d = decideReplay({
+      request,
+      newest: row({ last_error: `NACK: ${'债'.repeat(600)}` }),
+      grant: GRANTS.ok!,
+      prior: null,
+    });
     expect(d.code).toBe('QUEUED');
     expect([...d.reason]).toHaveLength(512);
   });
 
   it('the expected revision is compared as a number (007 = 7), big revisions exactly', () => {
-    expect(decideReplay({ request: { ...request, expectedRevision: '003' }, newest: row(), grant: GRANTS.ok!, prior: null }).code).toBe('QUEUED');
+    expect(
+      decideReplay({ request: { ...request, expectedRevision: '003' }, newest: row(), grant: GRANTS.ok!, prior: null })
+        .code,
+    ).toBe('QUEUED');
     const big = '9007199254740993';
-    expect(decideReplay({ request: { ...request, expectedRevision: big }, newest: row({ answer_revision: big }), grant: GRANTS.ok!, prior: null }).code).toBe('QUEUED');
-    expect(decideReplay({ request: { ...request, expectedRevision: '9007199254740992' }, newest: row({ answer_revision: big }), grant: GRANTS.ok!, prior: null }).code).toBe('REVISION_MISMATCH');
+    expect(
+      decideReplay({
+        request: { ...request, expectedRevision: big },
+        newest: row({ answer_revision: big }),
+        grant: GRANTS.ok!,
+        prior: null,
+      }).code,
+    ).toBe('QUEUED');
+    expect(
+      decideReplay({
+        request: { ...request, expectedRevision: '9007199254740992' },
+        newest: row({ answer_revision: big }),
+        grant: GRANTS.ok!,
+        prior: null,
+      }).code,
+    ).toBe('REVISION_MISMATCH');
   });
 
   it('a recorded answer is returned as it was, with no write, whatever the row is now', () => {
-    const prior: RecordedAnswer = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', code: 'QUEUED', reason: 'first', eventId: 'e-17' };
+    const prior: RecordedAnswer = {
+      answerUuid: UUID,
+      consumerAppKey: '100100',
+      consumerSchoolId: '5',
+      expectedRevision: '3',
+      code: 'QUEUED',
+      reason: 'first',
+      eventId: 'e-17',
+    };
     for (const newest of [null, row({ state: 'BROKER_ACCEPTED' }), row({ state: 'GRANT_REVOKED' })]) {
       const d = decideReplay({ request, newest, grant: null, prior });
       expect(d).toEqual({ code: 'QUEUED', reason: 'first', repeated: true, eventId: 'e-17', deliveryId: null });
     }
-    expect(decideReplay({ request: { ...request, expectedRevision: '03' }, newest: null, grant: null, prior }).code).toBe('QUEUED');
+    expect(
+      decideReplay({ request: { ...request, expectedRevision: '03' }, newest: null, grant: null, prior }).code,
+    ).toBe('QUEUED');
   });
 
   it('a recorded QUEUED answer whose row is FAILED or DEAD again: the same answer, no write, marked still failed with what to do', () => {
-    const prior: RecordedAnswer = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', code: 'QUEUED', reason: 'first', eventId: 'e-17' };
+    const prior: RecordedAnswer = {
+      answerUuid: UUID,
+      consumerAppKey: '100100',
+      consumerSchoolId: '5',
+      expectedRevision: '3',
+      code: 'QUEUED',
+      reason: 'first',
+      eventId: 'e-17',
+    };
     for (const rowState of ['FAILED', 'DEAD'] as const) {
-      const d = decideReplay({ request, newest: null, grant: null, prior: { ...prior, rowState, rowLastError: 'NO_ROUTE' } });
+      const d = decideReplay({
+        request,
+        newest: null,
+        grant: null,
+        prior: { ...prior, rowState, rowLastError: 'NO_ROUTE' },
+      });
       expect(d).toMatchObject({ code: 'QUEUED', reason: 'first', repeated: true, eventId: 'e-17' });
       expect('write' in d).toBe(false);
-      expect((d as { stillFailed?: string }).stillFailed).toBe(`event e-17 is ${rowState} again (NO_ROUTE) since this operation id queued it; the same id changes nothing: replay it under a new operation id (with --failed, a new --operation-prefix)`);
+      expect((d as { stillFailed?: string }).stillFailed).toBe(
+        `event e-17 is ${rowState} again (NO_ROUTE) since this operation id queued it; the same id changes nothing: replay it under a new operation id (with --failed, a new --operation-prefix)`,
+      );
     }
     // a row still on its way, delivered, or another recorded answer: nothing to say
-    for (const over of [{ rowState: 'PENDING' }, { rowState: 'BROKER_ACCEPTED' }, { rowState: null }, { code: 'GRANT_REVOKED', rowState: 'DEAD' }] as const) {
-      expect(decideReplay({ request, newest: null, grant: null, prior: { ...prior, ...over } })).not.toHaveProperty('stillFailed');
+    for (const over of [
+      { rowState: 'PENDING' },
+      { rowState: 'BROKER_ACCEPTED' },
+      { rowState: null },
+      { code: 'GRANT_REVOKED', rowState: 'DEAD' },
+    ] as const) {
+      expect(decideReplay({ request, newest: null, grant: null, prior: { ...prior, ...over } })).not.toHaveProperty(
+        'stillFailed',
+      );
     }
   });
 
   it('an operation id recorded for other parameters is OPERATION_CONFLICT, refused, nothing written', () => {
-    const prior: RecordedAnswer = { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: '3', code: 'QUEUED', reason: 'first', eventId: 'e-17' };
-    for (const other of [{ answerUuid: UUID.replace('a001', 'a002') }, { consumerAppKey: '100101' }, { consumerSchoolId: '6' }, { expectedRevision: '4' }]) {
+    const prior: RecordedAnswer = {
+      answerUuid: UUID,
+      consumerAppKey: '100100',
+      consumerSchoolId: '5',
+      expectedRevision: '3',
+      code: 'QUEUED',
+      reason: 'first',
+      eventId: 'e-17',
+    };
+    for (const other of [
+      { answerUuid: UUID.replace('a001', 'a002') },
+      { consumerAppKey: '100101' },
+      { consumerSchoolId: '6' },
+      { expectedRevision: '4' },
+    ]) {
       const d = decideReplay({ request: { ...request, ...other }, newest: row(), grant: GRANTS.ok!, prior });
       expect(d.code).toBe('OPERATION_CONFLICT');
       expect('write' in d).toBe(false);
@@ -159,14 +299,33 @@ describe('decideReplay: exhaustive over state × receipt × grant × revision ×
             for (const p of priors)
               for (const present of [true, false]) {
                 cases += 1;
-                const newest = present ? row({ state, consumer_applied_at: appliedAt, consumer_outcome: outcome, answer_revision: rev }) : null;
+                const newest = present
+                  ? row({ state, consumer_applied_at: appliedAt, consumer_outcome: outcome, answer_revision: rev })
+                  : null;
                 const prior: RecordedAnswer | null =
-                  p === 'none' ? null : { answerUuid: UUID, consumerAppKey: '100100', consumerSchoolId: '5', expectedRevision: p === 'same' ? '3' : '9', code: 'NO_DELIVERY_ROW', reason: 'recorded', eventId: null };
+                  p === 'none'
+                    ? null
+                    : {
+                        answerUuid: UUID,
+                        consumerAppKey: '100100',
+                        consumerSchoolId: '5',
+                        expectedRevision: p === 'same' ? '3' : '9',
+                        code: 'NO_DELIVERY_ROW',
+                        reason: 'recorded',
+                        eventId: null,
+                      };
                 const d = decideReplay({ request, newest, grant: g, prior });
                 const write = 'write' in d ? d.write : undefined;
                 const label = JSON.stringify({ state, appliedAt, outcome, gname, rev, p, present });
                 // a recorded operation decides alone and never writes
-                if (p === 'same') expect(d, label).toEqual({ code: 'NO_DELIVERY_ROW', reason: 'recorded', repeated: true, eventId: null, deliveryId: null });
+                if (p === 'same')
+                  expect(d, label).toEqual({
+                    code: 'NO_DELIVERY_ROW',
+                    reason: 'recorded',
+                    repeated: true,
+                    eventId: null,
+                    deliveryId: null,
+                  });
                 if (p === 'other') expect(d.code, label).toBe('OPERATION_CONFLICT');
                 if (p !== 'none') {
                   expect(write, label).toBeUndefined();
@@ -190,24 +349,52 @@ describe('decideReplay: exhaustive over state × receipt × grant × revision ×
                   expect(d.code, label).toBe('GRANT_REVOKED');
                   // never revived; a terminal BROKER_ACCEPTED keeps its state; open and DEAD rows are marked
                   if (state === 'GRANT_REVOKED' || state === 'BROKER_ACCEPTED') expect(write, label).toBeUndefined();
-                  else expect(write, label).toEqual({ kind: 'revoke', from: { id: '17', state, retryCount: 3, replayOpDigest: null }, lastError: refusal!.code });
+                  else
+                    expect(write, label).toEqual({
+                      kind: 'revoke',
+                      from: { id: '17', state, retryCount: 3, replayOpDigest: null },
+                      lastError: refusal!.code,
+                    });
                   continue;
                 }
                 expect(d.code, label).toBe('QUEUED');
-                expect(write, label).toEqual({ kind: 'reset', from: { id: '17', state, retryCount: 3, replayOpDigest: null }, opDigest: OP });
+                expect(write, label).toEqual({
+                  kind: 'reset',
+                  from: { id: '17', state, retryCount: 3, replayOpDigest: null },
+                  opDigest: OP,
+                });
               }
     expect(cases).toBe(5 * 7 * 7 * 2 * 3 * 2);
   });
 
-  it('grantRefusal says exactly what send\'s pre-publish step 2 says', () => {
+  it("grantRefusal says exactly what send's pre-publish step 2 says", () => {
     const snapshot = snapshotOf(5);
     const hash = (canonicalize(snapshot) as { hash: string }).hash;
     const dRow: DeliveryRow = {
-      id: '1', event_id: '5f0a0000-0000-4000-8000-000000000001', event_type: 'created', source_app_key: '100021', consumer_app_key: '100100',
-      consumer_school_id: '5', grant_version: '7', form_uuid: 'f0e1', form_version: 4, answer_uuid: UUID, answer_revision: '3', is_deleted: 0,
-      content_hash: hash, occurred_at: '2026-10-21 10:05:00', snapshot_json: snapshot, state: 'PENDING', retry_count: 0, replay_op_digest: null,
+      id: '1',
+      event_id: '5f0a0000-0000-4000-8000-000000000001',
+      event_type: 'created',
+      source_app_key: '100021',
+      consumer_app_key: '100100',
+      consumer_school_id: '5',
+      grant_version: '7',
+      form_uuid: 'f0e1',
+      form_version: 4,
+      answer_uuid: UUID,
+      answer_revision: '3',
+      is_deleted: 0,
+      content_hash: hash,
+      occurred_at: '2026-10-21 10:05:00',
+      snapshot_json: snapshot,
+      state: 'PENDING',
+      retry_count: 0,
+      replay_op_digest: null,
     };
-    const publisher: PublisherFacts = { appKey: '100021', appCode: 'demo', registry: { id: '42', app_code: 'demo', app_key: '100021' } };
+    const publisher: PublisherFacts = {
+      appKey: '100021',
+      appCode: 'demo',
+      registry: { id: '42', app_code: 'demo', app_key: '100021' },
+    };
     for (const [name, g] of Object.entries(GRANTS)) {
       const pre = prePublish(dRow, { publisher, grant: g ?? undefined, maxRetries: 8 });
       const refusal = grantRefusal(g, '7');
@@ -219,19 +406,33 @@ describe('decideReplay: exhaustive over state × receipt × grant × revision ×
 
 describe('replay SQL (as text)', () => {
   it('the reset is guarded on the generation read, never touches receipts or a revoked row, clears the claim', () => {
-    const { sql, params } = replaySql.write({ kind: 'reset', from: { id: '17', state: 'DEAD', retryCount: 8, replayOpDigest: null }, opDigest: OP });
-    expect(sql).toContain("SET state = 'PENDING', retry_count = 0, replay_op_digest = ?, last_error = NULL, next_retry_at = NULL, broker_accepted_at = NULL, claim_owner = NULL, claim_expires_at = NULL");
-    expect(sql).toContain("WHERE id = ? AND state = ? AND retry_count = ? AND replay_op_digest <=> ? AND (consumer_applied_at IS NULL OR consumer_outcome IN ('CONFLICT', 'DEFERRED', 'REJECTED'))");
+    const { sql, params } = replaySql.write({
+      kind: 'reset',
+      from: { id: '17', state: 'DEAD', retryCount: 8, replayOpDigest: null },
+      opDigest: OP,
+    });
+    expect(sql).toContain(
+      "SET state = 'PENDING', retry_count = 0, replay_op_digest = ?, last_error = NULL, next_retry_at = NULL, broker_accepted_at = NULL, claim_owner = NULL, claim_expires_at = NULL",
+    );
+    expect(sql).toContain(
+      "WHERE id = ? AND state = ? AND retry_count = ? AND replay_op_digest <=> ? AND (consumer_applied_at IS NULL OR consumer_outcome IN ('CONFLICT', 'DEFERRED', 'REJECTED'))",
+    );
     expect(sql).not.toMatch(/consumer_applied_at\s*=|consumer_outcome\s*=|snapshot_json|event_id/);
     expect(params).toEqual([OP, '17', 'DEAD', 8, null]);
   });
   it('the revoke only marks open or DEAD rows', () => {
-    const { sql, params } = replaySql.write({ kind: 'revoke', from: { id: '17', state: 'FAILED', retryCount: 2, replayOpDigest: 'd' }, lastError: 'GRANT_REVOKED' });
+    const { sql, params } = replaySql.write({
+      kind: 'revoke',
+      from: { id: '17', state: 'FAILED', retryCount: 2, replayOpDigest: 'd' },
+      lastError: 'GRANT_REVOKED',
+    });
     expect(sql).toContain("state IN ('PENDING', 'FAILED', 'DEAD')");
     expect(params).toEqual(['GRANT_REVOKED', '17', 'FAILED', 2, 'd']);
   });
   it('the newest row is locked only inside the transaction; failed pages read one extra row', () => {
-    expect(replaySql.newestRow(request, true).sql).toMatch(/ORDER BY answer_revision DESC, id DESC LIMIT 1 FOR UPDATE$/);
+    expect(replaySql.newestRow(request, true).sql).toMatch(
+      /ORDER BY answer_revision DESC, id DESC LIMIT 1 FOR UPDATE$/,
+    );
     expect(replaySql.newestRow(request, false).sql).not.toContain('FOR UPDATE');
     expect(failedSql.page('k', '5', ALL_FAILED, { page: 3 }, 50).params).toEqual(['k', '5', 51, 100]);
     expect(failedSql.page('k', '5', ALL_FAILED, { page: 1 }, 50).sql).toContain('ORDER BY id DESC LIMIT ? OFFSET ?');
@@ -280,15 +481,39 @@ describe('replay input files', () => {
     ['revision beyond BIGINT', `${H}${U1},9223372036854775808,op\n`, /^line 2: expectedRevision/],
     ['empty op id', `${H}${U1},3,\n`, /^line 2: operationId is empty/],
     ['op id of 129 characters', `${H}${U1},3,${'x'.repeat(129)}\n`, /^line 2: operationId is longer than 128/],
-    ['op id with spaces around', `${H}${U1},3, op\n`, /^line 2: operationId holds control characters or surrounding spaces/],
-    ['op id reused for another answer', `${H}${U1},3,op\n${U2},3,op\n`, /^line 3: operation id "op" is used on line 2 for another answer/],
+    [
+      'op id with spaces around',
+      `${H}${U1},3, op\n`,
+      /^line 2: operationId holds control characters or surrounding spaces/,
+    ],
+    [
+      'op id reused for another answer',
+      `${H}${U1},3,op\n${U2},3,op\n`,
+      /^line 3: operation id "op" is used on line 2 for another answer/,
+    ],
     ['header only', H, /holds no replay items/],
     ['empty file', '', /^line 1: no header line|holds no replay items/],
-    ['malformed JSON line', `{"answerUuid":"${U1}","expectedRevision":3,"operationId":"a"}\n{"answerUuid":\n`, /^line 2: malformed JSON/],
-    ['JSON line not an object', `{"answerUuid":"${U1}","expectedRevision":3,"operationId":"a"}\n[1]\n`, /^line 2: not a JSON object/],
+    [
+      'malformed JSON line',
+      `{"answerUuid":"${U1}","expectedRevision":3,"operationId":"a"}\n{"answerUuid":\n`,
+      /^line 2: malformed JSON/,
+    ],
+    [
+      'JSON line not an object',
+      `{"answerUuid":"${U1}","expectedRevision":3,"operationId":"a"}\n[1]\n`,
+      /^line 2: not a JSON object/,
+    ],
     ['JSON member missing', `{"answerUuid":"${U1}","operationId":"a"}\n`, /^line 1: expectedRevision is missing/],
-    ['JSON unsafe number revision', `{"answerUuid":"${U1}","expectedRevision":9007199254740993,"operationId":"a"}\n`, /^line 1: expectedRevision/],
-    ['JSON revision as float', `{"answerUuid":"${U1}","expectedRevision":3.5,"operationId":"a"}\n`, /^line 1: expectedRevision/],
+    [
+      'JSON unsafe number revision',
+      `{"answerUuid":"${U1}","expectedRevision":9007199254740993,"operationId":"a"}\n`,
+      /^line 1: expectedRevision/,
+    ],
+    [
+      'JSON revision as float',
+      `{"answerUuid":"${U1}","expectedRevision":3.5,"operationId":"a"}\n`,
+      /^line 1: expectedRevision/,
+    ],
   ];
   for (const [name, text, expected] of bad) it(`refuses: ${name}`, () => expect(err(text)).toMatch(expected));
 
@@ -308,9 +533,13 @@ describe('replay input files', () => {
 
 describe('replay library types', () => {
   it('codes are a closed union; a decision carries a write only for the five protocol codes', () => {
-    expectTypeOf<ReplayDecision['code']>().toEqualTypeOf<'QUEUED' | 'ALREADY_DELIVERED' | 'GRANT_REVOKED' | 'REVISION_MISMATCH' | 'NO_DELIVERY_ROW' | 'OPERATION_CONFLICT'>();
+    expectTypeOf<ReplayDecision['code']>().toEqualTypeOf<
+      'QUEUED' | 'ALREADY_DELIVERED' | 'GRANT_REVOKED' | 'REVISION_MISMATCH' | 'NO_DELIVERY_ROW' | 'OPERATION_CONFLICT'
+    >();
     expectTypeOf(decideReplay).parameter(0).toHaveProperty('prior');
     expectTypeOf(opDigest).returns.toEqualTypeOf<string>();
-    expectTypeOf(parseReplayFile).returns.toEqualTypeOf<import('../../src/lib/deliveries/replay/input.js').ReplayItem[]>();
+    expectTypeOf(parseReplayFile).returns.toEqualTypeOf<
+      import('../../src/lib/deliveries/replay/input.js').ReplayItem[]
+    >();
   });
 });

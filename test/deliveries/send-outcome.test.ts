@@ -35,13 +35,21 @@ describe('sendStopError: the error line after the summary', () => {
   const table: Array<[string, Partial<SendSummary>, string | null]> = [
     ['drained', {}, null],
     ['signal', { stoppedBy: 'signal' }, null],
-    ['publisher identity, as reported', { stoppedBy: 'publisher-identity', publisherIdentity: 'publisher identity: bad key; claimed no more rows' }, 'publisher identity: bad key; claimed no more rows'],
+    [
+      'publisher identity, as reported',
+      { stoppedBy: 'publisher-identity', publisherIdentity: 'publisher identity: bad key; claimed no more rows' },
+      'publisher identity: bad key; claimed no more rows',
+    ],
     [
       'broker refusing',
       { stoppedBy: 'broker-refusing', brokerLost: 'ACCESS_REFUSED' },
       'the broker takes no message on fc.answer.delivery.v2 any more (ACCESS_REFUSED); unconfirmed rows were released without a retry charged',
     ],
-    ['broker lost', { stoppedBy: 'broker-lost', brokerLost: 'ECONNRESET' }, 'broker connection lost during the run (ECONNRESET); unconfirmed rows were marked FAILED and will be resent'],
+    [
+      'broker lost',
+      { stoppedBy: 'broker-lost', brokerLost: 'ECONNRESET' },
+      'broker connection lost during the run (ECONNRESET); unconfirmed rows were marked FAILED and will be resent',
+    ],
     [
       'broker blocked',
       { stoppedBy: 'broker-blocked', brokerBlocked: 'low on memory' },
@@ -52,17 +60,57 @@ describe('sendStopError: the error line after the summary', () => {
 });
 
 describe('summarizeSend: the summary, key by key', () => {
-  const s = summary({ claimed: 10, published: 9, accepted: 8, failed: 1, dead: 0, revoked: 1, held: 0, skipped: 0, wouldPublish: 0, stale: 0, brokerRefusals: 0, failedByReason: { NACK: 1 } });
+  const s = summary({
+    claimed: 10,
+    published: 9,
+    accepted: 8,
+    failed: 1,
+    dead: 0,
+    revoked: 1,
+    held: 0,
+    skipped: 0,
+    wouldPublish: 0,
+    stale: 0,
+    brokerRefusals: 0,
+    failedByReason: { NACK: 1 },
+  });
   it('keeps the order cron parsers and the README show; no wouldPublish outside a dry run', () => {
     expect(Object.keys(summarizeSend(s, { dryRun: false }, 2, 'Asia/Shanghai'))).toEqual([
-      'command', 'exitCode', 'dryRun', 'claimed', 'published', 'accepted', 'failed', 'dead', 'revoked', 'held', 'skipped',
-      'stale', 'brokerRefusals', 'failedByReason', 'released', 'releasedByReason', 'stoppedBy', 'serviceTimeZone', 'seconds', 'rowsPerSecond', 'throttledSeconds',
+      'command',
+      'exitCode',
+      'dryRun',
+      'claimed',
+      'published',
+      'accepted',
+      'failed',
+      'dead',
+      'revoked',
+      'held',
+      'skipped',
+      'stale',
+      'brokerRefusals',
+      'failedByReason',
+      'released',
+      'releasedByReason',
+      'stoppedBy',
+      'serviceTimeZone',
+      'seconds',
+      'rowsPerSecond',
+      'throttledSeconds',
     ]);
   });
   it('a dry run reports wouldPublish after skipped', () => {
     const keys = Object.keys(summarizeSend(summary({ wouldPublish: 4 }), { dryRun: true }, 1, '+08:00'));
-    expect(keys.slice(keys.indexOf('skipped'), keys.indexOf('skipped') + 3)).toEqual(['skipped', 'wouldPublish', 'stale']);
-    expect(summarizeSend(summary({ wouldPublish: 4 }), { dryRun: true }, 1, '+08:00')).toMatchObject({ dryRun: true, wouldPublish: 4, exitCode: 0 });
+    expect(keys.slice(keys.indexOf('skipped'), keys.indexOf('skipped') + 3)).toEqual([
+      'skipped',
+      'wouldPublish',
+      'stale',
+    ]);
+    expect(summarizeSend(summary({ wouldPublish: 4 }), { dryRun: true }, 1, '+08:00')).toMatchObject({
+      dryRun: true,
+      wouldPublish: 4,
+      exitCode: 0,
+    });
   });
   it.each([
     [2, 2, 5],
@@ -70,17 +118,42 @@ describe('summarizeSend: the summary, key by key', () => {
     [3.26, 3.3, 3],
     [0, 0, 0],
   ])('%d s → seconds %d, rate from the unrounded time: %d rows/s', (seconds, rounded, rate) => {
-    expect(summarizeSend(s, { dryRun: false }, seconds, 'UTC')).toMatchObject({ command: 'deliveries send', exitCode: 1, seconds: rounded, rowsPerSecond: rate, serviceTimeZone: 'UTC', failedByReason: { NACK: 1 } });
+    expect(summarizeSend(s, { dryRun: false }, seconds, 'UTC')).toMatchObject({
+      command: 'deliveries send',
+      exitCode: 1,
+      seconds: rounded,
+      rowsPerSecond: rate,
+      serviceTimeZone: 'UTC',
+      failedByReason: { NACK: 1 },
+    });
   });
 });
 
 describe('sendRunOutcome: what the metrics file counts', () => {
   it('rows by result, and an interrupt', () => {
-    expect(sendRunOutcome(summary({ accepted: 5, failed: 1, dead: 2, revoked: 3, held: 4, skipped: 6, wouldPublish: 9, stoppedBy: 'signal' }))).toEqual({
+    expect(
+      sendRunOutcome(
+        summary({
+          accepted: 5,
+          failed: 1,
+          dead: 2,
+          revoked: 3,
+          held: 4,
+          skipped: 6,
+          wouldPublish: 9,
+          stoppedBy: 'signal',
+        }),
+      ),
+    ).toEqual({
       exitCode: 1,
       rowsByResult: { accepted: 5, failed: 1, dead: 2, revoked: 3, held: 4, skipped: 6 },
       interrupted: true,
-      extraGauges: [expect.objectContaining({ name: 'fcctl_paused', samples: [{ labels: { command: 'deliveries send' }, value: 0 }] })],
+      extraGauges: [
+        expect.objectContaining({
+          name: 'fcctl_paused',
+          samples: [{ labels: { command: 'deliveries send' }, value: 0 }],
+        }),
+      ],
     });
     expect(sendRunOutcome(summary()).interrupted).toBe(false);
   });
@@ -92,7 +165,12 @@ describe('sendRunOutcome: what the metrics file counts', () => {
 });
 
 describe('rowEvent and progressReason: what each result shows', () => {
-  const row = { event_id: 'e-1', answer_uuid: 'a-1', consumer_app_key: '100018', consumer_school_id: 5 as unknown as string } as DeliveryRow;
+  const row = {
+    event_id: 'e-1',
+    answer_uuid: 'a-1',
+    consumer_app_key: '100018',
+    consumer_school_id: 5 as unknown as string,
+  } as DeliveryRow;
   const table: Array<[RowResult, Record<string, unknown> | null, string | undefined]> = [
     [{ kind: 'accepted' }, null, undefined],
     [{ kind: 'held' }, null, undefined],
@@ -103,7 +181,9 @@ describe('rowEvent and progressReason: what each result shows', () => {
     [{ kind: 'would-publish' }, { kind: 'would-publish' }, undefined],
   ];
   it.each(table)('%j', (result, event, reason) => {
-    expect(rowEvent(row, result)).toEqual(event && { eventId: 'e-1', answerUuid: 'a-1', consumerAppKey: '100018', consumerSchoolId: '5', ...event });
+    expect(rowEvent(row, result)).toEqual(
+      event && { eventId: 'e-1', answerUuid: 'a-1', consumerAppKey: '100018', consumerSchoolId: '5', ...event },
+    );
     expect(progressReason(result)).toBe(reason);
   });
 });
@@ -132,12 +212,21 @@ describe('leaseProblem and vhostProblem: settings refused before anything is cla
 describe('countResult: each result counted once, failures by reason', () => {
   const table: Array<[RowResult, Partial<SendSummary>]> = [
     [{ kind: 'accepted' }, { accepted: 1 }],
-    [{ kind: 'failed', reason: 'NACK', dead: false }, { failed: 1, failedByReason: { NACK: 1 } }],
-    [{ kind: 'failed', reason: 'NO_ROUTE', dead: true }, { dead: 1, failedByReason: { NO_ROUTE: 1 } }],
+    [
+      { kind: 'failed', reason: 'NACK', dead: false },
+      { failed: 1, failedByReason: { NACK: 1 } },
+    ],
+    [
+      { kind: 'failed', reason: 'NO_ROUTE', dead: true },
+      { dead: 1, failedByReason: { NO_ROUTE: 1 } },
+    ],
     [{ kind: 'revoked', reason: 'GRANT_REVOKED' }, { revoked: 1 }],
     [{ kind: 'held' }, { held: 1 }],
     [{ kind: 'skipped', reason: 'STALE' }, { skipped: 1 }],
-    [{ kind: 'released', reason: 'PAUSED' }, { released: 1, releasedByReason: { PAUSED: 1 } }],
+    [
+      { kind: 'released', reason: 'PAUSED' },
+      { released: 1, releasedByReason: { PAUSED: 1 } },
+    ],
     [{ kind: 'would-publish' }, { wouldPublish: 1 }],
   ];
   it.each(table)('%j', (result, counted) => {

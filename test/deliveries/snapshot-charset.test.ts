@@ -17,22 +17,29 @@ let dbs: TestDatabases;
 const snapshot = snapshotOf(5, { values: { name: 'José', score: 1 } });
 const hash = (canonicalize(snapshot) as { hash: string }).hash;
 const MANY = 3000;
-const manySnapshot = (i: number): string => snapshotOf(i + 1, { values: { name: `名${i}🙂`, pad: 'p'.repeat(i % 300) } });
+const manySnapshot = (i: number): string =>
+  snapshotOf(i + 1, { values: { name: `名${i}🙂`, pad: 'p'.repeat(i % 300) } });
 const manyHash = (i: number): string => (canonicalize(manySnapshot(i)) as { hash: string }).hash;
 
 beforeAll(async () => {
   dbs = await freshDatabases('rv');
-  const ddl = /CREATE TABLE IF NOT EXISTS answer_delivery \([\s\S]*?\) ENGINE=InnoDB[^\n]*/.exec(readFileSync('sql/fc.sql', 'utf8'))?.[0];
+  const ddl = /CREATE TABLE IF NOT EXISTS answer_delivery \([\s\S]*?\) ENGINE=InnoDB[^\n]*/.exec(
+    readFileSync('sql/fc.sql', 'utf8'),
+  )?.[0];
   if (!ddl) throw new Error('no answer_delivery DDL in sql/fc.sql');
   await dbs.admin.query(`USE \`${dbs.fcName}\``);
-  await dbs.admin.query(ddl.replace(/snapshot_json\s+LONGTEXT\s+NOT NULL/, 'snapshot_json LONGTEXT CHARACTER SET latin1 NOT NULL'));
+  await dbs.admin.query(
+    ddl.replace(/snapshot_json\s+LONGTEXT\s+NOT NULL/, 'snapshot_json LONGTEXT CHARACTER SET latin1 NOT NULL'),
+  );
   // the schema's own utf8mb4 table, in the other database, many rows read in one result
   await dbs.admin.query(`USE \`${dbs.shName}\``);
   await dbs.admin.query(ddl);
   const rows = Array.from({ length: MANY }, (_, i) => [`e${i}`, manyHash(i), manySnapshot(i)]);
   await dbs.admin.query(
-    "INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, create_time) " +
-      "SELECT v.e, 'updated', '100021', '100018', 5, 1, 'f', 1, v.e, 1, v.h, NOW(), v.s, NOW() FROM (" + rows.map(() => 'SELECT ? AS e, ? AS h, ? AS s').join(' UNION ALL ') + ') v',
+    'INSERT INTO answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, create_time) ' +
+      "SELECT v.e, 'updated', '100021', '100018', 5, 1, 'f', 1, v.e, 1, v.h, NOW(), v.s, NOW() FROM (" +
+      rows.map(() => 'SELECT ? AS e, ? AS h, ? AS s').join(' UNION ALL ') +
+      ') v',
     rows.flat(),
   );
   await dbs.admin.query(`USE \`${dbs.fcName}\``);
@@ -56,10 +63,13 @@ describe('send reads a snapshot from a latin1 column', () => {
   });
 });
 
-describe('send reads many snapshots as Buffers in one result (utf8mb4, the schema\'s table)', () => {
-  it('every Buffer still holds its own row\'s bytes after the whole result is read, and checks', async () => {
+describe("send reads many snapshots as Buffers in one result (utf8mb4, the schema's table)", () => {
+  it("every Buffer still holds its own row's bytes after the whole result is read, and checks", async () => {
     const { sql, params } = sendSql.peekDue('0', MANY);
-    const [rows] = await dbs.admin.query(sql.replace('FROM answer_delivery', `FROM \`${dbs.shName}\`.answer_delivery`), params);
+    const [rows] = await dbs.admin.query(
+      sql.replace('FROM answer_delivery', `FROM \`${dbs.shName}\`.answer_delivery`),
+      params,
+    );
     const list = rows as DeliveryRow[];
     expect(list).toHaveLength(MANY);
     for (const row of list) {

@@ -32,10 +32,13 @@ interface DeliveryRow {
 
 describe('fcctl dev seed (real MariaDB)', () => {
   let dbs: TestDatabases;
-  const q = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => (await dbs.admin.query(sql.replaceAll('fc.', `\`${dbs.fcName}\`.`), params))[0] as T[];
-  const seed = (args: string[], env: Record<string, string> = {}) => runCli(['--json', 'dev', 'seed', ...args], { env: dbs.env(env) });
+  const q = async <T>(sql: string, params: unknown[] = []): Promise<T[]> =>
+    (await dbs.admin.query(sql.replaceAll('fc.', `\`${dbs.fcName}\`.`), params))[0] as T[];
+  const seed = (args: string[], env: Record<string, string> = {}) =>
+    runCli(['--json', 'dev', 'seed', ...args], { env: dbs.env(env) });
   const deliveries = () => q<DeliveryRow>('SELECT * FROM fc.answer_delivery ORDER BY id');
-  const count = async (table: string) => Number((await q<{ n: string }>(`SELECT COUNT(*) AS n FROM fc.${table}`))[0]!.n);
+  const count = async (table: string) =>
+    Number((await q<{ n: string }>(`SELECT COUNT(*) AS n FROM fc.${table}`))[0]!.n);
 
   test.beforeAll(({ dbs: services }) => {
     dbs = services;
@@ -48,7 +51,8 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/^fcctl: refusing to seed: the FC database is not marked as a development database.*\n$/);
     expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
-    for (const t of ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery']) expect(await count(t)).toBe(0);
+    for (const t of ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery'])
+      expect(await count(t)).toBe(0);
   });
 
   test('fills a marked database: counts per table, one PENDING row per answer revision and consumer', async () => {
@@ -58,25 +62,50 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(r.code).toBe(0);
     const summary = jsonLines(r.stdout).at(-1)!;
     expect(summary).toMatchObject({
-      type: 'summary', command: 'dev seed', exitCode: 0, seed: 7, consumerKeys: 'k1,k2', schoolIds: '5,6', publisherAppKey: '100021',
+      type: 'summary',
+      command: 'dev seed',
+      exitCode: 0,
+      seed: 7,
+      consumerKeys: 'k1,k2',
+      schoolIds: '5,6',
+      publisherAppKey: '100021',
       counts: { application_info: 3, form_consumer_grant: 12, answer: 60, answer_delivery: 120 },
     });
     expect(await count('application_info')).toBe(3);
     expect(await count('form_consumer_grant')).toBe(12); // 3 forms × 2 schools × 2 consumers
     expect(await count('answer')).toBe(60);
     expect(await count('answer_delivery')).toBe(120);
-    const perAnswer = await q<{ n: string }>('SELECT COUNT(*) AS n FROM fc.answer a JOIN fc.answer_delivery d ON d.answer_uuid = a.answer_uuid AND d.answer_revision = a.answer_revision AND d.consumer_school_id = a.sch_id AND d.form_uuid = a.form_uuid GROUP BY a.answer_uuid');
+    const perAnswer = await q<{ n: string }>(
+      'SELECT COUNT(*) AS n FROM fc.answer a JOIN fc.answer_delivery d ON d.answer_uuid = a.answer_uuid AND d.answer_revision = a.answer_revision AND d.consumer_school_id = a.sch_id AND d.form_uuid = a.form_uuid GROUP BY a.answer_uuid',
+    );
     expect(perAnswer.map((x) => Number(x.n))).toEqual(Array(60).fill(2));
 
-    const publisher = (await q<{ id: string; app_code: string; app_key: string }>("SELECT id, app_code, app_key FROM fc.application_info WHERE app_code = 'demo-publisher'"))[0]!;
+    const publisher = (
+      await q<{ id: string; app_code: string; app_key: string }>(
+        "SELECT id, app_code, app_key FROM fc.application_info WHERE app_code = 'demo-publisher'",
+      )
+    )[0]!;
     expect(Number(publisher.id)).toBeGreaterThan(0);
     expect(publisher.app_key).toBe('100021');
   });
 
   test('every outbox row is consistent: hash recomputes, snapshot is canonical and rebuilds from its answer row', async () => {
     const rows = await deliveries();
-    const answers = new Map((await q<AnswerRow>(`SELECT ${ANSWER_COLUMNS} FROM fc.answer`)).map((a) => [a.answer_uuid, a]));
-    const grants = new Map((await q<{ form_uuid: string; consumer_school_id: string; consumer_app_key: string; grant_version: string; push_allowed: number; revoked: number }>('SELECT * FROM fc.form_consumer_grant')).map((g) => [`${g.form_uuid}|${g.consumer_school_id}|${g.consumer_app_key}`, g]));
+    const answers = new Map(
+      (await q<AnswerRow>(`SELECT ${ANSWER_COLUMNS} FROM fc.answer`)).map((a) => [a.answer_uuid, a]),
+    );
+    const grants = new Map(
+      (
+        await q<{
+          form_uuid: string;
+          consumer_school_id: string;
+          consumer_app_key: string;
+          grant_version: string;
+          push_allowed: number;
+          revoked: number;
+        }>('SELECT * FROM fc.form_consumer_grant')
+      ).map((g) => [`${g.form_uuid}|${g.consumer_school_id}|${g.consumer_app_key}`, g]),
+    );
     expect(new Set(rows.map((r) => r.event_id)).size).toBe(rows.length);
     for (const row of rows) {
       expect(row.event_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -94,7 +123,8 @@ describe('fcctl dev seed (real MariaDB)', () => {
       expect(row.form_version).toBe(answer.form_version);
       expect(row.occurred_at).toBe(answer.update_time ?? answer.create_time);
       expect(Number(answer.answer_revision)).toBeGreaterThanOrEqual(1);
-      const expectedType = answer.is_deleted === 1 ? 'tombstoned' : answer.answer_revision === '1' ? 'created' : 'updated';
+      const expectedType =
+        answer.is_deleted === 1 ? 'tombstoned' : answer.answer_revision === '1' ? 'created' : 'updated';
       expect(row.event_type).toBe(expectedType);
       if (answer.is_deleted === 1) expect(Number(answer.answer_revision)).toBeGreaterThanOrEqual(2);
       const grant = grants.get(`${row.form_uuid}|${row.consumer_school_id}|${row.consumer_app_key}`)!;
@@ -122,7 +152,9 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(values.some((v) => /:\d+\.\d*0[,}\]]/.test(v))).toBe(true); // e.g. "amount":12.50
     expect(values.some((v) => /900719925\d{7}/.test(v))).toBe(true);
     expect(values.every((v) => /"applicant":\s*\{/.test(v) && /"scores":\s*\[/.test(v))).toBe(true);
-    expect((await q<{ n: string }>('SELECT COUNT(*) AS n FROM fc.answer WHERE submitter_id > 9007199254740992'))[0]!.n).not.toBe('0');
+    expect(
+      (await q<{ n: string }>('SELECT COUNT(*) AS n FROM fc.answer WHERE submitter_id > 9007199254740992'))[0]!.n,
+    ).not.toBe('0');
   });
 
   test('refuses to seed over existing rows without --replace (exit 4, nothing changed)', async () => {
@@ -135,20 +167,45 @@ describe('fcctl dev seed (real MariaDB)', () => {
   });
 
   test('is deterministic: the same --seed gives the same ids and hashes, another seed other ones', async () => {
-    const key = (rows: DeliveryRow[]) => rows.map((r) => `${r.event_id} ${r.content_hash} ${r.consumer_app_key} ${r.grant_version}`);
+    const key = (rows: DeliveryRow[]) =>
+      rows.map((r) => `${r.event_id} ${r.content_hash} ${r.consumer_app_key} ${r.grant_version}`);
     const first = key(await deliveries());
-    const firstTables = await checksumTables(dbs.admin, dbs.fcName, ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery']);
-    expect((await seed(['--answers', '60', '--consumer-keys', 'k1,k2', '--schools', '2', '--seed', '7', '--replace'])).code).toBe(0);
+    const firstTables = await checksumTables(dbs.admin, dbs.fcName, [
+      'application_info',
+      'form_consumer_grant',
+      'answer',
+      'answer_delivery',
+    ]);
+    expect(
+      (await seed(['--answers', '60', '--consumer-keys', 'k1,k2', '--schools', '2', '--seed', '7', '--replace'])).code,
+    ).toBe(0);
     expect(key(await deliveries())).toEqual(first);
-    expect(await checksumTables(dbs.admin, dbs.fcName, ['application_info', 'form_consumer_grant', 'answer', 'answer_delivery'])).toBe(firstTables);
-    expect((await seed(['--answers', '60', '--consumer-keys', 'k1,k2', '--schools', '2', '--seed', '8', '--replace'])).code).toBe(0);
+    expect(
+      await checksumTables(dbs.admin, dbs.fcName, [
+        'application_info',
+        'form_consumer_grant',
+        'answer',
+        'answer_delivery',
+      ]),
+    ).toBe(firstTables);
+    expect(
+      (await seed(['--answers', '60', '--consumer-keys', 'k1,k2', '--schools', '2', '--seed', '8', '--replace'])).code,
+    ).toBe(0);
     const other = key(await deliveries());
     expect(other).toHaveLength(first.length);
     expect(other.filter((k) => first.includes(k))).toEqual([]);
   });
 
   test('pure planning: more consumers or faults never change the existing rows', () => {
-    const base = { seed: 3, answers: 20, schools: 1, snapshotBytes: 0, publisher: DEFAULT_PUBLISHER, grantMix: true, includeFaults: false };
+    const base = {
+      seed: 3,
+      answers: 20,
+      schools: 1,
+      snapshotBytes: 0,
+      publisher: DEFAULT_PUBLISHER,
+      grantMix: true,
+      includeFaults: false,
+    };
     const a = planSeed({ ...base, consumerKeys: ['k1'] });
     const b = planSeed({ ...base, consumerKeys: ['k1', 'k2'], includeFaults: true });
     expect(b.answers.map((x) => x.answer_uuid)).toEqual(a.answers.map((x) => x.answer_uuid));
@@ -157,11 +214,30 @@ describe('fcctl dev seed (real MariaDB)', () => {
   });
 
   test('--include-faults adds rows that fail the pre-publish checks, and names them', async () => {
-    const r = await seed(['--answers', '10', '--consumer-keys', 'k1,k2', '--schools', '1', '--include-faults', '--no-grant-mix', '--replace', '--app-key', 'pub-1', '--app-code', 'pub-code']);
+    const r = await seed([
+      '--answers',
+      '10',
+      '--consumer-keys',
+      'k1,k2',
+      '--schools',
+      '1',
+      '--include-faults',
+      '--no-grant-mix',
+      '--replace',
+      '--app-key',
+      'pub-1',
+      '--app-code',
+      'pub-code',
+    ]);
     expect(r.code).toBe(0);
     const lines = jsonLines(r.stdout);
     const faults = lines.filter((l) => l['type'] === 'fault') as Array<{ kind: string; eventId: string }>;
-    expect(faults.map((f) => f.kind)).toEqual(['dotted-app-key', 'wildcard-app-key', 'school-zero', 'tampered-snapshot']);
+    expect(faults.map((f) => f.kind)).toEqual([
+      'dotted-app-key',
+      'wildcard-app-key',
+      'school-zero',
+      'tampered-snapshot',
+    ]);
     const byId = new Map((await deliveries()).map((d) => [d.event_id, d]));
     const row = (kind: string) => byId.get(faults.find((f) => f.kind === kind)!.eventId)!;
     expect(row('dotted-app-key').consumer_app_key).toContain('.');
@@ -171,26 +247,47 @@ describe('fcctl dev seed (real MariaDB)', () => {
     const recomputed = canonicalize(tampered.snapshot_json);
     expect(recomputed.ok && recomputed.hash).not.toBe(tampered.content_hash);
     // Exactly one row has a hash that does not recompute.
-    expect([...byId.values()].filter((d) => { const c = canonicalize(d.snapshot_json); return !c.ok || c.hash !== d.content_hash; })).toHaveLength(1);
+    expect(
+      [...byId.values()].filter((d) => {
+        const c = canonicalize(d.snapshot_json);
+        return !c.ok || c.hash !== d.content_hash;
+      }),
+    ).toHaveLength(1);
     // Each fault row has an active grant at its version, so it gets past the grant check.
     for (const f of faults) {
       const d = byId.get(f.eventId)!;
-      const g = await q<{ grant_version: string; push_allowed: number; revoked: number }>('SELECT grant_version, push_allowed, revoked FROM fc.form_consumer_grant WHERE form_uuid = ? AND consumer_school_id = ? AND consumer_app_key = ?', [d.form_uuid, d.consumer_school_id, d.consumer_app_key]);
+      const g = await q<{ grant_version: string; push_allowed: number; revoked: number }>(
+        'SELECT grant_version, push_allowed, revoked FROM fc.form_consumer_grant WHERE form_uuid = ? AND consumer_school_id = ? AND consumer_app_key = ?',
+        [d.form_uuid, d.consumer_school_id, d.consumer_app_key],
+      );
       expect(g[0]).toMatchObject({ grant_version: d.grant_version, push_allowed: 1, revoked: 0 });
     }
     // Configured publisher: registry row and every row's source key.
-    expect(await q('SELECT app_key FROM fc.application_info WHERE app_code = ?', ['pub-code'])).toEqual([{ app_key: 'pub-1' }]);
-    expect(await q("SELECT COUNT(*) AS n FROM fc.answer_delivery WHERE source_app_key <> 'pub-1'")).toEqual([{ n: '0' }]);
+    expect(await q('SELECT app_key FROM fc.application_info WHERE app_code = ?', ['pub-code'])).toEqual([
+      { app_key: 'pub-1' },
+    ]);
+    expect(await q("SELECT COUNT(*) AS n FROM fc.answer_delivery WHERE source_app_key <> 'pub-1'")).toEqual([
+      { n: '0' },
+    ]);
     // --no-grant-mix: every grant active and at its rows' version.
-    expect(await q('SELECT COUNT(*) AS n FROM fc.form_consumer_grant WHERE push_allowed = 0 OR revoked = 1')).toEqual([{ n: '0' }]);
-    expect(await q('SELECT COUNT(*) AS n FROM fc.answer_delivery d JOIN fc.form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key WHERE g.grant_version <> d.grant_version')).toEqual([{ n: '0' }]);
+    expect(await q('SELECT COUNT(*) AS n FROM fc.form_consumer_grant WHERE push_allowed = 0 OR revoked = 1')).toEqual([
+      { n: '0' },
+    ]);
+    expect(
+      await q(
+        'SELECT COUNT(*) AS n FROM fc.answer_delivery d JOIN fc.form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key WHERE g.grant_version <> d.grant_version',
+      ),
+    ).toEqual([{ n: '0' }]);
   });
 
   test('--snapshot-bytes grows every snapshot to that size, hashes still recompute', async () => {
     expect((await seed(['--answers', '20', '--consumers', '2', '--snapshot-bytes', '2048', '--replace'])).code).toBe(0);
-    const sizes = await q<{ b: string; n: string }>('SELECT OCTET_LENGTH(snapshot_json) AS b, COUNT(*) AS n FROM fc.answer_delivery GROUP BY b');
+    const sizes = await q<{ b: string; n: string }>(
+      'SELECT OCTET_LENGTH(snapshot_json) AS b, COUNT(*) AS n FROM fc.answer_delivery GROUP BY b',
+    );
     expect(sizes.map((s) => [Number(s.b), Number(s.n)])).toEqual([[2048, 40]]);
-    for (const d of await deliveries()) expect(canonicalize(d.snapshot_json).ok && canonicalize(d.snapshot_json)).toMatchObject({ hash: d.content_hash });
+    for (const d of await deliveries())
+      expect(canonicalize(d.snapshot_json).ok && canonicalize(d.snapshot_json)).toMatchObject({ hash: d.content_hash });
   });
 
   test('seeds 20,000 outbox rows in a few seconds', async () => {
@@ -202,13 +299,26 @@ describe('fcctl dev seed (real MariaDB)', () => {
     expect(seconds).toBeLessThan(15);
   });
 
-  const BAD_INPUT = ['--answers -1', '--answers abc', '--answers 1.5', '--schools 0', '--snapshot-bytes big', '--consumers 3 --consumer-keys a,b', '--consumer-keys a.b,c', '--consumer-keys a,a', '--consumer-keys a,100021'];
-  test.each(BAD_INPUT.map((line) => [line.split(' ')]))('bad input %j: exit 2, one line, database unchanged', async (args) => {
-    const before = await checksumTables(dbs.admin, dbs.fcName);
-    const r = await seed([...args, '--replace']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^fcctl: [^\n]+\n$/);
-    expect(r.stdout).toBe('');
-    expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
-  });
+  const BAD_INPUT = [
+    '--answers -1',
+    '--answers abc',
+    '--answers 1.5',
+    '--schools 0',
+    '--snapshot-bytes big',
+    '--consumers 3 --consumer-keys a,b',
+    '--consumer-keys a.b,c',
+    '--consumer-keys a,a',
+    '--consumer-keys a,100021',
+  ];
+  test.each(BAD_INPUT.map((line) => [line.split(' ')]))(
+    'bad input %j: exit 2, one line, database unchanged',
+    async (args) => {
+      const before = await checksumTables(dbs.admin, dbs.fcName);
+      const r = await seed([...args, '--replace']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^fcctl: [^\n]+\n$/);
+      expect(r.stdout).toBe('');
+      expect(await checksumTables(dbs.admin, dbs.fcName)).toBe(before);
+    },
+  );
 });

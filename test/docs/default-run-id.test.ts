@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 // (a run active in the last 30 minutes is joined, else one named after the SH clock's minute
 // begins). The deployment files an operator reads must not promise the old behaviour: a night
 // killed and started again the same day with the same run id, a second start that runs nothing.
-const DOCS = ['docs/cron/fcctl.crontab', 'docs/systemd/fcctl-reconcile.service', 'docs/systemd/fcctl-reconcile.timer', 'docs/operations.md'];
+const DOCS = [
+  'docs/cron/fcctl.crontab',
+  'docs/systemd/fcctl-reconcile.service',
+  'docs/systemd/fcctl-reconcile.timer',
+  'docs/operations.md',
+];
 const read = (f: string) => readFileSync(fileURLToPath(new URL(`../../${f}`, import.meta.url)), 'utf8');
 
 describe('the deployment docs describe the default run id as it is', () => {

@@ -32,15 +32,27 @@ describe('docs/prometheus/fcctl-alerts.yml', () => {
     const tests = readFileSync(TESTS, 'utf8');
     for (const a of alerts) {
       const blocks = tests.split(/\n\s+- eval_time: /).filter((b) => b.includes(`alertname: ${a}\n`));
-      expect(blocks.some((b) => /exp_alerts: \[\]/.test(b)), `${a} never tested quiet`).toBe(true);
-      expect(blocks.some((b) => /exp_labels:/.test(b)), `${a} never tested firing`).toBe(true);
+      expect(
+        blocks.some((b) => /exp_alerts: \[\]/.test(b)),
+        `${a} never tested quiet`,
+      ).toBe(true);
+      expect(
+        blocks.some((b) => /exp_labels:/.test(b)),
+        `${a} never tested firing`,
+      ).toBe(true);
     }
   });
 
   it('uses only metric names fcctl writes', () => {
-    const code = sources('src').map((p) => readFileSync(p, 'utf8')).join('\n');
+    const code = sources('src')
+      .map((p) => readFileSync(p, 'utf8'))
+      .join('\n');
     // a histogram's series are its name with _bucket, _sum and _count
-    const names = new Set([...readFileSync(RULES, 'utf8').matchAll(/\b(fcctl_[a-z_]+)\b/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, '')));
+    const names = new Set(
+      [...readFileSync(RULES, 'utf8').matchAll(/\b(fcctl_[a-z_]+)\b/g)].map((m) =>
+        m[1]!.replace(/_(bucket|sum|count)$/, ''),
+      ),
+    );
     expect(names.size).toBeGreaterThan(5);
     for (const n of names) {
       expect(code, n).toContain(`'${n}'`);

@@ -14,11 +14,25 @@ describe('doctor checks (pure)', () => {
     expect(vhostCheck('amqp://u:p@h:5672').status).toBe('warn');
     expect(vhostCheck('amqp://u:p@h:5672/').status).toBe('warn');
     expect(vhostCheck('amqp://u:p@h:5672/%2F').status).toBe('warn');
-    expect(vhostCheck('amqp://u:p@h:5672/fcctl')).toEqual({ check: 'broker vhost', status: 'ok', detail: 'vhost fcctl' });
+    expect(vhostCheck('amqp://u:p@h:5672/fcctl')).toEqual({
+      check: 'broker vhost',
+      status: 'ok',
+      detail: 'vhost fcctl',
+    });
   });
   test('fails on any failed check, not on warnings', () => {
-    expect(doctorExitCode([{ check: 'a', status: 'warn', detail: '' }, { check: 'b', status: 'skipped', detail: '' }])).toBe(0);
-    expect(doctorExitCode([{ check: 'a', status: 'ok', detail: '' }, { check: 'b', status: 'fail', detail: '' }])).toBe(3);
+    expect(
+      doctorExitCode([
+        { check: 'a', status: 'warn', detail: '' },
+        { check: 'b', status: 'skipped', detail: '' },
+      ]),
+    ).toBe(0);
+    expect(
+      doctorExitCode([
+        { check: 'a', status: 'ok', detail: '' },
+        { check: 'b', status: 'fail', detail: '' },
+      ]),
+    ).toBe(3);
   });
 });
 
@@ -32,7 +46,12 @@ describe('fcctl doctor (real services)', () => {
   afterAll(() => {
     vhost.drop();
   });
-  const checks = (stdout: string) => Object.fromEntries(jsonLines(stdout).filter((l) => l['type'] === 'check').map((l) => [l['check'], l]));
+  const checks = (stdout: string) =>
+    Object.fromEntries(
+      jsonLines(stdout)
+        .filter((l) => l['type'] === 'check')
+        .map((l) => [l['check'], l]),
+    );
 
   test('empty databases: schema checks fail naming missing tables, exit 3', async () => {
     const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
@@ -49,7 +68,11 @@ describe('fcctl doctor (real services)', () => {
     const r = await runCli(['--json', 'doctor', '--probe'], { env: dbs.env({ FCCTL_AMQP_URL: testAmqpUrl() }) });
     expect(r.code).toBe(0);
     const c = checks(r.stdout);
-    expect(c['mandatory return probe']).toMatchObject({ status: 'ok', detail: 'a mandatory probe through fc.answer.delivery.v2 to fc.snapshot.v2.fcctl-return-probe.0 came back as a return before its ack' });
+    expect(c['mandatory return probe']).toMatchObject({
+      status: 'ok',
+      detail:
+        'a mandatory probe through fc.answer.delivery.v2 to fc.snapshot.v2.fcctl-return-probe.0 came back as a return before its ack',
+    });
     expect(c['flow center']).toMatchObject({ status: 'skipped' });
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
   });
@@ -73,23 +96,35 @@ describe('fcctl doctor (real services)', () => {
   });
 
   test('a vhost without the delivery exchange fails the exchange check; send refuses to run (exit 3) and declares nothing', async () => {
-    const env = dbs.env({ FCCTL_AMQP_URL: vhost.url, FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    const env = dbs.env({
+      FCCTL_AMQP_URL: vhost.url,
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
     const r = await runCli(['--json', 'doctor'], { env });
     expect(r.code).toBe(3);
     expect(checks(r.stdout)['delivery exchange']).toMatchObject({ status: 'fail' });
     const send = await runCli(['deliveries', 'send'], { env });
     expect(send.code).toBe(3);
-    expect(send.stderr).toBe('fcctl: exchange fc.answer.delivery.v2 does not exist on the broker: create it, or pass --declare\n');
+    expect(send.stderr).toBe(
+      'fcctl: exchange fc.answer.delivery.v2 does not exist on the broker: create it, or pass --declare\n',
+    );
     // still missing: nothing was declared
-    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'fail' });
+    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({
+      status: 'fail',
+    });
     // --declare creates it (send checks the publisher against the registry first)
     await insertRegistry(dbs.admin, dbs.fcName);
     expect((await runCli(['deliveries', 'send', '--declare'], { env })).code).toBe(0);
-    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({ status: 'ok' });
+    expect(checks((await runCli(['--json', 'doctor'], { env })).stdout)['delivery exchange']).toMatchObject({
+      status: 'ok',
+    });
   });
 
   test('an unreachable broker and flow center are failed checks with the password masked', async () => {
-    const r = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: 'amqp://fcctl:pw-SECRET-1@127.0.0.1:1/x', FCCTL_FLOW_URL: 'http://127.0.0.1:1/' }) });
+    const r = await runCli(['--json', 'doctor'], {
+      env: dbs.env({ FCCTL_AMQP_URL: 'amqp://fcctl:pw-SECRET-1@127.0.0.1:1/x', FCCTL_FLOW_URL: 'http://127.0.0.1:1/' }),
+    });
     expect(r.code).toBe(3);
     const c = checks(r.stdout);
     expect(c['broker']).toMatchObject({ status: 'fail' });

@@ -6,16 +6,45 @@ import { jsonLines, runCli } from '../helpers/cli.js';
 import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
 
 describe('flowCenterCheck (pure): only an answer to the signed lookup passes', () => {
-  const instance = { instanceId: 'i', bizType: 't', bizId: 'b', status: 10 as const, applyAppKey: 'k', submitterId: '1', flowGuid: 'g', round: null };
+  const instance = {
+    instanceId: 'i',
+    bizType: 't',
+    bizId: 'b',
+    status: 10 as const,
+    applyAppKey: 'k',
+    submitterId: '1',
+    flowGuid: 'g',
+    round: null,
+  };
   const table: Array<[string, LookupResult, 'ok' | 'fail', RegExp]> = [
     ['not found', { kind: 'not-found' }, 'ok', /answered \(the app key and secret are accepted\)/],
     ['found', { kind: 'found', instance }, 'ok', /answered/],
-    ['401', { kind: 'http', status: 401, detail: '{"error":"SIGNATURE_INVALID"}' }, 'fail', /refused our credentials \(HTTP 401: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET$/],
-    ['403', { kind: 'http', status: 403, detail: '' }, 'fail', /refused our credentials \(HTTP 403\): check FCCTL_APP_KEY and FCCTL_APP_SECRET$/],
-    ['404 (a wrong URL path)', { kind: 'http', status: 404, detail: 'NOT_FOUND' }, 'fail', /answered HTTP 404: NOT_FOUND$/],
+    [
+      '401',
+      { kind: 'http', status: 401, detail: '{"error":"SIGNATURE_INVALID"}' },
+      'fail',
+      /refused our credentials \(HTTP 401: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET$/,
+    ],
+    [
+      '403',
+      { kind: 'http', status: 403, detail: '' },
+      'fail',
+      /refused our credentials \(HTTP 403\): check FCCTL_APP_KEY and FCCTL_APP_SECRET$/,
+    ],
+    [
+      '404 (a wrong URL path)',
+      { kind: 'http', status: 404, detail: 'NOT_FOUND' },
+      'fail',
+      /answered HTTP 404: NOT_FOUND$/,
+    ],
     ['503', { kind: 'http', status: 503, detail: '' }, 'fail', /answered HTTP 503$/],
     ['malformed', { kind: 'malformed', detail: 'not strict JSON' }, 'fail', /not a lookup answer: not strict JSON/],
-    ['timeout', { kind: 'timeout', detail: 'no complete answer within 5000 ms' }, 'fail', /^unreachable: no complete answer/],
+    [
+      'timeout',
+      { kind: 'timeout', detail: 'no complete answer within 5000 ms' },
+      'fail',
+      /^unreachable: no complete answer/,
+    ],
     ['network', { kind: 'network', detail: 'ECONNREFUSED' }, 'fail', /^unreachable: ECONNREFUSED$/],
   ];
   it.each(table)('%s', (_name, answer, status, detail) => {
@@ -37,8 +66,10 @@ describe('fcctl doctor: the flow center check makes one signed lookup (real stan
     await fc.clearFaults();
     await fc.clearLog();
   });
-  const doctor = (env: Record<string, string>) => runCli(['--json', 'doctor'], { env: { PATH: process.env['PATH'] ?? '', ...env } });
-  const flowCheck = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'check' && l['check'] === 'flow center')!;
+  const doctor = (env: Record<string, string>) =>
+    runCli(['--json', 'doctor'], { env: { PATH: process.env['PATH'] ?? '', ...env } });
+  const flowCheck = (stdout: string) =>
+    jsonLines(stdout).find((l) => l['type'] === 'check' && l['check'] === 'flow center')!;
 
   it('the right key and secret: ok (exit 0), exactly one signed GET that the stand-in verified', async () => {
     const r = await doctor({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
@@ -54,7 +85,9 @@ describe('fcctl doctor: the flow center check makes one signed lookup (real stan
     expect(r.code).toBe(3);
     const c = flowCheck(r.stdout);
     expect(c).toMatchObject({ status: 'fail' });
-    expect(String(c['detail'])).toMatch(/refused our credentials \(HTTP 401: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET/);
+    expect(String(c['detail'])).toMatch(
+      /refused our credentials \(HTTP 401: .*SIGNATURE_INVALID.*\): check FCCTL_APP_KEY and FCCTL_APP_SECRET/,
+    );
     expect(r.stdout + r.stderr).not.toContain('doctor-wrong-secret');
     expect((await fc.log()).map((e) => [e.status, e.auth])).toEqual([[401, 'signature mismatch']]);
   });
@@ -70,11 +103,18 @@ describe('fcctl doctor: the flow center check makes one signed lookup (real stan
   });
 
   it('a URL that is not the flow center (404 under a wrong prefix), no secret configured: fail with the reason', async () => {
-    const wrongPath = await doctor({ FCCTL_FLOW_URL: `${fc.url}/gw`, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
+    const wrongPath = await doctor({
+      FCCTL_FLOW_URL: `${fc.url}/gw`,
+      FCCTL_APP_KEY: APP.key,
+      FCCTL_APP_SECRET: APP.secret,
+    });
     expect(wrongPath.code).toBe(3);
     expect(String(flowCheck(wrongPath.stdout)['detail'])).toMatch(/answered HTTP 404/);
     const noSecret = await doctor({ FCCTL_FLOW_URL: fc.url, FCCTL_APP_KEY: APP.key });
     expect(noSecret.code).toBe(3);
-    expect(flowCheck(noSecret.stdout)).toMatchObject({ status: 'fail', detail: expect.stringMatching(/appSecret is not configured/) });
+    expect(flowCheck(noSecret.stdout)).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/appSecret is not configured/),
+    });
   });
 });

@@ -36,28 +36,46 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
   let consumer: { user: string; password: string };
   const svcHall = { id: 43, appCode: 'svc-hall', appKey: uniqueConsumerKey('svc') };
   const other = { id: 44, appCode: 'other-consumer', appKey: uniqueConsumerKey('oth') };
-  const CORRECT_PERMISSIONS = { configure: '^fc\\.answer\\.delivery\\.v2$', write: '^fc\\.answer\\.delivery\\.v2$', read: '^$' };
+  const CORRECT_PERMISSIONS = {
+    configure: '^fc\\.answer\\.delivery\\.v2$',
+    write: '^fc\\.answer\\.delivery\\.v2$',
+    read: '^$',
+  };
   const CORRECT_TOPIC = { exchange: EXCHANGE, write: '^fc\\.snapshot\\.v2\\.', read: '' };
 
   const api = (path: string) => `/api/${path.replace('{v}', iso.path)}`;
-  const declareQueue = (name: string, durable = true) => mgmt('PUT', api(`queues/{v}/${enc(name)}`), { durable, auto_delete: false });
+  const declareQueue = (name: string, durable = true) =>
+    mgmt('PUT', api(`queues/{v}/${enc(name)}`), { durable, auto_delete: false });
   const deleteQueue = (name: string) => mgmt('DELETE', api(`queues/{v}/${enc(name)}`), undefined, { allow404: true });
-  const bind = (queue: string, key: string) => mgmt('POST', api(`bindings/{v}/e/${EXCHANGE}/q/${enc(queue)}`), { routing_key: key });
-  const setPermissions = (p: { configure: string; write: string; read: string }) => mgmt('PUT', api(`permissions/{v}/${enc(iso.publisher.user)}`), p);
+  const bind = (queue: string, key: string) =>
+    mgmt('POST', api(`bindings/{v}/e/${EXCHANGE}/q/${enc(queue)}`), { routing_key: key });
+  const setPermissions = (p: { configure: string; write: string; read: string }) =>
+    mgmt('PUT', api(`permissions/{v}/${enc(iso.publisher.user)}`), p);
   const setTopic = () => mgmt('PUT', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`), CORRECT_TOPIC);
-  const setUserPermissions = (user: string, p: { configure: string; write: string; read: string }) => mgmt('PUT', api(`permissions/{v}/${enc(user)}`), p);
+  const setUserPermissions = (user: string, p: { configure: string; write: string; read: string }) =>
+    mgmt('PUT', api(`permissions/{v}/${enc(user)}`), p);
   const SCHOOL_QUEUE = `${CONSUMER_QUEUE}.school5`;
 
-  const env = (extra: Record<string, string> = {}) => dbs.env({ FCCTL_AMQP_URL: iso.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl(), ...extra });
+  const env = (extra: Record<string, string> = {}) =>
+    dbs.env({ FCCTL_AMQP_URL: iso.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl(), ...extra });
   /** `doctor --isolation --consumer-user <the consumer>`, and `args` (`consumerUser: false` leaves the option out) */
-  const doctor = async (extra: Record<string, string> = {}, args: string[] = [], options: { consumerUser?: boolean } = {}) => {
+  const doctor = async (
+    extra: Record<string, string> = {},
+    args: string[] = [],
+    options: { consumerUser?: boolean } = {},
+  ) => {
     const users = options.consumerUser === false ? [] : ['--consumer-user', consumer.user];
     const r = await runCli(['--json', 'doctor', '--isolation', ...users, ...args], { env: env(extra) });
-    const checks = Object.fromEntries(jsonLines(r.stdout).filter((l) => l['type'] === 'check').map((l) => [String(l['check']), l as { status: string; detail: string }]));
+    const checks = Object.fromEntries(
+      jsonLines(r.stdout)
+        .filter((l) => l['type'] === 'check')
+        .map((l) => [String(l['check']), l as { status: string; detail: string }]),
+    );
     return { ...r, checks };
   };
   /** the items that did not pass, as [item, status] */
-  const notOk = (checks: Record<string, { status: string }>) => ITEMS.filter((i) => checks[i]?.status !== 'ok').map((i) => [i, checks[i]?.status]);
+  const notOk = (checks: Record<string, { status: string }>) =>
+    ITEMS.filter((i) => checks[i]?.status !== 'ok').map((i) => [i, checks[i]?.status]);
   /** doctor fails exactly `item` (exit 3), saying `detail`; `undo` then puts the broken item back, whatever happened */
   const expectFailsAlone = async (item: string, detail: string, undo: () => Promise<unknown>) => {
     try {
@@ -79,7 +97,13 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await setTopic();
     consumer = await iso.user('svc', '');
     await setUserPermissions(consumer.user, CONSUMER_PERMISSIONS);
-    await mgmt('PUT', api(`exchanges/{v}/${EXCHANGE}`), { type: 'topic', durable: true, auto_delete: false, internal: false, arguments: {} });
+    await mgmt('PUT', api(`exchanges/{v}/${EXCHANGE}`), {
+      type: 'topic',
+      durable: true,
+      auto_delete: false,
+      internal: false,
+      arguments: {},
+    });
     await declareQueue(CONSUMER_QUEUE);
     await declareQueue(DLQ);
     await declareQueue(SCHOOL_QUEUE);
@@ -100,14 +124,20 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     expect(r.checks[ISOLATION_CHECKS.bindings]!.detail).toBe(
       `2 bindings on fc.answer.delivery.v2, all to ${CONSUMER_QUEUE}* queues and for registered app keys (${[svcHall.appKey, other.appKey].sort().join(', ')})`,
     );
-    expect(r.checks[ISOLATION_CHECKS.exchange]!.detail).toBe('fc.answer.delivery.v2: topic, durable, not auto-delete, not internal');
+    expect(r.checks[ISOLATION_CHECKS.exchange]!.detail).toBe(
+      'fc.answer.delivery.v2: topic, durable, not auto-delete, not internal',
+    );
     // the test administrator (the management API's user) has .* on the vhost: named, allowed
     const admin = decodeURIComponent(new URL(testManagementUrl()).username);
     expect(r.checks[ISOLATION_CHECKS.readers]!.detail).toBe(
       `users on vhost "${iso.vhost}" who can read fc.answer.delivery.v2, and so bind a queue to it: the management API's own user "${admin}" (administrator, read ".*"); consumer user "${consumer.user}" (read ${JSON.stringify(CONSUMER_PERMISSIONS.read)})`,
     );
-    expect(r.checks[ISOLATION_CHECKS.queues]!.detail).toBe(`${CONSUMER_QUEUE} (classic, durable) and ${DLQ} (classic, durable) exist`);
-    const lines = jsonLines(r.stdout).filter((l) => l['type'] === 'check' && String(l['check']).startsWith('isolation: '));
+    expect(r.checks[ISOLATION_CHECKS.queues]!.detail).toBe(
+      `${CONSUMER_QUEUE} (classic, durable) and ${DLQ} (classic, durable) exist`,
+    );
+    const lines = jsonLines(r.stdout).filter(
+      (l) => l['type'] === 'check' && String(l['check']).startsWith('isolation: '),
+    );
     expect(lines.map((l) => l['check'])).toEqual(ITEMS);
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', command: 'doctor', exitCode: 0, fail: 0 });
     // the publisher really can publish the return probe's key and nothing outside the prefix
@@ -124,7 +154,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
         let closedWith = '';
         ch.on('error', (err: { code?: number }) => (closedWith = String(err.code)));
         try {
-          await new Promise<void>((resolve, reject) => ch.publish(EXCHANGE, key, Buffer.from('{}'), {}, (err: unknown) => (err ? reject(err) : resolve())));
+          await new Promise<void>((resolve, reject) =>
+            ch.publish(EXCHANGE, key, Buffer.from('{}'), {}, (err: unknown) => (err ? reject(err) : resolve())),
+          );
           await ch.close();
           return 'ack';
         } catch (err) {
@@ -149,9 +181,15 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     url.pathname = '/';
     const r = await doctor({ FCCTL_AMQP_URL: url.toString() });
     expect(r.code).toBe(3);
-    expect(r.checks[ISOLATION_CHECKS.vhost]).toMatchObject({ status: 'fail', detail: expect.stringContaining('FCCTL_AMQP_URL uses the default vhost "/"') });
+    expect(r.checks[ISOLATION_CHECKS.vhost]).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining('FCCTL_AMQP_URL uses the default vhost "/"'),
+    });
     // the publisher has nothing on "/": the other items say so
-    expect(r.checks[ISOLATION_CHECKS.permissions]).toMatchObject({ status: 'fail', detail: `publisher "${iso.publisher.user}" on vhost "/" has no permissions (it cannot publish to fc.answer.delivery.v2)` });
+    expect(r.checks[ISOLATION_CHECKS.permissions]).toMatchObject({
+      status: 'fail',
+      detail: `publisher "${iso.publisher.user}" on vhost "/" has no permissions (it cannot publish to fc.answer.delivery.v2)`,
+    });
     expect(r.stdout + r.stderr).not.toContain(iso.publisher.password);
   });
 
@@ -180,7 +218,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     try {
       const r = await doctor();
       expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.permissions, 'fail']]);
-      expect(r.checks[ISOLATION_CHECKS.permissions]!.detail).toContain('write "fc.answer.delivery.v2" also matches fc.answer.delivery.v2x, fc.answer.delivery.v2.dlx, xfc.answer.delivery.v2, fc_answer_delivery_v2');
+      expect(r.checks[ISOLATION_CHECKS.permissions]!.detail).toContain(
+        'write "fc.answer.delivery.v2" also matches fc.answer.delivery.v2x, fc.answer.delivery.v2.dlx, xfc.answer.delivery.v2, fc_answer_delivery_v2',
+      );
     } finally {
       await setPermissions(CORRECT_PERMISSIONS);
     }
@@ -192,18 +232,25 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       const r = await doctor();
       expect(r.code).toBe(3);
       expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.topic, 'fail']]);
-      expect(r.checks[ISOLATION_CHECKS.topic]!.detail).toContain('has no topic permission on fc.answer.delivery.v2: without one every routing key may be published there');
+      expect(r.checks[ISOLATION_CHECKS.topic]!.detail).toContain(
+        'has no topic permission on fc.answer.delivery.v2: without one every routing key may be published there',
+      );
     } finally {
       await setTopic();
     }
   });
 
   test('a topic permission that refuses the return probe is named', async () => {
-    await mgmt('PUT', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`), { ...CORRECT_TOPIC, write: `^fc\\.snapshot\\.v2\\.${svcHall.appKey}\\.` });
+    await mgmt('PUT', api(`topic-permissions/{v}/${enc(iso.publisher.user)}`), {
+      ...CORRECT_TOPIC,
+      write: `^fc\\.snapshot\\.v2\\.${svcHall.appKey}\\.`,
+    });
     try {
       const r = await doctor();
       expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.topic, 'fail']]);
-      expect(r.checks[ISOLATION_CHECKS.topic]!.detail).toContain(`refuses the return probe's key ${RETURN_PROBE_ROUTING_KEY}`);
+      expect(r.checks[ISOLATION_CHECKS.topic]!.detail).toContain(
+        `refuses the return probe's key ${RETURN_PROBE_ROUTING_KEY}`,
+      );
     } finally {
       await setTopic();
     }
@@ -222,7 +269,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       expect(r.code).toBe(3);
       expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.bindings, 'fail']]);
       const detail = r.checks[ISOLATION_CHECKS.bindings]!.detail;
-      expect(detail).toBe(`"#" → queue ${audit}: "#" matches every routing key; "fc.snapshot.v2.${stranger}.*" → queue ${strangerQueue}: ${stranger} is not an app key registered in application_info`);
+      expect(detail).toBe(
+        `"#" → queue ${audit}: "#" matches every routing key; "fc.snapshot.v2.${stranger}.*" → queue ${strangerQueue}: ${stranger} is not an app key registered in application_info`,
+      );
     } finally {
       await deleteQueue(audit);
       await deleteQueue(strangerQueue);
@@ -235,17 +284,33 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await mgmt('PUT', api('exchanges/{v}/spy.fanout'), { type: 'fanout', durable: false });
     await declareQueue('rogue.spy');
     await mgmt('POST', api('bindings/{v}/e/spy.fanout/q/rogue.spy'), { routing_key: '' });
-    await mgmt('POST', api(`bindings/{v}/e/${EXCHANGE}/e/spy.fanout`), { routing_key: `fc.snapshot.v2.${other.appKey}.5` });
+    await mgmt('POST', api(`bindings/{v}/e/${EXCHANGE}/e/spy.fanout`), {
+      routing_key: `fc.snapshot.v2.${other.appKey}.5`,
+    });
     try {
       // the broker really routes a snapshot for the other consumer to both rogue queues
-      await mgmt('POST', api(`exchanges/{v}/${EXCHANGE}/publish`), { routing_key: `fc.snapshot.v2.${other.appKey}.5`, payload: '{}', payload_encoding: 'string', properties: {} });
-      const depth = async (q: string) => ((await mgmt('POST', api(`queues/{v}/${enc(q)}/get`), { count: 10, ackmode: 'ack_requeue_false', encoding: 'auto' })) as unknown[]).length;
+      await mgmt('POST', api(`exchanges/{v}/${EXCHANGE}/publish`), {
+        routing_key: `fc.snapshot.v2.${other.appKey}.5`,
+        payload: '{}',
+        payload_encoding: 'string',
+        properties: {},
+      });
+      const depth = async (q: string) =>
+        (
+          (await mgmt('POST', api(`queues/{v}/${enc(q)}/get`), {
+            count: 10,
+            ackmode: 'ack_requeue_false',
+            encoding: 'auto',
+          })) as unknown[]
+        ).length;
       expect(await depth('rogue.spy')).toBe(1);
       const r = await doctor();
       expect(r.code).toBe(3);
       expect(notOk(r.checks)).toEqual([[ISOLATION_CHECKS.bindings, 'fail']]);
       const detail = r.checks[ISOLATION_CHECKS.bindings]!.detail;
-      expect(detail).toContain(`"fc.snapshot.v2.${svcHall.appKey}.*" → queue rogue.q: queue rogue.q is not the consumer's (its name does not start with ${CONSUMER_QUEUE})`);
+      expect(detail).toContain(
+        `"fc.snapshot.v2.${svcHall.appKey}.*" → queue rogue.q: queue rogue.q is not the consumer's (its name does not start with ${CONSUMER_QUEUE})`,
+      );
       expect(detail).toContain(
         `"fc.snapshot.v2.${other.appKey}.5" → exchange spy.fanout: an exchange-to-exchange binding sends snapshots on to wherever exchange spy.fanout routes them (bind only the consumer's queues)`,
       );
@@ -253,7 +318,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       expect(detail).not.toContain(SCHOOL_QUEUE);
       // --consumer-queue moves the prefix: then the default consumer queue's bindings are rogue too
       const moved = await doctor({}, ['--consumer-queue', 'rogue.']);
-      expect(moved.checks[ISOLATION_CHECKS.bindings]!.detail).toContain(`→ queue ${CONSUMER_QUEUE}: queue ${CONSUMER_QUEUE} is not the consumer's (its name does not start with rogue.)`);
+      expect(moved.checks[ISOLATION_CHECKS.bindings]!.detail).toContain(
+        `→ queue ${CONSUMER_QUEUE}: queue ${CONSUMER_QUEUE} is not the consumer's (its name does not start with rogue.)`,
+      );
       expect(moved.checks[ISOLATION_CHECKS.bindings]!.detail).not.toContain('→ queue rogue.q:');
     } finally {
       await deleteQueue('rogue.q');
@@ -279,7 +346,14 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await setUserPermissions(rogue.user, { configure: '.*', write: '.*', read: '.*' });
     try {
       // the premise: read on the exchange is enough to bind a queue of one's own to it
-      const conn = await amqp.connect(new URL(iso.amqpUrl.replace(`${enc(iso.publisher.user)}:${enc(iso.publisher.password)}`, `${enc(rogue.user)}:${enc(rogue.password)}`)).toString());
+      const conn = await amqp.connect(
+        new URL(
+          iso.amqpUrl.replace(
+            `${enc(iso.publisher.user)}:${enc(iso.publisher.password)}`,
+            `${enc(rogue.user)}:${enc(rogue.password)}`,
+          ),
+        ).toString(),
+      );
       conn.on('error', () => undefined);
       try {
         const ch = await conn.createChannel();
@@ -300,15 +374,25 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       await mgmt('DELETE', api(`permissions/{v}/${enc(rogue.user)}`));
       await setUserPermissions(ops.user, { configure: '', write: '', read: 'fc\\.answer' });
       const admin = await doctor();
-      expect({ code: admin.code, notOk: notOk(admin.checks) }).toEqual({ code: 0, notOk: [[ISOLATION_CHECKS.readers, 'warn']] });
-      expect(admin.checks[ISOLATION_CHECKS.readers]!.detail).toContain(`"${ops.user}" (administrator, read "fc\\\\.answer") is not a --consumer-user (an administrator can give itself any permission anyway`);
+      expect({ code: admin.code, notOk: notOk(admin.checks) }).toEqual({
+        code: 0,
+        notOk: [[ISOLATION_CHECKS.readers, 'warn']],
+      });
+      expect(admin.checks[ISOLATION_CHECKS.readers]!.detail).toContain(
+        `"${ops.user}" (administrator, read "fc\\\\.answer") is not a --consumer-user (an administrator can give itself any permission anyway`,
+      );
 
       // without --consumer-user doctor cannot tell the consumer from anyone else: each reader is named, a warning
       await mgmt('DELETE', api(`permissions/{v}/${enc(ops.user)}`));
       const anonymous = await doctor({}, [], { consumerUser: false });
-      expect({ code: anonymous.code, notOk: notOk(anonymous.checks) }).toEqual({ code: 0, notOk: [[ISOLATION_CHECKS.readers, 'warn']] });
+      expect({ code: anonymous.code, notOk: notOk(anonymous.checks) }).toEqual({
+        code: 0,
+        notOk: [[ISOLATION_CHECKS.readers, 'warn']],
+      });
       const anonymousDetail = anonymous.checks[ISOLATION_CHECKS.readers]!.detail;
-      expect(anonymousDetail).toContain(`bind a queue to it: "${consumer.user}" (read ${JSON.stringify(CONSUMER_PERMISSIONS.read)}); the management API's own user`);
+      expect(anonymousDetail).toContain(
+        `bind a queue to it: "${consumer.user}" (read ${JSON.stringify(CONSUMER_PERMISSIONS.read)}); the management API's own user`,
+      );
       expect(anonymousDetail).toContain("; no --consumer-user given: name the consumer's user(s) with --consumer-user");
     } finally {
       await mgmt('DELETE', api(`permissions/{v}/${enc(rogue.user)}`), undefined, { allow404: true });
@@ -330,7 +414,11 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       conn.on('error', () => undefined);
       try {
         const ch = await conn.createConfirmChannel();
-        await new Promise<void>((resolve, reject) => ch.publish(EXCHANGE, 'amq.anything', Buffer.from('{}'), {}, (err: unknown) => (err ? reject(err) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          ch.publish(EXCHANGE, 'amq.anything', Buffer.from('{}'), {}, (err: unknown) =>
+            err ? reject(err) : resolve(),
+          ),
+        );
         await ch.close();
       } finally {
         await conn.close().catch(() => undefined);
@@ -346,28 +434,56 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     }
   });
 
-  test('the delivery exchange as a fanout, then non-durable, auto-delete and internal, is named (and plain doctor\'s re-declare still fails on 406)', async () => {
+  test("the delivery exchange as a fanout, then non-durable, auto-delete and internal, is named (and plain doctor's re-declare still fails on 406)", async () => {
     const x = await isolatedVhost('isox');
     const xapi = (path: string) => `/api/${path.replace('{v}', x.path)}`;
     try {
       await mgmt('PUT', xapi(`permissions/{v}/${enc(x.publisher.user)}`), CORRECT_PERMISSIONS);
       await mgmt('PUT', xapi(`topic-permissions/{v}/${enc(x.publisher.user)}`), CORRECT_TOPIC);
-      for (const q of [CONSUMER_QUEUE, DLQ]) await mgmt('PUT', xapi(`queues/{v}/${enc(q)}`), { durable: true, auto_delete: false });
+      for (const q of [CONSUMER_QUEUE, DLQ])
+        await mgmt('PUT', xapi(`queues/{v}/${enc(q)}`), { durable: true, auto_delete: false });
       const run = async () => {
-        const r = await runCli(['--json', 'doctor', '--isolation'], { env: dbs.env({ FCCTL_AMQP_URL: x.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl() }) });
-        return { code: r.code, checks: Object.fromEntries(jsonLines(r.stdout).filter((l) => l['type'] === 'check').map((l) => [String(l['check']), l as { status: string; detail: string }])) };
+        const r = await runCli(['--json', 'doctor', '--isolation'], {
+          env: dbs.env({ FCCTL_AMQP_URL: x.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl() }),
+        });
+        return {
+          code: r.code,
+          checks: Object.fromEntries(
+            jsonLines(r.stdout)
+              .filter((l) => l['type'] === 'check')
+              .map((l) => [String(l['check']), l as { status: string; detail: string }]),
+          ),
+        };
       };
-      await mgmt('PUT', xapi(`exchanges/{v}/${EXCHANGE}`), { type: 'fanout', durable: true, auto_delete: false, internal: false, arguments: {} });
+      await mgmt('PUT', xapi(`exchanges/{v}/${EXCHANGE}`), {
+        type: 'fanout',
+        durable: true,
+        auto_delete: false,
+        internal: false,
+        arguments: {},
+      });
       const fanout = await run();
       expect(fanout.code).toBe(3);
       expect(fanout.checks[ISOLATION_CHECKS.exchange]).toEqual(
-        expect.objectContaining({ status: 'fail', detail: `fc.answer.delivery.v2 on vhost "${x.vhost}" is a fanout exchange, not topic (it sends every snapshot to every bound queue, whatever its routing key)` }),
+        expect.objectContaining({
+          status: 'fail',
+          detail: `fc.answer.delivery.v2 on vhost "${x.vhost}" is a fanout exchange, not topic (it sends every snapshot to every bound queue, whatever its routing key)`,
+        }),
       );
       // the publisher may configure the exchange here: its re-declare is refused 406, a failure
-      expect(fanout.checks['delivery exchange']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^fc\.answer\.delivery\.v2 exists but is not a durable topic exchange: .*406/) });
+      expect(fanout.checks['delivery exchange']).toMatchObject({
+        status: 'fail',
+        detail: expect.stringMatching(/^fc\.answer\.delivery\.v2 exists but is not a durable topic exchange: .*406/),
+      });
 
       await mgmt('DELETE', xapi(`exchanges/{v}/${EXCHANGE}`));
-      await mgmt('PUT', xapi(`exchanges/{v}/${EXCHANGE}`), { type: 'topic', durable: false, auto_delete: true, internal: true, arguments: {} });
+      await mgmt('PUT', xapi(`exchanges/{v}/${EXCHANGE}`), {
+        type: 'topic',
+        durable: false,
+        auto_delete: true,
+        internal: true,
+        arguments: {},
+      });
       const loose = await run();
       expect(loose.code).toBe(3);
       expect(loose.checks[ISOLATION_CHECKS.exchange]).toMatchObject({
@@ -383,7 +499,11 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await setPermissions({ configure: '^$', write: '^fc\\.answer\\.delivery\\.v2$', read: '^$' });
     try {
       const plain = await runCli(['--json', 'doctor'], { env: dbs.env({ FCCTL_AMQP_URL: iso.amqpUrl }) });
-      const checks = Object.fromEntries(jsonLines(plain.stdout).filter((l) => l['type'] === 'check').map((l) => [String(l['check']), l]));
+      const checks = Object.fromEntries(
+        jsonLines(plain.stdout)
+          .filter((l) => l['type'] === 'check')
+          .map((l) => [String(l['check']), l]),
+      );
       expect({ code: plain.code, stderr: plain.stderr }).toEqual({ code: 0, stderr: '' });
       expect(checks['delivery exchange']).toMatchObject({
         status: 'ok',
@@ -391,11 +511,19 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
           'fc.answer.delivery.v2 exists; its type and durability were not verified: the publisher may not configure it (re-declaring it was refused, 403 ACCESS_REFUSED), as seed 000 §6 asks; doctor --isolation verifies them through the management API',
       });
       const full = await doctor({}, ['--probe']);
-      expect({ code: full.code, stderr: full.stderr, notOk: notOk(full.checks) }).toEqual({ code: 0, stderr: '', notOk: [] });
+      expect({ code: full.code, stderr: full.stderr, notOk: notOk(full.checks) }).toEqual({
+        code: 0,
+        stderr: '',
+        notOk: [],
+      });
       expect(full.checks['delivery exchange']!.status).toBe('ok');
       expect(full.checks['mandatory return probe']!.status).toBe('ok');
-      expect(full.checks[ISOLATION_CHECKS.permissions]!.detail).toContain('configure nothing; write only fc.answer.delivery.v2; read nothing');
-      expect(full.checks[ISOLATION_CHECKS.exchange]!.detail).toBe('fc.answer.delivery.v2: topic, durable, not auto-delete, not internal');
+      expect(full.checks[ISOLATION_CHECKS.permissions]!.detail).toContain(
+        'configure nothing; write only fc.answer.delivery.v2; read nothing',
+      );
+      expect(full.checks[ISOLATION_CHECKS.exchange]!.detail).toBe(
+        'fc.answer.delivery.v2: topic, durable, not auto-delete, not internal',
+      );
     } finally {
       await setPermissions(CORRECT_PERMISSIONS);
     }
@@ -411,7 +539,9 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       await declareQueue(DLQ, false);
       const transient = await doctor();
       expect(notOk(transient.checks)).toEqual([[ISOLATION_CHECKS.queues, 'fail']]);
-      expect(transient.checks[ISOLATION_CHECKS.queues]!.detail).toBe(`${DLQ} is not durable (it and its messages are lost when the broker restarts)`);
+      expect(transient.checks[ISOLATION_CHECKS.queues]!.detail).toBe(
+        `${DLQ} is not durable (it and its messages are lost when the broker restarts)`,
+      );
     } finally {
       await deleteQueue(DLQ);
       await declareQueue(DLQ);
@@ -424,12 +554,21 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
       [ISOLATION_CHECKS.bindings, 'fail'],
       [ISOLATION_CHECKS.queues, 'fail'],
     ]);
-    expect(r.checks[ISOLATION_CHECKS.bindings]!.detail).toContain(`→ queue ${CONSUMER_QUEUE}: queue ${CONSUMER_QUEUE} is not the consumer's (its name does not start with svc-other.q)`);
-    expect(r.checks[ISOLATION_CHECKS.queues]!.detail).toBe(`svc-other.q does not exist on vhost "${iso.vhost}"; svc-other.q.dlq does not exist on vhost "${iso.vhost}"`);
+    expect(r.checks[ISOLATION_CHECKS.bindings]!.detail).toContain(
+      `→ queue ${CONSUMER_QUEUE}: queue ${CONSUMER_QUEUE} is not the consumer's (its name does not start with svc-other.q)`,
+    );
+    expect(r.checks[ISOLATION_CHECKS.queues]!.detail).toBe(
+      `svc-other.q does not exist on vhost "${iso.vhost}"; svc-other.q.dlq does not exist on vhost "${iso.vhost}"`,
+    );
   });
 
   test('an alternate-exchange policy (invisible to AMQP) is named', async () => {
-    await mgmt('PUT', api('policies/{v}/spill'), { pattern: '^fc\\.answer\\.', definition: { 'alternate-exchange': 'amq.fanout' }, 'apply-to': 'exchanges', priority: 0 });
+    await mgmt('PUT', api('policies/{v}/spill'), {
+      pattern: '^fc\\.answer\\.',
+      definition: { 'alternate-exchange': 'amq.fanout' },
+      'apply-to': 'exchanges',
+      priority: 0,
+    });
     await expectFailsAlone(
       ISOLATION_CHECKS.alternateExchange,
       'policy "spill" (pattern "^fc\\\\.answer\\\\.") gives it alternate-exchange "amq.fanout": unroutable messages go there instead of being returned (no NO_ROUTE, no return probe)',
@@ -444,12 +583,20 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await declareQueue('audit-all');
     await bind('audit-all', '#');
     await deleteQueue(DLQ);
-    await mgmt('PUT', api('policies/{v}/spill'), { pattern: '.*', definition: { 'alternate-exchange': 'amq.fanout' }, 'apply-to': 'all' });
+    await mgmt('PUT', api('policies/{v}/spill'), {
+      pattern: '.*',
+      definition: { 'alternate-exchange': 'amq.fanout' },
+      'apply-to': 'all',
+    });
     try {
       const r = await doctor();
       expect(r.code).toBe(3);
-      expect(notOk(r.checks)).toEqual(ITEMS.filter((i) => i !== ISOLATION_CHECKS.vhost && i !== ISOLATION_CHECKS.exchange).map((i) => [i, 'fail']));
-      expect(r.checks[ISOLATION_CHECKS.readers]!.detail).toContain(`the publisher "${iso.publisher.user}" (read ".*"): it must read nothing`);
+      expect(notOk(r.checks)).toEqual(
+        ITEMS.filter((i) => i !== ISOLATION_CHECKS.vhost && i !== ISOLATION_CHECKS.exchange).map((i) => [i, 'fail']),
+      );
+      expect(r.checks[ISOLATION_CHECKS.readers]!.detail).toContain(
+        `the publisher "${iso.publisher.user}" (read ".*"): it must read nothing`,
+      );
       expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: 'summary', exitCode: 3 });
     } finally {
       await setPermissions(CORRECT_PERMISSIONS);
@@ -464,10 +611,20 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
   });
 
   test('without the FC database the bindings cannot be checked against the registry: fail saying so', async () => {
-    const r = await runCli(['--json', 'doctor', '--isolation'], { env: dbs.env({ FCCTL_FC_DATABASE_URL: '', FCCTL_AMQP_URL: iso.amqpUrl, FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl() }) });
+    const r = await runCli(['--json', 'doctor', '--isolation'], {
+      env: dbs.env({
+        FCCTL_FC_DATABASE_URL: '',
+        FCCTL_AMQP_URL: iso.amqpUrl,
+        FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl(),
+      }),
+    });
     expect(r.code).toBe(3);
     const line = jsonLines(r.stdout).find((l) => l['check'] === ISOLATION_CHECKS.bindings);
-    expect(line).toMatchObject({ status: 'fail', detail: 'the registered app keys could not be read (FC database not configured), so no key was checked against application_info' });
+    expect(line).toMatchObject({
+      status: 'fail',
+      detail:
+        'the registered app keys could not be read (FC database not configured), so no key was checked against application_info',
+    });
   });
 
   test('a management user without the administrator tag: one failed line naming the tag; a wrong password: the credentials, never the password', async () => {
@@ -475,12 +632,21 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     const r = await doctor({ FCCTL_AMQP_MANAGEMENT_URL: managementUrlAs(monitor.user, monitor.password) });
     expect(r.code).toBe(3);
     expect(ITEMS.filter((i) => r.checks[i] !== undefined)).toEqual([]);
-    expect(r.checks[ISOLATION_CHECKS.api]).toMatchObject({ status: 'fail', detail: expect.stringMatching(new RegExp(`user "${monitor.user}" may not read .*Not administrator user.*needs a user with the administrator tag`)) });
+    expect(r.checks[ISOLATION_CHECKS.api]).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(
+        new RegExp(
+          `user "${monitor.user}" may not read .*Not administrator user.*needs a user with the administrator tag`,
+        ),
+      ),
+    });
     expect(r.stdout + r.stderr).not.toContain(monitor.password);
 
     const wrong = await doctor({ FCCTL_AMQP_MANAGEMENT_URL: managementUrlAs(undefined, 'wrong-SECRET-pw') });
     expect(wrong.code).toBe(3);
-    expect(wrong.checks[ISOLATION_CHECKS.api]!.detail).toMatch(/:\*\*\*@127\.0\.0\.1:\d+\/?: the management API refused the credentials of user "[^"]+" \(HTTP 401\)$/);
+    expect(wrong.checks[ISOLATION_CHECKS.api]!.detail).toMatch(
+      /:\*\*\*@127\.0\.0\.1:\d+\/?: the management API refused the credentials of user "[^"]+" \(HTTP 401\)$/,
+    );
     expect(wrong.stdout + wrong.stderr).not.toContain('wrong-SECRET-pw');
   });
 
@@ -493,7 +659,10 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     await new Promise((r) => server.close(r));
     const r = await doctor({ FCCTL_AMQP_MANAGEMENT_URL: `http://mon:pw-SECRET-9@127.0.0.1:${port}/` });
     expect(r.code).toBe(3);
-    expect(r.checks[ISOLATION_CHECKS.api]).toMatchObject({ status: 'fail', detail: `cannot reach the RabbitMQ management API at http://mon:***@127.0.0.1:${port}/: ECONNREFUSED` });
+    expect(r.checks[ISOLATION_CHECKS.api]).toMatchObject({
+      status: 'fail',
+      detail: `cannot reach the RabbitMQ management API at http://mon:***@127.0.0.1:${port}/: ECONNREFUSED`,
+    });
     expect(r.stdout + r.stderr).not.toContain('pw-SECRET-9');
   });
 });
@@ -508,18 +677,22 @@ describe('ManagementClient', () => {
         err = e;
       }
       expect(err).toBeInstanceOf(UsageError);
-      expect(String((err as Error).message)).toMatch(/^amqpManagementUrl (must start with http:\/\/ or https:\/\/|is not a valid URL)/);
+      expect(String((err as Error).message)).toMatch(
+        /^amqpManagementUrl (must start with http:\/\/ or https:\/\/|is not a valid URL)/,
+      );
       expect(String((err as Error).message)).not.toContain('pw-SECRET');
     }
   });
 
-  test('reads as the URL\'s user; a missing object is null, not an error', async () => {
+  test("reads as the URL's user; a missing object is null, not an error", async () => {
     const client = new ManagementClient(testManagementUrl());
     expect(await client.vhostExists('fcctl-test-no-such-vhost')).toBe(false);
     expect(await client.exchange('fcctl-test-no-such-vhost', EXCHANGE)).toBeNull();
     expect(await client.queue('fcctl-test-no-such-vhost', CONSUMER_QUEUE)).toBeNull();
     expect(await client.bindingsFrom('fcctl-test-no-such-vhost', EXCHANGE)).toEqual([]);
-    await expect(new ManagementClient(managementUrlAs(undefined, 'bad-pw')).vhostExists('/')).rejects.toBeInstanceOf(EnvironmentError);
+    await expect(new ManagementClient(managementUrlAs(undefined, 'bad-pw')).vhostExists('/')).rejects.toBeInstanceOf(
+      EnvironmentError,
+    );
   });
 
   test('a timeout is an EnvironmentError naming it', async () => {
@@ -529,7 +702,9 @@ describe('ManagementClient', () => {
     await new Promise((r) => server.once('listening', r));
     const port = (server.address() as { port: number }).port;
     try {
-      await expect(new ManagementClient(`http://u:p@127.0.0.1:${port}`, { timeoutMs: 200 }).vhostExists('v')).rejects.toThrow('did not answer within 0.2 s (reading vhost v)');
+      await expect(
+        new ManagementClient(`http://u:p@127.0.0.1:${port}`, { timeoutMs: 200 }).vhostExists('v'),
+      ).rejects.toThrow('did not answer within 0.2 s (reading vhost v)');
     } finally {
       server.close();
     }

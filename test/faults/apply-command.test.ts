@@ -5,11 +5,27 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DONE_BRANCHES } from '../../src/lib/apply-command/resolve/decide.js';
-import { APP, BIZ_TYPE, type CommandSpec, commandsOf, defaults, insertCommands, makeDue, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP,
+  BIZ_TYPE,
+  type CommandSpec,
+  commandsOf,
+  defaults,
+  insertCommands,
+  makeDue,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, testMysqlUrl, type TestDatabases } from '../helpers/db.js';
 import { pick, recordTotals, restartService } from '../helpers/faults.js';
-import { type Fault, type FlowCenter, type LogEntry, STAND_IN, startFlowCenter, type StandInInstance } from '../helpers/flow-center.js';
+import {
+  type Fault,
+  type FlowCenter,
+  type LogEntry,
+  STAND_IN,
+  startFlowCenter,
+  type StandInInstance,
+} from '../helpers/flow-center.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -41,7 +57,11 @@ beforeAll(async () => {
   stopStandIn = () => fc.stop();
   proxy = new TcpProxy('127.0.0.1', Number(new URL(fc.url).port));
   // Every request goes through the proxy: cuts and refusals happen between fcctl and the stand-in.
-  env = dbs.env({ FCCTL_FLOW_URL: viaProxy(fc.url, await proxy.start()), FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret });
+  env = dbs.env({
+    FCCTL_FLOW_URL: viaProxy(fc.url, await proxy.start()),
+    FCCTL_APP_KEY: APP.key,
+    FCCTL_APP_SECRET: APP.secret,
+  });
   expect((await runCli(['db', 'init', '--side', 'sh'], { env })).code).toBe(0);
   dir = mkdtempSync(join(tmpdir(), 'fcctl-fault-apply-'));
 });
@@ -75,11 +95,22 @@ function commandOf(bizId: string, i: number): CommandSpec {
 function instanceOf(bizId: string, i: number): StandInInstance {
   const d = defaults(bizId);
   const base: StandInInstance = {
-    bizType: BIZ_TYPE, bizId, status: ([10, 20, 30, 40] as const)[Math.floor(i / 10) % 4]!, applyAppKey: APP.key, submitterId: d.submitterId, flowGuid: d.flowGuid,
-    instanceId: `FI-pre-${bizId}`, round: 1, requestToken: [d.requestToken, 'older-token', null][i % 3]!,
+    bizType: BIZ_TYPE,
+    bizId,
+    status: ([10, 20, 30, 40] as const)[Math.floor(i / 10) % 4]!,
+    applyAppKey: APP.key,
+    submitterId: d.submitterId,
+    flowGuid: d.flowGuid,
+    instanceId: `FI-pre-${bizId}`,
+    round: 1,
+    requestToken: [d.requestToken, 'older-token', null][i % 3]!,
   };
   if (kindOf(i) === 'owned') return base;
-  return [{ ...base, applyAppKey: '100099' }, { ...base, submitterId: '9007199254740992' }, { ...base, flowGuid: 'someone-elses' }][Math.floor(i / 10) % 3]!;
+  return [
+    { ...base, applyAppKey: '100099' },
+    { ...base, submitterId: '9007199254740992' },
+    { ...base, flowGuid: 'someone-elses' },
+  ][Math.floor(i / 10) % 3]!;
 }
 
 interface RunResult {
@@ -93,7 +124,10 @@ interface RunResult {
 
 /** A real `bin/fcctl` process, so that it can be killed; a run that hangs is killed and fails the test. */
 function startResolve(args: readonly string[]): { child: ChildProcess; done: Promise<RunResult> } {
-  const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'apply-command', 'resolve-unknown', ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'apply-command', 'resolve-unknown', ...args], {
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let stderrAt: number | null = null;
@@ -127,7 +161,10 @@ async function lastSeq(): Promise<number> {
 
 /** The stand-in on a given port, its instances loaded from a file before it listens. */
 async function startStandInAt(port: number, seedFile: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [STAND_IN, '--port', String(port), '--seed', seedFile], { env: { PATH: process.env['PATH'], FLOW_STANDIN_APPS: JSON.stringify(APPS) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [STAND_IN, '--port', String(port), '--seed', seedFile], {
+    env: { PATH: process.env['PATH'], FLOW_STANDIN_APPS: JSON.stringify(APPS) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`stand-in exited ${code}`)));
@@ -136,10 +173,14 @@ async function startStandInAt(port: number, seedFile: string): Promise<ChildProc
 }
 
 describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
-  it('never a POST for an existing instance, never a second instance, DONE only with its own instance, DEAD only for someone else\'s', async () => {
+  it("never a POST for an existing instance, never a second instance, DONE only with its own instance, DEAD only for someone else's", async () => {
     const p = uniquePrefix('fault');
     const ids = Array.from({ length: ROWS }, (_, i) => `${p}-${i}`);
-    await insertCommands(admin, dbs.shName, ids.map((bizId, i) => commandOf(bizId, i)));
+    await insertCommands(
+      admin,
+      dbs.shName,
+      ids.map((bizId, i) => commandOf(bizId, i)),
+    );
     const before = ids.map((bizId, i) => (kindOf(i) === 'absent' ? null : instanceOf(bizId, i)));
     await fc.addInstances(before.filter((x) => x !== null));
 
@@ -155,7 +196,12 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
       proxy.refuse(true);
       proxy.cut();
       // Requests it had already taken are still acted on (the cut only drops their answers).
-      await waitFor('requests under way at the flow center', async () => (await fc.log()).every((e) => e.status !== null), 30_000, 20);
+      await waitFor(
+        'requests under way at the flow center',
+        async () => (await fc.log()).every((e) => e.status !== null),
+        30_000,
+        20,
+      );
       logSegments.push(await fc.log());
       const seedFile = join(dir, `instances-${logSegments.length}.json`);
       writeFileSync(seedFile, JSON.stringify(await fc.instances()));
@@ -170,9 +216,24 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
       await new Promise((r) => setTimeout(r, 300));
       proxy.refuse(false);
     };
-    const expireLeases = () => admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE claim_owner IS NOT NULL AND biz_id LIKE ?`, [`${p}%`]);
+    const expireLeases = () =>
+      admin.query(
+        `UPDATE \`${dbs.shName}\`.flow_apply_command SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE claim_owner IS NOT NULL AND biz_id LIKE ?`,
+        [`${p}%`],
+      );
 
-    const base = ['--request-timeout', '1', '--lease-seconds', '30', '--max-retries', '100', '--concurrency', '4', '--batch-size', '20'];
+    const base = [
+      '--request-timeout',
+      '1',
+      '--lease-seconds',
+      '30',
+      '--max-retries',
+      '100',
+      '--concurrency',
+      '4',
+      '--batch-size',
+      '20',
+    ];
     const patient = ['--max-consecutive-errors', '1000000'];
     const latency = (ms: number): Fault => ({ path: '*', kind: 'latency', ms });
     interface Round {
@@ -189,7 +250,10 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
       expect(r.stderr).toBe('');
       expect(r.code).toBe(1);
       const s = jsonLines(r.stdout).find((l) => l['type'] === 'summary')!;
-      expect(Object.keys(s['failedByReason'] as object).some((k) => reasons.test(k)), JSON.stringify(s['failedByReason'])).toBe(true);
+      expect(
+        Object.keys(s['failedByReason'] as object).some((k) => reasons.test(k)),
+        JSON.stringify(s['failedByReason']),
+      ).toBe(true);
     };
     /** exit 3 with one line on stderr, no stack trace */
     const environmentFailure = (line: RegExp) => (r: RunResult) => {
@@ -227,7 +291,12 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
           act: async () => {
             proxy.cut();
             const seq = await lastSeq();
-            await waitFor('requests after the first cut', async () => (await requestsSince(seq)) >= Math.ceil(SLICE / 3), 60_000, 20);
+            await waitFor(
+              'requests after the first cut',
+              async () => (await requestsSince(seq)) >= Math.ceil(SLICE / 3),
+              60_000,
+              20,
+            );
             proxy.cut();
             outsideFaults += 2;
           },
@@ -245,7 +314,12 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
         check: (r) => {
           environmentFailure(/^fcctl: flow center gave 20 errors in a row/)(r);
           const s = jsonLines(r.stdout).find((l) => l['type'] === 'summary')!;
-          expect(s).toMatchObject({ stoppedBy: 'flow-center-errors', posts: 0, done: 0, failedByReason: { LOOKUP_NETWORK: s['failed'] } });
+          expect(s).toMatchObject({
+            stoppedBy: 'flow-center-errors',
+            posts: 0,
+            done: 0,
+            failedByReason: { LOOKUP_NETWORK: s['failed'] },
+          });
           // the 20th error stops it; at most the other three requests in flight fail too; the rest is given back
           expect(s['failed'] as number).toBeGreaterThanOrEqual(20);
           expect(s['failed'] as number).toBeLessThanOrEqual(23);
@@ -287,7 +361,13 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
           act: async () => {
             await restartService('mariadb', 1);
             outsideFaults += 1;
-            admin = await mysql.createConnection({ uri: testMysqlUrl(), dateStrings: true, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: true });
+            admin = await mysql.createConnection({
+              uri: testMysqlUrl(),
+              dateStrings: true,
+              supportBigNumbers: true,
+              bigNumberStrings: true,
+              multipleStatements: true,
+            });
             admin.on('error', () => undefined);
           },
         },
@@ -310,10 +390,16 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
       const done = run.done.finally(() => (exited = true));
       if (round.midRun) {
         const { after, act } = round.midRun;
-        await waitFor(`${round.name}: ${after} requests`, async () => {
-          if (exited) throw new Error(`${round.name}: the run ended before the mid-run fault: ${(await done).stderr}`);
-          return (await requestsSince(seq)) >= after;
-        }, 120_000, 20);
+        await waitFor(
+          `${round.name}: ${after} requests`,
+          async () => {
+            if (exited)
+              throw new Error(`${round.name}: the run ended before the mid-run fault: ${(await done).stderr}`);
+            return (await requestsSince(seq)) >= after;
+          },
+          120_000,
+          20,
+        );
         await act(run.child);
       }
       const r = await done;
@@ -348,11 +434,23 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
     const existsFrom = new Map<string, number>();
     for (const [i, id] of ids.entries()) if (before[i]) existsFrom.set(id, -1);
     log.forEach((e, order) => {
-      if (e.method === 'POST' && (e.branch === 'CREATED' || e.branch === 'CONCURRENT_CREATED') && !existsFrom.has(e.bizId!)) existsFrom.set(e.bizId!, order);
+      if (
+        e.method === 'POST' &&
+        (e.branch === 'CREATED' || e.branch === 'CONCURRENT_CREATED') &&
+        !existsFrom.has(e.bizId!)
+      )
+        existsFrom.set(e.bizId!, order);
     });
-    const postsOnExisting = log.filter((e, order) => e.method === 'POST' && (existsFrom.get(e.bizId!) ?? Infinity) < order);
+    const postsOnExisting = log.filter(
+      (e, order) => e.method === 'POST' && (existsFrom.get(e.bizId!) ?? Infinity) < order,
+    );
     const creations = new Map<string, number>();
-    for (const e of log) if (e.method === 'POST' && (e.branch === 'CREATED' || e.branch === 'CONCURRENT_CREATED' || e.branch === 'RESTARTED')) creations.set(e.bizId!, (creations.get(e.bizId!) ?? 0) + 1);
+    for (const e of log)
+      if (
+        e.method === 'POST' &&
+        (e.branch === 'CREATED' || e.branch === 'CONCURRENT_CREATED' || e.branch === 'RESTARTED')
+      )
+        creations.set(e.bizId!, (creations.get(e.bizId!) ?? 0) + 1);
     const duplicates = [...creations.values()].reduce((n, c) => n + c - 1, 0);
 
     /** What is wrong with a row's final state, or null. */
@@ -361,26 +459,44 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
       const kind = kindOf(i);
       const inst = after.get(row.biz_id);
       if (kind === 'foreign') {
-        if (row.state !== 'DEAD' || !row.last_error?.startsWith('OWNERSHIP_MISMATCH: ') || row.flow_status !== null) return { lost: row.state !== 'DONE', why: `foreign ${row.state} ${row.last_error}` };
+        if (row.state !== 'DEAD' || !row.last_error?.startsWith('OWNERSHIP_MISMATCH: ') || row.flow_status !== null)
+          return { lost: row.state !== 'DONE', why: `foreign ${row.state} ${row.last_error}` };
         return null;
       }
       if (row.state !== 'DONE') return { lost: true, why: `${kind} ${row.state} ${row.last_error}` };
       if (!inst) return { lost: true, why: 'DONE, no instance at the flow center' };
       const d = defaults(row.biz_id);
       const own = inst.applyAppKey === APP.key && inst.submitterId === d.submitterId && inst.flowGuid === d.flowGuid;
-      if (!own || row.remote_instance_id !== inst.instanceId || row.remote_status !== inst.status || row.flow_status !== inst.status) {
-        return { lost: false, why: `DONE with ${row.remote_instance_id}/${row.remote_status}/${row.flow_status}, flow center has ${JSON.stringify(inst)}` };
+      if (
+        !own ||
+        row.remote_instance_id !== inst.instanceId ||
+        row.remote_status !== inst.status ||
+        row.flow_status !== inst.status
+      ) {
+        return {
+          lost: false,
+          why: `DONE with ${row.remote_instance_id}/${row.remote_status}/${row.flow_status}, flow center has ${JSON.stringify(inst)}`,
+        };
       }
       const from = existsFrom.get(row.biz_id) ?? Infinity;
       const seen = log.some(
         (e, order) =>
-          e.bizId === row.biz_id && e.status === 200 && e.fault === null &&
+          e.bizId === row.biz_id &&
+          e.status === 200 &&
+          e.fault === null &&
           ((e.method === 'GET' && order > from) || (e.method === 'POST' && DONE_BRANCHES.includes(e.branch as never))),
       );
-      if (!seen) return { lost: false, why: 'DONE without a lookup that found its instance or an apply that created it' };
+      if (!seen)
+        return { lost: false, why: 'DONE without a lookup that found its instance or an apply that created it' };
       if (kind === 'owned') {
         const was = before[i]!;
-        if (inst.instanceId !== was.instanceId || inst.status !== was.status || inst.round !== was.round || inst.requestToken !== was.requestToken) return { lost: false, why: `owned instance changed: ${JSON.stringify(inst)}` };
+        if (
+          inst.instanceId !== was.instanceId ||
+          inst.status !== was.status ||
+          inst.round !== was.round ||
+          inst.requestToken !== was.requestToken
+        )
+          return { lost: false, why: `owned instance changed: ${JSON.stringify(inst)}` };
       } else if (inst.requestToken !== d.requestToken || inst.round !== commandOf(row.biz_id, i).attempt) {
         return { lost: false, why: `created with token ${inst.requestToken} round ${inst.round}` };
       }
@@ -388,7 +504,8 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
     };
     const problems = rows.map((row) => [row.biz_id, problem(row)] as const).filter(([, x]) => x !== null);
     const rowsLost = problems.filter(([, x]) => x!.lost).length + (ROWS - rows.length);
-    const wronglyAccepted = problems.filter(([, x]) => !x!.lost).length + new Set(postsOnExisting.map((e) => e.bizId)).size;
+    const wronglyAccepted =
+      problems.filter(([, x]) => !x!.lost).length + new Set(postsOnExisting.map((e) => e.bizId)).size;
     recordTotals('apply-command resolve-unknown under faults', {
       faultsInjected: log.filter((e) => e.fault !== null).length + outsideFaults,
       runs,
@@ -404,7 +521,9 @@ describe(`apply-command resolve-unknown under faults (${ROWS} rows)`, () => {
     expect(problems.slice(0, 10)).toEqual([]);
     // The faults did reach rows of every kind, and the DEAD rows are exactly the foreign ones.
     expect(log.filter((e) => e.fault !== null).length).toBeGreaterThanOrEqual(20);
-    expect(rows.filter((x) => x.state === 'DEAD').map((x) => x.biz_id)).toEqual(ids.filter((_, i) => kindOf(i) === 'foreign'));
+    expect(rows.filter((x) => x.state === 'DEAD').map((x) => x.biz_id)).toEqual(
+      ids.filter((_, i) => kindOf(i) === 'foreign'),
+    );
     expect(rows.filter((x) => x.state === 'DONE' && x.last_branch === 'CREATED').length).toBeGreaterThan(0);
     expect(rows.some((x) => x.retry_count >= 2)).toBe(true);
   });

@@ -3,7 +3,16 @@ import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, drainQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  drainQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { brokerMemoryAlarm, replaceableConnection, restartService } from '../helpers/faults.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
@@ -56,7 +65,23 @@ describe('a follow relay through a broker restart and a database restart', () =>
     const queue = await bindQueue(key, { durable: true });
     await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const port = await freePort();
-    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`, '--lease-seconds', '10', '--confirm-timeout', '3', '--backoff-base', '1'], { env, timeoutMs: 400_000 });
+    const relay = startService(
+      [
+        '--json',
+        'deliveries',
+        'send',
+        '--follow',
+        '--listen',
+        `:${port}`,
+        '--lease-seconds',
+        '10',
+        '--confirm-timeout',
+        '3',
+        '--backoff-base',
+        '1',
+      ],
+      { env, timeoutMs: 400_000 },
+    );
     try {
       await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
       // rows keep arriving from a producer of its own, through both restarts
@@ -77,7 +102,12 @@ describe('a follow relay through a broker restart and a database restart', () =>
           }
         }
       })();
-      await waitFor('first rows accepted', async () => (await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE state = 'BROKER_ACCEPTED'`)) > 20, 20_000, 100);
+      await waitFor(
+        'first rows accepted',
+        async () => (await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE state = 'BROKER_ACCEPTED'`)) > 20,
+        20_000,
+        100,
+      );
 
       for (const which of ['rabbitmq', 'mariadb'] as const) {
         const unready: number[] = [];
@@ -92,13 +122,22 @@ describe('a follow relay through a broker restart and a database restart', () =>
         await watcher;
         expect(unready.length, `/readyz went 503 during the ${which} restart`).toBe(1);
         expect(relay.child.exitCode, `the relay is still running after the ${which} restart`).toBeNull();
-        await waitFor(`ready again after the ${which} restart`, async () => (await httpGet(port, '/readyz').catch(() => ({ status: -1 }))).status === 200, 90_000, 200);
+        await waitFor(
+          `ready again after the ${which} restart`,
+          async () => (await httpGet(port, '/readyz').catch(() => ({ status: -1 }))).status === 200,
+          90_000,
+          200,
+        );
       }
       producing = false;
       await producer;
       await waitFor(
         'every row accepted',
-        async () => (await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key])) === inserted,
+        async () =>
+          (await count(
+            `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+            [key],
+          )) === inserted,
         120_000,
         500,
       );
@@ -107,7 +146,11 @@ describe('a follow relay through a broker restart and a database restart', () =>
       // an outage is said once per change of state, not once per retry
       const states = stopped.stdout.split('\n').filter((l) => l.includes('"type":"state"')).length;
       expect(states).toBeLessThan(30);
-      expect(await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE claim_owner IS NOT NULL AND state <> 'BROKER_ACCEPTED'`)).toBe(0);
+      expect(
+        await count(
+          `SELECT COUNT(*) AS n FROM answer_delivery WHERE claim_owner IS NOT NULL AND state <> 'BROKER_ACCEPTED'`,
+        ),
+      ).toBe(0);
       // the test's own channel went down with the broker: a fresh one reads the durable queue
       const conn = await amqp.connect(testAmqpUrl());
       const ch = await conn.createChannel();
@@ -115,10 +158,15 @@ describe('a follow relay through a broker restart and a database restart', () =>
       await ch.deleteQueue(queue.queue);
       await conn.close();
       const delivered = new Set(messages.map((m) => String(m.properties.messageId)));
-      const [rows] = await admin.query(`SELECT event_id FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key]);
+      const [rows] = await admin.query(
+        `SELECT event_id FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+        [key],
+      );
       const missing = (rows as Array<{ event_id: string }>).filter((r) => !delivered.has(r.event_id));
       expect(missing, 'accepted rows without a message in the durable queue').toEqual([]);
-      console.log(`follow faults: ${inserted} rows, ${messages.length} messages (${messages.length - delivered.size} duplicates)`);
+      console.log(
+        `follow faults: ${inserted} rows, ${messages.length} messages (${messages.length - delivered.size} duplicates)`,
+      );
       // At-least-once allows duplicates, but only of what the broker restart caught unconfirmed (one
       // confirm window, 256): the database restart costs none, the relay writing its outcomes again
       // while the claim is still its own (before, 360–1,000 of ~1,500 rows came twice).
@@ -136,13 +184,32 @@ describe('a follow relay under a broker resource alarm', () => {
     const queue = await bindQueue(key, { durable: true });
     await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
     const port = await freePort();
-    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`, '--confirm-timeout', '2', '--lease-seconds', '10'], { env, timeoutMs: 300_000 });
+    const relay = startService(
+      [
+        '--json',
+        'deliveries',
+        'send',
+        '--follow',
+        '--listen',
+        `:${port}`,
+        '--confirm-timeout',
+        '2',
+        '--lease-seconds',
+        '10',
+      ],
+      { env, timeoutMs: 300_000 },
+    );
     try {
       await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
       await brokerMemoryAlarm(true);
       try {
         await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 50);
-        await waitFor('unready during the alarm', async () => (await httpGet(port, '/readyz').catch(() => ({ status: -1, body: '' }))).status === 503, 60_000, 200);
+        await waitFor(
+          'unready during the alarm',
+          async () => (await httpGet(port, '/readyz').catch(() => ({ status: -1, body: '' }))).status === 503,
+          60_000,
+          200,
+        );
         await new Promise((r) => setTimeout(r, 3000));
         expect(relay.child.exitCode).toBeNull();
         expect((await httpGet(port, '/healthz')).status).toBe(200);
@@ -150,7 +217,16 @@ describe('a follow relay under a broker resource alarm', () => {
         await brokerMemoryAlarm(false);
       }
       await waitFor('ready again', async () => (await httpGet(port, '/readyz')).status === 200, 90_000, 200);
-      await waitFor('all 50 accepted', async () => (await count(`SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`, [key])) === 50, 90_000, 200);
+      await waitFor(
+        'all 50 accepted',
+        async () =>
+          (await count(
+            `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+            [key],
+          )) === 50,
+        90_000,
+        200,
+      );
       const stopped = await relay.stop('SIGTERM');
       expect(stopped.code).toBe(0);
       expect(stopped.stdout).toMatch(/"state":"outage","detail":"[^"]*block/);

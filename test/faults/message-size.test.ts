@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
-import { insertDeliveries, insertGrant, insertRegistry, PUBLISHER, batchesOfRepeats, repeatedIds, snapshotOf, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  batchesOfRepeats,
+  repeatedIds,
+  snapshotOf,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { hardenedBroker, type HardenedBroker, mqCtl } from '../helpers/broker.js';
 import { recordTotals } from '../helpers/faults.js';
 
@@ -46,11 +55,23 @@ describe('a message over max_message_size', () => {
     const [culprit] = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, snapshot: big }, 1);
     const after = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 200);
     const r = await runCli(['--json', 'deliveries', 'send', '--batch-size', '100'], {
-      env: dbs.env({ FCCTL_AMQP_URL: broker.publisherUrl, FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode }),
+      env: dbs.env({
+        FCCTL_AMQP_URL: broker.publisherUrl,
+        FCCTL_APP_KEY: PUBLISHER.appKey,
+        FCCTL_APP_CODE: PUBLISHER.appCode,
+      }),
     });
     expect(r.code, r.stderr).toBe(1);
-    expect(jsonLines(r.stdout).find((l) => l['type'] === 'summary')).toMatchObject({ claimed: 401, accepted: 400, failed: 1, failedByReason: { MESSAGE_TOO_LARGE: 1 }, brokerRefusals: 1 });
-    const [rows] = await dbs.admin.query(`SELECT event_id, state, retry_count, last_error FROM \`${dbs.fcName}\`.answer_delivery ORDER BY id`);
+    expect(jsonLines(r.stdout).find((l) => l['type'] === 'summary')).toMatchObject({
+      claimed: 401,
+      accepted: 400,
+      failed: 1,
+      failedByReason: { MESSAGE_TOO_LARGE: 1 },
+      brokerRefusals: 1,
+    });
+    const [rows] = await dbs.admin.query(
+      `SELECT event_id, state, retry_count, last_error FROM \`${dbs.fcName}\`.answer_delivery ORDER BY id`,
+    );
     const all = rows as Array<{ event_id: string; state: string; retry_count: number; last_error: string | null }>;
     const accepted = all.filter((x) => x.state === 'BROKER_ACCEPTED');
     expect(accepted).toHaveLength(400);
@@ -58,7 +79,9 @@ describe('a message over max_message_size', () => {
     const failed = all.find((x) => x.event_id === culprit)!;
     expect(failed).toMatchObject({ state: 'FAILED' });
     expect(Number(failed.retry_count)).toBe(1);
-    expect(failed.last_error).toMatch(/^MESSAGE_TOO_LARGE: PRECONDITION_FAILED - message size \d+ is larger than configured max size 8192/);
+    expect(failed.last_error).toMatch(
+      /^MESSAGE_TOO_LARGE: PRECONDITION_FAILED - message size \d+ is larger than configured max size 8192/,
+    );
     const messages = await q.drain();
     // At-least-once: a duplicate is only a suspect whose confirm the closed channel lost: with
     // --pipeline 2, a row of the one other batch in flight beside the culprit's (its own batch-mates
@@ -69,6 +92,13 @@ describe('a message over max_message_size', () => {
     expect(batches.size).toBeLessThanOrEqual(1);
     expect(batches.has(Math.floor(before.length / 100))).toBe(false);
     expect([...repeated.values()].every((n) => n === 2)).toBe(true);
-    recordTotals('send: a message over max_message_size', { faultsInjected: 1, runs: 1, rowsChecked: 401, rowsLost: 0, wronglyAccepted: 0, duplicates: messages.length - 400 });
+    recordTotals('send: a message over max_message_size', {
+      faultsInjected: 1,
+      runs: 1,
+      rowsChecked: 401,
+      rowsLost: 0,
+      wronglyAccepted: 0,
+      duplicates: messages.length - 400,
+    });
   });
 });

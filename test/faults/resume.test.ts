@@ -1,5 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -43,10 +52,15 @@ beforeAll(async () => {
   admin.on('error', () => undefined);
   env = dbs.env();
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
-  const seeded = await runCli(['--json', 'dev', 'seed', '--answers', String(ANSWERS), '--schools', '1', '--consumers', '1'], { env });
+  const seeded = await runCli(
+    ['--json', 'dev', 'seed', '--answers', String(ANSWERS), '--schools', '1', '--consumers', '1'],
+    { env },
+  );
   expect(seeded.code, seeded.stderr).toBe(0);
   // The form with the most answers (the seed spreads them over three).
-  const [rows] = await admin.query(`SELECT form_uuid FROM \`${dbs.fcName}\`.answer GROUP BY form_uuid ORDER BY COUNT(*) DESC, form_uuid LIMIT 1`);
+  const [rows] = await admin.query(
+    `SELECT form_uuid FROM \`${dbs.fcName}\`.answer GROUP BY form_uuid ORDER BY COUNT(*) DESC, form_uuid LIMIT 1`,
+  );
   form = (rows as Array<{ form_uuid: string }>)[0]!.form_uuid;
   dir = mkdtempSync(join(tmpdir(), 'fcctl-fault-resume-'));
 }, 600_000);
@@ -70,9 +84,16 @@ interface Ended {
  * Runs `bin/fcctl` as a real process; as soon as `when()` holds (polled every millisecond), does
  * `fault` to it. Without `when`, runs to the end. A process that hangs is killed and fails the test.
  */
-function runFaulted(args: readonly string[], when?: () => boolean, fault?: (child: ChildProcess) => Promise<void>): Promise<Ended> {
+function runFaulted(
+  args: readonly string[],
+  when?: () => boolean,
+  fault?: (child: ChildProcess) => Promise<void>,
+): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FCCTL_BIN, '--json', ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [FCCTL_BIN, '--json', ...args], {
+      env: env as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -111,7 +132,13 @@ const sizeOf = (path: string) => {
 const kill9 = async (child: ChildProcess) => void child.kill('SIGKILL');
 const restartDatabase = async () => {
   await restartService('mariadb', 1);
-  admin = await mysql.createConnection({ uri: testMysqlUrl(), dateStrings: true, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: true });
+  admin = await mysql.createConnection({
+    uri: testMysqlUrl(),
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    multipleStatements: true,
+  });
   admin.on('error', () => undefined);
 };
 
@@ -123,13 +150,18 @@ function expectDatabaseLost(r: Ended): void {
 }
 
 /** Sorted kill points beyond `from`, within `total` (bytes of output). */
-const killPoints = (from: number, total: number) => Array.from({ length: KILLS }, () => from + 1 + Math.floor(random() * (total - from - 1))).sort((a, b) => a - b);
+const killPoints = (from: number, total: number) =>
+  Array.from({ length: KILLS }, () => from + 1 + Math.floor(random() * (total - from - 1))).sort((a, b) => a - b);
 
 /** Wall-clock times a command writes into its JSON files (the host's, and a scan's start in the database's clock); documented as the run's own. */
-const normalise = (text: string) => text.replace(/"(startedAt|updatedAt|completedAt|createdAt|dbStartedAt|dbStartedAtUtc)":\s*"[^"]*"/g, '"$1":"<time>"');
+const normalise = (text: string) =>
+  text.replace(/"(startedAt|updatedAt|completedAt|createdAt|dbStartedAt|dbStartedAtUtc)":\s*"[^"]*"/g, '"$1":"<time>"');
 
 /** What a resumed result holds that the reference does not, and the reverse, by line; and repeated lines. */
-function compareLines(reference: string, got: string): { checked: number; lost: number; extra: number; duplicates: number } {
+function compareLines(
+  reference: string,
+  got: string,
+): { checked: number; lost: number; extra: number; duplicates: number } {
   const count = (text: string) => {
     const m = new Map<string, number>();
     for (const line of text.split('\n').filter(Boolean)) m.set(line, (m.get(line) ?? 0) + 1);
@@ -149,8 +181,17 @@ function compareLines(reference: string, got: string): { checked: number; lost: 
 }
 
 /** Every file of two directories (locks aside): the same names, the same bytes once wall-clock times are set aside. */
-function compareDirectories(referenceDir: string, resultDir: string, test: string, faultsInjected: number, runs: number): void {
-  const files = (d: string) => readdirSync(d).filter((f) => !f.endsWith('.lock')).sort();
+function compareDirectories(
+  referenceDir: string,
+  resultDir: string,
+  test: string,
+  faultsInjected: number,
+  runs: number,
+): void {
+  const files = (d: string) =>
+    readdirSync(d)
+      .filter((f) => !f.endsWith('.lock'))
+      .sort();
   const names = files(resultDir);
   const totals = { checked: 0, lost: 0, extra: 0, duplicates: 0 };
   for (const f of names.filter((n) => n.endsWith('.jsonl') || n.endsWith('.csv'))) {
@@ -160,7 +201,14 @@ function compareDirectories(referenceDir: string, resultDir: string, test: strin
     totals.extra += c.extra;
     totals.duplicates += c.duplicates;
   }
-  recordTotals(test, { faultsInjected, runs, rowsChecked: totals.checked, rowsLost: totals.lost, wronglyAccepted: totals.extra, duplicates: totals.duplicates });
+  recordTotals(test, {
+    faultsInjected,
+    runs,
+    rowsChecked: totals.checked,
+    rowsLost: totals.lost,
+    wronglyAccepted: totals.extra,
+    duplicates: totals.duplicates,
+  });
   expect(names, why).toEqual(files(referenceDir));
   for (const f of names) {
     const [a, b] = [readFileSync(join(referenceDir, f)), readFileSync(join(resultDir, f))];
@@ -215,7 +263,11 @@ describe(`kill -9 and a MariaDB restart, then resume (${ANSWERS} answers, ${KILL
     // as if its first process had been killed right after taking it.
     const run = JSON.parse(readFileSync(join(ref, 'run.json'), 'utf8')) as Record<string, unknown>;
     mkdirSync(work);
-    writeFileSync(join(work, 'run.json'), `${JSON.stringify({ ...run, state: 'scanning', completedAt: null, counts: null }, null, 2)}\n`, { mode: 0o600 });
+    writeFileSync(
+      join(work, 'run.json'),
+      `${JSON.stringify({ ...run, state: 'scanning', completedAt: null, counts: null }, null, 2)}\n`,
+      { mode: 0o600 },
+    );
     const progress = () => sizeOf(join(work, 'fc-manifest.jsonl')) + sizeOf(join(work, 'sh-manifest.jsonl'));
     const total = sizeOf(join(ref, 'fc-manifest.jsonl')) + sizeOf(join(ref, 'sh-manifest.jsonl'));
     let runs = 1;
@@ -234,7 +286,8 @@ describe(`kill -9 and a MariaDB restart, then resume (${ANSWERS} answers, ${KILL
     // One more kill once the SH scan is complete: in the diff (when the process is still there).
     const shDone = () => {
       try {
-        return (JSON.parse(readFileSync(join(work, 'sh-manifest.checkpoint.json'), 'utf8')) as { completed: boolean }).completed;
+        return (JSON.parse(readFileSync(join(work, 'sh-manifest.checkpoint.json'), 'utf8')) as { completed: boolean })
+          .completed;
       } catch {
         return false;
       }
@@ -247,7 +300,10 @@ describe(`kill -9 and a MariaDB restart, then resume (${ANSWERS} answers, ${KILL
     if (rest !== inDiff) runs++;
     expect(rest.stderr, why).toBe('');
     expect(rest.code, why).toBe(0);
-    expect(jsonLines(rest.stdout).find((l) => l['type'] === 'summary'), why).toMatchObject({ resumed: true, runId: run['runId'], taskStart: run['taskStart'] });
+    expect(
+      jsonLines(rest.stdout).find((l) => l['type'] === 'summary'),
+      why,
+    ).toMatchObject({ resumed: true, runId: run['runId'], taskStart: run['taskStart'] });
     compareDirectories(ref, work, 'reconcile run killed and resumed', kills + 1, runs);
   });
 });

@@ -4,8 +4,23 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../src/lib/dev/random.js';
 import { type CliResult, FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
-import { brokerMemoryAlarm, FAULT_SIZE, pick, recordTotals, replaceableConnection, restartService } from '../helpers/faults.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
+import {
+  brokerMemoryAlarm,
+  FAULT_SIZE,
+  pick,
+  recordTotals,
+  replaceableConnection,
+  restartService,
+} from '../helpers/faults.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -38,7 +53,6 @@ let current: Dataset | undefined;
 /** A connection for arranging and checking; a database restart drops it, so it is replaceable. */
 const connectAdmin = () => replaceableConnection(dbs.fcName);
 
-
 async function select<T>(sql: string, params: unknown[]): Promise<T[]> {
   const [rows] = await admin.query(sql, params);
   return rows as T[];
@@ -62,7 +76,9 @@ afterAll(async () => {
 });
 // `send` relays every due row of the database: a failed test's leftovers must not feed the next.
 afterEach(async () => {
-  await admin.query(`UPDATE answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
+  await admin.query(
+    `UPDATE answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`,
+  );
   await current?.queue.close();
   current = undefined;
 });
@@ -101,7 +117,10 @@ async function seedDataset(rows: number): Promise<Dataset> {
 }
 
 async function countRows(d: Dataset, condition: string): Promise<number> {
-  const [row] = await select<{ n: string }>(`SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key IN (?, ?) AND ${condition}`, [d.key, d.revokedKey]);
+  const [row] = await select<{ n: string }>(
+    `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key IN (?, ?) AND ${condition}`,
+    [d.key, d.revokedKey],
+  );
   return Number(row!.n);
 }
 const acceptedCount = (d: Dataset) => countRows(d, "state = 'BROKER_ACCEPTED'");
@@ -109,7 +128,10 @@ const openCount = (d: Dataset) => countRows(d, "state IN ('PENDING', 'FAILED')")
 
 /** A dead run's lease runs out (moved into the past rather than waited for). */
 async function expireLeases(d: Dataset): Promise<void> {
-  await admin.query('UPDATE answer_delivery SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE consumer_app_key IN (?, ?) AND claim_owner IS NOT NULL', [d.key, d.revokedKey]);
+  await admin.query(
+    'UPDATE answer_delivery SET claim_expires_at = NOW() - INTERVAL 1 SECOND WHERE consumer_app_key IN (?, ?) AND claim_owner IS NOT NULL',
+    [d.key, d.revokedKey],
+  );
 }
 
 /** Drains what reached the queue since the last checkpoint and checks every accepted row against it. */
@@ -163,7 +185,8 @@ function expectEnvironmentFailure(r: CliResult, message: RegExp): void {
   expect(r.stderr).toMatch(message);
 }
 
-const sendRun = (args: string[], runEnv = env) => spawnCli(['--json', 'deliveries', 'send', ...args], { env: runEnv, timeoutMs: 120_000 });
+const sendRun = (args: string[], runEnv = env) =>
+  spawnCli(['--json', 'deliveries', 'send', ...args], { env: runEnv, timeoutMs: 120_000 });
 const summaryOf = (r: CliResult) => jsonLines(r.stdout).find((l) => l['type'] === 'summary');
 
 /**
@@ -173,7 +196,11 @@ const summaryOf = (r: CliResult) => jsonLines(r.stdout).find((l) => l['type'] ==
 async function recoverAfterFault(d: Dataset, test: string): Promise<void> {
   await waitFor(
     'leases and backoff to run out',
-    async () => (await countRows(d, "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())")) === 0,
+    async () =>
+      (await countRows(
+        d,
+        "state IN ('PENDING', 'FAILED') AND (claim_expires_at >= NOW() OR next_retry_at > NOW())",
+      )) === 0,
     30_000,
     250,
   );
@@ -206,14 +233,19 @@ async function faultMidRun(f: MidRunFault): Promise<CliResult> {
   const target = f.via === 'broker' ? testAmqpUrl() : dbs.fcUrl;
   const { hostname, port } = new URL(target);
   const proxy = new TcpProxy(hostname, Number(port));
-  const runEnv = { ...env, [f.via === 'broker' ? 'FCCTL_AMQP_URL' : 'FCCTL_FC_DATABASE_URL']: viaProxy(target, await proxy.start()) };
+  const runEnv = {
+    ...env,
+    [f.via === 'broker' ? 'FCCTL_AMQP_URL' : 'FCCTL_FC_DATABASE_URL']: viaProxy(target, await proxy.start()),
+  };
   proxy.delayMs = f.delayMs;
   const running = sendRun([...SHORT_LEASE, ...f.flags], runEnv);
   try {
     await waitFor('the run to accept its first rows', async () => (await acceptedCount(d)) >= 100, 60_000);
     await f.inject(d, proxy);
     const faulted = await running;
-    console.log(`${f.test}: the faulted run accepted ${await acceptedCount(d)} rows and said ${JSON.stringify(faulted.stderr.trim())}`);
+    console.log(
+      `${f.test}: the faulted run accepted ${await acceptedCount(d)} rows and said ${JSON.stringify(faulted.stderr.trim())}`,
+    );
     expectEnvironmentFailure(faulted, f.message);
     // The fault landed mid-run: rows were left to the recovery.
     expect(await acceptedCount(d)).toBeLessThan(d.ids.length);
@@ -241,11 +273,22 @@ describe('deliveries send under faults', () => {
       await expireLeases(d);
       const open = await openCount(d);
       const acceptedBefore = await acceptedCount(d);
-      const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'deliveries', 'send', ...flags], { env: env as NodeJS.ProcessEnv, stdio: 'ignore' });
-      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+      const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'deliveries', 'send', ...flags], {
+        env: env as NodeJS.ProcessEnv,
+        stdio: 'ignore',
+      });
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.on('close', (_code, signal) => resolve(signal)),
+      );
       runs += 1;
       try {
-        await waitFor('the run to claim its first batch', async () => (await select('SELECT 1 FROM answer_delivery WHERE claim_owner LIKE ? LIMIT 1', [`%:${child.pid}:%`])).length > 0, 60_000);
+        await waitFor(
+          'the run to claim its first batch',
+          async () =>
+            (await select('SELECT 1 FROM answer_delivery WHERE claim_owner LIKE ? LIMIT 1', [`%:${child.pid}:%`]))
+              .length > 0,
+          60_000,
+        );
         const workFrom = Date.now();
         // A random moment after the first claim, within about this run's share of the open rows;
         // on a machine faster than measured, the share itself ends the wait, still mid-run.
@@ -253,7 +296,12 @@ describe('deliveries send under faults', () => {
         // had already sent (up to --pipeline 2 batches of 200) still commit after its death.
         const share = Math.max(1, Math.min(Math.floor((1.5 * open) / (KILLS - kill + 1)), open - 2 * 2 * 200));
         const delay = rng.next() * share * msPerRow;
-        await waitFor('the kill moment', async () => Date.now() - workFrom >= delay || (await acceptedCount(d)) - acceptedBefore >= share, 120_000, 5);
+        await waitFor(
+          'the kill moment',
+          async () => Date.now() - workFrom >= delay || (await acceptedCount(d)) - acceptedBefore >= share,
+          120_000,
+          5,
+        );
         child.kill('SIGKILL');
         expect(await exited, `run ${kill + 1} ended before its kill (seed ${SEED})`).toBe('SIGKILL');
         const workMs = Date.now() - workFrom;
@@ -339,10 +387,16 @@ describe('deliveries send under faults', () => {
       await brokerMemoryAlarm(false);
     }
     const seconds = (Date.now() - started) / 1000;
-    expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\); nothing was claimed or sent$/m);
+    expectEnvironmentFailure(
+      blocked,
+      /^fcctl: the broker is blocking publishes \(.*a resource alarm\); nothing was claimed or sent$/m,
+    );
     expect(seconds).toBeLessThan(60);
     // Nothing claimed, nothing charged: every row of the dataset as it was seeded.
-    const touched = await select<Record<string, unknown>>(`SELECT state, retry_count, claim_owner IS NOT NULL AS claimed, last_error, COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key IN (?, ?) AND (state <> 'PENDING' OR claim_owner IS NOT NULL OR retry_count > 0) GROUP BY 1, 2, 3, 4`, [d.key, d.revokedKey]);
+    const touched = await select<Record<string, unknown>>(
+      `SELECT state, retry_count, claim_owner IS NOT NULL AS claimed, last_error, COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key IN (?, ?) AND (state <> 'PENDING' OR claim_owner IS NOT NULL OR retry_count > 0) GROUP BY 1, 2, 3, 4`,
+      [d.key, d.revokedKey],
+    );
     expect(touched, blocked.stdout + blocked.stderr).toEqual([]);
     await recoverAfterFault(d, 'deliveries send: broker memory alarm before the run');
   });
@@ -360,7 +414,9 @@ describe('deliveries send under faults', () => {
       await brokerMemoryAlarm(false);
     }
     const seconds = (Date.now() - started) / 1000;
-    console.log(`deliveries send: memory alarm: the blocked run ended after ${seconds.toFixed(1)} s and said ${JSON.stringify(blocked.stderr.trim())}`);
+    console.log(
+      `deliveries send: memory alarm: the blocked run ended after ${seconds.toFixed(1)} s and said ${JSON.stringify(blocked.stderr.trim())}`,
+    );
     expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\)/);
     // It used to hang for good in the channel's close (cron then piles runs up).
     expect(seconds).toBeLessThan(90);
@@ -382,7 +438,21 @@ describe('deliveries send under faults', () => {
     const runEnv = { ...env, FCCTL_FC_DATABASE_URL: viaProxy(dbs.fcUrl, await proxy.start()) };
     proxy.delayMs = 30;
     let ended = false;
-    const run = sendRun(['--lease-seconds', '40', '--confirm-timeout', '15', '--backoff-base', '1', '--batch-size', '25', '--pipeline', '8'], runEnv).finally(() => (ended = true));
+    const run = sendRun(
+      [
+        '--lease-seconds',
+        '40',
+        '--confirm-timeout',
+        '15',
+        '--backoff-base',
+        '1',
+        '--batch-size',
+        '25',
+        '--pipeline',
+        '8',
+      ],
+      runEnv,
+    ).finally(() => (ended = true));
     let endedBeforeClear = true;
     try {
       await waitFor('the run to accept its first rows', async () => (await acceptedCount(d)) > 0, 60_000);
@@ -403,7 +473,10 @@ describe('deliveries send under faults', () => {
     expect(endedBeforeClear).toBe(false);
     expect(s).toMatchObject({ stoppedBy: 'broker-blocked' });
     expect(s['exitCode']).toBe(3);
-    expectEnvironmentFailure(blocked, /^fcctl: the broker is blocking publishes \(.*a resource alarm\); stopped claiming/);
+    expectEnvironmentFailure(
+      blocked,
+      /^fcctl: the broker is blocking publishes \(.*a resource alarm\); stopped claiming/,
+    );
     await recoverAfterFault(d, 'deliveries send: short broker memory alarm');
   });
 

@@ -17,14 +17,24 @@ import { recordTotals } from '../helpers/faults.js';
  */
 
 const SERVICES = fileURLToPath(new URL('../../scripts/services.sh', import.meta.url));
-const PORTS = { FCCTL_LOCAL_MYSQL_PORT: '43306', FCCTL_LOCAL_AMQP_PORT: '45672', FCCTL_LOCAL_AMQP_DIST_PORT: '45673', FCCTL_LOCAL_EPMD_PORT: '44369', FCCTL_LOCAL_AMQP_MANAGEMENT_PORT: '45674' };
+const PORTS = {
+  FCCTL_LOCAL_MYSQL_PORT: '43306',
+  FCCTL_LOCAL_AMQP_PORT: '45672',
+  FCCTL_LOCAL_AMQP_DIST_PORT: '45673',
+  FCCTL_LOCAL_EPMD_PORT: '44369',
+  FCCTL_LOCAL_AMQP_MANAGEMENT_PORT: '45674',
+};
 const dirs: string[] = [];
 
 function services(dir: string, ...args: string[]) {
   const env = { ...process.env, ...PORTS, FCCTL_SERVICES_DIR: dir, FCCTL_TEST_MYSQL_URL: '', FCCTL_TEST_AMQP_URL: '' };
   return promisify(execFile)('bash', [SERVICES, ...args], { env, timeout: 240_000 }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }),
+    (err: { code?: number; stdout?: string; stderr?: string }) => ({
+      code: err.code ?? -1,
+      stdout: err.stdout ?? '',
+      stderr: err.stderr ?? '',
+    }),
   );
 }
 
@@ -56,7 +66,9 @@ describe('scripts/services.sh from a 0700 directory', () => {
     expect(owner.trim()).toBe(userInfo().username);
 
     // What `env` prints works.
-    const env = Object.fromEntries([...(await services(dir, 'env')).stdout.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]));
+    const env = Object.fromEntries(
+      [...(await services(dir, 'env')).stdout.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]),
+    );
     const db = await mysql.createConnection(env['FCCTL_FC_DATABASE_URL']!);
     expect((await db.query('SELECT 1 AS one'))[0]).toEqual([{ one: 1 }]);
     await db.end();
@@ -65,7 +77,9 @@ describe('scripts/services.sh from a 0700 directory', () => {
     await ch.assertExchange('probe.x', 'topic', { durable: false });
     await conn.close();
     const mgmt = new URL(env['FCCTL_AMQP_MANAGEMENT_URL']!);
-    const overview = await fetch(`${mgmt.origin}/api/overview`, { headers: { authorization: `Basic ${Buffer.from(`${mgmt.username}:${mgmt.password}`).toString('base64')}` } });
+    const overview = await fetch(`${mgmt.origin}/api/overview`, {
+      headers: { authorization: `Basic ${Buffer.from(`${mgmt.username}:${mgmt.password}`).toString('base64')}` },
+    });
     expect(overview.status).toBe(200);
 
     // A second `up` starts nothing.
@@ -93,7 +107,9 @@ describe('scripts/services.sh from a 0700 directory', () => {
       const up = await services(dir, 'up');
       expect(up.code).toBe(3);
       const last = up.stderr.trim().split('\n').at(-1)!;
-      expect(last).toBe(`services: port ${PORTS.FCCTL_LOCAL_AMQP_PORT} is already in use by another process, not this RabbitMQ node fcctl@localhost: stop it, or set FCCTL_LOCAL_AMQP_PORT to another port`);
+      expect(last).toBe(
+        `services: port ${PORTS.FCCTL_LOCAL_AMQP_PORT} is already in use by another process, not this RabbitMQ node fcctl@localhost: stop it, or set FCCTL_LOCAL_AMQP_PORT to another port`,
+      );
       expect(up.stderr).not.toMatch(/crash|erl_crash|\{|Traceback/i);
     } finally {
       await new Promise<void>((resolve) => squatter.close(() => resolve()));

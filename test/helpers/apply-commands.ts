@@ -33,18 +33,38 @@ export function uniquePrefix(p = 'b'): string {
 }
 
 export const BIZ_TYPE = 'honor_apply';
-export const defaults = (bizId: string) => ({ submitterId: '9007199254740993', flowGuid: `guid-${bizId}`, requestToken: `tok-${bizId}` });
+export const defaults = (bizId: string) => ({
+  submitterId: '9007199254740993',
+  flowGuid: `guid-${bizId}`,
+  requestToken: `tok-${bizId}`,
+});
 
 /** Inserts commands (and their service_apply rows) in bulk. */
-export async function insertCommands(admin: mysql.Connection, shName: string, specs: readonly CommandSpec[]): Promise<void> {
+export async function insertCommands(
+  admin: mysql.Connection,
+  shName: string,
+  specs: readonly CommandSpec[],
+): Promise<void> {
   for (let i = 0; i < specs.length; i += 1000) {
     const chunk = specs.slice(i, i + 1000);
     const values: string[] = [];
     const params: unknown[] = [];
     for (const s of chunk) {
       const d = defaults(s.bizId);
-      values.push(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ${s.nextRetryAt ?? 'NULL'}, ${s.createTime ?? 'NOW() - INTERVAL 1 HOUR'})`);
-      params.push(s.bizType ?? BIZ_TYPE, s.bizId, s.applyAppKey ?? '100021', s.submitterId ?? d.submitterId, s.flowGuid ?? d.flowGuid, s.requestToken ?? d.requestToken, s.attempt ?? 1, s.state ?? 'UNKNOWN', s.retryCount ?? 0);
+      values.push(
+        `(?, ?, ?, ?, ?, ?, ?, ?, ?, ${s.nextRetryAt ?? 'NULL'}, ${s.createTime ?? 'NOW() - INTERVAL 1 HOUR'})`,
+      );
+      params.push(
+        s.bizType ?? BIZ_TYPE,
+        s.bizId,
+        s.applyAppKey ?? '100021',
+        s.submitterId ?? d.submitterId,
+        s.flowGuid ?? d.flowGuid,
+        s.requestToken ?? d.requestToken,
+        s.attempt ?? 1,
+        s.state ?? 'UNKNOWN',
+        s.retryCount ?? 0,
+      );
     }
     await admin.query(
       `INSERT INTO \`${shName}\`.flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, next_retry_at, create_time) VALUES ${values.join(', ')}`,
@@ -52,7 +72,9 @@ export async function insertCommands(admin: mysql.Connection, shName: string, sp
     );
     const sa = chunk.filter((s) => s.serviceApply !== false);
     if (sa.length > 0) {
-      await admin.query(`INSERT INTO \`${shName}\`.service_apply (biz_type, biz_id, flow_status) VALUES ?`, [sa.map((s) => [s.bizType ?? BIZ_TYPE, s.bizId, null])]);
+      await admin.query(`INSERT INTO \`${shName}\`.service_apply (biz_type, biz_id, flow_status) VALUES ?`, [
+        sa.map((s) => [s.bizType ?? BIZ_TYPE, s.bizId, null]),
+      ]);
     }
   }
 }
@@ -80,12 +102,19 @@ export async function commandsOf(admin: mysql.Connection, shName: string, prefix
      WHERE c.biz_id LIKE ? ORDER BY c.id`,
     [`${prefix}%`],
   );
-  return (rows as CommandRow[]).map((r) => ({ ...r, retry_count: Number(r.retry_count), backoff: r.backoff === null ? null : Number(r.backoff) }));
+  return (rows as CommandRow[]).map((r) => ({
+    ...r,
+    retry_count: Number(r.retry_count),
+    backoff: r.backoff === null ? null : Number(r.backoff),
+  }));
 }
 
 /** Makes every FAILED row of a prefix due now (as if its backoff had passed). */
 export async function makeDue(admin: mysql.Connection, shName: string, prefix: string): Promise<void> {
-  await admin.query(`UPDATE \`${shName}\`.flow_apply_command SET next_retry_at = NOW() - INTERVAL 1 SECOND WHERE state = 'FAILED' AND biz_id LIKE ?`, [`${prefix}%`]);
+  await admin.query(
+    `UPDATE \`${shName}\`.flow_apply_command SET next_retry_at = NOW() - INTERVAL 1 SECOND WHERE state = 'FAILED' AND biz_id LIKE ?`,
+    [`${prefix}%`],
+  );
 }
 
 /** The stand-in's apps for the apply-command tests: APP, whose secret fcctl signs with. */
@@ -105,18 +134,40 @@ export function flowEnv(dbs: TestDatabases, fc: FlowCenter): Env {
 }
 
 /** An instance the stand-in holds for a command inserted with {@link defaults}: owned by it. */
-export function ownedInstance(bizId: string, status: StandInInstance['status'], over: Partial<StandInInstance> = {}): StandInInstance {
-  return { bizType: BIZ_TYPE, bizId, status, applyAppKey: APP.key, submitterId: defaults(bizId).submitterId, flowGuid: defaults(bizId).flowGuid, round: 1, ...over };
+export function ownedInstance(
+  bizId: string,
+  status: StandInInstance['status'],
+  over: Partial<StandInInstance> = {},
+): StandInInstance {
+  return {
+    bizType: BIZ_TYPE,
+    bizId,
+    status,
+    applyAppKey: APP.key,
+    submitterId: defaults(bizId).submitterId,
+    flowGuid: defaults(bizId).flowGuid,
+    round: 1,
+    ...over,
+  };
 }
 
 /** The summary line of a `--json` run. */
-export const summaryOf = (stdout: string): Record<string, unknown> => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
+export const summaryOf = (stdout: string): Record<string, unknown> =>
+  jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 /** The lines of one type of a `--json` run (`row`, `result`). */
-export const linesOf = (stdout: string, type: string): Array<Record<string, unknown>> => jsonLines(stdout).filter((l) => l['type'] === type);
+export const linesOf = (stdout: string, type: string): Array<Record<string, unknown>> =>
+  jsonLines(stdout).filter((l) => l['type'] === type);
 /** The stand-in's log entries for the business ids of one prefix. */
-export const logOf = (log: readonly LogEntry[], prefix: string): LogEntry[] => log.filter((e) => e.bizId?.startsWith(prefix));
+export const logOf = (log: readonly LogEntry[], prefix: string): LogEntry[] =>
+  log.filter((e) => e.bizId?.startsWith(prefix));
 
 /** The commands of a prefix by the rest of their biz id (`<prefix>-<name>` → `name`). */
-export async function commandsByName(admin: mysql.Connection, shName: string, prefix: string): Promise<Record<string, CommandRow>> {
-  return Object.fromEntries((await commandsOf(admin, shName, prefix)).map((x) => [x.biz_id.slice(prefix.length + 1), x]));
+export async function commandsByName(
+  admin: mysql.Connection,
+  shName: string,
+  prefix: string,
+): Promise<Record<string, CommandRow>> {
+  return Object.fromEntries(
+    (await commandsOf(admin, shName, prefix)).map((x) => [x.biz_id.slice(prefix.length + 1), x]),
+  );
 }

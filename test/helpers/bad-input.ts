@@ -5,7 +5,14 @@ import type { TestDatabases } from './db.js';
 import { recordTotals } from './faults.js';
 
 /** The SH tables fcctl reads and writes (see sql/sh.sql). */
-export const SH_TABLES_FOR_CHECKSUM = ['fcctl_schema_version', 'fc_answer_projection', 'service_apply', 'flow_apply_command', 'fc_reconcile_audit', 'fcctl_requeue_operation'] as const;
+export const SH_TABLES_FOR_CHECKSUM = [
+  'fcctl_schema_version',
+  'fc_answer_projection',
+  'service_apply',
+  'flow_apply_command',
+  'fc_reconcile_audit',
+  'fcctl_requeue_operation',
+] as const;
 
 export interface RefusalCase {
   /** what is wrong, as the test name says it */
@@ -29,12 +36,26 @@ export async function expectRefused(
   c: RefusalCase,
   shTables: readonly string[] = SH_TABLES_FOR_CHECKSUM,
 ): Promise<CliResult> {
-  const before = [await checksumTables(dbs.admin, dbs.fcName, FC_TABLES), await checksumTables(dbs.admin, dbs.shName, shTables)];
+  const before = [
+    await checksumTables(dbs.admin, dbs.fcName, FC_TABLES),
+    await checksumTables(dbs.admin, dbs.shName, shTables),
+  ];
   const r = await runCli(['--json', ...c.argv], { env: c.env ?? dbs.env(), stdin: c.stdin });
-  const after = [await checksumTables(dbs.admin, dbs.fcName, FC_TABLES), await checksumTables(dbs.admin, dbs.shName, shTables)];
+  const after = [
+    await checksumTables(dbs.admin, dbs.fcName, FC_TABLES),
+    await checksumTables(dbs.admin, dbs.shName, shTables),
+  ];
   const lines = r.stderr.trim().split('\n');
-  const refused = r.code === (c.code ?? 2) && lines.length === 1 && !/\n\s+at |Error:.*\n/.test(r.stderr) && before.join() === after.join();
-  recordTotals(`bad-input: ${c.name}`, { badInputsTried: 1, badInputsRefused: refused ? 1 : 0, badInputsMishandled: refused ? 0 : 1 });
+  const refused =
+    r.code === (c.code ?? 2) &&
+    lines.length === 1 &&
+    !/\n\s+at |Error:.*\n/.test(r.stderr) &&
+    before.join() === after.join();
+  recordTotals(`bad-input: ${c.name}`, {
+    badInputsTried: 1,
+    badInputsRefused: refused ? 1 : 0,
+    badInputsMishandled: refused ? 0 : 1,
+  });
   expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: c.code ?? 2 });
   expect(lines, r.stderr).toHaveLength(1);
   expect(r.stderr).toMatch(/^fcctl: /);

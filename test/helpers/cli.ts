@@ -21,7 +21,10 @@ export async function runCli(
   argv: readonly string[],
   options: { env?: Record<string, string | undefined>; tty?: boolean; stdin?: string; signal?: AbortSignal } = {},
 ): Promise<CliResult> {
-  const t = testIo({ ...(options.tty !== undefined ? { tty: options.tty } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
+  const t = testIo({
+    ...(options.tty !== undefined ? { tty: options.tty } : {}),
+    ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+  });
   const code = await main(argv, {
     io: t.io,
     env: options.env ?? cleanEnv(),
@@ -51,7 +54,11 @@ export function spawnCli(
     child.on('error', reject);
     child.on('close', (code, sig) => {
       clearTimeout(timer);
-      resolve({ code: code ?? (sig ? 128 : -1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      resolve({
+        code: code ?? (sig ? 128 : -1),
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      });
     });
     child.stdin.end(options.stdin ?? '');
   });

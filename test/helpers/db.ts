@@ -32,8 +32,16 @@ export async function freshDatabases(prefix = 't'): Promise<TestDatabases> {
   const id = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
   const fcName = `fcctl_${id}_fc`;
   const shName = `fcctl_${id}_sh`;
-  const admin = await mysql.createConnection({ uri: base, dateStrings: true, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: true });
-  await admin.query(`CREATE DATABASE \`${fcName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; CREATE DATABASE \`${shName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  const admin = await mysql.createConnection({
+    uri: base,
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    multipleStatements: true,
+  });
+  await admin.query(
+    `CREATE DATABASE \`${fcName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; CREATE DATABASE \`${shName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+  );
   const fcUrl = `${base}/${fcName}`;
   const shUrl = `${base}/${shName}`;
   const { cleanEnv } = await import('./cli.js');

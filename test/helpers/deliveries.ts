@@ -43,24 +43,50 @@ export interface DeliverySpec {
 
 /** Inserts the publisher registry row once per database. */
 export async function insertRegistry(admin: mysql.Connection, fcName: string, row = PUBLISHER): Promise<void> {
-  await admin.query(`INSERT IGNORE INTO \`${fcName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`, [row.id, row.appCode, row.appKey]);
+  await admin.query(
+    `INSERT IGNORE INTO \`${fcName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`,
+    [row.id, row.appCode, row.appKey],
+  );
 }
 
 export async function insertGrant(
   admin: mysql.Connection,
   fcName: string,
-  g: { formUuid: string; schoolId: number | string; consumerKey: string; grantVersion?: number; push?: number; revoked?: number; read?: number; subscribe?: number },
+  g: {
+    formUuid: string;
+    schoolId: number | string;
+    consumerKey: string;
+    grantVersion?: number;
+    push?: number;
+    revoked?: number;
+    read?: number;
+    subscribe?: number;
+  },
 ): Promise<void> {
   await admin.query(
     `INSERT INTO \`${fcName}\`.form_consumer_grant (form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked, create_time)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, NOW())
      ON DUPLICATE KEY UPDATE grant_version = VALUES(grant_version), push_allowed = VALUES(push_allowed), revoked = VALUES(revoked), read_allowed = VALUES(read_allowed), subscribe_allowed = VALUES(subscribe_allowed)`,
-    [g.formUuid, g.schoolId, g.consumerKey, g.grantVersion ?? 1, g.read ?? 1, g.subscribe ?? 1, g.push ?? 1, g.revoked ?? 0],
+    [
+      g.formUuid,
+      g.schoolId,
+      g.consumerKey,
+      g.grantVersion ?? 1,
+      g.read ?? 1,
+      g.subscribe ?? 1,
+      g.push ?? 1,
+      g.revoked ?? 0,
+    ],
   );
 }
 
 /** Inserts `count` PENDING rows (one answer each) for one consumer and school; returns their event ids. */
-export async function insertDeliveries(admin: mysql.Connection, fcName: string, spec: DeliverySpec, count = 1): Promise<string[]> {
+export async function insertDeliveries(
+  admin: mysql.Connection,
+  fcName: string,
+  spec: DeliverySpec,
+  count = 1,
+): Promise<string[]> {
   const schoolId = spec.schoolId ?? 5;
   const formUuid = spec.formUuid ?? '0f0e0d0c-0000-4000-8000-000000000001';
   const snapshot = spec.snapshot ?? snapshotOf(Number(schoolId) || 1);
@@ -72,8 +98,22 @@ export async function insertDeliveries(admin: mysql.Connection, fcName: string, 
     const eventId = spec.eventId && count === 1 ? spec.eventId : randomUUID();
     ids.push(eventId);
     values.push([
-      eventId, 'created', spec.sourceAppKey ?? PUBLISHER.appKey, spec.consumerKey, schoolId, spec.grantVersion ?? 1, formUuid, 3,
-      randomUUID(), 1, 0, spec.contentHash ?? canon.hash, '2026-10-21 10:05:00', snapshot, spec.state ?? 'PENDING', spec.retryCount ?? 0,
+      eventId,
+      'created',
+      spec.sourceAppKey ?? PUBLISHER.appKey,
+      spec.consumerKey,
+      schoolId,
+      spec.grantVersion ?? 1,
+      formUuid,
+      3,
+      randomUUID(),
+      1,
+      0,
+      spec.contentHash ?? canon.hash,
+      '2026-10-21 10:05:00',
+      snapshot,
+      spec.state ?? 'PENDING',
+      spec.retryCount ?? 0,
     ]);
   }
   for (let i = 0; i < values.length; i += 1000) {
@@ -147,6 +187,10 @@ export function repeatedIds(messageIds: readonly unknown[]): Map<string, number>
  * batch in flight, and the culprit's own batch-mates after it were discarded by the closed channel:
  * the repeats lie in one batch at most, never the culprit's.
  */
-export function batchesOfRepeats(claimOrder: readonly string[], repeated: ReadonlyMap<string, number>, batchSize: number): Set<number> {
+export function batchesOfRepeats(
+  claimOrder: readonly string[],
+  repeated: ReadonlyMap<string, number>,
+  batchSize: number,
+): Set<number> {
   return new Set(claimOrder.flatMap((id, i) => (repeated.has(id) ? [Math.floor(i / batchSize)] : [])));
 }

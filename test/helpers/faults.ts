@@ -49,7 +49,9 @@ export async function brokerMemoryAlarm(on: boolean): Promise<void> {
   await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'set_vm_memory_high_watermark', ...args], { timeout: 60_000 });
   // The memory monitor raises or clears the alarm on its next check: wait until it has.
   for (let i = 0; i < 60; i++) {
-    const { stdout } = await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'eval', 'rabbit_alarm:get_alarms().'], { timeout: 60_000 });
+    const { stdout } = await promisify(execFile)('bash', [SERVICES, 'mq-ctl', 'eval', 'rabbit_alarm:get_alarms().'], {
+      timeout: 60_000,
+    });
     if (/memory/.test(stdout) === on) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -67,7 +69,12 @@ export async function restartService(which: 'mariadb' | 'rabbitmq', downSeconds 
  * the test process).
  */
 export async function replaceableConnection(database: string): Promise<mysql.Connection> {
-  const conn = await mysql.createConnection({ uri: `${testMysqlUrl().replace(/\/$/, '')}/${database}`, dateStrings: true, supportBigNumbers: true, bigNumberStrings: true });
+  const conn = await mysql.createConnection({
+    uri: `${testMysqlUrl().replace(/\/$/, '')}/${database}`,
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+  });
   conn.on('error', () => undefined);
   return conn;
 }

@@ -53,7 +53,9 @@ export interface Fault {
 export interface FlowCenter {
   readonly url: string;
   addInstances(list: readonly StandInInstance[]): Promise<void>;
-  instances(): Promise<Array<StandInInstance & { instanceId: string; requestToken: string | null; round: number | null }>>;
+  instances(): Promise<
+    Array<StandInInstance & { instanceId: string; requestToken: string | null; round: number | null }>
+  >;
   faults(list: readonly Fault[]): Promise<void>;
   clearFaults(): Promise<void>;
   log(): Promise<LogEntry[]>;
@@ -63,11 +65,18 @@ export interface FlowCenter {
 }
 
 /** Starts the stand-in on a free loopback port with these app keys and secrets (passed by environment). */
-export async function startFlowCenter(options: { apps: Record<string, string>; latencyMs?: number }): Promise<FlowCenter> {
-  const child: ChildProcess = spawn(process.execPath, [STAND_IN, '--port', '0', '--latency-ms', String(options.latencyMs ?? 0)], {
-    env: { PATH: process.env['PATH'], FLOW_STANDIN_APPS: JSON.stringify(options.apps) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startFlowCenter(options: {
+  apps: Record<string, string>;
+  latencyMs?: number;
+}): Promise<FlowCenter> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [STAND_IN, '--port', '0', '--latency-ms', String(options.latencyMs ?? 0)],
+    {
+      env: { PATH: process.env['PATH'], FLOW_STANDIN_APPS: JSON.stringify(options.apps) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const url = await new Promise<string>((resolve, reject) => {

@@ -18,7 +18,12 @@ export function testIo(options: { tty?: boolean; stdin?: string | Readable; colu
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   return {
-    io: { stdout, stderr, stdin: options.stdin instanceof Readable ? options.stdin : Readable.from([options.stdin ?? '']), interactive: tty },
+    io: {
+      stdout,
+      stderr,
+      stdin: options.stdin instanceof Readable ? options.stdin : Readable.from([options.stdin ?? '']),
+      interactive: tty,
+    },
     stdout: () => Buffer.concat(out).toString('utf8'),
     stderr: () => Buffer.concat(err).toString('utf8'),
   };

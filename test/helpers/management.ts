@@ -4,7 +4,8 @@ import { testAmqpUrl } from './db.js';
 /** The management API of the test broker, as its administrator (set by `scripts/services.sh env`). */
 export function testManagementUrl(): string {
   const url = process.env['FCCTL_TEST_AMQP_MANAGEMENT_URL'];
-  if (!url) throw new Error('FCCTL_TEST_AMQP_MANAGEMENT_URL is not set: run tests through `npm test` (scripts/test.sh)');
+  if (!url)
+    throw new Error('FCCTL_TEST_AMQP_MANAGEMENT_URL is not set: run tests through `npm test` (scripts/test.sh)');
   return url;
 }
 
@@ -23,7 +24,12 @@ const enc = encodeURIComponent;
  * status but 2xx (and 404 when `allow404`).
  * @example await mgmt('PUT', `/api/vhosts/${enc(vhost)}`)
  */
-export async function mgmt(method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, body?: unknown, options: { allow404?: boolean } = {}): Promise<unknown> {
+export async function mgmt(
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+  options: { allow404?: boolean } = {},
+): Promise<unknown> {
   const base = new URL(testManagementUrl());
   const auth = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
   base.username = '';

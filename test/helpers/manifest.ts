@@ -25,7 +25,11 @@ export interface TestProjection {
  * Inserts projection rows with multi-row INSERTs (5,000 per statement): fast enough for the
  * 50,000-row crash test. `createTime: 'NOW()'` uses the database clock.
  */
-export async function insertProjections(admin: mysql.Connection, database: string, rows: readonly TestProjection[]): Promise<void> {
+export async function insertProjections(
+  admin: mysql.Connection,
+  database: string,
+  rows: readonly TestProjection[],
+): Promise<void> {
   for (let i = 0; i < rows.length; i += 5000) {
     const batch = rows.slice(i, i + 5000);
     const values: string[] = [];
@@ -33,7 +37,14 @@ export async function insertProjections(admin: mysql.Connection, database: strin
     for (const r of batch) {
       const now = r.createTime === 'NOW()';
       values.push(`(?, ?, ?, 1, ?, ?, ?, '{}', ${now ? 'NOW()' : '?'}, ?)`);
-      params.push(r.answerUuid, r.schId ?? 5, r.formUuid, r.revision ?? 1, r.contentHash ?? createHash('sha256').update(r.answerUuid).digest('hex'), r.isDeleted ?? 0);
+      params.push(
+        r.answerUuid,
+        r.schId ?? 5,
+        r.formUuid,
+        r.revision ?? 1,
+        r.contentHash ?? createHash('sha256').update(r.answerUuid).digest('hex'),
+        r.isDeleted ?? 0,
+      );
       if (!now) params.push(r.createTime === undefined ? '2026-10-01 08:00:00' : r.createTime);
       params.push(r.retiredAt ?? null);
     }
@@ -78,13 +89,30 @@ export function answerHash(a: TestAnswer): string {
 }
 
 /** Inserts FC answers (multi-row INSERTs). */
-export async function insertAnswers(admin: mysql.Connection, database: string, rows: readonly TestAnswer[]): Promise<void> {
+export async function insertAnswers(
+  admin: mysql.Connection,
+  database: string,
+  rows: readonly TestAnswer[],
+): Promise<void> {
   for (let i = 0; i < rows.length; i += 2000) {
     const batch = rows.slice(i, i + 2000);
     const params: unknown[] = [];
     for (const a of batch) {
       const s = answerSource(a);
-      params.push(a.answerUuid, a.formUuid, 1, BigInt(s.sch_id), s.app_code, s.code, 1001n, s.status, s.values_json, s.create_time, a.isDeleted ?? 0, a.revision ?? 1);
+      params.push(
+        a.answerUuid,
+        a.formUuid,
+        1,
+        BigInt(s.sch_id),
+        s.app_code,
+        s.code,
+        1001n,
+        s.status,
+        s.values_json,
+        s.create_time,
+        a.isDeleted ?? 0,
+        a.revision ?? 1,
+      );
     }
     await admin.query(
       `INSERT INTO \`${database}\`.answer (answer_uuid, form_uuid, form_version, sch_id, app_code, code, submitter_id, status, values_json, create_time, is_deleted, answer_revision) VALUES ${batch.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
@@ -102,7 +130,14 @@ export async function writeManifestFiles(
   name: string,
   side: 'fc' | 'sh',
   rows: readonly import('../../src/lib/manifest/row.js').ManifestRow[],
-  options: { schId?: string; formUuid?: string; shard?: string | null; completed?: boolean; completedAt?: string; dbStartedAt?: string | null } = {},
+  options: {
+    schId?: string;
+    formUuid?: string;
+    shard?: string | null;
+    completed?: boolean;
+    completedAt?: string;
+    dbStartedAt?: string | null;
+  } = {},
 ): Promise<{ file: string; checkpoint: string; bytes: Buffer }> {
   const { writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
@@ -110,9 +145,23 @@ export async function writeManifestFiles(
   const { paramsDigest, writeCheckpoint, CHECKPOINT_FORMAT } = await import('../../src/lib/manifest/checkpoint.js');
   const file = join(dir, `${name}.jsonl`);
   const checkpoint = join(dir, `${name}.checkpoint.json`);
-  const bytes = Buffer.from(rows.map((r) => formatManifestLine(side === 'sh' ? { ...r, retiredAt: r.retiredAt ?? null } : { ...r, retiredAt: undefined })).join(''), 'utf8');
+  const bytes = Buffer.from(
+    rows
+      .map((r) =>
+        formatManifestLine(side === 'sh' ? { ...r, retiredAt: r.retiredAt ?? null } : { ...r, retiredAt: undefined }),
+      )
+      .join(''),
+    'utf8',
+  );
   writeFileSync(file, bytes);
-  const params = { side, database: 'test:3306/none', schId: options.schId ?? '5', formUuid: options.formUuid ?? 'f0000000-0000-4000-8000-000000000000', shard: options.shard ?? null, out: file };
+  const params = {
+    side,
+    database: 'test:3306/none',
+    schId: options.schId ?? '5',
+    formUuid: options.formUuid ?? 'f0000000-0000-4000-8000-000000000000',
+    shard: options.shard ?? null,
+    out: file,
+  };
   const completed = options.completed ?? true;
   await writeCheckpoint(checkpoint, {
     format: CHECKPOINT_FORMAT,

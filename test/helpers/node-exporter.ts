@@ -12,10 +12,14 @@ import { createServer } from 'node:net';
 export function nodeExporterPath(): string {
   const given = process.env['FCCTL_NODE_EXPORTER'];
   if (given) return given;
-  const found = spawnSync('sh', ['-c', 'command -v prometheus-node-exporter || command -v node_exporter'], { encoding: 'utf8' }).stdout.trim();
+  const found = spawnSync('sh', ['-c', 'command -v prometheus-node-exporter || command -v node_exporter'], {
+    encoding: 'utf8',
+  }).stdout.trim();
   if (found) return found.split('\n')[0]!;
   if (existsSync('/usr/bin/prometheus-node-exporter')) return '/usr/bin/prometheus-node-exporter';
-  throw new Error('node_exporter is not installed: run `bash scripts/services.sh up` (installs Debian\'s prometheus-node-exporter package), or set FCCTL_NODE_EXPORTER');
+  throw new Error(
+    "node_exporter is not installed: run `bash scripts/services.sh up` (installs Debian's prometheus-node-exporter package), or set FCCTL_NODE_EXPORTER",
+  );
 }
 
 /** A port free on 127.0.0.1 right now (the kernel's pick). */
@@ -43,7 +47,16 @@ export interface NodeExporter {
  */
 export async function startNodeExporter(dir: string): Promise<NodeExporter> {
   const port = await freePort();
-  const child: ChildProcess = spawn(nodeExporterPath(), ['--collector.disable-defaults', '--collector.textfile', `--collector.textfile.directory=${dir}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(
+    nodeExporterPath(),
+    [
+      '--collector.disable-defaults',
+      '--collector.textfile',
+      `--collector.textfile.directory=${dir}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString('utf8')));

@@ -12,10 +12,22 @@ type Create<O> = (parent: Command, deps: Deps, resources: Resources, runF: RunF<
  * mean is tested without a database, a broker or a clock.
  * @example expect((await parseWith(createDeliveriesSendCommand, ['send', '--window', '8'])).options.window).toBe(8)
  */
-export async function parseWith<O>(create: Create<O>, argv: readonly string[], env: Record<string, string> = {}): Promise<{ options: O; ctx: Ctx }> {
+export async function parseWith<O>(
+  create: Create<O>,
+  argv: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ options: O; ctx: Ctx }> {
   const t = testIo();
-  const deps: Deps = { io: t.io, env: cleanEnv(env), now: () => new Date('2026-12-01T00:00:00Z'), signal: new AbortController().signal };
-  const parent = new Command('fcctl').exitOverride().option('--json').configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
+  const deps: Deps = {
+    io: t.io,
+    env: cleanEnv(env),
+    now: () => new Date('2026-12-01T00:00:00Z'),
+    signal: new AbortController().signal,
+  };
+  const parent = new Command('fcctl')
+    .exitOverride()
+    .option('--json')
+    .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
   let seen: { options: O; ctx: Ctx } | undefined;
   create(parent, deps, new Resources(), async (options, ctx) => {
     seen = { options, ctx };

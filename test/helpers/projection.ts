@@ -15,7 +15,11 @@ export interface FcAnswerSpec {
 }
 
 /** Inserts one FC answer; returns its uuid and the fc.canon.v1 snapshot FC's row gives. */
-export async function insertFcAnswer(admin: mysql.Connection, fcName: string, spec: FcAnswerSpec): Promise<{ answerUuid: string; snapshotJson: string; contentHash: string }> {
+export async function insertFcAnswer(
+  admin: mysql.Connection,
+  fcName: string,
+  spec: FcAnswerSpec,
+): Promise<{ answerUuid: string; snapshotJson: string; contentHash: string }> {
   const answerUuid = spec.answerUuid ?? randomUUID();
   // the manifest tests' answer row, with a submitter beyond 2^53 and text beyond ASCII in its values
   const source = {
@@ -33,7 +37,20 @@ export async function insertFcAnswer(admin: mysql.Connection, fcName: string, sp
   await admin.query(
     `INSERT INTO \`${fcName}\`.answer (answer_uuid, form_uuid, form_version, sch_id, app_code, code, submitter_id, subject_id, status, values_json, answer_no, create_time, update_time, is_deleted, answer_revision)
      VALUES (?, ?, 4, ?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?, ?, ?)`,
-    [answerUuid, spec.formUuid, BigInt(source.sch_id), source.app_code, source.code, BigInt(source.submitter_id), source.status, source.values_json, source.create_time, source.update_time, spec.isDeleted ?? 0, spec.revision ?? 3],
+    [
+      answerUuid,
+      spec.formUuid,
+      BigInt(source.sch_id),
+      source.app_code,
+      source.code,
+      BigInt(source.submitter_id),
+      source.status,
+      source.values_json,
+      source.create_time,
+      source.update_time,
+      spec.isDeleted ?? 0,
+      spec.revision ?? 3,
+    ],
   );
   return { answerUuid, ...buildAnswerSnapshot(source) };
 }
@@ -63,27 +80,64 @@ export async function insertProjection(admin: mysql.Connection, shName: string, 
        intent_id, apply_id, flow_guid, biz_ext_json, conflict_flag, projection_version, create_time, update_time, retired_at, retire_proof_id)
      VALUES (?, ?, ?, 3, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '2026-10-21 08:00:07', '2026-10-21 08:00:07', ?, ?)`,
     [
-      p.answerUuid, p.schId ?? 5, p.formUuid, p.revision, p.contentHash ?? hashOf(`${p.answerUuid}:${p.revision}`), p.isDeleted ?? 0,
-      p.snapshotJson ?? `{"local":${p.revision},"amount":12.50}`, linked ? 'LINKED' : 'UNLINKED',
-      linked ? `svchall-${p.answerUuid.slice(0, 8)}` : null, linked ? 4242 : null, linked ? 'flow-honor' : null,
-      '{"ext":{"note":"业务扩展","n":1.50}}', p.conflictFlag ?? 0, p.projectionVersion ?? 7,
-      p.retiredAt ?? null, p.retiredAt ? 'retire-proof-1' : null,
+      p.answerUuid,
+      p.schId ?? 5,
+      p.formUuid,
+      p.revision,
+      p.contentHash ?? hashOf(`${p.answerUuid}:${p.revision}`),
+      p.isDeleted ?? 0,
+      p.snapshotJson ?? `{"local":${p.revision},"amount":12.50}`,
+      linked ? 'LINKED' : 'UNLINKED',
+      linked ? `svchall-${p.answerUuid.slice(0, 8)}` : null,
+      linked ? 4242 : null,
+      linked ? 'flow-honor' : null,
+      '{"ext":{"note":"业务扩展","n":1.50}}',
+      p.conflictFlag ?? 0,
+      p.projectionVersion ?? 7,
+      p.retiredAt ?? null,
+      p.retiredAt ? 'retire-proof-1' : null,
     ],
   );
 }
 
 /** Every column of a projection row, as mysql2 returns it (strings for BIGINT and DATETIME). */
-export async function projectionRow(admin: mysql.Connection, shName: string, answerUuid: string): Promise<Record<string, unknown> | undefined> {
-  const [rows] = await admin.query(`SELECT * FROM \`${shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [answerUuid]);
+export async function projectionRow(
+  admin: mysql.Connection,
+  shName: string,
+  answerUuid: string,
+): Promise<Record<string, unknown> | undefined> {
+  const [rows] = await admin.query(`SELECT * FROM \`${shName}\`.fc_answer_projection WHERE answer_uuid = ?`, [
+    answerUuid,
+  ]);
   return (rows as Array<Record<string, unknown>>)[0];
 }
 
 /** The columns a repair must never change on an existing row. */
-export const UNTOUCHED_COLUMNS = ['id', 'answer_uuid', 'sch_id', 'form_uuid', 'link_state', 'intent_id', 'apply_id', 'flow_guid', 'biz_ext_json', 'create_time', 'retired_at', 'retire_proof_id'] as const;
+export const UNTOUCHED_COLUMNS = [
+  'id',
+  'answer_uuid',
+  'sch_id',
+  'form_uuid',
+  'link_state',
+  'intent_id',
+  'apply_id',
+  'flow_guid',
+  'biz_ext_json',
+  'create_time',
+  'retired_at',
+  'retire_proof_id',
+] as const;
 
-export const pick = (row: Record<string, unknown> | undefined, columns: readonly string[]) => Object.fromEntries(columns.map((c) => [c, row?.[c]]));
+export const pick = (row: Record<string, unknown> | undefined, columns: readonly string[]) =>
+  Object.fromEntries(columns.map((c) => [c, row?.[c]]));
 
-export async function auditRows(admin: mysql.Connection, shName: string, answerUuid: string): Promise<Array<Record<string, unknown>>> {
-  const [rows] = await admin.query(`SELECT * FROM \`${shName}\`.fc_reconcile_audit WHERE answer_uuid = ? ORDER BY id`, [answerUuid]);
+export async function auditRows(
+  admin: mysql.Connection,
+  shName: string,
+  answerUuid: string,
+): Promise<Array<Record<string, unknown>>> {
+  const [rows] = await admin.query(`SELECT * FROM \`${shName}\`.fc_reconcile_audit WHERE answer_uuid = ? ORDER BY id`, [
+    answerUuid,
+  ]);
   return rows as Array<Record<string, unknown>>;
 }

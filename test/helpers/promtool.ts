@@ -13,12 +13,21 @@ export function promtoolPath(): string {
   const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim();
   if (found) return found;
   if (existsSync('/usr/bin/promtool')) return '/usr/bin/promtool';
-  throw new Error('promtool is not installed: run `bash scripts/services.sh up` (installs Debian\'s prometheus package), or set FCCTL_PROMTOOL');
+  throw new Error(
+    "promtool is not installed: run `bash scripts/services.sh up` (installs Debian's prometheus package), or set FCCTL_PROMTOOL",
+  );
 }
 
 /** Runs promtool with `args` (and `input` on stdin): its exit code and output. */
-export function promtool(args: readonly string[], input?: string): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(promtoolPath(), args, { encoding: 'utf8', timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+export function promtool(
+  args: readonly string[],
+  input?: string,
+): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(promtoolPath(), args, {
+    encoding: 'utf8',
+    timeout: 60_000,
+    ...(input !== undefined ? { input } : {}),
+  });
   if (r.error) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }

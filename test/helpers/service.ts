@@ -10,14 +10,24 @@ export interface RunningService {
   lines(): Array<Record<string, unknown>>;
   stderr(): string;
   /** waits for a JSON line that matches */
-  waitForLine(what: string, match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitForLine(
+    what: string,
+    match: (l: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   /** sends `signal` and resolves when the process has ended */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<CliResult>;
 }
 
 /** Starts `bin/fcctl` with `argv`; killed with SIGKILL after `timeoutMs` whatever happens. */
-export function startService(argv: readonly string[], options: { env?: Record<string, string | undefined>; timeoutMs?: number } = {}): RunningService {
-  const child = spawn(process.execPath, [FCCTL_BIN, ...argv], { env: (options.env ?? cleanEnv()) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startService(
+  argv: readonly string[],
+  options: { env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): RunningService {
+  const child = spawn(process.execPath, [FCCTL_BIN, ...argv], {
+    env: (options.env ?? cleanEnv()) as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));

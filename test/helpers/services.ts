@@ -44,7 +44,10 @@ export function servicesTest(options: ServicesOptions) {
       return dir;
     })
     .extend('flowCenter', { scope: 'file' }, async ({}, { onCleanup }): Promise<FlowCenter> => {
-      const fc = await startFlowCenter({ apps: options.flowApps ?? {}, ...(options.flowLatencyMs !== undefined ? { latencyMs: options.flowLatencyMs } : {}) });
+      const fc = await startFlowCenter({
+        apps: options.flowApps ?? {},
+        ...(options.flowLatencyMs !== undefined ? { latencyMs: options.flowLatencyMs } : {}),
+      });
       onCleanup(() => fc.stop());
       return fc;
     })

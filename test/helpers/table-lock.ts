@@ -25,7 +25,10 @@ export async function lockTable(database: string, table: string): Promise<TableL
       waitFor(
         `a query waiting on ${database}.${table}`,
         async () => {
-          const [rows] = await conn.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID() AND STATE LIKE 'Waiting for table%'", [database]);
+          const [rows] = await conn.query(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID() AND STATE LIKE 'Waiting for table%'",
+            [database],
+          );
           return Number((rows as Array<{ n: number | string }>)[0]!.n) > 0;
         },
         timeoutMs,
@@ -47,8 +50,14 @@ export interface RunningCli {
 }
 
 /** Starts the built `bin/fcctl` (like `spawnCli`, but returns at once with the child). */
-export function startCli(argv: readonly string[], options: { env?: Record<string, string | undefined>; timeoutMs?: number } = {}): RunningCli {
-  const child = spawn(process.execPath, [FCCTL_BIN, ...argv], { env: (options.env ?? cleanEnv()) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(
+  argv: readonly string[],
+  options: { env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): RunningCli {
+  const child = spawn(process.execPath, [FCCTL_BIN, ...argv], {
+    env: (options.env ?? cleanEnv()) as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout!.on('data', (c: Buffer) => out.push(c));
@@ -58,7 +67,11 @@ export function startCli(argv: readonly string[], options: { env?: Record<string
     child.on('error', reject);
     child.on('close', (code, sig) => {
       clearTimeout(timer);
-      resolve({ code: code ?? (sig ? 128 : -1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      resolve({
+        code: code ?? (sig ? 128 : -1),
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      });
     });
   });
   return { child, done };

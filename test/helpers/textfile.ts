@@ -33,7 +33,9 @@ export function collectTextfiles(dir: string): Collected {
   const families = new Map<string, CollectedFamily>();
   const errors: string[] = [];
   const seen = new Set<string>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.prom')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.prom'))
+    .sort()) {
     const path = join(dir, file);
     let parsed: ReturnType<typeof parseExposition>;
     try {
@@ -51,7 +53,9 @@ export function collectTextfiles(dir: string): Collected {
         continue;
       }
       if (into && into.help !== help) {
-        errors.push(`collected metric ${f.name} from ${file} has help ${JSON.stringify(help)} but should have ${JSON.stringify(into.help)}`);
+        errors.push(
+          `collected metric ${f.name} from ${file} has help ${JSON.stringify(help)} but should have ${JSON.stringify(into.help)}`,
+        );
         continue;
       }
       const family = into ?? { name: f.name, help, type: f.type, samples: [] };
@@ -72,7 +76,11 @@ export function collectTextfiles(dir: string): Collected {
 }
 
 /** The value of one series in a collected directory (labels as given, others absent or ""). */
-export function collectedValue(c: Collected, name: string, labels: Readonly<Record<string, string>>): number | undefined {
+export function collectedValue(
+  c: Collected,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+): number | undefined {
   const key = seriesKey(name, labels);
   return c.families.get(name)?.samples.find((s) => seriesKey(name, s.labels) === key)?.value;
 }

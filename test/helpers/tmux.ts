@@ -15,12 +15,27 @@ export class TmuxSession {
       .map(([k, v]) => `export ${k}='${String(v).replace(/'/g, `'\\''`)}';`)
       .join(' ');
     // CI is set in CI runs: the view must still be interactive inside this terminal.
-    execFileSync('tmux', ['-L', this.name, 'new-session', '-d', '-s', this.name, '-x', String(size.width), '-y', String(size.height), `unset CI; ${exports} ${command}; echo "[exit $?]"; sleep 600`]);
+    execFileSync('tmux', [
+      '-L',
+      this.name,
+      'new-session',
+      '-d',
+      '-s',
+      this.name,
+      '-x',
+      String(size.width),
+      '-y',
+      String(size.height),
+      `unset CI; ${exports} ${command}; echo "[exit $?]"; sleep 600`,
+    ]);
   }
 
   /** The visible screen, trailing blank lines dropped. */
   screen(): string {
-    return execFileSync('tmux', ['-L', this.name, 'capture-pane', '-p', '-t', this.name], { encoding: 'utf8' }).replace(/\n+$/, '');
+    return execFileSync('tmux', ['-L', this.name, 'capture-pane', '-p', '-t', this.name], { encoding: 'utf8' }).replace(
+      /\n+$/,
+      '',
+    );
   }
 
   /** Keys typed into the terminal, as tmux send-keys names them (e.g. 'C-c'). */

@@ -11,5 +11,8 @@ export function freshVhost(): { url: string; drop: () => void } {
   execFileSync('bash', [SERVICES, 'add-vhost', name], { stdio: 'ignore' });
   const url = new URL(testAmqpUrl());
   url.pathname = `/${encodeURIComponent(name)}`;
-  return { url: url.toString(), drop: () => execFileSync('bash', [SERVICES, 'delete-vhost', name], { stdio: 'ignore' }) };
+  return {
+    url: url.toString(),
+    drop: () => execFileSync('bash', [SERVICES, 'delete-vhost', name], { stdio: 'ignore' }),
+  };
 }

@@ -1,10 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { defaultCheckpointPath, paramsDigest } from '../../src/lib/manifest/checkpoint.js';
-import { compareKeys, compareRevisions, formatManifestLine, type ManifestRow, parseManifestLine } from '../../src/lib/manifest/row.js';
+import {
+  compareKeys,
+  compareRevisions,
+  formatManifestLine,
+  type ManifestRow,
+  parseManifestLine,
+} from '../../src/lib/manifest/row.js';
 import { parseShard, shardRange } from '../../src/lib/manifest/shard.js';
 import { selectFcManifestPage, selectShManifestPage } from '../../src/lib/manifest/sql.js';
 
-const fcRow: ManifestRow = { answerUuid: '0a0b0c0d-0000-4000-8000-000000000001', revision: '9007199254740993', contentHash: 'a'.repeat(64), isDeleted: false, schId: '5', createTime: '2026-10-21 08:00:00' };
+const fcRow: ManifestRow = {
+  answerUuid: '0a0b0c0d-0000-4000-8000-000000000001',
+  revision: '9007199254740993',
+  contentHash: 'a'.repeat(64),
+  isDeleted: false,
+  schId: '5',
+  createTime: '2026-10-21 08:00:00',
+};
 const shRow: ManifestRow = { ...fcRow, isDeleted: true, createTime: null, retiredAt: '2026-11-01 00:00:00' };
 
 describe('manifest lines', () => {
@@ -12,17 +25,29 @@ describe('manifest lines', () => {
     expect(formatManifestLine(fcRow)).toBe(
       `{"answerUuid":"0a0b0c0d-0000-4000-8000-000000000001","revision":"9007199254740993","contentHash":"${'a'.repeat(64)}","isDeleted":false,"schId":"5","createTime":"2026-10-21 08:00:00"}\n`,
     );
-    expect(formatManifestLine(shRow)).toMatch(/"isDeleted":true,"schId":"5","createTime":null,"retiredAt":"2026-11-01 00:00:00"}\n$/);
+    expect(formatManifestLine(shRow)).toMatch(
+      /"isDeleted":true,"schId":"5","createTime":null,"retiredAt":"2026-11-01 00:00:00"}\n$/,
+    );
     expect(parseManifestLine(formatManifestLine(fcRow).trimEnd(), 'fc')).toEqual(fcRow);
     expect(parseManifestLine(formatManifestLine(shRow).trimEnd(), 'sh')).toEqual(shRow);
   });
 
   it('reads any valid JSON form of a row the same as the exact form fcctl writes (fast path and JSON path agree)', () => {
-    const reordered = JSON.stringify({ createTime: shRow.createTime, retiredAt: shRow.retiredAt, schId: shRow.schId, isDeleted: shRow.isDeleted, contentHash: shRow.contentHash, revision: shRow.revision, answerUuid: shRow.answerUuid });
+    const reordered = JSON.stringify({
+      createTime: shRow.createTime,
+      retiredAt: shRow.retiredAt,
+      schId: shRow.schId,
+      isDeleted: shRow.isDeleted,
+      contentHash: shRow.contentHash,
+      revision: shRow.revision,
+      answerUuid: shRow.answerUuid,
+    });
     expect(parseManifestLine(reordered, 'sh')).toEqual(shRow);
     expect(parseManifestLine(` ${JSON.stringify(fcRow, null, 1)} `, 'fc')).toEqual(fcRow);
     // an escaped uuid, a 19-digit revision: valid, read through JSON.parse
-    expect(parseManifestLine(formatManifestLine(fcRow).trimEnd().replace('"answerUuid":"0', '"answerUuid":"\\u0030'), 'fc')).toEqual(fcRow);
+    expect(
+      parseManifestLine(formatManifestLine(fcRow).trimEnd().replace('"answerUuid":"0', '"answerUuid":"\\u0030'), 'fc'),
+    ).toEqual(fcRow);
     const big = { ...fcRow, revision: '9223372036854775807' };
     expect(parseManifestLine(formatManifestLine(big).trimEnd(), 'fc')).toEqual(big);
     const odd = { ...shRow, answerUuid: 'é,"x' };
@@ -74,9 +99,22 @@ describe('shards', () => {
       expect(ranges[0]!.lower).toBeNull();
       expect(ranges.at(-1)!.upper).toBeNull();
       for (let i = 1; i < count; i++) expect(ranges[i]!.lower).toBe(ranges[i - 1]!.upper);
-      const keys = ['00000000-0000', '0', '7fffffff-ffff', '80000000-0000', 'ffffffff-ffff', 'ABCDEF', 'zzz', '', '\u{1f600}'];
+      const keys = [
+        '00000000-0000',
+        '0',
+        '7fffffff-ffff',
+        '80000000-0000',
+        'ffffffff-ffff',
+        'ABCDEF',
+        'zzz',
+        '',
+        '\u{1f600}',
+      ];
       for (const key of keys) {
-        const hits = ranges.filter((r) => (r.lower === null || compareKeys(key, r.lower) >= 0) && (r.upper === null || compareKeys(key, r.upper) < 0));
+        const hits = ranges.filter(
+          (r) =>
+            (r.lower === null || compareKeys(key, r.lower) >= 0) && (r.upper === null || compareKeys(key, r.upper) < 0),
+        );
         expect(hits, `${key} in ${count} shards`).toHaveLength(1);
       }
     }
@@ -86,13 +124,21 @@ describe('shards', () => {
 
 describe('page SQL', () => {
   it('reads along the manifest index: equality on school and form, a range on answer_uuid, the index order', () => {
-    const q = selectShManifestPage({ schId: '5', formUuid: 'f', after: 'c', range: { lower: '4', upper: '8' }, limit: 201 });
+    const q = selectShManifestPage({
+      schId: '5',
+      formUuid: 'f',
+      after: 'c',
+      range: { lower: '4', upper: '8' },
+      limit: 201,
+    });
     expect(q.sql).toBe(
       'SELECT answer_uuid, answer_revision, content_hash, is_deleted, sch_id, create_time, retired_at FROM fc_answer_projection FORCE INDEX (idx_projection_manifest) WHERE sch_id = ? AND form_uuid = ? AND answer_uuid >= ? AND answer_uuid < ? AND answer_uuid > ? ORDER BY answer_uuid LIMIT ?',
     );
     expect(q.params).toEqual([5n, 'f', '4', '8', 'c', 201]);
     const f = selectFcManifestPage({ schId: '9223372036854775807', formUuid: 'f', after: null, limit: 11 });
-    expect(f.sql).toMatch(/^SELECT answer_uuid, .* FROM answer FORCE INDEX \(idx_answer_manifest\) WHERE sch_id = \? AND form_uuid = \? ORDER BY answer_uuid LIMIT \?$/);
+    expect(f.sql).toMatch(
+      /^SELECT answer_uuid, .* FROM answer FORCE INDEX \(idx_answer_manifest\) WHERE sch_id = \? AND form_uuid = \? ORDER BY answer_uuid LIMIT \?$/,
+    );
     expect(f.sql).not.toMatch(/\bid\b,/);
     expect(f.params).toEqual([9223372036854775807n, 'f', 11]);
     expect(() => selectShManifestPage({ schId: '0', formUuid: 'f', after: null, limit: 1 })).toThrow(TypeError);
@@ -101,8 +147,22 @@ describe('page SQL', () => {
 
 describe('checkpoint helpers', () => {
   it('digest parameters with fc.canon.v1 (member order does not matter), default the checkpoint beside the output', () => {
-    const p = { side: 'sh', database: 'h:3306/d', schId: '5', formUuid: 'f', shard: null, out: '/tmp/x.jsonl' } as const;
-    const reordered = { out: '/tmp/x.jsonl', shard: null, formUuid: 'f', schId: '5', database: 'h:3306/d', side: 'sh' } as const;
+    const p = {
+      side: 'sh',
+      database: 'h:3306/d',
+      schId: '5',
+      formUuid: 'f',
+      shard: null,
+      out: '/tmp/x.jsonl',
+    } as const;
+    const reordered = {
+      out: '/tmp/x.jsonl',
+      shard: null,
+      formUuid: 'f',
+      schId: '5',
+      database: 'h:3306/d',
+      side: 'sh',
+    } as const;
     expect(paramsDigest(p)).toMatch(/^[0-9a-f]{64}$/);
     expect(paramsDigest(reordered)).toBe(paramsDigest(p));
     expect(paramsDigest({ ...p, shard: '1/2' })).not.toBe(paramsDigest(p));

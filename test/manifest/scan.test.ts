@@ -24,7 +24,20 @@ let dir: string;
 let reference: Buffer;
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const scanArgs = (out: string, extra: string[] = []) => ['--json', 'manifest', 'scan', '--side', 'sh', '--school', '5', '--form', FORM, '--out', out, ...extra];
+const scanArgs = (out: string, extra: string[] = []) => [
+  '--json',
+  'manifest',
+  'scan',
+  '--side',
+  'sh',
+  '--school',
+  '5',
+  '--form',
+  FORM,
+  '--out',
+  out,
+  ...extra,
+];
 const scan = (out: string, extra: string[] = []) => runCli(scanArgs(out, extra), { env });
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const cpOf = (out: string) => out.replace(/\.jsonl$/, '.checkpoint.json');
@@ -34,7 +47,13 @@ test.beforeAll(async ({ dbs: services, tmp }) => {
   dbs = services;
   env = dbs.env();
   await insertProjections(dbs.admin, dbs.shName, [
-    ...Array.from({ length: ROWS }, (_, i) => ({ answerUuid: testUuid('scan', i), formUuid: FORM, revision: 1 + (i % 3), createTime: i % 50 === 0 ? null : '2026-10-01 08:00:00', retiredAt: i % 97 === 0 ? '2026-11-01 00:00:00' : null })),
+    ...Array.from({ length: ROWS }, (_, i) => ({
+      answerUuid: testUuid('scan', i),
+      formUuid: FORM,
+      revision: 1 + (i % 3),
+      createTime: i % 50 === 0 ? null : '2026-10-01 08:00:00',
+      retiredAt: i % 97 === 0 ? '2026-11-01 00:00:00' : null,
+    })),
     ...Array.from({ length: 50 }, (_, i) => ({ answerUuid: testUuid('scan-other', i), formUuid: FORM, schId: 6 })),
   ]);
   dir = tmp;
@@ -45,18 +64,35 @@ test.beforeAll(async ({ dbs: services, tmp }) => {
 });
 
 describe('manifest scan', () => {
-  it('writes every row once, sorted, and (3000 rows by 500: six pages, the sixth knows it is the last) a completed checkpoint with the file\'s length, rows and SHA-256', async () => {
+  it("writes every row once, sorted, and (3000 rows by 500: six pages, the sixth knows it is the last) a completed checkpoint with the file's length, rows and SHA-256", async () => {
     const lines = reference.toString('utf8').trimEnd().split('\n');
     expect(lines).toHaveLength(ROWS);
     const uuids = lines.map((l) => (JSON.parse(l) as { answerUuid: string }).answerUuid);
     expect(uuids).toEqual([...uuids].sort());
     expect(new Set(uuids).size).toBe(ROWS);
     const cp = readJson(join(dir, 'reference.checkpoint.json'));
-    expect(cp).toMatchObject({ format: 'fcctl.manifest.checkpoint.v1', completed: true, rows: ROWS, pages: 6, outputBytes: reference.length, sha256: sha(reference), size: 500 });
-    expect(cp['params']).toMatchObject({ side: 'sh', schId: '5', formUuid: FORM, shard: null, out: join(dir, 'reference.jsonl') });
+    expect(cp).toMatchObject({
+      format: 'fcctl.manifest.checkpoint.v1',
+      completed: true,
+      rows: ROWS,
+      pages: 6,
+      outputBytes: reference.length,
+      sha256: sha(reference),
+      size: 500,
+    });
+    expect(cp['params']).toMatchObject({
+      side: 'sh',
+      schId: '5',
+      formUuid: FORM,
+      shard: null,
+      out: join(dir, 'reference.jsonl'),
+    });
     expect(typeof cp['completedAt']).toBe('string');
     // the lock is gone, no temp files are left
-    expect(readdirSync(dir).filter((f) => f.startsWith('reference'))).toEqual(['reference.checkpoint.json', 'reference.jsonl']);
+    expect(readdirSync(dir).filter((f) => f.startsWith('reference'))).toEqual([
+      'reference.checkpoint.json',
+      'reference.jsonl',
+    ]);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp') || f.endsWith('.lock'))).toEqual([]);
   });
 
@@ -65,7 +101,12 @@ describe('manifest scan', () => {
     const r = await scan(out, ['--size', '7']);
     expect(r.code).toBe(0);
     expect(readFileSync(out).equals(reference)).toBe(true);
-    expect(summaryOf(r.stdout)).toMatchObject({ completed: true, rows: ROWS, pages: Math.ceil(ROWS / 7), sha256: sha(reference) });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      completed: true,
+      rows: ROWS,
+      pages: Math.ceil(ROWS / 7),
+      sha256: sha(reference),
+    });
   });
 
   it('a rerun of a completed scan reads nothing and changes nothing; --restart scans again to the same bytes', async () => {
@@ -117,7 +158,10 @@ describe('manifest scan', () => {
     expect(readFileSync(out).equals(outBefore)).toBe(true);
     expect(readFileSync(cpOf(out), 'utf8')).toBe(cpBefore);
 
-    const r = await runCli(['--json', 'manifest', 'scan', '--side', 'sh', '--school', '6', '--form', FORM, '--out', out, '--restart'], { env });
+    const r = await runCli(
+      ['--json', 'manifest', 'scan', '--side', 'sh', '--school', '6', '--form', FORM, '--out', out, '--restart'],
+      { env },
+    );
     expect(r.code).toBe(0);
     expect(summaryOf(r.stdout)).toMatchObject({ rows: 50, restarted: true });
   });
@@ -128,11 +172,19 @@ describe('manifest scan', () => {
     expect((await scan(out, ['--size', '500'])).code).toBe(0);
     const cp = readJson(cpOf(out));
     const prefix = reference.subarray(0, nthLineEnd(reference, 1000));
-    writeFileSync(cpOf(out), `${JSON.stringify({ ...cp, completed: false, completedAt: null, pages: 2, rows: 1000, outputBytes: prefix.length, cursor: lastUuid(prefix), sha256: sha(prefix) })}\n`);
+    writeFileSync(
+      cpOf(out),
+      `${JSON.stringify({ ...cp, completed: false, completedAt: null, pages: 2, rows: 1000, outputBytes: prefix.length, cursor: lastUuid(prefix), sha256: sha(prefix) })}\n`,
+    );
     truncateSync(out, nthLineEnd(reference, 1500) - 17); // and half a line of the next page
     const r = await scan(out);
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ resumed: true, rowsThisRun: ROWS - 1000, truncatedBytes: nthLineEnd(reference, 1500) - 17 - prefix.length, completed: true });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      resumed: true,
+      rowsThisRun: ROWS - 1000,
+      truncatedBytes: nthLineEnd(reference, 1500) - 17 - prefix.length,
+      completed: true,
+    });
     expect(readFileSync(out).equals(reference)).toBe(true);
   });
 
@@ -140,7 +192,10 @@ describe('manifest scan', () => {
     const out = join(dir, 'fresh-kill.jsonl');
     expect((await scan(out)).code).toBe(0);
     const cp = readJson(cpOf(out));
-    writeFileSync(cpOf(out), `${JSON.stringify({ ...cp, completed: false, completedAt: null, pages: 0, rows: 0, outputBytes: 0, cursor: null, sha256: sha(Buffer.alloc(0)) })}\n`);
+    writeFileSync(
+      cpOf(out),
+      `${JSON.stringify({ ...cp, completed: false, completedAt: null, pages: 0, rows: 0, outputBytes: 0, cursor: null, sha256: sha(Buffer.alloc(0)) })}\n`,
+    );
     rmSync(out);
     const r = await scan(out);
     expect(r.code).toBe(0);
@@ -166,16 +221,38 @@ describe('manifest scan', () => {
     expect(readFileSync(out).equals(changed)).toBe(true);
   });
 
-  it('a lock held by a live process → exit 4 naming it; a dead holder\'s lock is taken over', async () => {
+  it("a lock held by a live process → exit 4 naming it; a dead holder's lock is taken over", async () => {
     const out = join(dir, 'locked.jsonl');
     const lock = `${cpOf(out)}.lock`;
-    writeFileSync(lock, JSON.stringify({ host: hostname(), pid: process.pid, startTicks: processStartTicks('self'), nonce: 'n1', startedAt: 'then', command: 'manifest scan' }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        host: hostname(),
+        pid: process.pid,
+        startTicks: processStartTicks('self'),
+        nonce: 'n1',
+        startedAt: 'then',
+        command: 'manifest scan',
+      }),
+    );
     const r = await scan(out);
     expect(r.code).toBe(4);
-    expect(r.stderr).toMatch(new RegExp(`^fcctl: checkpoint .* is held by a running manifest scan \\(pid ${process.pid},[^\\n]*\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(`^fcctl: checkpoint .* is held by a running manifest scan \\(pid ${process.pid},[^\\n]*\\n$`),
+    );
     expect(existsSync(out)).toBe(false);
     // A reused pid (alive, but started at another time) is a dead holder.
-    writeFileSync(lock, JSON.stringify({ host: hostname(), pid: process.pid, startTicks: '1', nonce: 'n2', startedAt: 'then', command: 'manifest scan' }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        host: hostname(),
+        pid: process.pid,
+        startTicks: '1',
+        nonce: 'n2',
+        startedAt: 'then',
+        command: 'manifest scan',
+      }),
+    );
     const reused = await scan(out);
     expect(reused.code).toBe(0);
     expect(readFileSync(out).equals(reference)).toBe(true);
@@ -183,13 +260,33 @@ describe('manifest scan', () => {
     // A holder that exited (kill -9 leaves its lock behind) is a dead holder.
     const gone = spawn(process.execPath, ['-e', '0']);
     await new Promise((resolve) => gone.on('close', resolve));
-    writeFileSync(lock, JSON.stringify({ host: hostname(), pid: gone.pid, startTicks: null, nonce: 'n4', startedAt: 'then', command: 'manifest scan' }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        host: hostname(),
+        pid: gone.pid,
+        startTicks: null,
+        nonce: 'n4',
+        startedAt: 'then',
+        command: 'manifest scan',
+      }),
+    );
     const taken = await scan(out, ['--restart']);
     expect(taken.code).toBe(0);
     expect(readFileSync(out).equals(reference)).toBe(true);
     expect(existsSync(lock)).toBe(false);
     // A lock from another host is never taken over.
-    writeFileSync(lock, JSON.stringify({ host: `${hostname()}-elsewhere`, pid: 1, startTicks: null, nonce: 'n3', startedAt: 'then', command: 'manifest scan' }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        host: `${hostname()}-elsewhere`,
+        pid: 1,
+        startTicks: null,
+        nonce: 'n3',
+        startedAt: 'then',
+        command: 'manifest scan',
+      }),
+    );
     const remote = await scan(out, ['--restart']);
     expect(remote.code).toBe(4);
     expect(remote.stderr).toMatch(/on host .*-elsewhere/);
@@ -198,11 +295,19 @@ describe('manifest scan', () => {
 
   it('a second scan while a real one runs → exit 4; SIGINT stops the first cleanly (exit 1), a rerun completes it', async () => {
     const out = join(dir, 'live.jsonl');
-    const child = spawn(process.execPath, [FCCTL_BIN, ...scanArgs(out, ['--size', '1'])], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [FCCTL_BIN, ...scanArgs(out, ['--size', '1'])], {
+      env: env as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    await waitFor('the first scan to write its checkpoint', async () => existsSync(cpOf(out)) && readJson(cpOf(out))['rows'] !== 0, 30_000, 5);
+    await waitFor(
+      'the first scan to write its checkpoint',
+      async () => existsSync(cpOf(out)) && readJson(cpOf(out))['rows'] !== 0,
+      30_000,
+      5,
+    );
     const second = await scan(out);
     expect(second.code).toBe(4);
     expect(second.stderr).toMatch(new RegExp(`held by a running manifest scan \\(pid ${child.pid},`));
@@ -221,7 +326,11 @@ describe('manifest scan', () => {
   it('a planned range that grew before it was read (rows inserted meanwhile) is read to its end: every row, in order', async () => {
     const form = testUuid('scan', 'growing form');
     const keys = Array.from({ length: 1000 }, (_, i) => testUuid('scan', 'growing', i)).sort();
-    await insertProjections(dbs.admin, dbs.shName, keys.map((k) => ({ answerUuid: k, formUuid: form })));
+    await insertProjections(
+      dbs.admin,
+      dbs.shName,
+      keys.map((k) => ({ answerUuid: k, formUuid: form })),
+    );
     const db = await openDb('SH database', dbs.shUrl);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -241,34 +350,63 @@ describe('manifest scan', () => {
             });
             return relay;
           };
-          cb(null, { query, on: conn.on.bind(conn), removeListener: conn.removeListener.bind(conn), release: () => conn.release(), destroy: () => conn.destroy() });
+          cb(null, {
+            query,
+            on: conn.on.bind(conn),
+            removeListener: conn.removeListener.bind(conn),
+            release: () => conn.release(),
+            destroy: () => conn.destroy(),
+          });
         }),
     };
     const gated: Db = { ...db, pool: { pool: gatedCore } as unknown as Db['pool'] };
-    const added = Array.from({ length: 150 }, (_, i) => testUuid('scan', 'growing-added', i)).filter((k) => k > keys[99]! && k <= keys[199]!);
+    const added = Array.from({ length: 150 }, (_, i) => testUuid('scan', 'growing-added', i)).filter(
+      (k) => k > keys[99]! && k <= keys[199]!,
+    );
     expect(added.length).toBeGreaterThan(0);
     const out = join(dir, 'growing.jsonl');
     try {
       const r = await runManifestScan(
-        { side: 'sh', schId: '5', formUuid: form, shard: null, size: 100, out, checkpoint: cpOf(out), restart: false, database: 'test' },
+        {
+          side: 'sh',
+          schId: '5',
+          formUuid: form,
+          shard: null,
+          size: 100,
+          out,
+          checkpoint: cpOf(out),
+          restart: false,
+          database: 'test',
+        },
         {
           db: gated,
           signal: new AbortController().signal,
           onPage: async (p) => {
             if (p.page === 1) {
               // into the second range, (key 100, key 200], already planned
-              await insertProjections(dbs.admin, dbs.shName, added.map((k) => ({ answerUuid: k, formUuid: form })));
+              await insertProjections(
+                dbs.admin,
+                dbs.shName,
+                added.map((k) => ({ answerUuid: k, formUuid: form })),
+              );
               release();
             }
           },
         },
       );
-      expect(r.checkpoint).toMatchObject({ completed: true, rows: 1000 + added.length, pages: 10 + Math.ceil(added.length / 100) });
+      expect(r.checkpoint).toMatchObject({
+        completed: true,
+        rows: 1000 + added.length,
+        pages: 10 + Math.ceil(added.length / 100),
+      });
     } finally {
       release();
       await db.close();
     }
-    const uuids = readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { answerUuid: string }).answerUuid);
+    const uuids = readFileSync(out, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { answerUuid: string }).answerUuid);
     expect(uuids).toEqual([...keys, ...added].sort());
   });
 
@@ -291,7 +429,9 @@ describe('manifest scan', () => {
   });
 
   it('an output directory that does not exist: exit 2 before connecting, nothing written', async () => {
-    const r = await runCli(scanArgs(join(dir, 'missing', 'x.jsonl')), { env: { ...env, FCCTL_SH_DATABASE_URL: 'mysql://nobody@127.0.0.1:1/none' } });
+    const r = await runCli(scanArgs(join(dir, 'missing', 'x.jsonl')), {
+      env: { ...env, FCCTL_SH_DATABASE_URL: 'mysql://nobody@127.0.0.1:1/none' },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^fcctl: --out .*: directory .*missing does not exist\n$/);
   });

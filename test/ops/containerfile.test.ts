@@ -13,13 +13,24 @@ import { describe, expect, it } from 'vitest';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CONTAINERFILE = join(REPO, 'Containerfile');
 
-interface Instruction { readonly op: string; readonly args: string }
-interface Stage { readonly from: string; readonly name: string | null; readonly steps: Instruction[] }
+interface Instruction {
+  readonly op: string;
+  readonly args: string;
+}
+interface Stage {
+  readonly from: string;
+  readonly name: string | null;
+  readonly steps: Instruction[];
+}
 
 /** The Containerfile's stages and their instructions (comments dropped, `\` continuations joined). */
 function parseContainerfile(text: string): Stage[] {
   const stages: Stage[] = [];
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   for (const line of lines) {
     const [, op, args] = /^(\S+)\s+(.*)$/.exec(line) ?? [];
     if (!op || args === undefined) throw new Error(`unreadable line: ${line}`);
@@ -55,7 +66,10 @@ function withWorkdir(stage: Stage): (Instruction & { workdir: string })[] {
 /** Whether the ignore file (`*` then `!name` exceptions, last match wins) lets `path` into the context. */
 function inContext(ignore: string, path: string): boolean {
   let included = true;
-  for (const raw of ignore.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))) {
+  for (const raw of ignore
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))) {
     const negate = raw.startsWith('!');
     const pattern = negate ? raw.slice(1) : raw;
     const top = path.split('/')[0];
@@ -79,12 +93,15 @@ describe('Containerfile', () => {
     expect(runs(build)).toContain('npm run build');
     expect(runs(runtime).some((r) => /^npm ci --omit=dev\b/.test(r))).toBe(true);
     // nothing of the build context copied wholesale into the runtime (no dev files, no secrets)
-    for (const c of runtime.steps.filter((i) => i.op === 'COPY').map((i) => copyOf(i.args))) expect(c.sources).not.toContain('.');
+    for (const c of runtime.steps.filter((i) => i.op === 'COPY').map((i) => copyOf(i.args)))
+      expect(c.sources).not.toContain('.');
     const users = runtime.steps.filter((i) => i.op === 'USER').map((i) => i.args);
     expect(users).toHaveLength(1);
     // numeric, so that Kubernetes' runAsNonRoot can check it; never root
     expect(users[0]).toMatch(/^[1-9]\d*(:[1-9]\d*)?$/);
-    const runAs = Number(/runAsUser: (\d+)/.exec(readFileSync(join(REPO, 'docs/kubernetes/deliveries-relay.yaml'), 'utf8'))![1]);
+    const runAs = Number(
+      /runAsUser: (\d+)/.exec(readFileSync(join(REPO, 'docs/kubernetes/deliveries-relay.yaml'), 'utf8'))![1],
+    );
     expect(users[0]!.split(':')[0]).toBe(String(runAs));
     const entry = runtime.steps.filter((i) => i.op === 'ENTRYPOINT');
     expect(entry).toHaveLength(1);
@@ -103,15 +120,21 @@ describe('Containerfile', () => {
           copies++;
           if (c.from === null) {
             expect(existsSync(join(REPO, src)), `COPY ${src}: not in the repository`).toBe(true);
-            for (const f of ignores) expect(inContext(readFileSync(join(REPO, f), 'utf8'), src), `COPY ${src}: excluded by ${f}`).toBe(true);
+            for (const f of ignores)
+              expect(inContext(readFileSync(join(REPO, f), 'utf8'), src), `COPY ${src}: excluded by ${f}`).toBe(true);
           } else {
             expect(c.from).toBe('build');
             // a build-stage path: what the build writes there (tsconfig's outDir, under its WORKDIR)
             const buildDir = withWorkdir(build).find((s) => s.op === 'RUN' && s.args === 'npm run build')!.workdir;
             const rel = posix.relative(buildDir, src);
-            const outDir = (JSON.parse(readFileSync(join(REPO, 'tsconfig.json'), 'utf8')) as { compilerOptions: { outDir: string } }).compilerOptions.outDir;
+            const outDir = (
+              JSON.parse(readFileSync(join(REPO, 'tsconfig.json'), 'utf8')) as { compilerOptions: { outDir: string } }
+            ).compilerOptions.outDir;
             expect(rel).toBe(outDir);
-            expect(existsSync(join(REPO, rel, 'main.js')), `${rel}/main.js: build first (npx tsc -p tsconfig.json)`).toBe(true);
+            expect(
+              existsSync(join(REPO, rel, 'main.js')),
+              `${rel}/main.js: build first (npx tsc -p tsconfig.json)`,
+            ).toBe(true);
           }
         }
       }
@@ -122,7 +145,14 @@ describe('Containerfile', () => {
     expect(buildSources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'tsconfig.json', 'src']));
     // the runtime has what the package ships (package.json "files") and the manifest
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { files: string[] };
-    const runtimeDests = runtime.steps.filter((s) => s.op === 'COPY').flatMap((s) => { const c = copyOf(s.args); return c.sources.map((src) => c.sources.length === 1 && !c.dest.endsWith('/') ? posix.normalize(c.dest) : posix.basename(src)); });
+    const runtimeDests = runtime.steps
+      .filter((s) => s.op === 'COPY')
+      .flatMap((s) => {
+        const c = copyOf(s.args);
+        return c.sources.map((src) =>
+          c.sources.length === 1 && !c.dest.endsWith('/') ? posix.normalize(c.dest) : posix.basename(src),
+        );
+      });
     expect(runtimeDests).toEqual(expect.arrayContaining([...pkg.files, 'package.json', 'package-lock.json']));
   });
 
@@ -134,19 +164,32 @@ describe('Containerfile', () => {
     expect(inContext(`${ignore}\nsrc\n`, 'src')).toBe(false);
   });
 
-  it('the runtime stage replayed in a temp folder (its COPYs, its production-only npm ci) runs fcctl --version and deliveries send --help', { timeout: 90_000 }, () => {
+  it('the runtime stage replayed in a temp folder (its COPYs, its production-only npm ci) runs fcctl --version and deliveries send --help', {
+    timeout: 90_000,
+  }, () => {
     const root = mkdtempSync(join(tmpdir(), 'fcctl-image-'));
     try {
       // Node would find packages in any parent folder's node_modules: none may hold dev dependencies.
-      for (let d = root; d !== dirname(d); d = dirname(d)) expect(existsSync(join(dirname(d), 'node_modules')), `${dirname(d)}/node_modules`).toBe(false);
+      for (let d = root; d !== dirname(d); d = dirname(d))
+        expect(existsSync(join(dirname(d), 'node_modules')), `${dirname(d)}/node_modules`).toBe(false);
       const started = Date.now();
       for (const step of withWorkdir(runtime)) {
         const at = join(root, step.workdir);
         if (step.op === 'COPY') {
           const c = copyOf(step.args);
           for (const src of c.sources) {
-            const from = c.from === null ? join(REPO, src) : join(REPO, posix.relative(withWorkdir(build).find((s) => s.op === 'RUN' && s.args === 'npm run build')!.workdir, src));
-            const dest = c.dest.endsWith('/') || c.sources.length > 1 ? join(at, c.dest, posix.basename(src)) : join(at, c.dest);
+            const from =
+              c.from === null
+                ? join(REPO, src)
+                : join(
+                    REPO,
+                    posix.relative(
+                      withWorkdir(build).find((s) => s.op === 'RUN' && s.args === 'npm run build')!.workdir,
+                      src,
+                    ),
+                  );
+            const dest =
+              c.dest.endsWith('/') || c.sources.length > 1 ? join(at, c.dest, posix.basename(src)) : join(at, c.dest);
             cpSync(from, dest, { recursive: true });
           }
         } else if (step.op === 'RUN') {
@@ -154,7 +197,12 @@ describe('Containerfile', () => {
             // the image's cache cleanup is not replayed here (it would empty this user's npm cache)
             if (cmd === 'npm cache clean --force') continue;
             expect(cmd).toMatch(/^npm ci --omit=dev --ignore-scripts\b/);
-            const r = spawnSync('sh', ['-c', cmd], { cwd: at, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_ENV: 'production' } });
+            const r = spawnSync('sh', ['-c', cmd], {
+              cwd: at,
+              encoding: 'utf8',
+              timeout: 60_000,
+              env: { ...process.env, NODE_ENV: 'production' },
+            });
             expect(r.status, `${cmd}: ${r.stderr}`).toBe(0);
           }
         }
@@ -162,27 +210,56 @@ describe('Containerfile', () => {
       const app = join(root, withWorkdir(runtime).find((s) => s.op === 'ENTRYPOINT')!.workdir);
       // no dev-only package was installed (the lockfile marks them "dev": a dev dependency that a
       // production one also needs, such as mysql2's @types/node, is not one), every production one was
-      const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-      const devOnly = Object.entries(lock.packages).filter(([path, p]) => path !== '' && p.dev === true).map(([path]) => path);
-      expect(devOnly).toEqual(expect.arrayContaining(['node_modules/typescript', 'node_modules/vitest', 'node_modules/kubernetes-models']));
+      const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8')) as {
+        packages: Record<string, { dev?: boolean }>;
+      };
+      const devOnly = Object.entries(lock.packages)
+        .filter(([path, p]) => path !== '' && p.dev === true)
+        .map(([path]) => path);
+      expect(devOnly).toEqual(
+        expect.arrayContaining(['node_modules/typescript', 'node_modules/vitest', 'node_modules/kubernetes-models']),
+      );
       for (const path of devOnly) expect(existsSync(join(app, path)), path).toBe(false);
-      const pkg = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-      for (const dep of Object.keys(pkg.dependencies)) expect(statSync(join(app, 'node_modules', dep)).isDirectory(), dep).toBe(true);
-      const fcctl = (...args: string[]) => spawnSync(process.execPath, [join(app, 'bin/fcctl'), ...args], { cwd: app, encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'production' }, timeout: 20_000 });
+      const pkg = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+      };
+      for (const dep of Object.keys(pkg.dependencies))
+        expect(statSync(join(app, 'node_modules', dep)).isDirectory(), dep).toBe(true);
+      const fcctl = (...args: string[]) =>
+        spawnSync(process.execPath, [join(app, 'bin/fcctl'), ...args], {
+          cwd: app,
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'production' },
+          timeout: 20_000,
+        });
       const version = fcctl('--version');
       expect(version.status, version.stderr).toBe(0);
-      expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version);
-      for (const command of [['deliveries', 'send'], ['apply-command', 'resolve-unknown'], ['reconcile', 'run']]) {
+      expect(version.stdout.trim()).toBe(
+        (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version,
+      );
+      for (const command of [
+        ['deliveries', 'send'],
+        ['apply-command', 'resolve-unknown'],
+        ['reconcile', 'run'],
+      ]) {
         const help = fcctl(...command, '--help');
         expect(help.status, `${command.join(' ')} --help: ${help.stderr}`).toBe(0);
         expect(help.stdout).toContain(`Usage: fcctl ${command.join(' ')}`);
       }
       // every compiled module loads with the production dependencies alone
-      const load = spawnSync(process.execPath, ['--input-type=module', '-e', `
+      const load = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `
         import { readdirSync } from 'node:fs';
         const files = readdirSync('dist', { recursive: true }).filter((f) => f.endsWith('.js') && f !== 'main.js');
         for (const f of files) await import('./dist/' + f);
-        console.log(files.length);`], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+        console.log(files.length);`,
+        ],
+        { cwd: app, encoding: 'utf8', timeout: 30_000 },
+      );
       expect(load.status, load.stderr).toBe(0);
       expect(Number(load.stdout.trim())).toBeGreaterThan(50);
       expect(Date.now() - started).toBeLessThan(60_000);

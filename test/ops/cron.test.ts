@@ -30,17 +30,26 @@ describe('crontab reading (crontab(5))', () => {
   it('settings, comments and jobs', () => {
     const t = parseCrontab('# c\nSHELL=/bin/bash\nA="x y"\n\n*/5 * * * * echo hi\n30 2 * * *  run \\%F\n');
     expect(t.env).toEqual({ SHELL: '/bin/bash', A: 'x y' });
-    expect(t.jobs.map((j) => [j.schedule, j.command])).toEqual([['*/5 * * * *', 'echo hi'], ['30 2 * * *', 'run %F']]);
+    expect(t.jobs.map((j) => [j.schedule, j.command])).toEqual([
+      ['*/5 * * * *', 'echo hi'],
+      ['30 2 * * *', 'run %F'],
+    ]);
   });
 });
 
 /** Runs a command as cron does: `$SHELL -c command` with only cron's and the crontab's variables. */
-function asCron(command: string, env: Record<string, string>, stdin: string): Promise<{ code: number | null; out: string }> {
+function asCron(
+  command: string,
+  env: Record<string, string>,
+  stdin: string,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
     // stdin not a socket (node's default pipes are): bash would take itself for an sshd child
     // and read ~/.bashrc, which cron's shell never does
-    const child = spawn('env', ['-i', ...vars, env['SHELL'] ?? '/bin/sh', '-c', command], { stdio: [stdin === '' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn('env', ['-i', ...vars, env['SHELL'] ?? '/bin/sh', '-c', command], {
+      stdio: [stdin === '' ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
     child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -51,16 +60,31 @@ function asCron(command: string, env: Record<string, string>, stdin: string): Pr
 }
 
 describe('docs/cron/fcctl.crontab, line by line under env -i against the local services', () => {
-  test('every job exits 0, logs JSON lines with ts and writes its metrics file; no series in two files', async ({ dbs, tmp, flowCenter }) => {
+  test('every job exits 0, logs JSON lines with ts and writes its metrics file; no series in two files', async ({
+    dbs,
+    tmp,
+    flowCenter,
+  }) => {
     const vhost = freshVhost();
     try {
       const amqpUrl = vhost.url;
       await seedDevDatabases(dbs.env(), 7, 60, 2);
       await bindConsumers(amqpUrl, CONSUMERS);
       const text = readFileSync(CRONTAB, 'utf8');
-      const dirs = { etc: join(tmp, 'etc'), prom: join(tmp, 'prom'), log: join(tmp, 'log'), lock: join(tmp, 'lock'), state: join(tmp, 'state') };
+      const dirs = {
+        etc: join(tmp, 'etc'),
+        prom: join(tmp, 'prom'),
+        log: join(tmp, 'log'),
+        lock: join(tmp, 'lock'),
+        state: join(tmp, 'state'),
+      };
       for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
-      const envFile = writeEnvFile(text, dirs.etc, { fc: dbs.fcUrl, sh: dbs.shUrl, amqp: amqpUrl, flow: flowCenter.url });
+      const envFile = writeEnvFile(text, dirs.etc, {
+        fc: dbs.fcUrl,
+        sh: dbs.shUrl,
+        amqp: amqpUrl,
+        flow: flowCenter.url,
+      });
       const paths = {
         '/etc/fcctl/env': envFile,
         '/etc/fcctl': dirs.etc,
@@ -72,7 +96,12 @@ describe('docs/cron/fcctl.crontab, line by line under env -i against the local s
       const tab = parseCrontab(substitutePaths(text, paths));
       expect(tab.env['SHELL']).toBe('/bin/bash');
       // cron's own variables, the crontab's (PATH with the project's bin/ in front: the `fcctl` it runs)
-      const cronEnv = { HOME: tmp, LOGNAME: 'fcctl', ...tab.env, PATH: `${PROJECT_BIN}:${tab.env['PATH'] ?? '/usr/bin:/bin'}` };
+      const cronEnv = {
+        HOME: tmp,
+        LOGNAME: 'fcctl',
+        ...tab.env,
+        PATH: `${PROJECT_BIN}:${tab.env['PATH'] ?? '/usr/bin:/bin'}`,
+      };
       expect(tab.jobs.length).toBe(4);
       for (const job of tab.jobs) {
         expect(job.stdin, job.line).toBe('');
@@ -90,7 +119,9 @@ describe('docs/cron/fcctl.crontab, line by line under env -i against the local s
       expect(readFileSync(join(dirs.log, 'scan.err'), 'utf8')).toBe('');
       const send = jsonLines(readFileSync(join(dirs.log, 'send.jsonl'), 'utf8')).at(-1)!;
       expect(send['accepted']).toBeGreaterThan(0);
-      const proms = readdirSync(dirs.prom).filter((f) => f.endsWith('.prom')).sort();
+      const proms = readdirSync(dirs.prom)
+        .filter((f) => f.endsWith('.prom'))
+        .sort();
       expect(proms).toEqual(['fcctl_apply.prom', 'fcctl_reconcile.prom', 'fcctl_scan.prom', 'fcctl_send.prom']);
       for (const f of proms) expect(readProm(join(dirs.prom, f)), f).toMatch(/^fcctl_run_exit_code\{[^}]*\} 0$/m);
       // the directory as node_exporter's textfile collector reads it: no series in two files, no parse error
@@ -101,7 +132,11 @@ describe('docs/cron/fcctl.crontab, line by line under env -i against the local s
       expect(night['pairsRun']).toBe(night['pairsFound']);
       expect(Number(night['pairsFound'])).toBeGreaterThanOrEqual(2);
       expect(existsSync(join(dirs.state, 'reconcile', 'summary.json'))).toBe(true);
-      expect(readdirSync(join(dirs.state, 'reconcile')).filter((d) => /^\d+$/.test(d)).sort()).toEqual(['5', '6']);
+      expect(
+        readdirSync(join(dirs.state, 'reconcile'))
+          .filter((d) => /^\d+$/.test(d))
+          .sort(),
+      ).toEqual(['5', '6']);
       // one metrics file holding every pair's series, each labelled with its school and form
       const rows = collectTextfiles(dirs.prom).families.get('fcctl_reconcile_rows')?.samples ?? [];
       expect(new Set(rows.map((r) => r.file))).toEqual(new Set(['fcctl_reconcile.prom']));
@@ -122,10 +157,18 @@ describe('docs/cron/fcctl.crontab, line by line under env -i against the local s
   test('the old `. /etc/fcctl/env` (no set -a) leaves fcctl without its settings: exit 2, named', async ({ tmp }) => {
     const env = join(tmp, 'plain.env');
     writeFileSync(env, 'FCCTL_FC_DATABASE_URL=mysql://u:p@127.0.0.1:1/x\n');
-    const r = await asCron(`. ${env} && fcctl deliveries scan`, { SHELL: '/bin/bash', HOME: tmp, PATH: `${PROJECT_BIN}:/usr/bin:/bin` }, '');
+    const r = await asCron(
+      `. ${env} && fcctl deliveries scan`,
+      { SHELL: '/bin/bash', HOME: tmp, PATH: `${PROJECT_BIN}:/usr/bin:/bin` },
+      '',
+    );
     expect(r.code).toBe(2);
     expect(r.out).toContain('FCCTL_FC_DATABASE_URL');
-    const exported = await asCron(`set -a && . ${env} && set +a && printenv FCCTL_FC_DATABASE_URL`, { SHELL: '/bin/bash', HOME: tmp, PATH: '/usr/bin:/bin' }, '');
+    const exported = await asCron(
+      `set -a && . ${env} && set +a && printenv FCCTL_FC_DATABASE_URL`,
+      { SHELL: '/bin/bash', HOME: tmp, PATH: '/usr/bin:/bin' },
+      '',
+    );
     expect(exported.out.trim()).toBe('mysql://u:p@127.0.0.1:1/x');
   });
 });

@@ -42,7 +42,12 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     const r = await watch({ ...process.env, FCCTL_SERVICES_DIR: dir });
     const last = r.out.trim().split('\n').at(-1)!;
     expect(last, r.out.slice(-3000)).toMatch(/^demo-watch: \{/);
-    const m = JSON.parse(last.slice('demo-watch: '.length)) as { exitCode: number; seconds: number; maxGapSeconds: number; maxGapBefore: string };
+    const m = JSON.parse(last.slice('demo-watch: '.length)) as {
+      exitCode: number;
+      seconds: number;
+      maxGapSeconds: number;
+      maxGapBefore: string;
+    };
     expect(m.exitCode, r.out.slice(-3000)).toBe(0);
     expect(m.seconds).toBeLessThan(60);
     expect(m.maxGapSeconds, `silent before: ${m.maxGapBefore}`).toBeLessThan(5);
@@ -52,9 +57,16 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     expect(existsSync(join(dir, 'flow-center.out'))).toBe(true);
     for (const run of ['before', 'after']) {
       expect(existsSync(join(dir, 'demo', run, 'summary.json')), run).toBe(true);
-      expect(readdirSync(join(dir, 'demo', run)).filter((d) => /^\d+$/.test(d)).sort(), run).toEqual(['5', '6']);
+      expect(
+        readdirSync(join(dir, 'demo', run))
+          .filter((d) => /^\d+$/.test(d))
+          .sort(),
+        run,
+      ).toEqual(['5', '6']);
     }
-    expect(readProm(join(dir, 'demo', 'fcctl_reconcile.prom'))).toMatch(/^fcctl_run_exit_code\{[^}]*command="reconcile run"[^}]*\} 0$/m);
+    expect(readProm(join(dir, 'demo', 'fcctl_reconcile.prom'))).toMatch(
+      /^fcctl_run_exit_code\{[^}]*command="reconcile run"[^}]*\} 0$/m,
+    );
     // and none in the default directories
     expect(defaultDemoFiles()).toEqual(before);
   }, 150_000);

@@ -21,10 +21,19 @@ const DRAIN_DEFAULT_SECONDS = 30;
 /** The flags service mode adds (issue 27 contract): checked by name here, not against --help. */
 const SERVICE_FLAGS = ['--follow', '--listen', '--poll-interval', '--drain-seconds', '--heartbeat-seconds'];
 /** The settings that hold a secret (a password in a URL, the app secret): only ever through *_FILE. */
-const SECRET_SETTINGS = ['FCCTL_FC_DATABASE_URL', 'FCCTL_SH_DATABASE_URL', 'FCCTL_AMQP_URL', 'FCCTL_AMQP_MANAGEMENT_URL', 'FCCTL_REPLICA_URL', 'FCCTL_APP_SECRET'];
+const SECRET_SETTINGS = [
+  'FCCTL_FC_DATABASE_URL',
+  'FCCTL_SH_DATABASE_URL',
+  'FCCTL_AMQP_URL',
+  'FCCTL_AMQP_MANAGEMENT_URL',
+  'FCCTL_REPLICA_URL',
+  'FCCTL_APP_SECRET',
+];
 
 type Obj = Record<string, any>;
-interface Validator { validate(): void }
+interface Validator {
+  validate(): void;
+}
 const MODELS: Record<string, new (data: any) => Validator> = {
   'apps/v1 Deployment': Deployment,
   'batch/v1 CronJob': CronJob,
@@ -62,7 +71,9 @@ function manifestErrors(file: string, text: string): string[] {
   return errors;
 }
 
-const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort();
+const files = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 const text = (f: string) => readFileSync(join(DIR, f), 'utf8');
 const docs: Obj[] = files.flatMap((f) => parseAllDocuments(text(f), { version: '1.1' }).map((d) => d.toJS() as Obj));
 const find = (kind: string, name: string): Obj => {
@@ -77,7 +88,12 @@ const secret = find('Secret', 'fcctl-secrets');
 const config = find('ConfigMap', 'fcctl-config');
 /** Every pod template: the Deployments' and the CronJob's. */
 const pods: [string, Obj][] = docs.flatMap((d): [string, Obj][] =>
-  d.kind === 'Deployment' ? [[d.metadata.name, d.spec.template.spec]] : d.kind === 'CronJob' ? [[d.metadata.name, d.spec.jobTemplate.spec.template.spec]] : []);
+  d.kind === 'Deployment'
+    ? [[d.metadata.name, d.spec.template.spec]]
+    : d.kind === 'CronJob'
+      ? [[d.metadata.name, d.spec.jobTemplate.spec.template.spec]]
+      : [],
+);
 
 /** The value after `flag` in a container's args. */
 const argValue = (args: string[], flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
@@ -120,9 +136,16 @@ function containerEnv(pod: Obj, c: Obj, root: string): Record<string, string> {
 
 /** `fcctl --json config show` with that environment: each setting's source. */
 function configSources(env: Record<string, string>): Record<string, string> {
-  const r = spawnSync(process.execPath, [FCCTL, '--json', 'config', 'show'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+  const r = spawnSync(process.execPath, [FCCTL, '--json', 'config', 'show'], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+  });
   expect(r.status, r.stderr).toBe(0);
-  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Obj).filter((l) => l.type === 'row');
+  const rows = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Obj)
+    .filter((l) => l.type === 'row');
   return Object.fromEntries(rows.map((l) => [l.setting, l.source]));
 }
 
@@ -134,9 +157,21 @@ function helpFlags(command: string[]): Set<string> {
 
 describe('docs/kubernetes manifests', () => {
   it('every document is valid against the Kubernetes API schema of its kind', () => {
-    expect(files).toEqual(['apply-resolver.yaml', 'deliveries-relay.yaml', 'reconcile-cronjob.yaml', 'secret.example.yaml']);
+    expect(files).toEqual([
+      'apply-resolver.yaml',
+      'deliveries-relay.yaml',
+      'reconcile-cronjob.yaml',
+      'secret.example.yaml',
+    ]);
     expect(files.flatMap((f) => manifestErrors(f, text(f)))).toEqual([]);
-    expect(docs.map((d) => d.kind).sort()).toEqual(['ConfigMap', 'CronJob', 'Deployment', 'Deployment', 'PodDisruptionBudget', 'Secret']);
+    expect(docs.map((d) => d.kind).sort()).toEqual([
+      'ConfigMap',
+      'CronJob',
+      'Deployment',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Secret',
+    ]);
   });
 
   it('the check fails on broken manifests (it is not vacuous)', () => {
@@ -147,17 +182,33 @@ describe('docs/kubernetes manifests', () => {
     };
     // a port as a string, a probe without its port, a required field gone, a kind with no schema
     expect(broken('containerPort: 9464', 'containerPort: "9464"').join('\n')).toMatch(/containerPort must be integer/);
-    expect(broken('httpGet: { path: /readyz, port: metrics }', 'httpGet: { path: /readyz }').join('\n')).toMatch(/httpGet must have required property port/);
-    expect(broken('  selector:\n    matchLabels:\n      app.kubernetes.io/name: fcctl-deliveries-relay\n  strategy:', '  strategy:').join('\n')).toMatch(/must have required property selector/);
-    expect(broken('kind: PodDisruptionBudget', 'kind: PodDisruptionBudgett')).toEqual(['broken.yaml document 2: no schema for policy/v1 PodDisruptionBudgett']);
+    expect(broken('httpGet: { path: /readyz, port: metrics }', 'httpGet: { path: /readyz }').join('\n')).toMatch(
+      /httpGet must have required property port/,
+    );
+    expect(
+      broken(
+        '  selector:\n    matchLabels:\n      app.kubernetes.io/name: fcctl-deliveries-relay\n  strategy:',
+        '  strategy:',
+      ).join('\n'),
+    ).toMatch(/must have required property selector/);
+    expect(broken('kind: PodDisruptionBudget', 'kind: PodDisruptionBudgett')).toEqual([
+      'broken.yaml document 2: no schema for policy/v1 PodDisruptionBudgett',
+    ]);
     expect(broken('replicas: 2', 'replicas: 2\n  replicas: 3').join('\n')).toMatch(/unique/i);
     const cronText = text('reconcile-cronjob.yaml');
-    expect(manifestErrors('broken.yaml', cronText.replace('completionMode: Indexed', 'completionMode: [Indexed]')).join('\n')).toMatch(/completionMode must be string/);
+    expect(
+      manifestErrors('broken.yaml', cronText.replace('completionMode: Indexed', 'completionMode: [Indexed]')).join(
+        '\n',
+      ),
+    ).toMatch(/completionMode must be string/);
   });
 
   it('the relay: 2 replicas, --follow listening on 0.0.0.0:9464, liveness on /healthz and readiness on /readyz of that port', () => {
     expect(relay.spec.replicas).toBe(2);
-    for (const [d, port, command] of [[relay, 9464, ['deliveries', 'send']], [resolver, 9465, ['apply-command', 'resolve-unknown']]] as const) {
+    for (const [d, port, command] of [
+      [relay, 9464, ['deliveries', 'send']],
+      [resolver, 9465, ['apply-command', 'resolve-unknown']],
+    ] as const) {
       const [c, ...others] = d.spec.template.spec.containers as Obj[];
       expect(others).toEqual([]);
       expect(c!.args.slice(0, 3)).toEqual([...command, '--follow']);
@@ -167,10 +218,12 @@ describe('docs/kubernetes manifests', () => {
       expect(c!.ports.map((p: Obj) => p.containerPort)).toEqual([port]);
       expect(c!.livenessProbe.httpGet.path).toBe('/healthz');
       expect(c!.readinessProbe.httpGet.path).toBe('/readyz');
-      for (const probe of [c!.livenessProbe, c!.readinessProbe, c!.startupProbe]) expect(probePort(c!, probe)).toBe(port);
+      for (const probe of [c!.livenessProbe, c!.readinessProbe, c!.startupProbe])
+        expect(probePort(c!, probe)).toBe(port);
       // every other flag is one fcctl has (the service flags are new: checked by name)
       const known = helpFlags([...command]);
-      for (const flag of c!.args.filter((a: string) => a.startsWith('--'))) expect(known.has(flag) || SERVICE_FLAGS.includes(flag), `${flag} of ${command.join(' ')}`).toBe(true);
+      for (const flag of c!.args.filter((a: string) => a.startsWith('--')))
+        expect(known.has(flag) || SERVICE_FLAGS.includes(flag), `${flag} of ${command.join(' ')}`).toBe(true);
       expect(d.spec.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': d.metadata.name });
       expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
     }
@@ -184,7 +237,9 @@ describe('docs/kubernetes manifests', () => {
       const args = d.spec.template.spec.containers[0].args as string[];
       const drain = argValue(args, '--drain-seconds');
       const drainSeconds = drain === undefined ? DRAIN_DEFAULT_SECONDS : Number(drain);
-      expect(d.spec.template.spec.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThanOrEqual(drainSeconds + 10);
+      expect(d.spec.template.spec.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThanOrEqual(
+        drainSeconds + 10,
+      );
     }
   });
 
@@ -208,7 +263,8 @@ describe('docs/kubernetes manifests', () => {
 
   it('secrets reach the pods only as files of the Secret, through the *_FILE variables, and the example holds placeholders only', () => {
     expect(secret.data).toBeUndefined();
-    for (const [key, value] of Object.entries(secret.stringData as Record<string, string>)) expect(value, key).toContain('CHANGE-ME');
+    for (const [key, value] of Object.entries(secret.stringData as Record<string, string>))
+      expect(value, key).toContain('CHANGE-ME');
     // nothing secret in the ConfigMap
     for (const key of Object.keys(config.data)) expect(SECRET_SETTINGS, key).not.toContain(key.replace(/_FILE$/, ''));
     for (const [name, pod] of pods) {
@@ -225,7 +281,7 @@ describe('docs/kubernetes manifests', () => {
     }
   });
 
-  it('fcctl reads each workload\'s settings from that environment: the secrets from the files, the rest from the ConfigMap', () => {
+  it("fcctl reads each workload's settings from that environment: the secrets from the files, the rest from the ConfigMap", () => {
     const root = mkdtempSync(join(tmpdir(), 'fcctl-k8s-'));
     try {
       // what each command needs (README: "Relaying deliveries", "Resolving apply commands", "reconcile run --all")
@@ -239,7 +295,8 @@ describe('docs/kubernetes manifests', () => {
         const sources = configSources(containerEnv(pod, pod.containers[0], root));
         expect(Object.fromEntries(Object.keys(need).map((k) => [k, sources[k]])), name).toEqual(need);
         // and nothing secret it does not need
-        for (const s of ['fcDatabaseUrl', 'shDatabaseUrl', 'amqpUrl', 'appSecret'].filter((k) => !(k in need))) expect(sources[s], `${name} ${s}`).toBe('unset');
+        for (const s of ['fcDatabaseUrl', 'shDatabaseUrl', 'amqpUrl', 'appSecret'].filter((k) => !(k in need)))
+          expect(sources[s], `${name} ${s}`).toBe('unset');
       }
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -252,7 +309,9 @@ describe('docs/kubernetes manifests', () => {
     expect(cron.spec.concurrencyPolicy).toBe('Forbid');
     expect(cron.spec.schedule).toMatch(/^\d+ \d+ \* \* \*$/);
     // a zone the runtime knows (an unknown one throws a RangeError)
-    expect(new Intl.DateTimeFormat('en', { timeZone: cron.spec.timeZone }).resolvedOptions().timeZone).toBe(cron.spec.timeZone);
+    expect(new Intl.DateTimeFormat('en', { timeZone: cron.spec.timeZone }).resolvedOptions().timeZone).toBe(
+      cron.spec.timeZone,
+    );
     const pod = job.template.spec;
     expect(['OnFailure', 'Never']).toContain(pod.restartPolicy);
     const c = pod.containers[0] as Obj;
@@ -269,7 +328,9 @@ describe('docs/kubernetes manifests', () => {
     expect(out.readOnly ?? false).toBe(false);
     const volume = pod.volumes.find((v: Obj) => v.name === out.name);
     expect(volume.emptyDir ?? volume.ephemeral, 'a per-pod volume (emptyDir), not a shared claim').toBeDefined();
-    expect(text('reconcile-cronjob.yaml')).toMatch(/--out-dir is an emptyDir, one per pod, not a shared PersistentVolumeClaim/);
+    expect(text('reconcile-cronjob.yaml')).toMatch(
+      /--out-dir is an emptyDir, one per pod, not a shared PersistentVolumeClaim/,
+    );
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(60);
   });
 });

@@ -1,5 +1,16 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +21,9 @@ const ANALYZE = '/usr/bin/systemd-analyze';
 // Debian's systemd package ships the tool and the standard units (scripts/services.sh up installs
 // it). Missing, the verify tests fail with one clear line, in CI and everywhere else: a check that
 // silently skipped would let a broken unit through.
-const SYSTEM_UNITS = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((d) => existsSync(join(d, 'sysinit.target')));
+const SYSTEM_UNITS = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((d) =>
+  existsSync(join(d, 'sysinit.target')),
+);
 const MISSING = `${ANALYZE} or the standard units (sysinit.target) are missing: run \`bash scripts/services.sh up\` (installs Debian's systemd package)`;
 const haveTool = existsSync(ANALYZE) && SYSTEM_UNITS !== undefined;
 
@@ -19,7 +32,10 @@ const services = files.filter((f) => f.endsWith('.service') && !f.includes('@'))
 const timers = files.filter((f) => f.endsWith('.timer'));
 // Issue 27 §4: the two follow commands as long-running services, beside the batch units (each
 // batch service has its timer).
-const SERVICE_MODE = { 'fcctl-deliveries-relay.service': 'deliveries send', 'fcctl-apply-resolver.service': 'apply-command resolve-unknown' } as const;
+const SERVICE_MODE = {
+  'fcctl-deliveries-relay.service': 'deliveries send',
+  'fcctl-apply-resolver.service': 'apply-command resolve-unknown',
+} as const;
 const batch = services.filter((f) => !(f in SERVICE_MODE));
 /** --drain-seconds' default (docs: the service-mode contract, issue 27 §1). */
 const DRAIN_DEFAULT_SECONDS = 30;
@@ -36,7 +52,11 @@ function seconds(span: string): number {
 }
 const text = (f: string) => readFileSync(join(UNITS, f), 'utf8');
 /** The values of `key=` lines (comments left out). */
-const values = (body: string, key: string) => body.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1));
+const values = (body: string, key: string) =>
+  body
+    .split('\n')
+    .filter((l) => l.startsWith(`${key}=`))
+    .map((l) => l.slice(key.length + 1));
 
 let root: string | undefined;
 afterAll(() => root && rmSync(root, { recursive: true, force: true }));
@@ -57,7 +77,7 @@ function verifyRoot(): string {
   for (const f of files) {
     for (const exec of values(text(f), 'ExecStart')) {
       const bin = exec.replace(/^[-@:+!]+/, '').split(' ')[0]!;
-      if (exec.startsWith('-') || !bin.startsWith('/usr/bin/') && !bin.startsWith('/bin/')) continue;
+      if (exec.startsWith('-') || (!bin.startsWith('/usr/bin/') && !bin.startsWith('/bin/'))) continue;
       const stand = join(root, 'usr/bin', bin.split('/').at(-1)!);
       writeFileSync(stand, '#!/bin/sh\n');
       chmodSync(stand, 0o755);
@@ -80,7 +100,10 @@ describe('docs/systemd units', () => {
   it('verify does catch a broken unit here (the check is not vacuous)', () => {
     expect(haveTool, MISSING).toBe(true);
     const r = root ?? verifyRoot();
-    writeFileSync(join(r, 'etc/systemd/system/fcctl-broken.service'), '[Service]\nType=oneshot\nExecStrt=/usr/bin/fcctl x\nExecStart=/usr/bin/fcctl-missing\n');
+    writeFileSync(
+      join(r, 'etc/systemd/system/fcctl-broken.service'),
+      '[Service]\nType=oneshot\nExecStrt=/usr/bin/fcctl x\nExecStart=/usr/bin/fcctl-missing\n',
+    );
     const out = spawnSync(ANALYZE, ['verify', '--man=no', `--root=${r}`, 'fcctl-broken.service'], { encoding: 'utf8' });
     expect(out.stderr).toContain("Unknown key 'ExecStrt'");
     expect(out.status).not.toBe(0);
@@ -132,10 +155,15 @@ describe('docs/systemd units', () => {
       expect(timers, f).not.toContain(f.replace(/\.service$/, '.timer'));
     }
     // the resolver's secret as a credential, as the batch resolver unit has it
-    expect(values(text('fcctl-apply-resolver.service'), 'ExecStart')[0]).toMatch(/^\/usr\/bin\/env FCCTL_APP_SECRET_FILE=%d\/app-secret /);
-    expect(values(text('fcctl-apply-resolver.service'), 'LoadCredential')).toEqual(values(text('fcctl-apply-resolve.service'), 'LoadCredential'));
+    expect(values(text('fcctl-apply-resolver.service'), 'ExecStart')[0]).toMatch(
+      /^\/usr\/bin\/env FCCTL_APP_SECRET_FILE=%d\/app-secret /,
+    );
+    expect(values(text('fcctl-apply-resolver.service'), 'LoadCredential')).toEqual(
+      values(text('fcctl-apply-resolve.service'), 'LoadCredential'),
+    );
     // the batch units stay for batch mode
-    for (const f of ['fcctl-deliveries-send.timer', 'fcctl-apply-resolve.timer', 'fcctl-reconcile.timer']) expect(files).toContain(f);
+    for (const f of ['fcctl-deliveries-send.timer', 'fcctl-apply-resolve.timer', 'fcctl-reconcile.timer'])
+      expect(files).toContain(f);
   });
 
   it('the time spans are read as systemd reads them', () => {
@@ -154,7 +182,9 @@ describe('docs/systemd units', () => {
     const exec = values(text('fcctl-reconcile.service'), 'ExecStart')[0]!;
     expect(exec).toContain('reconcile run --all --consumer 100100 --out-dir /var/lib/fcctl/reconcile ');
     expect(exec).toContain('--metrics-file /var/lib/node_exporter/textfile_collector/fcctl_reconcile.prom');
-    expect(readFileSync(fileURLToPath(new URL('../../docs/cron/fcctl.crontab', import.meta.url)), 'utf8')).toContain('reconcile run --all --consumer 100100 --out-dir /var/lib/fcctl/reconcile ');
+    expect(readFileSync(fileURLToPath(new URL('../../docs/cron/fcctl.crontab', import.meta.url)), 'utf8')).toContain(
+      'reconcile run --all --consumer 100100 --out-dir /var/lib/fcctl/reconcile ',
+    );
   });
 
   it("the failure reporter's command, run with stand-ins for systemctl, journalctl and systemd-cat, logs the unit's result", () => {
@@ -171,7 +201,9 @@ describe('docs/systemd units', () => {
       stand('systemctl', 'echo "$*" >>"$(dirname "$0")/calls"; printf "Result=exit-code\\nExecMainStatus=1\\n"');
       stand('journalctl', 'echo "$*" >>"$(dirname "$0")/calls"; echo "last log line"');
       stand('systemd-cat', 'echo "[$*] $(cat)" >>"$(dirname "$0")/journal"');
-      execFileSync('sh', ['-c', script, 'sh', 'fcctl-deliveries-send.service'], { env: { PATH: `${dir}:/usr/bin:/bin` } });
+      execFileSync('sh', ['-c', script, 'sh', 'fcctl-deliveries-send.service'], {
+        env: { PATH: `${dir}:/usr/bin:/bin` },
+      });
       expect(readFileSync(join(dir, 'journal'), 'utf8')).toBe(
         '[-t fcctl-failure -p err] fcctl unit fcctl-deliveries-send.service failed: Result=exit-code ExecMainStatus=1\n[-t fcctl-failure -p info] last log line\n',
       );

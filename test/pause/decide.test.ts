@@ -1,9 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { listRow, parseUntil, pausableCommand, pausedGauge, pauseOfFile, pauseOfRow, reasonProblem, utcIso } from '../../src/lib/pause/decide.js';
+import {
+  listRow,
+  parseUntil,
+  pausableCommand,
+  pausedGauge,
+  pauseOfFile,
+  pauseOfRow,
+  reasonProblem,
+  utcIso,
+} from '../../src/lib/pause/decide.js';
 import { pauseSql } from '../../src/lib/pause/sql.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
-const row = { command: 'deliveries send', reason: 'incident 42', paused_by: 'ops@relay-1', paused_at: '2026-12-01 09:00:00', until_at: null, expired: 0 };
+const row = {
+  command: 'deliveries send',
+  reason: 'incident 42',
+  paused_by: 'ops@relay-1',
+  paused_at: '2026-12-01 09:00:00',
+  until_at: null,
+  expired: 0,
+};
 
 describe('pausableCommand: the command in its own words, and the database of its pause', () => {
   it.each([
@@ -20,7 +36,9 @@ describe('pausableCommand: the command in its own words, and the database of its
   });
   it('a refusal names the pausable commands', () => {
     const r = pausableCommand(['manifest', 'scan']);
-    expect(!r.ok && r.message).toBe(`"manifest scan" cannot be paused: the pausable commands are 'deliveries send', 'apply-command resolve-unknown', 'reconcile run'`);
+    expect(!r.ok && r.message).toBe(
+      `"manifest scan" cannot be paused: the pausable commands are 'deliveries send', 'apply-command resolve-unknown', 'reconcile run'`,
+    );
   });
 });
 
@@ -79,7 +97,17 @@ describe('reasonProblem', () => {
 describe('pauseOfRow: an expired until counts as not paused', () => {
   it.each([
     [undefined, null],
-    [row, { command: 'deliveries send', reason: 'incident 42', pausedBy: 'ops@relay-1', pausedAt: '2026-12-01T09:00:00Z', until: null, source: 'database' }],
+    [
+      row,
+      {
+        command: 'deliveries send',
+        reason: 'incident 42',
+        pausedBy: 'ops@relay-1',
+        pausedAt: '2026-12-01T09:00:00Z',
+        until: null,
+        source: 'database',
+      },
+    ],
     [{ ...row, until_at: '2026-12-01 11:00:00', expired: '0' }, { until: '2026-12-01T11:00:00Z' }],
     [{ ...row, until_at: '2026-12-01 09:30:00', expired: 1 }, null],
     [{ ...row, until_at: '2026-12-01 09:30:00', expired: '1' }, null],
@@ -101,17 +129,39 @@ describe('pauseOfFile: the first line is the reason', () => {
     ['', 'pause file /run/p exists'],
     ['\nsecond', 'pause file /run/p exists'],
   ])('%j → %j', (text, reason) => {
-    expect(pauseOfFile('reconcile run', '/run/p', text)).toEqual({ command: 'reconcile run', reason, pausedBy: 'pause file /run/p', pausedAt: null, until: null, source: 'file' });
+    expect(pauseOfFile('reconcile run', '/run/p', text)).toEqual({
+      command: 'reconcile run',
+      reason,
+      pausedBy: 'pause file /run/p',
+      pausedAt: null,
+      until: null,
+      source: 'file',
+    });
   });
 });
 
 describe('listRow and pausedGauge', () => {
   it('a row of pause --list says paused or expired, times in UTC', () => {
-    expect(listRow(row, 'fc')).toEqual({ command: 'deliveries send', database: 'FC', state: 'paused', reason: 'incident 42', pausedBy: 'ops@relay-1', pausedAt: '2026-12-01T09:00:00Z', until: null });
-    expect(listRow({ ...row, until_at: '2026-12-01 09:30:00', expired: 1 }, 'sh')).toMatchObject({ database: 'SH', state: 'expired', until: '2026-12-01T09:30:00Z' });
+    expect(listRow(row, 'fc')).toEqual({
+      command: 'deliveries send',
+      database: 'FC',
+      state: 'paused',
+      reason: 'incident 42',
+      pausedBy: 'ops@relay-1',
+      pausedAt: '2026-12-01T09:00:00Z',
+      until: null,
+    });
+    expect(listRow({ ...row, until_at: '2026-12-01 09:30:00', expired: 1 }, 'sh')).toMatchObject({
+      database: 'SH',
+      state: 'expired',
+      until: '2026-12-01T09:30:00Z',
+    });
   });
   it('fcctl_paused{command} 1 or 0', () => {
-    expect(pausedGauge('reconcile run', true)).toMatchObject({ name: 'fcctl_paused', samples: [{ labels: { command: 'reconcile run' }, value: 1 }] });
+    expect(pausedGauge('reconcile run', true)).toMatchObject({
+      name: 'fcctl_paused',
+      samples: [{ labels: { command: 'reconcile run' }, value: 1 }],
+    });
     expect(pausedGauge('deliveries send', false).samples[0]!.value).toBe(0);
   });
 });
@@ -131,36 +181,91 @@ describe('pauseSql: statements as text', () => {
     const up = pauseSql.upsert({ command: 'reconcile run', reason: 'r', pausedBy: 'ops@h', until });
     expect(up.sql).toContain(`VALUES (?, ?, ?, UTC_TIMESTAMP(), ${sqlPart}) ON DUPLICATE KEY UPDATE`);
     expect(up.params).toEqual(['reconcile run', 'r', 'ops@h', ...params]);
-    const ev = pauseSql.event({ command: 'reconcile run', action: 'pause', reason: 'r', until, actor: 'ops@h', host: 'h' });
-    expect(ev.sql).toBe(`INSERT INTO fcctl_pause_event (command, action, reason, until_at, actor, host, create_time) VALUES (?, ?, ?, ${sqlPart}, ?, ?, UTC_TIMESTAMP())`);
+    const ev = pauseSql.event({
+      command: 'reconcile run',
+      action: 'pause',
+      reason: 'r',
+      until,
+      actor: 'ops@h',
+      host: 'h',
+    });
+    expect(ev.sql).toBe(
+      `INSERT INTO fcctl_pause_event (command, action, reason, until_at, actor, host, create_time) VALUES (?, ?, ?, ${sqlPart}, ?, ?, UTC_TIMESTAMP())`,
+    );
     expect(ev.params).toEqual(['reconcile run', 'pause', 'r', ...params, 'ops@h', 'h']);
   });
 });
 
 describe('what a paused run comes to', () => {
-  const pause = { command: 'reconcile run', reason: 'off tonight', pausedBy: 'ops@h', pausedAt: '2026-12-01T09:00:00Z', until: null, source: 'database' as const };
+  const pause = {
+    command: 'reconcile run',
+    reason: 'off tonight',
+    pausedBy: 'ops@h',
+    pausedAt: '2026-12-01T09:00:00Z',
+    until: null,
+    source: 'database' as const,
+  };
   it('reconcile run: exit 0, stoppedBy paused with the pause, no success recorded, fcctl_paused 1; a signal stays exit 1', async () => {
     const { reconcileRunReport } = await import('../../src/lib/reconcile/run/decide.js');
-    const stopped = { kind: 'stopped', run: null, resumed: false, phase: 'scan-fc', reason: 'paused', outDir: '/runs/5', paused: pause } as const;
+    const stopped = {
+      kind: 'stopped',
+      run: null,
+      resumed: false,
+      phase: 'scan-fc',
+      reason: 'paused',
+      outDir: '/runs/5',
+      paused: pause,
+    } as const;
     const r = reconcileRunReport({ schId: '5', formUuid: 'f', allowEmpty: false }, stopped, 1200);
     expect(r.exitCode).toBe(0);
-    expect(r.fields).toMatchObject({ stoppedBy: 'paused', phase: 'scan-fc', paused: { reason: 'off tonight', pausedBy: 'ops@h', source: 'database' } });
+    expect(r.fields).toMatchObject({
+      stoppedBy: 'paused',
+      phase: 'scan-fc',
+      paused: { reason: 'off tonight', pausedBy: 'ops@h', source: 'database' },
+    });
     expect(r.outcome).toEqual({ exitCode: 0, interrupted: true, paused: true });
-    const signal = reconcileRunReport({ schId: '5', formUuid: 'f', allowEmpty: false }, { ...stopped, reason: 'signal', paused: undefined }, 1200);
+    const signal = reconcileRunReport(
+      { schId: '5', formUuid: 'f', allowEmpty: false },
+      { ...stopped, reason: 'signal', paused: undefined },
+      1200,
+    );
     expect(signal).toMatchObject({ exitCode: 1, fields: { stoppedBy: 'signal' } });
   });
   it('resolve-unknown: exit 0 (1 when rows failed before the pause), the pause in the summary', async () => {
-    const { emptySummary, resolveExitCode, summarizeResolve } = await import('../../src/lib/apply-command/resolve/decide.js');
-    const s = { ...emptySummary(), stoppedBy: 'paused' as const, paused: { ...pause, command: 'apply-command resolve-unknown' } };
+    const { emptySummary, resolveExitCode, summarizeResolve } = await import(
+      '../../src/lib/apply-command/resolve/decide.js'
+    );
+    const s = {
+      ...emptySummary(),
+      stoppedBy: 'paused' as const,
+      paused: { ...pause, command: 'apply-command resolve-unknown' },
+    };
     expect(resolveExitCode(s)).toBe(0);
     expect(resolveExitCode({ ...s, failed: 1 })).toBe(1);
-    expect(summarizeResolve('apply-command resolve-unknown', s, { exitCode: 0, dryRun: false, flowUrl: 'http://f', seconds: 1 })).toMatchObject({ stoppedBy: 'paused', paused: { reason: 'off tonight' } });
-    expect(summarizeResolve('apply-command resolve-unknown', emptySummary(), { exitCode: 0, dryRun: false, flowUrl: 'http://f', seconds: 1 })['paused']).toBeUndefined();
+    expect(
+      summarizeResolve('apply-command resolve-unknown', s, {
+        exitCode: 0,
+        dryRun: false,
+        flowUrl: 'http://f',
+        seconds: 1,
+      }),
+    ).toMatchObject({ stoppedBy: 'paused', paused: { reason: 'off tonight' } });
+    expect(
+      summarizeResolve('apply-command resolve-unknown', emptySummary(), {
+        exitCode: 0,
+        dryRun: false,
+        flowUrl: 'http://f',
+        seconds: 1,
+      })['paused'],
+    ).toBeUndefined();
   });
   it('deliveries send: exit 0, the pause in the summary', async () => {
     const { emptySummary, sendExitCode, summarizeSend } = await import('../../src/lib/deliveries/send/decide.js');
     const s = { ...emptySummary(), stoppedBy: 'paused' as const, paused: { ...pause, command: 'deliveries send' } };
     expect(sendExitCode(s)).toBe(0);
-    expect(summarizeSend(s, { dryRun: false }, 1, 'UTC')).toMatchObject({ stoppedBy: 'paused', paused: { reason: 'off tonight', until: null } });
+    expect(summarizeSend(s, { dryRun: false }, 1, 'UTC')).toMatchObject({
+      stoppedBy: 'paused',
+      paused: { reason: 'off tonight', until: null },
+    });
   });
 });

@@ -2,7 +2,15 @@ import { SCHEMA_VERSION } from '../../src/lib/db/schema.js';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
-import { APP_FLOW, commandsOf, flowEnv, insertCommands, ownedInstance, summaryOf, uniquePrefix } from '../helpers/apply-commands.js';
+import {
+  APP_FLOW,
+  commandsOf,
+  flowEnv,
+  insertCommands,
+  ownedInstance,
+  summaryOf,
+  uniquePrefix,
+} from '../helpers/apply-commands.js';
 import { expectRefused } from '../helpers/bad-input.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
@@ -22,10 +30,16 @@ let env: Record<string, string | undefined>;
 let dir: string;
 
 const FORM = testUuid('pause', 'form');
-const answers: TestAnswer[] = Array.from({ length: 60 }, (_, i) => ({ answerUuid: testUuid('pause', i), formUuid: FORM }));
-const pauseTables = async () => `${await checksumTables(dbs.admin, dbs.fcName, ['fcctl_pause', 'fcctl_pause_event'])} ${await checksumTables(dbs.admin, dbs.shName, ['fcctl_pause', 'fcctl_pause_event'])}`;
+const answers: TestAnswer[] = Array.from({ length: 60 }, (_, i) => ({
+  answerUuid: testUuid('pause', i),
+  formUuid: FORM,
+}));
+const pauseTables = async () =>
+  `${await checksumTables(dbs.admin, dbs.fcName, ['fcctl_pause', 'fcctl_pause_event'])} ${await checksumTables(dbs.admin, dbs.shName, ['fcctl_pause', 'fcctl_pause_event'])}`;
 const events = async (db: string) => {
-  const [rows] = await dbs.admin.query(`SELECT command, action, reason, until_at, actor, host, create_time FROM \`${db}\`.fcctl_pause_event ORDER BY id`);
+  const [rows] = await dbs.admin.query(
+    `SELECT command, action, reason, until_at, actor, host, create_time FROM \`${db}\`.fcctl_pause_event ORDER BY id`,
+  );
   return rows as Array<Record<string, unknown>>;
 };
 const cli = (args: string[], e = env) => runCli(['--json', ...args], { env: e });
@@ -36,7 +50,17 @@ test.beforeAll(async ({ dbs: d, tmp, flowCenter }) => {
   dir = tmp;
   env = flowEnv(dbs, flowCenter);
   await insertAnswers(dbs.admin, dbs.fcName, answers);
-  await insertProjections(dbs.admin, dbs.shName, answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: 1, contentHash: answerHash(a), createTime: '2026-10-01 08:00:05' })));
+  await insertProjections(
+    dbs.admin,
+    dbs.shName,
+    answers.map((a) => ({
+      answerUuid: a.answerUuid,
+      formUuid: FORM,
+      revision: 1,
+      contentHash: answerHash(a),
+      createTime: '2026-10-01 08:00:05',
+    })),
+  );
 });
 
 describe('db init on an older database', () => {
@@ -61,14 +85,49 @@ describe('pause, resume, pause --list', () => {
   test('pause and resume write at once (no --execute), each recorded with who, host and time; a second pause replaces the first', async () => {
     const first = await cli(['pause', 'reconcile', 'run', '--reason', 'SH failover']);
     expect(first.code).toBe(0);
-    expect(summaryOf(first.stdout)).toMatchObject({ command: 'pause', paused: 'reconcile run', database: 'SH', reason: 'SH failover', until: null, replaced: null });
-    const second = await cli(['pause', 'reconcile run', '--reason', 'SH failover, part 2', '--until', '2026-12-31T23:00:00+08:00']);
-    expect(summaryOf(second.stdout)).toMatchObject({ reason: 'SH failover, part 2', until: '2026-12-31T15:00:00Z', replaced: { reason: 'SH failover', until: null } });
+    expect(summaryOf(first.stdout)).toMatchObject({
+      command: 'pause',
+      paused: 'reconcile run',
+      database: 'SH',
+      reason: 'SH failover',
+      until: null,
+      replaced: null,
+    });
+    const second = await cli([
+      'pause',
+      'reconcile run',
+      '--reason',
+      'SH failover, part 2',
+      '--until',
+      '2026-12-31T23:00:00+08:00',
+    ]);
+    expect(summaryOf(second.stdout)).toMatchObject({
+      reason: 'SH failover, part 2',
+      until: '2026-12-31T15:00:00Z',
+      replaced: { reason: 'SH failover', until: null },
+    });
     const list = await cli(['pause', '--list', '--format', 'json']);
-    expect(rowsOf(list.stdout)).toEqual([expect.objectContaining({ command: 'reconcile run', database: 'SH', state: 'paused', reason: 'SH failover, part 2', until: '2026-12-31T15:00:00Z' })]);
-    expect(summaryOf(list.stdout)).toMatchObject({ command: 'pause --list', databases: ['FC', 'SH'], paused: 1, expired: 0 });
+    expect(rowsOf(list.stdout)).toEqual([
+      expect.objectContaining({
+        command: 'reconcile run',
+        database: 'SH',
+        state: 'paused',
+        reason: 'SH failover, part 2',
+        until: '2026-12-31T15:00:00Z',
+      }),
+    ]);
+    expect(summaryOf(list.stdout)).toMatchObject({
+      command: 'pause --list',
+      databases: ['FC', 'SH'],
+      paused: 1,
+      expired: 0,
+    });
     const resumed = await cli(['resume', 'reconcile', 'run', '--reason', 'failover done']);
-    expect(summaryOf(resumed.stdout)).toMatchObject({ resumed: 'reconcile run', wasPaused: true, ended: { reason: 'SH failover, part 2', expired: false } });
+    expect(summaryOf(resumed.stdout)).toMatchObject({
+      resumed: 'reconcile run',
+      wasPaused: true,
+      ended: { reason: 'SH failover, part 2', expired: false },
+    });
     // Resuming again changes nothing and records nothing.
     const again = await cli(['resume', 'reconcile', 'run']);
     expect(again.code).toBe(0);
@@ -79,7 +138,14 @@ describe('pause, resume, pause --list', () => {
       ['reconcile run', 'pause', 'SH failover, part 2', '2026-12-31 15:00:00'],
       ['reconcile run', 'resume', 'failover done', null],
     ]);
-    expect(history.every((e) => /^.+@.+$/.test(String(e['actor'])) && String(e['host']).length > 0 && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(String(e['create_time'])))).toBe(true);
+    expect(
+      history.every(
+        (e) =>
+          /^.+@.+$/.test(String(e['actor'])) &&
+          String(e['host']).length > 0 &&
+          /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(String(e['create_time'])),
+      ),
+    ).toBe(true);
     expect(rowsOf((await cli(['pause', '--list'])).stdout)).toEqual([]);
   });
 
@@ -99,15 +165,35 @@ describe('pause, resume, pause --list', () => {
   });
 
   const bad: Array<{ name: string; argv: string[]; says: RegExp }> = [
-    { name: 'a command that cannot be paused', argv: ['pause', 'deliveries', 'scan', '--reason', 'x'], says: /"deliveries scan" cannot be paused: the pausable commands are 'deliveries send'/ },
-    { name: 'an unknown command to resume', argv: ['resume', 'retire-absent'], says: /"retire-absent" cannot be paused/ },
+    {
+      name: 'a command that cannot be paused',
+      argv: ['pause', 'deliveries', 'scan', '--reason', 'x'],
+      says: /"deliveries scan" cannot be paused: the pausable commands are 'deliveries send'/,
+    },
+    {
+      name: 'an unknown command to resume',
+      argv: ['resume', 'retire-absent'],
+      says: /"retire-absent" cannot be paused/,
+    },
     { name: 'no command', argv: ['pause', '--reason', 'x'], says: /name the command/ },
     { name: 'no --reason', argv: ['pause', 'deliveries', 'send'], says: /needs --reason/ },
     { name: 'an empty --reason', argv: ['pause', 'deliveries', 'send', '--reason', '  '], says: /must not be empty/ },
     { name: 'a --reason of two lines', argv: ['pause', 'deliveries', 'send', '--reason', 'a\nb'], says: /one line/ },
-    { name: 'an --until that is no time', argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', 'soon'], says: /--until "soon": expected a duration/ },
-    { name: 'an --until without offset', argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', '2030-01-01T00:00:00'], says: /with its offset/ },
-    { name: 'an --until in the past', argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', '2020-01-01T00:00:00Z'], says: /in the past/ },
+    {
+      name: 'an --until that is no time',
+      argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', 'soon'],
+      says: /--until "soon": expected a duration/,
+    },
+    {
+      name: 'an --until without offset',
+      argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', '2030-01-01T00:00:00'],
+      says: /with its offset/,
+    },
+    {
+      name: 'an --until in the past',
+      argv: ['pause', 'deliveries', 'send', '--reason', 'x', '--until', '2020-01-01T00:00:00Z'],
+      says: /in the past/,
+    },
     { name: '--list with a command', argv: ['pause', '--list', 'deliveries', 'send'], says: /--list takes no command/ },
     { name: 'an unknown --format', argv: ['pause', '--list', '--format', 'xml'], says: /--format/ },
   ];
@@ -126,26 +212,51 @@ describe('pause, resume, pause --list', () => {
 });
 
 describe('apply-command resolve-unknown obeys the switch', () => {
-  test('paused at start: exit 0, stoppedBy paused with the reason, no lookup, no claim; resumed: the next run settles the rows', async ({ flowCenter }) => {
+  test('paused at start: exit 0, stoppedBy paused with the reason, no lookup, no claim; resumed: the next run settles the rows', async ({
+    flowCenter,
+  }) => {
     const p = uniquePrefix('pz');
     const ids = Array.from({ length: 30 }, (_, i) => `${p}-${i}`);
-    await insertCommands(dbs.admin, dbs.shName, ids.map((bizId) => ({ bizId, state: 'UNKNOWN' })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      ids.map((bizId) => ({ bizId, state: 'UNKNOWN' })),
+    );
     await flowCenter.addInstances(ids.map((bizId) => owned(bizId)));
     await cli(['pause', 'apply-command', 'resolve-unknown', '--reason', 'flow center incident']);
     const metrics = join(dir, 'resolve.prom');
     const r = await cli(['apply-command', 'resolve-unknown', '--metrics-file', metrics]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, lookups: 0, posts: 0, stoppedBy: 'paused', paused: { reason: 'flow center incident', source: 'database' } });
-    expect((await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null)).toBe(true);
+    expect(summaryOf(r.stdout)).toMatchObject({
+      claimed: 0,
+      lookups: 0,
+      posts: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'flow center incident', source: 'database' },
+    });
+    expect(
+      (await commandsOf(dbs.admin, dbs.shName, p)).every((c) => c.state === 'UNKNOWN' && c.claim_owner === null),
+    ).toBe(true);
     expect(readProm(metrics)).toContain('fcctl_paused{command="apply-command resolve-unknown"} 1\n');
     // --pause-file pauses it as well, whatever the table says
     await cli(['resume', 'apply-command', 'resolve-unknown']);
     const file = join(dir, 'pause-resolve');
     writeFileSync(file, 'local brake\n');
     const f = await cli(['apply-command', 'resolve-unknown', '--pause-file', file]);
-    expect(summaryOf(f.stdout)).toMatchObject({ claimed: 0, stoppedBy: 'paused', paused: { reason: 'local brake', source: 'file' } });
-    const go = await cli(['apply-command', 'resolve-unknown', '--metrics-file', metrics, '--pause-file', join(dir, 'no-such-file')]);
+    expect(summaryOf(f.stdout)).toMatchObject({
+      claimed: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'local brake', source: 'file' },
+    });
+    const go = await cli([
+      'apply-command',
+      'resolve-unknown',
+      '--metrics-file',
+      metrics,
+      '--pause-file',
+      join(dir, 'no-such-file'),
+    ]);
     expect(go.code).toBe(0);
     expect(summaryOf(go.stdout)).toMatchObject({ claimed: 30, done: 30, stoppedBy: 'drained' });
     expect(readProm(metrics)).toContain('fcctl_paused{command="apply-command resolve-unknown"} 0\n');
@@ -162,7 +273,13 @@ describe('reconcile run obeys the switch', () => {
     const r = await cli([...base, '--metrics-file', metrics]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ command: 'reconcile run', exitCode: 0, stoppedBy: 'paused', paused: { reason: 'nightly off tonight' }, phase: 'task-start' });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      command: 'reconcile run',
+      exitCode: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'nightly off tonight' },
+      phase: 'task-start',
+    });
     expect(existsSync(join(out, 'run.json'))).toBe(false);
     const { readFileSync } = await import('node:fs');
     const prom = readProm(metrics);
@@ -175,7 +292,15 @@ describe('reconcile run obeys the switch', () => {
     const shDb = await openDb('SH database', dbs.shUrl);
     try {
       const stopped = await runReconcile(
-        { schId: '5', formUuid: FORM, outDir: out, size: 10, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+        {
+          schId: '5',
+          formUuid: FORM,
+          outDir: out,
+          size: 10,
+          restart: false,
+          fcDatabase: databaseIdentity(dbs.fcUrl),
+          shDatabase: databaseIdentity(dbs.shUrl),
+        },
         {
           fcDb: async () => fcDb,
           shDb: async () => shDb,
@@ -186,8 +311,16 @@ describe('reconcile run obeys the switch', () => {
           },
         },
       );
-      expect(stopped).toMatchObject({ kind: 'stopped', phase: 'scan-fc', reason: 'paused', paused: { reason: 'stop mid-scan' } });
-      const checkpoint = JSON.parse(readFileSync(join(out, 'fc-manifest.checkpoint.json'), 'utf8')) as { rows: number; completed: boolean };
+      expect(stopped).toMatchObject({
+        kind: 'stopped',
+        phase: 'scan-fc',
+        reason: 'paused',
+        paused: { reason: 'stop mid-scan' },
+      });
+      const checkpoint = JSON.parse(readFileSync(join(out, 'fc-manifest.checkpoint.json'), 'utf8')) as {
+        rows: number;
+        completed: boolean;
+      };
       expect(checkpoint.completed).toBe(false);
       expect(checkpoint.rows).toBeGreaterThanOrEqual(20);
       expect(checkpoint.rows).toBeLessThan(60);
@@ -196,7 +329,10 @@ describe('reconcile run obeys the switch', () => {
       await shDb.close();
     }
     // Still paused: the next run stops at start and keeps the run in the directory.
-    expect(summaryOf((await cli(base)).stdout)).toMatchObject({ stoppedBy: 'paused', paused: { reason: 'stop mid-scan' } });
+    expect(summaryOf((await cli(base)).stdout)).toMatchObject({
+      stoppedBy: 'paused',
+      paused: { reason: 'stop mid-scan' },
+    });
     await cli(['resume', 'reconcile', 'run']);
     const done = await cli([...base, '--metrics-file', metrics]);
     expect(done.stderr).toBe('');
@@ -209,31 +345,66 @@ describe('reconcile run obeys the switch', () => {
     writeFileSync(file, '');
     const f = await cli([...base, '--pause-file', file]);
     expect(f.code).toBe(0);
-    expect(summaryOf(f.stdout)).toMatchObject({ stoppedBy: 'paused', paused: { reason: `pause file ${file} exists`, source: 'file' } });
+    expect(summaryOf(f.stdout)).toMatchObject({
+      stoppedBy: 'paused',
+      paused: { reason: `pause file ${file} exists`, source: 'file' },
+    });
   });
 });
 
 describe('resolve-unknown paused mid-run (the runner, the check swapped for one that flips)', () => {
-  test('the check runs before each claim: after the pause no row is claimed, rows claimed are settled or released, none stays claimed', async ({ flowCenter }) => {
+  test('the check runs before each claim: after the pause no row is claimed, rows claimed are settled or released, none stays claimed', async ({
+    flowCenter,
+  }) => {
     const { FlowClient } = await import('../../src/lib/flow/client.js');
     const { runResolve } = await import('../../src/lib/apply-command/resolve/run.js');
     const p = uniquePrefix('pm');
     const ids = Array.from({ length: 30 }, (_, i) => `${p}-${i}`);
-    await insertCommands(dbs.admin, dbs.shName, ids.map((bizId) => ({ bizId, state: 'UNKNOWN' })));
+    await insertCommands(
+      dbs.admin,
+      dbs.shName,
+      ids.map((bizId) => ({ bizId, state: 'UNKNOWN' })),
+    );
     await flowCenter.addInstances(ids.map((bizId) => owned(bizId)));
     const shDb = await openDb('SH database', dbs.shUrl);
-    const flow = new FlowClient({ baseUrl: flowCenter.url, appKey: '100021', secret: APP_FLOW['100021']!, timeoutMs: 2000 });
+    const flow = new FlowClient({
+      baseUrl: flowCenter.url,
+      appKey: '100021',
+      secret: APP_FLOW['100021']!,
+      timeoutMs: 2000,
+    });
     let checks = 0;
     try {
       const summary = await runResolve(
-        { batchSize: 10, concurrency: 2, maxRows: Number.MAX_SAFE_INTEGER, maxSeconds: 60, leaseSeconds: 30, pendingGraceSeconds: 600, retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 }, dryRun: false, requestTimeoutMs: 2000, maxConsecutiveErrors: 20 },
+        {
+          batchSize: 10,
+          concurrency: 2,
+          maxRows: Number.MAX_SAFE_INTEGER,
+          maxSeconds: 60,
+          leaseSeconds: 30,
+          pendingGraceSeconds: 600,
+          retry: { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 },
+          dryRun: false,
+          requestTimeoutMs: 2000,
+          maxConsecutiveErrors: 20,
+        },
         {
           db: shDb,
           flow,
           appKey: '100021',
           signal: new AbortController().signal,
           clock: () => performance.now(),
-          paused: async () => (++checks === 1 ? null : { command: 'apply-command resolve-unknown', reason: 'mid-run', pausedBy: 'ops@h', pausedAt: null, until: null, source: 'database' }),
+          paused: async () =>
+            ++checks === 1
+              ? null
+              : {
+                  command: 'apply-command resolve-unknown',
+                  reason: 'mid-run',
+                  pausedBy: 'ops@h',
+                  pausedAt: null,
+                  until: null,
+                  source: 'database',
+                },
         },
       );
       expect(summary).toMatchObject({ claimed: 10, stoppedBy: 'paused', paused: { reason: 'mid-run' } });

@@ -4,7 +4,15 @@ import amqp from 'amqplib';
 import { afterEach, describe, expect } from 'vitest';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -25,7 +33,9 @@ test.beforeAll(async ({ dbs: d, tmp }) => {
   await ensureExchange();
 });
 afterEach(async () => {
-  await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`);
+  await dbs.admin.query(
+    `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', claim_owner = NULL WHERE state IN ('PENDING', 'FAILED')`,
+  );
   await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.fcctl_pause`);
 });
 
@@ -33,7 +43,10 @@ const BATCH = 50;
 const WINDOW = 20;
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const count = async (where: string, key: string) => {
-  const [rows] = await dbs.admin.query(`SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND (${where})`, [key]);
+  const [rows] = await dbs.admin.query(
+    `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND (${where})`,
+    [key],
+  );
   return Number((rows as Array<{ n: number }>)[0]!.n);
 };
 async function consumer(prefix: string, rows: number) {
@@ -57,7 +70,9 @@ async function queuedBeforePause(queue: string, pause: () => Promise<void>): Pro
     let before = 0;
     for (;;) {
       const count = (await ch.checkQueue(queue)).messageCount;
-      const [rows] = await dbs.admin.query(`SELECT 1 FROM \`${dbs.fcName}\`.fcctl_pause WHERE command = 'deliveries send'`);
+      const [rows] = await dbs.admin.query(
+        `SELECT 1 FROM \`${dbs.fcName}\`.fcctl_pause WHERE command = 'deliveries send'`,
+      );
       if ((rows as unknown[]).length > 0) return before;
       if (stop) throw new Error('the pause ended without a pause row');
       before = count;
@@ -85,12 +100,34 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     try {
       const slow = { ...env, FCCTL_AMQP_URL: viaProxy(testAmqpUrl(), port) };
       const relay = (n: number) =>
-        spawnCli(['--json', 'deliveries', 'send', '--batch-size', String(BATCH), '--pipeline', '4', '--window', String(WINDOW), '--lease-seconds', '60', '--metrics-file', join(dir, `relay${n}.prom`)], {
-          env: slow,
-          timeoutMs: 120_000,
-        });
+        spawnCli(
+          [
+            '--json',
+            'deliveries',
+            'send',
+            '--batch-size',
+            String(BATCH),
+            '--pipeline',
+            '4',
+            '--window',
+            String(WINDOW),
+            '--lease-seconds',
+            '60',
+            '--metrics-file',
+            join(dir, `relay${n}.prom`),
+          ],
+          {
+            env: slow,
+            timeoutMs: 120_000,
+          },
+        );
       const relays = [relay(1), relay(2)];
-      await waitFor('both relays sending', async () => (await count("state = 'BROKER_ACCEPTED'", key)) >= 1000, 60_000, 20);
+      await waitFor(
+        'both relays sending',
+        async () => (await count("state = 'BROKER_ACCEPTED'", key)) >= 1000,
+        60_000,
+        20,
+      );
 
       let paused!: Awaited<ReturnType<typeof runCli>>;
       const queuedBefore = await queuedBeforePause(q.queue, async () => {
@@ -98,7 +135,14 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
       });
       expect(paused.stderr).toBe('');
       expect(paused.code).toBe(0);
-      expect(summaryOf(paused.stdout)).toMatchObject({ command: 'pause', paused: 'deliveries send', database: 'FC', reason: 'test', until: null, replaced: null });
+      expect(summaryOf(paused.stdout)).toMatchObject({
+        command: 'pause',
+        paused: 'deliveries send',
+        database: 'FC',
+        reason: 'test',
+        until: null,
+        replaced: null,
+      });
       // Everything claimed or accepted when the pause was set; each relay may claim one batch more
       // (its check ran just before the pause committed), never more.
       const atPause = await count("state = 'BROKER_ACCEPTED' OR claim_owner IS NOT NULL", key);
@@ -117,7 +161,13 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
         expect(r.stderr).toBe('');
         expect(r.code).toBe(0);
         const s = summaryOf(r.stdout);
-        expect(s).toMatchObject({ exitCode: 0, stoppedBy: 'paused', failed: 0, dead: 0, paused: { reason: 'test', source: 'database' } });
+        expect(s).toMatchObject({
+          exitCode: 0,
+          stoppedBy: 'paused',
+          failed: 0,
+          dead: 0,
+          paused: { reason: 'test', source: 'database' },
+        });
         expect((s['paused'] as Record<string, unknown>)['pausedBy']).toMatch(/^.+@.+$/);
         expect(s['claimed']).toBeGreaterThan(0);
         // what was claimed and not published went back: counted, not logged row by row
@@ -145,7 +195,12 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
 
       const resumed = await runCli(['--json', 'resume', 'deliveries', 'send'], { env });
       expect(resumed.code).toBe(0);
-      expect(summaryOf(resumed.stdout)).toMatchObject({ command: 'resume', resumed: 'deliveries send', wasPaused: true, ended: { reason: 'test' } });
+      expect(summaryOf(resumed.stdout)).toMatchObject({
+        command: 'resume',
+        resumed: 'deliveries send',
+        wasPaused: true,
+        ended: { reason: 'test' },
+      });
       const next = await runCli(['--json', 'deliveries', 'send', '--metrics-file', join(dir, 'relay1.prom')], { env });
       expect(next.stderr).toBe('');
       expect(next.code).toBe(0);
@@ -169,10 +224,18 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     const file = join(dir, 'pause-send');
     writeFileSync(file, 'broker disk alarm on mq-2\nsecond line\n');
     try {
-      const r = await runCli(['--json', 'deliveries', 'send', '--pause-file', file, '--metrics-file', join(dir, 'file.prom')], { env });
+      const r = await runCli(
+        ['--json', 'deliveries', 'send', '--pause-file', file, '--metrics-file', join(dir, 'file.prom')],
+        { env },
+      );
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, published: 0, stoppedBy: 'paused', paused: { reason: 'broker disk alarm on mq-2', pausedBy: `pause file ${file}`, source: 'file' } });
+      expect(summaryOf(r.stdout)).toMatchObject({
+        claimed: 0,
+        published: 0,
+        stoppedBy: 'paused',
+        paused: { reason: 'broker disk alarm on mq-2', pausedBy: `pause file ${file}`, source: 'file' },
+      });
       expect(await count("state = 'PENDING' AND claim_owner IS NULL", key)).toBe(50);
       expect(readProm(join(dir, 'file.prom'))).toContain('fcctl_paused{command="deliveries send"} 1\n');
       // the dry run obeys it too
@@ -194,10 +257,18 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     writeFileSync(file, 'broker down: INC-7\n');
     // a port nothing listens on: a run that dialled the broker would exit 3 ("cannot connect")
     const down = { ...env, FCCTL_AMQP_URL: 'amqp://fcctl:pw@127.0.0.1:9/fcctl' };
-    const r = await runCli(['--json', 'deliveries', 'send', '--declare', '--pause-file', file, '--metrics-file', join(dir, 'down.prom')], { env: down });
+    const r = await runCli(
+      ['--json', 'deliveries', 'send', '--declare', '--pause-file', file, '--metrics-file', join(dir, 'down.prom')],
+      { env: down },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ claimed: 0, published: 0, stoppedBy: 'paused', paused: { reason: 'broker down: INC-7', source: 'file' } });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      claimed: 0,
+      published: 0,
+      stoppedBy: 'paused',
+      paused: { reason: 'broker down: INC-7', source: 'file' },
+    });
     expect(readProm(join(dir, 'down.prom'))).toContain('fcctl_paused{command="deliveries send"} 1\n');
     rmSync(file);
     // not paused, the same run dials the broker and says it cannot
@@ -220,7 +291,9 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
     expect([gaugeOf(), exitOf()]).toEqual(['1', '3']);
     // Resumed, the broker unreachable: the run read the switch (not paused) before it failed.
     expect((await runCli(['--json', 'resume', 'deliveries', 'send'], { env })).code).toBe(0);
-    const brokerDown = await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], { env: { ...env, FCCTL_AMQP_URL: 'amqp://fcctl:pw@127.0.0.1:9/fcctl' } });
+    const brokerDown = await runCli(['--json', 'deliveries', 'send', '--metrics-file', prom], {
+      env: { ...env, FCCTL_AMQP_URL: 'amqp://fcctl:pw@127.0.0.1:9/fcctl' },
+    });
     expect(brokerDown.code).toBe(3);
     expect([gaugeOf(), exitOf()]).toEqual(['0', '3']);
     // No previous file and nothing read: no gauge rather than a guess.
@@ -233,16 +306,25 @@ describe('fcctl pause deliveries send: two running relays stop within one batch 
   test('an expired --until counts as not paused', async () => {
     const { key, q } = await consumer('pu', 20);
     try {
-      const p = await runCli(['--json', 'pause', 'deliveries', 'send', '--reason', 'maintenance window', '--until', '1h'], { env });
+      const p = await runCli(
+        ['--json', 'pause', 'deliveries', 'send', '--reason', 'maintenance window', '--until', '1h'],
+        { env },
+      );
       expect(p.code).toBe(0);
       const s = summaryOf(p.stdout);
       expect(Date.parse(String(s['until'])) - Date.parse(String(s['pausedAt']))).toBe(3600_000);
       const during = await runCli(['--json', 'deliveries', 'send'], { env });
-      expect(summaryOf(during.stdout)).toMatchObject({ claimed: 0, stoppedBy: 'paused', paused: { reason: 'maintenance window', until: s['until'] } });
+      expect(summaryOf(during.stdout)).toMatchObject({
+        claimed: 0,
+        stoppedBy: 'paused',
+        paused: { reason: 'maintenance window', until: s['until'] },
+      });
       // The window passes (the database's clock decides).
       await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_pause SET until_at = UTC_TIMESTAMP() - INTERVAL 1 SECOND`);
       const list = await runCli(['--json', 'pause', '--list'], { env });
-      expect(jsonLines(list.stdout).filter((l) => l['type'] === 'row')).toEqual([expect.objectContaining({ command: 'deliveries send', state: 'expired', reason: 'maintenance window' })]);
+      expect(jsonLines(list.stdout).filter((l) => l['type'] === 'row')).toEqual([
+        expect.objectContaining({ command: 'deliveries send', state: 'expired', reason: 'maintenance window' }),
+      ]);
       // the SH database of this file has no pause table (not initialised): it lists nothing
       expect(summaryOf(list.stdout)).toMatchObject({ paused: 0, expired: 1, databases: ['FC', 'SH'] });
       const after = await runCli(['--json', 'deliveries', 'send'], { env });

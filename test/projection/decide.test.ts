@@ -38,8 +38,22 @@ const snapshot: AuthoritativeSnapshot = {
   grantVersion: '2',
   snapshotJson: '{}',
 };
-const grant: FreshGrant = { form_uuid: FORM, consumer_school_id: '5', consumer_app_key: '100100', grant_version: '2', read_allowed: 1, subscribe_allowed: 1, push_allowed: 1, revoked: 0 };
-const ready = (g: Partial<FreshGrant> | null = {}): Authoritative => ({ kind: 'ready', snapshot, consumerAppKey: '100100', grant: g === null ? null : { ...grant, ...g } });
+const grant: FreshGrant = {
+  form_uuid: FORM,
+  consumer_school_id: '5',
+  consumer_app_key: '100100',
+  grant_version: '2',
+  read_allowed: 1,
+  subscribe_allowed: 1,
+  push_allowed: 1,
+  revoked: 0,
+};
+const ready = (g: Partial<FreshGrant> | null = {}): Authoritative => ({
+  kind: 'ready',
+  snapshot,
+  consumerAppKey: '100100',
+  grant: g === null ? null : { ...grant, ...g },
+});
 const local = (over: Partial<ObservedLocal> = {}): ObservedLocal => ({
   answerUuid: ANSWER,
   schId: '5',
@@ -55,7 +69,11 @@ const local = (over: Partial<ObservedLocal> = {}): ObservedLocal => ({
   retireProofId: null,
   ...over,
 });
-const triple = (l: ObservedLocal): Extract<Triple, { revision: string }> => ({ revision: l.revision, hash: l.hash, isDeleted: l.isDeleted });
+const triple = (l: ObservedLocal): Extract<Triple, { revision: string }> => ({
+  revision: l.revision,
+  hash: l.hash,
+  isDeleted: l.isDeleted,
+});
 
 describe('decideRepair: every result from every local state', () => {
   const older = local({ revision: '2', hash: H('b') });
@@ -64,29 +82,127 @@ describe('decideRepair: every result from every local state', () => {
   const newer = local({ revision: '4', hash: H('d') });
   const retired = local({ revision: '2', hash: H('b'), retiredAt: '2026-11-01 00:00:00', retireProofId: 'p-1' });
   const otherForm = local({ revision: '2', formUuid: 'f0000000-0000-4000-8000-00000000000f' });
-  const cases: Array<[string, Authoritative, Triple, ObservedLocal | null, RepairResult, string, RepairDecision['write']]> = [
+  const cases: Array<
+    [string, Authoritative, Triple, ObservedLocal | null, RepairResult, string, RepairDecision['write']]
+  > = [
     ['missing, expected missing', ready(), MISSING, null, 'APPLIED', 'INSERTED', { kind: 'insert' }],
     ['equal', ready(), triple(local()), local(), 'APPLIED', 'ALREADY_CURRENT', undefined],
     ['older', ready(), triple(older), older, 'APPLIED', 'STALE_REPAIRED', { kind: 'update', expected: triple(older) }],
-    ['same revision, other hash', ready(), triple(conflict), conflict, 'APPLIED', 'HASH_CONFLICT_REPAIRED', { kind: 'update', expected: triple(conflict) }],
-    ['same revision and hash, other isDeleted', ready(), triple(deletedSameRev), deletedSameRev, 'APPLIED', 'HASH_CONFLICT_REPAIRED', { kind: 'update', expected: triple(deletedSameRev) }],
+    [
+      'same revision, other hash',
+      ready(),
+      triple(conflict),
+      conflict,
+      'APPLIED',
+      'HASH_CONFLICT_REPAIRED',
+      { kind: 'update', expected: triple(conflict) },
+    ],
+    [
+      'same revision and hash, other isDeleted',
+      ready(),
+      triple(deletedSameRev),
+      deletedSameRev,
+      'APPLIED',
+      'HASH_CONFLICT_REPAIRED',
+      { kind: 'update', expected: triple(deletedSameRev) },
+    ],
     ['newer', ready(), triple(newer), newer, 'LOCAL_AHEAD', 'LOCAL_REVISION_AHEAD', undefined],
-    ['newer than expected and than FC (moved ahead)', ready(), triple(older), newer, 'LOCAL_AHEAD', 'LOCAL_REVISION_AHEAD', undefined],
+    [
+      'newer than expected and than FC (moved ahead)',
+      ready(),
+      triple(older),
+      newer,
+      'LOCAL_AHEAD',
+      'LOCAL_REVISION_AHEAD',
+      undefined,
+    ],
     ['retired', ready(), triple(retired), retired, 'DEFERRED', 'LOCAL_RETIRED', undefined],
-    ['changed (expected older, local now other)', ready(), { revision: '1', hash: H('e'), isDeleted: false }, older, 'LOCAL_CHANGED', 'EXPECTED_MISMATCH', undefined],
-    ['changed (expected missing, local now present)', ready(), MISSING, older, 'LOCAL_CHANGED', 'EXPECTED_MISMATCH', undefined],
-    ['changed (expected present, local now missing)', ready(), triple(older), null, 'LOCAL_CHANGED', 'EXPECTED_MISMATCH', undefined],
+    [
+      'changed (expected older, local now other)',
+      ready(),
+      { revision: '1', hash: H('e'), isDeleted: false },
+      older,
+      'LOCAL_CHANGED',
+      'EXPECTED_MISMATCH',
+      undefined,
+    ],
+    [
+      'changed (expected missing, local now present)',
+      ready(),
+      MISSING,
+      older,
+      'LOCAL_CHANGED',
+      'EXPECTED_MISMATCH',
+      undefined,
+    ],
+    [
+      'changed (expected present, local now missing)',
+      ready(),
+      triple(older),
+      null,
+      'LOCAL_CHANGED',
+      'EXPECTED_MISMATCH',
+      undefined,
+    ],
     ['other form', ready(), triple(otherForm), otherForm, 'DEFERRED', 'FORM_MISMATCH', undefined],
     ['grant missing', ready(null), triple(older), older, 'DEFERRED', 'GRANT_MISSING', undefined],
     ['grant revoked', ready({ revoked: 1 }), triple(older), older, 'DEFERRED', 'GRANT_REVOKED', undefined],
     ['grant not readable', ready({ subscribe_allowed: 0 }), MISSING, null, 'DEFERRED', 'GRANT_NOT_READABLE', undefined],
-    ['grant of another school', ready({ consumer_school_id: '6' }), MISSING, null, 'DEFERRED', 'GRANT_MISMATCH', undefined],
-    ['grant of another consumer', ready({ consumer_app_key: '100101' }), MISSING, null, 'DEFERRED', 'GRANT_MISMATCH', undefined],
-    ['grant of another form', ready({ form_uuid: 'f0000000-0000-4000-8000-00000000000f' }), MISSING, null, 'DEFERRED', 'GRANT_MISMATCH', undefined],
+    [
+      'grant of another school',
+      ready({ consumer_school_id: '6' }),
+      MISSING,
+      null,
+      'DEFERRED',
+      'GRANT_MISMATCH',
+      undefined,
+    ],
+    [
+      'grant of another consumer',
+      ready({ consumer_app_key: '100101' }),
+      MISSING,
+      null,
+      'DEFERRED',
+      'GRANT_MISMATCH',
+      undefined,
+    ],
+    [
+      'grant of another form',
+      ready({ form_uuid: 'f0000000-0000-4000-8000-00000000000f' }),
+      MISSING,
+      null,
+      'DEFERRED',
+      'GRANT_MISMATCH',
+      undefined,
+    ],
     ['grant advanced', ready({ grant_version: '3' }), MISSING, null, 'DEFERRED', 'GRANT_VERSION_CHANGED', undefined],
-    ['grant of a future epoch is no pass either', ready({ grant_version: '1' }), MISSING, null, 'DEFERRED', 'GRANT_VERSION_CHANGED', undefined],
-    ['grant revoked beats local ahead', ready({ revoked: 1 }), triple(newer), newer, 'DEFERRED', 'GRANT_REVOKED', undefined],
-    ['answer absent at FC', { kind: 'unavailable', code: 'ANSWER_NOT_AT_FC', detail: 'x' }, MISSING, null, 'DEFERRED', 'ANSWER_NOT_AT_FC', undefined],
+    [
+      'grant of a future epoch is no pass either',
+      ready({ grant_version: '1' }),
+      MISSING,
+      null,
+      'DEFERRED',
+      'GRANT_VERSION_CHANGED',
+      undefined,
+    ],
+    [
+      'grant revoked beats local ahead',
+      ready({ revoked: 1 }),
+      triple(newer),
+      newer,
+      'DEFERRED',
+      'GRANT_REVOKED',
+      undefined,
+    ],
+    [
+      'answer absent at FC',
+      { kind: 'unavailable', code: 'ANSWER_NOT_AT_FC', detail: 'x' },
+      MISSING,
+      null,
+      'DEFERRED',
+      'ANSWER_NOT_AT_FC',
+      undefined,
+    ],
   ];
   for (const [name, auth, expected, observed, result, code, write] of cases) {
     it(`${name} → ${result} (${code})`, () => {
@@ -100,7 +216,11 @@ describe('decideRepair: every result from every local state', () => {
   }
 
   /** What a dry run says instead: never a label that reads as done. */
-  const DRY_CODE: Record<string, string> = { INSERTED: 'WOULD_INSERT', STALE_REPAIRED: 'WOULD_REPAIR_STALE', HASH_CONFLICT_REPAIRED: 'WOULD_REPAIR_HASH_CONFLICT' };
+  const DRY_CODE: Record<string, string> = {
+    INSERTED: 'WOULD_INSERT',
+    STALE_REPAIRED: 'WOULD_REPAIR_STALE',
+    HASH_CONFLICT_REPAIRED: 'WOULD_REPAIR_HASH_CONFLICT',
+  };
   for (const [name, auth, expected, observed, result, code, write] of cases) {
     it(`dry run: ${name} → ${result === 'APPLIED' ? 'WOULD_APPLY' : result} (${DRY_CODE[code] ?? code}), the same write planned`, () => {
       const d = decideRepair(auth, expected, observed, 'dry-run');
@@ -148,11 +268,22 @@ describe('decideRepair: every result from every local state', () => {
   });
 });
 
-describe('envelopeAgainstFc: an --envelope is written only while it is FC\'s current answer', () => {
-  const envelope: AuthoritativeSnapshot = { ...snapshot, source: 'envelope', eventId: 'e-sent', grantVersion: '1', snapshotJson: '{"sent":1}' };
+describe("envelopeAgainstFc: an --envelope is written only while it is FC's current answer", () => {
+  const envelope: AuthoritativeSnapshot = {
+    ...snapshot,
+    source: 'envelope',
+    eventId: 'e-sent',
+    grantVersion: '1',
+    snapshotJson: '{"sent":1}',
+  };
   it('the same form, revision, hash and isDeleted: the envelope, with the grant read now', () => {
     const r = envelopeAgainstFc(envelope, ready({ grant_version: '2' }));
-    expect(r).toEqual({ kind: 'ready', snapshot: envelope, consumerAppKey: '100100', grant: { ...grant, grant_version: '2' } });
+    expect(r).toEqual({
+      kind: 'ready',
+      snapshot: envelope,
+      consumerAppKey: '100100',
+      grant: { ...grant, grant_version: '2' },
+    });
     // and the grant check still decides on the envelope's own grant version
     expect(decideRepair(r, MISSING, null)).toMatchObject({ result: 'DEFERRED', code: 'GRANT_VERSION_CHANGED' });
   });
@@ -184,10 +315,33 @@ describe('SQL builders', () => {
     const s = projectionSql.update(snapshot, { revision: '2', hash: H('b'), isDeleted: false }, 'proof-1');
     const set = /SET (.*) WHERE/.exec(s.sql)![1]!;
     const columns = set.split(', ').map((p) => p.split(' = ')[0]);
-    expect(columns).toEqual(['form_version', 'answer_revision', 'content_hash', 'is_deleted', 'snapshot_json', 'update_time', 'conflict_flag', 'last_repair_proof_id', 'last_repaired_at', 'projection_version']);
+    expect(columns).toEqual([
+      'form_version',
+      'answer_revision',
+      'content_hash',
+      'is_deleted',
+      'snapshot_json',
+      'update_time',
+      'conflict_flag',
+      'last_repair_proof_id',
+      'last_repaired_at',
+      'projection_version',
+    ]);
     expect(s.sql).toContain('projection_version = projection_version + 1');
-    expect(s.sql).toMatch(/WHERE answer_uuid = \? AND sch_id = \? AND form_uuid = \? AND answer_revision = \? AND content_hash = \? AND is_deleted = \? AND retired_at IS NULL AND answer_revision <= \?$/);
-    for (const never of ['biz_ext_json', 'intent_id', 'apply_id', 'flow_guid', 'link_state', 'retired_at =', 'retire_proof_id', 'create_time']) expect(set).not.toContain(never);
+    expect(s.sql).toMatch(
+      /WHERE answer_uuid = \? AND sch_id = \? AND form_uuid = \? AND answer_revision = \? AND content_hash = \? AND is_deleted = \? AND retired_at IS NULL AND answer_revision <= \?$/,
+    );
+    for (const never of [
+      'biz_ext_json',
+      'intent_id',
+      'apply_id',
+      'flow_guid',
+      'link_state',
+      'retired_at =',
+      'retire_proof_id',
+      'create_time',
+    ])
+      expect(set).not.toContain(never);
     expect(s.params.filter((p) => typeof p === 'bigint').map(String)).toEqual(['4', '3', '5', '2', '3']);
     expect(set).toContain('update_time = NOW()');
   });
@@ -195,11 +349,22 @@ describe('SQL builders', () => {
   it('the insert is UNLINKED, projection_version 1, without intent, apply, flow or business columns', () => {
     const s = projectionSql.insert(snapshot, 'proof-1');
     expect(s.sql).toContain("'UNLINKED', 0, 1, NOW()");
-    for (const never of ['biz_ext_json', 'intent_id', 'apply_id', 'flow_guid', 'retired_at']) expect(s.sql).not.toContain(never);
+    for (const never of ['biz_ext_json', 'intent_id', 'apply_id', 'flow_guid', 'retired_at'])
+      expect(s.sql).not.toContain(never);
   });
 
   it('the audit row is REPAIR_AUTHORITATIVE with the reason cut to the column', () => {
-    const s = auditSql.insert({ outcome: 'APPLIED', reason: 'x'.repeat(300), proofId: 'p', runId: 'r', host: 'h', schId: '5', answerUuid: ANSWER, expectedJson: '{}', observedJson: '{}' });
+    const s = auditSql.insert({
+      outcome: 'APPLIED',
+      reason: 'x'.repeat(300),
+      proofId: 'p',
+      runId: 'r',
+      host: 'h',
+      schId: '5',
+      answerUuid: ANSWER,
+      expectedJson: '{}',
+      observedJson: '{}',
+    });
     expect(s.params[0]).toBe('REPAIR_AUTHORITATIVE');
     expect((s.params[2] as string).length).toBe(255);
   });
@@ -215,15 +380,37 @@ describe('inputs', () => {
 
   it('proof ids: 1–128 characters, no control characters or surrounding spaces', () => {
     expect(checkProofId('x'.repeat(128), 0)).toHaveLength(128);
-    for (const bad of ['', 'x'.repeat(129), ' p', 'p\n', 'a\u0000b']) expect(() => checkProofId(bad, 0)).toThrow(LineError);
+    for (const bad of ['', 'x'.repeat(129), ' p', 'p\n', 'a\u0000b'])
+      expect(() => checkProofId(bad, 0)).toThrow(LineError);
   });
 
   const line = (o: Record<string, unknown> = {}) =>
-    JSON.stringify({ category: 'STALE_LOCAL', answerUuid: ANSWER, schId: '5', formUuid: FORM, expectedRevision: '2', expectedHash: H('b'), expectedIsDeleted: false, fcRevision: '3', fcContentHash: H('a'), fcIsDeleted: false, ...o });
+    JSON.stringify({
+      category: 'STALE_LOCAL',
+      answerUuid: ANSWER,
+      schId: '5',
+      formUuid: FORM,
+      expectedRevision: '2',
+      expectedHash: H('b'),
+      expectedIsDeleted: false,
+      fcRevision: '3',
+      fcContentHash: H('a'),
+      fcIsDeleted: false,
+      ...o,
+    });
 
   it('a plan line becomes an item; an empty plan is valid', () => {
-    expect(parsePlan(`${line()}\r\n\n${line({ category: 'MISSING_LOCAL', answerUuid: 'a0000000-0000-4000-8000-000000000002', expectedRevision: null, expectedHash: null, expectedIsDeleted: null })}\n`)).toEqual([
-      expect.objectContaining({ line: 1, answerUuid: ANSWER, schId: '5', expected: { revision: '2', hash: H('b'), isDeleted: false } }),
+    expect(
+      parsePlan(
+        `${line()}\r\n\n${line({ category: 'MISSING_LOCAL', answerUuid: 'a0000000-0000-4000-8000-000000000002', expectedRevision: null, expectedHash: null, expectedIsDeleted: null })}\n`,
+      ),
+    ).toEqual([
+      expect.objectContaining({
+        line: 1,
+        answerUuid: ANSWER,
+        schId: '5',
+        expected: { revision: '2', hash: H('b'), isDeleted: false },
+      }),
       expect.objectContaining({ line: 3, expected: MISSING }),
     ]);
     expect(parsePlan('')).toEqual([]);
@@ -232,13 +419,28 @@ describe('inputs', () => {
   const bad: Array<[string, string, string | undefined, RegExp]> = [
     ['not JSON', '{"category":', undefined, /line 1: malformed JSON/],
     ['not an object', '[1]', undefined, /not a JSON object/],
-    ['a local-ahead line', line({ category: 'LOCAL_AHEAD' }), undefined, /category "LOCAL_AHEAD" is not one a repair plan holds/],
-    ['a retire candidate', JSON.stringify({ category: 'ABSENT_AT_FC', answerUuid: ANSWER }), undefined, /member schId is missing/],
+    [
+      'a local-ahead line',
+      line({ category: 'LOCAL_AHEAD' }),
+      undefined,
+      /category "LOCAL_AHEAD" is not one a repair plan holds/,
+    ],
+    [
+      'a retire candidate',
+      JSON.stringify({ category: 'ABSENT_AT_FC', answerUuid: ANSWER }),
+      undefined,
+      /member schId is missing/,
+    ],
     ['non-UUID answer', line({ answerUuid: 'a1' }), undefined, /answerUuid "a1" is not a UUID/],
     ['school 0', line({ schId: '0' }), undefined, /schId "0" is not a positive whole number/],
     ['half-null triple', line({ expectedHash: null }), undefined, /all null/],
     ['MISSING_LOCAL with a triple', line({ category: 'MISSING_LOCAL' }), undefined, /must have a null expected triple/],
-    ['STALE_LOCAL without a triple', line({ expectedRevision: null, expectedHash: null, expectedIsDeleted: null }), undefined, /must have an expected triple/],
+    [
+      'STALE_LOCAL without a triple',
+      line({ expectedRevision: null, expectedHash: null, expectedIsDeleted: null }),
+      undefined,
+      /must have an expected triple/,
+    ],
     ['bad hash', line({ expectedHash: H('A') }), undefined, /64 lowercase hex/],
     ['bad revision', line({ expectedRevision: '-1' }), undefined, /not a whole number/],
     ['the same answer twice', `${line()}\n${line()}`, undefined, /line 2: answer .* is already on line 1/],

@@ -1,9 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { EnvironmentError, UsageError } from '../../src/lib/cli/exit.js';
-import { type RepairRunFacts, repairExitCode, resultCounts, type SettledRepair, summarizeRepair } from '../../src/lib/projection/decide.js';
+import {
+  type RepairRunFacts,
+  repairExitCode,
+  resultCounts,
+  type SettledRepair,
+  summarizeRepair,
+} from '../../src/lib/projection/decide.js';
 import { outcomeNote, repairFailure } from '../../src/lib/projection/run.js';
 
-const settled = (result: SettledRepair['result'], o: Partial<SettledRepair> = {}): SettledRepair => ({ result, code: 'INSERTED', write: null, written: false, rereads: 0, ...o });
+const settled = (result: SettledRepair['result'], o: Partial<SettledRepair> = {}): SettledRepair => ({
+  result,
+  code: 'INSERTED',
+  write: null,
+  written: false,
+  rereads: 0,
+  ...o,
+});
 
 describe('repairExitCode', () => {
   const cases: Array<[string, Parameters<typeof repairExitCode>[0], number]> = [
@@ -21,7 +34,7 @@ describe('repairExitCode', () => {
   });
 });
 
-describe('resultCounts: the mode\'s results, 0 included', () => {
+describe("resultCounts: the mode's results, 0 included", () => {
   it.each([
     [true, { WOULD_APPLY: 2, LOCAL_CHANGED: 0, LOCAL_AHEAD: 1, DEFERRED: 0 }],
     [false, { APPLIED: 2, LOCAL_CHANGED: 0, LOCAL_AHEAD: 1, DEFERRED: 0 }],
@@ -58,20 +71,72 @@ describe('summarizeRepair', () => {
   it('an executed run, JSON: every field in order, codes in REASON_CODES order, only written rows counted as inserted/updated', () => {
     const { summary, counts } = summarizeRepair(facts(), 2.5, true);
     expect(counts).toBeUndefined();
-    expect(Object.keys(summary)).toEqual(['command', 'exitCode', 'dryRun', 'runId', 'proofId', 'consumerAppKey', 'source', 'items', 'decided', 'byResult', 'byCode', 'inserted', 'updated', 'rereads', 'refused', 'notRun', 'stoppedBy', 'evidence', 'seconds']);
-    expect(summary).toMatchObject({ command: 'projection repair-authoritative', items: 5, decided: 4, inserted: 1, updated: 1, rereads: 5, refused: 2, notRun: 1, stoppedBy: 'signal', seconds: 2.5 });
-    expect(Object.entries(summary['byCode'] as object)).toEqual([['INSERTED', 1], ['STALE_REPAIRED', 1], ['EXPECTED_MISMATCH', 1], ['GRANT_REVOKED', 1]]);
+    expect(Object.keys(summary)).toEqual([
+      'command',
+      'exitCode',
+      'dryRun',
+      'runId',
+      'proofId',
+      'consumerAppKey',
+      'source',
+      'items',
+      'decided',
+      'byResult',
+      'byCode',
+      'inserted',
+      'updated',
+      'rereads',
+      'refused',
+      'notRun',
+      'stoppedBy',
+      'evidence',
+      'seconds',
+    ]);
+    expect(summary).toMatchObject({
+      command: 'projection repair-authoritative',
+      items: 5,
+      decided: 4,
+      inserted: 1,
+      updated: 1,
+      rereads: 5,
+      refused: 2,
+      notRun: 1,
+      stoppedBy: 'signal',
+      seconds: 2.5,
+    });
+    expect(Object.entries(summary['byCode'] as object)).toEqual([
+      ['INSERTED', 1],
+      ['STALE_REPAIRED', 1],
+      ['EXPECTED_MISMATCH', 1],
+      ['GRANT_REVOKED', 1],
+    ]);
   });
   it('a dry run on a terminal: wouldInsert/wouldUpdate whether written or not, the non-zero results as counts', () => {
-    const { summary, counts } = summarizeRepair(facts({ dryRun: true, byResult: { WOULD_APPLY: 2, LOCAL_CHANGED: 1, LOCAL_AHEAD: 0, DEFERRED: 1 } }), 0, false);
+    const { summary, counts } = summarizeRepair(
+      facts({ dryRun: true, byResult: { WOULD_APPLY: 2, LOCAL_CHANGED: 1, LOCAL_AHEAD: 0, DEFERRED: 1 } }),
+      0,
+      false,
+    );
     expect(summary).toMatchObject({ dryRun: true, wouldInsert: 1, wouldUpdate: 2 });
     expect(summary).not.toHaveProperty('inserted');
     expect(summary).not.toHaveProperty('byResult');
     expect(counts).toEqual({ WOULD_APPLY: 2, LOCAL_CHANGED: 1, DEFERRED: 1 });
   });
   it('an envelope run with nothing decided', () => {
-    const { summary } = summarizeRepair(facts({ results: [], notRun: 0, items: 1, source: 'envelope', byResult: {} }), 0, true);
-    expect(summary).toMatchObject({ source: 'envelope', decided: 0, byCode: {}, inserted: 0, updated: 0, rereads: 0, refused: 0 });
+    const { summary } = summarizeRepair(
+      facts({ results: [], notRun: 0, items: 1, source: 'envelope', byResult: {} }),
+      0,
+      true,
+    );
+    expect(summary).toMatchObject({
+      source: 'envelope',
+      decided: 0,
+      byCode: {},
+      inserted: 0,
+      updated: 0,
+      rereads: 0,
+      refused: 0,
+    });
   });
 });
 
@@ -83,9 +148,11 @@ describe('repairFailure: the error a run stopped by ends with', () => {
     expect(repairFailure(env)).toBe(env);
   });
   it('another error: exit 3, its first line, a missing table named as a missing schema', () => {
-    const e = repairFailure(Object.assign(new Error('Table x doesn\'t exist\nmore'), { code: 'ER_NO_SUCH_TABLE' }));
+    const e = repairFailure(Object.assign(new Error("Table x doesn't exist\nmore"), { code: 'ER_NO_SUCH_TABLE' }));
     expect(e).toBeInstanceOf(EnvironmentError);
-    expect(e.message).toBe('repair stopped by an error: Table x doesn\'t exist (schema missing: run `fcctl db init --side fc` / `--side sh`)');
+    expect(e.message).toBe(
+      "repair stopped by an error: Table x doesn't exist (schema missing: run `fcctl db init --side fc` / `--side sh`)",
+    );
     expect(repairFailure('boom').message).toBe('repair stopped by an error: boom');
   });
 });

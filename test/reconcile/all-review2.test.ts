@@ -13,7 +13,17 @@ let dir: string;
 
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const all = (out: string, ...more: string[]) => ['--json', 'reconcile', 'run', '--all', '--consumer', CONSUMER, '--out-dir', out, ...more];
+const all = (out: string, ...more: string[]) => [
+  '--json',
+  'reconcile',
+  'run',
+  '--all',
+  '--consumer',
+  CONSUMER,
+  '--out-dir',
+  out,
+  ...more,
+];
 
 /** Moves every row of the task table `minutes` into the past, as the SH clock would see them later. */
 async function age(minutes: number): Promise<void> {
@@ -21,18 +31,23 @@ async function age(minutes: number): Promise<void> {
     `UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET create_time = create_time - INTERVAL ? MINUTE, finished_at = finished_at - INTERVAL ? MINUTE, claim_expires_at = claim_expires_at - INTERVAL ? MINUTE`,
     [minutes, minutes, minutes],
   );
-  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_join SET joined_at = joined_at - INTERVAL ? MINUTE`, [minutes]);
+  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_join SET joined_at = joined_at - INTERVAL ? MINUTE`, [
+    minutes,
+  ]);
 }
 
 test.beforeAll(async ({ dbs: services, tmp }) => {
   dbs = services;
   dir = tmp;
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env: dbs.env() })).code).toBe(0);
-  const seed = await runCli(['--json', 'dev', 'seed', '--answers', '60', '--schools', '2', '--consumer-keys', CONSUMER, '--no-grant-mix'], { env: dbs.env() });
+  const seed = await runCli(
+    ['--json', 'dev', 'seed', '--answers', '60', '--schools', '2', '--consumer-keys', CONSUMER, '--no-grant-mix'],
+    { env: dbs.env() },
+  );
   expect(seed.code, seed.stderr).toBe(0);
 });
 
-test('§3 two processes of one night started minutes apart join one run, even when the first joined a finished run near the window\'s edge', async () => {
+test("§3 two processes of one night started minutes apart join one run, even when the first joined a finished run near the window's edge", async () => {
   const out = join(dir, 'edge');
   const first = await runCli(all(out), { env: dbs.env() });
   expect(first.code, first.stderr).toBe(0);
@@ -54,7 +69,10 @@ test('§3 four processes started at the same moment on a table with no recent ru
   await age(24 * 60);
   const out = join(dir, 'together');
   const runs = await Promise.all([0, 1, 2, 3].map(() => runCli(all(out, '--concurrency', '1'), { env: dbs.env() })));
-  expect(runs.map((r) => r.code), runs.map((r) => r.stderr).join('')).toEqual([0, 0, 0, 0]);
+  expect(
+    runs.map((r) => r.code),
+    runs.map((r) => r.stderr).join(''),
+  ).toEqual([0, 0, 0, 0]);
   expect(new Set(runs.map((r) => summaryOf(r.stdout)['runId'])).size).toBe(1);
   expect(runs.reduce((n, r) => n + pairsOf(r.stdout).length, 0)).toBe(6);
 });

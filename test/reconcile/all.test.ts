@@ -24,13 +24,26 @@ type Line = Record<string, unknown>;
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const key = (l: Line) => `${String(l['school'])}/${String(l['form'])}`;
-const all = (out: string, ...more: string[]) => ['--json', 'reconcile', 'run', '--all', '--consumer', CONSUMER, '--out-dir', out, ...more];
+const all = (out: string, ...more: string[]) => [
+  '--json',
+  'reconcile',
+  'run',
+  '--all',
+  '--consumer',
+  CONSUMER,
+  '--out-dir',
+  out,
+  ...more,
+];
 const text = (p: string) => readFileSync(p, 'utf8');
 const readdirSafe = (d: string) => (existsSync(d) && statSync(d).isDirectory() ? readdirSync(d) : []);
 
 /** A real fcctl process whose output is read while it runs (to kill it at a chosen moment). */
 function spawnLive(args: readonly string[]) {
-  const child = spawn(process.execPath, [FCCTL_BIN, ...args], { env: cleanEnv(env) as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FCCTL_BIN, ...args], {
+    env: cleanEnv(env) as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const io = { out: '', err: '' };
   child.stdout.on('data', (c: Buffer) => (io.out += c.toString('utf8')));
   child.stderr.on('data', (c: Buffer) => (io.err += c.toString('utf8')));
@@ -38,9 +51,20 @@ function spawnLive(args: readonly string[]) {
   return { child, io, exited };
 }
 
-async function tasks(runId: string): Promise<Array<{ sch_id: string; form_uuid: string; state: string; claim_owner: string | null; attempts: number }>> {
-  const [rows] = await dbs.admin.query(`SELECT CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, claim_owner, attempts FROM \`${dbs.shName}\`.fcctl_reconcile_task WHERE run_id = ? ORDER BY sch_id, form_uuid`, [runId]);
-  return rows as Array<{ sch_id: string; form_uuid: string; state: string; claim_owner: string | null; attempts: number }>;
+async function tasks(
+  runId: string,
+): Promise<Array<{ sch_id: string; form_uuid: string; state: string; claim_owner: string | null; attempts: number }>> {
+  const [rows] = await dbs.admin.query(
+    `SELECT CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, claim_owner, attempts FROM \`${dbs.shName}\`.fcctl_reconcile_task WHERE run_id = ? ORDER BY sch_id, form_uuid`,
+    [runId],
+  );
+  return rows as Array<{
+    sch_id: string;
+    form_uuid: string;
+    state: string;
+    claim_owner: string | null;
+    attempts: number;
+  }>;
 }
 
 test.beforeAll(async ({ dbs: services, tmp }) => {
@@ -48,9 +72,21 @@ test.beforeAll(async ({ dbs: services, tmp }) => {
   env = dbs.env();
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
   // 13 schools × 3 forms = 39 pairs at FC (and SH, with drift of every category), + 1 at SH only.
-  const seed = await runCli(['--json', 'dev', 'seed', '--answers', '780', '--schools', '13', '--consumer-keys', CONSUMER, '--no-grant-mix'], { env });
+  const seed = await runCli(
+    ['--json', 'dev', 'seed', '--answers', '780', '--schools', '13', '--consumer-keys', CONSUMER, '--no-grant-mix'],
+    { env },
+  );
   expect(seed.code, seed.stderr).toBe(0);
-  await insertProjections(dbs.admin, dbs.shName, Array.from({ length: 4 }, (_, i) => ({ answerUuid: testUuid('all', 'sh-only', i), schId: Number(SH_ONLY_SCHOOL), formUuid: SH_ONLY_FORM, createTime: '2026-10-01 08:00:00' })));
+  await insertProjections(
+    dbs.admin,
+    dbs.shName,
+    Array.from({ length: 4 }, (_, i) => ({
+      answerUuid: testUuid('all', 'sh-only', i),
+      schId: Number(SH_ONLY_SCHOOL),
+      formUuid: SH_ONLY_FORM,
+      createTime: '2026-10-01 08:00:00',
+    })),
+  );
   dir = tmp;
 });
 
@@ -69,33 +105,69 @@ test('one process: every pair found on either side run once, each in DIR/<school
   expect((shOnly['counts'] as Record<string, number>)['ABSENT_AT_FC']).toBe(4);
   for (const p of pairs) expect(existsSync(join(out, String(p['school']), String(p['form']), 'report.csv'))).toBe(true);
   const summary = JSON.parse(text(join(out, 'summary.json'))) as Record<string, unknown>;
-  expect(summary).toMatchObject({ format: 'fcctl.reconcile.all.v1', runId: 'single', pairs: 40, byState: { DONE: 40, PENDING: 0, CLAIMED: 0, FAILED: 0 } });
+  expect(summary).toMatchObject({
+    format: 'fcctl.reconcile.all.v1',
+    runId: 'single',
+    pairs: 40,
+    byState: { DONE: 40, PENDING: 0, CLAIMED: 0, FAILED: 0 },
+  });
   const differing = pairs.filter((p) => Number(p['differences']) > 0);
   expect(differing.length).toBeGreaterThan(0);
   expect((summary['pairsWithDifferences'] as Line[]).length).toBe(differing.length);
-  expect(summaryOf(r.stdout)).toMatchObject({ all: true, runId: 'single', pairsFound: 40, pairsRun: 40, byResult: { done: 40, failed: 0 } });
+  expect(summaryOf(r.stdout)).toMatchObject({
+    all: true,
+    runId: 'single',
+    pairsFound: 40,
+    pairsRun: 40,
+    byResult: { done: 40, failed: 0 },
+  });
   single = new Map(pairs.map((p) => [key(p), p]));
   // The per-pair result is today's single-pair run's: one pair run alone gives the same counts and report.
   const one = pairs[7]!;
-  const alone = await runCli(['--json', 'reconcile', 'run', '--school', String(one['school']), '--form', String(one['form']), '--out-dir', join(dir, 'alone')], { env });
+  const alone = await runCli(
+    [
+      '--json',
+      'reconcile',
+      'run',
+      '--school',
+      String(one['school']),
+      '--form',
+      String(one['form']),
+      '--out-dir',
+      join(dir, 'alone'),
+    ],
+    { env },
+  );
   expect(alone.code, alone.stderr).toBe(0);
   expect(text(join(dir, 'alone', 'report.csv'))).toBe(text(join(String(one['dir']), 'report.csv')));
   // The same run again: every pair is done, nothing is run twice — and a run id reused is said (exit 1).
   const again = await runCli(all(out, '--run-id', 'single'), { env });
   expect(again.code).toBe(1);
-  expect(again.stderr).toMatch(/^fcctl: warning: every pair of run single was done before this process began: nothing was run/);
+  expect(again.stderr).toMatch(
+    /^fcctl: warning: every pair of run single was done before this process began: nothing was run/,
+  );
   expect(pairsOf(again.stdout)).toHaveLength(0);
   expect(summaryOf(again.stdout)).toMatchObject({ pairsRun: 0, run: { pairs: 40, byState: { DONE: 40 } } });
   // --fail-if-diff: the seeded drift is a difference.
-  const strict = await runCli(all(join(dir, 'strict'), '--run-id', 'strict', '--fail-if-diff', '--school', '5', '--school', '6'), { env });
+  const strict = await runCli(
+    all(join(dir, 'strict'), '--run-id', 'strict', '--fail-if-diff', '--school', '5', '--school', '6'),
+    { env },
+  );
   expect(strict.code).toBe(1);
-  expect(pairsOf(strict.stdout).map((p) => p['school']).sort()).toEqual(['5', '5', '5', '6', '6', '6']);
+  expect(
+    pairsOf(strict.stdout)
+      .map((p) => p['school'])
+      .sort(),
+  ).toEqual(['5', '5', '5', '6', '6', '6']);
   expect(summaryOf(strict.stdout)['reason']).toMatch(/pair\(s\) with differences \(--fail-if-diff\)/);
 });
 
 test('two processes started together share the run: every pair exactly once, results identical to one process', async () => {
   const out = join(dir, 'two');
-  const [a, b] = await Promise.all([spawnCli(all(out, '--run-id', 'two', '--concurrency', '2'), { env }), spawnCli(all(out, '--run-id', 'two', '--concurrency', '2'), { env })]);
+  const [a, b] = await Promise.all([
+    spawnCli(all(out, '--run-id', 'two', '--concurrency', '2'), { env }),
+    spawnCli(all(out, '--run-id', 'two', '--concurrency', '2'), { env }),
+  ]);
   expect(a.code, a.stderr).toBe(0);
   expect(b.code, b.stderr).toBe(0);
   const pairs = [...pairsOf(a.stdout), ...pairsOf(b.stdout)];
@@ -106,9 +178,13 @@ test('two processes started together share the run: every pair exactly once, res
   expect(pairsOf(b.stdout).length).toBeGreaterThan(0);
   for (const p of pairs) {
     expect(p['counts']).toEqual(single.get(key(p))!['counts']);
-    expect(text(join(String(p['dir']), 'report.csv'))).toBe(text(join(String(single.get(key(p))!['dir']), 'report.csv')));
+    expect(text(join(String(p['dir']), 'report.csv'))).toBe(
+      text(join(String(single.get(key(p))!['dir']), 'report.csv')),
+    );
   }
-  expect((await tasks('two')).every((t) => t.state === 'DONE' && t.claim_owner === null && t.attempts === 1)).toBe(true);
+  expect((await tasks('two')).every((t) => t.state === 'DONE' && t.claim_owner === null && t.attempts === 1)).toBe(
+    true,
+  );
 });
 
 test('a process killed with SIGKILL mid-run: a process started later takes its pairs over after the lease and resumes them from their checkpoints', async () => {
@@ -116,7 +192,14 @@ test('a process killed with SIGKILL mid-run: a process started later takes its p
   const args = all(out, '--run-id', 'killed', '--concurrency', '2', '--lease-seconds', '3', '--size', '1');
   const { child, io, exited } = spawnLive(args);
   // Killed once three pairs are done and another has begun scanning (its run.json written).
-  const begunDirs = () => pairsOf(io.out).length >= 3 && readdirSafe(out).some((s) => readdirSafe(join(out, s)).some((f) => !pairsOf(io.out).some((p) => p['school'] === s && p['form'] === f) && existsSync(join(out, s, f, 'run.json'))));
+  const begunDirs = () =>
+    pairsOf(io.out).length >= 3 &&
+    readdirSafe(out).some((s) =>
+      readdirSafe(join(out, s)).some(
+        (f) =>
+          !pairsOf(io.out).some((p) => p['school'] === s && p['form'] === f) && existsSync(join(out, s, f, 'run.json')),
+      ),
+    );
   await waitFor('three pairs done and a fourth begun', async () => begunDirs(), 60_000);
   child.kill('SIGKILL');
   await exited;
@@ -147,14 +230,21 @@ test('a process killed with SIGKILL mid-run: a process started later takes its p
   expect(JSON.parse(text(join(out, 'summary.json')))).toMatchObject({ pairs: 40, byState: { DONE: 40 } });
 });
 
-test('two processes, one killed with SIGKILL: the other waits out the lease and finishes the killed one\'s pairs', async () => {
+test("two processes, one killed with SIGKILL: the other waits out the lease and finishes the killed one's pairs", async () => {
   const out = join(dir, 'survivor');
   const args = all(out, '--run-id', 'survivor', '--concurrency', '2', '--lease-seconds', '3', '--size', '1');
   const { child: victim, io: victimIo, exited: victimExited } = spawnLive(args);
   const survivor = spawnCli(args, { env, timeoutMs: 120_000 });
   // Killed once it has done two pairs and holds another (its claim token names its pid).
-  const holds = async () => (await tasks('survivor')).some((t) => t.state === 'CLAIMED' && t.claim_owner !== null && t.claim_owner.split(':')[1] === String(victim.pid));
-  await waitFor('the victim has done two pairs and holds a third', async () => pairsOf(victimIo.out).length >= 2 && (await holds()), 60_000);
+  const holds = async () =>
+    (await tasks('survivor')).some(
+      (t) => t.state === 'CLAIMED' && t.claim_owner !== null && t.claim_owner.split(':')[1] === String(victim.pid),
+    );
+  await waitFor(
+    'the victim has done two pairs and holds a third',
+    async () => pairsOf(victimIo.out).length >= 2 && (await holds()),
+    60_000,
+  );
   victim.kill('SIGKILL');
   await victimExited;
   const r = await survivor;
@@ -166,34 +256,63 @@ test('two processes, one killed with SIGKILL: the other waits out the lease and 
   const bySurvivor = pairsOf(r.stdout);
   expect(new Set([...byVictim, ...bySurvivor.map(key)]).size).toBe(byVictim.length + bySurvivor.length);
   const survivorRan = new Set(bySurvivor.map(key));
-  for (const t of await tasks('survivor')) if (!survivorRan.has(`${t.sch_id}/${t.form_uuid}`)) expect(t.attempts, `${t.sch_id}/${t.form_uuid}`).toBe(1);
+  for (const t of await tasks('survivor'))
+    if (!survivorRan.has(`${t.sch_id}/${t.form_uuid}`)) expect(t.attempts, `${t.sch_id}/${t.form_uuid}`).toBe(1);
   // The pairs the victim held when it died: taken over on the second attempt.
   expect(bySurvivor.filter((p) => p['attempt'] === 2).length).toBeGreaterThan(0);
   for (const p of bySurvivor) expect(p['counts']).toEqual(single.get(key(p))!['counts']);
   expect((await tasks('survivor')).every((t) => t.state === 'DONE')).toBe(true);
 });
 
-test('--metrics-file: one file holding every pair\'s series labelled school and form; counters add up across runs', async () => {
+test("--metrics-file: one file holding every pair's series labelled school and form; counters add up across runs", async () => {
   const prom = join(dir, 'prom');
   mkdirSync(prom);
   const file = join(prom, 'fcctl_reconcile.prom');
-  const night = (n: number) => runCli(all(join(dir, 'metrics'), '--run-id', `metrics-${n}`, '--school', '5', '--school', SH_ONLY_SCHOOL, '--metrics-file', file), { env });
+  const night = (n: number) =>
+    runCli(
+      all(
+        join(dir, 'metrics'),
+        '--run-id',
+        `metrics-${n}`,
+        '--school',
+        '5',
+        '--school',
+        SH_ONLY_SCHOOL,
+        '--metrics-file',
+        file,
+      ),
+      { env },
+    );
   expect((await night(1)).code).toBe(0);
   expect((await night(2)).code).toBe(0);
   const c = collectTextfiles(prom);
   expect(c.errors).toEqual([]);
   const rows = c.families.get('fcctl_reconcile_rows')!.samples;
   expect(new Set(rows.map((s) => `${s.labels['school']}/${s.labels['form']}`)).size).toBe(4);
-  const inSync = (fam: string) => c.families.get(fam)!.samples.filter((s) => s.labels['school'] === '5' && s.labels['category'] === 'IN_SYNC');
+  const inSync = (fam: string) =>
+    c.families.get(fam)!.samples.filter((s) => s.labels['school'] === '5' && s.labels['category'] === 'IN_SYNC');
   // three forms of school 5: each pair's counter is twice its gauge after two nights
-  expect(inSync('fcctl_reconcile_rows_total').map((s) => s.value).sort()).toEqual(inSync('fcctl_reconcile_rows').map((s) => 2 * s.value).sort());
-  expect(c.families.get('fcctl_last_success_timestamp_seconds')!.samples).toEqual([expect.objectContaining({ labels: { command: 'reconcile run', metrics_file: 'fcctl_reconcile.prom' } })]);
+  expect(
+    inSync('fcctl_reconcile_rows_total')
+      .map((s) => s.value)
+      .sort(),
+  ).toEqual(
+    inSync('fcctl_reconcile_rows')
+      .map((s) => 2 * s.value)
+      .sort(),
+  );
+  expect(c.families.get('fcctl_last_success_timestamp_seconds')!.samples).toEqual([
+    expect.objectContaining({ labels: { command: 'reconcile run', metrics_file: 'fcctl_reconcile.prom' } }),
+  ]);
   expect(c.families.get('fcctl_paused')!.samples.map((s) => s.value)).toEqual([0]);
 });
 
 test('a --school filter is kept by the claims of a process that shares its run with an unfiltered one', async () => {
   const out = join(dir, 'filtered');
-  const [wide, narrow] = await Promise.all([spawnCli(all(out, '--run-id', 'filtered', '--concurrency', '1', '--size', '1'), { env }), spawnCli(all(out, '--run-id', 'filtered', '--school', '9'), { env })]);
+  const [wide, narrow] = await Promise.all([
+    spawnCli(all(out, '--run-id', 'filtered', '--concurrency', '1', '--size', '1'), { env }),
+    spawnCli(all(out, '--run-id', 'filtered', '--school', '9'), { env }),
+  ]);
   expect(wide.code, wide.stderr).toBe(0);
   expect(narrow.code, narrow.stderr).toBe(0);
   expect(pairsOf(narrow.stdout).every((p) => p['school'] === '9')).toBe(true);
@@ -230,10 +349,15 @@ test('a pair whose diff completed but whose task row was not written (killed in 
   const pairDir = join(out, victim!.sch_id, victim!.form_uuid);
   const reportBefore = text(join(pairDir, 'report.csv'));
   const runBefore = JSON.parse(text(join(pairDir, 'run.json'))) as Record<string, unknown>;
-  await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET state = 'CLAIMED', claim_owner = 'dead-host:1:x', claim_expires_at = UTC_TIMESTAMP() - INTERVAL 1 SECOND WHERE run_id = 'adopt' AND sch_id = ? AND form_uuid = ?`, [victim!.sch_id, victim!.form_uuid]);
+  await dbs.admin.query(
+    `UPDATE \`${dbs.shName}\`.fcctl_reconcile_task SET state = 'CLAIMED', claim_owner = 'dead-host:1:x', claim_expires_at = UTC_TIMESTAMP() - INTERVAL 1 SECOND WHERE run_id = 'adopt' AND sch_id = ? AND form_uuid = ?`,
+    [victim!.sch_id, victim!.form_uuid],
+  );
   const r = await runCli(all(out, '--run-id', 'adopt', '--school', '8'), { env });
   expect(r.code, r.stderr).toBe(0);
-  expect(pairsOf(r.stdout)).toEqual([expect.objectContaining({ school: victim!.sch_id, form: victim!.form_uuid, result: 'adopted', attempt: 2 })]);
+  expect(pairsOf(r.stdout)).toEqual([
+    expect.objectContaining({ school: victim!.sch_id, form: victim!.form_uuid, result: 'adopted', attempt: 2 }),
+  ]);
   expect(JSON.parse(text(join(pairDir, 'run.json')))).toEqual(runBefore);
   expect(text(join(pairDir, 'report.csv'))).toBe(reportBefore);
   expect((await tasks('adopt')).every((t) => t.state === 'DONE')).toBe(true);
@@ -256,7 +380,9 @@ test('mistakes: no pair for the filters, no consumer key, bad flags — one line
   const none = await runCli(all(join(dir, 'none'), '--run-id', 'none', '--school', '424242'), { env });
   expect(none.code).toBe(1);
   expect(none.stderr).toMatch(/no \(school, form\) pair found at FC nor at SH for these filters/);
-  expect((await runCli(all(join(dir, 'none2'), '--run-id', 'none2', '--school', '424242', '--allow-empty'), { env })).code).toBe(0);
+  expect(
+    (await runCli(all(join(dir, 'none2'), '--run-id', 'none2', '--school', '424242', '--allow-empty'), { env })).code,
+  ).toBe(0);
   const typo = await runCli(all(join(dir, 'typo'), '--run-id', 'typo', '--school', '5', '--school', '66'), { env });
   expect(typo.code).toBe(1);
   expect(typo.stderr).toMatch(/^fcctl: warning: --school 66 matched no pair at FC nor at SH: a typo\?/);
@@ -277,7 +403,22 @@ test('mistakes: no pair for the filters, no consumer key, bad flags — one line
     expect(bad.stderr).toMatch(says);
     expect(existsSync(join(dir, 'bad'))).toBe(false);
   }
-  const twice = await runCli(['--json', 'reconcile', 'run', '--school', '5', '--school', '6', '--form', SH_ONLY_FORM, '--out-dir', join(dir, 'twice')], { env });
+  const twice = await runCli(
+    [
+      '--json',
+      'reconcile',
+      'run',
+      '--school',
+      '5',
+      '--school',
+      '6',
+      '--form',
+      SH_ONLY_FORM,
+      '--out-dir',
+      join(dir, 'twice'),
+    ],
+    { env },
+  );
   expect(twice.code).toBe(2);
   expect(twice.stderr).toMatch(/--school given 2 times: one pair takes one/);
   expect(existsSync(join(dir, 'twice'))).toBe(false);

@@ -3,9 +3,25 @@ import type { ManifestRow } from '../../src/lib/manifest/row.js';
 import { CATEGORIES, type Category, classify } from '../../src/lib/reconcile/classify.js';
 
 const TASK_START = '2026-11-30 01:00:00';
-const fc = (revision: string, hash = 'h1', isDeleted = false): ManifestRow => ({ answerUuid: 'a', revision, contentHash: hash, isDeleted, schId: '5', createTime: '2026-10-01 00:00:00' });
-const local = (revision: string, o: { hash?: string; isDeleted?: boolean; createTime?: string | null; retiredAt?: string | null } = {}): ManifestRow => ({
-  answerUuid: 'a', revision, contentHash: o.hash ?? 'h1', isDeleted: o.isDeleted ?? false, schId: '5', createTime: o.createTime === undefined ? '2026-10-01 00:00:01' : o.createTime, retiredAt: o.retiredAt ?? null,
+const fc = (revision: string, hash = 'h1', isDeleted = false): ManifestRow => ({
+  answerUuid: 'a',
+  revision,
+  contentHash: hash,
+  isDeleted,
+  schId: '5',
+  createTime: '2026-10-01 00:00:00',
+});
+const local = (
+  revision: string,
+  o: { hash?: string; isDeleted?: boolean; createTime?: string | null; retiredAt?: string | null } = {},
+): ManifestRow => ({
+  answerUuid: 'a',
+  revision,
+  contentHash: o.hash ?? 'h1',
+  isDeleted: o.isDeleted ?? false,
+  schId: '5',
+  createTime: o.createTime === undefined ? '2026-10-01 00:00:01' : o.createTime,
+  retiredAt: o.retiredAt ?? null,
 });
 
 describe('classify(fcRow, localRow, taskStart)', () => {
@@ -22,17 +38,40 @@ describe('classify(fcRow, localRow, taskStart)', () => {
           for (const createTime of times) {
             for (const retired of [false, true]) {
               const revision = rev === 'lower' ? '9' : rev === 'equal' ? '10' : '11';
-              const l = local(revision, { hash: sameHash ? 'h1' : 'h2', isDeleted: !sameDeleted, createTime, retiredAt: retired ? '2026-11-01 00:00:00' : null });
+              const l = local(revision, {
+                hash: sameHash ? 'h1' : 'h2',
+                isDeleted: !sameDeleted,
+                createTime,
+                retiredAt: retired ? '2026-11-01 00:00:00' : null,
+              });
               const f = fcPresent ? fc('10') : null;
               let expected: Category;
               if (!fcPresent) {
-                expected = retired ? 'RETIRED' : createTime === null ? 'ABSENT_CREATE_TIME_NULL' : createTime > TASK_START ? 'ABSENT_CREATED_AFTER_TASK_START' : 'ABSENT_AT_FC';
+                expected = retired
+                  ? 'RETIRED'
+                  : createTime === null
+                    ? 'ABSENT_CREATE_TIME_NULL'
+                    : createTime > TASK_START
+                      ? 'ABSENT_CREATED_AFTER_TASK_START'
+                      : 'ABSENT_AT_FC';
               } else if (retired) {
                 expected = 'RETIRED_PRESENT_AT_FC';
               } else {
-                expected = rev === 'lower' ? 'STALE_LOCAL' : rev === 'higher' ? 'LOCAL_AHEAD' : sameHash && sameDeleted ? 'IN_SYNC' : 'HASH_CONFLICT';
+                expected =
+                  rev === 'lower'
+                    ? 'STALE_LOCAL'
+                    : rev === 'higher'
+                      ? 'LOCAL_AHEAD'
+                      : sameHash && sameDeleted
+                        ? 'IN_SYNC'
+                        : 'HASH_CONFLICT';
               }
-              cases.push({ name: `fc ${fcPresent ? 'present' : 'absent'}, local rev ${rev}, hash ${sameHash ? 'same' : 'other'}, deleted ${sameDeleted ? 'same' : 'other'}, created ${createTime}, ${retired ? 'retired' : 'live'}`, fc: f, local: l, expected });
+              cases.push({
+                name: `fc ${fcPresent ? 'present' : 'absent'}, local rev ${rev}, hash ${sameHash ? 'same' : 'other'}, deleted ${sameDeleted ? 'same' : 'other'}, created ${createTime}, ${retired ? 'retired' : 'live'}`,
+                fc: f,
+                local: l,
+                expected,
+              });
             }
           }
         }
@@ -50,7 +89,9 @@ describe('classify(fcRow, localRow, taskStart)', () => {
 
   it('a createTime equal to the task start is "not after" it: a candidate; one second later is not', () => {
     expect(classify(null, local('1', { createTime: TASK_START }), TASK_START)).toBe('ABSENT_AT_FC');
-    expect(classify(null, local('1', { createTime: '2026-11-30 01:00:01' }), TASK_START)).toBe('ABSENT_CREATED_AFTER_TASK_START');
+    expect(classify(null, local('1', { createTime: '2026-11-30 01:00:01' }), TASK_START)).toBe(
+      'ABSENT_CREATED_AFTER_TASK_START',
+    );
   });
 
   it('compares revisions exactly beyond 2^53 and by value, not as text', () => {

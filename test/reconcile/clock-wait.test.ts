@@ -26,17 +26,21 @@ function fakeClock(passAt: number, onPoll: (n: number) => void = () => undefined
 }
 
 describe('waitForFcClock (an FC clock a little behind SH never refuses a run)', () => {
-  it('waits until the FC UTC clock has passed the task start\'s second', async () => {
+  it("waits until the FC UTC clock has passed the task start's second", async () => {
     const c = fakeClock(4);
     expect(await waitForFcClock(c.db, '2026-11-30 01:00:00')).toBe('passed');
     expect(c.polls()).toBe(4);
   });
 
-  it('a clock still behind after 5 s is a real inversion: exit 4 before anything is scanned', { timeout: 15_000 }, async () => {
+  it('a clock still behind after 5 s is a real inversion: exit 4 before anything is scanned', {
+    timeout: 15_000,
+  }, async () => {
     const c = fakeClock(Infinity);
     await expect(waitForFcClock(c.db, '2026-11-30 01:00:00')).rejects.toMatchObject({
       exitCode: 4,
-      message: expect.stringMatching(/^the FC database's clock \(UTC\) is still not past the task start 2026-11-30 01:00:00 UTC \(SH database clock\) after 5 s/),
+      message: expect.stringMatching(
+        /^the FC database's clock \(UTC\) is still not past the task start 2026-11-30 01:00:00 UTC \(SH database clock\) after 5 s/,
+      ),
     });
     expect(c.polls()).toBe(100);
   });
@@ -68,8 +72,22 @@ describe('runReconcile stopped while it waits for its task start', () => {
     const ac = new AbortController();
     const sh = fakeClock(Infinity, (n) => n === 2 && ac.abort());
     const r = await runReconcile(
-      { schId: '5', formUuid: 'f0000000-0000-4000-8000-000000000000', outDir: dir, size: 200, restart: false, fcDatabase: 'x:3306/fc', shDatabase: 'x:3306/sh' },
-      { fcDb: async () => { throw new Error('the FC database is not used before the task start'); }, shDb: async () => sh.db, signal: ac.signal },
+      {
+        schId: '5',
+        formUuid: 'f0000000-0000-4000-8000-000000000000',
+        outDir: dir,
+        size: 200,
+        restart: false,
+        fcDatabase: 'x:3306/fc',
+        shDatabase: 'x:3306/sh',
+      },
+      {
+        fcDb: async () => {
+          throw new Error('the FC database is not used before the task start');
+        },
+        shDb: async () => sh.db,
+        signal: ac.signal,
+      },
     );
     expect(r).toMatchObject({ kind: 'stopped', phase: 'task-start', reason: 'signal', run: null, resumed: false });
     expect(existsSync(join(dir, 'run.json'))).toBe(false);

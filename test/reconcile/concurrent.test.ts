@@ -30,24 +30,46 @@ let env: Record<string, string | undefined>;
 let dir: string;
 let fcDb: Db;
 let shDb: Db;
-const answers: TestAnswer[] = Array.from({ length: N }, (_, i) => ({ answerUuid: testUuid('concurrent', i), formUuid: FORM, revision: 1 + (i % 3) }));
+const answers: TestAnswer[] = Array.from({ length: N }, (_, i) => ({
+  answerUuid: testUuid('concurrent', i),
+  formUuid: FORM,
+  revision: 1 + (i % 3),
+}));
 /** Local rows FC really does not have, created long before: the only true retire candidates. */
 const trulyAbsent = Array.from({ length: 5 }, (_, i) => testUuid('concurrent', 'absent', i));
 
-const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, string>);
+const jsonl = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, string>);
 /** The key `n` rows after `after` in a table's school-5 form (past what a scan reads ahead). */
 async function keyAfter(database: string, table: string, after: string, n: number): Promise<string> {
-  const [rows] = await dbs.admin.query(`SELECT answer_uuid FROM \`${database}\`.${table} WHERE sch_id = 5 AND form_uuid = ? AND answer_uuid > ? ORDER BY answer_uuid LIMIT 1 OFFSET ${n}`, [FORM, after]);
+  const [rows] = await dbs.admin.query(
+    `SELECT answer_uuid FROM \`${database}\`.${table} WHERE sch_id = 5 AND form_uuid = ? AND answer_uuid > ? ORDER BY answer_uuid LIMIT 1 OFFSET ${n}`,
+    [FORM, after],
+  );
   return (rows as Array<{ answer_uuid: string }>)[0]!.answer_uuid;
 }
-const reportRows = (out: string) => readFileSync(join(out, 'report.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.split(',') as [string, string]);
+const reportRows = (out: string) =>
+  readFileSync(join(out, 'report.csv'), 'utf8')
+    .trimEnd()
+    .split('\n')
+    .slice(1)
+    .map((l) => l.split(',') as [string, string]);
 
 test.beforeAll(async ({ dbs: services, tmp }) => {
   dbs = services;
   env = dbs.env();
   await insertAnswers(dbs.admin, dbs.fcName, answers);
   await insertProjections(dbs.admin, dbs.shName, [
-    ...answers.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, revision: a.revision ?? 1, contentHash: answerHash(a), createTime: '2026-10-01 08:00:05' })),
+    ...answers.map((a) => ({
+      answerUuid: a.answerUuid,
+      formUuid: FORM,
+      revision: a.revision ?? 1,
+      contentHash: answerHash(a),
+      createTime: '2026-10-01 08:00:05',
+    })),
     ...trulyAbsent.map((u) => ({ answerUuid: u, formUuid: FORM, createTime: '2026-10-01 09:00:00' })),
   ]);
   fcDb = await openDb('FC database', dbs.fcUrl);
@@ -60,7 +82,7 @@ afterAll(async () => {
 });
 
 describe('rows inserted and changed while the scans run', () => {
-  it('are never retire candidates: new answers FC\'s scan had passed, local-only inserts, local updates', async () => {
+  it("are never retire candidates: new answers FC's scan had passed, local-only inserts, local updates", async () => {
     const touched = new Set<string>();
     let behindFcCursor: string[] = [];
     const localOnly: string[] = [];
@@ -74,7 +96,15 @@ describe('rows inserted and changed while the scans run', () => {
       return found;
     };
     const result = await runReconcile(
-      { schId: '5', formUuid: FORM, outDir: out, size: SIZE, restart: false, fcDatabase: databaseIdentity(dbs.fcUrl), shDatabase: databaseIdentity(dbs.shUrl) },
+      {
+        schId: '5',
+        formUuid: FORM,
+        outDir: out,
+        size: SIZE,
+        restart: false,
+        fcDatabase: databaseIdentity(dbs.fcUrl),
+        shDatabase: databaseIdentity(dbs.shUrl),
+      },
       {
         fcDb: async () => fcDb,
         shDb: async () => shDb,
@@ -89,18 +119,37 @@ describe('rows inserted and changed while the scans run', () => {
             const ahead = fresh('ahead', 10, (u) => u > far);
             const created = [...behindFcCursor, ...ahead].map((u) => ({ answerUuid: u, formUuid: FORM }));
             await insertAnswers(dbs.admin, dbs.fcName, created);
-            await insertProjections(dbs.admin, dbs.shName, created.map((a) => ({ answerUuid: a.answerUuid, formUuid: FORM, contentHash: answerHash(a), createTime: 'NOW()' })));
+            await insertProjections(
+              dbs.admin,
+              dbs.shName,
+              created.map((a) => ({
+                answerUuid: a.answerUuid,
+                formUuid: FORM,
+                contentHash: answerHash(a),
+                createTime: 'NOW()',
+              })),
+            );
             for (const u of [...behindFcCursor, ...ahead]) touched.add(u);
           }
           if (side === 'sh' && p.page === 5) {
             // Local-only rows created now, ahead of the SH cursor (the SH scan will see them, FC never has them) …
             const far = await keyAfter(dbs.shName, 'fc_answer_projection', p.cursor!, READ_AHEAD);
             localOnly.push(...fresh('local-only', 10, (u) => u > far));
-            await insertProjections(dbs.admin, dbs.shName, localOnly.map((u) => ({ answerUuid: u, formUuid: FORM, createTime: 'NOW()' })));
+            await insertProjections(
+              dbs.admin,
+              dbs.shName,
+              localOnly.map((u) => ({ answerUuid: u, formUuid: FORM, createTime: 'NOW()' })),
+            );
             // … and existing rows changed ahead of the cursor: a newer revision, a tombstone.
-            const [rows] = await dbs.admin.query(`SELECT answer_uuid FROM \`${dbs.shName}\`.fc_answer_projection WHERE sch_id = 5 AND form_uuid = ? AND answer_uuid > ? AND answer_uuid NOT IN (?) ORDER BY answer_uuid LIMIT 10`, [FORM, far, [...trulyAbsent, ...localOnly, ...touched]]);
+            const [rows] = await dbs.admin.query(
+              `SELECT answer_uuid FROM \`${dbs.shName}\`.fc_answer_projection WHERE sch_id = 5 AND form_uuid = ? AND answer_uuid > ? AND answer_uuid NOT IN (?) ORDER BY answer_uuid LIMIT 10`,
+              [FORM, far, [...trulyAbsent, ...localOnly, ...touched]],
+            );
             const changed = (rows as Array<{ answer_uuid: string }>).map((r) => r.answer_uuid);
-            await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fc_answer_projection SET answer_revision = answer_revision + 1, is_deleted = answer_uuid < ?, content_hash = SHA2(CONCAT(answer_uuid, 'changed'), 256), update_time = NOW() WHERE answer_uuid IN (?)`, [changed[5], changed]);
+            await dbs.admin.query(
+              `UPDATE \`${dbs.shName}\`.fc_answer_projection SET answer_revision = answer_revision + 1, is_deleted = answer_uuid < ?, content_hash = SHA2(CONCAT(answer_uuid, 'changed'), 256), update_time = NOW() WHERE answer_uuid IN (?)`,
+              [changed[5], changed],
+            );
             for (const u of [...localOnly, ...changed]) touched.add(u);
           }
         },
@@ -114,7 +163,9 @@ describe('rows inserted and changed while the scans run', () => {
     // What they are instead: created after the task start (absent from the FC manifest, present locally) …
     const byCategory = new Map<string, string[]>();
     for (const [c, u] of reportRows(out)) byCategory.set(c, [...(byCategory.get(c) ?? []), u]);
-    expect((byCategory.get('ABSENT_CREATED_AFTER_TASK_START') ?? []).sort()).toEqual([...behindFcCursor, ...localOnly].sort());
+    expect((byCategory.get('ABSENT_CREATED_AFTER_TASK_START') ?? []).sort()).toEqual(
+      [...behindFcCursor, ...localOnly].sort(),
+    );
     // … or local-ahead for the changed ones.
     expect(byCategory.get('LOCAL_AHEAD')).toHaveLength(10);
     expect(result.summary.counts.ABSENT_AT_FC).toBe(trulyAbsent.length);
@@ -122,17 +173,28 @@ describe('rows inserted and changed while the scans run', () => {
 
   it('a real `reconcile run` process with a writer inserting local rows all along: no inserted row is a candidate', async () => {
     const out = join(dir, 'process');
-    const child = spawn(process.execPath, [FCCTL_BIN, '--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out, '--size', '5'], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [FCCTL_BIN, '--json', 'reconcile', 'run', '--school', '5', '--form', FORM, '--out-dir', out, '--size', '5'],
+      { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     let running = true;
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => {
-      running = false;
-      resolve(code);
-    }));
+    const exited = new Promise<number | null>((resolve) =>
+      child.on('close', (code) => {
+        running = false;
+        resolve(code);
+      }),
+    );
     // Writes begin once the run has taken its task start (run.json exists): rows created before
     // it are, rightly, candidates when FC does not have them.
-    await waitFor('the run to take its task start', async () => existsSync(join(out, 'run.json')) || !running, 30_000, 2);
+    await waitFor(
+      'the run to take its task start',
+      async () => existsSync(join(out, 'run.json')) || !running,
+      30_000,
+      2,
+    );
     const inserted: string[] = [];
     for (let k = 0; running; k++) {
       const u = testUuid('concurrent', 'writer', k);

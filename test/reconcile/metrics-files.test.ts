@@ -4,7 +4,15 @@ import { describe, expect } from 'vitest';
 import { APP, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
-import { bindQueue, ensureExchange, insertDeliveries, insertGrant, insertRegistry, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
 import { answerHash, insertAnswers, insertProjections, testUuid } from '../helpers/manifest.js';
 import { promtool } from '../helpers/promtool.js';
 import { servicesTest } from '../helpers/services.js';
@@ -24,7 +32,13 @@ let runs: string;
 
 test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
   dbs = services;
-  env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode, FCCTL_FLOW_URL: flowCenter.url, FCCTL_APP_SECRET: APP.secret });
+  env = dbs.env({
+    FCCTL_AMQP_URL: testAmqpUrl(),
+    FCCTL_APP_KEY: PUBLISHER.appKey,
+    FCCTL_APP_CODE: PUBLISHER.appCode,
+    FCCTL_FLOW_URL: flowCenter.url,
+    FCCTL_APP_SECRET: APP.secret,
+  });
   prom = join(tmp, 'textfile_collector');
   runs = join(tmp, 'runs');
   mkdirSync(prom);
@@ -34,7 +48,11 @@ test.beforeAll(async ({ dbs: services, flowCenter, tmp }) => {
   const b = Array.from({ length: 3 }, (_, i) => ({ answerUuid: testUuid('prom-files', `b${i}`), formUuid: FORM_B }));
   await insertAnswers(dbs.admin, dbs.fcName, [...a, ...b]);
   // pair A in sync; pair B: one answer missing locally (a difference)
-  await insertProjections(dbs.admin, dbs.shName, [...a, ...b.slice(1)].map((x) => ({ ...x, contentHash: answerHash(x) })));
+  await insertProjections(
+    dbs.admin,
+    dbs.shName,
+    [...a, ...b.slice(1)].map((x) => ({ ...x, contentHash: answerHash(x) })),
+  );
 }, 60_000);
 
 const cli = async (argv: readonly string[], code = 0) => {
@@ -43,14 +61,28 @@ const cli = async (argv: readonly string[], code = 0) => {
   return r;
 };
 
-describe('a textfile directory holding every cron command\'s file', () => {
-  test('two single-pair reconcile runs, send, scan and apply: no series twice; counters grow across runs; promtool check metrics passes', { timeout: 120_000 }, async () => {
+describe("a textfile directory holding every cron command's file", () => {
+  test('two single-pair reconcile runs, send, scan and apply: no series twice; counters grow across runs; promtool check metrics passes', {
+    timeout: 120_000,
+  }, async () => {
     const consumerKey = uniqueConsumerKey('prom');
     await bindQueue(consumerKey);
     await insertGrant(dbs.admin, dbs.fcName, { formUuid: DELIVERY_FORM, schoolId: 5, consumerKey });
     await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey }, 3);
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${uniquePrefix('pf')}-1` }]);
-    const pairRun = (form: string, file: string, night: number) => cli(['reconcile', 'run', '--school', '5', '--form', form, '--out-dir', join(runs, `${night}`, form), '--metrics-file', join(prom, file)]);
+    const pairRun = (form: string, file: string, night: number) =>
+      cli([
+        'reconcile',
+        'run',
+        '--school',
+        '5',
+        '--form',
+        form,
+        '--out-dir',
+        join(runs, `${night}`, form),
+        '--metrics-file',
+        join(prom, file),
+      ]);
     for (const night of [1, 2]) {
       await pairRun(FORM_A, `fcctl_reconcile_5_a.prom`, night);
       await pairRun(FORM_B, `fcctl_reconcile_5_b.prom`, night);
@@ -77,12 +109,23 @@ describe('a textfile directory holding every cron command\'s file', () => {
     expect(collectedValue(c, 'fcctl_runs_total', { ...send, exit_code: '0' })).toBe(2);
     expect(collectedValue(c, 'fcctl_rows_total', { ...send, result: 'accepted' })).toBe(3);
     expect(collectedValue(c, 'fcctl_rows', { ...send, result: 'accepted' })).toBe(0);
-    expect(collectedValue(c, 'fcctl_last_success_timestamp_seconds', { command: 'reconcile run', ...a })).toBeGreaterThan(0);
+    expect(
+      collectedValue(c, 'fcctl_last_success_timestamp_seconds', { command: 'reconcile run', ...a }),
+    ).toBeGreaterThan(0);
     expect(collectedValue(c, 'fcctl_reconcile_last_success_timestamp_seconds', b)).toBeGreaterThan(0);
-    expect(collectedValue(c, 'fcctl_runs_total', { command: 'apply-command resolve-unknown', exit_code: '0', metrics_file: 'fcctl_apply.prom' })).toBe(1);
-    for (const name of ['fcctl_runs_total', 'fcctl_rows_total', 'fcctl_reconcile_rows_total']) expect(c.families.get(name)?.type).toBe('counter');
+    expect(
+      collectedValue(c, 'fcctl_runs_total', {
+        command: 'apply-command resolve-unknown',
+        exit_code: '0',
+        metrics_file: 'fcctl_apply.prom',
+      }),
+    ).toBe(1);
+    for (const name of ['fcctl_runs_total', 'fcctl_rows_total', 'fcctl_reconcile_rows_total'])
+      expect(c.families.get(name)?.type).toBe('counter');
     // reconcile's files: every series names its pair
-    for (const f of c.families.values()) for (const s of f.samples) if (s.file.startsWith('fcctl_reconcile_')) expect(s.labels).toMatchObject({ school: '5' });
+    for (const f of c.families.values())
+      for (const s of f.samples)
+        if (s.file.startsWith('fcctl_reconcile_')) expect(s.labels).toMatchObject({ school: '5' });
     for (const f of c.families.values()) for (const s of f.samples) expect(s.labels['metrics_file']).toBe(s.file);
 
     // promtool's lint (the exposition checks node_exporter's parser makes, and the naming rules)

@@ -5,8 +5,17 @@ import { reconcileRunReport, runPlan } from '../../src/lib/reconcile/run/decide.
 import { type ReconcileRunResult, RUN_FORMAT, type RunState } from '../../src/lib/reconcile/run/types.js';
 
 const run = (over: Partial<RunState> = {}): RunState => ({
-  format: RUN_FORMAT, runId: 'r1', params: { schId: '5', formUuid: 'f', fcDatabase: 'fc:3306/fc', shDatabase: 'sh:3306/sh' }, paramsDigest: 'd1',
-  taskStart: '2026-11-30 09:00:00', taskStartUtc: '2026-11-30 01:00:00', startedAt: 't', state: 'scanning', completedAt: null, counts: null, ...over,
+  format: RUN_FORMAT,
+  runId: 'r1',
+  params: { schId: '5', formUuid: 'f', fcDatabase: 'fc:3306/fc', shDatabase: 'sh:3306/sh' },
+  paramsDigest: 'd1',
+  taskStart: '2026-11-30 09:00:00',
+  taskStartUtc: '2026-11-30 01:00:00',
+  startedAt: 't',
+  state: 'scanning',
+  completedAt: null,
+  counts: null,
+  ...over,
 });
 
 describe('reconcile run: continue, begin anew or refuse', () => {
@@ -22,18 +31,37 @@ describe('reconcile run: continue, begin anew or refuse', () => {
   it('a run of other parameters without --restart is refused, naming them', () => {
     expect(runPlan(run({ paramsDigest: 'other' }), 'd1', false, '/runs/5')).toEqual({
       kind: 'refuse',
-      message: '/runs/5 holds a run of other parameters (school 5, form f, FC fc:3306/fc, SH sh:3306/sh); use another --out-dir or pass --restart',
+      message:
+        '/runs/5 holds a run of other parameters (school 5, form f, FC fc:3306/fc, SH sh:3306/sh); use another --out-dir or pass --restart',
     });
   });
 });
 
 describe('reconcile run: exit code, summary line, metrics', () => {
   const summary = (fcRows: number, shRows: number): DiffSummary => ({
-    format: 'fcctl.reconcile.summary.v1', taskStart: '2026-11-30 09:00:00', schId: '5', formUuid: 'f', shards: [null], wholeKeySpace: true,
-    inputs: { fc: { file: 'fc', bytes: 0, rows: fcRows, sha256: '', completedAt: '', checkpoints: [] }, sh: { file: 'sh', bytes: 0, rows: shRows, sha256: '', completedAt: '', checkpoints: [] } },
-    counts: { ...emptyCounts(), IN_SYNC: Math.min(fcRows, shRows) }, differences: 0, outputs: {}, createdAt: 't',
+    format: 'fcctl.reconcile.summary.v1',
+    taskStart: '2026-11-30 09:00:00',
+    schId: '5',
+    formUuid: 'f',
+    shards: [null],
+    wholeKeySpace: true,
+    inputs: {
+      fc: { file: 'fc', bytes: 0, rows: fcRows, sha256: '', completedAt: '', checkpoints: [] },
+      sh: { file: 'sh', bytes: 0, rows: shRows, sha256: '', completedAt: '', checkpoints: [] },
+    },
+    counts: { ...emptyCounts(), IN_SYNC: Math.min(fcRows, shRows) },
+    differences: 0,
+    outputs: {},
+    createdAt: 't',
   });
-  const done = (fcRows: number, shRows: number): ReconcileRunResult => ({ kind: 'done', run: run(), resumed: true, scans: {} as never, summary: summary(fcRows, shRows), outDir: '/runs/5' });
+  const done = (fcRows: number, shRows: number): ReconcileRunResult => ({
+    kind: 'done',
+    run: run(),
+    resumed: true,
+    scans: {} as never,
+    summary: summary(fcRows, shRows),
+    outDir: '/runs/5',
+  });
   const pair = { schId: '5', formUuid: 'f', allowEmpty: false };
   it.each([
     ['rows at both sides', done(3, 3), pair, 0, false],
@@ -45,17 +73,43 @@ describe('reconcile run: exit code, summary line, metrics', () => {
     const r = reconcileRunReport(o, result, 1000);
     expect(r.exitCode).toBe(exitCode);
     expect(r.warning !== null).toBe(warned);
-    expect(r.fields).toMatchObject({ command: 'reconcile run', exitCode, runId: 'r1', resumed: true, fcRows: result.kind === 'done' ? result.summary.inputs.fc.rows : -1, seconds: 1 });
+    expect(r.fields).toMatchObject({
+      command: 'reconcile run',
+      exitCode,
+      runId: 'r1',
+      resumed: true,
+      fcRows: result.kind === 'done' ? result.summary.inputs.fc.rows : -1,
+      seconds: 1,
+    });
     expect('empty' in r.fields).toBe(warned);
     // the series (fcctl_reconcile_empty among them) come of this in src/lib/reconcile/metrics.ts
-    expect(r.outcome).toEqual({ exitCode, suspect: warned, paused: false, rowsByResult: result.kind === 'done' ? result.summary.counts : undefined });
+    expect(r.outcome).toEqual({
+      exitCode,
+      suspect: warned,
+      paused: false,
+      rowsByResult: result.kind === 'done' ? result.summary.counts : undefined,
+    });
   });
   it('stopped before the task start: no run id, exit 1, an interrupt for the metrics', () => {
-    const r = reconcileRunReport(pair, { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir: '/runs/5' }, 250);
+    const r = reconcileRunReport(
+      pair,
+      { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir: '/runs/5' },
+      250,
+    );
     expect(r).toEqual({
       warning: null,
       exitCode: 1,
-      fields: { command: 'reconcile run', runId: null, taskStart: null, resumed: false, exitCode: 1, stoppedBy: 'signal', phase: 'task-start', outDir: '/runs/5', seconds: 0.3 },
+      fields: {
+        command: 'reconcile run',
+        runId: null,
+        taskStart: null,
+        resumed: false,
+        exitCode: 1,
+        stoppedBy: 'signal',
+        phase: 'task-start',
+        outDir: '/runs/5',
+        seconds: 0.3,
+      },
       outcome: { exitCode: 1, interrupted: true },
     });
   });

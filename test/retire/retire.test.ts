@@ -23,13 +23,24 @@ let dir: string;
 
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const resultsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'result');
-const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const jsonl = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 const shSum = () => checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection', 'fc_reconcile_audit']);
 const projectionSum = () => checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
-const auditOfRun = (runId: string) => sh(`SELECT action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = ? ORDER BY id`, [runId]);
+const auditOfRun = (runId: string) =>
+  sh(
+    `SELECT action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = ? ORDER BY id`,
+    [runId],
+  );
 const auditCount = async () => Number((await sh(`SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit`))[0]!['n']);
 const fcSum = () => checksumTables(dbs.admin, dbs.fcName, ['answer']);
-const sh = (sql: string, params: unknown[] = []) => dbs.admin.query(sql.replaceAll('$SH', `\`${dbs.shName}\``), params).then(([r]) => r as Array<Record<string, string | number | null>>);
+const sh = (sql: string, params: unknown[] = []) =>
+  dbs.admin
+    .query(sql.replaceAll('$SH', `\`${dbs.shName}\``), params)
+    .then(([r]) => r as Array<Record<string, string | number | null>>);
 const cli = (args: string[], e = env) => runCli(['--json', ...args], { env: e });
 /** The id and digest of school 6's proof, the one that retired its absent rows. */
 const proof6 = () => JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string; digest: string };
@@ -46,7 +57,14 @@ async function arrangeSchool(school: number): Promise<void> {
   await insertAnswers(dbs.admin, dbs.fcName, synced);
   await insertProjections(dbs.admin, dbs.shName, [
     ...synced.map((a) => ({ ...a, contentHash: answerHash(a) })),
-    ...ABSENT.map((n) => ({ answerUuid: U(school, n), formUuid: FORM, schId: school, revision: n, isDeleted: n === 2 ? 1 : 0, createTime: `2026-10-0${n} 08:00:00` })),
+    ...ABSENT.map((n) => ({
+      answerUuid: U(school, n),
+      formUuid: FORM,
+      schId: school,
+      revision: n,
+      isDeleted: n === 2 ? 1 : 0,
+      createTime: `2026-10-0${n} 08:00:00`,
+    })),
   ]);
 }
 
@@ -59,7 +77,17 @@ async function reconcile(school: number): Promise<string> {
   return out;
 }
 
-const proveArgs = (run: string, out: string, extra: string[] = []) => ['retire-absent', 'prove', '--candidates', join(run, 'retire-candidates.jsonl'), '--fc-manifest', join(run, 'fc-manifest.jsonl'), '--out', out, ...extra];
+const proveArgs = (run: string, out: string, extra: string[] = []) => [
+  'retire-absent',
+  'prove',
+  '--candidates',
+  join(run, 'retire-candidates.jsonl'),
+  '--fc-manifest',
+  join(run, 'fc-manifest.jsonl'),
+  '--out',
+  out,
+  ...extra,
+];
 
 /** Rewrites a proof with a correct digest after `edit` (what a forger with the algorithm could do). */
 function reseal(src: string, dst: string, edit: (p: Record<string, unknown>) => void): void {
@@ -91,9 +119,29 @@ describe('retire-absent prove', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const run = JSON.parse(readFileSync(join(run5, 'run.json'), 'utf8')) as { runId: string; taskStart: string };
-    const cp = JSON.parse(readFileSync(join(run5, 'fc-manifest.checkpoint.json'), 'utf8')) as { sha256: string; completedAt: string; rows: number; outputBytes: number };
+    const cp = JSON.parse(readFileSync(join(run5, 'fc-manifest.checkpoint.json'), 'utf8')) as {
+      sha256: string;
+      completedAt: string;
+      rows: number;
+      outputBytes: number;
+    };
     const p = JSON.parse(readFileSync(proof5, 'utf8')) as Record<string, unknown>;
-    expect(Object.keys(p)).toEqual(['format', 'formatDoc', 'proofId', 'taskId', 'taskStart', 'schId', 'formUuid', 'createdAt', 'fcDatabase', 'fcManifest', 'candidates', 'entries', 'excluded', 'digest']);
+    expect(Object.keys(p)).toEqual([
+      'format',
+      'formatDoc',
+      'proofId',
+      'taskId',
+      'taskStart',
+      'schId',
+      'formUuid',
+      'createdAt',
+      'fcDatabase',
+      'fcManifest',
+      'candidates',
+      'entries',
+      'excluded',
+      'digest',
+    ]);
     expect(p).toMatchObject({
       format: PROOF_FORMAT,
       formatDoc: PROOF_FORMAT_DOC,
@@ -103,7 +151,14 @@ describe('retire-absent prove', () => {
       schId: '5',
       formUuid: FORM,
       fcDatabase: databaseIdentity(dbs.fcUrl),
-      fcManifest: { path: join(run5, 'fc-manifest.jsonl'), checkpoints: [join(run5, 'fc-manifest.checkpoint.json')], rows: 3, bytes: cp.outputBytes, sha256: cp.sha256, completedAt: cp.completedAt },
+      fcManifest: {
+        path: join(run5, 'fc-manifest.jsonl'),
+        checkpoints: [join(run5, 'fc-manifest.checkpoint.json')],
+        rows: 3,
+        bytes: cp.outputBytes,
+        sha256: cp.sha256,
+        completedAt: cp.completedAt,
+      },
       candidates: { path: join(run5, 'retire-candidates.jsonl'), rows: ABSENT.length },
       excluded: [],
     });
@@ -111,13 +166,32 @@ describe('retire-absent prove', () => {
     const entries = p['entries'] as Array<Record<string, unknown>>;
     expect(entries.map((e) => e['answerUuid'])).toEqual(ABSENT.map((n) => U(5, n)).sort());
     const e2 = entries.find((e) => e['answerUuid'] === U(5, 2))!;
-    expect(Object.keys(e2)).toEqual(['answerUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'fcAbsentCheckedAt']);
-    expect(e2).toMatchObject({ expectedRevision: '2', expectedIsDeleted: true, localCreateTime: '2026-10-02 08:00:00' });
+    expect(Object.keys(e2)).toEqual([
+      'answerUuid',
+      'expectedRevision',
+      'expectedHash',
+      'expectedIsDeleted',
+      'localCreateTime',
+      'fcAbsentCheckedAt',
+    ]);
+    expect(e2).toMatchObject({
+      expectedRevision: '2',
+      expectedIsDeleted: true,
+      localCreateTime: '2026-10-02 08:00:00',
+    });
     const checked = Date.parse(e2['fcAbsentCheckedAt'] as string);
     expect(checked).toBeGreaterThanOrEqual(before - 1000);
     expect(checked).toBeLessThanOrEqual(Date.parse(p['createdAt'] as string));
     expect(p['digest']).toBe(proofDigest(p));
-    expect(summaryOf(r.stdout)).toMatchObject({ command: 'retire-absent prove', exitCode: 0, written: true, proofId: 'rp-school-5', entries: 6, excluded: 0, digest: p['digest'] });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      command: 'retire-absent prove',
+      exitCode: 0,
+      written: true,
+      proofId: 'rp-school-5',
+      entries: 6,
+      excluded: 0,
+      digest: p['digest'],
+    });
   });
 
   test('never overwrites a proof: --out existing → exit 2, the file unchanged', async () => {
@@ -132,11 +206,26 @@ describe('retire-absent prove', () => {
     const sub = join(dir, 'incomplete');
     mkdirSync(sub);
     const cands = join(run5, 'retire-candidates.jsonl');
-    const args = (manifest: string, out: string, more: string[] = []) => ['retire-absent', 'prove', '--candidates', cands, '--fc-manifest', manifest, '--out', out, '--task-id', 't', ...more];
+    const args = (manifest: string, out: string, more: string[] = []) => [
+      'retire-absent',
+      'prove',
+      '--candidates',
+      cands,
+      '--fc-manifest',
+      manifest,
+      '--out',
+      out,
+      '--task-id',
+      't',
+      ...more,
+    ];
     // checkpoint not completed
     const partial = await writeManifestFiles(sub, 'partial', 'fc', [], { formUuid: FORM, completed: false });
     let r = await cli(args(partial.file, join(sub, 'p1.json')));
-    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/^fcctl: fc manifest .* records an incomplete scan .*\n$/)]);
+    expect([r.code, r.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^fcctl: fc manifest .* records an incomplete scan .*\n$/),
+    ]);
     // one byte changed (same length): SHA-256 differs
     const changed = join(sub, 'changed.jsonl');
     const bytes = readFileSync(join(run5, 'fc-manifest.jsonl'));
@@ -145,7 +234,10 @@ describe('retire-absent prove', () => {
     flipped[at] = '3'.charCodeAt(0);
     writeFileSync(changed, flipped);
     r = await cli(args(changed, join(sub, 'p2.json'), ['--fc-checkpoint', join(run5, 'fc-manifest.checkpoint.json')]));
-    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/have SHA-256 [0-9a-f]{64}, not the [0-9a-f]{64} it recorded/)]);
+    expect([r.code, r.stderr]).toEqual([
+      4,
+      expect.stringMatching(/have SHA-256 [0-9a-f]{64}, not the [0-9a-f]{64} it recorded/),
+    ]);
     // a line missing: shorter than the checkpoint
     const shorter = join(sub, 'shorter.jsonl');
     writeFileSync(shorter, bytes.subarray(0, bytes.indexOf(0x0a) + 1));
@@ -156,11 +248,31 @@ describe('retire-absent prove', () => {
     const foreign = join(sub, 'foreign.jsonl');
     const line = JSON.parse(readFileSync(cands, 'utf8').split('\n')[0]!) as Record<string, unknown>;
     writeFileSync(foreign, `${JSON.stringify({ ...line, answerUuid: U(5, 101) })}\n`);
-    r = await cli(['retire-absent', 'prove', '--candidates', foreign, '--fc-manifest', join(run5, 'fc-manifest.jsonl'), '--out', join(sub, 'p4.json'), '--task-id', 't']);
-    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/holds candidate .*: the candidates are not from this manifest/)]);
+    r = await cli([
+      'retire-absent',
+      'prove',
+      '--candidates',
+      foreign,
+      '--fc-manifest',
+      join(run5, 'fc-manifest.jsonl'),
+      '--out',
+      join(sub, 'p4.json'),
+      '--task-id',
+      't',
+    ]);
+    expect([r.code, r.stderr]).toEqual([
+      4,
+      expect.stringMatching(/holds candidate .*: the candidates are not from this manifest/),
+    ]);
     // another FC database than the manifest was scanned from
-    r = await cli(proveArgs(run5, join(sub, 'p5.json')), dbs.env({ FCCTL_FC_DATABASE_URL: dbs.fcUrl.replace('127.0.0.1', 'localhost') }));
-    expect([r.code, r.stderr]).toEqual([4, expect.stringMatching(/was scanned from 127\.0\.0\.1:.*, but the configured FC database is localhost:/)]);
+    r = await cli(
+      proveArgs(run5, join(sub, 'p5.json')),
+      dbs.env({ FCCTL_FC_DATABASE_URL: dbs.fcUrl.replace('127.0.0.1', 'localhost') }),
+    );
+    expect([r.code, r.stderr]).toEqual([
+      4,
+      expect.stringMatching(/was scanned from 127\.0\.0\.1:.*, but the configured FC database is localhost:/),
+    ]);
     for (const p of ['p1', 'p2', 'p3', 'p4', 'p5']) expect(existsSync(join(sub, `${p}.json`)), p).toBe(false);
   });
 });
@@ -172,23 +284,43 @@ describe('retire-absent --proof', () => {
     const r = await cli(['retire-absent', '--proof', proof5, '--evidence', evidence]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun'], x['retiredAt']])).toEqual(ABSENT.map(() => ['WOULD_RETIRE', null, true, null]));
+    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun'], x['retiredAt']])).toEqual(
+      ABSENT.map(() => ['WOULD_RETIRE', null, true, null]),
+    );
     expect(resultsOf(r.stdout).every((x) => /^would retire: absent at FC/.test(x['detail'] as string))).toBe(true);
     const summary = summaryOf(r.stdout);
-    expect(summary).toMatchObject({ command: 'retire-absent', exitCode: 0, dryRun: true, proofId: 'rp-school-5', entries: 6, wouldRetire: 6, alreadyRetired: 0, refused: 0, notRun: 0 });
+    expect(summary).toMatchObject({
+      command: 'retire-absent',
+      exitCode: 0,
+      dryRun: true,
+      proofId: 'rp-school-5',
+      entries: 6,
+      wouldRetire: 6,
+      alreadyRetired: 0,
+      refused: 0,
+      notRun: 0,
+    });
     expect(summary).not.toHaveProperty('retired');
     // no member, label or count anywhere in the output reads as an executed retirement
     expect(r.stdout).not.toMatch(/"RETIRED"|"retired"/);
     expect([await shSum(), await fcSum()]).toEqual([s, f]);
     const lines = jsonl(evidence);
     expect(lines.map((l) => l['type'])).toEqual(['run', ...ABSENT.map(() => 'decision'), 'end']);
-    expect(lines[1]).toMatchObject({ result: 'WOULD_RETIRE', dryRun: true, fc: { present: false }, expected: { proofId: 'rp-school-5' } });
+    expect(lines[1]).toMatchObject({
+      result: 'WOULD_RETIRE',
+      dryRun: true,
+      fc: { present: false },
+      expected: { proofId: 'rp-school-5' },
+    });
     expect(lines.at(-1)!['counts']).toEqual({ WOULD_RETIRE: 6, ALREADY_RETIRED: 0, REFUSED: 0 });
   });
 
   test('dry run on a terminal: the table and the summary say WOULD_RETIRE and wouldRetire, never RETIRED', async () => {
     const s = await shSum();
-    const r = await runCli(['retire-absent', '--proof', proof5, '--evidence', join(dir, 'dry-tty.evidence.jsonl')], { env, tty: true });
+    const r = await runCli(['retire-absent', '--proof', proof5, '--evidence', join(dir, 'dry-tty.evidence.jsonl')], {
+      env,
+      tty: true,
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/would do \(dry run\)/);
     expect(r.stdout.match(/WOULD_RETIRE/g)).toHaveLength(ABSENT.length);
@@ -201,7 +333,12 @@ describe('retire-absent --proof', () => {
     const original = readFileSync(proof5);
     const text = original.toString('utf8');
     const [s, f, audits] = [await projectionSum(), await fcSum(), await auditCount()];
-    const spots = [text.indexOf('"expectedRevision":"') + 20, text.indexOf('"expectedHash":"') + 16, text.indexOf('"proofId": "') + 14, text.indexOf('"localCreateTime":"') + 19];
+    const spots = [
+      text.indexOf('"expectedRevision":"') + 20,
+      text.indexOf('"expectedHash":"') + 16,
+      text.indexOf('"proofId": "') + 14,
+      text.indexOf('"localCreateTime":"') + 19,
+    ];
     expect(spots.every((at) => at > 30)).toBe(true);
     for (const at of spots) {
       const bad = Buffer.from(original);
@@ -210,8 +347,12 @@ describe('retire-absent --proof', () => {
       writeFileSync(file, bad);
       const r = await cli(['retire-absent', '--proof', file, '--execute', '--run-id', `byte-${at}`]);
       expect(r.code, `byte ${at}`).toBe(4);
-      expect(r.stderr).toMatch(/^fcctl: proof refused \(PROOF_DIGEST\), nothing retired: .* hashes to [0-9a-f]{64}, not the digest [0-9a-f]{64} it carries; it was changed after prove wrote it\n$/);
-      expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_DIGEST']));
+      expect(r.stderr).toMatch(
+        /^fcctl: proof refused \(PROOF_DIGEST\), nothing retired: .* hashes to [0-9a-f]{64}, not the digest [0-9a-f]{64} it carries; it was changed after prove wrote it\n$/,
+      );
+      expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']])).toEqual(
+        ABSENT.map(() => ['REFUSED', 'PROOF_DIGEST']),
+      );
       expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 4, proofRefused: 'PROOF_DIGEST', retired: 0, refused: 6 });
       const ev = jsonl(join(dir, `byte-${at}.evidence.jsonl`));
       expect(ev.map((l) => l['type'])).toEqual(['run', 'refused-proof', ...ABSENT.map(() => 'decision'), 'end']);
@@ -219,10 +360,26 @@ describe('retire-absent --proof', () => {
       const claimed = (JSON.parse(bad.toString('utf8')) as { proofId: string }).proofId;
       const audit = await auditOfRun(`byte-${at}`);
       expect(audit).toEqual([
-        expect.objectContaining({ action: 'RETIRE_ABSENT', outcome: 'REFUSED', reason: expect.stringMatching(/^PROOF_DIGEST: proof .*byte-\d+\.json: the content hashes to/), proof_id: claimed, host: hostname(), sch_id: '5', answer_uuid: null }),
+        expect.objectContaining({
+          action: 'RETIRE_ABSENT',
+          outcome: 'REFUSED',
+          reason: expect.stringMatching(/^PROOF_DIGEST: proof .*byte-\d+\.json: the content hashes to/),
+          proof_id: claimed,
+          host: hostname(),
+          sch_id: '5',
+          answer_uuid: null,
+        }),
       ]);
-      expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({ proofFile: file, proofFileSha256: createHash('sha256').update(bad).digest('hex'), proofId: claimed, formUuid: FORM });
-      expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({ refusal: 'PROOF_DIGEST', entriesRefused: ABSENT.length });
+      expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({
+        proofFile: file,
+        proofFileSha256: createHash('sha256').update(bad).digest('hex'),
+        proofId: claimed,
+        formUuid: FORM,
+      });
+      expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({
+        refusal: 'PROOF_DIGEST',
+        entriesRefused: ABSENT.length,
+      });
     }
     expect([await projectionSum(), await fcSum(), await auditCount()]).toEqual([s, f, audits + spots.length]);
   });
@@ -233,8 +390,15 @@ describe('retire-absent --proof', () => {
     const [s, f] = [await shSum(), await fcSum()];
     const r = await cli(['retire-absent', '--proof', file, '--run-id', 'dry-refused']);
     expect(r.code).toBe(4);
-    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_INVALID', true]));
-    expect(summaryOf(r.stdout)).toMatchObject({ dryRun: true, proofRefused: 'PROOF_INVALID', wouldRetire: 0, refused: 6 });
+    expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason'], x['dryRun']])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'PROOF_INVALID', true]),
+    );
+    expect(summaryOf(r.stdout)).toMatchObject({
+      dryRun: true,
+      proofRefused: 'PROOF_INVALID',
+      wouldRetire: 0,
+      refused: 6,
+    });
     expect([await shSum(), await fcSum()]).toEqual([s, f]);
     expect(await auditOfRun('dry-refused')).toEqual([]);
   });
@@ -242,25 +406,64 @@ describe('retire-absent --proof', () => {
   test('a refused proof whose audit row cannot be written (SH unreachable) → exit 3 naming the refusal, nothing retired', async () => {
     const file = join(dir, 'refused-no-sh.json');
     reseal(proof5, file, (p) => void (p['note'] = 'x'));
-    const r = await cli(['retire-absent', '--proof', file, '--execute'], dbs.env({ FCCTL_SH_DATABASE_URL: 'mysql://fcctl:pw@127.0.0.1:9/nope' }));
+    const r = await cli(
+      ['retire-absent', '--proof', file, '--execute'],
+      dbs.env({ FCCTL_SH_DATABASE_URL: 'mysql://fcctl:pw@127.0.0.1:9/nope' }),
+    );
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^fcctl: proof refused \(PROOF_INVALID\), nothing retired, but the refusal could not be written to fc_reconcile_audit: .*\n$/);
+    expect(r.stderr).toMatch(
+      /^fcctl: proof refused \(PROOF_INVALID\), nothing retired, but the refusal could not be written to fc_reconcile_audit: .*\n$/,
+    );
     const ev = jsonl(join(dir, 'refused-no-sh.evidence.jsonl'));
     expect(ev.map((l) => l['type'])).toEqual(['run', 'refused-proof', ...ABSENT.map(() => 'decision'), 'end']);
-    expect(ev.at(-1)).toMatchObject({ exitCode: null, error: expect.stringMatching(/could not be written to fc_reconcile_audit/) });
+    expect(ev.at(-1)).toMatchObject({
+      exitCode: null,
+      error: expect.stringMatching(/could not be written to fc_reconcile_audit/),
+    });
   });
 
   test('refuses a proof as a whole (exit 4, nothing retired, one audit row each): expired, from the future, members missing or added, digest missing, another FC database; each entry refused for what was checked', async () => {
     const [s, f] = [await projectionSum(), await fcSum()];
     const day = 86400_000;
     const cases: Array<[string, (p: Record<string, unknown>) => void, boolean, RegExp, string[]?]> = [
-      ['expired', (p) => void (p['createdAt'] = new Date(Date.now() - day - 60_000).toISOString()), true, /\(PROOF_EXPIRED\), nothing retired: the proof is 1d1m(\d+s)? old .*over --max-proof-age 1d/],
-      ['expired under a short --max-proof-age', (p) => void (p['createdAt'] = new Date(Date.now() - 5000).toISOString()), true, /\(PROOF_EXPIRED\).*over --max-proof-age 1s/, ['--max-proof-age', '1s']],
-      ['made in the future', (p) => void (p['createdAt'] = new Date(Date.now() + day).toISOString()), true, /\(PROOF_EXPIRED\).*in the future/],
-      ['a member missing (not resealed)', (p) => void delete p['taskStart'], false, /\(PROOF_DIGEST\).*changed after prove wrote it/],
+      [
+        'expired',
+        (p) => void (p['createdAt'] = new Date(Date.now() - day - 60_000).toISOString()),
+        true,
+        /\(PROOF_EXPIRED\), nothing retired: the proof is 1d1m(\d+s)? old .*over --max-proof-age 1d/,
+      ],
+      [
+        'expired under a short --max-proof-age',
+        (p) => void (p['createdAt'] = new Date(Date.now() - 5000).toISOString()),
+        true,
+        /\(PROOF_EXPIRED\).*over --max-proof-age 1s/,
+        ['--max-proof-age', '1s'],
+      ],
+      [
+        'made in the future',
+        (p) => void (p['createdAt'] = new Date(Date.now() + day).toISOString()),
+        true,
+        /\(PROOF_EXPIRED\).*in the future/,
+      ],
+      [
+        'a member missing (not resealed)',
+        (p) => void delete p['taskStart'],
+        false,
+        /\(PROOF_DIGEST\).*changed after prove wrote it/,
+      ],
       ['the digest missing', (p) => void delete p['digest'], false, /\(PROOF_DIGEST\).*has no digest member/],
-      ['an extra member, resealed', (p) => void (p['intent'] = { retire: 'everything' }), true, /\(PROOF_INVALID\).*unexpected member "intent"/],
-      ['an entry created after the task start, resealed', (p) => void ((p['entries'] as Array<Record<string, unknown>>)[0]!['localCreateTime'] = '2099-01-01 00:00:00'), true, /\(PROOF_INVALID\).*entries\[0\]\.localCreateTime is after the task start/],
+      [
+        'an extra member, resealed',
+        (p) => void (p['intent'] = { retire: 'everything' }),
+        true,
+        /\(PROOF_INVALID\).*unexpected member "intent"/,
+      ],
+      [
+        'an entry created after the task start, resealed',
+        (p) => void ((p['entries'] as Array<Record<string, unknown>>)[0]!['localCreateTime'] = '2099-01-01 00:00:00'),
+        true,
+        /\(PROOF_INVALID\).*entries\[0\]\.localCreateTime is after the task start/,
+      ],
     ];
     for (const [i, [name, edit, resealed, message, extra]] of cases.entries()) {
       const file = join(dir, `whole-${name.replaceAll(' ', '-')}.json`);
@@ -276,20 +479,67 @@ describe('retire-absent --proof', () => {
       expect(r.stderr.split('\n')).toHaveLength(2);
       const code = /\((PROOF_\w+)\)/.exec(r.stderr)![1]!;
       // each entry is refused for what was checked: a digest that matched is never called PROOF_DIGEST
-      expect(resultsOf(r.stdout).map((x) => [x['result'], x['reason']]), name).toEqual(ABSENT.map(() => ['REFUSED', code]));
-      expect(resultsOf(r.stdout).every((x) => (x['detail'] as string).startsWith(`the proof is refused (${code}): `) && (x['detail'] as string).endsWith('; this entry was not checked')), name).toBe(true);
-      expect(summaryOf(r.stdout), name).toMatchObject({ exitCode: 4, proofRefused: code, retired: 0, refused: ABSENT.length, byReason: { [code]: ABSENT.length } });
+      expect(
+        resultsOf(r.stdout).map((x) => [x['result'], x['reason']]),
+        name,
+      ).toEqual(ABSENT.map(() => ['REFUSED', code]));
+      expect(
+        resultsOf(r.stdout).every(
+          (x) =>
+            (x['detail'] as string).startsWith(`the proof is refused (${code}): `) &&
+            (x['detail'] as string).endsWith('; this entry was not checked'),
+        ),
+        name,
+      ).toBe(true);
+      expect(summaryOf(r.stdout), name).toMatchObject({
+        exitCode: 4,
+        proofRefused: code,
+        retired: 0,
+        refused: ABSENT.length,
+        byReason: { [code]: ABSENT.length },
+      });
       const audit = await auditOfRun(`whole-${i}`);
-      expect(audit, name).toEqual([expect.objectContaining({ action: 'RETIRE_ABSENT', outcome: 'REFUSED', reason: expect.stringMatching(new RegExp(`^${code}: `)), proof_id: 'rp-school-5', host: hostname(), sch_id: '5', answer_uuid: null })]);
-      expect(JSON.parse(audit[0]!['observed_json'] as string), name).toMatchObject({ refusal: code, entriesRefused: ABSENT.length });
+      expect(audit, name).toEqual([
+        expect.objectContaining({
+          action: 'RETIRE_ABSENT',
+          outcome: 'REFUSED',
+          reason: expect.stringMatching(new RegExp(`^${code}: `)),
+          proof_id: 'rp-school-5',
+          host: hostname(),
+          sch_id: '5',
+          answer_uuid: null,
+        }),
+      ]);
+      expect(JSON.parse(audit[0]!['observed_json'] as string), name).toMatchObject({
+        refusal: code,
+        entriesRefused: ABSENT.length,
+      });
     }
-    const other = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'whole-fc-db'], dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://u:p@elsewhere.invalid:3306/fc' }));
+    const other = await cli(
+      ['retire-absent', '--proof', proof5, '--execute', '--run-id', 'whole-fc-db'],
+      dbs.env({ FCCTL_FC_DATABASE_URL: 'mysql://u:p@elsewhere.invalid:3306/fc' }),
+    );
     expect(other.code).toBe(4);
-    expect(other.stderr).toMatch(/\(FC_DATABASE\).*made against the FC database 127\.0\.0\.1:\d+\/\S+, the configured one is elsewhere\.invalid:3306\/fc\n$/);
-    expect(resultsOf(other.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'FC_DATABASE']));
+    expect(other.stderr).toMatch(
+      /\(FC_DATABASE\).*made against the FC database 127\.0\.0\.1:\d+\/\S+, the configured one is elsewhere\.invalid:3306\/fc\n$/,
+    );
+    expect(resultsOf(other.stdout).map((x) => [x['result'], x['reason']])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'FC_DATABASE']),
+    );
     const audit = await auditOfRun('whole-fc-db');
-    expect(audit).toEqual([expect.objectContaining({ outcome: 'REFUSED', reason: expect.stringMatching(/^FC_DATABASE: the proof was made against the FC database 127\.0\.0\.1:/), proof_id: 'rp-school-5', sch_id: '5', answer_uuid: null })]);
-    expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({ refusal: 'FC_DATABASE', configuredFcDatabase: 'elsewhere.invalid:3306/fc' });
+    expect(audit).toEqual([
+      expect.objectContaining({
+        outcome: 'REFUSED',
+        reason: expect.stringMatching(/^FC_DATABASE: the proof was made against the FC database 127\.0\.0\.1:/),
+        proof_id: 'rp-school-5',
+        sch_id: '5',
+        answer_uuid: null,
+      }),
+    ]);
+    expect(JSON.parse(audit[0]!['observed_json'] as string)).toMatchObject({
+      refusal: 'FC_DATABASE',
+      configuredFcDatabase: 'elsewhere.invalid:3306/fc',
+    });
     expect(audit[0]!['observed_json']).not.toMatch(/u:p@|mysql:/);
     expect([await projectionSum(), await fcSum()]).toEqual([s, f]);
   });
@@ -299,7 +549,11 @@ describe('retire-absent --proof', () => {
     const text = readFileSync(proof5, 'utf8');
     const files: Record<string, string | Buffer> = {
       truncated: text.slice(0, text.length - 10),
-      'not-utf8': Buffer.concat([Buffer.from(text.slice(0, 40)), Buffer.from([0xff, 0xfe]), Buffer.from(text.slice(40))]),
+      'not-utf8': Buffer.concat([
+        Buffer.from(text.slice(0, 40)),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(text.slice(40)),
+      ]),
       'duplicate-member': text.replace('"schId": "5",', '"schId": "5", "schId": "6",'),
       'not-an-object': '[1, 2]\n',
       'no-format': '{"proofId": "x"}\n',
@@ -314,7 +568,11 @@ describe('retire-absent --proof', () => {
       ...Object.entries(files).map(([name, body]): [string, string[], RegExp] => {
         const file = join(dir, `bad-${name}.json`);
         writeFileSync(file, body);
-        return [file, [], /^fcctl: proof .* (is not a strict JSON document \((UNEXPECTED_END|DUPLICATE_MEMBER|[A-Z_]+)|is not UTF-8 text|is not a JSON object|has no "format": "fcctl\.retire-proof\.v1" member)/];
+        return [
+          file,
+          [],
+          /^fcctl: proof .* (is not a strict JSON document \((UNEXPECTED_END|DUPLICATE_MEMBER|[A-Z_]+)|is not UTF-8 text|is not a JSON object|has no "format": "fcctl\.retire-proof\.v1" member)/,
+        ];
       }),
       [v2, [], /is a "fcctl\.retire-proof\.v2" proof; this fcctl reads fcctl\.retire-proof\.v1 only/],
       [huge, [], /is \d+ bytes, over the 67108864-byte limit of a retire proof/],
@@ -345,9 +603,13 @@ describe('retire-absent --proof', () => {
     await insertAnswers(dbs.admin, dbs.fcName, [{ answerUuid: U(5, 2), formUuid: FORM, schId: 5, revision: 3 }]);
     await sh(`UPDATE $SH.fc_answer_projection SET content_hash = ? WHERE answer_uuid = ?`, ['c'.repeat(64), U(5, 3)]);
     await sh(`UPDATE $SH.fc_answer_projection SET create_time = NULL WHERE answer_uuid = ?`, [U(5, 4)]);
-    await sh(`UPDATE $SH.fc_answer_projection SET create_time = '2099-01-01 00:00:00' WHERE answer_uuid = ?`, [U(5, 5)]);
+    await sh(`UPDATE $SH.fc_answer_projection SET create_time = '2099-01-01 00:00:00' WHERE answer_uuid = ?`, [
+      U(5, 5),
+    ]);
     await sh(`DELETE FROM $SH.fc_answer_projection WHERE answer_uuid = ?`, [U(5, 6)]);
-    const before = await sh(`SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`);
+    const before = await sh(
+      `SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`,
+    );
 
     const r = await cli(['retire-absent', '--proof', proof5, '--execute', '--run-id', 'run-5a']);
     expect(r.stderr).toBe('');
@@ -361,11 +623,30 @@ describe('retire-absent --proof', () => {
       [U(5, 5)]: ['REFUSED', 'CREATED_AFTER_TASK_START'],
       [U(5, 6)]: ['REFUSED', 'LOCAL_MISSING'],
     });
-    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, dryRun: false, runId: 'run-5a', retired: 1, refused: 5, byReason: { PRESENT_AT_FC: 1, LOCAL_CHANGED: 1, CREATE_TIME_NULL: 1, CREATED_AFTER_TASK_START: 1, LOCAL_MISSING: 1, PROOF_DIGEST: 0, PROOF_EXPIRED: 0 } });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      exitCode: 1,
+      dryRun: false,
+      runId: 'run-5a',
+      retired: 1,
+      refused: 5,
+      byReason: {
+        PRESENT_AT_FC: 1,
+        LOCAL_CHANGED: 1,
+        CREATE_TIME_NULL: 1,
+        CREATED_AFTER_TASK_START: 1,
+        LOCAL_MISSING: 1,
+        PROOF_DIGEST: 0,
+        PROOF_EXPIRED: 0,
+      },
+    });
 
     // only U1 is retired; no row deleted, no revision, hash or snapshot changed
-    const after = await sh(`SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json, retired_at, retire_proof_id FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`);
-    expect(after.map(({ retired_at: _r, retire_proof_id: _p, projection_version: _v, ...rest }) => rest)).toEqual(before.map(({ projection_version: _v, ...rest }) => rest));
+    const after = await sh(
+      `SELECT answer_uuid, answer_revision, content_hash, is_deleted, projection_version, snapshot_json, retired_at, retire_proof_id FROM $SH.fc_answer_projection WHERE sch_id = 5 ORDER BY answer_uuid`,
+    );
+    expect(after.map(({ retired_at: _r, retire_proof_id: _p, projection_version: _v, ...rest }) => rest)).toEqual(
+      before.map(({ projection_version: _v, ...rest }) => rest),
+    );
     for (const row of after) {
       const was = before.find((b) => b['answer_uuid'] === row['answer_uuid'])!;
       if (row['answer_uuid'] === U(5, 1)) {
@@ -373,20 +654,41 @@ describe('retire-absent --proof', () => {
         expect(row['retire_proof_id']).toBe('rp-school-5');
         expect(Number(row['projection_version'])).toBe(Number(was['projection_version']) + 1);
       } else {
-        expect([row['retired_at'], row['retire_proof_id'], row['projection_version']]).toEqual([null, null, was['projection_version']]);
+        expect([row['retired_at'], row['retire_proof_id'], row['projection_version']]).toEqual([
+          null,
+          null,
+          was['projection_version'],
+        ]);
       }
     }
-    const audit = await sh(`SELECT action, outcome, reason, proof_id, run_id, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = 'run-5a' ORDER BY answer_uuid`);
+    const audit = await sh(
+      `SELECT action, outcome, reason, proof_id, run_id, sch_id, answer_uuid, expected_json, observed_json FROM $SH.fc_reconcile_audit WHERE run_id = 'run-5a' ORDER BY answer_uuid`,
+    );
     expect(audit).toHaveLength(6);
     expect(new Set(audit.map((a) => a['action']))).toEqual(new Set(['RETIRE_ABSENT']));
     const a1 = audit.find((a) => a['answer_uuid'] === U(5, 1))!;
     expect(a1).toMatchObject({ outcome: 'RETIRED', proof_id: 'rp-school-5', sch_id: '5' });
-    expect(JSON.parse(a1['expected_json'] as string)).toMatchObject({ revision: '1', isDeleted: false, createTime: '2026-10-01 08:00:00' });
-    expect(JSON.parse(a1['observed_json'] as string)).toMatchObject({ fc: { present: false }, local: { revision: '1', retiredAt: null }, retiredAt: expect.any(String) });
-    expect(audit.find((a) => a['answer_uuid'] === U(5, 2))).toMatchObject({ outcome: 'REFUSED', reason: expect.stringMatching(/^PRESENT_AT_FC: FC has answer/) });
+    expect(JSON.parse(a1['expected_json'] as string)).toMatchObject({
+      revision: '1',
+      isDeleted: false,
+      createTime: '2026-10-01 08:00:00',
+    });
+    expect(JSON.parse(a1['observed_json'] as string)).toMatchObject({
+      fc: { present: false },
+      local: { revision: '1', retiredAt: null },
+      retiredAt: expect.any(String),
+    });
+    expect(audit.find((a) => a['answer_uuid'] === U(5, 2))).toMatchObject({
+      outcome: 'REFUSED',
+      reason: expect.stringMatching(/^PRESENT_AT_FC: FC has answer/),
+    });
     const ev = jsonl(join(dir, 'proof5.evidence.jsonl')).filter((l) => l['runId'] === 'run-5a');
     expect(ev.map((l) => l['type'])).toEqual(['run', ...ABSENT.map(() => 'decision'), 'end']);
-    expect(ev.find((l) => l['answerUuid'] === U(5, 1))).toMatchObject({ result: 'RETIRED', dryRun: false, retiredAt: after.find((a) => a['answer_uuid'] === U(5, 1))!['retired_at'] });
+    expect(ev.find((l) => l['answerUuid'] === U(5, 1))).toMatchObject({
+      result: 'RETIRED',
+      dryRun: false,
+      retiredAt: after.find((a) => a['answer_uuid'] === U(5, 1))!['retired_at'],
+    });
   });
 
   test('re-running the same proof: the retirement is never written twice (ALREADY_RETIRED), refusals stand; each run appends its decisions to the audit', async () => {
@@ -398,7 +700,9 @@ describe('retire-absent --proof', () => {
     expect(by[U(5, 1)]).toBeUndefined();
     expect(summaryOf(r.stdout)).toMatchObject({ alreadyRetired: 1 });
     expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
-    const counts = await sh(`SELECT run_id, outcome, COUNT(*) AS n FROM $SH.fc_reconcile_audit GROUP BY run_id, outcome ORDER BY run_id, outcome`);
+    const counts = await sh(
+      `SELECT run_id, outcome, COUNT(*) AS n FROM $SH.fc_reconcile_audit GROUP BY run_id, outcome ORDER BY run_id, outcome`,
+    );
     expect(counts.filter((c) => c['outcome'] !== 'REFUSED')).toEqual([
       { run_id: 'run-5a', outcome: 'RETIRED', n: '1' },
       { run_id: 'run-5b', outcome: 'ALREADY_RETIRED', n: '1' },
@@ -419,34 +723,63 @@ describe('retire-absent --proof', () => {
     expect(resultsOf(again.stdout)).toEqual([]);
     expect(summaryOf(again.stdout)).toMatchObject({ exitCode: 0, retired: 0, alreadyRetired: 6, refused: 0 });
     expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);
-    const [{ n }] = (await sh(`SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED'`)) as [{ n: string }];
+    const [{ n }] = (await sh(
+      `SELECT COUNT(*) AS n FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED'`,
+    )) as [{ n: string }];
     expect(n).toBe('6');
-    const retired = await sh(`SELECT COUNT(*) AS n FROM $SH.fc_answer_projection WHERE sch_id = 6 AND retired_at IS NOT NULL AND retire_proof_id LIKE 'rp-%'`);
+    const retired = await sh(
+      `SELECT COUNT(*) AS n FROM $SH.fc_answer_projection WHERE sch_id = 6 AND retired_at IS NOT NULL AND retire_proof_id LIKE 'rp-%'`,
+    );
     expect(retired[0]!['n']).toBe('6');
     // and the next reconcile sees them as RETIRED, not as candidates
-    const next = await cli(['reconcile', 'run', '--school', '6', '--form', FORM, '--out-dir', join(dir, 'run-6-after')]);
+    const next = await cli([
+      'reconcile',
+      'run',
+      '--school',
+      '6',
+      '--form',
+      FORM,
+      '--out-dir',
+      join(dir, 'run-6-after'),
+    ]);
     expect(summaryOf(next.stdout)).toMatchObject({ retireCandidates: 0, counts: { RETIRED: 6, ABSENT_AT_FC: 0 } });
   });
 
-  test('rows retired by another proof are REFUSED RETIRED_BY_OTHER_PROOF (exit 1), never reported as this proof\'s success; nothing written but the audit', async () => {
+  test("rows retired by another proof are REFUSED RETIRED_BY_OTHER_PROOF (exit 1), never reported as this proof's success; nothing written but the audit", async () => {
     const mine = JSON.parse(readFileSync(join(dir, 'proof6.json'), 'utf8')) as { proofId: string };
     const other = join(dir, 'proof6-other.json');
     reseal(join(dir, 'proof6.json'), other, (p) => void (p['proofId'] = 'rp-other'));
     const projection = await projectionSum();
     const dry = await cli(['retire-absent', '--proof', other, '--run-id', 'other-dry']);
     expect(dry.code).toBe(1);
-    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']));
+    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']),
+    );
     expect(await auditOfRun('other-dry')).toEqual([]);
     const r = await cli(['retire-absent', '--proof', other, '--execute', '--run-id', 'other-exec']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(1);
     const results = resultsOf(r.stdout);
-    expect(results.map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']));
-    expect(results[0]!['detail']).toMatch(new RegExp(`^retired at \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2} by proof ${mine.proofId}, not by this proof \\(rp-other\\): a person decides; nothing written$`));
-    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, retired: 0, alreadyRetired: 0, refused: ABSENT.length, byReason: { RETIRED_BY_OTHER_PROOF: ABSENT.length } });
+    expect(results.map((x) => [x['result'], x['reason']])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'RETIRED_BY_OTHER_PROOF']),
+    );
+    expect(results[0]!['detail']).toMatch(
+      new RegExp(
+        `^retired at \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2} by proof ${mine.proofId}, not by this proof \\(rp-other\\): a person decides; nothing written$`,
+      ),
+    );
+    expect(summaryOf(r.stdout)).toMatchObject({
+      exitCode: 1,
+      retired: 0,
+      alreadyRetired: 0,
+      refused: ABSENT.length,
+      byReason: { RETIRED_BY_OTHER_PROOF: ABSENT.length },
+    });
     expect(await projectionSum()).toBe(projection);
     const audit = await auditOfRun('other-exec');
-    expect(audit.map((a) => [a['outcome'], a['proof_id'], (a['reason'] as string).split(':')[0]])).toEqual(ABSENT.map(() => ['REFUSED', 'rp-other', 'RETIRED_BY_OTHER_PROOF']));
+    expect(audit.map((a) => [a['outcome'], a['proof_id'], (a['reason'] as string).split(':')[0]])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'rp-other', 'RETIRED_BY_OTHER_PROOF']),
+    );
     // the proof that did retire them still re-runs clean
     await expectRerunsClean(join(dir, 'proof6.json'));
   });
@@ -464,7 +797,9 @@ describe('retire-absent --proof', () => {
     const audits = await auditCount();
     const dry = await cli(['retire-absent', '--proof', twin, '--run-id', 'twin-dry']);
     expect(dry.code).toBe(4);
-    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(ABSENT.map(() => ['REFUSED', 'PROOF_ID_REUSED']));
+    expect(resultsOf(dry.stdout).map((x) => [x['result'], x['reason']])).toEqual(
+      ABSENT.map(() => ['REFUSED', 'PROOF_ID_REUSED']),
+    );
     expect(await auditCount()).toBe(audits);
     const r = await cli(['retire-absent', '--proof', twin, '--execute', '--run-id', 'twin-exec']);
     expect(r.code).toBe(4);
@@ -475,13 +810,29 @@ describe('retire-absent --proof', () => {
     expect(await projectionSum()).toBe(projection);
     const audit = await auditOfRun('twin-exec');
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ outcome: 'REFUSED', proof_id: mine.proofId, answer_uuid: null, reason: `PROOF_ID_REUSED: ${detail}` });
-    expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({ proofId: mine.proofId, proofDigest: t.digest });
+    expect(audit[0]).toMatchObject({
+      outcome: 'REFUSED',
+      proof_id: mine.proofId,
+      answer_uuid: null,
+      reason: `PROOF_ID_REUSED: ${detail}`,
+    });
+    expect(JSON.parse(audit[0]!['expected_json'] as string)).toMatchObject({
+      proofId: mine.proofId,
+      proofDigest: t.digest,
+    });
     const ev = jsonl(join(dir, 'proof6-twin.evidence.jsonl'));
-    expect(ev.filter((l) => l['type'] === 'refused-proof').map((l) => l['reason'])).toEqual(['PROOF_ID_REUSED', 'PROOF_ID_REUSED']);
+    expect(ev.filter((l) => l['type'] === 'refused-proof').map((l) => l['reason'])).toEqual([
+      'PROOF_ID_REUSED',
+      'PROOF_ID_REUSED',
+    ]);
     // the RETIRED audit rows carry the digest of the proof that retired; the refusal row takes the id from no one
-    const retiredRows = await sh(`SELECT expected_json FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED' AND proof_id = ?`, [mine.proofId]);
-    expect(retiredRows.map((a) => (JSON.parse(a['expected_json'] as string) as { proofDigest: string }).proofDigest)).toEqual(ABSENT.map(() => mine.digest));
+    const retiredRows = await sh(
+      `SELECT expected_json FROM $SH.fc_reconcile_audit WHERE sch_id = 6 AND outcome = 'RETIRED' AND proof_id = ?`,
+      [mine.proofId],
+    );
+    expect(
+      retiredRows.map((a) => (JSON.parse(a['expected_json'] as string) as { proofDigest: string }).proofDigest),
+    ).toEqual(ABSENT.map(() => mine.digest));
     await expectRerunsClean(join(dir, 'proof6.json'));
   });
 
@@ -490,7 +841,11 @@ describe('retire-absent --proof', () => {
     const out = join(dir, 'proof6-reused.json');
     const r = await cli(proveArgs(run6, out, ['--proof-id', mine.proofId]));
     expect(r.code).toBe(4);
-    expect(r.stderr).toMatch(new RegExp(`^fcctl: proof id ${mine.proofId} was already used by another proof \\(with digest ${mine.digest.slice(0, 12)}…; this proof's [0-9a-f]{12}…\\): a proof is its id and its digest — make a new proof with another --proof-id; no proof written\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^fcctl: proof id ${mine.proofId} was already used by another proof \\(with digest ${mine.digest.slice(0, 12)}…; this proof's [0-9a-f]{12}…\\): a proof is its id and its digest — make a new proof with another --proof-id; no proof written\n$`,
+      ),
+    );
     expect(existsSync(out)).toBe(false);
     // a chosen id no proof used is accepted
     const free = join(dir, 'proof6-other-id.json');
@@ -516,17 +871,28 @@ describe('retire-absent --proof', () => {
     const lock = await mysql.createConnection({ uri: testMysqlUrl() });
     try {
       await lock.query('START TRANSACTION');
-      await lock.query(`SELECT id FROM \`${dbs.shName}\`.fc_answer_projection WHERE sch_id = 7 AND answer_uuid IN (?) FOR UPDATE`, [a.entries.map((e) => e.answerUuid)]);
-      const runs = [cli(['retire-absent', '--proof', first, '--execute', '--run-id', 'race-a']), cli(['retire-absent', '--proof', second, '--execute', '--run-id', 'race-b'])];
+      await lock.query(
+        `SELECT id FROM \`${dbs.shName}\`.fc_answer_projection WHERE sch_id = 7 AND answer_uuid IN (?) FOR UPDATE`,
+        [a.entries.map((e) => e.answerUuid)],
+      );
+      const runs = [
+        cli(['retire-absent', '--proof', first, '--execute', '--run-id', 'race-a']),
+        cli(['retire-absent', '--proof', second, '--execute', '--run-id', 'race-b']),
+      ];
       for (let i = 0; ; i++) {
-        const [[w]] = (await lock.query(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%fc_answer_projection%FOR UPDATE'`)) as unknown as [[{ n: number | string }]];
+        const [[w]] = (await lock.query(
+          `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%fc_answer_projection%FOR UPDATE'`,
+        )) as unknown as [[{ n: number | string }]];
         if (Number(w.n) >= 2) break;
         if (i > 200) throw new Error('the two runs never both waited on the rows');
         await new Promise((res) => setTimeout(res, 50));
       }
       await lock.query('ROLLBACK');
       const [ra, rb] = await Promise.all(runs);
-      const results = [ra!, rb!].map((r) => ({ code: r.code, by: resultsOf(r.stdout).map((x) => [x['result'], x['reason']]) }));
+      const results = [ra!, rb!].map((r) => ({
+        code: r.code,
+        by: resultsOf(r.stdout).map((x) => [x['result'], x['reason']]),
+      }));
       // whichever took each row first retired it; the other is refused for it, never ALREADY_RETIRED
       for (const n of ABSENT.keys()) {
         const pair = results.map((r) => r.by[n]!);
@@ -534,29 +900,49 @@ describe('retire-absent --proof', () => {
         expect(pair.find((x) => x[0] === 'REFUSED')![1]).toBe('RETIRED_BY_OTHER_PROOF');
       }
       for (const r of results) expect(r.code).toBe(r.by.some((x) => x[0] === 'REFUSED') ? 1 : 0);
-      const refusedRows = await sh(`SELECT reason FROM $SH.fc_reconcile_audit WHERE run_id IN ('race-a', 'race-b') AND outcome = 'REFUSED'`);
+      const refusedRows = await sh(
+        `SELECT reason FROM $SH.fc_reconcile_audit WHERE run_id IN ('race-a', 'race-b') AND outcome = 'REFUSED'`,
+      );
       expect(refusedRows).toHaveLength(ABSENT.length);
-      for (const row of refusedRows) expect(row['reason']).toMatch(/^RETIRED_BY_OTHER_PROOF: retired at .* by another proof with the same id rp-race \(digest [0-9a-f]{12}…, this proof's [0-9a-f]{12}…\)/);
+      for (const row of refusedRows)
+        expect(row['reason']).toMatch(
+          /^RETIRED_BY_OTHER_PROOF: retired at .* by another proof with the same id rp-race \(digest [0-9a-f]{12}…, this proof's [0-9a-f]{12}…\)/,
+        );
     } finally {
       await lock.end();
     }
   });
 
-  test('a row marked retired under this proof\'s id with no RETIRED audit row of this proof (set by hand) is REFUSED RETIRED_BY_OTHER_PROOF, not ALREADY_RETIRED', async () => {
+  test("a row marked retired under this proof's id with no RETIRED audit row of this proof (set by hand) is REFUSED RETIRED_BY_OTHER_PROOF, not ALREADY_RETIRED", async () => {
     const mine = proof6();
     // the retirement of U(6,1) re-made by hand: retired_at moved, so no RETIRED audit row records it
-    await sh(`UPDATE $SH.fc_answer_projection SET retired_at = '2026-11-29 00:00:00' WHERE answer_uuid = ? AND sch_id = 6`, [U(6, 1)]);
+    await sh(
+      `UPDATE $SH.fc_answer_projection SET retired_at = '2026-11-29 00:00:00' WHERE answer_uuid = ? AND sch_id = 6`,
+      [U(6, 1)],
+    );
     try {
       const r = await cli(['retire-absent', '--proof', join(dir, 'proof6.json'), '--run-id', 'hand-dry']);
       expect(r.code).toBe(1);
-      const by = Object.fromEntries(resultsOf(r.stdout).map((x) => [x['answerUuid'], [x['result'], x['reason'], x['detail']]]));
-      expect(by[U(6, 1)]).toEqual(['REFUSED', 'RETIRED_BY_OTHER_PROOF', `retired at 2026-11-29 00:00:00 under this proof's id ${mine.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${mine.digest.slice(0, 12)}…): a person decides; nothing written`]);
+      const by = Object.fromEntries(
+        resultsOf(r.stdout).map((x) => [x['answerUuid'], [x['result'], x['reason'], x['detail']]]),
+      );
+      expect(by[U(6, 1)]).toEqual([
+        'REFUSED',
+        'RETIRED_BY_OTHER_PROOF',
+        `retired at 2026-11-29 00:00:00 under this proof's id ${mine.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${mine.digest.slice(0, 12)}…): a person decides; nothing written`,
+      ]);
       // the others are ALREADY_RETIRED: counted, not printed
       expect(by[U(6, 2)]).toBeUndefined();
       expect(summaryOf(r.stdout)).toMatchObject({ alreadyRetired: ABSENT.length - 1, refused: 1 });
     } finally {
-      const [{ retired_at }] = (await sh(`SELECT CAST(observed_json AS CHAR) AS retired_at FROM $SH.fc_reconcile_audit WHERE answer_uuid = ? AND sch_id = 6 AND outcome = 'RETIRED'`, [U(6, 1)])) as [{ retired_at: string }];
-      await sh(`UPDATE $SH.fc_answer_projection SET retired_at = ? WHERE answer_uuid = ? AND sch_id = 6`, [(JSON.parse(retired_at) as { retiredAt: string }).retiredAt, U(6, 1)]);
+      const [{ retired_at }] = (await sh(
+        `SELECT CAST(observed_json AS CHAR) AS retired_at FROM $SH.fc_reconcile_audit WHERE answer_uuid = ? AND sch_id = 6 AND outcome = 'RETIRED'`,
+        [U(6, 1)],
+      )) as [{ retired_at: string }];
+      await sh(`UPDATE $SH.fc_answer_projection SET retired_at = ? WHERE answer_uuid = ? AND sch_id = 6`, [
+        (JSON.parse(retired_at) as { retiredAt: string }).retiredAt,
+        U(6, 1),
+      ]);
     }
     const again = await cli(['retire-absent', '--proof', join(dir, 'proof6.json')]);
     expect(again.code).toBe(0);
@@ -567,11 +953,18 @@ describe('retire-absent --proof', () => {
     const r = await cli(proveArgs(run5, out));
     expect(r.code).toBe(1);
     const excluded = jsonLines(r.stdout).filter((l) => l['type'] === 'excluded');
-    expect(excluded).toEqual([expect.objectContaining({ answerUuid: U(5, 2), reason: 'PRESENT_AT_FC', detail: 'FC has it now (revision 3)' })]);
+    expect(excluded).toEqual([
+      expect.objectContaining({ answerUuid: U(5, 2), reason: 'PRESENT_AT_FC', detail: 'FC has it now (revision 3)' }),
+    ]);
     const p = JSON.parse(readFileSync(out, 'utf8')) as { entries: Array<{ answerUuid: string }>; excluded: unknown[] };
     expect(p.entries.map((e) => e.answerUuid)).not.toContain(U(5, 2));
     expect(p.entries).toHaveLength(5);
     expect(p.excluded).toHaveLength(1);
-    expect(summaryOf(r.stdout)).toMatchObject({ exitCode: 1, entries: 5, excluded: 1, byReason: { PRESENT_AT_FC: 1, CREATE_TIME_NULL: 0, CREATED_AFTER_TASK_START: 0 } });
+    expect(summaryOf(r.stdout)).toMatchObject({
+      exitCode: 1,
+      entries: 5,
+      excluded: 1,
+      byReason: { PRESENT_AT_FC: 1, CREATE_TIME_NULL: 0, CREATED_AFTER_TASK_START: 0 },
+    });
   });
 });

@@ -4,13 +4,27 @@ import { BrokerBlockedError, BrokerUnreachableError } from '../../src/lib/amqp/c
 import { EnvironmentError } from '../../src/lib/cli/exit.js';
 import { outageTarget } from '../../src/lib/deliveries/send/follow.js';
 import { confirmLabel, reasonLabel } from '../../src/lib/deliveries/send/metrics.js';
-import { backoffMs, failureKind, health, listenAddress, MISCONFIG_RECHECK_MS, retryDelayMs } from '../../src/lib/service/decide.js';
+import {
+  backoffMs,
+  failureKind,
+  health,
+  listenAddress,
+  MISCONFIG_RECHECK_MS,
+  retryDelayMs,
+} from '../../src/lib/service/decide.js';
 
 const coded = (code: string, message = code) => Object.assign(new Error(message), { code });
 
 describe('backoff: 1 s doubling to 30 s, a fifth of jitter at most', () => {
   it.each([
-    [1, 1000], [2, 2000], [3, 4000], [4, 8000], [5, 16000], [6, 30000], [50, 30000], [0, 1000],
+    [1, 1000],
+    [2, 2000],
+    [3, 4000],
+    [4, 8000],
+    [5, 16000],
+    [6, 30000],
+    [50, 30000],
+    [0, 1000],
   ])('try %i waits %i ms with no jitter', (attempt, ms) => expect(backoffMs(attempt, () => 0)).toBe(ms));
   it('the jitter only shortens, by a fifth at most', () => {
     expect(backoffMs(3, () => 1)).toBe(3200);
@@ -31,17 +45,29 @@ describe('failureKind: an outage is waited out, a misconfiguration re-checked', 
     [new EnvironmentError('return probe failed: no return'), 'misconfigured'],
     [new Error('something fcctl does not know'), 'outage'],
     [new BrokerBlockedError('the broker is blocking publishes (low on memory: a resource alarm)'), 'outage'],
-    [new BrokerUnreachableError('cannot connect to RabbitMQ at amqp://u:***@h/v: Socket closed abruptly during opening handshake'), 'outage'],
+    [
+      new BrokerUnreachableError(
+        'cannot connect to RabbitMQ at amqp://u:***@h/v: Socket closed abruptly during opening handshake',
+      ),
+      'outage',
+    ],
   ])('%s → %s', (err, kind) => expect(failureKind(err)).toBe(kind));
 });
 
 describe('health: healthy while the loop steps, ready only when running', () => {
-  const at = (state: Parameters<typeof health>[0]['state'], lastProgressAt = 0, detail: string | null = null) => ({ state, lastProgressAt, detail });
+  const at = (state: Parameters<typeof health>[0]['state'], lastProgressAt = 0, detail: string | null = null) => ({
+    state,
+    lastProgressAt,
+    detail,
+  });
   it.each([
     [at('running'), { healthy: true, ready: true, reason: 'ok' }],
     [at('outage', 0, 'ECONNREFUSED'), { healthy: true, ready: false, reason: 'outage: ECONNREFUSED' }],
     [at('paused', 0, 'maintenance'), { healthy: true, ready: false, reason: 'paused: maintenance' }],
-    [at('misconfigured', 0, 'publisher identity'), { healthy: true, ready: false, reason: 'misconfigured: publisher identity' }],
+    [
+      at('misconfigured', 0, 'publisher identity'),
+      { healthy: true, ready: false, reason: 'misconfigured: publisher identity' },
+    ],
     [at('starting'), { healthy: true, ready: false, reason: 'starting: connecting and checking' }],
     [at('draining'), { healthy: true, ready: false, reason: 'draining: stopping' }],
   ])('%j', (snapshot, expected) => expect(health(snapshot, 1000, 60_000)).toEqual(expected));
@@ -57,7 +83,15 @@ describe('listenAddress', () => {
     ['0.0.0.0:9464', { host: '0.0.0.0', port: 9464 }],
     ['localhost:1', { host: 'localhost', port: 1 }],
     ['[::1]:9464', { host: '::1', port: 9464 }],
-    ['9464', null], [':0', null], [':65536', null], [':x', null], ['a b:80', null], ['', null], [':', null], ['-a:80', null], [':9464 ', null],
+    ['9464', null],
+    [':0', null],
+    [':65536', null],
+    [':x', null],
+    ['a b:80', null],
+    ['', null],
+    [':', null],
+    ['-a:80', null],
+    [':9464 ', null],
   ])('%j → %j', (text, expected) => expect(listenAddress(text)).toEqual(expected));
 });
 
@@ -65,13 +99,28 @@ describe('the follow relay names the connection a failure is of, and labels outc
   it.each([
     [coded('ER_SERVER_SHUTDOWN'), 'fc_database'],
     [Object.assign(new Error('x'), { sqlState: '08S01' }), 'fc_database'],
-    [new EnvironmentError('cannot connect to FC database at mysql://u:***@h/fc: ECONNREFUSED', { cause: coded('ECONNREFUSED') }), 'fc_database'],
-    [new EnvironmentError('cannot connect to RabbitMQ at amqp://u:***@h/v: ECONNREFUSED', { cause: coded('ECONNREFUSED') }), 'broker'],
+    [
+      new EnvironmentError('cannot connect to FC database at mysql://u:***@h/fc: ECONNREFUSED', {
+        cause: coded('ECONNREFUSED'),
+      }),
+      'fc_database',
+    ],
+    [
+      new EnvironmentError('cannot connect to RabbitMQ at amqp://u:***@h/v: ECONNREFUSED', {
+        cause: coded('ECONNREFUSED'),
+      }),
+      'broker',
+    ],
     [new Error('Channel closed'), 'broker'],
   ])('%s → %s', (err, target) => expect(outageTarget(err)).toBe(target));
   it.each([
-    [{ kind: 'ack', returned: false }, 'ack'], [{ kind: 'ack', returned: true }, 'returned'], [{ kind: 'nack' }, 'nack'],
-    [{ kind: 'timeout' }, 'timeout'], [{ kind: 'closed' }, 'lost'], [{ kind: 'unsent' }, 'lost'], [{ kind: 'refused' }, 'lost'],
+    [{ kind: 'ack', returned: false }, 'ack'],
+    [{ kind: 'ack', returned: true }, 'returned'],
+    [{ kind: 'nack' }, 'nack'],
+    [{ kind: 'timeout' }, 'timeout'],
+    [{ kind: 'closed' }, 'lost'],
+    [{ kind: 'unsent' }, 'lost'],
+    [{ kind: 'refused' }, 'lost'],
   ])('%j → %s', (o, label) => expect(confirmLabel(o)).toBe(label));
   it('a reason label is its code, never its detail', () => {
     expect(reasonLabel({ kind: 'failed', reason: 'NACK: the broker said no to event 123' })).toBe('NACK');
@@ -82,8 +131,29 @@ describe('the follow relay names the connection a failure is of, and labels outc
 describe('addSummary: a follow resolver adds each pass into its total', () => {
   it('sums counts, merges reasons, keeps the last stop', () => {
     const total = emptySummary();
-    addSummary(total, { ...emptySummary(), claimed: 3, done: 2, failed: 1, failedByReason: { LOOKUP_TIMEOUT: 1 }, branches: { CREATED: 1 } });
-    addSummary(total, { ...emptySummary(), claimed: 2, done: 2, failedByReason: {}, branches: { CREATED: 2 }, stoppedBy: 'flow-center-errors' });
-    expect(total).toMatchObject({ claimed: 5, done: 4, failed: 1, failedByReason: { LOOKUP_TIMEOUT: 1 }, branches: { CREATED: 3 }, stoppedBy: 'flow-center-errors' });
+    addSummary(total, {
+      ...emptySummary(),
+      claimed: 3,
+      done: 2,
+      failed: 1,
+      failedByReason: { LOOKUP_TIMEOUT: 1 },
+      branches: { CREATED: 1 },
+    });
+    addSummary(total, {
+      ...emptySummary(),
+      claimed: 2,
+      done: 2,
+      failedByReason: {},
+      branches: { CREATED: 2 },
+      stoppedBy: 'flow-center-errors',
+    });
+    expect(total).toMatchObject({
+      claimed: 5,
+      done: 4,
+      failed: 1,
+      failedByReason: { LOOKUP_TIMEOUT: 1 },
+      branches: { CREATED: 3 },
+      stoppedBy: 'flow-center-errors',
+    });
   });
 });

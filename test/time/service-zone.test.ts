@@ -13,32 +13,96 @@ import {
 } from '../../src/lib/time/service-zone.js';
 import { testMysqlUrl } from '../helpers/db.js';
 
-const facts = (over: Partial<ServerZoneFacts>): ServerZoneFacts => ({ sessionZone: 'SYSTEM', globalZone: 'SYSTEM', systemZone: 'UTC', utcNow: '2026-07-01 12:00:00', offsetMinutes: 0, ...over });
+const facts = (over: Partial<ServerZoneFacts>): ServerZoneFacts => ({
+  sessionZone: 'SYSTEM',
+  globalZone: 'SYSTEM',
+  systemZone: 'UTC',
+  utcNow: '2026-07-01 12:00:00',
+  offsetMinutes: 0,
+  ...over,
+});
 
 /** What the FC server says → the zone used and its source (pure; the shared server's own zone is never changed). */
-const SERVER_CASES: ReadonlyArray<readonly [name: string, facts: Partial<ServerZoneFacts>, zone: string, source: 'fc-database' | 'fc-database-offset']> = [
-  ['a named zone', { sessionZone: 'Asia/Shanghai', globalZone: 'Asia/Shanghai', systemZone: 'CST', offsetMinutes: 480 }, 'Asia/Shanghai', 'fc-database'],
-  ['a named zone with DST', { sessionZone: 'America/New_York', globalZone: 'America/New_York', systemZone: 'UTC', offsetMinutes: -240 }, 'America/New_York', 'fc-database'],
-  ['a fixed offset', { sessionZone: '+08:00', globalZone: '+08:00', systemZone: 'UTC', offsetMinutes: 480 }, '+08:00', 'fc-database'],
-  ['a negative half-hour offset', { sessionZone: '-05:30', globalZone: '-05:30', offsetMinutes: -330 }, '-05:30', 'fc-database'],
+const SERVER_CASES: ReadonlyArray<
+  readonly [name: string, facts: Partial<ServerZoneFacts>, zone: string, source: 'fc-database' | 'fc-database-offset']
+> = [
+  [
+    'a named zone',
+    { sessionZone: 'Asia/Shanghai', globalZone: 'Asia/Shanghai', systemZone: 'CST', offsetMinutes: 480 },
+    'Asia/Shanghai',
+    'fc-database',
+  ],
+  [
+    'a named zone with DST',
+    { sessionZone: 'America/New_York', globalZone: 'America/New_York', systemZone: 'UTC', offsetMinutes: -240 },
+    'America/New_York',
+    'fc-database',
+  ],
+  [
+    'a fixed offset',
+    { sessionZone: '+08:00', globalZone: '+08:00', systemZone: 'UTC', offsetMinutes: 480 },
+    '+08:00',
+    'fc-database',
+  ],
+  [
+    'a negative half-hour offset',
+    { sessionZone: '-05:30', globalZone: '-05:30', offsetMinutes: -330 },
+    '-05:30',
+    'fc-database',
+  ],
   ['an offset written +8:00', { globalZone: '+8:00', offsetMinutes: 480 }, '+08:00', 'fc-database'],
   ['SYSTEM, the OS in UTC', {}, 'UTC', 'fc-database'],
   ['SYSTEM, the OS in GMT', { systemZone: 'GMT' }, 'GMT', 'fc-database'],
-  ['SYSTEM, the OS giving an IANA name', { systemZone: 'Asia/Shanghai', offsetMinutes: 480 }, 'Asia/Shanghai', 'fc-database'],
-  ['SYSTEM, CST (China, Cuba or US Central): the current offset', { systemZone: 'CST', offsetMinutes: 480 }, '+08:00', 'fc-database-offset'],
-  ['SYSTEM, CST in Chicago: the current offset, not a guess', { systemZone: 'CST', offsetMinutes: -360 }, '-06:00', 'fc-database-offset'],
-  ['SYSTEM, EST in New York (DST would be lost): the current offset', { systemZone: 'EST', offsetMinutes: -300 }, '-05:00', 'fc-database-offset'],
+  [
+    'SYSTEM, the OS giving an IANA name',
+    { systemZone: 'Asia/Shanghai', offsetMinutes: 480 },
+    'Asia/Shanghai',
+    'fc-database',
+  ],
+  [
+    'SYSTEM, CST (China, Cuba or US Central): the current offset',
+    { systemZone: 'CST', offsetMinutes: 480 },
+    '+08:00',
+    'fc-database-offset',
+  ],
+  [
+    'SYSTEM, CST in Chicago: the current offset, not a guess',
+    { systemZone: 'CST', offsetMinutes: -360 },
+    '-06:00',
+    'fc-database-offset',
+  ],
+  [
+    'SYSTEM, EST in New York (DST would be lost): the current offset',
+    { systemZone: 'EST', offsetMinutes: -300 },
+    '-05:00',
+    'fc-database-offset',
+  ],
   ['SYSTEM, IST: the current offset', { systemZone: 'IST', offsetMinutes: 330 }, '+05:30', 'fc-database-offset'],
   ['SYSTEM, a Windows name', { systemZone: 'China Standard Time', offsetMinutes: 480 }, '+08:00', 'fc-database-offset'],
   ['SYSTEM, empty', { systemZone: '', offsetMinutes: 60 }, '+01:00', 'fc-database-offset'],
-  ['SYSTEM, UTC by name but another offset now', { systemZone: 'UTC', offsetMinutes: 60 }, '+01:00', 'fc-database-offset'],
-  ['SYSTEM, an IANA name whose offset now is not the server\'s', { systemZone: 'Asia/Shanghai', offsetMinutes: 540 }, '+09:00', 'fc-database-offset'],
+  [
+    'SYSTEM, UTC by name but another offset now',
+    { systemZone: 'UTC', offsetMinutes: 60 },
+    '+01:00',
+    'fc-database-offset',
+  ],
+  [
+    "SYSTEM, an IANA name whose offset now is not the server's",
+    { systemZone: 'Asia/Shanghai', offsetMinutes: 540 },
+    '+09:00',
+    'fc-database-offset',
+  ],
   ['a named zone Intl does not know', { globalZone: 'posix/Mars', offsetMinutes: 120 }, '+02:00', 'fc-database-offset'],
-  ['a session zone differing from the global one is ignored', { sessionZone: '+05:30', globalZone: 'SYSTEM', systemZone: 'UTC', offsetMinutes: 0 }, 'UTC', 'fc-database'],
+  [
+    'a session zone differing from the global one is ignored',
+    { sessionZone: '+05:30', globalZone: 'SYSTEM', systemZone: 'UTC', offsetMinutes: 0 },
+    'UTC',
+    'fc-database',
+  ],
 ];
 
 describe('SERVER_ZONE_SQL', () => {
-  it('reads the three zone values and the global zone\'s offset, never NOW() (a session zone would hide the server\'s)', () => {
+  it("reads the three zone values and the global zone's offset, never NOW() (a session zone would hide the server's)", () => {
     expect(SERVER_ZONE_SQL).toBe(
       'SELECT @@session.time_zone AS session_zone, @@global.time_zone AS global_zone, @@system_time_zone AS system_zone, UTC_TIMESTAMP() AS utc_now, ' +
         "TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', @@global.time_zone)) AS offset_minutes",
@@ -54,7 +118,9 @@ describe('zoneFromServer: @@global.time_zone, @@system_time_zone and the current
 
   it('says where the zone came from, and what to do when only an offset is known', () => {
     expect(zoneFromServer(facts({})).from).toBe('from the FC database: time_zone SYSTEM, system_time_zone UTC');
-    expect(zoneFromServer(facts({ globalZone: 'Asia/Shanghai', sessionZone: 'Asia/Shanghai' })).from).toBe('from the FC database: time_zone Asia/Shanghai');
+    expect(zoneFromServer(facts({ globalZone: 'Asia/Shanghai', sessionZone: 'Asia/Shanghai' })).from).toBe(
+      'from the FC database: time_zone Asia/Shanghai',
+    );
     expect(zoneFromServer(facts({ sessionZone: '+05:30' })).from).toMatch(/this session's \+05:30 ignored/);
     expect(zoneFromServer(facts({ systemZone: 'CST', offsetMinutes: 480 })).from).toBe(
       'the FC database\'s current offset: time_zone SYSTEM, system_time_zone CST; "CST" is no IANA zone name. Set serviceTimeZone if the service\'s zone has daylight saving time',
@@ -62,11 +128,14 @@ describe('zoneFromServer: @@global.time_zone, @@system_time_zone and the current
   });
 
   it('no offset and no usable name: exit 3 asking for the setting', () => {
-    expect(() => zoneFromServer(facts({ systemZone: 'CST', offsetMinutes: null }))).toThrow(/cannot tell the FC database's time zone .*set serviceTimeZone \(FCCTL_SERVICE_TIME_ZONE\)/);
+    expect(() => zoneFromServer(facts({ systemZone: 'CST', offsetMinutes: null }))).toThrow(
+      /cannot tell the FC database's time zone .*set serviceTimeZone \(FCCTL_SERVICE_TIME_ZONE\)/,
+    );
   });
 });
 
-const configOf = (flags: Record<string, unknown>, env: Record<string, string> = {}) => resolveConfig({ flags, env, readFile: () => '{"serviceTimeZone":"Asia/Kolkata"}' });
+const configOf = (flags: Record<string, unknown>, env: Record<string, string> = {}) =>
+  resolveConfig({ flags, env, readFile: () => '{"serviceTimeZone":"Asia/Kolkata"}' });
 
 describe('configuredServiceTimeZone: the setting, checked, naming its source', () => {
   it.each([
@@ -84,8 +153,16 @@ describe('configuredServiceTimeZone: the setting, checked, naming its source', (
   });
 
   it.each([
-    [{ serviceTimeZone: 'Mars/Olympus' }, {}, /^serviceTimeZone from --service-time-zone: "Mars\/Olympus" is not an IANA time zone name/],
-    [{}, { FCCTL_SERVICE_TIME_ZONE: '+25:00' }, /^serviceTimeZone from FCCTL_SERVICE_TIME_ZONE: "\+25:00" is not an offset ±HH:MM/],
+    [
+      { serviceTimeZone: 'Mars/Olympus' },
+      {},
+      /^serviceTimeZone from --service-time-zone: "Mars\/Olympus" is not an IANA time zone name/,
+    ],
+    [
+      {},
+      { FCCTL_SERVICE_TIME_ZONE: '+25:00' },
+      /^serviceTimeZone from FCCTL_SERVICE_TIME_ZONE: "\+25:00" is not an offset ±HH:MM/,
+    ],
     [{}, { FCCTL_SERVICE_TIME_ZONE: 'CST' }, /^serviceTimeZone from FCCTL_SERVICE_TIME_ZONE: "CST" is an abbreviation/],
     [{}, { FCCTL_SERVICE_TIME_ZONE: 'a\nb' }, /^serviceTimeZone from FCCTL_SERVICE_TIME_ZONE: "a\\nb" is not/],
     [{ serviceTimeZone: 'x'.repeat(10_000) }, {}, /^serviceTimeZone from --service-time-zone: "x{80}…" is not/],
@@ -103,14 +180,23 @@ describe('configuredServiceTimeZone: the setting, checked, naming its source', (
 
   it('a configured zone is checked without connecting anything', async () => {
     const never = () => Promise.reject(new Error('connected'));
-    await expect(resolveServiceTimeZone(configOf({ serviceTimeZone: 'Asia/Shanghai' }), never)).resolves.toMatchObject({ zone: 'Asia/Shanghai', source: 'flag' });
-    await expect(resolveServiceTimeZone(configOf({ serviceTimeZone: 'Mars/Olympus' }), never)).rejects.toMatchObject({ exitCode: 2 });
-    await expect(serviceTimeZoneCheck(configOf({ serviceTimeZone: '+25:00' }), never, (e) => (e as Error).message)).resolves.toMatchObject({ status: 'fail', detail: expect.stringMatching(/not an offset/) });
-    await expect(serviceTimeZoneCheck(configOf({}), never, (e) => (e as Error).message)).resolves.toMatchObject({ status: 'skipped' });
+    await expect(resolveServiceTimeZone(configOf({ serviceTimeZone: 'Asia/Shanghai' }), never)).resolves.toMatchObject({
+      zone: 'Asia/Shanghai',
+      source: 'flag',
+    });
+    await expect(resolveServiceTimeZone(configOf({ serviceTimeZone: 'Mars/Olympus' }), never)).rejects.toMatchObject({
+      exitCode: 2,
+    });
+    await expect(
+      serviceTimeZoneCheck(configOf({ serviceTimeZone: '+25:00' }), never, (e) => (e as Error).message),
+    ).resolves.toMatchObject({ status: 'fail', detail: expect.stringMatching(/not an offset/) });
+    await expect(serviceTimeZoneCheck(configOf({}), never, (e) => (e as Error).message)).resolves.toMatchObject({
+      status: 'skipped',
+    });
   });
 });
 
-describe('the server\'s zone, read from the real MariaDB', () => {
+describe("the server's zone, read from the real MariaDB", () => {
   let db: Db;
   let admin: mysql.Connection;
   beforeAll(async () => {
@@ -125,21 +211,34 @@ describe('the server\'s zone, read from the real MariaDB', () => {
 
   it('reads what the server says (the local MariaDB: SYSTEM, system_time_zone UTC → UTC)', async () => {
     const f = await readServerZone(db);
-    const [rows] = await admin.query('SELECT @@global.time_zone AS g, @@system_time_zone AS s, TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), NOW()) AS o');
+    const [rows] = await admin.query(
+      'SELECT @@global.time_zone AS g, @@system_time_zone AS s, TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), NOW()) AS o',
+    );
     const row = (rows as Array<{ g: string; s: string; o: number | string }>)[0]!;
     expect(f).toMatchObject({ sessionZone: row.g, globalZone: row.g, systemZone: row.s, offsetMinutes: Number(row.o) });
     expect(f.utcNow).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
-    expect(await resolveServiceTimeZone(resolveConfig({ flags: {}, env: {} }), async () => db)).toEqual(zoneFromServer(f));
+    expect(await resolveServiceTimeZone(resolveConfig({ flags: {}, env: {} }), async () => db)).toEqual(
+      zoneFromServer(f),
+    );
     if (f.globalZone === 'SYSTEM' && f.systemZone === 'UTC') {
-      expect(zoneFromServer(f)).toEqual({ zone: 'UTC', source: 'fc-database', from: 'from the FC database: time_zone SYSTEM, system_time_zone UTC' });
+      expect(zoneFromServer(f)).toEqual({
+        zone: 'UTC',
+        source: 'fc-database',
+        from: 'from the FC database: time_zone SYSTEM, system_time_zone UTC',
+      });
     }
   });
 
-  it('a session zone (set here on fcctl\'s own connection only) hides nothing: the offset is the global zone\'s', async () => {
+  it("a session zone (set here on fcctl's own connection only) hides nothing: the offset is the global zone's", async () => {
     const before = await readServerZone(db);
     await db.query("SET SESSION time_zone = '+05:30'");
     const after = await readServerZone(db);
-    expect(after).toMatchObject({ sessionZone: '+05:30', globalZone: before.globalZone, systemZone: before.systemZone, offsetMinutes: before.offsetMinutes });
+    expect(after).toMatchObject({
+      sessionZone: '+05:30',
+      globalZone: before.globalZone,
+      systemZone: before.systemZone,
+      offsetMinutes: before.offsetMinutes,
+    });
     expect(zoneFromServer(after).zone).toBe(zoneFromServer(before).zone);
   });
 });

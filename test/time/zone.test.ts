@@ -10,7 +10,7 @@ import { checkTimeZone, instantOffset, offsetAt, offsetOfMinutes } from '../../s
 const OFFSETS: ReadonlyArray<readonly [zone: string, local: string, offset: string, note: string]> = [
   ['UTC', '2026-10-21 10:05:00', '+00:00', 'UTC is +00:00, never Z'],
   ['Etc/UTC', '2026-01-01 00:00:00', '+00:00', 'an alias of UTC'],
-  ['Asia/Shanghai', '2026-10-21 10:05:00', '+08:00', 'seed 000\'s example'],
+  ['Asia/Shanghai', '2026-10-21 10:05:00', '+08:00', "seed 000's example"],
   ['Asia/Shanghai', '2026-07-01 00:00:00', '+08:00', 'no DST today'],
   ['Asia/Shanghai', '1988-07-01 12:00:00', '+09:00', 'China had DST 1986-1991'],
   ['Asia/Shanghai', '1988-04-10 02:30:00', '+08:00', 'China 1988: the gap (Java: 03:30+09:00)'],
@@ -29,7 +29,7 @@ const OFFSETS: ReadonlyArray<readonly [zone: string, local: string, offset: stri
   ['America/New_York', '2026-11-01 01:59:59', '-04:00', 'the overlap ends: the earlier offset'],
   ['America/New_York', '2026-11-01 02:00:00', '-05:00', 'after the overlap'],
   ['Asia/Kolkata', '2026-10-21 10:05:00', '+05:30', 'a half-hour zone'],
-  ['Asia/Kolkata', '2026-03-08 02:30:00', '+05:30', 'New York\'s gap is no gap here'],
+  ['Asia/Kolkata', '2026-03-08 02:30:00', '+05:30', "New York's gap is no gap here"],
   ['Asia/Kathmandu', '2026-10-21 10:05:00', '+05:45', 'a quarter-hour zone'],
   ['Australia/Lord_Howe', '2026-10-04 01:59:59', '+10:30', 'a half-hour DST: before the gap'],
   ['Australia/Lord_Howe', '2026-10-04 02:15:00', '+10:30', 'a half-hour gap inside one hour (Java: 02:45+11:00)'],
@@ -40,13 +40,13 @@ const OFFSETS: ReadonlyArray<readonly [zone: string, local: string, offset: stri
   ['Europe/London', '2026-10-25 01:30:00', '+01:00', 'the overlap: the earlier offset'],
   ['Pacific/Apia', '2011-12-30 12:00:00', '-10:00', 'a whole day skipped (Java: 2011-12-31 12:00+14:00)'],
   ['Pacific/Apia', '2011-12-31 00:00:00', '+14:00', 'after the skipped day'],
-  ['Pacific/Chatham', '2026-09-27 03:10:00', '+12:45', 'a 45-minute zone\'s gap (Java: 04:10+13:45)'],
+  ['Pacific/Chatham', '2026-09-27 03:10:00', '+12:45', "a 45-minute zone's gap (Java: 04:10+13:45)"],
   ['asia/shanghai', '2026-10-21 10:05:00', '+08:00', 'Intl reads names without regard to case'],
   ['+08:00', '2026-10-21 10:05:00', '+08:00', 'a fixed offset'],
   ['-05:30', '2026-03-08 02:30:00', '-05:30', 'a fixed offset has no gap'],
   ['-00:00', '2026-10-21 10:05:00', '+00:00', 'negative zero is +00:00'],
-  ['+18:00', '2026-10-21 10:05:00', '+18:00', 'Java\'s largest offset'],
-  ['-18:00', '2026-10-21 10:05:00', '-18:00', 'Java\'s smallest offset'],
+  ['+18:00', '2026-10-21 10:05:00', '+18:00', "Java's largest offset"],
+  ['-18:00', '2026-10-21 10:05:00', '-18:00', "Java's smallest offset"],
   ['America/New_York', '2026-11-01T01:30:00', '-04:00', 'a T between date and time'],
 ];
 
@@ -83,12 +83,16 @@ describe('offsetAt: the offset of a wall-clock time in a zone', () => {
     expect(hour.map((l) => offsetAt(l, 'Australia/Lord_Howe'))).toEqual(['+11:00', '+10:30', '+10:30', '+11:00']);
   });
 
-  it('never reads the process\'s TZ', () => {
+  it("never reads the process's TZ", () => {
     const saved = process.env['TZ'];
     try {
       for (const tz of ['UTC', 'Asia/Shanghai', 'America/New_York', 'Pacific/Kiritimati']) {
         process.env['TZ'] = tz;
-        expect([offsetAt('2026-06-01 12:00:00', 'Asia/Kolkata'), offsetAt('2026-06-01 12:00:00', 'UTC'), offsetAt('2026-03-08 02:30:00', 'America/New_York')]).toEqual(['+05:30', '+00:00', '-05:00']);
+        expect([
+          offsetAt('2026-06-01 12:00:00', 'Asia/Kolkata'),
+          offsetAt('2026-06-01 12:00:00', 'UTC'),
+          offsetAt('2026-03-08 02:30:00', 'America/New_York'),
+        ]).toEqual(['+05:30', '+00:00', '-05:00']);
       }
     } finally {
       if (saved === undefined) delete process.env['TZ'];
@@ -96,16 +100,24 @@ describe('offsetAt: the offset of a wall-clock time in a zone', () => {
     }
   });
 
-  it.each(['', '2026-10-21', '2026-10-21 10:05', '21.10.2026 10:05:00', 'abc'])('refuses %j: not a DATETIME', (local) => {
-    expect(() => offsetAt(local, 'UTC')).toThrow(/not a DATETIME/);
-  });
+  it.each(['', '2026-10-21', '2026-10-21 10:05', '21.10.2026 10:05:00', 'abc'])(
+    'refuses %j: not a DATETIME',
+    (local) => {
+      expect(() => offsetAt(local, 'UTC')).toThrow(/not a DATETIME/);
+    },
+  );
 
   it('refuses a zone that was not checked', () => {
-    expect(() => offsetAt('2026-10-21 10:05:00', 'Mars/Olympus')).toThrow(/time zone "Mars\/Olympus" is not an IANA time zone name/);
+    expect(() => offsetAt('2026-10-21 10:05:00', 'Mars/Olympus')).toThrow(
+      /time zone "Mars\/Olympus" is not an IANA time zone name/,
+    );
   });
 
   it('is cheap: a cached call costs about a microsecond (thousands of rows a second)', () => {
-    const locals = Array.from({ length: 1000 }, (_, i) => `2026-10-${String(1 + (i % 28)).padStart(2, '0')} ${String(i % 24).padStart(2, '0')}:05:00`);
+    const locals = Array.from(
+      { length: 1000 },
+      (_, i) => `2026-10-${String(1 + (i % 28)).padStart(2, '0')} ${String(i % 24).padStart(2, '0')}:05:00`,
+    );
     for (const l of locals) offsetAt(l, 'America/New_York');
     const n = 200_000;
     const started = process.hrtime.bigint();
@@ -178,15 +190,24 @@ describe('instantOffset and offsetOfMinutes', () => {
     expect(instantOffset(ms, zone)).toBe(offset);
   });
 
-  it.each([[0, '+00:00'], [480, '+08:00'], [-330, '-05:30'], [345, '+05:45'], [-720, '-12:00'], [840, '+14:00']])('%i minutes → %s', (minutes, offset) => {
+  it.each([
+    [0, '+00:00'],
+    [480, '+08:00'],
+    [-330, '-05:30'],
+    [345, '+05:45'],
+    [-720, '-12:00'],
+    [840, '+14:00'],
+  ])('%i minutes → %s', (minutes, offset) => {
     expect(offsetOfMinutes(minutes)).toBe(offset);
   });
 });
 
-describe('the module\'s types', () => {
+describe("the module's types", () => {
   it('takes and gives strings; a check is a tagged result', () => {
     expectTypeOf(offsetAt).toEqualTypeOf<(local: string, zone: string) => string>();
-    expectTypeOf(checkTimeZone).returns.toEqualTypeOf<{ readonly ok: true; readonly zone: string } | { readonly ok: false; readonly reason: string }>();
+    expectTypeOf(checkTimeZone).returns.toEqualTypeOf<
+      { readonly ok: true; readonly zone: string } | { readonly ok: false; readonly reason: string }
+    >();
     expectTypeOf(instantOffset).parameters.toEqualTypeOf<[ms: number, zone: string]>();
   });
 });

@@ -6,9 +6,12 @@ import { createApplyCommandScanCommand } from './scan.js';
 
 /** `fcctl apply-command …`: flow apply commands on the SH side. Each verb adds one line here. */
 export function createApplyCommandGroup(program: Command, deps: Deps, resources: Resources): Command {
-  return commandGroup(program, 'apply-command', 'flow apply commands (flow_apply_command): settle unknown sends, report, requeue DEAD ones', deps, resources, [
-    createApplyCommandResolveCommand,
-    createApplyCommandScanCommand,
-    createApplyCommandRequeueCommand,
-  ]);
+  return commandGroup(
+    program,
+    'apply-command',
+    'flow apply commands (flow_apply_command): settle unknown sends, report, requeue DEAD ones',
+    deps,
+    resources,
+    [createApplyCommandResolveCommand, createApplyCommandScanCommand, createApplyCommandRequeueCommand],
+  );
 }

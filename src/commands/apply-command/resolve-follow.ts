@@ -19,7 +19,8 @@ const COMMAND = 'apply-command resolve-unknown';
  * registry. Exit 0 once the requests in flight are back after SIGTERM/SIGINT.
  */
 export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<number> {
-  if (options.metricsFile !== undefined) throw new UsageError('--metrics-file is for batch runs: a --follow resolver serves its metrics on --listen');
+  if (options.metricsFile !== undefined)
+    throw new UsageError('--metrics-file is for batch runs: a --follow resolver serves its metrics on --listen');
   checkResolveLease(options);
   const flow = ctx.flow({ timeoutMs: options.requestTimeoutMs, maxSockets: options.concurrency });
   const appKey = requireSetting(ctx.config, 'appKey');
@@ -29,12 +30,32 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
   const clock = () => performance.now();
   const summary = await runService(
-    { command: COMMAND, listen: options.service.listen, heartbeatSeconds: options.service.heartbeatSeconds, stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000, version: fcctlVersion() },
-    { clock, db: ctx.shDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds) },
+    {
+      command: COMMAND,
+      listen: options.service.listen,
+      heartbeatSeconds: options.service.heartbeatSeconds,
+      stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
+      version: fcctlVersion(),
+    },
+    {
+      clock,
+      db: ctx.shDb,
+      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds),
+    },
     async (svc) => {
-      progress.setStatus(() => ({ state: svc.state(), 'rows/s': Math.round(svc.beat().rowsPerSecond * 10) / 10, due: svc.beat().due ?? '–' }));
+      progress.setStatus(() => ({
+        state: svc.state(),
+        'rows/s': Math.round(svc.beat().rowsPerSecond * 10) / 10,
+        due: svc.beat().due ?? '–',
+      }));
       // the SH database down at start is an outage like any other: waited for, never an exit
-      const db = await connectPatiently(() => ctx.shDb(), { clock, signal: ctx.signal, onState: svc.onState, onProgress: svc.onProgress });
+      const db = await connectPatiently(() => ctx.shDb(), {
+        clock,
+        signal: ctx.signal,
+        onState: svc.onState,
+        onProgress: svc.onProgress,
+      });
       if (db === null) return emptySummary();
       return followResolve(
         { ...options, pollMs: options.service.pollMs },
@@ -52,12 +73,28 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
             svc.countRows(1);
             svc.metrics?.resolverCommands.inc({ result: report.kind });
             progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-            if (loggedReport(report)) ctx.output.event('row', { id: String(row.id), bizType: row.biz_type, bizId: row.biz_id, state: row.state, ...report });
+            if (loggedReport(report))
+              ctx.output.event('row', {
+                id: String(row.id),
+                bizType: row.biz_type,
+                bizId: row.biz_id,
+                state: row.state,
+                ...report,
+              });
           },
         },
       );
     },
   ).finally(() => progress.stop());
-  ctx.output.summary({ ...summarizeResolve(COMMAND, summary, { exitCode: 0, dryRun: false, flowUrl: flow.baseUrl, seconds: (ctx.clock() - started) / 1000 }), follow: true, host: hostname() });
+  ctx.output.summary({
+    ...summarizeResolve(COMMAND, summary, {
+      exitCode: 0,
+      dryRun: false,
+      flowUrl: flow.baseUrl,
+      seconds: (ctx.clock() - started) / 1000,
+    }),
+    follow: true,
+    host: hostname(),
+  });
   return 0;
 }

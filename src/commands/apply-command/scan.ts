@@ -4,10 +4,22 @@ import type { Column } from '../../lib/cli/table.js';
 import { applyScanExitCode, applyScanGauges, summarizeApplyScan } from '../../lib/apply-command/scan/decide.js';
 import { scanApplyCommands } from '../../lib/apply-command/scan/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { failIfDeadOption, listFormatOption, listLimitOption, metricsFileOption, pendingGraceOption } from '../options.js';
+import {
+  failIfDeadOption,
+  listFormatOption,
+  listLimitOption,
+  metricsFileOption,
+  pendingGraceOption,
+} from '../options.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
 
-export type ApplyCommandScanOptions = Readonly<{ limit: number; format: ListFormat; pendingGraceSeconds: number; metricsFile: string | undefined; failIfDead: boolean }>;
+export type ApplyCommandScanOptions = Readonly<{
+  limit: number;
+  format: ListFormat;
+  pendingGraceSeconds: number;
+  metricsFile: string | undefined;
+  failIfDead: boolean;
+}>;
 
 const COMMAND = 'apply-command scan';
 
@@ -24,7 +36,9 @@ const ROW_COLUMNS: readonly Column[] = [
   { key: 'createTime', header: 'created' },
   { key: 'updateTime', header: 'updated' },
 ];
-const TABLE_COLUMNS = ROW_COLUMNS.filter((c) => c.key !== 'applyAppKey' && c.key !== 'lastError' && c.key !== 'createTime');
+const TABLE_COLUMNS = ROW_COLUMNS.filter(
+  (c) => c.key !== 'applyAppKey' && c.key !== 'lastError' && c.key !== 'createTime',
+);
 
 /** `fcctl apply-command scan`: read-only report — states, due, oldest UNKNOWN, stuck claims, DEAD rows and reasons. */
 export async function runApplyCommandScan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<number> {
@@ -47,16 +61,32 @@ async function scan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<RunOutc
     out.summary(summarizeApplyScan(COMMAND, report, exitCode, true));
     return outcome;
   }
-  out.rows(Object.entries(report.states).map(([state, n]) => ({ state, n })), [{ key: 'state' }, { key: 'n', header: 'rows' }], 'table', 'flow_apply_command by state');
+  out.rows(
+    Object.entries(report.states).map(([state, n]) => ({ state, n })),
+    [{ key: 'state' }, { key: 'n', header: 'rows' }],
+    'table',
+    'flow_apply_command by state',
+  );
   if (report.reasons.length > 0) {
-    out.rows(report.reasons, [{ key: 'state' }, { key: 'reason' }, { key: 'lastBranch', header: 'branch' }, { key: 'count', header: 'rows' }], 'table', 'FAILED/DEAD reasons');
+    out.rows(
+      report.reasons,
+      [{ key: 'state' }, { key: 'reason' }, { key: 'lastBranch', header: 'branch' }, { key: 'count', header: 'rows' }],
+      'table',
+      'FAILED/DEAD reasons',
+    );
   }
-  if (report.rows.length > 0) out.rows(report.rows, TABLE_COLUMNS, 'table', `newest DEAD rows (at most ${options.limit})`);
+  if (report.rows.length > 0)
+    out.rows(report.rows, TABLE_COLUMNS, 'table', `newest DEAD rows (at most ${options.limit})`);
   out.summary(summarizeApplyScan(COMMAND, report, exitCode, false));
   return outcome;
 }
 
-export function createApplyCommandScanCommand(parent: Command, deps: Deps, resources: Resources, runF = runApplyCommandScan): Command {
+export function createApplyCommandScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandScan,
+): Command {
   return parent
     .command('scan')
     .description('read-only report: rows by state, due, oldest UNKNOWN, stuck claims, DEAD rows with reasons')
@@ -69,5 +99,11 @@ export function createApplyCommandScanCommand(parent: Command, deps: Deps, resou
 }
 
 function scanOptionsOf(o: Record<string, unknown>): ApplyCommandScanOptions {
-  return { limit: o['limit'] as number, format: o['format'] as ListFormat, pendingGraceSeconds: o['pendingGrace'] as number, metricsFile: o['metricsFile'] as string | undefined, failIfDead: o['failIfDead'] as boolean };
+  return {
+    limit: o['limit'] as number,
+    format: o['format'] as ListFormat,
+    pendingGraceSeconds: o['pendingGrace'] as number,
+    metricsFile: o['metricsFile'] as string | undefined,
+    failIfDead: o['failIfDead'] as boolean,
+  };
 }

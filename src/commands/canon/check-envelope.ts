@@ -32,7 +32,8 @@ export async function runCanonCheckEnvelope(options: CanonCheckEnvelopeOptions, 
     ctx.output.note(`${p.code}: ${p.detail}`);
   }
   const exitCode = exitCodeForCounts(result.problems.length);
-  if (result.envelope) ctx.output.note(`ok: ${result.envelope.eventId} → ${result.envelope.routingKey}, contentHash matches`);
+  if (result.envelope)
+    ctx.output.note(`ok: ${result.envelope.eventId} → ${result.envelope.routingKey}, contentHash matches`);
   ctx.output.summary(
     canonSummary(COMMAND, exitCode, 'exact', {
       problems: result.problems.length,
@@ -43,10 +44,17 @@ export async function runCanonCheckEnvelope(options: CanonCheckEnvelopeOptions, 
   return exitCode;
 }
 
-export function createCanonCheckEnvelopeCommand(parent: Command, deps: Deps, resources: Resources, runF = runCanonCheckEnvelope): Command {
+export function createCanonCheckEnvelopeCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runCanonCheckEnvelope,
+): Command {
   return parent
     .command('check-envelope')
-    .description('check a v2 envelope: closed member set, types, snapshot members and hash, routing key; exit 1 on any problem')
+    .description(
+      'check a v2 envelope: closed member set, types, snapshot members and hash, routing key; exit 1 on any problem',
+    )
     .argument('[file]', 'the envelope body; - or nothing reads standard input')
     .action(commandAction(deps, resources, (_o, args): CanonCheckEnvelopeOptions => ({ file: args[0] }), runF));
 }

@@ -16,16 +16,32 @@ export async function runCanonHash(options: CanonHashOptions, ctx: Ctx): Promise
   return hash(options, { io: ctx.io, signal: ctx.signal });
 }
 
-export function createCanonHashCommand(parent: Command, deps: Deps, resources: Resources, runF = runCanonHash): Command {
+export function createCanonHashCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runCanonHash,
+): Command {
   return parent
     .command('hash')
     .description('fc.canon.v1 content hash of a JSON document (or of each line with --lines)')
     .argument('[file]', 'the JSON file; - or nothing reads standard input')
-    .option('--canonical', 'print the canonical bytes instead of the hash (a newline is added only on a terminal)', false)
-    .option('--lines', 'JSON Lines: one output line per input line, the hash or error<TAB>CODE<TAB>message; exit 1 if any line failed', false)
+    .option(
+      '--canonical',
+      'print the canonical bytes instead of the hash (a newline is added only on a terminal)',
+      false,
+    )
+    .option(
+      '--lines',
+      'JSON Lines: one output line per input line, the hash or error<TAB>CODE<TAB>message; exit 1 if any line failed',
+      false,
+    )
     .addOption(numberModeOption())
     .addOption(
-      new Option('--max-line-bytes <n>', 'with --lines: a longer line is an error line (LINE_TOO_LONG), never held in memory')
+      new Option(
+        '--max-line-bytes <n>',
+        'with --lines: a longer line is an error line (LINE_TOO_LONG), never held in memory',
+      )
         .argParser(intArg(1, MAX_INPUT_BYTES))
         .default(DEFAULT_MAX_LINE_BYTES, '64 MiB'),
     )
@@ -33,5 +49,11 @@ export function createCanonHashCommand(parent: Command, deps: Deps, resources: R
 }
 
 function hashOptionsOf(o: Record<string, unknown>, args: readonly string[]): CanonHashOptions {
-  return { file: args[0], canonical: o['canonical'] as boolean, lines: o['lines'] as boolean, numberMode: o['numberMode'] as NumberMode, maxLineBytes: o['maxLineBytes'] as number };
+  return {
+    file: args[0],
+    canonical: o['canonical'] as boolean,
+    lines: o['lines'] as boolean,
+    numberMode: o['numberMode'] as NumberMode,
+    maxLineBytes: o['maxLineBytes'] as number,
+  };
 }

@@ -25,20 +25,46 @@ export async function runCanonVerify(options: CanonVerifyOptions, ctx: Ctx): Pro
   const files = await readVectorFiles(options.files, ctx.io);
   const rows: Row[] = [];
   const { passed, failed, exitCode } = verifyVectors(files, options.numberMode, (file, vector, outcome) => {
-    ctx.output.event('vector', { file: file.label, name: vector.name, result: outcome.kind, detail: outcome.detail, ...outcome.got });
+    ctx.output.event('vector', {
+      file: file.label,
+      name: vector.name,
+      result: outcome.kind,
+      detail: outcome.detail,
+      ...outcome.got,
+    });
     rows.push(vectorRow(file.label, vector.name, outcome));
   });
   // JSON mode already has one `vector` event per vector; the table is for people.
-  if (!ctx.output.json) ctx.output.rows(rows, COLUMNS, 'table', `${COMMAND}: ${CANON_ALGORITHM}, numbers ${options.numberMode}`);
-  ctx.output.summary(canonSummary(COMMAND, exitCode, options.numberMode, { files: files.length, vectors: passed + failed, passed, failed }));
+  if (!ctx.output.json)
+    ctx.output.rows(rows, COLUMNS, 'table', `${COMMAND}: ${CANON_ALGORITHM}, numbers ${options.numberMode}`);
+  ctx.output.summary(
+    canonSummary(COMMAND, exitCode, options.numberMode, {
+      files: files.length,
+      vectors: passed + failed,
+      passed,
+      failed,
+    }),
+  );
   return exitCode;
 }
 
-export function createCanonVerifyCommand(parent: Command, deps: Deps, resources: Resources, runF = runCanonVerify): Command {
+export function createCanonVerifyCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runCanonVerify,
+): Command {
   return parent
     .command('verify')
     .description('check fc.canon.v1 vector files (canonical text, hash or expected error); exit 1 on any failure')
     .argument('<files...>', 'vector files of the shape of ../shared/canon-vectors/fc-canon-v1.json')
     .addOption(numberModeOption())
-    .action(commandAction(deps, resources, (o, args) => ({ files: args[0] as unknown as string[], numberMode: o['numberMode'] as NumberMode }), runF));
+    .action(
+      commandAction(
+        deps,
+        resources,
+        (o, args) => ({ files: args[0] as unknown as string[], numberMode: o['numberMode'] as NumberMode }),
+        runF,
+      ),
+    );
 }

@@ -15,14 +15,22 @@ export interface DbInitOptions {
 /** `fcctl db init --side fc|sh|all [--dev]`: creates the reference schema, idempotently. */
 export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<number> {
   const dbOf = (side: Side) => (side === 'fc' ? ctx.fcDb() : ctx.shDb());
-  const results = await initSides({ ...options, now: localDateTime(ctx.now()) }, dbOf, (result) => ctx.output.event('schema', { ...result }));
-  // JSON mode already has one `schema` event per side; the table is for people.
-  if (!ctx.output.json) ctx.output.rows(
-    results.map((r) => ({ side: r.side, created: [...r.created, ...r.indexesAdded].join(' ') || '-', existing: r.existing.length, dev: r.markedDev ? 'marked' : '' })),
-    [{ key: 'side' }, { key: 'created' }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
-    'table',
-    'db init',
+  const results = await initSides({ ...options, now: localDateTime(ctx.now()) }, dbOf, (result) =>
+    ctx.output.event('schema', { ...result }),
   );
+  // JSON mode already has one `schema` event per side; the table is for people.
+  if (!ctx.output.json)
+    ctx.output.rows(
+      results.map((r) => ({
+        side: r.side,
+        created: [...r.created, ...r.indexesAdded].join(' ') || '-',
+        existing: r.existing.length,
+        dev: r.markedDev ? 'marked' : '',
+      })),
+      [{ key: 'side' }, { key: 'created' }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
+      'table',
+      'db init',
+    );
   ctx.output.summary({ command: 'db init', exitCode: 0, ...summarizeInit(results) });
   return 0;
 }
@@ -33,5 +41,12 @@ export function createDbInitCommand(parent: Command, deps: Deps, resources: Reso
     .description('create the reference schema (idempotent) and record its version')
     .addOption(dbSideOption().makeOptionMandatory())
     .option('--dev', 'mark the database(s) as development databases (required by `dev seed`)', false)
-    .action(commandAction(deps, resources, (o): DbInitOptions => ({ sides: sidesOf(o['side'] as string), dev: o['dev'] as boolean }), runF));
+    .action(
+      commandAction(
+        deps,
+        resources,
+        (o): DbInitOptions => ({ sides: sidesOf(o['side'] as string), dev: o['dev'] as boolean }),
+        runF,
+      ),
+    );
 }

@@ -19,7 +19,9 @@ export const FAILED_ROW_COLUMNS: readonly Column[] = [
  * headed `reason` (what a responder decides on).
  */
 export const ONE_CONSUMER_COLUMNS: readonly Column[] = [
-  ...FAILED_ROW_COLUMNS.filter((c) => c.key !== 'consumerAppKey' && c.key !== 'consumerSchoolId').map((c) => (c.key === 'lastError' ? { ...c, header: 'reason' } : c)),
+  ...FAILED_ROW_COLUMNS.filter((c) => c.key !== 'consumerAppKey' && c.key !== 'consumerSchoolId').map((c) =>
+    c.key === 'lastError' ? { ...c, header: 'reason' } : c,
+  ),
   // a newer revision of the answer exists: replay answers REVISION_MISMATCH, replay --failed skips it
   { key: 'superseded' },
 ];

@@ -46,7 +46,12 @@ async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcom
   const report = await scanDeliveries(db, options.limit);
   const exitCode = scanExitCode(report, options);
   // The report's own gauges; withRunMetrics adds the run gauges (scanGauges has them too).
-  const extraGauges = scanGauges(report, { command: COMMAND, finishedAtSeconds: 0, durationSeconds: 0, exitCode }).filter((g) => g.name.startsWith('fcctl_deliveries_'));
+  const extraGauges = scanGauges(report, {
+    command: COMMAND,
+    finishedAtSeconds: 0,
+    durationSeconds: 0,
+    exitCode,
+  }).filter((g) => g.name.startsWith('fcctl_deliveries_'));
   const outcome = { exitCode, extraGauges };
 
   if (options.format === 'csv') {
@@ -58,19 +63,43 @@ async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcom
   const deadNote = exitCode === ExitCode.ITEMS_FAILED ? { failed: `${report.dead} DEAD row(s) (--fail-if-dead)` } : {};
   if (out.json) {
     out.rows(report.rows, ROW_COLUMNS, 'json');
-    out.summary({ command: COMMAND, exitCode, dbNow: report.dbNow, states: report.states, ...counts(report), reasons: report.reasons, listed: report.rows.length, ...deadNote });
+    out.summary({
+      command: COMMAND,
+      exitCode,
+      dbNow: report.dbNow,
+      states: report.states,
+      ...counts(report),
+      reasons: report.reasons,
+      listed: report.rows.length,
+      ...deadNote,
+    });
     return outcome;
   }
-  out.rows(Object.entries(report.states).map(([state, n]) => ({ state, n })), [{ key: 'state' }, { key: 'n', header: 'rows' }], 'table', 'answer_delivery by state');
+  out.rows(
+    Object.entries(report.states).map(([state, n]) => ({ state, n })),
+    [{ key: 'state' }, { key: 'n', header: 'rows' }],
+    'table',
+    'answer_delivery by state',
+  );
   if (report.reasons.length > 0) {
-    out.rows(report.reasons, [{ key: 'state' }, { key: 'lastError', header: 'last error' }, { key: 'count', header: 'rows' }], 'table', 'FAILED/DEAD reasons');
+    out.rows(
+      report.reasons,
+      [{ key: 'state' }, { key: 'lastError', header: 'last error' }, { key: 'count', header: 'rows' }],
+      'table',
+      'FAILED/DEAD reasons',
+    );
     out.rows(report.rows, TABLE_COLUMNS, 'table', `newest FAILED/DEAD rows (at most ${options.limit})`);
   }
   out.summary({ command: COMMAND, exitCode, dbNow: report.dbNow, ...counts(report), ...deadNote });
   return outcome;
 }
 
-export function createDeliveriesScanCommand(parent: Command, deps: Deps, resources: Resources, runF = runDeliveriesScan): Command {
+export function createDeliveriesScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runDeliveriesScan,
+): Command {
   return parent
     .command('scan')
     .description('read-only outbox report: states, due, held, oldest pending, stuck claims, FAILED/DEAD reasons')
@@ -79,6 +108,16 @@ export function createDeliveriesScanCommand(parent: Command, deps: Deps, resourc
     .addOption(metricsFileOption())
     .addOption(failIfDeadOption())
     .action(
-      commandAction(deps, resources, (o) => ({ limit: o['limit'] as number, format: o['format'] as ListFormat, metricsFile: o['metricsFile'] as string | undefined, failIfDead: o['failIfDead'] as boolean }), runF),
+      commandAction(
+        deps,
+        resources,
+        (o) => ({
+          limit: o['limit'] as number,
+          format: o['format'] as ListFormat,
+          metricsFile: o['metricsFile'] as string | undefined,
+          failIfDead: o['failIfDead'] as boolean,
+        }),
+        runF,
+      ),
     );
 }

@@ -3,7 +3,13 @@ import { openBroker } from '../../lib/amqp/connect.js';
 import { UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { fcctlVersion } from '../../lib/cli/version.js';
-import { checkedPublisher, emptySummary, progressReason, rowEvent, summarizeSend } from '../../lib/deliveries/send/decide.js';
+import {
+  checkedPublisher,
+  emptySummary,
+  progressReason,
+  rowEvent,
+  summarizeSend,
+} from '../../lib/deliveries/send/decide.js';
 import { followSend } from '../../lib/deliveries/send/follow.js';
 import { backlog } from '../../lib/deliveries/send/run.js';
 import { pauseCheck } from '../../lib/pause/run.js';
@@ -23,7 +29,8 @@ const COMMAND = 'deliveries send';
  * code of a process that may have run for weeks.
  */
 export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
-  if (options.metricsFile !== undefined) throw new UsageError('--metrics-file is for batch runs: a --follow relay serves its metrics on --listen');
+  if (options.metricsFile !== undefined)
+    throw new UsageError('--metrics-file is for batch runs: a --follow relay serves its metrics on --listen');
   const publisher = checkedPublisher(options, ctx.config);
   ctx.signalIsStop();
   const { service } = options;
@@ -37,12 +44,32 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
   };
   const summary = await runService(
     // stuck: no step for the longest a step may take (a confirm's wait, a lease) and a minute more
-    { command: COMMAND, listen: service.listen, heartbeatSeconds: service.heartbeatSeconds, stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000, version: fcctlVersion() },
-    { clock: ctx.clock, db: ctx.fcDb, onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }), backlog: async () => backlog(await ctx.fcDb()) },
+    {
+      command: COMMAND,
+      listen: service.listen,
+      heartbeatSeconds: service.heartbeatSeconds,
+      stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000,
+      version: fcctlVersion(),
+    },
+    {
+      clock: ctx.clock,
+      db: ctx.fcDb,
+      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      backlog: async () => backlog(await ctx.fcDb()),
+    },
     async (svc, metrics = relayMetrics(svc.metrics), status = relayStatus(svc)) => {
       // the FC database down at start is an outage like any other: waited for, never an exit
-      const open = () => Promise.all([ctx.fcDb(), commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })]);
-      const opened = await connectPatiently(open, { clock: ctx.clock, signal: ctx.signal, onState: svc.onState, onProgress: svc.onProgress });
+      const open = () =>
+        Promise.all([
+          ctx.fcDb(),
+          commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } }),
+        ]);
+      const opened = await connectPatiently(open, {
+        clock: ctx.clock,
+        signal: ctx.signal,
+        onState: svc.onState,
+        onProgress: svc.onProgress,
+      });
       if (opened === null) return emptySummary();
       const [db, { fc: throttle }] = opened;
       return followSend(
@@ -78,6 +105,10 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
     },
   );
   progress.stop();
-  ctx.output.summary({ ...summarizeSend(summary, options, (ctx.clock() - started) / 1000, zone ?? ''), follow: true, host: hostname() });
+  ctx.output.summary({
+    ...summarizeSend(summary, options, (ctx.clock() - started) / 1000, zone ?? ''),
+    follow: true,
+    host: hostname(),
+  });
   return 0;
 }

@@ -4,5 +4,7 @@ import { createDevSeedCommand } from './seed.js';
 
 /** `fcctl dev …`: tools for development databases only. */
 export function createDevGroup(program: Command, deps: Deps, resources: Resources): Command {
-  return commandGroup(program, 'dev', 'development databases only: seed demo data', deps, resources, [createDevSeedCommand]);
+  return commandGroup(program, 'dev', 'development databases only: seed demo data', deps, resources, [
+    createDevSeedCommand,
+  ]);
 }

@@ -16,7 +16,15 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
   const { faults } = result.plan;
   for (const f of faults) ctx.output.event('fault', { ...f });
   if (!ctx.output.json && faults.length > 0) {
-    ctx.output.rows(faults, [{ key: 'kind', header: 'fault' }, { key: 'eventId', header: 'event id' }], 'table', 'rows built to fail the pre-publish checks');
+    ctx.output.rows(
+      faults,
+      [
+        { key: 'kind', header: 'fault' },
+        { key: 'eventId', header: 'event id' },
+      ],
+      'table',
+      'rows built to fail the pre-publish checks',
+    );
   }
   const { summary, counts } = summarizeSeed(options, result, ctx.output.json);
   ctx.output.summary(summary, counts);
@@ -26,22 +34,51 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
 export function createDevSeedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDevSeed): Command {
   return parent
     .command('seed')
-    .description('fill a development FC database (marked by `db init --dev`) with a reproducible data set, and the SH projection with drift when FCCTL_SH_DATABASE_URL is set and marked dev')
+    .description(
+      'fill a development FC database (marked by `db init --dev`) with a reproducible data set, and the SH projection with drift when FCCTL_SH_DATABASE_URL is set and marked dev',
+    )
     .option('--answers <n>', 'answers to create (one outbox row per answer and consumer)', intArg(0, 1_000_000), 200)
-    .option('--consumers <n>', `consumer apps (default ${DEFAULT_CONSUMERS}, or the number of --consumer-keys)`, intArg(1, 1000))
-    .option('--consumer-keys <keys>', 'comma-separated consumer app keys, for predictable routing keys', (v: string) => v.split(',').map((k) => k.trim()))
+    .option(
+      '--consumers <n>',
+      `consumer apps (default ${DEFAULT_CONSUMERS}, or the number of --consumer-keys)`,
+      intArg(1, 1000),
+    )
+    .option('--consumer-keys <keys>', 'comma-separated consumer app keys, for predictable routing keys', (v: string) =>
+      v.split(',').map((k) => k.trim()),
+    )
     .option('--schools <n>', 'schools (ids 5, 6, …); answers are spread over them', intArg(1, 10_000), 2)
-    .option('--snapshot-bytes <n>', 'grow each snapshot to this size in bytes (0: natural size, ~1 KB)', intArg(0, 1024 * 1024), 0)
-    .option('--seed <n>', 'seed of the generator: the same seed gives the same ids, values and hashes', intArg(0, 2 ** 31 - 1), 1)
-    .option('--include-faults', 'add rows built to fail the pre-publish checks: dotted and wildcard consumer keys, school 0, a tampered snapshot', false)
-    .option('--no-grant-mix', 'every grant active and push-allowed at the rows\' version (by default a few are push-disabled, revoked or advanced)')
+    .option(
+      '--snapshot-bytes <n>',
+      'grow each snapshot to this size in bytes (0: natural size, ~1 KB)',
+      intArg(0, 1024 * 1024),
+      0,
+    )
+    .option(
+      '--seed <n>',
+      'seed of the generator: the same seed gives the same ids, values and hashes',
+      intArg(0, 2 ** 31 - 1),
+      1,
+    )
+    .option(
+      '--include-faults',
+      'add rows built to fail the pre-publish checks: dotted and wildcard consumer keys, school 0, a tampered snapshot',
+      false,
+    )
+    .option(
+      '--no-grant-mix',
+      "every grant active and push-allowed at the rows' version (by default a few are push-disabled, revoked or advanced)",
+    )
     .option('--replace', 'delete the rows the seed tables already hold (same transaction)', false)
-    .option('--no-sh', 'leave the SH database alone (by default, when FCCTL_SH_DATABASE_URL is set and marked by `db init --side sh --dev`, fc_answer_projection gets rows with drift of every reconcile category)')
+    .option(
+      '--no-sh',
+      'leave the SH database alone (by default, when FCCTL_SH_DATABASE_URL is set and marked by `db init --side sh --dev`, fc_answer_projection gets rows with drift of every reconcile category)',
+    )
     .action(commandAction(deps, resources, seedOptionsOf, runF));
 }
 
 /** Every option is named as its flag: the parsed values are the options, copied one by one. */
 function seedOptionsOf(o: Record<string, unknown>): DevSeedOptions {
-  const { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh } = o as unknown as DevSeedOptions;
+  const { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh } =
+    o as unknown as DevSeedOptions;
   return { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh };
 }

@@ -5,7 +5,9 @@ import { createManifestScanCommand } from './scan.js';
 
 /** `fcctl manifest …`: answer manifests of one school and form, per side (SPEC §7). */
 export function createManifestGroup(program: Command, deps: Deps, resources: Resources): Command {
-  const manifest = program.command('manifest').description('answer manifests (answer uuid, revision, hash, deleted, school, create time) of FC or SH');
+  const manifest = program
+    .command('manifest')
+    .description('answer manifests (answer uuid, revision, hash, deleted, school, create time) of FC or SH');
   createManifestPageCommand(manifest, deps, resources);
   createManifestScanCommand(manifest, deps, resources);
   return manifest;

@@ -15,7 +15,15 @@ export interface ManifestPageOptions {
 }
 
 // key → header; `retired` is an SH column only (the last, cut for FC)
-const COLUMNS: readonly Column[] = Object.entries({ answerUuid: 'answer', revision: 'rev', contentHash: 'hash', isDeleted: 'deleted', schId: 'school', createTime: 'created', retiredAt: 'retired' }).map(([key, header]) => ({ key, header }));
+const COLUMNS: readonly Column[] = Object.entries({
+  answerUuid: 'answer',
+  revision: 'rev',
+  contentHash: 'hash',
+  isDeleted: 'deleted',
+  schId: 'school',
+  createTime: 'created',
+  retiredAt: 'retired',
+}).map(([key, header]) => ({ key, header }));
 
 /**
  * `fcctl manifest page` (seed 000 §8.1 `manifestPage`): one keyset page of a side, as
@@ -23,9 +31,21 @@ const COLUMNS: readonly Column[] = Object.entries({ answerUuid: 'answer', revisi
  */
 export async function runManifestPage(options: ManifestPageOptions, ctx: Ctx): Promise<number> {
   const db = options.side === 'sh' ? await ctx.shDb() : await ctx.fcDb();
-  const page = await readManifestPage(db, options.side, { schId: options.schId, formUuid: options.formUuid, cursor: options.cursor, size: options.size });
+  const page = await readManifestPage(db, options.side, {
+    schId: options.schId,
+    formUuid: options.formUuid,
+    cursor: options.cursor,
+    size: options.size,
+  });
   if (ctx.output.json) {
-    ctx.output.event('page', { side: options.side, schId: options.schId, formUuid: options.formUuid, rows: page.rows, nextCursor: page.nextCursor, completed: page.completed });
+    ctx.output.event('page', {
+      side: options.side,
+      schId: options.schId,
+      formUuid: options.formUuid,
+      rows: page.rows,
+      nextCursor: page.nextCursor,
+      completed: page.completed,
+    });
   } else {
     ctx.output.rows(
       page.rows.map((r) => ({ ...r, contentHash: `${r.contentHash.slice(0, 12)}…` })),
@@ -34,18 +54,40 @@ export async function runManifestPage(options: ManifestPageOptions, ctx: Ctx): P
       `${options.side.toUpperCase()} manifest, school ${options.schId}, form ${options.formUuid}${options.cursor ? `, after ${options.cursor}` : ''}`,
     );
   }
-  ctx.output.summary({ command: 'manifest page', exitCode: ExitCode.OK, side: options.side, rows: page.rows.length, completed: page.completed, nextCursor: page.nextCursor });
+  ctx.output.summary({
+    command: 'manifest page',
+    exitCode: ExitCode.OK,
+    side: options.side,
+    rows: page.rows.length,
+    completed: page.completed,
+    nextCursor: page.nextCursor,
+  });
   return ExitCode.OK;
 }
 
-export function createManifestPageCommand(parent: Command, deps: Deps, resources: Resources, runF = runManifestPage): Command {
-  const cmd = parent.command('page').description('one manifest page of a side: answers of a school and form by answer uuid, {rows, nextCursor, completed}').addOption(sideOption());
+export function createManifestPageCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runManifestPage,
+): Command {
+  const cmd = parent
+    .command('page')
+    .description(
+      'one manifest page of a side: answers of a school and form by answer uuid, {rows, nextCursor, completed}',
+    )
+    .addOption(sideOption());
   return addSchoolFormOptions(cmd)
-    .option('--cursor <answer-uuid>', 'continue after this answer uuid (the previous page\'s nextCursor)', uuidArg)
+    .option('--cursor <answer-uuid>', "continue after this answer uuid (the previous page's nextCursor)", uuidArg)
     .addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
     .action(commandAction(deps, resources, pageOptionsOf, runF));
 }
 
 function pageOptionsOf(o: Record<string, unknown>): ManifestPageOptions {
-  return { side: o['side'] as ManifestSide, ...schoolFormOf(o), cursor: (o['cursor'] as string | undefined) ?? null, size: o['size'] as number };
+  return {
+    side: o['side'] as ManifestSide,
+    ...schoolFormOf(o),
+    cursor: (o['cursor'] as string | undefined) ?? null,
+    size: o['size'] as number,
+  };
 }

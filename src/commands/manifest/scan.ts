@@ -9,7 +9,16 @@ import { countScanRows, runManifestScan } from '../../lib/manifest/scan/run.js';
 import type { ScanResult } from '../../lib/manifest/scan/types.js';
 import type { Shard } from '../../lib/manifest/shard.js';
 import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
-import { addSchoolFormOptions, addThrottleOptions, pageSizeOption, pathArg, schoolFormOf, shardArg, sideOption, throttleLimitsOf } from '../options.js';
+import {
+  addSchoolFormOptions,
+  addThrottleOptions,
+  pageSizeOption,
+  pathArg,
+  schoolFormOf,
+  shardArg,
+  sideOption,
+  throttleLimitsOf,
+} from '../options.js';
 import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
 
 export interface ManifestScanOptions {
@@ -38,35 +47,93 @@ export async function runManifestScanCommand(options: ManifestScanOptions, ctx: 
   await requireDirectoryOf(checkpoint, '--checkpoint');
   const url = requireSetting(ctx.config, options.side === 'sh' ? 'shDatabaseUrl' : 'fcDatabaseUrl');
   const db = options.side === 'sh' ? await ctx.shDb() : await ctx.fcDb();
-  const { read: throttle } = await commandThrottles(ctx, options.throttle, { read: { db: async () => db, label: options.side === 'sh' ? 'SH database' : 'FC database' } });
+  const { read: throttle } = await commandThrottles(ctx, options.throttle, {
+    read: { db: async () => db, label: options.side === 'sh' ? 'SH database' : 'FC database' },
+  });
   const started = ctx.clock();
   const progress = ctx.output.progress(`manifest scan ${options.side}`);
   if (!ctx.output.json) progress.setTotal(await countScanRows(db, options));
   let result: ScanResult;
   try {
     result = await runManifestScan(
-      { side: options.side, schId: options.schId, formUuid: options.formUuid, shard: options.shard, size: options.size, out: options.out, checkpoint, restart: options.restart, database: databaseIdentity(url) },
-      { db, signal: ctx.signal, now: ctx.now, onPage: (p) => recordRows(progress, p.pageRows), ...(throttle ? { throttle } : {}) },
+      {
+        side: options.side,
+        schId: options.schId,
+        formUuid: options.formUuid,
+        shard: options.shard,
+        size: options.size,
+        out: options.out,
+        checkpoint,
+        restart: options.restart,
+        database: databaseIdentity(url),
+      },
+      {
+        db,
+        signal: ctx.signal,
+        now: ctx.now,
+        onPage: (p) => recordRows(progress, p.pageRows),
+        ...(throttle ? { throttle } : {}),
+      },
     );
   } finally {
     progress.stop();
   }
-  ctx.output.summary({ ...summarizeScan(options, result, ctx.clock() - started), throttledSeconds: throttledSeconds([throttle]) });
+  ctx.output.summary({
+    ...summarizeScan(options, result, ctx.clock() - started),
+    throttledSeconds: throttledSeconds([throttle]),
+  });
   return scanExitCode(result);
 }
 
-export function createManifestScanCommand(parent: Command, deps: Deps, resources: Resources, runF = runManifestScanCommand): Command {
-  const cmd = parent.command('scan').description('page a whole side of one school and form into a JSONL manifest, with a checkpoint after every page (resumable)').addOption(sideOption());
-  return addThrottleOptions(addSchoolFormOptions(cmd), 'the side\'s database')
-    .requiredOption('--out <file.jsonl>', 'the manifest file (rewritten from the checkpointed length on resume)', pathArg)
+export function createManifestScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runManifestScanCommand,
+): Command {
+  const cmd = parent
+    .command('scan')
+    .description(
+      'page a whole side of one school and form into a JSONL manifest, with a checkpoint after every page (resumable)',
+    )
+    .addOption(sideOption());
+  return addThrottleOptions(addSchoolFormOptions(cmd), "the side's database")
+    .requiredOption(
+      '--out <file.jsonl>',
+      'the manifest file (rewritten from the checkpointed length on resume)',
+      pathArg,
+    )
     .option('--checkpoint <file.json>', 'the checkpoint (default: beside --out, x.jsonl → x.checkpoint.json)', pathArg)
-    .addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE}); may change between resumes`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
-    .option('--shard <i/n>', 'scan only shard i of n of the answer-uuid key space (outputs of shards 1..n concatenate in order)', shardArg)
-    .option('--restart', 'discard an existing checkpoint (of other arguments, or finished) and scan from the start', false)
+    .addOption(
+      pageSizeOption(
+        `rows per page (at most ${MAX_PAGE_SIZE}); may change between resumes`,
+        MAX_PAGE_SIZE,
+        DEFAULT_PAGE_SIZE,
+      ),
+    )
+    .option(
+      '--shard <i/n>',
+      'scan only shard i of n of the answer-uuid key space (outputs of shards 1..n concatenate in order)',
+      shardArg,
+    )
+    .option(
+      '--restart',
+      'discard an existing checkpoint (of other arguments, or finished) and scan from the start',
+      false,
+    )
     .action(commandAction(deps, resources, scanOptionsOf, runF));
 }
 
 function scanOptionsOf(o: Record<string, unknown>): ManifestScanOptions {
   const shard = (o['shard'] as Shard | undefined) ?? null;
-  return { side: o['side'] as ManifestSide, ...schoolFormOf(o), size: o['size'] as number, out: o['out'] as string, checkpoint: o['checkpoint'] as string | undefined, restart: o['restart'] as boolean, shard, throttle: throttleLimitsOf(o) };
+  return {
+    side: o['side'] as ManifestSide,
+    ...schoolFormOf(o),
+    size: o['size'] as number,
+    out: o['out'] as string,
+    checkpoint: o['checkpoint'] as string | undefined,
+    restart: o['restart'] as boolean,
+    shard,
+    throttle: throttleLimitsOf(o),
+  };
 }

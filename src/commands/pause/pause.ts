@@ -8,11 +8,23 @@ import { commandAction, type Ctx, type Deps, type Resources } from '../context.j
 import { listFormatOption } from '../options.js';
 
 export type PauseOptions =
-  | { readonly kind: 'pause'; readonly command: string; readonly side: PauseSide; readonly reason: string; readonly until?: string }
+  | {
+      readonly kind: 'pause';
+      readonly command: string;
+      readonly side: PauseSide;
+      readonly reason: string;
+      readonly until?: string;
+    }
   | { readonly kind: 'list'; readonly format: ListFormat };
 
 const COLUMNS: readonly Column[] = [
-  { key: 'command' }, { key: 'database' }, { key: 'state' }, { key: 'reason' }, { key: 'pausedBy', header: 'paused by' }, { key: 'pausedAt', header: 'paused at (UTC)' }, { key: 'until', header: 'until (UTC)' },
+  { key: 'command' },
+  { key: 'database' },
+  { key: 'state' },
+  { key: 'reason' },
+  { key: 'pausedBy', header: 'paused by' },
+  { key: 'pausedAt', header: 'paused at (UTC)' },
+  { key: 'until', header: 'until (UTC)' },
 ];
 
 /**
@@ -22,10 +34,18 @@ const COLUMNS: readonly Column[] = [
  */
 export async function runPause(options: PauseOptions, ctx: Ctx): Promise<number> {
   if (options.kind === 'list') return listing(options.format, ctx);
-  const until = options.until === undefined ? ({ ok: true, until: { kind: 'never' } } as const) : parseUntil(options.until, ctx.clock());
+  const until =
+    options.until === undefined
+      ? ({ ok: true, until: { kind: 'never' } } as const)
+      : parseUntil(options.until, ctx.clock());
   if (!until.ok) throw new UsageError(until.message);
   const db = options.side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
-  const { previous, pause } = await setPause(db, options.side, { command: options.command, reason: options.reason, until: until.until, ...whoAmI() });
+  const { previous, pause } = await setPause(db, options.side, {
+    command: options.command,
+    reason: options.reason,
+    until: until.until,
+    ...whoAmI(),
+  });
   ctx.output.summary({
     command: 'pause',
     exitCode: ExitCode.OK,
@@ -35,17 +55,26 @@ export async function runPause(options: PauseOptions, ctx: Ctx): Promise<number>
     pausedBy: pause.pausedBy,
     pausedAt: pause.pausedAt,
     until: pause.until,
-    replaced: previous === null ? null : { reason: previous.reason, pausedBy: previous.pausedBy, pausedAt: previous.pausedAt, until: previous.until },
+    replaced:
+      previous === null
+        ? null
+        : { reason: previous.reason, pausedBy: previous.pausedBy, pausedAt: previous.pausedAt, until: previous.until },
   });
   return ExitCode.OK;
 }
 
 /** The switches of every database configured (FC, SH), expired ones marked. */
 async function listing(format: ListFormat, ctx: Ctx): Promise<number> {
-  const sides = (['fc', 'sh'] as const).filter((s) => ctx.config[s === 'fc' ? 'fcDatabaseUrl' : 'shDatabaseUrl'].value !== undefined);
-  if (sides.length === 0) throw new UsageError('pause --list reads the FC and SH databases: set FCCTL_FC_DATABASE_URL or FCCTL_SH_DATABASE_URL (or both)');
+  const sides = (['fc', 'sh'] as const).filter(
+    (s) => ctx.config[s === 'fc' ? 'fcDatabaseUrl' : 'shDatabaseUrl'].value !== undefined,
+  );
+  if (sides.length === 0)
+    throw new UsageError(
+      'pause --list reads the FC and SH databases: set FCCTL_FC_DATABASE_URL or FCCTL_SH_DATABASE_URL (or both)',
+    );
   const rows: Array<Record<string, unknown>> = [];
-  for (const side of sides) for (const r of await listPauses(side === 'fc' ? await ctx.fcDb() : await ctx.shDb())) rows.push(listRow(r, side));
+  for (const side of sides)
+    for (const r of await listPauses(side === 'fc' ? await ctx.fcDb() : await ctx.shDb())) rows.push(listRow(r, side));
   if (format === 'csv') {
     ctx.output.rows(rows, COLUMNS, 'csv');
     return ExitCode.OK;
@@ -53,14 +82,22 @@ async function listing(format: ListFormat, ctx: Ctx): Promise<number> {
   const out = format === 'json' ? ctx.output.asJson() : ctx.output;
   out.rows(rows, COLUMNS, out.json ? 'json' : 'table', 'paused commands');
   const paused = rows.filter((r) => r['state'] === 'paused').length;
-  out.summary({ command: 'pause --list', exitCode: ExitCode.OK, databases: sides.map((s) => s.toUpperCase()), paused, expired: rows.length - paused });
+  out.summary({
+    command: 'pause --list',
+    exitCode: ExitCode.OK,
+    databases: sides.map((s) => s.toUpperCase()),
+    paused,
+    expired: rows.length - paused,
+  });
   return ExitCode.OK;
 }
 
 export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause): Command {
   return parent
     .command('pause')
-    .description('pause a cron command fleet-wide (deliveries send, apply-command resolve-unknown, reconcile run): its runs stop cleanly at their next batch or page')
+    .description(
+      'pause a cron command fleet-wide (deliveries send, apply-command resolve-unknown, reconcile run): its runs stop cleanly at their next batch or page',
+    )
     .argument('[command...]', 'the command to pause, in its own words: deliveries send')
     .option('--reason <text>', 'why (required): shown to every run it stops and in pause --list')
     .option('--until <time>', 'end the pause by itself: a duration (30m, 2h, 1d) or an ISO 8601 time with offset')
@@ -75,13 +112,21 @@ export function pauseOptionsOf(o: Record<string, unknown>, args: readonly unknow
   const reason = o['reason'] as string | undefined;
   const until = o['until'] as string | undefined;
   if (o['list'] === true) {
-    if (words.length > 0 || reason !== undefined || until !== undefined) throw new UsageError('pause --list takes no command, --reason or --until');
+    if (words.length > 0 || reason !== undefined || until !== undefined)
+      throw new UsageError('pause --list takes no command, --reason or --until');
     return { kind: 'list', format: o['format'] as ListFormat };
   }
   const target = pausableCommand(words);
   if (!target.ok) throw new UsageError(target.message);
-  if (reason === undefined) throw new UsageError(`pause ${target.command} needs --reason TEXT: say why, for whoever finds it paused`);
+  if (reason === undefined)
+    throw new UsageError(`pause ${target.command} needs --reason TEXT: say why, for whoever finds it paused`);
   const problem = reasonProblem(reason);
   if (problem) throw new UsageError(problem);
-  return { kind: 'pause', command: target.command, side: target.side, reason: reason.trim(), ...(until !== undefined ? { until } : {}) };
+  return {
+    kind: 'pause',
+    command: target.command,
+    side: target.side,
+    reason: reason.trim(),
+    ...(until !== undefined ? { until } : {}),
+  };
 }

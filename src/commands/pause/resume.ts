@@ -16,7 +16,11 @@ export interface ResumeOptions {
  */
 export async function runResume(options: ResumeOptions, ctx: Ctx): Promise<number> {
   const db = options.side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
-  const { ended } = await clearPause(db, options.side, { command: options.command, reason: options.reason, ...whoAmI() });
+  const { ended } = await clearPause(db, options.side, {
+    command: options.command,
+    reason: options.reason,
+    ...whoAmI(),
+  });
   ctx.output.summary({
     command: 'resume',
     exitCode: ExitCode.OK,

@@ -5,29 +5,69 @@ import type { Column } from '../../lib/cli/table.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { countedOnly, summarizeRepair } from '../../lib/projection/decide.js';
 import { checkProofId, checkRunId, readRepairInputs, singleAnswerOf, usage } from '../../lib/projection/input.js';
-import { DEFAULT_EVIDENCE_NAME, outcomeNote, type ProjectionRepairOptions, repairFailure, resultEventOf, runRepairAuthoritative } from '../../lib/projection/run.js';
+import {
+  DEFAULT_EVIDENCE_NAME,
+  outcomeNote,
+  type ProjectionRepairOptions,
+  repairFailure,
+  resultEventOf,
+  runRepairAuthoritative,
+} from '../../lib/projection/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { consumerArg, executeOption, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
 
 const COMMAND = 'projection repair-authoritative';
-const RESULT_COLUMNS: readonly Column[] = [{ key: 'line' }, { key: 'answerUuid', header: 'answer' }, { key: 'category' }, { key: 'result' }, { key: 'rereads' }, { key: 'reason' }];
+const RESULT_COLUMNS: readonly Column[] = [
+  { key: 'line' },
+  { key: 'answerUuid', header: 'answer' },
+  { key: 'category' },
+  { key: 'result' },
+  { key: 'rereads' },
+  { key: 'reason' },
+];
 
-export function createProjectionRepairCommand(parent: Command, deps: Deps, resources: Resources, runF = runProjectionRepair): Command {
+export function createProjectionRepairCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runProjectionRepair,
+): Command {
   return parent
     .command('repair-authoritative')
-    .description('repair the local projection from FC, conditionally on the local triple read before: APPLIED (WOULD_APPLY in a dry run), LOCAL_CHANGED, LOCAL_AHEAD or DEFERRED (writes only with --execute)')
-    .requiredOption('--consumer <key>', 'this SH deployment\'s consumer app key: the grant (form, school, this key) that authorizes the projection', consumerArg)
-    .requiredOption('--proof-id <id>', 'audit reference of this repair (the reconcile task or incident), 1–128 characters')
-    .option('--school <id>', 'school of the answer (one answer); with --plan, the school every line must have', schoolArg)
+    .description(
+      'repair the local projection from FC, conditionally on the local triple read before: APPLIED (WOULD_APPLY in a dry run), LOCAL_CHANGED, LOCAL_AHEAD or DEFERRED (writes only with --execute)',
+    )
+    .requiredOption(
+      '--consumer <key>',
+      "this SH deployment's consumer app key: the grant (form, school, this key) that authorizes the projection",
+      consumerArg,
+    )
+    .requiredOption(
+      '--proof-id <id>',
+      'audit reference of this repair (the reconcile task or incident), 1–128 characters',
+    )
+    .option(
+      '--school <id>',
+      'school of the answer (one answer); with --plan, the school every line must have',
+      schoolArg,
+    )
     .option('--answer <uuid>', 'answer uuid (one answer)')
     .option('--expected-revision <n>', 'the local revision as read (one answer)')
     .option('--expected-hash <hash>', 'the local content hash as read (one answer)')
     .option('--expected-is-deleted <0|1>', 'the local isDeleted as read (one answer)')
     .option('--expect-missing', 'the local row was observed missing: insert it UNLINKED (one answer)', false)
-    .option('--envelope <file>', 'take the authoritative snapshot from this v2 envelope (checked as canon check-envelope does) instead of building it from the FC answer row; - for stdin', pathArg)
+    .option(
+      '--envelope <file>',
+      'take the authoritative snapshot from this v2 envelope (checked as canon check-envelope does) instead of building it from the FC answer row; - for stdin',
+      pathArg,
+    )
     .option('--plan <file>', 'repair every line of a repair-plan.jsonl of reconcile diff; - for stdin', pathArg)
     .addOption(executeOption('write; without it only report what each answer would get'))
-    .option('--evidence <file>', `JSON lines appended per decision (default: ${DEFAULT_EVIDENCE_NAME} beside the plan, or in the current directory)`, pathArg)
+    .option(
+      '--evidence <file>',
+      `JSON lines appended per decision (default: ${DEFAULT_EVIDENCE_NAME} beside the plan, or in the current directory)`,
+      pathArg,
+    )
     .option('--run-id <id>', 'run id for the audit rows and evidence (default: a new UUID)')
     .option('--concurrency <n>', 'answers repaired at once (--plan)', intArg(1, 32), 4)
     .option('--max-rereads <n>', 'times an answer is re-read and decided again after LOCAL_CHANGED', intArg(0, 10), 3)
@@ -38,10 +78,15 @@ export function createProjectionRepairCommand(parent: Command, deps: Deps, resou
 /** The flags, checked as a whole: one answer or a plan, never both (exit 2). */
 function repairOptionsOf(o: Record<string, unknown>): ProjectionRepairOptions {
   const plan = o['plan'] as string | undefined;
-  const singleFlags = (['answer', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'envelope'] as const).filter((k) => o[k] !== undefined);
-  if (plan !== undefined && (singleFlags.length > 0 || o['expectMissing'] === true)) throw new UsageError('--plan cannot be combined with --answer, --expected-*, --expect-missing or --envelope');
+  const singleFlags = (['answer', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'envelope'] as const).filter(
+    (k) => o[k] !== undefined,
+  );
+  if (plan !== undefined && (singleFlags.length > 0 || o['expectMissing'] === true))
+    throw new UsageError('--plan cannot be combined with --answer, --expected-*, --expect-missing or --envelope');
   if (plan === undefined && (o['answer'] === undefined || o['school'] === undefined)) {
-    throw new UsageError('give --school and --answer with --expected-revision/--expected-hash/--expected-is-deleted or --expect-missing for one answer, or --plan FILE');
+    throw new UsageError(
+      'give --school and --answer with --expected-revision/--expected-hash/--expected-is-deleted or --expect-missing for one answer, or --plan FILE',
+    );
   }
   if (plan === '-' && o['envelope'] === '-') throw new UsageError('only one input can be standard input');
   const proofId = usage(() => checkProofId(o['proofId'], 0));
@@ -73,7 +118,8 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
   const dryRun = !options.execute;
   const batch = options.single === undefined;
   // A database that is not configured is bad input too: refused before the evidence file is touched.
-  if (inputs.items.length > 0) for (const name of ['fcDatabaseUrl', 'shDatabaseUrl'] as const) requireSetting(ctx.config, name);
+  if (inputs.items.length > 0)
+    for (const name of ['fcDatabaseUrl', 'shDatabaseUrl'] as const) requireSetting(ctx.config, name);
   const tableRows: Array<Record<string, unknown>> = [];
   const run = await runRepairAuthoritative(options, inputs, {
     fcDb: () => ctx.fcDb(),
@@ -81,7 +127,9 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
     now: ctx.now,
     clock: ctx.clock,
     signal: ctx.signal,
-    ...(batch ? { progress: (total: number) => ctx.output.progress(dryRun ? `${COMMAND} (dry run)` : COMMAND, total) } : {}),
+    ...(batch
+      ? { progress: (total: number) => ctx.output.progress(dryRun ? `${COMMAND} (dry run)` : COMMAND, total) }
+      : {}),
     onResult: (r) => {
       if (!(batch && countedOnly(r))) ctx.output.event('result', resultEventOf(r, batch, dryRun));
       if (!ctx.output.json) {
@@ -90,8 +138,12 @@ export async function runProjectionRepair(options: ProjectionRepairOptions, ctx:
       }
     },
   });
-  if (batch && !ctx.output.json && tableRows.length > 0) ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would answer (dry run)' : 'results');
-  if (dryRun) ctx.output.note('dry run: nothing was written to the databases (decisions recorded in the evidence file with dryRun: true); pass --execute to repair');
+  if (batch && !ctx.output.json && tableRows.length > 0)
+    ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would answer (dry run)' : 'results');
+  if (dryRun)
+    ctx.output.note(
+      'dry run: nothing was written to the databases (decisions recorded in the evidence file with dryRun: true); pass --execute to repair',
+    );
   const { summary, counts } = summarizeRepair(run, Math.round((ctx.clock() - started) / 100) / 10, ctx.output.json);
   ctx.output.summary(summary, counts);
   if (run.error) throw repairFailure(run.error);

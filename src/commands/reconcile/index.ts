@@ -5,7 +5,9 @@ import { createReconcileRunCommand } from './run.js';
 
 /** `fcctl reconcile …`: compare FC with the local projection (SPEC §7). */
 export function createReconcileGroup(program: Command, deps: Deps, resources: Resources): Command {
-  const reconcile = program.command('reconcile').description('compare FC answers with the SH projection: repair plan, local-ahead rows, retire candidates');
+  const reconcile = program
+    .command('reconcile')
+    .description('compare FC answers with the SH projection: repair plan, local-ahead rows, retire candidates');
   createReconcileDiffCommand(reconcile, deps, resources);
   createReconcileRunCommand(reconcile, deps, resources);
   return reconcile;

@@ -30,12 +30,31 @@ export interface ReconcileAllOptions {
 }
 
 /** `--all`'s options from the parsed flags (`--school`/`--form` are lists here). */
-export function allOptionsOf(o: Record<string, unknown>, { restart, ...common }: { size: number; restart: boolean; allowEmpty: boolean; throttle: ThrottleLimits; metricsFile?: string; pauseFile?: string }): ReconcileAllOptions {
+export function allOptionsOf(
+  o: Record<string, unknown>,
+  {
+    restart,
+    ...common
+  }: {
+    size: number;
+    restart: boolean;
+    allowEmpty: boolean;
+    throttle: ThrottleLimits;
+    metricsFile?: string;
+    pauseFile?: string;
+  },
+): ReconcileAllOptions {
   // a pair's own directory is restarted with `reconcile run --school S --form F --restart`
-  if (restart) throw new UsageError('--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run');
+  if (restart)
+    throw new UsageError(
+      '--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run',
+    );
   const consumer = o['consumer'] as string | undefined;
   // no default: FCCTL_APP_KEY is the key fcctl signs with, not necessarily the consumer FC grants name
-  if (consumer === undefined) throw new UsageError('reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs');
+  if (consumer === undefined)
+    throw new UsageError(
+      'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
+    );
   return {
     ...common,
     consumer,
@@ -55,17 +74,42 @@ export async function runReconcileAllCommand(o: ReconcileAllOptions, ctx: Ctx): 
   return withRunMetrics(RECONCILE_COMMAND, o.metricsFile, ctx.clock, body, (input) => allPairsSeries(pairsRan, input));
 }
 
-async function reconcileAll(o: ReconcileAllOptions, ctx: Ctx, ran: (pairs: ReconcilePairResult[]) => void): Promise<RunOutcome> {
+async function reconcileAll(
+  o: ReconcileAllOptions,
+  ctx: Ctx,
+  ran: (pairs: ReconcilePairResult[]) => void,
+): Promise<RunOutcome> {
   const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
   const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
-  const throttle = await commandThrottles(ctx, o.throttle, { fc: { db: ctx.fcDb, label: 'FC database' }, sh: { db: ctx.shDb, label: 'SH database' } });
+  const throttle = await commandThrottles(ctx, o.throttle, {
+    fc: { db: ctx.fcDb, label: 'FC database' },
+    sh: { db: ctx.shDb, label: 'SH database' },
+  });
   const started = ctx.clock();
   const progress = ctx.output.progress('reconcile run --all: pairs');
   try {
     const result = await runReconcileAll(
-      { outDir: o.outDir, runId: o.runId, filter: o.filter, consumerAppKey: o.consumer, concurrency: o.concurrency, leaseSeconds: o.leaseSeconds, size: o.size, fcDatabase, shDatabase },
       {
-        ...{ fcDb: () => ctx.fcDb(), shDb: () => ctx.shDb(), signal: ctx.signal, now: ctx.now, host: hostname(), owner: newClaimOwner(), throttle },
+        outDir: o.outDir,
+        runId: o.runId,
+        filter: o.filter,
+        consumerAppKey: o.consumer,
+        concurrency: o.concurrency,
+        leaseSeconds: o.leaseSeconds,
+        size: o.size,
+        fcDatabase,
+        shDatabase,
+      },
+      {
+        ...{
+          fcDb: () => ctx.fcDb(),
+          shDb: () => ctx.shDb(),
+          signal: ctx.signal,
+          now: ctx.now,
+          host: hostname(),
+          owner: newClaimOwner(),
+          throttle,
+        },
         paused: pauseCheck('reconcile run', ctx.shDb, o.pauseFile),
         onPairs: (found) => {
           ctx.output.event('pairs', found);
@@ -79,9 +123,16 @@ async function reconcileAll(o: ReconcileAllOptions, ctx: Ctx, ran: (pairs: Recon
     );
     progress.stop();
     ran(pairMetricsOf(result.outcomes, Math.floor(ctx.clock() / 1000)));
-    const report = allReport(result, { ...o, summaryFile: join(resolve(o.outDir), 'summary.json') }, ctx.clock() - started);
+    const report = allReport(
+      result,
+      { ...o, summaryFile: join(resolve(o.outDir), 'summary.json') },
+      ctx.clock() - started,
+    );
     if (report.warning !== null) ctx.io.stderr.write(`fcctl: ${report.warning}\n`);
-    ctx.output.summary({ ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) }, report.counts);
+    ctx.output.summary(
+      { ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) },
+      report.counts,
+    );
     return report.outcome;
   } finally {
     progress.stop();

@@ -23,17 +23,39 @@ export interface RetireAbsentOptions {
 }
 
 export const DEFAULT_MAX_PROOF_AGE_SECONDS = 86400;
-const RESULT_COLUMNS: readonly Column[] = [{ key: 'answerUuid', header: 'answer' }, { key: 'result' }, { key: 'reason' }, { key: 'detail' }];
+const RESULT_COLUMNS: readonly Column[] = [
+  { key: 'answerUuid', header: 'answer' },
+  { key: 'result' },
+  { key: 'reason' },
+  { key: 'detail' },
+];
 
-export function createRetireAbsentCommand(program: Command, deps: Deps, resources: Resources, runF = runRetireAbsent): Command {
+export function createRetireAbsentCommand(
+  program: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runRetireAbsent,
+): Command {
   return program
     .command('retire-absent')
-    .description('retire projection rows a proof shows FC no longer has: RETIRED (WOULD_RETIRE in a dry run), ALREADY_RETIRED or REFUSED per answer (writes only with --execute); `retire-absent prove` makes the proof')
+    .description(
+      'retire projection rows a proof shows FC no longer has: RETIRED (WOULD_RETIRE in a dry run), ALREADY_RETIRED or REFUSED per answer (writes only with --execute); `retire-absent prove` makes the proof',
+    )
     .option('--proof <file>', 'the proof file (fcctl retire-absent prove)', pathArg)
-    .addOption(executeOption('mark the rows retired and write the audit; without it only report what each entry would be'))
+    .addOption(
+      executeOption('mark the rows retired and write the audit; without it only report what each entry would be'),
+    )
     .addOption(maxProofAgeOption(DEFAULT_MAX_PROOF_AGE_SECONDS, '24h'))
-    .option('--evidence <file>', 'JSON lines of every decision, appended (default: beside the proof, x.json → x.evidence.jsonl)', pathArg)
-    .option('--run-id <id>', 'run id recorded in the audit and the evidence, 1–64 characters (default: a new UUID)', runIdArg)
+    .option(
+      '--evidence <file>',
+      'JSON lines of every decision, appended (default: beside the proof, x.json → x.evidence.jsonl)',
+      pathArg,
+    )
+    .option(
+      '--run-id <id>',
+      'run id recorded in the audit and the evidence, 1–64 characters (default: a new UUID)',
+      runIdArg,
+    )
     .action(commandAction(deps, resources, retireOptionsOf, runF));
 }
 
@@ -67,7 +89,15 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
   if (evidencePath === proofFile) throw new UsageError('--evidence must not be the proof file itself');
   const tableRows: Array<Record<string, unknown>> = [];
   const run = await retireAbsent(
-    { proofFile, reading, execute: options.execute, maxProofAgeSeconds: options.maxProofAgeSeconds, runId, fcDatabase, evidencePath },
+    {
+      proofFile,
+      reading,
+      execute: options.execute,
+      maxProofAgeSeconds: options.maxProofAgeSeconds,
+      runId,
+      fcDatabase,
+      evidencePath,
+    },
     {
       fcDb: () => ctx.fcDb(),
       shDb: () => ctx.shDb(),
@@ -81,10 +111,13 @@ export async function runRetireAbsent(options: RetireAbsentOptions, ctx: Ctx): P
     },
   );
   const { result } = run;
-  if (!ctx.output.json && tableRows.length > 0) ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would do (dry run)' : 'decisions');
-  if (dryRun && result.kind === 'done') ctx.output.note('dry run: nothing was written to the databases; pass --execute to retire');
+  if (!ctx.output.json && tableRows.length > 0)
+    ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would do (dry run)' : 'decisions');
+  if (dryRun && result.kind === 'done')
+    ctx.output.note('dry run: nothing was written to the databases; pass --execute to retire');
   const { summary, counts } = summarizeRetire(run, Math.round((ctx.clock() - started) / 100) / 10, ctx.output.json);
   ctx.output.summary(summary, counts);
-  if (result.kind === 'refused') throw new SafetyError(`proof refused (${result.reason}), nothing retired: ${result.detail}`);
+  if (result.kind === 'refused')
+    throw new SafetyError(`proof refused (${result.reason}), nothing retired: ${result.detail}`);
   return run.exitCode;
 }

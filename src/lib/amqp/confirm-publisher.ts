@@ -250,7 +250,10 @@ export class ConfirmPublisher {
       case 'error':
         entry.settle(raw);
         // Without recovery the publisher ends here; with it, the close of the channel starts one.
-        if (!this.recovery) this.gone(`a publish failed before it was sent (${raw.detail}); the channel was closed so that no confirm is credited to another message`);
+        if (!this.recovery)
+          this.gone(
+            `a publish failed before it was sent (${raw.detail}); the channel was closed so that no confirm is credited to another message`,
+          );
         return;
       default:
         entry.settle(raw);
@@ -319,7 +322,15 @@ export class ConfirmPublisher {
   /** Whether the probe comes back as a return on the current channel (so the channel still works). */
   private async probeWorks(): Promise<Raw> {
     const message = this.recovery!.probe();
-    const probe: Entry = { message, notAfter: Number.POSITIVE_INFINITY, returned: false, channel: null, timer: undefined, onRaw: null, settle: () => undefined };
+    const probe: Entry = {
+      message,
+      notAfter: Number.POSITIVE_INFINITY,
+      returned: false,
+      channel: null,
+      timer: undefined,
+      onRaw: null,
+      settle: () => undefined,
+    };
     this.outstanding.set(message.options.messageId, probe);
     try {
       return await this.alone(probe);
@@ -367,7 +378,8 @@ export class ConfirmPublisher {
         if (probe.kind === 'ack' && probe.returned) {
           this.refusals += 1;
           const rk = entry.message.routingKey;
-          if (raw.code === 403 && raw.text.includes(`topic '${rk}'`)) this.refusedTopics.set(rk, { code: raw.code, text: raw.text });
+          if (raw.code === 403 && raw.text.includes(`topic '${rk}'`))
+            this.refusedTopics.set(rk, { code: raw.code, text: raw.text });
           entry.settle({ kind: 'refused', code: raw.code, text: raw.text, sent: true });
           continue;
         }
@@ -400,7 +412,15 @@ export class ConfirmPublisher {
   async sendAlone(message: Message): Promise<PublishOutcome> {
     await this.slot();
     if (this.closedReason !== null) return { kind: 'unsent' };
-    const probe: Entry = { message, notAfter: Number.POSITIVE_INFINITY, returned: false, channel: null, timer: undefined, onRaw: null, settle: () => undefined };
+    const probe: Entry = {
+      message,
+      notAfter: Number.POSITIVE_INFINITY,
+      returned: false,
+      channel: null,
+      timer: undefined,
+      onRaw: null,
+      settle: () => undefined,
+    };
     this.outstanding.set(message.options.messageId, probe);
     this.recovering = true;
     let raw: Raw;

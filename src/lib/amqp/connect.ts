@@ -108,7 +108,9 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
     connection = await client.connect(url, { timeout: 5000, heartbeat: options.heartbeatSeconds ?? 15 });
   } catch (err) {
     const e = brokerError(url, 'cannot connect to RabbitMQ', err);
-    throw HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '') ? new BrokerUnreachableError(e.message, { cause: err }) : e;
+    throw HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')
+      ? new BrokerUnreachableError(e.message, { cause: err })
+      : e;
   }
   // A lost connection surfaces through the channels' close events; keep it from crashing the process.
   connection.on('error', () => undefined);
@@ -145,7 +147,8 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
       // socket rather than hang (cron would pile up runs).
       if (!(await within(connection.close(), CLOSE_TIMEOUT_MS))) {
         // With an error: amqplib tidies up (heartbeat timers included) on the socket's 'error'.
-        const socket = (connection as unknown as { connection?: { stream?: { destroy(err: Error): void } } }).connection?.stream;
+        const socket = (connection as unknown as { connection?: { stream?: { destroy(err: Error): void } } }).connection
+          ?.stream;
         socket?.destroy(new Error('the broker did not answer the close'));
       }
     },

@@ -116,7 +116,10 @@ export class ManagementClient {
     this.shown = maskUrl(url);
     this.user = decodeURIComponent(parsed.username);
     const password = decodeURIComponent(parsed.password);
-    this.authorization = parsed.username || parsed.password ? `Basic ${Buffer.from(`${this.user}:${password}`).toString('base64')}` : undefined;
+    this.authorization =
+      parsed.username || parsed.password
+        ? `Basic ${Buffer.from(`${this.user}:${password}`).toString('base64')}`
+        : undefined;
     parsed.username = '';
     parsed.password = '';
     parsed.search = '';
@@ -147,7 +150,9 @@ export class ManagementClient {
     } catch (err) {
       const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
       if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
-        throw new EnvironmentError(`${prefix} did not answer within ${this.timeoutMs / 1000} s (reading ${what})`, { cause: err });
+        throw new EnvironmentError(`${prefix} did not answer within ${this.timeoutMs / 1000} s (reading ${what})`, {
+          cause: err,
+        });
       }
       const reason = e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
       throw new EnvironmentError(`cannot reach the ${prefix}: ${oneLine(reason)}`, { cause: err });
@@ -164,14 +169,18 @@ export class ManagementClient {
       // "Login failed" is the answer to a wrong user or password; anything else is a user who logged
       // in but may not read this (no administrator tag, no access to the vhost).
       if (res.status === 401 && (reason === '' || /login failed/i.test(reason))) {
-        throw new EnvironmentError(`${prefix}: the management API refused the credentials of user "${this.user}" (HTTP 401)`);
+        throw new EnvironmentError(
+          `${prefix}: the management API refused the credentials of user "${this.user}" (HTTP 401)`,
+        );
       }
       throw new EnvironmentError(
         `${prefix}: user "${this.user}" may not read ${what} (HTTP ${res.status}${reason ? `: ${reason}` : ''}); doctor --isolation needs a user with the administrator tag`,
       );
     }
     if (res.status >= 300 && res.status < 400) {
-      throw new EnvironmentError(`${prefix} answered a redirect (HTTP ${res.status}) to ${maskUrl(res.headers.get('location') ?? '?')}: configure that URL instead`);
+      throw new EnvironmentError(
+        `${prefix} answered a redirect (HTTP ${res.status}) to ${maskUrl(res.headers.get('location') ?? '?')}: configure that URL instead`,
+      );
     }
     if (res.status < 200 || res.status >= 300) {
       throw new EnvironmentError(`${prefix} answered HTTP ${res.status} reading ${what}${reason ? `: ${reason}` : ''}`);
@@ -181,7 +190,9 @@ export class ManagementClient {
   }
 
   private malformed(what: string): EnvironmentError {
-    return new EnvironmentError(`RabbitMQ management API at ${this.shown} answered an unexpected document reading ${what}`);
+    return new EnvironmentError(
+      `RabbitMQ management API at ${this.shown} answered an unexpected document reading ${what}`,
+    );
   }
 
   private async list(segments: readonly string[], what: string, query = ''): Promise<Obj[]> {
@@ -208,7 +219,12 @@ export class ManagementClient {
   /** `GET /api/vhosts/{vhost}/permissions`: every user with permissions on the vhost (none when it does not exist). */
   async vhostPermissions(vhost: string): Promise<UserPermissions[]> {
     const rows = await this.list(['vhosts', vhost, 'permissions'], `the permissions on vhost ${vhost}`);
-    return rows.map((r) => ({ user: str(r['user']), configure: str(r['configure']), write: str(r['write']), read: str(r['read']) }));
+    return rows.map((r) => ({
+      user: str(r['user']),
+      configure: str(r['configure']),
+      write: str(r['write']),
+      read: str(r['read']),
+    }));
   }
 
   /**
@@ -226,7 +242,10 @@ export class ManagementClient {
 
   /** `GET /api/topic-permissions/{vhost}/{user}`: one entry per exchange that has one. */
   async topicPermissions(vhost: string, user: string): Promise<TopicPermission[]> {
-    const rows = await this.list(['topic-permissions', vhost, user], `the topic permissions of ${user} on vhost ${vhost}`);
+    const rows = await this.list(
+      ['topic-permissions', vhost, user],
+      `the topic permissions of ${user} on vhost ${vhost}`,
+    );
     return rows.map((r) => ({ exchange: str(r['exchange']), write: str(r['write']), read: str(r['read']) }));
   }
 
@@ -260,7 +279,10 @@ export class ManagementClient {
 
   /** `GET /api/exchanges/{vhost}/{name}/bindings/source`: every binding from it, to queues and exchanges. */
   async bindingsFrom(vhost: string, exchange: string): Promise<BindingInfo[]> {
-    const rows = await this.list(['exchanges', vhost, exchange, 'bindings', 'source'], `the bindings of exchange ${exchange} on vhost ${vhost}`);
+    const rows = await this.list(
+      ['exchanges', vhost, exchange, 'bindings', 'source'],
+      `the bindings of exchange ${exchange} on vhost ${vhost}`,
+    );
     return rows.map((r) => ({
       source: str(r['source']),
       destination: str(r['destination']),
@@ -275,7 +297,13 @@ export class ManagementClient {
     const body = await this.get(['queues', vhost, name], what, '?columns=name,durable,auto_delete,exclusive,type');
     if (body === null) return null;
     if (!isObj(body)) throw this.malformed(what);
-    return { name: str(body['name']), durable: body['durable'] === true, autoDelete: body['auto_delete'] === true, exclusive: body['exclusive'] === true, type: str(body['type']) };
+    return {
+      name: str(body['name']),
+      durable: body['durable'] === true,
+      autoDelete: body['auto_delete'] === true,
+      exclusive: body['exclusive'] === true,
+      type: str(body['type']),
+    };
   }
 }
 

@@ -6,12 +6,21 @@ export const RETURN_PROBE_TYPE = 'fcctl.return-probe';
 
 /** A fresh probe message (its own messageId each time, so its return is its own). */
 export function returnProbeMessage(): Message {
-  const body = { type: RETURN_PROBE_TYPE, note: 'fcctl checks that unroutable messages come back as returns; this is not an envelope: reject it' };
+  const body = {
+    type: RETURN_PROBE_TYPE,
+    note: 'fcctl checks that unroutable messages come back as returns; this is not an envelope: reject it',
+  };
   return {
     exchange: DELIVERY_EXCHANGE,
     routingKey: RETURN_PROBE_ROUTING_KEY,
     body: Buffer.from(JSON.stringify(body), 'utf8'),
-    options: { messageId: `fcctl-return-probe-${randomBytes(8).toString('hex')}`, mandatory: true, persistent: false, type: RETURN_PROBE_TYPE, contentType: 'application/json' },
+    options: {
+      messageId: `fcctl-return-probe-${randomBytes(8).toString('hex')}`,
+      mandatory: true,
+      persistent: false,
+      type: RETURN_PROBE_TYPE,
+      contentType: 'application/json',
+    },
   };
 }
 
@@ -37,7 +46,9 @@ export function judgeReturnProbe(outcome: PublishOutcome, timeoutMs: number): { 
         ok: false,
         detail:
           `the broker refused ${probe} (${outcome.code} ${outcome.text})` +
-          (outcome.code === 403 ? `: the publisher needs write on ${DELIVERY_EXCHANGE} and a topic permission that allows ${RETURN_PROBE_ROUTING_KEY}` : ''),
+          (outcome.code === 403
+            ? `: the publisher needs write on ${DELIVERY_EXCHANGE} and a topic permission that allows ${RETURN_PROBE_ROUTING_KEY}`
+            : ''),
       };
     case 'nack':
       return { ok: false, detail: `the broker nacked ${probe}` };
@@ -49,7 +60,10 @@ export function judgeReturnProbe(outcome: PublishOutcome, timeoutMs: number): { 
 }
 
 /** Sends the return probe alone on a publisher that has nothing else in flight. */
-export async function sendReturnProbe(publisher: ConfirmPublisher, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
+export async function sendReturnProbe(
+  publisher: ConfirmPublisher,
+  timeoutMs: number,
+): Promise<{ ok: boolean; detail: string }> {
   return judgeReturnProbe(await publisher.sendAlone(returnProbeMessage()), timeoutMs);
 }
 

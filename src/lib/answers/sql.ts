@@ -58,7 +58,8 @@ export interface AnswerPageOptions {
  * @example selectAnswerPage({ schId: '5', formUuid: 'f…', after, limit: 201 })
  */
 export function selectAnswerPage(options: AnswerPageOptions): Statement {
-  if (!Number.isSafeInteger(options.limit) || options.limit < 1) throw new TypeError(`limit must be a positive integer, got ${options.limit}`);
+  if (!Number.isSafeInteger(options.limit) || options.limit < 1)
+    throw new TypeError(`limit must be a positive integer, got ${options.limit}`);
   if (options.formUuid !== undefined && options.schId === undefined) throw new TypeError('formUuid needs schId');
   const where: string[] = [];
   const params: unknown[] = [];

@@ -58,5 +58,11 @@ export interface CommandGeneration {
 }
 
 export function generationOf(row: ApplyCommandRow): CommandGeneration {
-  return { id: String(row.id), state: row.state, retryCount: Number(row.retry_count), attempt: Number(row.attempt), requestToken: row.request_token };
+  return {
+    id: String(row.id),
+    state: row.state,
+    retryCount: Number(row.retry_count),
+    attempt: Number(row.attempt),
+    requestToken: row.request_token,
+  };
 }

@@ -68,10 +68,15 @@ let sortTemp: Int32Array = new Int32Array(256); // merge buffer of the sort
  * With `rootMembers`, the root object's member names (decoded, in input order, `intent` too) are
  * pushed onto it; it stays empty for any other root.
  */
-export function canonicalizeInto(input: Uint8Array, mode: NumberMode, rootMembers?: string[]): [start: number, end: number] {
+export function canonicalizeInto(
+  input: Uint8Array,
+  mode: NumberMode,
+  rootMembers?: string[],
+): [start: number, end: number] {
   rootNames = rootMembers;
   len = input.length;
-  if (len > MAX_INPUT_BYTES) throw new RangeError(`a JSON document of ${len} bytes is over the ${MAX_INPUT_BYTES}-byte limit`);
+  if (len > MAX_INPUT_BYTES)
+    throw new RangeError(`a JSON document of ${len} bytes is over the ${MAX_INPUT_BYTES}-byte limit`);
   if (!isUtf8(input)) {
     throw new CanonFailure('INVALID_UTF8', 'the input is not well-formed UTF-8', firstInvalidUtf8(input));
   }
@@ -92,7 +97,9 @@ export function canonicalizeInto(input: Uint8Array, mode: NumberMode, rootMember
   parseValue(0);
   skipWs();
   if (pos < len) {
-    throw isComment() ? commentFailure() : new CanonFailure('TRAILING_DATA', `unexpected ${describe(pos)} after the JSON value`, pos);
+    throw isComment()
+      ? commentFailure()
+      : new CanonFailure('TRAILING_DATA', `unexpected ${describe(pos)} after the JSON value`, pos);
   }
   flush(pos);
   return [len + 1, o];
@@ -263,7 +270,8 @@ function finishObject(base: number, root: boolean): void {
     }
   }
   // `send` checks the root's member set from here: the names were read anyway, no second parse
-  if (root && rootNames) for (let i = base; i < top; i++) rootNames.push(names ? (names[i - base] as string) : knownName(i));
+  if (root && rootNames)
+    for (let i = base; i < top; i++) rootNames.push(names ? (names[i - base] as string) : knownName(i));
   let intent = -1;
   if (root) {
     for (let i = base; i < top; i++) if (names ? names[i - base] === 'intent' : isIntent(i)) intent = i;
@@ -321,7 +329,7 @@ function compareMembers(a: number, b: number, names: string[] | undefined, base:
   const sb = mKeyStart[b] as number;
   const la = (mKeyEnd[a] as number) - sa;
   const lb = (mKeyEnd[b] as number) - sb;
-  const n = Math.min(la , lb);
+  const n = Math.min(la, lb);
   for (let i = 0; i < n; i++) {
     const x = w[sa + i] as number;
     const y = w[sb + i] as number;
@@ -350,7 +358,10 @@ function sortMembers(n: number, names: string[] | undefined, base: number): void
       let k = lo;
       while (i < mid && j < hi) {
         // Take from the right only when strictly smaller: keeps the sort stable.
-        to[k++] = compareMembers(from[j] as number, from[i] as number, names, base) < 0 ? (from[j++] as number) : (from[i++] as number);
+        to[k++] =
+          compareMembers(from[j] as number, from[i] as number, names, base) < 0
+            ? (from[j++] as number)
+            : (from[i++] as number);
       }
       while (i < mid) to[k++] = from[i++] as number;
       while (j < hi) to[k++] = from[j++] as number;
@@ -387,7 +398,11 @@ function checkDuplicates(n: number, names: string[] | undefined, base: number): 
   }
   if (worst >= 0) {
     const name = memberName(worst);
-    throw new CanonFailure('DUPLICATE_KEY', `duplicate member name ${JSON.stringify(name)}`, (mKeyStart[worst] as number) - 1);
+    throw new CanonFailure(
+      'DUPLICATE_KEY',
+      `duplicate member name ${JSON.stringify(name)}`,
+      (mKeyStart[worst] as number) - 1,
+    );
   }
 }
 
@@ -444,7 +459,18 @@ function memberName(i: number): string {
       s += String.fromCharCode(hex4(p, start - 1)); // lone surrogates stay lone code units
       p += 6;
     } else {
-      s += e === 0x62 ? '\b' : e === 0x66 ? '\f' : e === 0x6e ? '\n' : e === 0x72 ? '\r' : e === 0x74 ? '\t' : String.fromCharCode(e);
+      s +=
+        e === 0x62
+          ? '\b'
+          : e === 0x66
+            ? '\f'
+            : e === 0x6e
+              ? '\n'
+              : e === 0x72
+                ? '\r'
+                : e === 0x74
+                  ? '\t'
+                  : String.fromCharCode(e);
       p += 2;
     }
     run = p;
@@ -502,7 +528,11 @@ function scanString(): number {
       flags = ESCAPED;
       continue;
     }
-    throw new CanonFailure('CONTROL_CHAR_IN_STRING', `raw control character ${codePoint(c)} in a string (escape it)`, p);
+    throw new CanonFailure(
+      'CONTROL_CHAR_IN_STRING',
+      `raw control character ${codePoint(c)} in a string (escape it)`,
+      p,
+    );
   }
   pos = p + 1;
   return flags;
@@ -512,7 +542,13 @@ function scanString(): number {
 function escapeChar(quote: number): void {
   const e = pos + 1 < len ? W[pos + 1] : undefined;
   switch (e) {
-    case 0x22: case 0x5c: case 0x62: case 0x66: case 0x6e: case 0x72: case 0x74:
+    case 0x22:
+    case 0x5c:
+    case 0x62:
+    case 0x66:
+    case 0x6e:
+    case 0x72:
+    case 0x74:
       pos += 2; // `\" \\ \b \f \n \r \t` are already canonical
       return;
     case 0x2f: // `\/` is a raw slash
@@ -545,7 +581,11 @@ function escapeChar(quote: number): void {
     case undefined:
       throw new CanonFailure('UNTERMINATED', 'the input ends inside the string started here', quote);
     default:
-      throw new CanonFailure('INVALID_ESCAPE', `invalid escape ${JSON.stringify(W.toString('utf8', pos, Math.min(pos + 2, len)))}`, pos);
+      throw new CanonFailure(
+        'INVALID_ESCAPE',
+        `invalid escape ${JSON.stringify(W.toString('utf8', pos, Math.min(pos + 2, len)))}`,
+        pos,
+      );
   }
 }
 
@@ -555,8 +595,14 @@ function hex4(p: number, quote: number): number {
   for (let k = p + 2; k < p + 6; k++) {
     if (k >= len) throw new CanonFailure('UNTERMINATED', 'the input ends inside the string started here', quote);
     const c = W[k] as number;
-    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
-    if (d < 0) throw new CanonFailure('INVALID_ESCAPE', `invalid escape ${JSON.stringify(W.toString('utf8', p, Math.min(p + 6, len)))}`, p);
+    const d =
+      c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    if (d < 0)
+      throw new CanonFailure(
+        'INVALID_ESCAPE',
+        `invalid escape ${JSON.stringify(W.toString('utf8', p, Math.min(p + 6, len)))}`,
+        p,
+      );
     u = (u << 4) | d;
   }
   return u;
@@ -638,7 +684,11 @@ function parseNumber(): void {
   }
   pos = p;
   if (p - start > MAX_NUMBER_LITERAL_LENGTH) {
-    throw new CanonFailure('NUMBER_LITERAL_TOO_LONG', `number literal of ${p - start} characters (at most ${MAX_NUMBER_LITERAL_LENGTH})`, start);
+    throw new CanonFailure(
+      'NUMBER_LITERAL_TOO_LONG',
+      `number literal of ${p - start} characters (at most ${MAX_NUMBER_LITERAL_LENGTH})`,
+      start,
+    );
   }
   if (hasExponent || (doubleMode && fracStart >= 0)) {
     rewriteNumber(start, p);

@@ -116,7 +116,11 @@ export function contentHash(input: Uint8Array | string, options?: CanonOptions):
  * hashWithMembers(Buffer.from('{"b":1,"a":2}')); // { ok: true, hash: '…', members: ['b', 'a'] }
  * @throws {RangeError} for a document over {@link MAX_INPUT_BYTES}, as {@link canonicalize}.
  */
-export function hashWithMembers(input: Uint8Array | string): { readonly ok: true; readonly hash: string; readonly members: string[] | null } | { readonly ok: false; readonly error: CanonError } {
+export function hashWithMembers(
+  input: Uint8Array | string,
+):
+  | { readonly ok: true; readonly hash: string; readonly members: string[] | null }
+  | { readonly ok: false; readonly error: CanonError } {
   const bytes = toBytes(input);
   if (!(bytes instanceof Uint8Array)) return { ok: false, error: bytes };
   const members: string[] = [];
@@ -145,7 +149,8 @@ export function hashWithMembers(input: Uint8Array | string): { readonly ok: true
  * canonicalNumber('0.1000000000000000055511151231257827', 'double'); // '0.1'
  */
 export function canonicalNumber(literal: string, mode: NumberMode = 'exact'): string {
-  if (mode !== 'exact' && mode !== 'double') throw new TypeError(`numberMode must be 'exact' or 'double', got ${String(mode)}`);
+  if (mode !== 'exact' && mode !== 'double')
+    throw new TypeError(`numberMode must be 'exact' or 'double', got ${String(mode)}`);
   const r = canonicalNumberText(literal, mode);
   if (typeof r === 'string') return r;
   throw new CanonParseError({ code: r.code, message: r.message, line: 1, column: 1 });
@@ -155,7 +160,8 @@ export function canonicalNumber(literal: string, mode: NumberMode = 'exact'): st
 
 function numberMode(options: CanonOptions | undefined): NumberMode {
   const mode = options?.numberMode ?? 'exact';
-  if (mode !== 'exact' && mode !== 'double') throw new TypeError(`numberMode must be 'exact' or 'double', got ${String(mode)}`);
+  if (mode !== 'exact' && mode !== 'double')
+    throw new TypeError(`numberMode must be 'exact' or 'double', got ${String(mode)}`);
   return mode;
 }
 
@@ -169,7 +175,10 @@ function toBytes(input: Uint8Array | string): Uint8Array | CanonError {
   if (isWellFormed ? isWellFormed.call(input) : firstLoneSurrogate(input) < 0) return bytes;
   const lone = firstLoneSurrogate(input);
   const offset = Buffer.byteLength(input.slice(0, lone), 'utf8');
-  return toError(bytes, new CanonFailure('INVALID_UTF8', 'the text has an unpaired surrogate, which has no UTF-8 form', offset));
+  return toError(
+    bytes,
+    new CanonFailure('INVALID_UTF8', 'the text has an unpaired surrogate, which has no UTF-8 form', offset),
+  );
 }
 
 /** `String.prototype.isWellFormed` (native, Node >= 20) when present. */

@@ -88,7 +88,10 @@ export function exactPlain(literal: string): string | NumberRefusal {
     const exponent = expDigits > 10 ? Infinity : Number(literal.slice(expDigitsStart)) * (expNegative ? -1 : 1);
     const scale = fracLength - exponent;
     if (!(exponent >= INT32_MIN && exponent <= INT32_MAX && scale >= INT32_MIN && scale <= INT32_MAX)) {
-      return { code: 'NUMBER_OUT_OF_RANGE', message: `exponent of ${literal.slice(0, 24)}… is beyond the 32-bit scale of a BigDecimal` };
+      return {
+        code: 'NUMBER_OUT_OF_RANGE',
+        message: `exponent of ${literal.slice(0, 24)}… is beyond the 32-bit scale of a BigDecimal`,
+      };
     }
     return '0';
   }
@@ -100,8 +103,7 @@ export function exactPlain(literal: string): string | NumberRefusal {
   // value = significant × 10^scaleExp
   const scaleExp = exponent - fracLength + (digits.length - b);
   const k = significant.length;
-  const plainLength =
-    (negative ? 1 : 0) + (scaleExp >= 0 ? k + scaleExp : -scaleExp < k ? k + 1 : 2 - scaleExp);
+  const plainLength = (negative ? 1 : 0) + (scaleExp >= 0 ? k + scaleExp : -scaleExp < k ? k + 1 : 2 - scaleExp);
   if (plainLength > MAX_PLAIN_LENGTH) return tooLong(literal);
 
   let plain: string;
@@ -133,17 +135,24 @@ export function isNonInteger(literal: string): boolean {
  */
 export function canonicalNumberText(literal: string, mode: NumberMode): string | NumberRefusal {
   if (literal.length > MAX_NUMBER_LITERAL_LENGTH) {
-    return { code: 'NUMBER_LITERAL_TOO_LONG', message: `number literal of ${literal.length} characters (at most ${MAX_NUMBER_LITERAL_LENGTH})` };
+    return {
+      code: 'NUMBER_LITERAL_TOO_LONG',
+      message: `number literal of ${literal.length} characters (at most ${MAX_NUMBER_LITERAL_LENGTH})`,
+    };
   }
   if (!NUMBER_GRAMMAR.test(literal)) {
-    if (/^-?(?:NaN|Infinity)$/.test(literal)) return { code: 'NOT_A_NUMBER', message: `${literal} is not a JSON number` };
+    if (/^-?(?:NaN|Infinity)$/.test(literal))
+      return { code: 'NOT_A_NUMBER', message: `${literal} is not a JSON number` };
     return { code: 'INVALID_NUMBER', message: `${JSON.stringify(literal.slice(0, 40))} is not a JSON number` };
   }
   return mode === 'double' && isNonInteger(literal) ? doublePlain(literal) : exactPlain(literal);
 }
 
 function tooLong(literal: string): NumberRefusal {
-  return { code: 'NUMBER_TOO_LONG', message: `plain form of ${literal.slice(0, 24)}${literal.length > 24 ? '…' : ''} would exceed ${MAX_PLAIN_LENGTH} characters` };
+  return {
+    code: 'NUMBER_TOO_LONG',
+    message: `plain form of ${literal.slice(0, 24)}${literal.length > 24 ? '…' : ''} would exceed ${MAX_PLAIN_LENGTH} characters`,
+  };
 }
 
 function isDigit(c: number): boolean {

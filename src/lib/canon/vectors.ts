@@ -65,7 +65,9 @@ export function parseVectorFile(text: string, label: string): CanonVectorFile {
   }
   if (!isObject(data)) throw new VectorFileError(`${label}: not a JSON object`);
   if (data['spec'] !== undefined && data['spec'] !== CANON_ALGORITHM) {
-    throw new VectorFileError(`${label}: spec is ${JSON.stringify(data['spec'])}, not ${JSON.stringify(CANON_ALGORITHM)}`);
+    throw new VectorFileError(
+      `${label}: spec is ${JSON.stringify(data['spec'])}, not ${JSON.stringify(CANON_ALGORITHM)}`,
+    );
   }
   const raw = data['vectors'];
   if (!Array.isArray(raw)) throw new VectorFileError(`${label}: no "vectors" array`);
@@ -75,36 +77,49 @@ export function parseVectorFile(text: string, label: string): CanonVectorFile {
     const where = `${label}: vector ${i + 1}`;
     if (!isObject(v)) throw new VectorFileError(`${where}: not an object`);
     const name = v['name'];
-    if (typeof name !== 'string' || name === '') throw new VectorFileError(`${where}: "name" must be a non-empty string`);
+    if (typeof name !== 'string' || name === '')
+      throw new VectorFileError(`${where}: "name" must be a non-empty string`);
     const at = `${where} (${JSON.stringify(name)})`;
     if (names.has(name)) throw new VectorFileError(`${at}: duplicate name`);
     names.add(name);
 
     const { input: text, inputBase64: b64 } = v;
-    if ((text === undefined) === (b64 === undefined)) throw new VectorFileError(`${at}: needs exactly one of "input" and "inputBase64"`);
+    if ((text === undefined) === (b64 === undefined))
+      throw new VectorFileError(`${at}: needs exactly one of "input" and "inputBase64"`);
     let input: string | Buffer;
     if (text !== undefined) {
       if (typeof text !== 'string') throw new VectorFileError(`${at}: "input" must be a string`);
       input = text;
     } else {
-      if (typeof b64 !== 'string' || !BASE64.test(b64)) throw new VectorFileError(`${at}: "inputBase64" must be base64 text`);
+      if (typeof b64 !== 'string' || !BASE64.test(b64))
+        throw new VectorFileError(`${at}: "inputBase64" must be base64 text`);
       input = Buffer.from(b64, 'base64');
     }
 
     const { error, errorCode, canonical, hash } = v;
     if (error !== undefined && error !== true) throw new VectorFileError(`${at}: "error" must be true when present`);
     if (error === true) {
-      if (canonical !== undefined || hash !== undefined) throw new VectorFileError(`${at}: an error vector has no "canonical" or "hash"`);
+      if (canonical !== undefined || hash !== undefined)
+        throw new VectorFileError(`${at}: an error vector has no "canonical" or "hash"`);
       if (errorCode !== undefined && !(CANON_ERROR_CODES as readonly unknown[]).includes(errorCode)) {
-        throw new VectorFileError(`${at}: "errorCode" ${JSON.stringify(errorCode)} is not one of ${CANON_ERROR_CODES.join(', ')}`);
+        throw new VectorFileError(
+          `${at}: "errorCode" ${JSON.stringify(errorCode)} is not one of ${CANON_ERROR_CODES.join(', ')}`,
+        );
       }
       return { name, input, expect: { kind: 'error', code: errorCode as CanonErrorCode | undefined } };
     }
     if (errorCode !== undefined) throw new VectorFileError(`${at}: "errorCode" without "error": true`);
-    if (canonical === undefined && hash === undefined) throw new VectorFileError(`${at}: needs "canonical" or "hash", or "error": true`);
-    if (canonical !== undefined && typeof canonical !== 'string') throw new VectorFileError(`${at}: "canonical" must be a string`);
-    if (hash !== undefined && (typeof hash !== 'string' || !HASH.test(hash))) throw new VectorFileError(`${at}: "hash" must be 64 lowercase hex digits`);
-    return { name, input, expect: { kind: 'result', canonical: canonical as string | undefined, hash: hash as string | undefined } };
+    if (canonical === undefined && hash === undefined)
+      throw new VectorFileError(`${at}: needs "canonical" or "hash", or "error": true`);
+    if (canonical !== undefined && typeof canonical !== 'string')
+      throw new VectorFileError(`${at}: "canonical" must be a string`);
+    if (hash !== undefined && (typeof hash !== 'string' || !HASH.test(hash)))
+      throw new VectorFileError(`${at}: "hash" must be 64 lowercase hex digits`);
+    return {
+      name,
+      input,
+      expect: { kind: 'result', canonical: canonical as string | undefined, hash: hash as string | undefined },
+    };
   });
   return { label, vectors };
 }
@@ -133,28 +148,46 @@ export function checkVector(vector: CanonVector, numberMode: NumberMode): Vector
   const r = canonicalize(vector.input, { numberMode });
   const expect = vector.expect;
   if (expect.kind === 'error') {
-    if (r.ok) return { kind: 'fail', detail: `expected an error${expect.code ? ` ${expect.code}` : ''}, got hash ${r.hash}`, got: { hash: r.hash } };
+    if (r.ok)
+      return {
+        kind: 'fail',
+        detail: `expected an error${expect.code ? ` ${expect.code}` : ''}, got hash ${r.hash}`,
+        got: { hash: r.hash },
+      };
     const got = { errorCode: r.error.code };
-    if (expect.code && expect.code !== r.error.code) return { kind: 'fail', detail: `expected error ${expect.code}, got ${r.error.code}: ${r.error.message}`, got };
+    if (expect.code && expect.code !== r.error.code)
+      return { kind: 'fail', detail: `expected error ${expect.code}, got ${r.error.code}: ${r.error.message}`, got };
     return { kind: 'pass', detail: `error ${r.error.code}`, got };
   }
   if (!r.ok) {
-    return { kind: 'fail', detail: `refused: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`, got: { errorCode: r.error.code } };
+    return {
+      kind: 'fail',
+      detail: `refused: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`,
+      got: { errorCode: r.error.code },
+    };
   }
   const got = { hash: r.hash };
   if (expect.canonical !== undefined) {
     const want = javaUtf8(expect.canonical);
     if (!want.equals(r.canonical)) {
-      return { kind: 'fail', detail: `canonical text differs at byte ${firstDifference(want, r.canonical)}: got ${excerpt(r.canonical)}`, got };
+      return {
+        kind: 'fail',
+        detail: `canonical text differs at byte ${firstDifference(want, r.canonical)}: got ${excerpt(r.canonical)}`,
+        got,
+      };
     }
   }
-  if (expect.hash !== undefined && expect.hash !== r.hash) return { kind: 'fail', detail: `hash differs: expected ${expect.hash}, got ${r.hash}`, got };
+  if (expect.hash !== undefined && expect.hash !== r.hash)
+    return { kind: 'fail', detail: `hash differs: expected ${expect.hash}, got ${r.hash}`, got };
   return { kind: 'pass', detail: `hash ${r.hash}`, got };
 }
 
 /** Bytes of a string as Java's `getBytes(UTF_8)`: each unpaired surrogate becomes `?`. */
 function javaUtf8(text: string): Buffer {
-  return Buffer.from(text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '?'), 'utf8');
+  return Buffer.from(
+    text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '?'),
+    'utf8',
+  );
 }
 
 function firstDifference(a: Buffer, b: Buffer): number {

@@ -101,9 +101,15 @@ export class FcctlCommand extends Command {
     let text = message;
     if (errorOptions?.code === 'commander.missingMandatoryOptionValue') {
       // Raised for the first missing option of this command; the others are as missing.
-      const missing = this.options.filter((o) => o.mandatory && this.getOptionValue(o.attributeName()) === undefined).map((o) => o.flags);
+      const missing = this.options
+        .filter((o) => o.mandatory && this.getOptionValue(o.attributeName()) === undefined)
+        .map((o) => o.flags);
       if (missing.length > 1) text = missingOptionsMessage(missing);
-    } else if (errorOptions?.code === 'commander.unknownCommand' && this.parent === null && !message.includes('\n(Did you mean')) {
+    } else if (
+      errorOptions?.code === 'commander.unknownCommand' &&
+      this.parent === null &&
+      !message.includes('\n(Did you mean')
+    ) {
       const word = /^error: unknown command '(.*)'$/s.exec(message)?.[1];
       const suggestion = word === undefined ? [] : similarCommands(word, this.leafCandidates());
       if (suggestion.length === 1) text = `${message}\n(Did you mean ${suggestion[0]}?)`;
@@ -114,6 +120,8 @@ export class FcctlCommand extends Command {
 
   /** Every command one level below a group, by its name and full path (`send` → `deliveries send`). */
   private leafCandidates(): CommandCandidate[] {
-    return this.commands.flatMap((group) => group.commands.map((c) => ({ name: c.name(), path: `${group.name()} ${c.name()}` })));
+    return this.commands.flatMap((group) =>
+      group.commands.map((c) => ({ name: c.name(), path: `${group.name()} ${c.name()}` })),
+    );
   }
 }

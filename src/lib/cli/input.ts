@@ -37,7 +37,8 @@ export async function readInput(path: string | undefined, io: Io, maxBytes: numb
   if (path !== undefined && path !== '-') {
     try {
       const info = await stat(path);
-      if (info.isFile() && info.size > maxBytes) throw new UsageError(`${label}: ${info.size} bytes is over the ${maxBytes}-byte limit`);
+      if (info.isFile() && info.size > maxBytes)
+        throw new UsageError(`${label}: ${info.size} bytes is over the ${maxBytes}-byte limit`);
       return await readFile(path);
     } catch (err) {
       if (err instanceof UsageError) throw err;
@@ -66,7 +67,11 @@ export async function readInput(path: string | undefined, io: Io, maxBytes: numb
  * the returned `close()` stops reading early (an interrupt): a pending read ends, the loop finishes.
  * @example for await (const chunk of openInput(file, io).chunks) splitter.push(chunk, onLine)
  */
-export function openInput(path: string | undefined, io: Io, chunkBytes = 1024 * 1024): { chunks: AsyncIterable<Buffer>; close(): void } {
+export function openInput(
+  path: string | undefined,
+  io: Io,
+  chunkBytes = 1024 * 1024,
+): { chunks: AsyncIterable<Buffer>; close(): void } {
   const label = inputLabel(path);
   const stream = path === undefined || path === '-' ? io.stdin : createReadStream(path, { highWaterMark: chunkBytes });
   let closed = false;
@@ -105,7 +110,9 @@ export async function readFromText(from: string, stdin: AsyncIterable<unknown>):
       bytes = Buffer.concat(chunks);
     } else bytes = await readFile(from);
   } catch (err) {
-    throw new UsageError(`--from ${from}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new UsageError(
+      `--from ${from}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);

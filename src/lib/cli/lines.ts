@@ -7,7 +7,9 @@
  * One input line: its bytes (LF removed, and one CR before it), or a line over the limit (skipped).
  * @example const onLine = (e: LineEvent) => console.log(e.kind === 'line' ? e.bytes.length : `over the limit: ${e.bytes} bytes`);
  */
-export type LineEvent = { readonly kind: 'line'; readonly bytes: Buffer } | { readonly kind: 'overlong'; readonly bytes: number };
+export type LineEvent =
+  | { readonly kind: 'line'; readonly bytes: Buffer }
+  | { readonly kind: 'overlong'; readonly bytes: number };
 
 /**
  * Splits a byte stream on LF (0x0A), chunk by chunk, calling `onLine` for each complete line in
@@ -27,7 +29,8 @@ export class LineSplitter {
   private skipped = -1;
 
   constructor(readonly maxLineBytes: number) {
-    if (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < 1) throw new TypeError(`maxLineBytes must be a positive integer, got ${maxLineBytes}`);
+    if (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < 1)
+      throw new TypeError(`maxLineBytes must be a positive integer, got ${maxLineBytes}`);
   }
 
   /** Feeds one chunk; calls `onLine` for every line it completes. */

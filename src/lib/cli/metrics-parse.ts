@@ -81,7 +81,8 @@ export function parseExposition(text: string): ParsedFamily[] {
         f.help = rest.replace(/\\(\\|n)/g, (_, c: string) => (c === 'n' ? '\n' : '\\'));
         return;
       }
-      if (f.type !== undefined || f.samples.length > 0) fail(`second TYPE line for metric name ${name}, or TYPE reported after samples`);
+      if (f.type !== undefined || f.samples.length > 0)
+        fail(`second TYPE line for metric name ${name}, or TYPE reported after samples`);
       if (!TYPES.has(rest.trim())) fail(`unknown metric type ${JSON.stringify(rest.trim())}`);
       f.type = rest.trim();
       return;
@@ -89,7 +90,12 @@ export function parseExposition(text: string): ParsedFamily[] {
     const sample = parseSample(line, fail);
     family(sample.name).samples.push(sample);
   });
-  return [...families.values()].map((f) => ({ name: f.name, ...(f.help !== undefined ? { help: f.help } : {}), type: f.type ?? 'untyped', samples: f.samples }));
+  return [...families.values()].map((f) => ({
+    name: f.name,
+    ...(f.help !== undefined ? { help: f.help } : {}),
+    type: f.type ?? 'untyped',
+    samples: f.samples,
+  }));
 }
 
 function parseSample(line: string, fail: (why: string) => never): ParsedSample {
@@ -104,7 +110,9 @@ function parseSample(line: string, fail: (why: string) => never): ParsedSample {
       if (!rest.startsWith('="')) fail(`expected ="…" after label ${label}`);
       const m = /^="((?:[^"\\\n]|\\.)*)"/.exec(rest) ?? fail(`unterminated value of label ${label}`);
       if (label in labels) fail(`duplicate label ${label}`);
-      labels[label] = (m[1] ?? '').replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === '\\' || c === '"' ? c : fail(`invalid escape \\${c} in label ${label}`)));
+      labels[label] = (m[1] ?? '').replace(/\\(.)/g, (_, c: string) =>
+        c === 'n' ? '\n' : c === '\\' || c === '"' ? c : fail(`invalid escape \\${c} in label ${label}`),
+      );
       rest = rest.slice(m[0].length).replace(/^[ \t]+/, '');
       if (rest.startsWith(',')) rest = rest.slice(1).replace(/^[ \t]+/, '');
       else if (!rest.startsWith('}')) fail('expected , or } after a label');
@@ -117,6 +125,12 @@ function parseSample(line: string, fail: (why: string) => never): ParsedSample {
   if (timestamp !== undefined && !/^-?\d+$/.test(timestamp)) fail(`invalid timestamp ${JSON.stringify(timestamp)}`);
   if (extra.length > 0) fail('text after the timestamp');
   const lower = value.toLowerCase().replace(/^\+/, '');
-  const v = lower.endsWith('nan') ? NaN : lower.includes('inf') ? (lower.startsWith('-') ? -Infinity : Infinity) : Number(value);
+  const v = lower.endsWith('nan')
+    ? NaN
+    : lower.includes('inf')
+      ? lower.startsWith('-')
+        ? -Infinity
+        : Infinity
+      : Number(value);
   return { name, labels, value: v };
 }

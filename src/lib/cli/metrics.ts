@@ -103,8 +103,10 @@ export function formatMetrics(gauges: readonly Gauge[]): string {
       const key = seriesKey(g.name, s.labels ?? {});
       if (series.has(key)) throw new TypeError(`series ${key} given twice`);
       series.add(key);
-      if (type === 'counter' && !(Number.isFinite(s.value) && s.value >= 0)) throw new TypeError(`counter ${key} has value ${s.value}`);
-      const labelText = labels.length === 0 ? '' : `{${labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
+      if (type === 'counter' && !(Number.isFinite(s.value) && s.value >= 0))
+        throw new TypeError(`counter ${key} has value ${s.value}`);
+      const labelText =
+        labels.length === 0 ? '' : `{${labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
       lines.push(`${g.name}${labelText} ${formatValue(s.value)}`);
     }
   }
@@ -125,7 +127,10 @@ export const FILE_LABEL = 'metrics_file';
  * @example withFileLabel([gauge('fcctl_x', 'help', 1)], 'fcctl_send.prom')[0].samples[0].labels // { metrics_file: 'fcctl_send.prom' }
  */
 export function withFileLabel(gauges: readonly Gauge[], file: string): Gauge[] {
-  return gauges.map((g) => ({ ...g, samples: g.samples.map((s) => ({ ...s, labels: { ...s.labels, [FILE_LABEL]: file } })) }));
+  return gauges.map((g) => ({
+    ...g,
+    samples: g.samples.map((s) => ({ ...s, labels: { ...s.labels, [FILE_LABEL]: file } })),
+  }));
 }
 
 /**
@@ -189,7 +194,8 @@ export function runGauges(run: RunFacts): Gauge[] {
     gauge('fcctl_run_exit_code', 'exit code of the last run', run.exitCode, cmd),
     gauge('fcctl_last_run_timestamp_seconds', 'when the command last ran, Unix seconds', run.finishedAtSeconds, cmd),
   ];
-  if (lastSuccess !== undefined) gauges.push(gauge(LAST_SUCCESS, 'when the command last completed, Unix seconds', lastSuccess, cmd));
+  if (lastSuccess !== undefined)
+    gauges.push(gauge(LAST_SUCCESS, 'when the command last completed, Unix seconds', lastSuccess, cmd));
   if (run.rowsByResult) {
     gauges.push({
       name: 'fcctl_rows',
@@ -212,9 +218,21 @@ const EXIT_CODES = [0, 1, 2, 3, 4];
 export function runCounters(run: RunFacts): Gauge[] {
   const cmd = { command: run.command, ...run.labels };
   const codes = EXIT_CODES.includes(run.exitCode) ? EXIT_CODES : [...EXIT_CODES, run.exitCode];
-  const counters: Gauge[] = [{ name: 'fcctl_runs_total', help: 'runs of the command, by exit code', type: 'counter', samples: codes.map((c) => ({ labels: { ...cmd, exit_code: String(c) }, value: c === run.exitCode ? 1 : 0 })) }];
+  const counters: Gauge[] = [
+    {
+      name: 'fcctl_runs_total',
+      help: 'runs of the command, by exit code',
+      type: 'counter',
+      samples: codes.map((c) => ({ labels: { ...cmd, exit_code: String(c) }, value: c === run.exitCode ? 1 : 0 })),
+    },
+  ];
   if (run.rowsByResult) {
-    counters.push({ name: 'fcctl_rows_total', help: 'rows handled by the command, by result, over all runs', type: 'counter', samples: Object.entries(run.rowsByResult).map(([result, value]) => ({ labels: { ...cmd, result }, value })) });
+    counters.push({
+      name: 'fcctl_rows_total',
+      help: 'rows handled by the command, by result, over all runs',
+      type: 'counter',
+      samples: Object.entries(run.rowsByResult).map(([result, value]) => ({ labels: { ...cmd, result }, value })),
+    });
   }
   return counters;
 }
@@ -225,7 +243,8 @@ export function runCounters(run: RunFacts): Gauge[] {
  * @example runSeries({ command: 'deliveries send', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 1764480000 }, NO_PREVIOUS)
  */
 export function runSeries(run: RunFacts, previous: PreviousMetrics): Gauge[] {
-  const previousLastSuccess = run.previousLastSuccess ?? previousValue(previous, LAST_SUCCESS, { command: run.command, ...run.labels });
+  const previousLastSuccess =
+    run.previousLastSuccess ?? previousValue(previous, LAST_SUCCESS, { command: run.command, ...run.labels });
   const facts = previousLastSuccess === undefined ? run : { ...run, previousLastSuccess };
   return accumulateCounters([...runGauges(facts), ...runCounters(run)], previous);
 }
@@ -285,14 +304,21 @@ export async function readPreviousMetrics(path: string): Promise<PreviousMetrics
   try {
     const { readFile } = await import('node:fs/promises');
     const families = parseExposition(await readFile(path, 'utf8'));
-    return { samples: withoutFileLabel(families.flatMap((f) => f.samples)), families: families.map(({ name, help, type }) => ({ name, ...(help !== undefined ? { help } : {}), type })) };
+    return {
+      samples: withoutFileLabel(families.flatMap((f) => f.samples)),
+      families: families.map(({ name, help, type }) => ({ name, ...(help !== undefined ? { help } : {}), type })),
+    };
   } catch {
     return NO_PREVIOUS;
   }
 }
 
 /** One series' value in the previous file, if it is there and a finite number. */
-export function previousValue(previous: PreviousMetrics, name: string, labels: Readonly<Record<string, string>>): number | undefined {
+export function previousValue(
+  previous: PreviousMetrics,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+): number | undefined {
   const value = indexOf(previous).byKey.get(seriesKey(name, labels))?.value;
   return value !== undefined && Number.isFinite(value) ? value : undefined;
 }
@@ -309,7 +335,10 @@ export function previousValue(previous: PreviousMetrics, name: string, labels: R
 export function accumulateCounters(metrics: readonly Gauge[], previous: PreviousMetrics): Gauge[] {
   const valid = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 ? v : 0);
   const { byKey, keyOf } = indexOf(previous);
-  const carry = (m: Gauge, seen: ReadonlySet<string>) => previousSamples(previous, m.name).filter((s) => !seen.has(keyOf.get(s)!) && valid(s.value) === s.value).map((s) => ({ labels: s.labels, value: s.value }));
+  const carry = (m: Gauge, seen: ReadonlySet<string>) =>
+    previousSamples(previous, m.name)
+      .filter((s) => !seen.has(keyOf.get(s)!) && valid(s.value) === s.value)
+      .map((s) => ({ labels: s.labels, value: s.value }));
   const out = metrics.map((m) => {
     if (m.type !== 'counter') return m;
     const seen = new Set<string>();
@@ -331,13 +360,21 @@ export function accumulateCounters(metrics: readonly Gauge[], previous: Previous
 
 /** The previous file's counter families, by TYPE when it was read from a file, else by name. */
 function previousCounterFamilies(previous: PreviousMetrics): { name: string; help: string }[] {
-  const names = previous.families ? previous.families.filter((f) => f.type === 'counter').map((f) => f.name) : [...indexOf(previous).byName.keys()].filter((n) => n.endsWith('_total'));
+  const names = previous.families
+    ? previous.families.filter((f) => f.type === 'counter').map((f) => f.name)
+    : [...indexOf(previous).byName.keys()].filter((n) => n.endsWith('_total'));
   const help = new Map((previous.families ?? []).map((f) => [f.name, f.help]));
-  return names.filter((n) => METRIC_NAME.test(n) && n.endsWith('_total')).map((name) => ({ name, help: help.get(name) ?? 'carried from the previous file' }));
+  return names
+    .filter((n) => METRIC_NAME.test(n) && n.endsWith('_total'))
+    .map((name) => ({ name, help: help.get(name) ?? 'carried from the previous file' }));
 }
 
 /** The last-success time in an existing metrics file, if any (so a failed run can carry it). */
-export async function previousLastSuccess(path: string, command: string, labels?: Readonly<Record<string, string>>): Promise<number | undefined> {
+export async function previousLastSuccess(
+  path: string,
+  command: string,
+  labels?: Readonly<Record<string, string>>,
+): Promise<number | undefined> {
   return previousValue(await readPreviousMetrics(path), LAST_SUCCESS, { command, ...labels });
 }
 
@@ -353,7 +390,11 @@ export async function checkMetricsFile(path: string): Promise<void> {
   const dir = dirname(file);
   const refuse = (why: string) => new EnvironmentError(`cannot write --metrics-file ${path}: ${why}; nothing was done`);
   const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
-    throw refuse(err.code === 'ENOENT' ? `directory ${dir} does not exist` : `cannot use directory ${dir} (${err.code ?? err.message})`);
+    throw refuse(
+      err.code === 'ENOENT'
+        ? `directory ${dir} does not exist`
+        : `cannot use directory ${dir} (${err.code ?? err.message})`,
+    );
   });
   if (!dirStat.isDirectory()) throw refuse(`${dir} is not a directory`);
   // The file is written as a temp file in this directory and renamed over the path.
@@ -376,12 +417,20 @@ export const METRICS_LOCK_WAIT_MS = 5000;
  * over. A lock not had in time, or a file not written, is an environment error (exit 3).
  * @example await updateRunMetrics(file, 'deliveries send', (previous) => runSeries(run, previous))
  */
-export async function updateRunMetrics(path: string, command: string, seriesOf: (previous: PreviousMetrics) => readonly Gauge[], waitMs = METRICS_LOCK_WAIT_MS): Promise<void> {
+export async function updateRunMetrics(
+  path: string,
+  command: string,
+  seriesOf: (previous: PreviousMetrics) => readonly Gauge[],
+  waitMs = METRICS_LOCK_WAIT_MS,
+): Promise<void> {
   let lock: FileLock;
   try {
     lock = await acquireLock(`${path}.lock`, command, `--metrics-file ${path}`, { waitMs });
   } catch (err) {
-    throw new EnvironmentError(`cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new EnvironmentError(
+      `cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { cause: err },
+    );
   }
   try {
     await writeRunMetrics(path, seriesOf(await readPreviousMetrics(path)));
@@ -398,6 +447,9 @@ export async function writeRunMetrics(path: string, gauges: readonly Gauge[]): P
   try {
     await writeMetricsFile(path, gauges);
   } catch (err) {
-    throw new EnvironmentError(`cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new EnvironmentError(
+      `cannot write --metrics-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { cause: err },
+    );
   }
 }

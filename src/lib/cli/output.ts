@@ -136,7 +136,13 @@ export class Output {
     if (this.json) {
       // A command that names a run of its own (the run id of its evidence, its audit rows, its run
       // directory — null there before one is recorded) keeps it, as it keeps a host of its own.
-      this.line({ type: 'summary', ...summary, ...(counts ? { counts } : {}), ...('runId' in summary ? {} : { runId: this.runId }), ...('host' in summary ? {} : { host: this.host }) });
+      this.line({
+        type: 'summary',
+        ...summary,
+        ...(counts ? { counts } : {}),
+        ...('runId' in summary ? {} : { runId: this.runId }),
+        ...('host' in summary ? {} : { host: this.host }),
+      });
       return;
     }
     const rows: Row[] = Object.entries(summary)
@@ -144,7 +150,13 @@ export class Output {
       .map(([key, value]) => ({ key, value: cellText(value) }));
     for (const [key, value] of Object.entries(counts ?? {})) rows.push({ key, value });
     this.io.stdout.write(
-      `${terminal().tableText(summary.command, formatTable(rows, [{ key: 'key', header: 'summary' }, { key: 'value', header: '' }]))}\n`,
+      `${terminal().tableText(
+        summary.command,
+        formatTable(rows, [
+          { key: 'key', header: 'summary' },
+          { key: 'value', header: '' },
+        ]),
+      )}\n`,
     );
   }
 
@@ -184,7 +196,9 @@ export class Output {
   progress(label: string, total?: number): Progress {
     const state = new ProgressState(label, total, this.clock);
     if (this.json) return this.track(this.jsonProgress(state));
-    const view = terminal().liveProgress(this.io.stderr as NodeJS.WriteStream, this.io.stdin as NodeJS.ReadStream, () => state.snapshot());
+    const view = terminal().liveProgress(this.io.stderr as NodeJS.WriteStream, this.io.stdin as NodeJS.ReadStream, () =>
+      state.snapshot(),
+    );
     // Redraw at most a few times a second: a fast batch must not spend its time repainting.
     const timer = setInterval(() => view.redraw(), 200);
     timer.unref();

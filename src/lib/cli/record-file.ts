@@ -48,7 +48,8 @@ export function parseCsvRecords(text: string): Array<{ line: number; fields: str
         quoted = false;
         i += 1;
         const next = text[i];
-        if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') throw new LineError(line, 'malformed CSV: text after a closing quote');
+        if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r')
+          throw new LineError(line, 'malformed CSV: text after a closing quote');
         continue;
       }
       if (ch === '\n') line += 1;
@@ -98,7 +99,10 @@ export interface RecordColumn {
  * another number of fields than the header.
  * @example readRecords('a,b\n1,2\n', [{ csv: 'b', json: 'b' }]) // { format: 'csv', records: [{ line: 2, values: ['2'] }] }
  */
-export function readRecords(text: string, columns: readonly RecordColumn[]): { format: 'csv' | 'json'; records: Array<{ line: number; values: unknown[] }> } {
+export function readRecords(
+  text: string,
+  columns: readonly RecordColumn[],
+): { format: 'csv' | 'json'; records: Array<{ line: number; values: unknown[] }> } {
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
   if (/^\s*\{/.test(body)) return { format: 'json', records: jsonRecords(body, columns) };
   return { format: 'csv', records: csvRecords(body, columns) };
@@ -115,9 +119,11 @@ function csvRecords(text: string, columns: readonly RecordColumn[]): Array<{ lin
     index.set(name, i);
   });
   const missing = names.filter((c) => !index.has(c));
-  if (missing.length > 0) throw new LineError(header.line, `the header lacks ${missing.join(', ')} (columns: ${names.join(', ')})`);
+  if (missing.length > 0)
+    throw new LineError(header.line, `the header lacks ${missing.join(', ')} (columns: ${names.join(', ')})`);
   return records.map(({ line, fields }) => {
-    if (fields.length !== header.fields.length) throw new LineError(line, `malformed CSV: ${fields.length} fields, the header has ${header.fields.length}`);
+    if (fields.length !== header.fields.length)
+      throw new LineError(line, `malformed CSV: ${fields.length} fields, the header has ${header.fields.length}`);
     // the `'` fcctl's CSV writers put before a formula-like cell comes off (csv-cell.ts)
     return { line, values: names.map((c) => formulaRead(fields[index.get(c)!]!)) };
   });
@@ -135,7 +141,8 @@ function jsonRecords(text: string, columns: readonly RecordColumn[]): Array<{ li
     } catch (err) {
       throw new LineError(line, `malformed JSON: ${(err as Error).message}`);
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new LineError(line, 'not a JSON object');
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new LineError(line, 'not a JSON object');
     const v = value as Record<string, unknown>;
     out.push({ line, values: columns.map((c) => v[c.json]) });
   });

@@ -1,5 +1,12 @@
 import { FcctlError, ExitCode } from './exit.js';
-import { checkMetricsFile, type Gauge, type PreviousMetrics, type RunFacts, runSeries, updateRunMetrics } from './metrics.js';
+import {
+  checkMetricsFile,
+  type Gauge,
+  type PreviousMetrics,
+  type RunFacts,
+  runSeries,
+  updateRunMetrics,
+} from './metrics.js';
 
 /** What a cron command's body returns for its metrics. */
 export interface RunOutcome {
@@ -32,7 +39,10 @@ export type NoteGauge = (gauge: Gauge) => void;
 export type SeriesOf = (input: RunSeriesInput) => readonly Gauge[];
 
 /** The run series of every cron command ({@link runSeries}) and the body's own gauges. */
-export const defaultSeries: SeriesOf = ({ run, outcome, previous }) => [...runSeries(run, previous), ...(outcome.extraGauges ?? [])];
+export const defaultSeries: SeriesOf = ({ run, outcome, previous }) => [
+  ...runSeries(run, previous),
+  ...(outcome.extraGauges ?? []),
+];
 
 /**
  * Runs a cron command's body and, with `--metrics-file`, writes its run gauges whatever happens:
@@ -45,7 +55,13 @@ export const defaultSeries: SeriesOf = ({ run, outcome, previous }) => [...runSe
  * series (`reconcile run`: its pair's series, src/lib/reconcile/metrics.ts).
  * @example return withRunMetrics('deliveries send', opts.metricsFile, ctx.clock, async () => ({ exitCode: 0 }))
  */
-export async function withRunMetrics(command: string, metricsFile: string | undefined, clock: () => number, body: (note: NoteGauge) => Promise<RunOutcome>, seriesOf: SeriesOf = defaultSeries): Promise<number> {
+export async function withRunMetrics(
+  command: string,
+  metricsFile: string | undefined,
+  clock: () => number,
+  body: (note: NoteGauge) => Promise<RunOutcome>,
+  seriesOf: SeriesOf = defaultSeries,
+): Promise<number> {
   if (metricsFile !== undefined) await checkMetricsFile(metricsFile);
   const started = clock();
   const noted = new Map<string, Gauge>();

@@ -41,7 +41,11 @@ export function signalMode(commandPath: string): SignalMode {
   return SIGNAL_WATCHING_COMMANDS.has(commandPath) ? 'stop-at-check' : 'exit-at-once';
 }
 
-export function abortOnSignals(proc: NodeJS.Process = process): { signal: AbortSignal; setMode: (mode: SignalMode) => void; dispose: () => void } {
+export function abortOnSignals(proc: NodeJS.Process = process): {
+  signal: AbortSignal;
+  setMode: (mode: SignalMode) => void;
+  dispose: () => void;
+} {
   const controller = new AbortController();
   // Until a command says otherwise (parsing, help): nothing to finish.
   let mode: SignalMode = 'exit-at-once';

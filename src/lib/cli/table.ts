@@ -18,7 +18,18 @@ function width(text: string): number {
   let w = 0;
   for (const ch of text) {
     const cp = ch.codePointAt(0) ?? 0;
-    w += cp >= 0x1100 && (cp <= 0x115f || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6) || cp >= 0x1f300) ? 2 : 1;
+    w +=
+      cp >= 0x1100 &&
+      (cp <= 0x115f ||
+        (cp >= 0x2e80 && cp <= 0xa4cf) ||
+        (cp >= 0xac00 && cp <= 0xd7a3) ||
+        (cp >= 0xf900 && cp <= 0xfaff) ||
+        (cp >= 0xfe30 && cp <= 0xfe4f) ||
+        (cp >= 0xff00 && cp <= 0xff60) ||
+        (cp >= 0xffe0 && cp <= 0xffe6) ||
+        cp >= 0x1f300)
+        ? 2
+        : 1;
   }
   return w;
 }
@@ -32,6 +43,9 @@ export function formatTable(rows: readonly Row[], columns: readonly Column[]): s
   const body = rows.map((r) => columns.map((c) => cellText(r[c.key])));
   const widths = header.map((h, i) => Math.max(width(h), ...body.map((cells) => width(cells[i] ?? ''))));
   const line = (cells: string[]) =>
-    cells.map((cell, i) => cell + ' '.repeat((widths[i] ?? 0) - width(cell))).join('  ').trimEnd();
+    cells
+      .map((cell, i) => cell + ' '.repeat((widths[i] ?? 0) - width(cell)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...body.map(line)];
 }

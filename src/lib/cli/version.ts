@@ -7,6 +7,8 @@ let version: string | undefined;
  * @example fcctlVersion() // '0.1.0'
  */
 export function fcctlVersion(): string {
-  version ??= (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  version ??= (
+    JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
   return version;
 }

@@ -98,12 +98,14 @@ export function resolveConfig(inputs: ConfigInputs): Config {
     const fileFile = file[`${name}File`];
     let setting: Setting;
     // An empty flag (`--fc-database-url "$UNSET"`) must not fall through to another source.
-    if (flagValue === '' && spec.flag) throw new UsageError(`${flagName(spec.flag)} is empty: leave it out to use ${spec.env} or the config file`);
+    if (flagValue === '' && spec.flag)
+      throw new UsageError(`${flagName(spec.flag)} is empty: leave it out to use ${spec.env} or the config file`);
     if (typeof flagValue === 'string' && flagValue !== '') setting = { value: flagValue, source: 'flag' };
     else if (envValue !== undefined && envValue !== '') setting = { value: envValue, source: 'env' };
     else if (envFile) setting = { value: readValueFile(readFile, envFile, `${spec.env}_FILE`), source: 'env-file' };
     else if (typeof fileValue === 'string') setting = { value: fileValue, source: 'config' };
-    else if (typeof fileFile === 'string') setting = { value: readValueFile(readFile, fileFile, `${name}File`), source: 'config-file' };
+    else if (typeof fileFile === 'string')
+      setting = { value: readValueFile(readFile, fileFile, `${name}File`), source: 'config-file' };
     else setting = { value: undefined, source: 'unset' };
     out[name] = setting;
   }

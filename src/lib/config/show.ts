@@ -21,7 +21,10 @@ export function configRows(config: Config): ConfigRow[] {
   return (Object.keys(SETTINGS) as SettingName[]).map((name) => ({
     setting: name,
     env: SETTINGS[name].env,
-    value: config[name].value === undefined && WHEN_UNSET[name] ? `(unset: ${WHEN_UNSET[name]})` : displayValue(name, config[name]),
+    value:
+      config[name].value === undefined && WHEN_UNSET[name]
+        ? `(unset: ${WHEN_UNSET[name]})`
+        : displayValue(name, config[name]),
     source: config[name].source,
   }));
 }

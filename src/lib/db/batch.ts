@@ -79,7 +79,10 @@ export class WriteBatcher {
             batch.forEach((q, i) => {
               const r = settled[i];
               if (r?.status === 'fulfilled') q.resolve(r.value);
-              else q.reject(r ? r.reason : new Error(`a batch of ${batch.length} writes answered ${settled.length} results`));
+              else
+                q.reject(
+                  r ? r.reason : new Error(`a batch of ${batch.length} writes answered ${settled.length} results`),
+                );
             }),
           (err: unknown) => {
             for (const q of batch) q.reject(err);

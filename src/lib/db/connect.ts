@@ -16,13 +16,26 @@ export interface Db {
    * commit ({@link ./batch.js}); the statements are formatted client-side, as `query` does.
    * Rejects as a whole only when the connection fails.
    */
-  batch(statements: ReadonlyArray<{ readonly sql: string; readonly params: readonly unknown[] }>): Promise<Array<PromiseSettledResult<number>>>;
+  batch(
+    statements: ReadonlyArray<{ readonly sql: string; readonly params: readonly unknown[] }>,
+  ): Promise<Array<PromiseSettledResult<number>>>;
   /** runs fn in one short transaction; never hold it across network I/O (SPEC §2) */
   transaction<T>(fn: (conn: mysql.PoolConnection) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'EAI_AGAIN']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ECONNRESET',
+  'PROTOCOL_CONNECTION_LOST',
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_BAD_DB_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  'EAI_AGAIN',
+]);
 
 /** InnoDB picked this statement as a deadlock victim or gave up waiting for a lock: safe to retry. */
 function isTransientLockError(err: unknown): boolean {
@@ -143,7 +156,9 @@ class Pools {
   }
   batchConnection(): Promise<mysql.PoolConnection> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
-    this.batchPool ??= preparePool(this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }));
+    this.batchPool ??= preparePool(
+      this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }),
+    );
     return this.batchPool.getConnection();
   }
   /**
@@ -152,7 +167,9 @@ class Pools {
    */
   run(sql: string, params: readonly unknown[]): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      this.pool.pool.query(sql, params as unknown[], (err: unknown, result: unknown) => (err ? reject(err) : resolve(result)));
+      this.pool.pool.query(sql, params as unknown[], (err: unknown, result: unknown) =>
+        err ? reject(err) : resolve(result),
+      );
     });
   }
   async close(): Promise<void> {
@@ -191,7 +208,12 @@ function dbOn(label: string, url: string, pools: Pools): Db {
 type Statements = Parameters<Db['batch']>[0];
 
 /** {@link Db.batch}: the statements in one round trip, each settled on its own. */
-async function runBatch(db: Db, statements: Statements, pools: Pools, fail: (err: unknown) => Error): Promise<Array<PromiseSettledResult<number>>> {
+async function runBatch(
+  db: Db,
+  statements: Statements,
+  pools: Pools,
+  fail: (err: unknown) => Error,
+): Promise<Array<PromiseSettledResult<number>>> {
   const one = (i: number) =>
     db.execute(statements[i]!.sql, statements[i]!.params).then(
       (r): PromiseSettledResult<number> => ({ status: 'fulfilled', value: r.affectedRows }),
@@ -225,27 +247,44 @@ async function runBatch(db: Db, statements: Statements, pools: Pools, fail: (err
  * row count in a session variable: after an error, they tell exactly which statements ran (and
  * what they matched); the rest (null) run one by one.
  */
-async function batchCounts(label: string, conn: mysql.PoolConnection, statements: Statements, format: typeof mysql.format): Promise<Array<number | null>> {
+async function batchCounts(
+  label: string,
+  conn: mysql.PoolConnection,
+  statements: Statements,
+  format: typeof mysql.format,
+): Promise<Array<number | null>> {
   const vars = statements.map((_, i) => `@fcctl_batch_${i}`);
   const text = [
     `SET ${vars.map((v) => `${v} = NULL`).join(', ')}`,
-    ...statements.flatMap((st, i) => [format(st.sql, st.params as Parameters<typeof mysql.format>[1]), `SET ${vars[i]} = ROW_COUNT()`]),
+    ...statements.flatMap((st, i) => [
+      format(st.sql, st.params as Parameters<typeof mysql.format>[1]),
+      `SET ${vars[i]} = ROW_COUNT()`,
+    ]),
   ].join(';\n');
   try {
     const [results] = await conn.query(text);
     const rs = results as unknown as mysql.ResultSetHeader[];
-    if (!Array.isArray(rs) || rs.length !== 1 + 2 * statements.length) throw new Error(`${label}: a batch of ${statements.length} statements answered ${Array.isArray(rs) ? rs.length : 1} results`);
+    if (!Array.isArray(rs) || rs.length !== 1 + 2 * statements.length)
+      throw new Error(
+        `${label}: a batch of ${statements.length} statements answered ${Array.isArray(rs) ? rs.length : 1} results`,
+      );
     return statements.map((_, i) => rs[1 + 2 * i]!.affectedRows);
   } catch (err) {
     if (typeof (err as { errno?: unknown }).errno !== 'number' || (err as { fatal?: boolean }).fatal) throw err;
     const [rows] = await conn.query(`SELECT ${vars.map((v, i) => `${v} AS r${i}`).join(', ')}`);
     const row = (rows as Array<Record<string, string | number | null>>)[0] ?? {};
-    return statements.map((_, i) => (row[`r${i}`] === null || row[`r${i}`] === undefined ? null : Number(row[`r${i}`])));
+    return statements.map((_, i) =>
+      row[`r${i}`] === null || row[`r${i}`] === undefined ? null : Number(row[`r${i}`]),
+    );
   }
 }
 
 /** {@link Db.transaction}: one short transaction, run again when InnoDB aborted it for a lock conflict. */
-function runTransaction<T>(pool: mysql.Pool, fn: (conn: mysql.PoolConnection) => Promise<T>, fail: (err: unknown) => Error): Promise<T> {
+function runTransaction<T>(
+  pool: mysql.Pool,
+  fn: (conn: mysql.PoolConnection) => Promise<T>,
+  fail: (err: unknown) => Error,
+): Promise<T> {
   return retryOnLockConflict(async () => {
     let conn: mysql.PoolConnection;
     try {

@@ -23,10 +23,11 @@ export const SCHEMA_VERSION = 6;
  * the missing ones of this list (online: the service keeps writing meanwhile); any other missing
  * index is `db check`'s to name, never silently re-made.
  */
-export const ADDED_INDEXES: Readonly<Record<Side, ReadonlyArray<{ readonly table: string; readonly index: string }>>> = {
-  fc: [{ table: 'answer_delivery', index: 'idx_delivery_state_error' }],
-  sh: [{ table: 'flow_apply_command', index: 'idx_apply_command_state_error' }],
-};
+export const ADDED_INDEXES: Readonly<Record<Side, ReadonlyArray<{ readonly table: string; readonly index: string }>>> =
+  {
+    fc: [{ table: 'answer_delivery', index: 'idx_delivery_state_error' }],
+    sh: [{ table: 'flow_apply_command', index: 'idx_apply_command_state_error' }],
+  };
 
 /** One table of the reference schema as its SQL file declares it. */
 export interface TableSpec {
@@ -47,7 +48,10 @@ export function schemaSql(side: Side): string {
  * from what `db init` creates. The files keep one column or key per line; that is the contract.
  */
 export function parseSchema(sql: string): TableSpec[] {
-  const statements = sql.split(/^;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, '').trim()).filter(Boolean);
+  const statements = sql
+    .split(/^;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .filter(Boolean);
   return statements.map((ddl) => {
     const name = /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)?.[1];
     if (!name) throw new Error(`schema file: statement without CREATE TABLE: ${ddl.slice(0, 60)}`);
@@ -75,7 +79,13 @@ export type SchemaProblem =
   | { readonly kind: 'missing-table'; readonly table: string }
   | { readonly kind: 'missing-column'; readonly table: string; readonly column: string }
   | { readonly kind: 'missing-index'; readonly table: string; readonly index: string }
-  | { readonly kind: 'index-columns'; readonly table: string; readonly index: string; readonly expected: readonly string[]; readonly actual: readonly string[] };
+  | {
+      readonly kind: 'index-columns';
+      readonly table: string;
+      readonly index: string;
+      readonly expected: readonly string[];
+      readonly actual: readonly string[];
+    };
 
 export function describeProblem(p: SchemaProblem): string {
   switch (p.kind) {
@@ -110,7 +120,9 @@ export function compareSchema(
       if (!cols.has(column)) problems.push({ kind: 'missing-column', table: table.name, column });
     }
     // index names are case-insensitive: compared in lower case, whatever case the map holds
-    const idx = new Map([...(liveIndexes.get(table.name) ?? [])].map(([name, columns]) => [name.toLowerCase(), columns] as const));
+    const idx = new Map(
+      [...(liveIndexes.get(table.name) ?? [])].map(([name, columns]) => [name.toLowerCase(), columns] as const),
+    );
     for (const [index, columns] of Object.entries(table.indexes)) {
       const actual = idx.get(index.toLowerCase());
       if (!actual) problems.push({ kind: 'missing-index', table: table.name, index });
@@ -199,7 +211,11 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
     markedDev = Boolean(options.dev);
   } else {
     if (row.version !== SCHEMA_VERSION) {
-      await db.execute('UPDATE fcctl_schema_version SET version = ?, applied_at = ? WHERE side = ?', [SCHEMA_VERSION, options.now, side]);
+      await db.execute('UPDATE fcctl_schema_version SET version = ?, applied_at = ? WHERE side = ?', [
+        SCHEMA_VERSION,
+        options.now,
+        side,
+      ]);
       versionRecorded = true;
     }
     if (options.dev && row.is_dev !== 1) {
@@ -215,11 +231,15 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
  * (an older fcctl would record its own, lower number over it), or null.
  */
 export async function newerSchemaProblem(db: Db, side: Side): Promise<string | null> {
-  const tables = await db.query<{ n: number }>("SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fcctl_schema_version'");
+  const tables = await db.query<{ n: number }>(
+    "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fcctl_schema_version'",
+  );
   if (Number(tables[0]?.n ?? 0) === 0) return null;
   const rows = await db.query<{ version: number }>('SELECT version FROM fcctl_schema_version WHERE side = ?', [side]);
   const version = Number(rows[0]?.version ?? 0);
-  return version > SCHEMA_VERSION ? `the ${side} database is at fcctl schema version ${version}, newer than this fcctl's ${SCHEMA_VERSION}: run db init with the newer fcctl` : null;
+  return version > SCHEMA_VERSION
+    ? `the ${side} database is at fcctl schema version ${version}, newer than this fcctl's ${SCHEMA_VERSION}: run db init with the newer fcctl`
+    : null;
 }
 
 /**
@@ -228,7 +248,13 @@ export async function newerSchemaProblem(db: Db, side: Side): Promise<string | n
  * millions of rows it takes a while: that is the upgrade's one cost). An index of that name on
  * other columns is named and left alone (exit 3, the version not recorded).
  */
-async function addIndexes(db: Db, side: Side, tables: readonly TableSpec[], existing: readonly string[], liveIndexes: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>): Promise<string[]> {
+async function addIndexes(
+  db: Db,
+  side: Side,
+  tables: readonly TableSpec[],
+  existing: readonly string[],
+  liveIndexes: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>,
+): Promise<string[]> {
   const added: string[] = [];
   for (const { table, index } of ADDED_INDEXES[side]) {
     const columns = tables.find((t) => t.name === table)?.indexes[index];
@@ -236,7 +262,9 @@ async function addIndexes(db: Db, side: Side, tables: readonly TableSpec[], exis
     const live = liveIndexes.get(table)?.get(index.toLowerCase());
     if (live && live.join(',') === columns.join(',')) continue;
     if (live) {
-      throw new EnvironmentError(`index ${table}.${index} exists on (${live.join(', ')}), expected (${columns.join(', ')}): drop or rename it, then run db init again; schema version not recorded`);
+      throw new EnvironmentError(
+        `index ${table}.${index} exists on (${live.join(', ')}), expected (${columns.join(', ')}): drop or rename it, then run db init again; schema version not recorded`,
+      );
     }
     await addIndexOnline(db, table, index, columns);
     added.push(`${table}.${index}`);
@@ -261,9 +289,14 @@ async function addIndexOnline(db: Db, table: string, index: string, columns: rea
   } catch (err) {
     const e = err as { errno?: number; message?: string };
     if (e.errno === 1205) {
-      throw new EnvironmentError(`${table} is held by a running transaction: index ${index} not added (waited ${ADD_INDEX_LOCK_WAIT_SECONDS} s so as not to hold up the service's writes); run db init again; schema version not recorded`);
+      throw new EnvironmentError(
+        `${table} is held by a running transaction: index ${index} not added (waited ${ADD_INDEX_LOCK_WAIT_SECONDS} s so as not to hold up the service's writes); run db init again; schema version not recorded`,
+      );
     }
-    throw new EnvironmentError(`cannot add index ${index} to ${table}: ${String(e.message ?? err).split('\n')[0]}; schema version not recorded`, { cause: err });
+    throw new EnvironmentError(
+      `cannot add index ${index} to ${table}: ${String(e.message ?? err).split('\n')[0]}; schema version not recorded`,
+      { cause: err },
+    );
   } finally {
     // its session setting must not reach another statement: the connection is not returned to the pool
     conn.destroy();
@@ -276,7 +309,9 @@ async function addIndexOnline(db: Db, table: string, index: string, columns: rea
  */
 export async function tablesWithRows(db: Db, side: Side): Promise<string[]> {
   const { liveColumns } = await liveSchema(db);
-  const names = parseSchema(schemaSql(side)).map((t) => t.name).filter((t) => t !== 'fcctl_schema_version' && liveColumns.has(t));
+  const names = parseSchema(schemaSql(side))
+    .map((t) => t.name)
+    .filter((t) => t !== 'fcctl_schema_version' && liveColumns.has(t));
   const holding: string[] = [];
   for (const t of names) if ((await db.query(`SELECT 1 AS x FROM ${t} LIMIT 1`)).length > 0) holding.push(t);
   return holding;
@@ -290,7 +325,9 @@ export async function tablesWithRows(db: Db, side: Side): Promise<string[]> {
 export async function devMarkRefusal(db: Db, side: Side): Promise<string | null> {
   if (await isDevDatabase(db, side)) return null;
   const holding = await tablesWithRows(db, side);
-  return holding.length === 0 ? null : `the ${side.toUpperCase()} database holds rows (${holding.join(', ')}) and is not marked already`;
+  return holding.length === 0
+    ? null
+    : `the ${side.toUpperCase()} database holds rows (${holding.join(', ')}) and is not marked already`;
 }
 
 /** True when `db init --dev` marked this database as a development database. */

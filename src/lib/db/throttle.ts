@@ -61,12 +61,63 @@ const shown = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(
  * Threads_connected, Innodb_row_lock_current_waits, Innodb_buffer_pool_pages_dirty, …) is taken
  * as a gauge.
  */
-const COUNTER_PREFIXES = ['com_', 'bytes_', 'innodb_rows_', 'handler_', 'select_', 'sort_', 'created_tmp_', 'aborted_', 'opened_', 'table_locks_', 'key_read', 'key_write', 'feature_', 'ssl_accept', 'ssl_connect', 'ssl_finished'];
+const COUNTER_PREFIXES = [
+  'com_',
+  'bytes_',
+  'innodb_rows_',
+  'handler_',
+  'select_',
+  'sort_',
+  'created_tmp_',
+  'aborted_',
+  'opened_',
+  'table_locks_',
+  'key_read',
+  'key_write',
+  'feature_',
+  'ssl_accept',
+  'ssl_connect',
+  'ssl_finished',
+];
 const COUNTERS = new Set([
-  'uptime', 'uptime_since_flush_status', 'questions', 'queries', 'connections', 'slow_queries', 'threads_created', 'max_used_connections', 'empty_queries', 'rows_read', 'rows_sent', 'rows_tmp_read',
-  'innodb_data_read', 'innodb_data_reads', 'innodb_data_writes', 'innodb_data_written', 'innodb_data_fsyncs', 'innodb_buffer_pool_read_requests', 'innodb_buffer_pool_reads', 'innodb_buffer_pool_write_requests',
-  'innodb_log_writes', 'innodb_log_write_requests', 'innodb_os_log_written', 'innodb_os_log_fsyncs', 'innodb_pages_created', 'innodb_pages_read', 'innodb_pages_written', 'innodb_row_lock_waits', 'innodb_row_lock_time',
-  'innodb_row_lock_time_max', 'innodb_deadlocks', 'binlog_commits', 'binlog_bytes_written', 'qcache_hits', 'qcache_inserts', 'qcache_not_cached', 'flush_commands', 'access_denied_errors',
+  'uptime',
+  'uptime_since_flush_status',
+  'questions',
+  'queries',
+  'connections',
+  'slow_queries',
+  'threads_created',
+  'max_used_connections',
+  'empty_queries',
+  'rows_read',
+  'rows_sent',
+  'rows_tmp_read',
+  'innodb_data_read',
+  'innodb_data_reads',
+  'innodb_data_writes',
+  'innodb_data_written',
+  'innodb_data_fsyncs',
+  'innodb_buffer_pool_read_requests',
+  'innodb_buffer_pool_reads',
+  'innodb_buffer_pool_write_requests',
+  'innodb_log_writes',
+  'innodb_log_write_requests',
+  'innodb_os_log_written',
+  'innodb_os_log_fsyncs',
+  'innodb_pages_created',
+  'innodb_pages_read',
+  'innodb_pages_written',
+  'innodb_row_lock_waits',
+  'innodb_row_lock_time',
+  'innodb_row_lock_time_max',
+  'innodb_deadlocks',
+  'binlog_commits',
+  'binlog_bytes_written',
+  'qcache_hits',
+  'qcache_inserts',
+  'qcache_not_cached',
+  'flush_commands',
+  'access_denied_errors',
 ]);
 
 /**
@@ -76,8 +127,10 @@ const COUNTERS = new Set([
  */
 export function loadLimitProblem(variable: string, max: number): string | null {
   const name = variable.toLowerCase();
-  if (name === 'threads_running' && max < 1) return `Threads_running=${max} can never be met: Threads_running counts the check's own query; give 1 or more`;
-  if (COUNTERS.has(name) || COUNTER_PREFIXES.some((p) => name.startsWith(p))) return `${variable} only grows (a counter since the server started): once over ${max} it would throttle for ever; limit a gauge such as Threads_running or Threads_connected`;
+  if (name === 'threads_running' && max < 1)
+    return `Threads_running=${max} can never be met: Threads_running counts the check's own query; give 1 or more`;
+  if (COUNTERS.has(name) || COUNTER_PREFIXES.some((p) => name.startsWith(p)))
+    return `${variable} only grows (a counter since the server started): once over ${max} it would throttle for ever; limit a gauge such as Threads_running or Threads_connected`;
   return null;
 }
 
@@ -95,7 +148,8 @@ export function parseMaxLoad(value: string): LoadLimit[] {
     if (eq < 0) throw new Error(`expected STATUS_VARIABLE=N (e.g. Threads_running=25), got ${shown(item)}`);
     const variable = item.slice(0, eq).trim();
     const n = item.slice(eq + 1).trim();
-    if (!IDENTIFIER.test(variable)) throw new Error(`expected a status variable name before "=" (e.g. Threads_running), got ${shown(variable)}`);
+    if (!IDENTIFIER.test(variable))
+      throw new Error(`expected a status variable name before "=" (e.g. Threads_running), got ${shown(variable)}`);
     if (!/^\d{1,15}$/.test(n)) throw new Error(`expected a whole number ≥ 0 after ${variable}=, got ${shown(n)}`);
     const unusable = loadLimitProblem(variable, Number(n));
     if (unusable) throw new Error(unusable);
@@ -113,7 +167,8 @@ export function parseMaxLoad(value: string): LoadLimit[] {
  */
 export function mergeMaxLoad(previous: readonly LoadLimit[], next: readonly LoadLimit[]): LoadLimit[] {
   for (const { variable } of next) {
-    if (previous.some((p) => p.variable.toLowerCase() === variable.toLowerCase())) throw new Error(`${variable} is given twice (in two --max-load options)`);
+    if (previous.some((p) => p.variable.toLowerCase() === variable.toLowerCase()))
+      throw new Error(`${variable} is given twice (in two --max-load options)`);
   }
   return [...previous, ...next];
 }
@@ -181,7 +236,14 @@ export interface Throttle {
 
 export type ThrottleEvent =
   | { readonly state: 'start'; readonly database: string; readonly reason: string }
-  | { readonly state: 'end'; readonly database: string; readonly reason: string; readonly seconds: number; readonly aborted: boolean; readonly endedBy?: 'signal' | 'paused' | 'deadline' };
+  | {
+      readonly state: 'end';
+      readonly database: string;
+      readonly reason: string;
+      readonly seconds: number;
+      readonly aborted: boolean;
+      readonly endedBy?: 'signal' | 'paused' | 'deadline';
+    };
 
 export interface ThrottleDeps {
   /** the database being read: its status */
@@ -204,7 +266,10 @@ type ReplicaRow = Record<string, unknown>;
 async function replicaStatus(db: Db, label: string): Promise<ReplicaRow | null> {
   const denied = (err: unknown): never => {
     if ((err as { code?: string }).code === 'ER_SPECIFIC_ACCESS_DENIED_ERROR') {
-      throw new EnvironmentError(`--max-lag: ${label} refuses SHOW REPLICA STATUS: its user needs the REPLICA MONITOR privilege (REPLICATION CLIENT before MariaDB 10.5)`, { cause: err });
+      throw new EnvironmentError(
+        `--max-lag: ${label} refuses SHOW REPLICA STATUS: its user needs the REPLICA MONITOR privilege (REPLICATION CLIENT before MariaDB 10.5)`,
+        { cause: err },
+      );
     }
     throw err;
   };
@@ -225,7 +290,11 @@ const field = (row: ReplicaRow, ...names: string[]) => names.map((n) => row[n]).
 export function lagOf(row: ReplicaRow): NonNullable<ThrottleReadings['lag']> {
   const raw = field(row, 'Seconds_Behind_Master', 'Seconds_Behind_Source');
   const seconds = raw === null || raw === undefined ? null : Number(raw);
-  return { seconds: seconds !== null && Number.isFinite(seconds) ? seconds : null, io: String(field(row, 'Slave_IO_Running', 'Replica_IO_Running') ?? '?'), sql: String(field(row, 'Slave_SQL_Running', 'Replica_SQL_Running') ?? '?') };
+  return {
+    seconds: seconds !== null && Number.isFinite(seconds) ? seconds : null,
+    io: String(field(row, 'Slave_IO_Running', 'Replica_IO_Running') ?? '?'),
+    sql: String(field(row, 'Slave_SQL_Running', 'Replica_SQL_Running') ?? '?'),
+  };
 }
 
 /** How a runner leaves a shared wait on its own: its pause, deadline or signal, or a failed read. */
@@ -259,13 +328,23 @@ class DbThrottle implements Throttle {
     const status = new Map<string, number>();
     if (this.limits.maxLoad.length > 0) {
       const names = this.limits.maxLoad.map((l) => l.variable);
-      const rows = await (await this.d.db()).query<{ Variable_name: string; Value: string }>(`SHOW GLOBAL STATUS WHERE Variable_name IN (${names.map(() => '?').join(', ')})`, names);
-      for (const r of rows) status.set(String(r.Variable_name).toLowerCase(), /^\s*-?\d+(\.\d+)?\s*$/.test(String(r.Value)) ? Number(r.Value) : Number.NaN);
+      const rows = await (await this.d.db()).query<{ Variable_name: string; Value: string }>(
+        `SHOW GLOBAL STATUS WHERE Variable_name IN (${names.map(() => '?').join(', ')})`,
+        names,
+      );
+      for (const r of rows)
+        status.set(
+          String(r.Variable_name).toLowerCase(),
+          /^\s*-?\d+(\.\d+)?\s*$/.test(String(r.Value)) ? Number(r.Value) : Number.NaN,
+        );
     }
     if (this.limits.maxLagSeconds === null) return { status };
     const where = this.d.replica ?? { db: this.d.db, label: this.d.label };
     const row = await replicaStatus(await where.db(), where.label);
-    if (row === null) throw new EnvironmentError(`--max-lag: ${where.label} is not a replica (SHOW REPLICA STATUS is empty); give --replica-url, or leave --max-lag out`);
+    if (row === null)
+      throw new EnvironmentError(
+        `--max-lag: ${where.label} is not a replica (SHOW REPLICA STATUS is empty); give --replica-url, or leave --max-lag out`,
+      );
     return { status, lag: lagOf(row) };
   }
 
@@ -278,7 +357,8 @@ class DbThrottle implements Throttle {
 
   wait(options: WaitOptions = {}): Promise<WaitOutcome> {
     if (this.d.signal.aborted || options.signal?.aborted) return Promise.resolve('aborted');
-    if (this.under !== null && this.clock() - this.under < (this.d.checkEveryMs ?? THROTTLE_CHECK_EVERY_MS)) return Promise.resolve('ok');
+    if (this.under !== null && this.clock() - this.under < (this.d.checkEveryMs ?? THROTTLE_CHECK_EVERY_MS))
+      return Promise.resolve('ok');
     if (options.deadline !== undefined && this.clock() >= options.deadline) return Promise.resolve('deadline');
     // One check and one wait at a time: runners sharing the throttle (`reconcile run --all
     // --concurrency N`, a send's pipeline) wait together, counted and reported once; each leaves
@@ -305,7 +385,8 @@ class DbThrottle implements Throttle {
     await Promise.all(
       [...this.waiters].map(async (w) => {
         if (w.options.signal?.aborted) return void leaving.push({ w, outcome: 'aborted' });
-        if (w.options.deadline !== undefined && this.clock() >= w.options.deadline) return void leaving.push({ w, outcome: 'deadline' });
+        if (w.options.deadline !== undefined && this.clock() >= w.options.deadline)
+          return void leaving.push({ w, outcome: 'deadline' });
         if (!w.options.paused) return;
         try {
           if (await w.options.paused()) leaving.push({ w, outcome: 'paused' });
@@ -357,17 +438,37 @@ class DbThrottle implements Throttle {
     const ms = this.clock() - started;
     this.throttledMs += ms;
     const seconds = Math.round(ms / 100) / 10;
-    const by = 'last' in ended ? (ended.last.some((l) => l.outcome === 'deadline') ? 'deadline' : ended.last.some((l) => l.outcome === 'paused') ? 'paused' : 'signal') : ended.by;
-    this.d.onEvent?.({ state: 'end', database, reason, seconds, aborted: by !== 'ok', ...(by !== 'ok' && by !== 'error' ? { endedBy: by } : {}) });
-    if ('last' in ended) for (const { w, outcome } of ended.last) typeof outcome === 'object' ? w.reject(outcome.error) : w.resolve(outcome);
-    else for (const w of [...this.waiters]) this.leave(w, ended.by === 'error' ? { error: ended.error } : ended.by === 'signal' ? 'aborted' : 'ok');
+    const by =
+      'last' in ended
+        ? ended.last.some((l) => l.outcome === 'deadline')
+          ? 'deadline'
+          : ended.last.some((l) => l.outcome === 'paused')
+            ? 'paused'
+            : 'signal'
+        : ended.by;
+    this.d.onEvent?.({
+      state: 'end',
+      database,
+      reason,
+      seconds,
+      aborted: by !== 'ok',
+      ...(by !== 'ok' && by !== 'error' ? { endedBy: by } : {}),
+    });
+    if ('last' in ended)
+      for (const { w, outcome } of ended.last)
+        typeof outcome === 'object' ? w.reject(outcome.error) : w.resolve(outcome);
+    else
+      for (const w of [...this.waiters])
+        this.leave(w, ended.by === 'error' ? { error: ended.error } : ended.by === 'signal' ? 'aborted' : 'ok');
   }
 
   /**
    * Polls until under the limits ('ok'), the stop signal ('signal'), a failed read ('error'), or
    * every waiter gone on its pause switch or deadline (`last`: the ones still to be told).
    */
-  private async pollUntilUnder(): Promise<{ by: 'ok' | 'signal' } | { by: 'error'; error: unknown } | { last: Array<{ w: Waiter; outcome: Leaving }> }> {
+  private async pollUntilUnder(): Promise<
+    { by: 'ok' | 'signal' } | { by: 'error'; error: unknown } | { last: Array<{ w: Waiter; outcome: Leaving }> }
+  > {
     for (;;) {
       const last = await this.release();
       if (this.waiters.length === 0) return { last };
@@ -427,7 +528,10 @@ export function throttledSeconds(throttles: ReadonlyArray<Throttle | null | unde
  * connection, closed through `onClose`); undefined otherwise: the lag is read on the database
  * being read. Its label never shows the URL's password.
  */
-export function replicaOf(replicaUrl: string | undefined, onClose: (fn: () => Promise<void>) => void): ThrottleDeps['replica'] {
+export function replicaOf(
+  replicaUrl: string | undefined,
+  onClose: (fn: () => Promise<void>) => void,
+): ThrottleDeps['replica'] {
   if (replicaUrl === undefined) return undefined;
   const label = `replica database ${maskUrl(replicaUrl).replace(/^[a-z]+:\/\/[^@]*@/i, '')}`;
   let pending: Promise<Db> | undefined;
@@ -448,7 +552,9 @@ export async function openThrottles<K extends string>(
   limits: ThrottleLimits,
   replicaUrl: string | undefined,
   dbs: Readonly<Record<K, { readonly db: () => Promise<Db>; readonly label: string }>>,
-  common: Pick<ThrottleDeps, 'signal' | 'clock' | 'pollMs' | 'checkEveryMs' | 'onEvent'> & { readonly onClose: (fn: () => Promise<void>) => void },
+  common: Pick<ThrottleDeps, 'signal' | 'clock' | 'pollMs' | 'checkEveryMs' | 'onEvent'> & {
+    readonly onClose: (fn: () => Promise<void>) => void;
+  },
 ): Promise<Partial<Record<K, Throttle>>> {
   const out: Partial<Record<K, Throttle>> = {};
   if (!hasLimits(limits)) return out;

@@ -75,7 +75,18 @@ export function messageOptions(row: DeliveryRow) {
   } as const;
 }
 
-const SNAPSHOT_MEMBERS = ['answerNo', 'appCode', 'code', 'createTime', 'schId', 'status', 'subjectId', 'submitterId', 'updateTime', 'values'];
+const SNAPSHOT_MEMBERS = [
+  'answerNo',
+  'appCode',
+  'code',
+  'createTime',
+  'schId',
+  'status',
+  'subjectId',
+  'submitterId',
+  'updateTime',
+  'values',
+];
 const SNAPSHOT_MEMBER_SET: ReadonlySet<string> = new Set(SNAPSHOT_MEMBERS);
 
 /**
@@ -99,14 +110,20 @@ function isClosedSet(members: readonly string[]): boolean {
  * the school a positive integer (SPEC §4).
  * @example routingKeyFor('100018', '5') // { ok: true, routingKey: 'fc.snapshot.v2.100018.5' }
  */
-export function routingKeyFor(appKey: string, schoolId: string | number): { ok: true; routingKey: string } | { ok: false; detail: string } {
-  if (!isRoutingSafe(appKey)) return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
+export function routingKeyFor(
+  appKey: string,
+  schoolId: string | number,
+): { ok: true; routingKey: string } | { ok: false; detail: string } {
+  if (!isRoutingSafe(appKey))
+    return { ok: false, detail: `consumer app key ${JSON.stringify(appKey)} is empty or holds . * # or whitespace` };
   if (appKey.length > 200) return { ok: false, detail: 'consumer app key too long' };
   const school = String(schoolId);
-  if (!isPositiveIntegerText(school)) return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
+  if (!isPositiveIntegerText(school))
+    return { ok: false, detail: `consumer school id ${JSON.stringify(school)} is not a positive integer` };
   const routingKey = `fc.snapshot.v2.${appKey}.${school}`;
   // An AMQP short string: over 255 bytes it cannot be encoded (60 emoji fit a VARCHAR(64) key).
-  if (Buffer.byteLength(routingKey, 'utf8') > 255) return { ok: false, detail: 'routing key is over 255 bytes (AMQP limit)' };
+  if (Buffer.byteLength(routingKey, 'utf8') > 255)
+    return { ok: false, detail: 'routing key is over 255 bytes (AMQP limit)' };
   return { ok: true, routingKey };
 }
 
@@ -123,16 +140,23 @@ export function checkSnapshot(
 ): { ok: true } | { ok: false; reason: FailReason; detail: string } {
   // text goes through the canonicalizer's own encoding (an unpaired surrogate is refused, not U+FFFD)
   const result = hashWithMembers(snapshotJson);
-  if (!result.ok) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `${result.error.code}: ${result.error.message}` };
-  if (result.hash !== contentHash) return { ok: false, reason: 'SNAPSHOT_HASH_MISMATCH', detail: `recomputed ${result.hash}` };
+  if (!result.ok)
+    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `${result.error.code}: ${result.error.message}` };
+  if (result.hash !== contentHash)
+    return { ok: false, reason: 'SNAPSHOT_HASH_MISMATCH', detail: `recomputed ${result.hash}` };
   // A byte order mark is skipped by fc.canon.v1 but would break the envelope it is embedded in.
-  if (result.members === null || startsWithBom(snapshotJson)) return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
+  if (result.members === null || startsWithBom(snapshotJson))
+    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot is not a JSON object' };
   if (consumer && result.members.includes('intent') && !intentIsFor(snapshotJson, consumer)) {
     return { ok: false, reason: 'SNAPSHOT_INVALID', detail: 'snapshot intent is not for this consumer and school' };
   }
   if (!isClosedSet(result.members)) {
     const members = result.members.filter((k) => k !== 'intent').sort();
-    return { ok: false, reason: 'SNAPSHOT_INVALID', detail: `snapshot members are not the closed set of ten: ${JSON.stringify(members)}` };
+    return {
+      ok: false,
+      reason: 'SNAPSHOT_INVALID',
+      detail: `snapshot members are not the closed set of ten: ${JSON.stringify(members)}`,
+    };
   }
   return { ok: true };
 }
@@ -150,13 +174,23 @@ function startsWithBom(snapshot: Uint8Array | string): boolean {
 function intentIsFor(snapshot: Uint8Array | string, consumer: { appKey: string; schoolId: string }): boolean {
   let i: unknown;
   try {
-    const text = typeof snapshot === 'string' ? snapshot : Buffer.from(snapshot.buffer, snapshot.byteOffset, snapshot.length).toString('utf8');
+    const text =
+      typeof snapshot === 'string'
+        ? snapshot
+        : Buffer.from(snapshot.buffer, snapshot.byteOffset, snapshot.length).toString('utf8');
     i = (JSON.parse(text) as Record<string, unknown>)['intent'];
   } catch {
     return false;
   }
   if (i === null || typeof i !== 'object') return false;
   const { consumerAppKey, consumerSchoolId } = i as Record<string, unknown>;
-  const school = typeof consumerSchoolId === 'number' ? (Number.isSafeInteger(consumerSchoolId) ? String(consumerSchoolId) : null) : typeof consumerSchoolId === 'string' ? consumerSchoolId : null;
+  const school =
+    typeof consumerSchoolId === 'number'
+      ? Number.isSafeInteger(consumerSchoolId)
+        ? String(consumerSchoolId)
+        : null
+      : typeof consumerSchoolId === 'string'
+        ? consumerSchoolId
+        : null;
   return consumerAppKey === consumer.appKey && school === consumer.schoolId;
 }

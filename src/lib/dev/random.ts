@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto';
 
 function digest(seed: number, parts: readonly (string | number)[]): Buffer {
-  return createHash('sha256').update(`fc-dev-seed\u0000${seed}\u0000${parts.join('\u0000')}`).digest();
+  return createHash('sha256')
+    .update(`fc-dev-seed\u0000${seed}\u0000${parts.join('\u0000')}`)
+    .digest();
 }
 
 /**

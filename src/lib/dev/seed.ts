@@ -161,7 +161,8 @@ function grantVariants(seed: number, keys: readonly string[]): Map<string, Grant
   const rank = new Map(keys.map((k) => [k, seededUuid(seed, 'grant-order', k)]));
   const order = [...keys].sort((a, b) => (rank.get(a)! < rank.get(b)! ? -1 : 1));
   const kinds: GrantVariant[] = ['push-disabled', 'revoked', 'advanced'];
-  for (const [k, kind] of kinds.entries()) for (const key of order.slice(k * per, (k + 1) * per)) variants.set(key, kind);
+  for (const [k, kind] of kinds.entries())
+    for (const key of order.slice(k * per, (k + 1) * per)) variants.set(key, kind);
   return variants;
 }
 
@@ -197,11 +198,17 @@ function planAnswer(o: SeedOptions, i: number, forms: readonly string[], schools
 }
 
 /** The answer's snapshot, grown to `snapshotBytes` when asked (the padding is part of `values`). */
-function snapshotOf(answer: SeedAnswerRow, snapshotBytes: number): { answer: SeedAnswerRow; snapshotJson: string; contentHash: string } {
+function snapshotOf(
+  answer: SeedAnswerRow,
+  snapshotBytes: number,
+): { answer: SeedAnswerRow; snapshotJson: string; contentHash: string } {
   let snap = buildAnswerSnapshot(answer);
   const natural = Buffer.byteLength(snap.snapshotJson);
   if (natural < snapshotBytes) {
-    const padded = { ...answer, values_json: padValues(answer.values_json, Math.max(0, snapshotBytes - natural - PAD_OVERHEAD)) };
+    const padded = {
+      ...answer,
+      values_json: padValues(answer.values_json, Math.max(0, snapshotBytes - natural - PAD_OVERHEAD)),
+    };
     snap = buildAnswerSnapshot(padded);
     return { answer: padded, ...snap };
   }
@@ -223,17 +230,28 @@ export function planSeed(o: SeedOptions): SeedPlan {
   const b = new PlanBuilder(o);
   b.apps.push(
     { id: 1, app_code: o.publisher.appCode, app_key: o.publisher.appKey, app_name: '表单中心 (publisher)' },
-    ...o.consumerKeys.map((key, i) => ({ id: i + 2, app_code: `consumer-${i + 1}`, app_key: key, app_name: `消费方 ${i + 1}` })),
+    ...o.consumerKeys.map((key, i) => ({
+      id: i + 2,
+      app_code: `consumer-${i + 1}`,
+      app_key: key,
+      app_name: `消费方 ${i + 1}`,
+    })),
   );
   const triples: Array<[string, string, string]> = [];
   for (const f of forms) for (const s of schools) for (const c of o.consumerKeys) triples.push([f, s, c]);
-  const variants = o.grantMix ? grantVariants(o.seed, triples.map(([f, s, c]) => grantKey(f, s, c))) : new Map<string, GrantVariant>();
+  const variants = o.grantMix
+    ? grantVariants(
+        o.seed,
+        triples.map(([f, s, c]) => grantKey(f, s, c)),
+      )
+    : new Map<string, GrantVariant>();
   for (const [f, s, c] of triples) b.addGrant(f, s, c, variants.get(grantKey(f, s, c)) ?? 'active');
   for (let i = 0; i < o.answers; i++) {
     const { answer, ...snap } = snapshotOf(planAnswer(o, i, forms, schools), o.snapshotBytes);
     b.answers.push(answer);
     b.snapshots.push(snap);
-    for (const c of o.consumerKeys) b.addDelivery(answer, snap, c, answer.sch_id, b.grantByKey.get(grantKey(answer.form_uuid, answer.sch_id, c))!);
+    for (const c of o.consumerKeys)
+      b.addDelivery(answer, snap, c, answer.sch_id, b.grantByKey.get(grantKey(answer.form_uuid, answer.sch_id, c))!);
   }
   const faults = o.includeFaults ? addFaults(o, b) : [];
   return { apps: b.apps, grants: b.grants, answers: b.answers, deliveries: b.deliveries, faults };
@@ -271,7 +289,13 @@ class PlanBuilder {
     return g;
   }
 
-  addDelivery(a: SeedAnswerRow, snap: { snapshotJson: string; contentHash: string }, appKey: string, schoolId: string, grant: GrantRow): SeedDeliveryRow {
+  addDelivery(
+    a: SeedAnswerRow,
+    snap: { snapshotJson: string; contentHash: string },
+    appKey: string,
+    schoolId: string,
+    grant: GrantRow,
+  ): SeedDeliveryRow {
     const row: SeedDeliveryRow = {
       id: this.deliveries.length + 1,
       event_id: seededUuid(this.o.seed, 'event', a.answer_uuid, a.answer_revision, appKey, schoolId),
@@ -307,17 +331,33 @@ function addFaults(o: SeedOptions, b: PlanBuilder): SeedFault[] {
   ];
   if (o.consumerKeys[0] !== undefined) bad.push(['school-zero', o.consumerKeys[0], '0']);
   for (const [kind, appKey, schoolId] of bad) {
-    if (!b.apps.some((a) => a.app_key === appKey)) b.apps.push({ id: b.apps.length + 1, app_code: `fault-${b.apps.length + 1}`, app_key: appKey, app_name: `fault: ${kind}` });
-    const g = b.grantByKey.get(grantKey(first.form_uuid, schoolId, appKey)) ?? b.addGrant(first.form_uuid, schoolId, appKey, 'active');
+    if (!b.apps.some((a) => a.app_key === appKey))
+      b.apps.push({
+        id: b.apps.length + 1,
+        app_code: `fault-${b.apps.length + 1}`,
+        app_key: appKey,
+        app_name: `fault: ${kind}`,
+      });
+    const g =
+      b.grantByKey.get(grantKey(first.form_uuid, schoolId, appKey)) ??
+      b.addGrant(first.form_uuid, schoolId, appKey, 'active');
     faults.push({ kind, eventId: b.addDelivery(first, snap, appKey, schoolId, g).event_id });
   }
   // One normal row with an active grant whose stored snapshot was changed after hashing.
   const { deliveries, grantByKey } = b;
-  const victim = deliveries.findIndex((d) => grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' && isRoutableAppKey(d.consumer_app_key) && d.consumer_school_id !== '0');
+  const victim = deliveries.findIndex(
+    (d) =>
+      grantByKey.get(grantKey(d.form_uuid, d.consumer_school_id, d.consumer_app_key))?.variant === 'active' &&
+      isRoutableAppKey(d.consumer_app_key) &&
+      d.consumer_school_id !== '0',
+  );
   if (victim >= 0) {
     const d = deliveries[victim]!;
     const a = b.answers.find((x) => x.answer_uuid === d.answer_uuid)!;
-    deliveries[victim] = { ...d, snapshot_json: buildAnswerSnapshot({ ...a, status: `${a.status}-tampered` }).snapshotJson };
+    deliveries[victim] = {
+      ...d,
+      snapshot_json: buildAnswerSnapshot({ ...a, status: `${a.status}-tampered` }).snapshotJson,
+    };
     faults.push({ kind: 'tampered-snapshot', eventId: d.event_id });
   }
   return faults;
@@ -330,7 +370,12 @@ export type SeedTable = (typeof SEED_TABLES)[number];
 const BATCH_ROWS = 500;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
-async function insertRows(conn: PoolConnection, table: SeedTable, columns: readonly string[], rows: ReadonlyArray<readonly unknown[]>): Promise<void> {
+async function insertRows(
+  conn: PoolConnection,
+  table: SeedTable,
+  columns: readonly string[],
+  rows: ReadonlyArray<readonly unknown[]>,
+): Promise<void> {
   let batch: Array<readonly unknown[]> = [];
   let bytes = 0;
   const flush = async () => {
@@ -350,7 +395,8 @@ async function insertRows(conn: PoolConnection, table: SeedTable, columns: reado
 /** Row counts of the seed tables. */
 export async function countSeedTables(db: Db): Promise<Record<SeedTable, number>> {
   const counts = {} as Record<SeedTable, number>;
-  for (const t of SEED_TABLES) counts[t] = Number((await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM ${t}`))[0]?.n ?? 0);
+  for (const t of SEED_TABLES)
+    counts[t] = Number((await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM ${t}`))[0]?.n ?? 0);
   return counts;
 }
 
@@ -362,30 +408,125 @@ export async function writeSeed(db: Db, plan: SeedPlan, options: { replace: bool
   const big = (v: string | number) => BigInt(v);
   await db.transaction(async (conn) => {
     if (options.replace) for (const t of [...SEED_TABLES].reverse()) await conn.query(`DELETE FROM ${t}`);
-    await insertRows(conn, 'application_info', ['id', 'app_code', 'app_key', 'app_name', 'status'], plan.apps.map((a) => [a.id, a.app_code, a.app_key, a.app_name, 1]));
+    await insertRows(
+      conn,
+      'application_info',
+      ['id', 'app_code', 'app_key', 'app_name', 'status'],
+      plan.apps.map((a) => [a.id, a.app_code, a.app_key, a.app_name, 1]),
+    );
     await insertRows(
       conn,
       'form_consumer_grant',
-      ['id', 'form_uuid', 'consumer_school_id', 'consumer_app_key', 'grant_version', 'read_allowed', 'subscribe_allowed', 'push_allowed', 'revoked', 'create_time', 'update_time'],
-      plan.grants.map((g) => [g.id, g.form_uuid, big(g.consumer_school_id), g.consumer_app_key, g.grant_version, 1, 1, g.push_allowed, g.revoked, g.create_time, g.update_time]),
+      [
+        'id',
+        'form_uuid',
+        'consumer_school_id',
+        'consumer_app_key',
+        'grant_version',
+        'read_allowed',
+        'subscribe_allowed',
+        'push_allowed',
+        'revoked',
+        'create_time',
+        'update_time',
+      ],
+      plan.grants.map((g) => [
+        g.id,
+        g.form_uuid,
+        big(g.consumer_school_id),
+        g.consumer_app_key,
+        g.grant_version,
+        1,
+        1,
+        g.push_allowed,
+        g.revoked,
+        g.create_time,
+        g.update_time,
+      ]),
     );
     await insertRows(
       conn,
       'answer',
-      ['id', 'answer_uuid', 'form_uuid', 'form_version', 'sch_id', 'app_code', 'code', 'submitter_id', 'subject_id', 'status', 'values_json', 'answer_no', 'create_time', 'update_time', 'is_deleted', 'answer_revision'],
+      [
+        'id',
+        'answer_uuid',
+        'form_uuid',
+        'form_version',
+        'sch_id',
+        'app_code',
+        'code',
+        'submitter_id',
+        'subject_id',
+        'status',
+        'values_json',
+        'answer_no',
+        'create_time',
+        'update_time',
+        'is_deleted',
+        'answer_revision',
+      ],
       plan.answers.map((a) => [
-        a.id, a.answer_uuid, a.form_uuid, a.form_version, big(a.sch_id), a.app_code, a.code, big(a.submitter_id),
-        a.subject_id === null ? null : big(a.subject_id), a.status, a.values_json, a.answer_no, a.create_time, a.update_time, a.is_deleted, a.answer_revision,
+        a.id,
+        a.answer_uuid,
+        a.form_uuid,
+        a.form_version,
+        big(a.sch_id),
+        a.app_code,
+        a.code,
+        big(a.submitter_id),
+        a.subject_id === null ? null : big(a.subject_id),
+        a.status,
+        a.values_json,
+        a.answer_no,
+        a.create_time,
+        a.update_time,
+        a.is_deleted,
+        a.answer_revision,
       ]),
     );
     await insertRows(
       conn,
       'answer_delivery',
-      ['id', 'event_id', 'event_type', 'source_app_key', 'consumer_app_key', 'consumer_school_id', 'grant_version', 'form_uuid', 'form_version', 'answer_uuid', 'answer_revision', 'is_deleted', 'content_hash', 'occurred_at', 'snapshot_json', 'state', 'retry_count', 'create_time'],
+      [
+        'id',
+        'event_id',
+        'event_type',
+        'source_app_key',
+        'consumer_app_key',
+        'consumer_school_id',
+        'grant_version',
+        'form_uuid',
+        'form_version',
+        'answer_uuid',
+        'answer_revision',
+        'is_deleted',
+        'content_hash',
+        'occurred_at',
+        'snapshot_json',
+        'state',
+        'retry_count',
+        'create_time',
+      ],
       // Enqueued in the answer's own transaction (seed 000 §2): create_time is the change time.
       plan.deliveries.map((d) => [
-        d.id, d.event_id, d.event_type, d.source_app_key, d.consumer_app_key, big(d.consumer_school_id), d.grant_version, d.form_uuid, d.form_version,
-        d.answer_uuid, d.answer_revision, d.is_deleted, d.content_hash, d.occurred_at, d.snapshot_json, 'PENDING', 0, d.occurred_at,
+        d.id,
+        d.event_id,
+        d.event_type,
+        d.source_app_key,
+        d.consumer_app_key,
+        big(d.consumer_school_id),
+        d.grant_version,
+        d.form_uuid,
+        d.form_version,
+        d.answer_uuid,
+        d.answer_revision,
+        d.is_deleted,
+        d.content_hash,
+        d.occurred_at,
+        d.snapshot_json,
+        'PENDING',
+        0,
+        d.occurred_at,
       ]),
     );
   });
@@ -400,7 +541,8 @@ export function planCounts(plan: SeedPlan): Record<string, number> {
     answer_delivery: plan.deliveries.length,
   };
   for (const g of plan.grants) counts[`grants_${g.variant}`] = (counts[`grants_${g.variant}`] ?? 0) + 1;
-  for (const d of plan.deliveries) counts[`deliveries_${d.event_type}`] = (counts[`deliveries_${d.event_type}`] ?? 0) + 1;
+  for (const d of plan.deliveries)
+    counts[`deliveries_${d.event_type}`] = (counts[`deliveries_${d.event_type}`] ?? 0) + 1;
   counts['answers_deleted'] = plan.answers.filter((a) => a.is_deleted === 1).length;
   return counts;
 }

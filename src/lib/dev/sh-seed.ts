@@ -72,7 +72,10 @@ function snapshotOf(a: SeedAnswerRow) {
   return buildAnswerSnapshot(a);
 }
 
-function projection(a: SeedAnswerRow, fields: Partial<ShProjectionRow> & Pick<ShProjectionRow, 'create_time'>): ShProjectionRow {
+function projection(
+  a: SeedAnswerRow,
+  fields: Partial<ShProjectionRow> & Pick<ShProjectionRow, 'create_time'>,
+): ShProjectionRow {
   const snap = snapshotOf(a);
   return {
     answer_uuid: a.answer_uuid,
@@ -120,7 +123,11 @@ export function planShSeed(seed: number, plan: Pick<SeedPlan, 'answers'>): ShSee
 }
 
 /** The category of each FC answer: the drift quotas taken in a seeded order, every other answer IN_SYNC. */
-function driftCategories(seed: number, answers: readonly SeedAnswerRow[], quota: (p: number) => number): Map<string, Category> {
+function driftCategories(
+  seed: number,
+  answers: readonly SeedAnswerRow[],
+  quota: (p: number) => number,
+): Map<string, Category> {
   const left: Partial<Record<Category, number>> = {
     MISSING_LOCAL: quota(0.05),
     STALE_LOCAL: quota(0.05),
@@ -140,7 +147,13 @@ function driftCategories(seed: number, answers: readonly SeedAnswerRow[], quota:
 }
 
 /** The projection row of FC answer `i` in its category; null for MISSING_LOCAL. */
-function projectionOf(seed: number, a: SeedAnswerRow, i: number, category: Category, linked: boolean): ShProjectionRow | null {
+function projectionOf(
+  seed: number,
+  a: SeedAnswerRow,
+  i: number,
+  category: Category,
+  linked: boolean,
+): ShProjectionRow | null {
   const rng = new Rng(seed, 'sh-projection', i);
   const created = addSeconds(a.create_time, rng.int(1, 30));
   switch (category) {
@@ -150,7 +163,14 @@ function projectionOf(seed: number, a: SeedAnswerRow, i: number, category: Categ
       return projection(a, {
         create_time: created,
         projection_version: a.answer_revision,
-        ...(linked ? { link_state: 'LINKED' as const, intent_id: seededUuid(seed, 'intent', a.answer_uuid), apply_id: 100_000 + i, flow_guid: `flow-${a.code}` } : {}),
+        ...(linked
+          ? {
+              link_state: 'LINKED' as const,
+              intent_id: seededUuid(seed, 'intent', a.answer_uuid),
+              apply_id: 100_000 + i,
+              flow_guid: `flow-${a.code}`,
+            }
+          : {}),
       });
     case 'STALE_LOCAL': {
       const older: SeedAnswerRow = {
@@ -167,7 +187,12 @@ function projectionOf(seed: number, a: SeedAnswerRow, i: number, category: Categ
       return projection(other, { create_time: created, conflict_flag: 1, projection_version: a.answer_revision });
     }
     case 'LOCAL_AHEAD': {
-      const newer: SeedAnswerRow = { ...a, answer_revision: a.answer_revision + 1, status: 'processed', update_time: addSeconds(a.update_time ?? a.create_time, 3600) };
+      const newer: SeedAnswerRow = {
+        ...a,
+        answer_revision: a.answer_revision + 1,
+        status: 'processed',
+        update_time: addSeconds(a.update_time ?? a.create_time, 3600),
+      };
       return projection(newer, { create_time: created, projection_version: newer.answer_revision });
     }
     default:
@@ -176,7 +201,13 @@ function projectionOf(seed: number, a: SeedAnswerRow, i: number, category: Categ
 }
 
 /** Rows of answers FC does not have: each a copy of a seeded answer under a new uuid. */
-function absentRows(seed: number, answers: readonly SeedAnswerRow[], quota: (p: number) => number, rows: ShProjectionRow[], drift: ShDriftEntry[]): void {
+function absentRows(
+  seed: number,
+  answers: readonly SeedAnswerRow[],
+  quota: (p: number) => number,
+  rows: ShProjectionRow[],
+  drift: ShDriftEntry[],
+): void {
   const n = answers.length;
   const absent: Array<[Category, number]> = [
     ['ABSENT_AT_FC', quota(0.02)],
@@ -190,12 +221,19 @@ function absentRows(seed: number, answers: readonly SeedAnswerRow[], quota: (p: 
       const template = answers[(k * 7) % n]!;
       const a: SeedAnswerRow = { ...template, answer_uuid: seededUuid(seed, 'sh-absent', category, j) };
       const created = addSeconds(a.create_time, new Rng(seed, 'sh-absent-time', category, j).int(1, 600));
-      const createTime = category === 'ABSENT_CREATED_AFTER_TASK_START' ? addSeconds(SH_SEED_AFTER_TIME, j * 60) : category === 'ABSENT_CREATE_TIME_NULL' ? null : created;
+      const createTime =
+        category === 'ABSENT_CREATED_AFTER_TASK_START'
+          ? addSeconds(SH_SEED_AFTER_TIME, j * 60)
+          : category === 'ABSENT_CREATE_TIME_NULL'
+            ? null
+            : created;
       rows.push(
         projection(a, {
           create_time: createTime,
           projection_version: a.answer_revision,
-          ...(category === 'RETIRED' ? { retired_at: addSeconds(created, 86_400), retire_proof_id: `seed-proof-${seed}-${j}` } : {}),
+          ...(category === 'RETIRED'
+            ? { retired_at: addSeconds(created, 86_400), retire_proof_id: `seed-proof-${seed}-${j}` }
+            : {}),
         }),
       );
       drift.push({ category, answerUuid: a.answer_uuid, schId: a.sch_id, formUuid: a.form_uuid });
@@ -208,7 +246,9 @@ export function driftCounts(drift: readonly ShDriftEntry[]): Partial<Record<Cate
   const counts: Partial<Record<Category, number>> = {};
   for (const d of drift) counts[d.category] = (counts[d.category] ?? 0) + 1;
   // In report order.
-  return Object.fromEntries(CATEGORIES.filter((c) => counts[c] !== undefined).map((c) => [c, counts[c]])) as Partial<Record<Category, number>>;
+  return Object.fromEntries(CATEGORIES.filter((c) => counts[c] !== undefined).map((c) => [c, counts[c]])) as Partial<
+    Record<Category, number>
+  >;
 }
 
 /** Rows of `fc_answer_projection`. */
@@ -217,14 +257,32 @@ export async function countShSeedRows(db: Db): Promise<number> {
 }
 
 const COLUMNS = [
-  'answer_uuid', 'sch_id', 'form_uuid', 'form_version', 'answer_revision', 'content_hash', 'is_deleted', 'snapshot_json', 'link_state', 'intent_id',
-  'apply_id', 'flow_guid', 'conflict_flag', 'projection_version', 'create_time', 'update_time', 'retired_at', 'retire_proof_id',
+  'answer_uuid',
+  'sch_id',
+  'form_uuid',
+  'form_version',
+  'answer_revision',
+  'content_hash',
+  'is_deleted',
+  'snapshot_json',
+  'link_state',
+  'intent_id',
+  'apply_id',
+  'flow_guid',
+  'conflict_flag',
+  'projection_version',
+  'create_time',
+  'update_time',
+  'retired_at',
+  'retire_proof_id',
 ] as const;
 
 async function insertBatches(conn: PoolConnection, rows: readonly ShProjectionRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 500) {
     // Explicit ids (1, 2, … in plan order): the same options give the same table, `--replace` included.
-    const batch = rows.slice(i, i + 500).map((r, j) => [i + j + 1, ...COLUMNS.map((c) => (c === 'sch_id' ? BigInt(r.sch_id) : r[c]))]);
+    const batch = rows
+      .slice(i, i + 500)
+      .map((r, j) => [i + j + 1, ...COLUMNS.map((c) => (c === 'sch_id' ? BigInt(r.sch_id) : r[c]))]);
     await conn.query(`INSERT INTO fc_answer_projection (id, ${COLUMNS.join(', ')}) VALUES ?`, [batch]);
   }
 }

@@ -16,7 +16,25 @@ function obj(members: ReadonlyArray<readonly [string, Json]>, sep: string, colon
 }
 
 const SURNAMES = ['张', '王', '李', '赵', '刘', '陈', '杨', '黄', '周', '吴', '欧阳'];
-const GIVEN = ['伟', '芳', '娜', '敏', '静', '丽', '强', '磊', '洋', '艳', '勇', '军', '杰', '娟', '涛', '明轩', '子涵'];
+const GIVEN = [
+  '伟',
+  '芳',
+  '娜',
+  '敏',
+  '静',
+  '丽',
+  '强',
+  '磊',
+  '洋',
+  '艳',
+  '勇',
+  '军',
+  '杰',
+  '娟',
+  '涛',
+  '明轩',
+  '子涵',
+];
 const COURSES = ['语文', '数学', '英语', '物理', '化学', '生物', '历史', '地理'];
 const TAGS = ['三好学生', '班干部', '优秀团员', '志愿者', '竞赛获奖', 'student "leader"'];
 const REASONS = [
@@ -59,10 +77,22 @@ export function valuesJson(rng: Rng, formCode: string, index: number): string {
     ['className', str(`高${rng.pick(['一', '二', '三'])}(${rng.int(1, 12)})班`)],
     ['age', String(rng.int(14, 19))],
   ]);
-  const courses = Array.from({ length: rng.int(1, 4) }, () => o([['course', str(rng.pick(COURSES))], ['score', score(rng)], ['credit', rng.pick(['4.0', '3.5', '2'])]]));
+  const courses = Array.from({ length: rng.int(1, 4) }, () =>
+    o([
+      ['course', str(rng.pick(COURSES))],
+      ['score', score(rng)],
+      ['credit', rng.pick(['4.0', '3.5', '2'])],
+    ]),
+  );
   const tags = Array.from({ length: rng.int(0, 3) }, () => str(rng.pick(TAGS)));
   const attachments = rng.chance(0.5)
-    ? [o([['id', String(rng.int(1000, 99999))], ['fileName', str(`证明材料-${index}.pdf`)], ['key', str(`fc/2026/10/${index}/${rng.int(100000, 999999)}.pdf`)]])]
+    ? [
+        o([
+          ['id', String(rng.int(1000, 99999))],
+          ['fileName', str(`证明材料-${index}.pdf`)],
+          ['key', str(`fc/2026/10/${index}/${rng.int(100000, 999999)}.pdf`)],
+        ]),
+      ]
     : [];
   const members: Array<readonly [string, Json]> = [
     ['applicant', applicant],

@@ -23,7 +23,11 @@ export function vhostCheck(amqpUrl: string): CheckResult {
     return { check: 'broker vhost', status: 'fail', detail: 'amqpUrl is not a URL' };
   }
   return vhost === '/'
-    ? { check: 'broker vhost', status: 'warn', detail: 'using the default vhost "/" (seed 004 B-03): use a separate vhost with its own accounts' }
+    ? {
+        check: 'broker vhost',
+        status: 'warn',
+        detail: 'using the default vhost "/" (seed 004 B-03): use a separate vhost with its own accounts',
+      }
     : { check: 'broker vhost', status: 'ok', detail: `vhost ${vhost}` };
 }
 
@@ -46,11 +50,19 @@ export interface DoctorSummary {
  */
 export function summarizeDoctor(results: readonly CheckResult[]): DoctorSummary {
   const count = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
-  return { exitCode: doctorExitCode(results), ok: count('ok'), warn: count('warn'), fail: count('fail'), skipped: count('skipped') };
+  return {
+    exitCode: doctorExitCode(results),
+    ok: count('ok'),
+    warn: count('warn'),
+    fail: count('fail'),
+    skipped: count('skipped'),
+  };
 }
 
 /** How re-declaring the existing delivery exchange (durable, topic) went: done, or the broker's code and message. */
-export type RedeclareOutcome = { readonly ok: true } | { readonly ok: false; readonly code: number | undefined; readonly message: string };
+export type RedeclareOutcome =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly code: number | undefined; readonly message: string };
 
 /**
  * The plain `delivery exchange` check of an exchange that exists: fcctl re-declares it as a durable
@@ -70,8 +82,17 @@ export function redeclareCheck(exchange: string, outcome: RedeclareOutcome): Che
       detail: `${exchange} exists; its type and durability were not verified: the publisher may not configure it (re-declaring it was refused, 403 ACCESS_REFUSED), as seed 000 §6 asks; doctor --isolation verifies them through the management API`,
     };
   }
-  if (outcome.code === 406) return { check, status: 'fail', detail: `${exchange} exists but is not a durable topic exchange: ${outcome.message}` };
-  return { check, status: 'fail', detail: `${exchange} exists but could not be re-declared to check its type and durability: ${outcome.message}` };
+  if (outcome.code === 406)
+    return {
+      check,
+      status: 'fail',
+      detail: `${exchange} exists but is not a durable topic exchange: ${outcome.message}`,
+    };
+  return {
+    check,
+    status: 'fail',
+    detail: `${exchange} exists but could not be re-declared to check its type and durability: ${outcome.message}`,
+  };
 }
 
 /**
@@ -79,15 +100,26 @@ export function redeclareCheck(exchange: string, outcome: RedeclareOutcome): Che
  * offset is known; fail on a bad setting or an unreadable server; skipped with neither.
  * @example results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message)) // { check: 'service time zone', status: 'ok', detail: 'UTC (from the FC database: …)' }
  */
-export async function serviceTimeZoneCheck(config: Config, fcDb: () => Promise<Db>, message: (err: unknown) => string): Promise<CheckResult> {
+export async function serviceTimeZoneCheck(
+  config: Config,
+  fcDb: () => Promise<Db>,
+  message: (err: unknown) => string,
+): Promise<CheckResult> {
   const check = 'service time zone';
   if (config.serviceTimeZone.value === undefined && config.fcDatabaseUrl.value === undefined) {
-    return { check, status: 'skipped', detail: "not configured, and no FC database to read the zone from" };
+    return { check, status: 'skipped', detail: 'not configured, and no FC database to read the zone from' };
   }
   try {
     const z = await resolveServiceTimeZone(config, fcDb);
     return { check, status: z.source === 'fc-database-offset' ? 'warn' : 'ok', detail: describeServiceTimeZone(z) };
   } catch (err) {
-    return { check, status: 'fail', detail: config.serviceTimeZone.value === undefined ? `cannot read the FC database's zone: ${message(err)}` : message(err) };
+    return {
+      check,
+      status: 'fail',
+      detail:
+        config.serviceTimeZone.value === undefined
+          ? `cannot read the FC database's zone: ${message(err)}`
+          : message(err),
+    };
   }
 }

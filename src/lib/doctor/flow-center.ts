@@ -20,11 +20,23 @@ export function flowCenterCheck(answer: LookupResult, baseUrl: string): CheckRes
       return { check: 'flow center', status: 'ok', detail: `${at} answered (the app key and secret are accepted)` };
     case 'http':
       if (answer.status === 401 || answer.status === 403) {
-        return { check: 'flow center', status: 'fail', detail: `${at} refused our credentials (HTTP ${answer.status}${answer.detail ? `: ${answer.detail}` : ''}): check FCCTL_APP_KEY and FCCTL_APP_SECRET` };
+        return {
+          check: 'flow center',
+          status: 'fail',
+          detail: `${at} refused our credentials (HTTP ${answer.status}${answer.detail ? `: ${answer.detail}` : ''}): check FCCTL_APP_KEY and FCCTL_APP_SECRET`,
+        };
       }
-      return { check: 'flow center', status: 'fail', detail: `${at} answered HTTP ${answer.status}${answer.detail ? `: ${answer.detail}` : ''}` };
+      return {
+        check: 'flow center',
+        status: 'fail',
+        detail: `${at} answered HTTP ${answer.status}${answer.detail ? `: ${answer.detail}` : ''}`,
+      };
     case 'malformed':
-      return { check: 'flow center', status: 'fail', detail: `${at} answered a body that is not a lookup answer: ${answer.detail}` };
+      return {
+        check: 'flow center',
+        status: 'fail',
+        detail: `${at} answered a body that is not a lookup answer: ${answer.detail}`,
+      };
     case 'timeout':
     case 'network':
       return { check: 'flow center', status: 'fail', detail: `unreachable: ${answer.detail}` };

@@ -9,7 +9,14 @@ import { UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
 import type { Db } from '../db/connect.js';
 import type { CheckResult } from './checks.js';
-import { type AppKeys, decideIsolation, DLQ_SUFFIX, type IsolationFacts, ISOLATION_CHECKS, publisherOf } from './isolation.js';
+import {
+  type AppKeys,
+  decideIsolation,
+  DLQ_SUFFIX,
+  type IsolationFacts,
+  ISOLATION_CHECKS,
+  publisherOf,
+} from './isolation.js';
 
 /** What `--isolation` looks at: the API, the publisher and its vhost, the consumer queue and users. */
 export interface IsolationTarget {
@@ -34,15 +41,20 @@ export function isolationTarget(
   options: { timeoutMs?: number; consumerUsers?: readonly string[] } = {},
 ): IsolationTarget {
   if (settings.amqpManagementUrl === undefined) {
-    throw new UsageError('--isolation reads the RabbitMQ management API: set FCCTL_AMQP_MANAGEMENT_URL (or --amqp-management-url), e.g. http://user:pass@host:15672');
+    throw new UsageError(
+      '--isolation reads the RabbitMQ management API: set FCCTL_AMQP_MANAGEMENT_URL (or --amqp-management-url), e.g. http://user:pass@host:15672',
+    );
   }
   const api = new ManagementClient(settings.amqpManagementUrl, options);
-  if (settings.amqpUrl === undefined) throw new UsageError('--isolation checks the publisher of FCCTL_AMQP_URL: set FCCTL_AMQP_URL (or --amqp-url)');
+  if (settings.amqpUrl === undefined)
+    throw new UsageError('--isolation checks the publisher of FCCTL_AMQP_URL: set FCCTL_AMQP_URL (or --amqp-url)');
   const publisher = publisherOf(settings.amqpUrl);
   if (publisher === null) throw new UsageError(`amqpUrl is not a valid URL: ${maskUrl(settings.amqpUrl)}`);
   const consumerUsers = [...new Set(options.consumerUsers ?? [])];
   if (consumerUsers.includes(publisher.user)) {
-    throw new UsageError(`--consumer-user ${JSON.stringify(publisher.user)} is the publisher of FCCTL_AMQP_URL: the publisher must read nothing, it cannot be a consumer user`);
+    throw new UsageError(
+      `--consumer-user ${JSON.stringify(publisher.user)} is the publisher of FCCTL_AMQP_URL: the publisher must read nothing, it cannot be a consumer user`,
+    );
   }
   return { api, publisher: publisher.user, vhost: publisher.vhost, consumerQueue, consumerUsers };
 }
@@ -60,7 +72,11 @@ export async function registeredAppKeys(db: Db): Promise<string[]> {
  * Reads every fact the decision needs. Management API failures throw (EnvironmentError, one line,
  * password masked); a failure to read the app keys is a fact (`appKeys.ok === false`).
  */
-export async function inspectIsolation(target: IsolationTarget, appKeys: () => Promise<readonly string[]>, describe: (err: unknown) => string): Promise<IsolationFacts> {
+export async function inspectIsolation(
+  target: IsolationTarget,
+  appKeys: () => Promise<readonly string[]>,
+  describe: (err: unknown) => string,
+): Promise<IsolationFacts> {
   const { api, vhost, publisher, consumerQueue, consumerUsers } = target;
   const keys: Promise<AppKeys> = appKeys().then(
     (k) => ({ ok: true, keys: k }),
@@ -69,7 +85,17 @@ export async function inspectIsolation(target: IsolationTarget, appKeys: () => P
   // first alone: a refused login or an unreachable API is then one error, not eight
   const vhostExists = await api.vhostExists(vhost);
   const queueNames = [consumerQueue, `${consumerQueue}${DLQ_SUFFIX}`];
-  const [permissions, topicPermissions, exchange, policies, operatorPolicies, bindings, queues, vhostPermissions, users] = await Promise.all([
+  const [
+    permissions,
+    topicPermissions,
+    exchange,
+    policies,
+    operatorPolicies,
+    bindings,
+    queues,
+    vhostPermissions,
+    users,
+  ] = await Promise.all([
     api.permissions(vhost, publisher),
     api.topicPermissions(vhost, publisher),
     api.exchange(vhost, DELIVERY_EXCHANGE),
@@ -106,7 +132,11 @@ export async function inspectIsolation(target: IsolationTarget, appKeys: () => P
  * `isolation: management API` line naming why the API could not be read.
  * @example for (const r of await checkIsolation(target, () => registeredAppKeys(db), String)) console.log(r.check, r.status)
  */
-export async function checkIsolation(target: IsolationTarget, appKeys: () => Promise<readonly string[]>, describe: (err: unknown) => string): Promise<CheckResult[]> {
+export async function checkIsolation(
+  target: IsolationTarget,
+  appKeys: () => Promise<readonly string[]>,
+  describe: (err: unknown) => string,
+): Promise<CheckResult[]> {
   let facts: IsolationFacts;
   try {
     facts = await inspectIsolation(target, appKeys, describe);

@@ -52,12 +52,19 @@
  * - a read regex JavaScript cannot compile is a `warn` (not judged) for anyone not allowed.
  */
 import { DELIVERY_EXCHANGE, RETURN_PROBE_ROUTING_KEY } from '../amqp/connect.js';
-import type { BindingInfo, ExchangeInfo, Permissions, Policy, QueueInfo, TopicPermission, UserPermissions } from '../amqp/management.js';
+import type {
+  BindingInfo,
+  ExchangeInfo,
+  Permissions,
+  Policy,
+  QueueInfo,
+  TopicPermission,
+  UserPermissions,
+} from '../amqp/management.js';
 import type { CheckResult } from './checks.js';
 
 /** The prefix of every v2 routing key (SPEC §4). */
 export const ROUTING_KEY_PREFIX = 'fc.snapshot.v2.';
-
 
 /** The svc-hall consumer queue (seed 000 §6); its dead-letter queue is this name plus `.dlq`. */
 export const CONSUMER_QUEUE = 'svc-hall.fc.answer.snapshot.v2';
@@ -78,7 +85,9 @@ export const ISOLATION_CHECKS = {
 } as const;
 
 /** The registered app keys (`application_info.app_key`), or why they could not be read. */
-export type AppKeys = { readonly ok: true; readonly keys: readonly string[] } | { readonly ok: false; readonly reason: string };
+export type AppKeys =
+  | { readonly ok: true; readonly keys: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
 
 /** Everything the decision needs, read from the management API and the FC database. */
 export interface IsolationFacts {
@@ -332,10 +341,17 @@ export function resourceSamples(consumerQueue: string): string[] {
 export function judgePermission(
   op: 'configure' | 'write' | 'read',
   re: string,
-  rule: { readonly allowed: readonly string[]; readonly required: readonly string[]; readonly samples: readonly string[] },
+  rule: {
+    readonly allowed: readonly string[];
+    readonly required: readonly string[];
+    readonly samples: readonly string[];
+  },
 ): { status: Status; text: string } {
   const allowed = new Set(rule.allowed);
-  const must = op === 'read' ? 'must match nothing: read on the exchange lets its holder bind a queue to it' : `may cover only ${listOf(rule.allowed) || 'nothing'}`;
+  const must =
+    op === 'read'
+      ? 'must match nothing: read on the exchange lets its holder bind a queue to it'
+      : `may cover only ${listOf(rule.allowed) || 'nothing'}`;
   const exact = exactNames(re);
   if (exact !== null) {
     // no resource is named '': '^$' grants nothing
@@ -344,29 +360,47 @@ export function judgePermission(
     const missing = rule.required.filter((n) => !names.includes(n));
     const problems = [
       ...(extra.length ? [`${op} ${quote(re)} covers ${listOf(extra)} (${must})`] : []),
-      ...(missing.length ? [`${op} ${quote(re)} does not cover ${listOf(missing)}${op === 'write' ? ' (the publisher cannot publish)' : ''}`] : []),
+      ...(missing.length
+        ? [
+            `${op} ${quote(re)} does not cover ${listOf(missing)}${op === 'write' ? ' (the publisher cannot publish)' : ''}`,
+          ]
+        : []),
     ];
     if (problems.length) return { status: 'fail', text: problems.join('; ') };
     return { status: 'ok', text: `${op} ${names.length ? `only ${listOf(names)}` : 'nothing'}` };
   }
   const rx = compile(re);
-  if (rx === null) return { status: 'warn', text: `${op} ${quote(re)} is not judged (JavaScript cannot compile it): check by hand that it ${must}` };
+  if (rx === null)
+    return {
+      status: 'warn',
+      text: `${op} ${quote(re)} is not judged (JavaScript cannot compile it): check by hand that it ${must}`,
+    };
   const extra = rule.samples.filter((s) => rx.test(s) && !allowed.has(s));
   const missing = rule.required.filter((n) => !rx.test(n));
   const problems = [
     ...(extra.length ? [`${op} ${quote(re)} also matches ${listOf(extra)} (${must})`] : []),
-    ...(missing.length ? [`${op} ${quote(re)} does not match ${listOf(missing)}${op === 'write' ? ' (the publisher cannot publish)' : ''}`] : []),
+    ...(missing.length
+      ? [
+          `${op} ${quote(re)} does not match ${listOf(missing)}${op === 'write' ? ' (the publisher cannot publish)' : ''}`,
+        ]
+      : []),
   ];
   if (problems.length) return { status: 'fail', text: problems.join('; ') };
   const exactForm = rule.allowed.length ? `^${rule.allowed[0]!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$` : '^$';
-  return { status: 'warn', text: `${op} ${quote(re)} matches no sample name it must not, but its form does not prove it covers only ${listOf(rule.allowed) || 'nothing'} (write ${exactForm})` };
+  return {
+    status: 'warn',
+    text: `${op} ${quote(re)} matches no sample name it must not, but its form does not prove it covers only ${listOf(rule.allowed) || 'nothing'} (write ${exactForm})`,
+  };
 }
 
 /** Item 3: the publisher's configure, write and read permissions on the vhost. */
-export function permissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'permissions' | 'consumerQueue'>): CheckResult {
+export function permissionsCheck(
+  f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'permissions' | 'consumerQueue'>,
+): CheckResult {
   const check = ISOLATION_CHECKS.permissions;
   const who = `publisher ${quote(f.publisher)} on vhost ${quote(f.vhost)}`;
-  if (f.permissions === null) return { check, status: 'fail', detail: `${who} has no permissions (it cannot publish to ${DELIVERY_EXCHANGE})` };
+  if (f.permissions === null)
+    return { check, status: 'fail', detail: `${who} has no permissions (it cannot publish to ${DELIVERY_EXCHANGE})` };
   const samples = resourceSamples(f.consumerQueue);
   const only = [DELIVERY_EXCHANGE];
   const verdicts = [
@@ -423,7 +457,9 @@ export function outsideAlternatives(re: string): Array<{ alternative: string; li
 }
 
 /** Item 4: the publisher's topic permission on the delivery exchange. */
-export function topicPermissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'topicPermissions'>): CheckResult {
+export function topicPermissionsCheck(
+  f: Pick<IsolationFacts, 'publisher' | 'vhost' | 'topicPermissions'>,
+): CheckResult {
   const check = ISOLATION_CHECKS.topic;
   const who = `publisher ${quote(f.publisher)} on vhost ${quote(f.vhost)}`;
   const entry = f.topicPermissions.find((t) => t.exchange === DELIVERY_EXCHANGE);
@@ -439,22 +475,38 @@ export function topicPermissionsCheck(f: Pick<IsolationFacts, 'publisher' | 'vho
   const shown = `topic write ${quote(entry.write)} on ${DELIVERY_EXCHANGE}`;
   // '' stands for '^$' (only the empty routing key), as for resource permissions
   const rx = compile(re === '' ? '^$' : re);
-  if (rx === null) return { check, status: 'warn', detail: `${who}: ${shown} is not judged (JavaScript cannot compile it): check by hand that it allows only ${ROUTING_KEY_PREFIX} keys and ${RETURN_PROBE_ROUTING_KEY}` };
+  if (rx === null)
+    return {
+      check,
+      status: 'warn',
+      detail: `${who}: ${shown} is not judged (JavaScript cannot compile it): check by hand that it allows only ${ROUTING_KEY_PREFIX} keys and ${RETURN_PROBE_ROUTING_KEY}`,
+    };
   const problems: string[] = [];
   if (!rx.test(RETURN_PROBE_ROUTING_KEY)) {
-    problems.push(`${shown} refuses the return probe's key ${RETURN_PROBE_ROUTING_KEY} (deliveries send publishes it before each run and sends nothing when it is refused)`);
+    problems.push(
+      `${shown} refuses the return probe's key ${RETURN_PROBE_ROUTING_KEY} (deliveries send publishes it before each run and sends nothing when it is refused)`,
+    );
   }
   const outside = TOPIC_SAMPLES_OUTSIDE.filter((k) => rx.test(k));
-  if (outside.length) problems.push(`${shown} also allows ${listOf(outside.map((k) => (k === '' ? '(the empty key)' : k)))} (only ${ROUTING_KEY_PREFIX} keys may be published)`);
+  if (outside.length)
+    problems.push(
+      `${shown} also allows ${listOf(outside.map((k) => (k === '' ? '(the empty key)' : k)))} (only ${ROUTING_KEY_PREFIX} keys may be published)`,
+    );
   const departing = re === '' ? [] : outsideAlternatives(re);
   if (departing.length) {
     const each = departing.map((a) => `${quote(a.alternative)} allows keys starting ${quote(a.literal)}`);
-    problems.push(`${shown}: its top-level alternative${departing.length === 1 ? '' : 's'} ${listOf(each)}, outside ${ROUTING_KEY_PREFIX} (only ${ROUTING_KEY_PREFIX} keys may be published)`);
+    problems.push(
+      `${shown}: its top-level alternative${departing.length === 1 ? '' : 's'} ${listOf(each)}, outside ${ROUTING_KEY_PREFIX} (only ${ROUTING_KEY_PREFIX} keys may be published)`,
+    );
   }
   if (problems.length) return { check, status: 'fail', detail: `${who}: ${problems.join('; ')}` };
   const prefixes = re === '' ? null : provablePrefixes(re);
   if (prefixes?.every((p) => p.startsWith(ROUTING_KEY_PREFIX))) {
-    return { check, status: 'ok', detail: `${who}: ${shown} allows only ${ROUTING_KEY_PREFIX} keys, the return probe's key included` };
+    return {
+      check,
+      status: 'ok',
+      detail: `${who}: ${shown} allows only ${ROUTING_KEY_PREFIX} keys, the return probe's key included`,
+    };
   }
   return {
     check,
@@ -483,7 +535,8 @@ export function bindingProblem(routingKey: string, registered: ReadonlySet<strin
   if (m === null) {
     if (routingKey === '#') return '"#" matches every routing key';
     if (/^[*#](\.|$)/.test(routingKey)) return 'a leading wildcard matches keys of every prefix';
-    if (/^fc\.snapshot\.v2\.[*#](\.|$)/.test(routingKey)) return "a wildcard in place of the app key matches every consumer's snapshots";
+    if (/^fc\.snapshot\.v2\.[*#](\.|$)/.test(routingKey))
+      return "a wildcard in place of the app key matches every consumer's snapshots";
     if (routingKey.split('.').includes('#')) return '"#" matches any number of words';
     return `not ${ROUTING_KEY_PREFIX}<key>.* or ${ROUTING_KEY_PREFIX}<key>.<school>`;
   }
@@ -498,22 +551,38 @@ export function bindingProblem(routingKey: string, registered: ReadonlySet<strin
  * never an exchange (an exchange-to-exchange binding sends snapshots on to wherever that exchange routes).
  * @example bindingDestinationProblem({ destination: 'rogue.q', destinationType: 'queue' }, 'svc-hall.fc.answer.snapshot.v2') // 'queue rogue.q is not …'
  */
-export function bindingDestinationProblem(b: Pick<BindingInfo, 'destination' | 'destinationType'>, consumerQueue: string): string | null {
-  if (b.destinationType === 'exchange') return `an exchange-to-exchange binding sends snapshots on to wherever exchange ${b.destination} routes them (bind only the consumer's queues)`;
-  if (!b.destination.startsWith(consumerQueue)) return `queue ${b.destination} is not the consumer's (its name does not start with ${consumerQueue})`;
+export function bindingDestinationProblem(
+  b: Pick<BindingInfo, 'destination' | 'destinationType'>,
+  consumerQueue: string,
+): string | null {
+  if (b.destinationType === 'exchange')
+    return `an exchange-to-exchange binding sends snapshots on to wherever exchange ${b.destination} routes them (bind only the consumer's queues)`;
+  if (!b.destination.startsWith(consumerQueue))
+    return `queue ${b.destination} is not the consumer's (its name does not start with ${consumerQueue})`;
   return null;
 }
 
 /** Item 5: the bindings whose source is the delivery exchange: their keys and their destinations. */
-export function bindingsCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'bindings' | 'appKeys' | 'consumerQueue'>): CheckResult {
+export function bindingsCheck(
+  f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'bindings' | 'appKeys' | 'consumerQueue'>,
+): CheckResult {
   const check = ISOLATION_CHECKS.bindings;
-  if (f.exchange === null) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
+  if (f.exchange === null)
+    return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
   const registered = f.appKeys.ok ? new Set(f.appKeys.keys) : null;
   const wrong = f.bindings.flatMap((b) => {
-    const problems = [bindingProblem(b.routingKey, registered), bindingDestinationProblem(b, f.consumerQueue)].filter((p): p is string => p !== null);
-    return problems.length === 0 ? [] : [`${quote(b.routingKey)} → ${b.destinationType} ${b.destination}: ${problems.join(', and ')}`];
+    const problems = [bindingProblem(b.routingKey, registered), bindingDestinationProblem(b, f.consumerQueue)].filter(
+      (p): p is string => p !== null,
+    );
+    return problems.length === 0
+      ? []
+      : [`${quote(b.routingKey)} → ${b.destinationType} ${b.destination}: ${problems.join(', and ')}`];
   });
-  const unknown = f.appKeys.ok ? [] : [`the registered app keys could not be read (${f.appKeys.reason}), so no key was checked against application_info`];
+  const unknown = f.appKeys.ok
+    ? []
+    : [
+        `the registered app keys could not be read (${f.appKeys.reason}), so no key was checked against application_info`,
+      ];
   if (wrong.length || unknown.length) return { check, status: 'fail', detail: [...wrong, ...unknown].join('; ') };
   if (f.bindings.length === 0) return { check, status: 'ok', detail: `no bindings on ${DELIVERY_EXCHANGE}` };
   const keys = [...new Set(f.bindings.map((b) => BINDING_FORM.exec(b.routingKey)![1]!))].sort();
@@ -545,7 +614,9 @@ export function readsExchange(read: string): boolean | null {
  * Item 6: the users who can read the delivery exchange, and so bind a queue to it (the rule is in
  * this file's header). Each is named with its read regex; the allowed ones last.
  */
-export function readersCheck(f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vhostPermissions' | 'userTags' | 'consumerUsers' | 'managementUser'>): CheckResult {
+export function readersCheck(
+  f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vhostPermissions' | 'userTags' | 'consumerUsers' | 'managementUser'>,
+): CheckResult {
   const check = ISOLATION_CHECKS.readers;
   const consumers = new Set(f.consumerUsers);
   const given = consumers.size > 0;
@@ -556,7 +627,10 @@ export function readersCheck(f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vh
     const admin = (f.userTags[p.user] ?? []).includes(ADMINISTRATOR_TAG);
     const who = `${quote(p.user)} (${admin ? 'administrator, ' : ''}read ${quote(p.read)}${reads === null ? ', not judged: JavaScript cannot compile it' : ''})`;
     if (p.user === f.publisher) {
-      verdicts.push({ status: reads === null ? 'warn' : 'fail', text: `the publisher ${who}: it must read nothing (see ${ISOLATION_CHECKS.permissions})` });
+      verdicts.push({
+        status: reads === null ? 'warn' : 'fail',
+        text: `the publisher ${who}: it must read nothing (see ${ISOLATION_CHECKS.permissions})`,
+      });
     } else if (consumers.has(p.user)) {
       verdicts.push({ status: 'ok', text: `consumer user ${who}` });
     } else if (p.user === f.managementUser) {
@@ -566,20 +640,37 @@ export function readersCheck(f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vh
     } else if (!given) {
       verdicts.push({ status: 'warn', text: who });
     } else if (admin) {
-      verdicts.push({ status: 'warn', text: `${who} is not a --consumer-user (an administrator can give itself any permission anyway; take away its permissions on this vhost if it does not need them)` });
+      verdicts.push({
+        status: 'warn',
+        text: `${who} is not a --consumer-user (an administrator can give itself any permission anyway; take away its permissions on this vhost if it does not need them)`,
+      });
     } else {
       verdicts.push({ status: 'fail', text: `${who} is not a --consumer-user` });
     }
   }
   const where = `on vhost ${quote(f.vhost)}`;
-  const unreadable = f.consumerUsers.filter((u) => !f.vhostPermissions.some((p) => p.user === u && readsExchange(p.read) !== false));
+  const unreadable = f.consumerUsers.filter(
+    (u) => !f.vhostPermissions.some((p) => p.user === u && readsExchange(p.read) !== false),
+  );
   const note = unreadable.length ? ` (--consumer-user ${listOf(unreadable.map(quote))} cannot read it)` : '';
-  if (verdicts.length === 0) return { check, status: 'ok', detail: `no user ${where} can read ${DELIVERY_EXCHANGE}, so none can bind a queue to it${note}` };
+  if (verdicts.length === 0)
+    return {
+      check,
+      status: 'ok',
+      detail: `no user ${where} can read ${DELIVERY_EXCHANGE}, so none can bind a queue to it${note}`,
+    };
   const status = worst(verdicts.map((v) => v.status));
   // failures first, then warnings, then the allowed readers
   const ordered = WORST.flatMap((s) => verdicts.filter((v) => v.status === s));
-  const hint = !given && verdicts.some((v) => v.status === 'warn') ? `; no --consumer-user given: name the consumer's user(s) with --consumer-user (then any other reader fails, an administrator warns)` : '';
-  return { check, status, detail: `users ${where} who can read ${DELIVERY_EXCHANGE}, and so bind a queue to it: ${ordered.map((v) => v.text).join('; ')}${hint}${note}` };
+  const hint =
+    !given && verdicts.some((v) => v.status === 'warn')
+      ? `; no --consumer-user given: name the consumer's user(s) with --consumer-user (then any other reader fails, an administrator warns)`
+      : '';
+  return {
+    check,
+    status,
+    detail: `users ${where} who can read ${DELIVERY_EXCHANGE}, and so bind a queue to it: ${ordered.map((v) => v.text).join('; ')}${hint}${note}`,
+  };
 }
 
 // --- delivery exchange ------------------------------------------------------------------------------
@@ -592,19 +683,33 @@ export function readersCheck(f: Pick<IsolationFacts, 'vhost' | 'publisher' | 'vh
  */
 export function deliveryExchangeCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange'>): CheckResult {
   const check = ISOLATION_CHECKS.exchange;
-  if (f.exchange === null) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
+  if (f.exchange === null)
+    return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
   const e = f.exchange;
   const why: Record<string, string> = {
     fanout: 'it sends every snapshot to every bound queue, whatever its routing key',
     headers: 'it routes by headers and ignores the routing key',
   };
   const wrong = [
-    ...(e.type === 'topic' ? [] : [`a ${e.type || '(typeless)'} exchange, not topic (${why[e.type] ?? 'v2 routing keys and bindings are topic patterns'})`]),
-    ...(e.durable ? [] : ['not durable (it is gone after a broker restart, and whoever declares it first then decides its type and arguments)']),
-    ...(e.autoDelete ? ['auto-delete (it goes with its last binding, and whoever declares it first then decides its type and arguments)'] : []),
+    ...(e.type === 'topic'
+      ? []
+      : [
+          `a ${e.type || '(typeless)'} exchange, not topic (${why[e.type] ?? 'v2 routing keys and bindings are topic patterns'})`,
+        ]),
+    ...(e.durable
+      ? []
+      : [
+          'not durable (it is gone after a broker restart, and whoever declares it first then decides its type and arguments)',
+        ]),
+    ...(e.autoDelete
+      ? [
+          'auto-delete (it goes with its last binding, and whoever declares it first then decides its type and arguments)',
+        ]
+      : []),
     ...(e.internal ? ['internal (clients cannot publish to it)'] : []),
   ];
-  if (wrong.length) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} on vhost ${quote(f.vhost)} is ${wrong.join('; ')}` };
+  if (wrong.length)
+    return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} on vhost ${quote(f.vhost)} is ${wrong.join('; ')}` };
   return { check, status: 'ok', detail: `${DELIVERY_EXCHANGE}: topic, durable, not auto-delete, not internal` };
 }
 
@@ -630,7 +735,9 @@ export function queuesCheck(f: Pick<IsolationFacts, 'vhost' | 'consumerQueue' | 
     if (wrong.length) problems.push(`${name} is ${wrong.join(', ')}`);
     else good.push(`${name} (${q.type || 'queue'}, durable)`);
   }
-  return problems.length ? { check, status: 'fail', detail: problems.join('; ') } : { check, status: 'ok', detail: `${good.join(' and ')} exist` };
+  return problems.length
+    ? { check, status: 'fail', detail: problems.join('; ') }
+    : { check, status: 'ok', detail: `${good.join(' and ')} exist` };
 }
 
 // --- alternate exchange -------------------------------------------------------------------------
@@ -652,25 +759,39 @@ function patternMatches(p: Policy, name: string): boolean {
  * read anyway, for brokers and plugins that allow it), and — as `warn` — a matching policy that a
  * higher-priority one shadows now (removing that one would apply it).
  */
-export function alternateExchangeCheck(f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'policies' | 'operatorPolicies'>): CheckResult {
+export function alternateExchangeCheck(
+  f: Pick<IsolationFacts, 'vhost' | 'exchange' | 'policies' | 'operatorPolicies'>,
+): CheckResult {
   const check = ISOLATION_CHECKS.alternateExchange;
-  if (f.exchange === null) return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
+  if (f.exchange === null)
+    return { check, status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist on vhost ${quote(f.vhost)}` };
   const problems: string[] = [];
   const argument = f.exchange.arguments[AE];
   if (argument !== undefined) problems.push(`${DELIVERY_EXCHANGE} was declared with ${AE} ${quote(String(argument))}`);
   const applied = f.exchange.policy === null ? undefined : f.policies.find((p) => p.name === f.exchange!.policy);
   if (applied && applied.definition[AE] !== undefined) {
-    problems.push(`policy ${quote(applied.name)} (pattern ${quote(applied.pattern)}) gives it ${AE} ${quote(String(applied.definition[AE]))}`);
+    problems.push(
+      `policy ${quote(applied.name)} (pattern ${quote(applied.pattern)}) gives it ${AE} ${quote(String(applied.definition[AE]))}`,
+    );
   }
   for (const p of f.operatorPolicies) {
     if (p.definition[AE] !== undefined && appliesToExchanges(p) && patternMatches(p, DELIVERY_EXCHANGE)) {
-      problems.push(`operator policy ${quote(p.name)} (pattern ${quote(p.pattern)}) gives it ${AE} ${quote(String(p.definition[AE]))}`);
+      problems.push(
+        `operator policy ${quote(p.name)} (pattern ${quote(p.pattern)}) gives it ${AE} ${quote(String(p.definition[AE]))}`,
+      );
     }
   }
   if (problems.length) {
-    return { check, status: 'fail', detail: `${problems.join('; ')}: unroutable messages go there instead of being returned (no NO_ROUTE, no return probe)` };
+    return {
+      check,
+      status: 'fail',
+      detail: `${problems.join('; ')}: unroutable messages go there instead of being returned (no NO_ROUTE, no return probe)`,
+    };
   }
-  const latent = f.policies.filter((p) => p !== applied && p.definition[AE] !== undefined && appliesToExchanges(p) && patternMatches(p, DELIVERY_EXCHANGE));
+  const latent = f.policies.filter(
+    (p) =>
+      p !== applied && p.definition[AE] !== undefined && appliesToExchanges(p) && patternMatches(p, DELIVERY_EXCHANGE),
+  );
   if (latent.length) {
     return {
       check,
@@ -678,7 +799,11 @@ export function alternateExchangeCheck(f: Pick<IsolationFacts, 'vhost' | 'exchan
       detail: `${latent.map((p) => `policy ${quote(p.name)} (pattern ${quote(p.pattern)}, priority ${p.priority}) matches ${DELIVERY_EXCHANGE} with ${AE} ${quote(String(p.definition[AE]))}`).join('; ')}; ${applied ? `policy ${quote(applied.name)} applies now instead` : 'none applies now'}, removing it would apply the alternate exchange`,
     };
   }
-  return { check, status: 'ok', detail: `no ${AE} on ${DELIVERY_EXCHANGE}: no argument${applied ? `, applied policy ${quote(applied.name)} sets none` : ', no policy applies'}` };
+  return {
+    check,
+    status: 'ok',
+    detail: `no ${AE} on ${DELIVERY_EXCHANGE}: no argument${applied ? `, applied policy ${quote(applied.name)} sets none` : ', no policy applies'}`,
+  };
 }
 
 // --- vhost and the whole table ------------------------------------------------------------------
@@ -686,7 +811,13 @@ export function alternateExchangeCheck(f: Pick<IsolationFacts, 'vhost' | 'exchan
 /** Item 1: a vhost of its own (seed 000 §6: no plain-text snapshots on a vhost shared across applications). */
 export function isolationVhostCheck(f: Pick<IsolationFacts, 'vhost' | 'vhostExists'>): CheckResult {
   const check = ISOLATION_CHECKS.vhost;
-  if (f.vhost === '/') return { check, status: 'fail', detail: 'FCCTL_AMQP_URL uses the default vhost "/": v2 snapshots need a vhost of their own, shared by form-center and svc-hall only (seed 000 §6)' };
+  if (f.vhost === '/')
+    return {
+      check,
+      status: 'fail',
+      detail:
+        'FCCTL_AMQP_URL uses the default vhost "/": v2 snapshots need a vhost of their own, shared by form-center and svc-hall only (seed 000 §6)',
+    };
   if (!f.vhostExists) return { check, status: 'fail', detail: `vhost ${quote(f.vhost)} does not exist on the broker` };
   return { check, status: 'ok', detail: `vhost ${quote(f.vhost)}` };
 }
@@ -696,5 +827,14 @@ export function isolationVhostCheck(f: Pick<IsolationFacts, 'vhost' | 'vhostExis
  * @example decideIsolation(facts).filter((r) => r.status === 'fail').map((r) => r.check)
  */
 export function decideIsolation(f: IsolationFacts): CheckResult[] {
-  return [isolationVhostCheck(f), deliveryExchangeCheck(f), permissionsCheck(f), topicPermissionsCheck(f), bindingsCheck(f), readersCheck(f), queuesCheck(f), alternateExchangeCheck(f)];
+  return [
+    isolationVhostCheck(f),
+    deliveryExchangeCheck(f),
+    permissionsCheck(f),
+    topicPermissionsCheck(f),
+    bindingsCheck(f),
+    readersCheck(f),
+    queuesCheck(f),
+    alternateExchangeCheck(f),
+  ];
 }

@@ -37,7 +37,11 @@ export interface DoctorDeps {
 export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promise<CheckResult[]> {
   // before anything connects: --isolation without its settings is a usage error (exit 2)
   const isolation = options.isolation
-    ? isolationTarget({ amqpUrl: deps.config.amqpUrl.value, amqpManagementUrl: deps.config.amqpManagementUrl.value }, options.consumerQueue ?? CONSUMER_QUEUE, { consumerUsers: options.consumerUsers ?? [] })
+    ? isolationTarget(
+        { amqpUrl: deps.config.amqpUrl.value, amqpManagementUrl: deps.config.amqpManagementUrl.value },
+        options.consumerQueue ?? CONSUMER_QUEUE,
+        { consumerUsers: options.consumerUsers ?? [] },
+      )
     : undefined;
   const results: CheckResult[] = [];
   for (const side of ['fc', 'sh'] as Side[]) results.push(...(await databaseChecks(side, deps)));
@@ -98,7 +102,11 @@ async function brokerChecks(options: DoctorOptions, deps: DoctorDeps): Promise<C
 
 async function exchangeCheck(broker: Broker, deps: DoctorDeps): Promise<CheckResult> {
   if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
-    return { check: 'delivery exchange', status: 'fail', detail: `${DELIVERY_EXCHANGE} does not exist (deliveries send --declare creates it)` };
+    return {
+      check: 'delivery exchange',
+      status: 'fail',
+      detail: `${DELIVERY_EXCHANGE} does not exist (deliveries send --declare creates it)`,
+    };
   }
   // Re-declaring with the same type is a no-op on an existing exchange; another type is refused
   // (406); a publisher without configure on it is refused (403): see redeclareCheck.
@@ -108,13 +116,18 @@ async function exchangeCheck(broker: Broker, deps: DoctorDeps): Promise<CheckRes
     await ch.close();
     return redeclareCheck(DELIVERY_EXCHANGE, { ok: true });
   } catch (err) {
-    return redeclareCheck(DELIVERY_EXCHANGE, { ok: false, code: (err as { code?: number })?.code, message: deps.message(err) });
+    return redeclareCheck(DELIVERY_EXCHANGE, {
+      ok: false,
+      code: (err as { code?: number })?.code,
+      message: deps.message(err),
+    });
   }
 }
 
 /** One signed lookup: any HTTP answer is no proof, a wrong secret answers too (401). */
 async function flowCheck(deps: DoctorDeps): Promise<CheckResult> {
-  if (deps.config.flowUrl.value === undefined) return { check: 'flow center', status: 'skipped', detail: 'not configured' };
+  if (deps.config.flowUrl.value === undefined)
+    return { check: 'flow center', status: 'skipped', detail: 'not configured' };
   try {
     const flow = deps.flow({ timeoutMs: 5000, maxSockets: 1 });
     const check = flowCenterCheck(await flow.lookup(DOCTOR_LOOKUP_KEY.bizType, DOCTOR_LOOKUP_KEY.bizId), flow.baseUrl);

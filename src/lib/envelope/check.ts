@@ -99,14 +99,33 @@ export interface CheckedEnvelope {
  * const poison = r.kind === 'not-json' || r.problems.length > 0;
  */
 export type EnvelopeCheck =
-  | { readonly kind: 'not-json'; readonly error: { readonly code: string; readonly message: string; readonly line: number; readonly column: number } }
-  | { readonly kind: 'checked'; readonly problems: readonly EnvelopeProblem[]; readonly recomputedHash?: string; readonly envelope?: CheckedEnvelope };
+  | {
+      readonly kind: 'not-json';
+      readonly error: {
+        readonly code: string;
+        readonly message: string;
+        readonly line: number;
+        readonly column: number;
+      };
+    }
+  | {
+      readonly kind: 'checked';
+      readonly problems: readonly EnvelopeProblem[];
+      readonly recomputedHash?: string;
+      readonly envelope?: CheckedEnvelope;
+    };
 
 const EVENT_TYPES = ['created', 'updated', 'tombstoned'];
 const HASH = /^[0-9a-f]{64}$/;
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
 /** fc.canon.v1 refusals of input that is still RFC 8259 JSON (so the body is JSON, the snapshot poison). */
-const JSON_BUT_REFUSED = new Set(['DUPLICATE_KEY', 'TOO_DEEP', 'NUMBER_LITERAL_TOO_LONG', 'NUMBER_TOO_LONG', 'NUMBER_OUT_OF_RANGE']);
+const JSON_BUT_REFUSED = new Set([
+  'DUPLICATE_KEY',
+  'TOO_DEEP',
+  'NUMBER_LITERAL_TOO_LONG',
+  'NUMBER_TOO_LONG',
+  'NUMBER_OUT_OF_RANGE',
+]);
 
 /**
  * Checks one envelope body (the message bytes). Never throws for bad input. The snapshot's hash
@@ -127,7 +146,8 @@ export function checkEnvelope(body: Uint8Array): EnvelopeCheck {
     return { kind: 'not-json', error: notJsonError(body, e as Error) };
   }
   const members = topLevelMembers(text);
-  if (members === null) return { kind: 'checked', problems: [{ code: 'NOT_AN_OBJECT', detail: 'the envelope is not a JSON object' }] };
+  if (members === null)
+    return { kind: 'checked', problems: [{ code: 'NOT_AN_OBJECT', detail: 'the envelope is not a JSON object' }] };
 
   // Every check adds to the same list, in the stable order: structure, members, routing key, snapshot.
   const problems: EnvelopeProblem[] = [];
@@ -142,35 +162,53 @@ export function checkEnvelope(body: Uint8Array): EnvelopeCheck {
 }
 
 /** The members by name (the last occurrence wins, as in JSON.parse and Jackson); duplicate, missing and extra members reported. */
-function memberSetProblems(members: ReadonlyArray<{ name: string; raw: string }>, problems: EnvelopeProblem[]): Map<string, string> {
+function memberSetProblems(
+  members: ReadonlyArray<{ name: string; raw: string }>,
+  problems: EnvelopeProblem[],
+): Map<string, string> {
   const byName = new Map<string, string>();
   const seen = new Set<string>();
   for (const { name, raw } of members) {
     if (byName.has(name) && !seen.has(name)) {
       seen.add(name);
-      problems.push({ code: 'DUPLICATE_MEMBER', member: name, detail: `member ${JSON.stringify(name)} appears more than once` });
+      problems.push({
+        code: 'DUPLICATE_MEMBER',
+        member: name,
+        detail: `member ${JSON.stringify(name)} appears more than once`,
+      });
     }
     byName.set(name, raw);
   }
   for (const name of ENVELOPE_MEMBERS) {
-    if (!byName.has(name)) problems.push({ code: 'MISSING_MEMBER', member: name, detail: `member ${JSON.stringify(name)} is missing` });
+    if (!byName.has(name))
+      problems.push({ code: 'MISSING_MEMBER', member: name, detail: `member ${JSON.stringify(name)} is missing` });
   }
   for (const name of byName.keys()) {
     if (!(ENVELOPE_MEMBERS as readonly string[]).includes(name)) {
-      problems.push({ code: 'EXTRA_MEMBER', member: name, detail: `member ${JSON.stringify(name)} is not in the closed set of 15` });
+      problems.push({
+        code: 'EXTRA_MEMBER',
+        member: name,
+        detail: `member ${JSON.stringify(name)} is not in the closed set of 15`,
+      });
     }
   }
   return byName;
 }
 
 /** The values of the scalar members; undefined where absent or invalid (reported). */
-type MemberValues = { -readonly [K in Exclude<keyof CheckedEnvelope, 'snapshotJson' | 'routingKey'>]: CheckedEnvelope[K] | undefined };
+type MemberValues = {
+  -readonly [K in Exclude<keyof CheckedEnvelope, 'snapshotJson' | 'routingKey'>]: CheckedEnvelope[K] | undefined;
+};
 
 /** Each scalar member checked for its type and value, in the closed set's order. */
 function readMembers(byName: ReadonlyMap<string, string>, problems: EnvelopeProblem[]): MemberValues {
   const raw = (name: string) => byName.get(name);
   const invalid = (member: string, expected: string) =>
-    problems.push({ code: 'INVALID_MEMBER', member, detail: `${member} must be ${expected}, got ${shown(raw(member) ?? '')}` });
+    problems.push({
+      code: 'INVALID_MEMBER',
+      member,
+      detail: `${member} must be ${expected}, got ${shown(raw(member) ?? '')}`,
+    });
   /** the member's string value, or undefined (reported) when present and not a string */
   const str = (member: string, accept: (s: string) => boolean, expected: string): string | undefined => {
     const r = raw(member);
@@ -195,7 +233,9 @@ function readMembers(byName: ReadonlyMap<string, string>, problems: EnvelopeProb
   const v: Partial<MemberValues> = {};
   v.protocolVersion = str('protocolVersion', (s) => s === PROTOCOL_VERSION, JSON.stringify(PROTOCOL_VERSION));
   v.eventId = str('eventId', (s) => s.length >= 1 && s.length <= 36, 'a string of 1 to 36 characters');
-  v.eventType = str('eventType', (s) => EVENT_TYPES.includes(s), 'one of created, updated, tombstoned') as CheckedEnvelope['eventType'] | undefined;
+  v.eventType = str('eventType', (s) => EVENT_TYPES.includes(s), 'one of created, updated, tombstoned') as
+    | CheckedEnvelope['eventType']
+    | undefined;
   v.sourceAppKey = str('sourceAppKey', (s) => s !== '', 'a non-empty string');
   v.consumerAppKey = str('consumerAppKey', () => true, 'a string');
   v.consumerSchoolId = int('consumerSchoolId', 'a positive integer');
@@ -205,7 +245,8 @@ function readMembers(byName: ReadonlyMap<string, string>, problems: EnvelopeProb
   v.answerUuid = str('answerUuid', (s) => s !== '', 'a non-empty string');
   v.answerRevision = int('answerRevision');
   const isDeletedRaw = raw('isDeleted');
-  if (isDeletedRaw !== undefined && isDeletedRaw !== 'true' && isDeletedRaw !== 'false') invalid('isDeleted', 'true or false');
+  if (isDeletedRaw !== undefined && isDeletedRaw !== 'true' && isDeletedRaw !== 'false')
+    invalid('isDeleted', 'true or false');
   v.isDeleted = isDeletedRaw === 'true';
   v.contentHash = str('contentHash', (s) => HASH.test(s), '64 lowercase hex digits');
   v.occurredAt = str('occurredAt', (s) => s !== '', 'a non-empty string');
@@ -213,7 +254,10 @@ function readMembers(byName: ReadonlyMap<string, string>, problems: EnvelopeProb
 }
 
 /** Routing key: each part on its own, so a bad key and a bad school are two lines; the key when both are good, else ''. */
-function routingKeyProblems(v: Pick<MemberValues, 'consumerAppKey' | 'consumerSchoolId'>, problems: EnvelopeProblem[]): string {
+function routingKeyProblems(
+  v: Pick<MemberValues, 'consumerAppKey' | 'consumerSchoolId'>,
+  problems: EnvelopeProblem[],
+): string {
   let keyOk = false;
   let schoolOk = false;
   if (v.consumerAppKey !== undefined) {
@@ -230,22 +274,38 @@ function routingKeyProblems(v: Pick<MemberValues, 'consumerAppKey' | 'consumerSc
 }
 
 /** Snapshot: its own bytes, hashed exactly; the member set through the same check `send` runs. The recomputed hash, when it could be computed. */
-function snapshotProblems(snapshotJson: string | undefined, contentHashRaw: string | undefined, problems: EnvelopeProblem[]): string | undefined {
+function snapshotProblems(
+  snapshotJson: string | undefined,
+  contentHashRaw: string | undefined,
+  problems: EnvelopeProblem[],
+): string | undefined {
   if (snapshotJson === undefined) return undefined;
   if (!snapshotJson.startsWith('{')) {
-    problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `snapshot must be a JSON object, got ${shown(snapshotJson)}` });
+    problems.push({
+      code: 'SNAPSHOT_INVALID',
+      member: 'snapshot',
+      detail: `snapshot must be a JSON object, got ${shown(snapshotJson)}`,
+    });
     return undefined;
   }
   const canon = canonicalize(snapshotJson);
   if (!canon.ok) {
-    problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: `${canon.error.code}: ${canon.error.message}` });
+    problems.push({
+      code: 'SNAPSHOT_INVALID',
+      member: 'snapshot',
+      detail: `${canon.error.code}: ${canon.error.message}`,
+    });
     return undefined;
   }
   const members = checkSnapshot(snapshotJson, canon.hash);
   if (!members.ok) problems.push({ code: 'SNAPSHOT_INVALID', member: 'snapshot', detail: members.detail });
   const givenHash = contentHashRaw?.startsWith('"') ? (JSON.parse(contentHashRaw) as string) : undefined;
   if (givenHash !== undefined && givenHash !== canon.hash) {
-    problems.push({ code: 'SNAPSHOT_HASH_MISMATCH', member: 'contentHash', detail: `contentHash ${JSON.stringify(givenHash)} is not the snapshot's hash ${canon.hash}` });
+    problems.push({
+      code: 'SNAPSHOT_HASH_MISMATCH',
+      member: 'contentHash',
+      detail: `contentHash ${JSON.stringify(givenHash)} is not the snapshot's hash ${canon.hash}`,
+    });
   }
   return canon.hash;
 }
@@ -302,7 +362,8 @@ function stringEnd(text: string, i: number): number {
   let j = i + 1;
   for (;;) {
     const c = text.charCodeAt(j);
-    if (c === 0x5c) j += 2; // backslash: skip the escaped character
+    if (c === 0x5c)
+      j += 2; // backslash: skip the escaped character
     else if (c === 0x22) return j + 1;
     else j++;
   }
@@ -332,7 +393,17 @@ function valueEnd(text: string, i: number): number {
   let j = i;
   for (;;) {
     const d = text.charCodeAt(j);
-    if (Number.isNaN(d) || d === 0x2c || d === 0x7d || d === 0x5d || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) return j;
+    if (
+      Number.isNaN(d) ||
+      d === 0x2c ||
+      d === 0x7d ||
+      d === 0x5d ||
+      d === 0x20 ||
+      d === 0x0a ||
+      d === 0x0d ||
+      d === 0x09
+    )
+      return j;
     j++;
   }
 }

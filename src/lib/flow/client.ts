@@ -15,7 +15,15 @@ export const FLOW_STATUSES = [10, 20, 30, 40] as const;
 export type FlowStatus = (typeof FLOW_STATUSES)[number];
 
 /** The apply guard's branch codes (seed 000 §7.4, `ApplyResultV2.branch`), a closed set. */
-export const APPLY_BRANCHES = ['CREATED', 'IDEMPOTENT', 'SAME_REQUEST', 'STALE_ROUND', 'REPLAY_ONLY', 'RESTARTED', 'CONCURRENT_CREATED'] as const;
+export const APPLY_BRANCHES = [
+  'CREATED',
+  'IDEMPOTENT',
+  'SAME_REQUEST',
+  'STALE_ROUND',
+  'REPLAY_ONLY',
+  'RESTARTED',
+  'CONCURRENT_CREATED',
+] as const;
 export type ApplyBranch = (typeof APPLY_BRANCHES)[number];
 
 /** A flow instance as the flow center describes it; `submitterId` as an exact decimal string. */
@@ -39,7 +47,10 @@ export type FlowError =
   | { readonly kind: 'malformed'; readonly detail: string };
 
 /** The answer to `GET /oapi/flow/instance`. */
-export type LookupResult = { readonly kind: 'found'; readonly instance: FlowInstance } | { readonly kind: 'not-found' } | FlowError;
+export type LookupResult =
+  | { readonly kind: 'found'; readonly instance: FlowInstance }
+  | { readonly kind: 'not-found' }
+  | FlowError;
 
 /**
  * The answer to `POST /oapi/flow/apply`. `unknown-branch`: an answer whose branch is a non-empty
@@ -49,7 +60,12 @@ export type LookupResult = { readonly kind: 'found'; readonly instance: FlowInst
  */
 export type ApplyResult =
   | { readonly kind: 'applied'; readonly branch: ApplyBranch; readonly instance: FlowInstance }
-  | { readonly kind: 'unknown-branch'; readonly branch: string; readonly instance: FlowInstance | null; readonly problem?: string }
+  | {
+      readonly kind: 'unknown-branch';
+      readonly branch: string;
+      readonly instance: FlowInstance | null;
+      readonly problem?: string;
+    }
   | FlowError;
 
 /** What an apply carries: the command row's business key, ownership, token and attempt. */
@@ -108,9 +124,15 @@ export function errorCode(e: FlowError): string {
  * first, so a BIGINT submitter id survives exactly instead of being rounded to a double.
  * @example parseExactJson('{"submitterId":9007199254740993}') // { ok: true, value: { submitterId: '9007199254740993' } }
  */
-export function parseExactJson(bytes: Uint8Array | string): { ok: true; value: unknown } | { ok: false; detail: string } {
+export function parseExactJson(
+  bytes: Uint8Array | string,
+): { ok: true; value: unknown } | { ok: false; detail: string } {
   const strict = canonicalize(bytes);
-  if (!strict.ok) return { ok: false, detail: `not strict JSON: ${strict.error.code} at ${strict.error.line}:${strict.error.column}` };
+  if (!strict.ok)
+    return {
+      ok: false,
+      detail: `not strict JSON: ${strict.error.code} at ${strict.error.line}:${strict.error.column}`,
+    };
   // The reader skips a leading byte order mark (RFC 8259 §8.1 allows ignoring one); JSON.parse would not.
   const text = (typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8')).replace(/^\uFEFF/, '');
   if (!/[0-9]{16}/.test(text)) return { ok: true, value: JSON.parse(text) as unknown };
@@ -145,7 +167,10 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !
  * members are ignored; every known member must be present with its exact type.
  * @example validateInstance({ instanceId: 'i1', bizType: 't', bizId: '1', status: 30, applyAppKey: 'k', submitterId: 7, flowGuid: 'g', round: 1 }, { bizType: 't', bizId: '1' })
  */
-export function validateInstance(v: unknown, key: { bizType: string; bizId: string }): { ok: true; instance: FlowInstance } | { ok: false; detail: string } {
+export function validateInstance(
+  v: unknown,
+  key: { bizType: string; bizId: string },
+): { ok: true; instance: FlowInstance } | { ok: false; detail: string } {
   if (!isObj(v)) return { ok: false, detail: 'instance is not an object' };
   const bad = (what: string) => ({ ok: false as const, detail: what });
   const id = v['instanceId'];
@@ -156,7 +181,8 @@ export function validateInstance(v: unknown, key: { bizType: string; bizId: stri
   if (v['bizType'] !== key.bizType) return bad('instance.bizType is not the one asked for');
   if (v['bizId'] !== key.bizId) return bad('instance.bizId is not the one asked for');
   const status = v['status'];
-  if (typeof status !== 'number' || !(FLOW_STATUSES as readonly number[]).includes(status)) return bad(`instance.status ${JSON.stringify(status)} is not one of 10, 20, 30, 40`);
+  if (typeof status !== 'number' || !(FLOW_STATUSES as readonly number[]).includes(status))
+    return bad(`instance.status ${JSON.stringify(status)} is not one of 10, 20, 30, 40`);
   const appKey = v['applyAppKey'];
   if (typeof appKey !== 'string' || appKey === '') return bad('instance.applyAppKey missing or not a string');
   const sub = v['submitterId'];
@@ -171,7 +197,19 @@ export function validateInstance(v: unknown, key: { bizType: string; bizId: stri
   if (r === undefined || r === null) round = null;
   else if (typeof r === 'number' && Number.isSafeInteger(r) && r >= 1) round = r;
   else return bad('instance.round is not a positive integer');
-  return { ok: true, instance: { instanceId, bizType: key.bizType, bizId: key.bizId, status: status as FlowStatus, applyAppKey: appKey, submitterId, flowGuid: guid, round } };
+  return {
+    ok: true,
+    instance: {
+      instanceId,
+      bizType: key.bizType,
+      bizId: key.bizId,
+      status: status as FlowStatus,
+      applyAppKey: appKey,
+      submitterId,
+      flowGuid: guid,
+      round,
+    },
+  };
 }
 
 /**
@@ -184,7 +222,8 @@ export function parseLookupBody(body: Uint8Array | string, key: { bizType: strin
   const v = parsed.value;
   if (!isObj(v)) return { kind: 'malformed', detail: 'body is not a JSON object' };
   if (v['found'] === false) {
-    if (v['instance'] !== undefined && v['instance'] !== null) return { kind: 'malformed', detail: 'found is false but an instance is given' };
+    if (v['instance'] !== undefined && v['instance'] !== null)
+      return { kind: 'malformed', detail: 'found is false but an instance is given' };
     return { kind: 'not-found' };
   }
   if (v['found'] !== true) return { kind: 'malformed', detail: 'found missing or not a boolean' };
@@ -204,10 +243,16 @@ export function parseApplyBody(body: Uint8Array | string, key: { bizType: string
   const v = parsed.value;
   if (!isObj(v)) return { kind: 'malformed', detail: 'body is not a JSON object' };
   const branch = v['branch'];
-  if (typeof branch !== 'string' || branch === '') return { kind: 'malformed', detail: `branch ${JSON.stringify(branch)?.slice(0, 40) ?? 'missing'} is not a non-empty string` };
+  if (typeof branch !== 'string' || branch === '')
+    return {
+      kind: 'malformed',
+      detail: `branch ${JSON.stringify(branch)?.slice(0, 40) ?? 'missing'} is not a non-empty string`,
+    };
   const inst = validateInstance(v['instance'], key);
   if (!(APPLY_BRANCHES as readonly string[]).includes(branch)) {
-    return inst.ok ? { kind: 'unknown-branch', branch, instance: inst.instance } : { kind: 'unknown-branch', branch, instance: null, problem: inst.detail };
+    return inst.ok
+      ? { kind: 'unknown-branch', branch, instance: inst.instance }
+      : { kind: 'unknown-branch', branch, instance: null, problem: inst.detail };
   }
   if (!inst.ok) return { kind: 'malformed', detail: inst.detail };
   return { kind: 'applied', branch: branch as ApplyBranch, instance: inst.instance };
@@ -230,13 +275,19 @@ export function applyBody(req: ApplyRequest): string {
 
 /** One line of a response body for an error message: control characters out, 200 characters at most. */
 function snippet(bytes: Uint8Array): string {
-  const text = Buffer.from(bytes).toString('utf8').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const text = Buffer.from(bytes)
+    .toString('utf8')
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 type Exchange = { kind: 'response'; status: number; body: Uint8Array } | FlowError;
 
-const networkError = (err: Error & { code?: string }): FlowError => ({ kind: 'network', detail: err.code ?? err.message });
+const networkError = (err: Error & { code?: string }): FlowError => ({
+  kind: 'network',
+  detail: err.code ?? err.message,
+});
 
 /** Reads a response body of at most `max` bytes into `finish`; `abort` drops the connection. */
 function readResponse(res: http.IncomingMessage, max: number, finish: (r: Exchange) => void, abort: () => void): void {
@@ -259,7 +310,13 @@ function readResponse(res: http.IncomingMessage, max: number, finish: (r: Exchan
     }
     chunks.push(chunk);
   });
-  res.on('end', () => finish({ kind: 'response', status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
+  res.on('end', () =>
+    finish({
+      kind: 'response',
+      status: res.statusCode ?? 0,
+      body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total),
+    }),
+  );
   res.on('error', (err) => finish(networkError(err)));
   res.on('close', () => {
     if (!res.complete) finish({ kind: 'network', detail: 'connection closed before the response was complete' });
@@ -287,10 +344,13 @@ export class FlowClient {
     } catch {
       throw new TypeError('flow center URL is not a valid URL');
     }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('flow center URL must start with https:// or http://');
-    if (base.username || base.password) throw new TypeError('flow center URL must not hold credentials: requests are signed with the app secret');
+    if (base.protocol !== 'http:' && base.protocol !== 'https:')
+      throw new TypeError('flow center URL must start with https:// or http://');
+    if (base.username || base.password)
+      throw new TypeError('flow center URL must not hold credentials: requests are signed with the app secret');
     if (base.search || base.hash) throw new TypeError('flow center URL must not have a query or fragment');
-    if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) throw new TypeError('timeoutMs must be positive');
+    if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
+      throw new TypeError('timeoutMs must be positive');
     this.base = base;
     // node:http with a keep-alive agent rather than the global fetch: a third of the CPU per
     // request (BENCHMARKS.md, apply-command), which is what bounds resolve-unknown's rate.
@@ -327,7 +387,8 @@ export class FlowClient {
     const body = applyBody(req);
     const res = await this.send('POST', APPLY_PATH, '', body);
     if (res.kind !== 'response') return res;
-    if (res.status !== 200 && res.status !== 201) return { kind: 'http', status: res.status, detail: snippet(res.body) };
+    if (res.status !== 200 && res.status !== 201)
+      return { kind: 'http', status: res.status, detail: snippet(res.body) };
     return parseApplyBody(res.body, { bizType: req.bizType, bizId: req.bizId });
   }
 
@@ -336,7 +397,16 @@ export class FlowClient {
     const bytes = Buffer.from(body, 'utf8');
     const headers: Record<string, string> = {
       accept: 'application/json',
-      ...signedHeaders({ method, path, query, appKey: this.options.appKey, body: bytes, secret: this.options.secret, nowSeconds: this.now() / 1000, nonce: newNonce() }),
+      ...signedHeaders({
+        method,
+        path,
+        query,
+        appKey: this.options.appKey,
+        body: bytes,
+        secret: this.options.secret,
+        nowSeconds: this.now() / 1000,
+        nonce: newNonce(),
+      }),
     };
     if (method === 'POST') {
       headers['content-type'] = 'application/json; charset=utf-8';
@@ -355,10 +425,17 @@ export class FlowClient {
         resolve(r);
       };
       // hostname without the brackets of an IPv6 literal (http.request would look `[::1]` up by name)
-      const target = { protocol: this.base.protocol, hostname: this.base.hostname.replace(/^\[(.*)\]$/, '$1'), port: this.base.port, path: query ? `${path}?${query}` : path };
+      const target = {
+        protocol: this.base.protocol,
+        hostname: this.base.hostname.replace(/^\[(.*)\]$/, '$1'),
+        port: this.base.port,
+        path: query ? `${path}?${query}` : path,
+      };
       let req: http.ClientRequest;
       try {
-        req = this.transport.request({ ...target, method, headers, agent: this.agent }, (res) => readResponse(res, max, finish, () => req.destroy()));
+        req = this.transport.request({ ...target, method, headers, agent: this.agent }, (res) =>
+          readResponse(res, max, finish, () => req.destroy()),
+        );
       } catch (err) {
         // A header value node refuses (a control character in the app key, say): a typed error too.
         finish(networkError(err as Error));

@@ -68,7 +68,16 @@ export interface SigningInput {
  * @example stringToSign({ method: 'GET', path: '/oapi/flow/instance', query: 'bizId=1&bizType=t', appKey: '100021', timestamp: '1792540800', nonce: 'ab', contentSha256: EMPTY_BODY_SHA256 })
  */
 export function stringToSign(input: SigningInput): string {
-  return [SIGNING_ALGORITHM, input.method.toUpperCase(), input.path, input.query, input.appKey, input.timestamp, input.nonce, input.contentSha256].join('\n');
+  return [
+    SIGNING_ALGORITHM,
+    input.method.toUpperCase(),
+    input.path,
+    input.query,
+    input.appKey,
+    input.timestamp,
+    input.nonce,
+    input.contentSha256,
+  ].join('\n');
 }
 
 /**

@@ -75,7 +75,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
  * (nothing written there); the caller words the refusal. `mode` as for {@link writeFileAtomic}.
  * @example if ((await writeFileExclusive('/runs/proof.json', text)) === 'exists') throw new Error('choose another path')
  */
-export async function writeFileExclusive(path: string, data: string | Uint8Array, mode = 0o600): Promise<'written' | 'exists'> {
+export async function writeFileExclusive(
+  path: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+): Promise<'written' | 'exists'> {
   const tmp = await writeTemp(path, data, mode);
   try {
     await link(tmp, path);
@@ -105,6 +109,7 @@ export async function removeStaleTemps(path: string): Promise<void> {
     return;
   }
   for (const name of names) {
-    if (name.startsWith(prefix) && /^[0-9]+\.[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length))) await unlink(join(dirname(path), name)).catch(() => undefined);
+    if (name.startsWith(prefix) && /^[0-9]+\.[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length)))
+      await unlink(join(dirname(path), name)).catch(() => undefined);
   }
 }

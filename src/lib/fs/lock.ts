@@ -86,7 +86,12 @@ export interface LockWait {
  * once, or after `wait.waitMs` of retrying every few milliseconds.
  * @example const lock = await acquireLock(`${checkpoint}.lock`, 'manifest scan'); try { … } finally { await lock.release() }
  */
-export async function acquireLock(path: string, command: string, what = 'this checkpoint', wait?: LockWait): Promise<FileLock> {
+export async function acquireLock(
+  path: string,
+  command: string,
+  what = 'this checkpoint',
+  wait?: LockWait,
+): Promise<FileLock> {
   const info: LockInfo = {
     host: hostname(),
     pid: process.pid,
@@ -126,14 +131,25 @@ export async function acquireLock(path: string, command: string, what = 'this ch
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile: try again
       throw err;
     }
-    if (existing === null) throw new SafetyError(`${what} is locked by ${path}, which is not a lock file fcctl wrote; remove it if no scan is running`);
+    if (existing === null)
+      throw new SafetyError(
+        `${what} is locked by ${path}, which is not a lock file fcctl wrote; remove it if no scan is running`,
+      );
     if (existing.host !== info.host) {
-      await busy(new SafetyError(`${what} is held by ${existing.command} pid ${existing.pid} on host ${existing.host} (${path}); remove the lock only if that process is gone`));
+      await busy(
+        new SafetyError(
+          `${what} is held by ${existing.command} pid ${existing.pid} on host ${existing.host} (${path}); remove the lock only if that process is gone`,
+        ),
+      );
       attempt--;
       continue;
     }
     if (isHolderAlive(existing)) {
-      await busy(new SafetyError(`${what} is held by a running ${existing.command} (pid ${existing.pid}, since ${existing.startedAt}); refusing to run a second one`));
+      await busy(
+        new SafetyError(
+          `${what} is held by a running ${existing.command} (pid ${existing.pid}, since ${existing.startedAt}); refusing to run a second one`,
+        ),
+      );
       attempt--;
       continue;
     }
@@ -172,7 +188,8 @@ function held(path: string, info: LockInfo, ino: number): FileLock {
       } catch {
         current = -1;
       }
-      if (current !== ino) throw new SafetyError(`lost the lock ${path}: another process took it; stopping without writing`);
+      if (current !== ino)
+        throw new SafetyError(`lost the lock ${path}: another process took it; stopping without writing`);
     },
     async release() {
       if (released) return;

@@ -120,21 +120,38 @@ export function parseCheckpoint(text: string): Checkpoint {
     throw new Error('not valid JSON');
   }
   const c = v as Partial<Checkpoint> | null;
-  if (typeof c !== 'object' || c === null || c.format !== CHECKPOINT_FORMAT) throw new Error(`not a ${CHECKPOINT_FORMAT} file`);
+  if (typeof c !== 'object' || c === null || c.format !== CHECKPOINT_FORMAT)
+    throw new Error(`not a ${CHECKPOINT_FORMAT} file`);
   const p = c.params as Partial<ScanParams> | undefined;
   const ok =
-    typeof p === 'object' && p !== null &&
+    typeof p === 'object' &&
+    p !== null &&
     (p.side === 'fc' || p.side === 'sh') &&
-    typeof p.database === 'string' && typeof p.schId === 'string' && typeof p.formUuid === 'string' &&
-    (p.shard === null || typeof p.shard === 'string') && typeof p.out === 'string' &&
-    typeof c.paramsDigest === 'string' && HEX64.test(c.paramsDigest) &&
-    Number.isSafeInteger(c.size) && (c.cursor === null || typeof c.cursor === 'string') &&
-    Number.isSafeInteger(c.pages) && c.pages! >= 0 && Number.isSafeInteger(c.rows) && c.rows! >= 0 &&
-    Number.isSafeInteger(c.outputBytes) && c.outputBytes! >= 0 && typeof c.sha256 === 'string' && HEX64.test(c.sha256) &&
-    typeof c.completed === 'boolean' && typeof c.startedAt === 'string' && typeof c.updatedAt === 'string' &&
+    typeof p.database === 'string' &&
+    typeof p.schId === 'string' &&
+    typeof p.formUuid === 'string' &&
+    (p.shard === null || typeof p.shard === 'string') &&
+    typeof p.out === 'string' &&
+    typeof c.paramsDigest === 'string' &&
+    HEX64.test(c.paramsDigest) &&
+    Number.isSafeInteger(c.size) &&
+    (c.cursor === null || typeof c.cursor === 'string') &&
+    Number.isSafeInteger(c.pages) &&
+    c.pages! >= 0 &&
+    Number.isSafeInteger(c.rows) &&
+    c.rows! >= 0 &&
+    Number.isSafeInteger(c.outputBytes) &&
+    c.outputBytes! >= 0 &&
+    typeof c.sha256 === 'string' &&
+    HEX64.test(c.sha256) &&
+    typeof c.completed === 'boolean' &&
+    typeof c.startedAt === 'string' &&
+    typeof c.updatedAt === 'string' &&
     (c.completedAt === null || typeof c.completedAt === 'string') &&
-    (c.dbStartedAt === undefined || (typeof c.dbStartedAt === 'string' && normalizeDateTime(c.dbStartedAt) === c.dbStartedAt)) &&
-    (c.dbStartedAtUtc === undefined || (typeof c.dbStartedAtUtc === 'string' && normalizeDateTime(c.dbStartedAtUtc) === c.dbStartedAtUtc));
+    (c.dbStartedAt === undefined ||
+      (typeof c.dbStartedAt === 'string' && normalizeDateTime(c.dbStartedAt) === c.dbStartedAt)) &&
+    (c.dbStartedAtUtc === undefined ||
+      (typeof c.dbStartedAtUtc === 'string' && normalizeDateTime(c.dbStartedAtUtc) === c.dbStartedAtUtc));
   if (!ok) throw new Error('a member is missing or of the wrong type');
   if (paramsDigest(p as ScanParams) !== c.paramsDigest) throw new Error('its paramsDigest does not match its params');
   return c as Checkpoint;
@@ -150,12 +167,17 @@ export async function readCheckpoint(path: string): Promise<Checkpoint | null> {
     text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new UsageError(`cannot read checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new UsageError(
+      `cannot read checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { cause: err },
+    );
   }
   try {
     return parseCheckpoint(text);
   } catch (err) {
-    throw new SafetyError(`checkpoint ${path} is not a valid manifest checkpoint (${(err as Error).message}); refusing to use it`);
+    throw new SafetyError(
+      `checkpoint ${path} is not a valid manifest checkpoint (${(err as Error).message}); refusing to use it`,
+    );
   }
 }
 

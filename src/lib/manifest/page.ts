@@ -67,7 +67,11 @@ export function fcManifestRow(r: AnswerRow): ManifestRow {
   try {
     contentHash = buildAnswerSnapshot(r).contentHash;
   } catch (err) {
-    if (err instanceof AnswerSnapshotError) throw new EnvironmentError(`FC answer ${r.answer_uuid} has no valid snapshot (${err.message}); fix the row and run again`, { cause: err });
+    if (err instanceof AnswerSnapshotError)
+      throw new EnvironmentError(
+        `FC answer ${r.answer_uuid} has no valid snapshot (${err.message}); fix the row and run again`,
+        { cause: err },
+      );
     throw err;
   }
   return {
@@ -104,9 +108,21 @@ export async function readManifestPage(db: Db, side: ManifestSide, o: ReadPageOp
  * whether the range holds more after them (the `size + 1`-th row, read and not shaped).
  * @example const { rows, more } = await readManifestRange(db, 'fc', { schId: '5', formUuid, cursor, size: 500, upTo })
  */
-export async function readManifestRange(db: Db, side: ManifestSide, o: ReadPageOptions & { readonly upTo: string | null }): Promise<{ rows: ManifestRow[]; more: boolean }> {
-  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE) throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
-  const { sql, params } = selectManifestPage(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size + 1, upTo: o.upTo, ...(o.range ? { range: o.range } : {}) });
+export async function readManifestRange(
+  db: Db,
+  side: ManifestSide,
+  o: ReadPageOptions & { readonly upTo: string | null },
+): Promise<{ rows: ManifestRow[]; more: boolean }> {
+  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE)
+    throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
+  const { sql, params } = selectManifestPage(side, {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    after: o.cursor,
+    limit: o.size + 1,
+    upTo: o.upTo,
+    ...(o.range ? { range: o.range } : {}),
+  });
   const raw = await db.query<ShManifestDbRow & AnswerRow>(sql, params);
   const more = raw.length > o.size;
   const kept = more ? raw.slice(0, o.size) : raw;
@@ -125,7 +141,8 @@ export interface ManifestLines {
 }
 
 const PLAIN_DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
-const lineTime = (column: string, v: string | null) => (v === null ? 'null' : `"${PLAIN_DATETIME.test(v) ? v : time(column, v)}"`);
+const lineTime = (column: string, v: string | null) =>
+  v === null ? 'null' : `"${PLAIN_DATETIME.test(v) ? v : time(column, v)}"`;
 
 /**
  * A projection row straight to its manifest line — the bytes of
@@ -145,9 +162,21 @@ export function shManifestLine(r: ShManifestDbRow): string {
  * {@link readManifestRange} as lines: at most `size` rows of `(cursor, upTo]`, formatted.
  * @example const { text, rows, last, more } = await readManifestLines(db, 'sh', { schId: '5', formUuid, cursor, size: 500, upTo: null })
  */
-export async function readManifestLines(db: Db, side: ManifestSide, o: ReadPageOptions & { readonly upTo: string | null }): Promise<ManifestLines> {
-  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE) throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
-  const { sql, params } = selectManifestPage(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size + 1, upTo: o.upTo, ...(o.range ? { range: o.range } : {}) });
+export async function readManifestLines(
+  db: Db,
+  side: ManifestSide,
+  o: ReadPageOptions & { readonly upTo: string | null },
+): Promise<ManifestLines> {
+  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE)
+    throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
+  const { sql, params } = selectManifestPage(side, {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    after: o.cursor,
+    limit: o.size + 1,
+    upTo: o.upTo,
+    ...(o.range ? { range: o.range } : {}),
+  });
   let text = '';
   let rows = 0;
   let last: string | null = null;
@@ -176,7 +205,9 @@ function eachRow<T>(db: Db, sql: string, params: readonly unknown[], onRow: (row
   // A lost or refused connection is the environment's (exit 3), and names the database.
   const mapped = (error: unknown) => {
     const e = error as { fatal?: boolean; code?: string; message?: string };
-    return e.fatal ? new EnvironmentError(`lost the connection to the ${db.label}: ${e.code ?? e.message}`, { cause: error }) : error;
+    return e.fatal
+      ? new EnvironmentError(`lost the connection to the ${db.label}: ${e.code ?? e.message}`, { cause: error })
+      : error;
   };
   return new Promise((resolve, reject) => {
     db.pool.pool.getConnection((connectError, conn) => {
@@ -220,7 +251,13 @@ function eachRow<T>(db: Db, sql: string, params: readonly unknown[], onRow: (row
  * @example const upTo = await readPageBoundary(db, 'sh', { schId: '5', formUuid, cursor: null, size: 500 })
  */
 export async function readPageBoundary(db: Db, side: ManifestSide, o: ReadPageOptions): Promise<string | null> {
-  const { sql, params } = selectManifestBoundary(side, { schId: o.schId, formUuid: o.formUuid, after: o.cursor, limit: o.size, ...(o.range ? { range: o.range } : {}) });
+  const { sql, params } = selectManifestBoundary(side, {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    after: o.cursor,
+    limit: o.size,
+    ...(o.range ? { range: o.range } : {}),
+  });
   const keys = await db.query<{ answer_uuid: string }>(sql, params);
   return keys.length === 2 ? keys[0]!.answer_uuid : null;
 }

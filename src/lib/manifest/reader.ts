@@ -48,7 +48,11 @@ export interface ManifestSource {
  * is exit 2. The bytes themselves are checked while {@link ManifestReader} reads them.
  * @example const src = await loadManifestSource('fc', 'fc.jsonl', ['fc.checkpoint.json'])
  */
-export async function loadManifestSource(side: ManifestSide, file: string, checkpointPaths: readonly string[]): Promise<ManifestSource> {
+export async function loadManifestSource(
+  side: ManifestSide,
+  file: string,
+  checkpointPaths: readonly string[],
+): Promise<ManifestSource> {
   const label = `${side} manifest ${file}`;
   let size: number;
   try {
@@ -57,22 +61,32 @@ export async function loadManifestSource(side: ManifestSide, file: string, check
     size = s.size;
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new UsageError(`cannot read ${label}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    throw new UsageError(
+      `cannot read ${label}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+    );
   }
-  if (checkpointPaths.length === 0) throw new SafetyError(`${label}: no checkpoint given, so it cannot be shown complete`);
+  if (checkpointPaths.length === 0)
+    throw new SafetyError(`${label}: no checkpoint given, so it cannot be shown complete`);
   const loaded: Array<{ path: string; checkpoint: Checkpoint }> = [];
   for (const p of checkpointPaths) {
     const path = resolve(p);
     const checkpoint = await readCheckpoint(path);
-    if (checkpoint === null) throw new SafetyError(`${label}: checkpoint ${path} does not exist, so the manifest cannot be shown complete`);
-    if (checkpoint.params.side !== side) throw new SafetyError(`${label}: checkpoint ${path} is of a ${checkpoint.params.side} scan`);
-    if (!checkpoint.completed) throw new SafetyError(`${label}: checkpoint ${path} records an incomplete scan (${checkpoint.rows} rows so far); finish it with \`manifest scan\` first`);
+    if (checkpoint === null)
+      throw new SafetyError(`${label}: checkpoint ${path} does not exist, so the manifest cannot be shown complete`);
+    if (checkpoint.params.side !== side)
+      throw new SafetyError(`${label}: checkpoint ${path} is of a ${checkpoint.params.side} scan`);
+    if (!checkpoint.completed)
+      throw new SafetyError(
+        `${label}: checkpoint ${path} records an incomplete scan (${checkpoint.rows} rows so far); finish it with \`manifest scan\` first`,
+      );
     loaded.push({ path, checkpoint });
   }
   const first = loaded[0]!.checkpoint.params;
   for (const { path, checkpoint } of loaded) {
     if (checkpoint.params.schId !== first.schId || checkpoint.params.formUuid !== first.formUuid) {
-      throw new SafetyError(`${label}: checkpoint ${path} is of school ${checkpoint.params.schId} form ${checkpoint.params.formUuid}, the first of school ${first.schId} form ${first.formUuid}`);
+      throw new SafetyError(
+        `${label}: checkpoint ${path} is of school ${checkpoint.params.schId} form ${checkpoint.params.formUuid}, the first of school ${first.schId} form ${first.formUuid}`,
+      );
     }
   }
   const shards = loaded.map((l) => l.checkpoint.params.shard);
@@ -81,11 +95,16 @@ export async function loadManifestSource(side: ManifestSide, file: string, check
     wholeKeySpace = true;
   } else {
     const parsed = shards.map((s) => (s === null ? null : parseShard(s)));
-    if (parsed.some((s) => s === null)) throw new SafetyError(`${label}: an unsharded checkpoint cannot be combined with others`);
+    if (parsed.some((s) => s === null))
+      throw new SafetyError(`${label}: an unsharded checkpoint cannot be combined with others`);
     const count = parsed[0]!.count;
-    if (parsed.some((s) => s!.count !== count)) throw new SafetyError(`${label}: the checkpoints split the key space differently (${shards.join(', ')})`);
+    if (parsed.some((s) => s!.count !== count))
+      throw new SafetyError(`${label}: the checkpoints split the key space differently (${shards.join(', ')})`);
     for (let i = 1; i < parsed.length; i++) {
-      if (parsed[i]!.index <= parsed[i - 1]!.index) throw new SafetyError(`${label}: give the shard checkpoints once each, in shard order (the manifest is their outputs concatenated in that order); got ${shards.join(', ')}`);
+      if (parsed[i]!.index <= parsed[i - 1]!.index)
+        throw new SafetyError(
+          `${label}: give the shard checkpoints once each, in shard order (the manifest is their outputs concatenated in that order); got ${shards.join(', ')}`,
+        );
     }
     wholeKeySpace = parsed.length === count;
   }
@@ -179,9 +198,12 @@ export class ManifestReader {
       if (err instanceof ManifestLineError) throw this.bad(err.message);
       throw err;
     }
-    if (row.schId !== this.source.schId) throw this.bad(`schId ${row.schId} is not the school of its checkpoint (${this.source.schId})`);
+    if (row.schId !== this.source.schId)
+      throw this.bad(`schId ${row.schId} is not the school of its checkpoint (${this.source.schId})`);
     if (this.prev !== null && compareKeys(this.prev, row.answerUuid) >= 0) {
-      throw this.bad(`answerUuid ${row.answerUuid} is not after ${this.prev}: the manifest must be sorted by answerUuid, without duplicates`);
+      throw this.bad(
+        `answerUuid ${row.answerUuid} is not after ${this.prev}: the manifest must be sorted by answerUuid, without duplicates`,
+      );
     }
     this.prev = row.answerUuid;
     return row;
@@ -196,7 +218,10 @@ export class ManifestReader {
     if (this.problem) throw this.problem;
     if (this.seg < this.source.checkpoints.length) this.closeSegments();
     if (this.problem) throw this.problem;
-    if (this.seg < this.source.checkpoints.length) throw new SafetyError(`${this.label} is shorter than its checkpoints record (${this.source.bytes} bytes): it is not the complete output of the scan`);
+    if (this.seg < this.source.checkpoints.length)
+      throw new SafetyError(
+        `${this.label} is shorter than its checkpoints record (${this.source.bytes} bytes): it is not the complete output of the scan`,
+      );
   }
 
   async close(): Promise<void> {
@@ -231,7 +256,9 @@ export class ManifestReader {
     let at = 0;
     while (at < chunk.length) {
       if (this.seg >= this.source.checkpoints.length) {
-        this.problem ??= new SafetyError(`${this.label} is longer than its checkpoints record (${this.source.bytes} bytes): it is not the output of that scan`);
+        this.problem ??= new SafetyError(
+          `${this.label} is longer than its checkpoints record (${this.source.bytes} bytes): it is not the output of that scan`,
+        );
         return;
       }
       const take = Math.min(this.segLeft, chunk.length - at);
@@ -249,8 +276,14 @@ export class ManifestReader {
     while (this.seg < this.source.checkpoints.length && this.segLeft === 0) {
       const { path, checkpoint } = this.source.checkpoints[this.seg]!;
       const sha = this.segHash.digest('hex');
-      if (sha !== checkpoint.sha256) this.problem ??= new SafetyError(`${this.label}: the bytes of checkpoint ${path} have SHA-256 ${sha}, not the ${checkpoint.sha256} it recorded: the manifest is not the output of that scan`);
-      if (this.segRows !== checkpoint.rows) this.problem ??= new SafetyError(`${this.label}: checkpoint ${path} recorded ${checkpoint.rows} rows, its bytes hold ${this.segRows}`);
+      if (sha !== checkpoint.sha256)
+        this.problem ??= new SafetyError(
+          `${this.label}: the bytes of checkpoint ${path} have SHA-256 ${sha}, not the ${checkpoint.sha256} it recorded: the manifest is not the output of that scan`,
+        );
+      if (this.segRows !== checkpoint.rows)
+        this.problem ??= new SafetyError(
+          `${this.label}: checkpoint ${path} recorded ${checkpoint.rows} rows, its bytes hold ${this.segRows}`,
+        );
       this.seg++;
       this.segHash = createHash('sha256');
       this.segRows = 0;
@@ -276,7 +309,11 @@ export interface VerifiedManifest {
  * exit 4 for a manifest its checkpoints do not vouch for.
  * @example const fc = await verifyManifestFile('fc', 'run/fc-manifest.jsonl', ['run/fc-manifest.checkpoint.json'])
  */
-export async function verifyManifestFile(side: ManifestSide, file: string, checkpointPaths: readonly string[]): Promise<VerifiedManifest> {
+export async function verifyManifestFile(
+  side: ManifestSide,
+  file: string,
+  checkpointPaths: readonly string[],
+): Promise<VerifiedManifest> {
   const source = await loadManifestSource(side, file, checkpointPaths);
   const reader = await ManifestReader.open(source);
   try {

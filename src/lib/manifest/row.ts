@@ -98,8 +98,23 @@ export function parseManifestLine(text: string, side: ManifestSide): ManifestRow
   const fast = (side === 'sh' ? SH_LINE : FC_LINE).exec(text);
   if (fast !== null) {
     return side === 'sh'
-      ? { answerUuid: fast[1]!, revision: fast[2]!, contentHash: fast[3]!, isDeleted: fast[4] === 'true', schId: fast[5]!, createTime: fast[6] ?? null, retiredAt: fast[7] ?? null }
-      : { answerUuid: fast[1]!, revision: fast[2]!, contentHash: fast[3]!, isDeleted: fast[4] === 'true', schId: fast[5]!, createTime: fast[6] ?? null };
+      ? {
+          answerUuid: fast[1]!,
+          revision: fast[2]!,
+          contentHash: fast[3]!,
+          isDeleted: fast[4] === 'true',
+          schId: fast[5]!,
+          createTime: fast[6] ?? null,
+          retiredAt: fast[7] ?? null,
+        }
+      : {
+          answerUuid: fast[1]!,
+          revision: fast[2]!,
+          contentHash: fast[3]!,
+          isDeleted: fast[4] === 'true',
+          schId: fast[5]!,
+          createTime: fast[6] ?? null,
+        };
   }
   return parseManifestJson(text, side);
 }
@@ -122,25 +137,37 @@ function parseManifestJson(text: string, side: ManifestSide): ManifestRow {
   } catch {
     throw new ManifestLineError(text.trim() === '' ? 'empty line' : 'not valid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ManifestLineError('not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ManifestLineError('not a JSON object');
   const o = value as Record<string, unknown>;
   const members = side === 'sh' ? SH_MEMBERS : FC_MEMBERS;
-  for (const k of Object.keys(o)) if (!(members as readonly string[]).includes(k)) throw new ManifestLineError(`unexpected member ${JSON.stringify(k)} in a ${side} manifest`);
+  for (const k of Object.keys(o))
+    if (!(members as readonly string[]).includes(k))
+      throw new ManifestLineError(`unexpected member ${JSON.stringify(k)} in a ${side} manifest`);
   for (const k of members) if (!(k in o)) throw new ManifestLineError(`member ${JSON.stringify(k)} is missing`);
   const { answerUuid, revision, contentHash, isDeleted, schId, createTime } = o;
   if (!isStoredUuid(answerUuid)) {
     throw new ManifestLineError('answerUuid must be a string of 1 to 36 characters');
   }
   if (!isRevisionText(revision)) throw new ManifestLineError('revision must be a string of digits (a 64-bit integer)');
-  if (typeof contentHash !== 'string' || !HASH.test(contentHash)) throw new ManifestLineError('contentHash must be 64 lowercase hex digits');
+  if (typeof contentHash !== 'string' || !HASH.test(contentHash))
+    throw new ManifestLineError('contentHash must be 64 lowercase hex digits');
   if (typeof isDeleted !== 'boolean') throw new ManifestLineError('isDeleted must be true or false');
   if (!isSchoolId(schId)) throw new ManifestLineError('schId must be a string of digits (a positive 64-bit integer)');
   const time = (name: string, v: unknown): string | null => {
     if (v === null) return null;
-    if (typeof v !== 'string' || normalizeDateTime(v) !== v) throw new ManifestLineError(`${name} must be null or "yyyy-MM-dd HH:mm:ss"`);
+    if (typeof v !== 'string' || normalizeDateTime(v) !== v)
+      throw new ManifestLineError(`${name} must be null or "yyyy-MM-dd HH:mm:ss"`);
     return v;
   };
-  const row: ManifestRow = { answerUuid, revision, contentHash, isDeleted, schId, createTime: time('createTime', createTime) };
+  const row: ManifestRow = {
+    answerUuid,
+    revision,
+    contentHash,
+    isDeleted,
+    schId,
+    createTime: time('createTime', createTime),
+  };
   return side === 'sh' ? { ...row, retiredAt: time('retiredAt', o['retiredAt']) } : row;
 }
 

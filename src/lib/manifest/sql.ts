@@ -34,11 +34,14 @@ export const MANIFEST_INDEX: Readonly<Record<ManifestSide, { readonly table: str
 };
 
 /** The columns of a projection row a manifest needs: no snapshot, no database id. */
-export const SH_MANIFEST_COLUMNS = 'answer_uuid, answer_revision, content_hash, is_deleted, sch_id, create_time, retired_at';
+export const SH_MANIFEST_COLUMNS =
+  'answer_uuid, answer_revision, content_hash, is_deleted, sch_id, create_time, retired_at';
 
 function where(q: ManifestPageQuery): { clause: string; params: unknown[] } {
-  if (!isPositiveIntegerText(q.schId)) throw new TypeError(`schId must be a positive integer, got ${JSON.stringify(q.schId)}`);
-  if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new TypeError(`limit must be a positive integer, got ${q.limit}`);
+  if (!isPositiveIntegerText(q.schId))
+    throw new TypeError(`schId must be a positive integer, got ${JSON.stringify(q.schId)}`);
+  if (!Number.isSafeInteger(q.limit) || q.limit < 1)
+    throw new TypeError(`limit must be a positive integer, got ${q.limit}`);
   const parts = ['sch_id = ?', 'form_uuid = ?'];
   const params: unknown[] = [BigInt(q.schId), q.formUuid];
   if (q.range?.lower != null) {
@@ -101,7 +104,10 @@ export function selectManifestPage(side: ManifestSide, q: ManifestPageQuery): St
 export function selectManifestBoundary(side: ManifestSide, q: ManifestPageQuery): Statement {
   const { clause, params } = where(q);
   const { table, index } = MANIFEST_INDEX[side];
-  return { sql: `SELECT answer_uuid FROM ${table} FORCE INDEX (${index}) WHERE ${clause} ORDER BY answer_uuid LIMIT 2 OFFSET ${q.limit - 1}`, params };
+  return {
+    sql: `SELECT answer_uuid FROM ${table} FORCE INDEX (${index}) WHERE ${clause} ORDER BY answer_uuid LIMIT 2 OFFSET ${q.limit - 1}`,
+    params,
+  };
 }
 
 /**

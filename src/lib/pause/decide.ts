@@ -54,12 +54,17 @@ export const MAX_UNTIL_SECONDS = 366 * 86400;
  * as one argument), or why it cannot be paused.
  * @example pausableCommand(['deliveries', 'send']) // { ok: true, command: 'deliveries send', side: 'fc' }
  */
-export function pausableCommand(words: readonly string[]): { ok: true; command: string; side: PauseSide } | { ok: false; message: string } {
+export function pausableCommand(
+  words: readonly string[],
+): { ok: true; command: string; side: PauseSide } | { ok: false; message: string } {
   const command = words.join(' ').trim().split(/\s+/).join(' ');
-  const known = Object.keys(PAUSABLE_COMMANDS).map((c) => `'${c}'`).join(', ');
+  const known = Object.keys(PAUSABLE_COMMANDS)
+    .map((c) => `'${c}'`)
+    .join(', ');
   if (command === '') return { ok: false, message: `name the command to pause or resume: one of ${known}` };
   const side = PAUSABLE_COMMANDS[command];
-  if (side === undefined) return { ok: false, message: `${JSON.stringify(command)} cannot be paused: the pausable commands are ${known}` };
+  if (side === undefined)
+    return { ok: false, message: `${JSON.stringify(command)} cannot be paused: the pausable commands are ${known}` };
   return { ok: true, command, side };
 }
 
@@ -72,7 +77,10 @@ export function reasonProblem(reason: string): string | null {
 }
 
 /** When a pause ends: in so many seconds (the database's clock), at a UTC instant, or never. */
-export type Until = { readonly kind: 'never' } | { readonly kind: 'in'; readonly seconds: number } | { readonly kind: 'at'; readonly utc: string };
+export type Until =
+  | { readonly kind: 'never' }
+  | { readonly kind: 'in'; readonly seconds: number }
+  | { readonly kind: 'at'; readonly utc: string };
 
 const DURATION = /^(\d{1,9})(s|m|h|d)$/;
 const UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86400 };
@@ -89,21 +97,36 @@ export function parseUntil(text: string, nowMs: number): { ok: true; until: Unti
   const d = DURATION.exec(t);
   if (d) {
     const seconds = Number(d[1]) * UNITS[d[2]!]!;
-    if (seconds < 1 || seconds > MAX_UNTIL_SECONDS) return { ok: false, message: `--until ${JSON.stringify(text)}: expected from 1s to 366d` };
+    if (seconds < 1 || seconds > MAX_UNTIL_SECONDS)
+      return { ok: false, message: `--until ${JSON.stringify(text)}: expected from 1s to 366d` };
     return { ok: true, until: { kind: 'in', seconds } };
   }
   const at = INSTANT.test(t) && onTheCalendar(t) ? Date.parse(t.replace(' ', 'T')) : NaN;
   if (!Number.isFinite(at)) {
-    return { ok: false, message: `--until ${JSON.stringify(text)}: expected a duration (90s, 30m, 2h, 1d) or an ISO 8601 time with its offset (2026-12-01T18:00:00+08:00)` };
+    return {
+      ok: false,
+      message: `--until ${JSON.stringify(text)}: expected a duration (90s, 30m, 2h, 1d) or an ISO 8601 time with its offset (2026-12-01T18:00:00+08:00)`,
+    };
   }
   if (at <= nowMs) return { ok: false, message: `--until ${JSON.stringify(text)} is in the past` };
-  if (at - nowMs > MAX_UNTIL_SECONDS * 1000) return { ok: false, message: `--until ${JSON.stringify(text)} is more than 366 days away` };
-  return { ok: true, until: { kind: 'at', utc: new Date(Math.floor(at / 1000) * 1000).toISOString().slice(0, 19).replace('T', ' ') } };
+  if (at - nowMs > MAX_UNTIL_SECONDS * 1000)
+    return { ok: false, message: `--until ${JSON.stringify(text)} is more than 366 days away` };
+  return {
+    ok: true,
+    until: { kind: 'at', utc: new Date(Math.floor(at / 1000) * 1000).toISOString().slice(0, 19).replace('T', ' ') },
+  };
 }
 
 /** The written date and time exist (Date.parse rolls 2026-02-30 over into March, takes 24:00). */
 function onTheCalendar(t: string): boolean {
-  const [y, mo, d, h, mi, se] = [t.slice(0, 4), t.slice(5, 7), t.slice(8, 10), t.slice(11, 13), t.slice(14, 16), t.slice(17, 19)].map((x) => Number(x) || 0) as [number, number, number, number, number, number];
+  const [y, mo, d, h, mi, se] = [
+    t.slice(0, 4),
+    t.slice(5, 7),
+    t.slice(8, 10),
+    t.slice(11, 13),
+    t.slice(14, 16),
+    t.slice(17, 19),
+  ].map((x) => Number(x) || 0) as [number, number, number, number, number, number];
   const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
   return mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth && h <= 23 && mi <= 59 && se <= 59;
 }
@@ -122,7 +145,14 @@ export function utcIso(datetime: string | null): string | null {
  */
 export function pauseOfRow(row: PauseRow | undefined): PauseState | null {
   if (row === undefined || Number(row.expired) === 1) return null;
-  return { command: row.command, reason: row.reason, pausedBy: row.paused_by, pausedAt: utcIso(row.paused_at), until: utcIso(row.until_at), source: 'database' };
+  return {
+    command: row.command,
+    reason: row.reason,
+    pausedBy: row.paused_by,
+    pausedAt: utcIso(row.paused_at),
+    until: utcIso(row.until_at),
+    source: 'database',
+  };
 }
 
 /**
@@ -131,7 +161,14 @@ export function pauseOfRow(row: PauseRow | undefined): PauseState | null {
  */
 export function pauseOfFile(command: string, path: string, text: string): PauseState {
   const first = (text.split(/\r?\n/)[0] ?? '').trim().slice(0, MAX_REASON_LENGTH);
-  return { command, reason: first === '' ? `pause file ${path} exists` : first, pausedBy: `pause file ${path}`, pausedAt: null, until: null, source: 'file' };
+  return {
+    command,
+    reason: first === '' ? `pause file ${path} exists` : first,
+    pausedBy: `pause file ${path}`,
+    pausedAt: null,
+    until: null,
+    source: 'file',
+  };
 }
 
 /** One row of `pause --list`. */
@@ -152,7 +189,12 @@ export function listRow(row: PauseRow, side: PauseSide): Record<string, unknown>
  * @example pausedGauge('deliveries send', true) // fcctl_paused{command="deliveries send"} 1
  */
 export function pausedGauge(command: string, paused: boolean): Gauge {
-  return gauge('fcctl_paused', 'the last run found its command paused (fcctl pause, or --pause-file): 1, else 0', paused ? 1 : 0, { command });
+  return gauge(
+    'fcctl_paused',
+    'the last run found its command paused (fcctl pause, or --pause-file): 1, else 0',
+    paused ? 1 : 0,
+    { command },
+  );
 }
 
 /** The summary members of a paused run: who paused it, why, since and until when. */

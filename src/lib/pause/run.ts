@@ -46,7 +46,12 @@ export async function readPauseFile(command: string, path: string): Promise<Paus
  * each check found ({@link pausedGaugeNotes}).
  * @example const paused = pauseCheck('deliveries send', () => ctx.fcDb(), options.pauseFile); if (await paused()) …
  */
-export function pauseCheck(command: string, db: () => Promise<Db>, pauseFile?: string, onRead?: (paused: boolean) => void): () => Promise<PauseState | null> {
+export function pauseCheck(
+  command: string,
+  db: () => Promise<Db>,
+  pauseFile?: string,
+  onRead?: (paused: boolean) => void,
+): () => Promise<PauseState | null> {
   const read = async () => {
     if (pauseFile !== undefined) {
       const file = await readPauseFile(command, pauseFile);
@@ -67,7 +72,11 @@ export function pauseCheck(command: string, db: () => Promise<Db>, pauseFile?: s
  * as each check of the switch finds it. Returns the `onRead` of {@link pauseCheck}.
  * @example const onRead = await pausedGaugeNotes('deliveries send', options.metricsFile, note)
  */
-export async function pausedGaugeNotes(command: string, metricsFile: string | undefined, note: (gauge: Gauge) => void): Promise<(paused: boolean) => void> {
+export async function pausedGaugeNotes(
+  command: string,
+  metricsFile: string | undefined,
+  note: (gauge: Gauge) => void,
+): Promise<(paused: boolean) => void> {
   if (metricsFile !== undefined) {
     const last = previousValue(await readPreviousMetrics(metricsFile), 'fcctl_paused', { command });
     if (last !== undefined) note(pausedGauge(command, last === 1));
@@ -87,33 +96,56 @@ export function whoAmI(): { actor: string; host: string } {
   return { actor: `${user.slice(0, 50)}@${host}`, host };
 }
 
-const schemaHint = (side: string) => (err: unknown): never => {
-  if (noTable(err)) throw new EnvironmentError(`the pause table fcctl_pause is missing: run \`fcctl db init --side ${side}\``, { cause: err });
-  throw err;
-};
+const schemaHint =
+  (side: string) =>
+  (err: unknown): never => {
+    if (noTable(err))
+      throw new EnvironmentError(`the pause table fcctl_pause is missing: run \`fcctl db init --side ${side}\``, {
+        cause: err,
+      });
+    throw err;
+  };
 
 /**
  * Sets (or replaces) the pause of `command`, and records it in the history, in one transaction.
  * Returns the pause it replaced (still in force) and the one now set.
  */
-export async function setPause(db: Db, side: string, p: { command: string; reason: string; until: Until; actor: string; host: string }): Promise<{ previous: PauseState | null; pause: PauseState }> {
+export async function setPause(
+  db: Db,
+  side: string,
+  p: { command: string; reason: string; until: Until; actor: string; host: string },
+): Promise<{ previous: PauseState | null; pause: PauseState }> {
   return db
     .transaction(async (conn: PoolConnection) => {
       const sel = pauseSql.selectForUpdate(p.command);
       const previous = pauseOfRow(((await conn.query(sel.sql, sel.params))[0] as PauseRow[])[0]);
       const up = pauseSql.upsert({ command: p.command, reason: p.reason, pausedBy: p.actor, until: p.until });
       await conn.query(up.sql, up.params);
-      const ev = pauseSql.event({ command: p.command, action: 'pause', reason: p.reason, until: p.until, actor: p.actor, host: p.host });
+      const ev = pauseSql.event({
+        command: p.command,
+        action: 'pause',
+        reason: p.reason,
+        until: p.until,
+        actor: p.actor,
+        host: p.host,
+      });
       await conn.query(ev.sql, ev.params);
       const now = pauseOfRow(((await conn.query(sel.sql, sel.params))[0] as PauseRow[])[0]);
-      if (now === null) throw new EnvironmentError(`the pause of ${p.command} was written but reads back as expired: is the database clock right?`);
+      if (now === null)
+        throw new EnvironmentError(
+          `the pause of ${p.command} was written but reads back as expired: is the database clock right?`,
+        );
       return { previous, pause: now };
     })
     .catch(schemaHint(side));
 }
 
 /** Ends the pause of `command` (recorded in the history when there was one); returns the pause it ended, expired or not. */
-export async function clearPause(db: Db, side: string, p: { command: string; reason: string | null; actor: string; host: string }): Promise<{ ended: Record<string, unknown> | null }> {
+export async function clearPause(
+  db: Db,
+  side: string,
+  p: { command: string; reason: string | null; actor: string; host: string },
+): Promise<{ ended: Record<string, unknown> | null }> {
   return db
     .transaction(async (conn: PoolConnection) => {
       const sel = pauseSql.selectForUpdate(p.command);
@@ -121,7 +153,14 @@ export async function clearPause(db: Db, side: string, p: { command: string; rea
       if (row === undefined) return { ended: null };
       const del = pauseSql.delete(p.command);
       await conn.query(del.sql, del.params);
-      const ev = pauseSql.event({ command: p.command, action: 'resume', reason: p.reason, until: { kind: 'never' }, actor: p.actor, host: p.host });
+      const ev = pauseSql.event({
+        command: p.command,
+        action: 'resume',
+        reason: p.reason,
+        until: { kind: 'never' },
+        actor: p.actor,
+        host: p.host,
+      });
       await conn.query(ev.sql, ev.params);
       const was = pauseOfRow(row);
       return { ended: { reason: row.reason, pausedBy: row.paused_by, expired: was === null } };

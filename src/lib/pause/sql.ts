@@ -6,7 +6,8 @@
 import type { Statement } from '../db/statement.js';
 import type { Until } from './decide.js';
 
-const COLUMNS = 'command, reason, paused_by, paused_at, until_at, (until_at IS NOT NULL AND until_at <= UTC_TIMESTAMP()) AS expired';
+const COLUMNS =
+  'command, reason, paused_by, paused_at, until_at, (until_at IS NOT NULL AND until_at <= UTC_TIMESTAMP()) AS expired';
 
 function untilSql(until: Until): { sql: string; params: unknown[] } {
   switch (until.kind) {
@@ -22,9 +23,15 @@ function untilSql(until: Until): { sql: string; params: unknown[] } {
 /** @example const { sql, params } = pauseSql.select('deliveries send') */
 export const pauseSql = {
   /** The pause of one command (one primary-key read: cheap enough before every batch). */
-  select: (command: string): Statement => ({ sql: `SELECT ${COLUMNS} FROM fcctl_pause WHERE command = ?`, params: [command] }),
+  select: (command: string): Statement => ({
+    sql: `SELECT ${COLUMNS} FROM fcctl_pause WHERE command = ?`,
+    params: [command],
+  }),
   /** The same, locked, inside `pause`'s and `resume`'s transaction. */
-  selectForUpdate: (command: string): Statement => ({ sql: `SELECT ${COLUMNS} FROM fcctl_pause WHERE command = ? FOR UPDATE`, params: [command] }),
+  selectForUpdate: (command: string): Statement => ({
+    sql: `SELECT ${COLUMNS} FROM fcctl_pause WHERE command = ? FOR UPDATE`,
+    params: [command],
+  }),
   /** Every pause on this database, expired ones too (`pause --list` says which). */
   list: (): Statement => ({ sql: `SELECT ${COLUMNS} FROM fcctl_pause ORDER BY command`, params: [] }),
   /** Sets (or replaces) a command's pause. */
@@ -40,7 +47,14 @@ export const pauseSql = {
   /** Ends a command's pause. */
   delete: (command: string): Statement => ({ sql: 'DELETE FROM fcctl_pause WHERE command = ?', params: [command] }),
   /** The history: one row per pause and resume, with who, from which host and when. */
-  event: (e: { command: string; action: 'pause' | 'resume'; reason: string | null; until: Until; actor: string; host: string }): Statement => {
+  event: (e: {
+    command: string;
+    action: 'pause' | 'resume';
+    reason: string | null;
+    until: Until;
+    actor: string;
+    host: string;
+  }): Statement => {
     const u = untilSql(e.until);
     return {
       sql: `INSERT INTO fcctl_pause_event (command, action, reason, until_at, actor, host, create_time) VALUES (?, ?, ?, ${u.sql}, ?, ?, UTC_TIMESTAMP())`,

@@ -116,8 +116,22 @@ export type FreshGrant = GrantRow;
  * (null when there is none), or why no authoritative snapshot could be established.
  */
 export type Authoritative =
-  | { readonly kind: 'ready'; readonly snapshot: AuthoritativeSnapshot; readonly consumerAppKey: string; readonly grant: FreshGrant | null }
-  | { readonly kind: 'unavailable'; readonly code: 'ANSWER_NOT_AT_FC' | 'SCHOOL_MISMATCH' | 'SNAPSHOT_INVALID' | 'GRANT_MISSING' | 'ENVELOPE_NOT_CURRENT'; readonly detail: string };
+  | {
+      readonly kind: 'ready';
+      readonly snapshot: AuthoritativeSnapshot;
+      readonly consumerAppKey: string;
+      readonly grant: FreshGrant | null;
+    }
+  | {
+      readonly kind: 'unavailable';
+      readonly code:
+        | 'ANSWER_NOT_AT_FC'
+        | 'SCHOOL_MISMATCH'
+        | 'SNAPSHOT_INVALID'
+        | 'GRANT_MISSING'
+        | 'ENVELOPE_NOT_CURRENT';
+      readonly detail: string;
+    };
 
 /**
  * An `--envelope`'s snapshot is authoritative only while it is FC's current answer (seed 000 §8.1:
@@ -133,12 +147,17 @@ export function envelopeAgainstFc(envelope: AuthoritativeSnapshot, fc: Authorita
   const now = fc.snapshot;
   const differs: string[] = [];
   if (now.formUuid !== envelope.formUuid) differs.push(`form ${now.formUuid}`);
-  if (BigInt(now.formVersion) !== BigInt(envelope.formVersion)) differs.push(`form version ${now.formVersion} (the envelope ${envelope.formVersion})`);
+  if (BigInt(now.formVersion) !== BigInt(envelope.formVersion))
+    differs.push(`form version ${now.formVersion} (the envelope ${envelope.formVersion})`);
   if (now.revision !== envelope.revision) differs.push(`revision ${now.revision}`);
   if (now.contentHash !== envelope.contentHash) differs.push(`hash ${now.contentHash.slice(0, 12)}…`);
   if (now.isDeleted !== envelope.isDeleted) differs.push(`isDeleted ${now.isDeleted ? 1 : 0}`);
   if (differs.length > 0) {
-    return { kind: 'unavailable', code: 'ENVELOPE_NOT_CURRENT', detail: `the envelope is not FC's current answer (FC now has ${differs.join(', ')}); nothing written` };
+    return {
+      kind: 'unavailable',
+      code: 'ENVELOPE_NOT_CURRENT',
+      detail: `the envelope is not FC's current answer (FC now has ${differs.join(', ')}); nothing written`,
+    };
   }
   return { kind: 'ready', snapshot: envelope, consumerAppKey: fc.consumerAppKey, grant: fc.grant };
 }
@@ -202,17 +221,29 @@ export function grantRefusal(
   snapshot: Pick<AuthoritativeSnapshot, 'formUuid' | 'schId' | 'grantVersion'>,
   consumerAppKey: string,
 ): { readonly code: Extract<ReasonCode, `GRANT_${string}`>; readonly detail: string } | null {
-  if (grant === null) return { code: 'GRANT_MISSING', detail: `no grant of form ${snapshot.formUuid} to consumer ${consumerAppKey} at school ${snapshot.schId}` };
-  if (grant.form_uuid !== snapshot.formUuid || grant.consumer_app_key !== consumerAppKey || String(grant.consumer_school_id) !== snapshot.schId) {
+  if (grant === null)
+    return {
+      code: 'GRANT_MISSING',
+      detail: `no grant of form ${snapshot.formUuid} to consumer ${consumerAppKey} at school ${snapshot.schId}`,
+    };
+  if (
+    grant.form_uuid !== snapshot.formUuid ||
+    grant.consumer_app_key !== consumerAppKey ||
+    String(grant.consumer_school_id) !== snapshot.schId
+  ) {
     return {
       code: 'GRANT_MISMATCH',
       detail: `the grant read is for form ${grant.form_uuid}, consumer ${grant.consumer_app_key}, school ${grant.consumer_school_id}, not form ${snapshot.formUuid}, consumer ${consumerAppKey}, school ${snapshot.schId}`,
     };
   }
   if (Number(grant.revoked) !== 0) return { code: 'GRANT_REVOKED', detail: 'the grant is revoked' };
-  if (Number(grant.read_allowed) !== 1 || Number(grant.subscribe_allowed) !== 1) return { code: 'GRANT_NOT_READABLE', detail: 'the grant does not allow read and subscribe' };
+  if (Number(grant.read_allowed) !== 1 || Number(grant.subscribe_allowed) !== 1)
+    return { code: 'GRANT_NOT_READABLE', detail: 'the grant does not allow read and subscribe' };
   if (String(grant.grant_version) !== snapshot.grantVersion) {
-    return { code: 'GRANT_VERSION_CHANGED', detail: `the grant is at version ${grant.grant_version}, the snapshot was made under ${snapshot.grantVersion}` };
+    return {
+      code: 'GRANT_VERSION_CHANGED',
+      detail: `the grant is at version ${grant.grant_version}, the snapshot was made under ${snapshot.grantVersion}`,
+    };
   }
   return null;
 }
@@ -222,7 +253,10 @@ const cmp = (a: string, b: string) => {
   const y = BigInt(b);
   return x < y ? -1 : x > y ? 1 : 0;
 };
-const show = (t: Triple) => (t.revision === null ? 'missing' : `revision ${t.revision}, hash ${t.hash.slice(0, 12)}…, isDeleted ${t.isDeleted ? 1 : 0}`);
+const show = (t: Triple) =>
+  t.revision === null
+    ? 'missing'
+    : `revision ${t.revision}, hash ${t.hash.slice(0, 12)}…, isDeleted ${t.isDeleted ? 1 : 0}`;
 
 /**
  * The decision for one answer, in this order:
@@ -240,7 +274,12 @@ const show = (t: Triple) => (t.revision === null ? 'missing' : `revision ${t.rev
  * codes of a write `WOULD_INSERT`, `WOULD_REPAIR_STALE`, `WOULD_REPAIR_HASH_CONFLICT`.
  * @example decideRepair(auth, MISSING, null) // { result: 'APPLIED', code: 'INSERTED', write: { kind: 'insert' }, … }
  */
-export function decideRepair(authoritative: Authoritative, expected: Triple, observed: ObservedLocal | null, mode: RunMode = 'execute'): RepairDecision {
+export function decideRepair(
+  authoritative: Authoritative,
+  expected: Triple,
+  observed: ObservedLocal | null,
+  mode: RunMode = 'execute',
+): RepairDecision {
   const dry = mode === 'dry-run';
   const d = (result: DecisionResult, code: ReasonCode, detail: string, write?: RepairWrite): RepairDecision => ({
     result,
@@ -253,13 +292,22 @@ export function decideRepair(authoritative: Authoritative, expected: Triple, obs
   const refusal = grantRefusal(authoritative.grant, auth, authoritative.consumerAppKey);
   if (refusal) return d('DEFERRED', refusal.code, `${refusal.detail}; nothing written`);
   if (observed !== null && observed.formUuid !== auth.formUuid) {
-    return d('DEFERRED', 'FORM_MISMATCH', `the local row belongs to form ${observed.formUuid}, FC's answer to form ${auth.formUuid}; nothing written`);
+    return d(
+      'DEFERRED',
+      'FORM_MISMATCH',
+      `the local row belongs to form ${observed.formUuid}, FC's answer to form ${auth.formUuid}; nothing written`,
+    );
   }
   if (observed !== null && cmp(observed.revision, auth.revision) > 0) {
-    return d('LOCAL_AHEAD', 'LOCAL_REVISION_AHEAD', `local revision ${observed.revision} is higher than FC's ${auth.revision}; never downgraded`);
+    return d(
+      'LOCAL_AHEAD',
+      'LOCAL_REVISION_AHEAD',
+      `local revision ${observed.revision} is higher than FC's ${auth.revision}; never downgraded`,
+    );
   }
   const local = tripleOf(observed);
-  if (!sameTriple(local, expected)) return d('LOCAL_CHANGED', 'EXPECTED_MISMATCH', `expected ${show(expected)}, the local row has ${show(local)}`);
+  if (!sameTriple(local, expected))
+    return d('LOCAL_CHANGED', 'EXPECTED_MISMATCH', `expected ${show(expected)}, the local row has ${show(local)}`);
   const applied = dry ? 'WOULD_APPLY' : 'APPLIED';
   if (observed === null) {
     return dry
@@ -267,13 +315,31 @@ export function decideRepair(authoritative: Authoritative, expected: Triple, obs
       : d(applied, 'INSERTED', `inserted as UNLINKED at revision ${auth.revision}`, { kind: 'insert' });
   }
   if (observed.retiredAt !== null) {
-    return d('DEFERRED', 'LOCAL_RETIRED', `the local row was retired at ${observed.retiredAt} (proof ${observed.retireProofId ?? 'unknown'}) and FC has the answer: a person decides; nothing written`);
+    return d(
+      'DEFERRED',
+      'LOCAL_RETIRED',
+      `the local row was retired at ${observed.retiredAt} (proof ${observed.retireProofId ?? 'unknown'}) and FC has the answer: a person decides; nothing written`,
+    );
   }
   const authTriple: Triple = { revision: auth.revision, hash: auth.contentHash, isDeleted: auth.isDeleted };
-  if (sameTriple(local, authTriple)) return d(applied, 'ALREADY_CURRENT', `the local row already holds revision ${auth.revision} with FC's hash; nothing ${dry ? 'to write' : 'written'}`);
-  const write: RepairWrite = { kind: 'update', expected: { revision: observed.revision, hash: observed.hash, isDeleted: observed.isDeleted } };
+  if (sameTriple(local, authTriple))
+    return d(
+      applied,
+      'ALREADY_CURRENT',
+      `the local row already holds revision ${auth.revision} with FC's hash; nothing ${dry ? 'to write' : 'written'}`,
+    );
+  const write: RepairWrite = {
+    kind: 'update',
+    expected: { revision: observed.revision, hash: observed.hash, isDeleted: observed.isDeleted },
+  };
   const would = dry ? 'would update ' : '';
-  if (cmp(observed.revision, auth.revision) < 0) return d(applied, dry ? 'WOULD_REPAIR_STALE' : 'STALE_REPAIRED', `${would}revision ${observed.revision} → ${auth.revision}`, write);
+  if (cmp(observed.revision, auth.revision) < 0)
+    return d(
+      applied,
+      dry ? 'WOULD_REPAIR_STALE' : 'STALE_REPAIRED',
+      `${would}revision ${observed.revision} → ${auth.revision}`,
+      write,
+    );
   const change = `revision ${auth.revision}: hash ${observed.hash.slice(0, 12)}… → ${auth.contentHash.slice(0, 12)}…${observed.isDeleted !== auth.isDeleted ? `, isDeleted ${observed.isDeleted ? 1 : 0} → ${auth.isDeleted ? 1 : 0}` : ''}`;
   return d(applied, dry ? 'WOULD_REPAIR_HASH_CONFLICT' : 'HASH_CONFLICT_REPAIRED', `${would}${change}`, write);
 }
@@ -327,8 +393,13 @@ export function repairExitCode(end: RepairRunEnd): ExitCode {
  * counts WOULD_APPLY, never APPLIED, so its summary cannot read as done.
  * @example resultCounts([{ result: 'WOULD_APPLY', … }], true) // { WOULD_APPLY: 1, LOCAL_CHANGED: 0, LOCAL_AHEAD: 0, DEFERRED: 0 }
  */
-export function resultCounts(results: readonly Pick<SettledRepair, 'result'>[], dryRun: boolean): Record<string, number> {
-  const byResult: Record<string, number> = Object.fromEntries(resultsFor(dryRun ? 'dry-run' : 'execute').map((c) => [c, 0]));
+export function resultCounts(
+  results: readonly Pick<SettledRepair, 'result'>[],
+  dryRun: boolean,
+): Record<string, number> {
+  const byResult: Record<string, number> = Object.fromEntries(
+    resultsFor(dryRun ? 'dry-run' : 'execute').map((c) => [c, 0]),
+  );
   for (const r of results) byResult[r.result] = (byResult[r.result] ?? 0) + 1;
   return byResult;
 }
@@ -355,10 +426,18 @@ export interface RepairRunFacts extends RepairRunEnd {
  * go to `counts`, shown under the summary.
  * @example summarizeRepair({ ...facts, results: [] }, 0.1, true).summary.decided // 0
  */
-export function summarizeRepair(f: RepairRunFacts, seconds: number, json: boolean): { summary: { command: string; exitCode: number; [key: string]: unknown }; counts: Record<string, number> | undefined } {
+export function summarizeRepair(
+  f: RepairRunFacts,
+  seconds: number,
+  json: boolean,
+): {
+  summary: { command: string; exitCode: number; [key: string]: unknown };
+  counts: Record<string, number> | undefined;
+} {
   const byCode: Record<string, number> = {};
   for (const r of f.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
-  const writes = (kind: 'insert' | 'update', written: boolean) => f.results.filter((r) => r.write === kind && (!written || r.written)).length;
+  const writes = (kind: 'insert' | 'update', written: boolean) =>
+    f.results.filter((r) => r.write === kind && (!written || r.written)).length;
   const counts = json ? undefined : Object.fromEntries(Object.entries(f.byResult).filter(([, n]) => n > 0));
   const summary = {
     command: 'projection repair-authoritative',
@@ -372,7 +451,9 @@ export function summarizeRepair(f: RepairRunFacts, seconds: number, json: boolea
     decided: f.results.length,
     ...(counts ? {} : { byResult: f.byResult }),
     byCode: Object.fromEntries(REASON_CODES.filter((c) => byCode[c] !== undefined).map((c) => [c, byCode[c]!])),
-    ...(f.dryRun ? { wouldInsert: writes('insert', false), wouldUpdate: writes('update', false) } : { inserted: writes('insert', true), updated: writes('update', true) }),
+    ...(f.dryRun
+      ? { wouldInsert: writes('insert', false), wouldUpdate: writes('update', false) }
+      : { inserted: writes('insert', true), updated: writes('update', true) }),
     rereads: f.results.reduce((n, r) => n + r.rereads, 0),
     refused: f.results.filter((r) => isRefused(r.result)).length,
     notRun: f.notRun,

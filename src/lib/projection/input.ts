@@ -17,7 +17,6 @@ import type { PlanLine } from '../reconcile/diff/types.js';
 import type { AuthoritativeSnapshot, Triple } from './decide.js';
 import { MISSING } from './decide.js';
 
-
 /** One answer to repair: from the flags (`line` 0) or a plan line. */
 export interface RepairItem {
   readonly line: number;
@@ -26,7 +25,13 @@ export interface RepairItem {
   /** the local triple as read before (all null: observed missing) */
   readonly expected: Triple;
   /** from a plan: its category and the FC values `reconcile diff` saw (evidence only) */
-  readonly plan?: { readonly category: Category; readonly formUuid: string; readonly fcRevision: string; readonly fcContentHash: string; readonly fcIsDeleted: boolean };
+  readonly plan?: {
+    readonly category: Category;
+    readonly formUuid: string;
+    readonly fcRevision: string;
+    readonly fcContentHash: string;
+    readonly fcIsDeleted: boolean;
+  };
 }
 
 /** Most lines one plan may hold; larger plans are split (one `reconcile diff` per school and form). */
@@ -84,7 +89,8 @@ export function checkRevision(value: unknown, line: number, name: string): strin
  * @example checkHash('ABC', 0, '--expected-hash') // throws
  */
 export function checkHash(value: unknown, line: number, name: string): string {
-  if (typeof value !== 'string' || !HASH.test(value)) throw new LineError(line, `${name} must be 64 lowercase hex digits`);
+  if (typeof value !== 'string' || !HASH.test(value))
+    throw new LineError(line, `${name} must be 64 lowercase hex digits`);
   return value;
 }
 
@@ -114,18 +120,32 @@ export function checkProofId(value: unknown, line: number, name = '--proof-id'):
  * @example checkRunId('nightly-2026-11-30') // 'nightly-2026-11-30'
  */
 export function checkRunId(value: unknown): string {
-  if (!isTokenRunId(value)) throw new LineError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
+  if (!isTokenRunId(value))
+    throw new LineError(0, `--run-id must be 1–${MAX_RUN_ID_LENGTH} letters, digits or . _ : -`);
   return value;
 }
 
 /** The expected triple from the command line: all three flags, or `--expect-missing` alone. */
-export function expectedFromFlags(flags: { revision?: unknown; hash?: unknown; isDeleted?: unknown; missing: boolean }): Triple {
+export function expectedFromFlags(flags: {
+  revision?: unknown;
+  hash?: unknown;
+  isDeleted?: unknown;
+  missing: boolean;
+}): Triple {
   const given = [flags.revision, flags.hash, flags.isDeleted].filter((v) => v !== undefined).length;
   if (flags.missing) {
-    if (given > 0) throw new LineError(0, '--expect-missing cannot be combined with --expected-revision, --expected-hash or --expected-is-deleted');
+    if (given > 0)
+      throw new LineError(
+        0,
+        '--expect-missing cannot be combined with --expected-revision, --expected-hash or --expected-is-deleted',
+      );
     return MISSING;
   }
-  if (given < 3) throw new LineError(0, 'give --expected-revision, --expected-hash and --expected-is-deleted (the local row as read), or --expect-missing');
+  if (given < 3)
+    throw new LineError(
+      0,
+      'give --expected-revision, --expected-hash and --expected-is-deleted (the local row as read), or --expect-missing',
+    );
   return {
     revision: checkRevision(flags.revision, 0, '--expected-revision'),
     hash: checkHash(flags.hash, 0, '--expected-hash'),
@@ -133,13 +153,28 @@ export function expectedFromFlags(flags: { revision?: unknown; hash?: unknown; i
   };
 }
 
-const PLAN_MEMBERS: ReadonlyArray<keyof PlanLine> = ['category', 'answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'fcRevision', 'fcContentHash', 'fcIsDeleted'];
+const PLAN_MEMBERS: ReadonlyArray<keyof PlanLine> = [
+  'category',
+  'answerUuid',
+  'schId',
+  'formUuid',
+  'expectedRevision',
+  'expectedHash',
+  'expectedIsDeleted',
+  'fcRevision',
+  'fcContentHash',
+  'fcIsDeleted',
+];
 
 function planItem(line: number, o: Record<string, unknown>): RepairItem {
-  for (const m of PLAN_MEMBERS) if (!(m in o)) throw new LineError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
+  for (const m of PLAN_MEMBERS)
+    if (!(m in o)) throw new LineError(line, `member ${m} is missing (is this a repair-plan.jsonl of reconcile diff?)`);
   const category = o['category'];
   if (typeof category !== 'string' || !(REPAIR_CATEGORIES as readonly string[]).includes(category)) {
-    throw new LineError(line, `category ${shown(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`);
+    throw new LineError(
+      line,
+      `category ${shown(category)} is not one a repair plan holds (${REPAIR_CATEGORIES.join(', ')})`,
+    );
   }
   const answerUuid = checkUuid(o['answerUuid'], line, 'answerUuid');
   const schId = checkSchool(o['schId'], line, 'schId');
@@ -147,14 +182,27 @@ function planItem(line: number, o: Record<string, unknown>): RepairItem {
   const nulls = [o['expectedRevision'], o['expectedHash'], o['expectedIsDeleted']].filter((v) => v === null).length;
   let expected: Triple;
   if (nulls === 3) expected = MISSING;
-  else if (nulls > 0) throw new LineError(line, 'expectedRevision, expectedHash and expectedIsDeleted must be all null (missing) or all set');
+  else if (nulls > 0)
+    throw new LineError(
+      line,
+      'expectedRevision, expectedHash and expectedIsDeleted must be all null (missing) or all set',
+    );
   else {
     const isDeleted = o['expectedIsDeleted'];
     if (typeof isDeleted !== 'boolean') throw new LineError(line, 'expectedIsDeleted must be true, false or null');
-    expected = { revision: checkRevision(o['expectedRevision'], line, 'expectedRevision'), hash: checkHash(o['expectedHash'], line, 'expectedHash'), isDeleted };
+    expected = {
+      revision: checkRevision(o['expectedRevision'], line, 'expectedRevision'),
+      hash: checkHash(o['expectedHash'], line, 'expectedHash'),
+      isDeleted,
+    };
   }
   if ((category === 'MISSING_LOCAL') !== (expected.revision === null)) {
-    throw new LineError(line, category === 'MISSING_LOCAL' ? 'a MISSING_LOCAL line must have a null expected triple' : `a ${category} line must have an expected triple`);
+    throw new LineError(
+      line,
+      category === 'MISSING_LOCAL'
+        ? 'a MISSING_LOCAL line must have a null expected triple'
+        : `a ${category} line must have an expected triple`,
+    );
   }
   const fcIsDeleted = o['fcIsDeleted'];
   if (typeof fcIsDeleted !== 'boolean') throw new LineError(line, 'fcIsDeleted must be true or false');
@@ -199,12 +247,15 @@ export function parsePlan(text: string, school?: string): RepairItem[] {
     } catch (err) {
       throw new LineError(line, `malformed JSON: ${(err as Error).message.split('\n')[0]}`);
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new LineError(line, 'not a JSON object');
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new LineError(line, 'not a JSON object');
     const it = planItem(line, value as Record<string, unknown>);
-    if (school !== undefined && it.schId !== school) throw new LineError(line, `school ${it.schId} is not --school ${school}`);
+    if (school !== undefined && it.schId !== school)
+      throw new LineError(line, `school ${it.schId} is not --school ${school}`);
     const key = `${it.answerUuid.toLowerCase()} ${it.schId}`;
     const first = seen.get(key);
-    if (first !== undefined) throw new LineError(line, `answer ${it.answerUuid} at school ${it.schId} is already on line ${first}`);
+    if (first !== undefined)
+      throw new LineError(line, `answer ${it.answerUuid} at school ${it.schId} is already on line ${first}`);
     seen.set(key, line);
     items.push(it);
   }
@@ -224,7 +275,11 @@ export function authoritativeFromEnvelope(
   want: { readonly answerUuid: string; readonly schId: string; readonly consumerAppKey: string },
 ): AuthoritativeSnapshot {
   const r = checkEnvelope(body);
-  if (r.kind === 'not-json') throw new LineError(0, `--envelope is not JSON: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`);
+  if (r.kind === 'not-json')
+    throw new LineError(
+      0,
+      `--envelope is not JSON: ${r.error.code}: ${r.error.message} (line ${r.error.line}, column ${r.error.column})`,
+    );
   if (r.problems.length > 0 || !r.envelope) {
     throw new LineError(0, `--envelope refused: ${r.problems.map((p) => `${p.code}: ${p.detail}`).join('; ')}`);
   }
@@ -232,16 +287,22 @@ export function authoritativeFromEnvelope(
   const problems: string[] = [];
   if (!isUuid(e.answerUuid)) problems.push(`answerUuid ${shown(e.answerUuid)} is not a UUID`);
   if (!isUuid(e.formUuid)) problems.push(`formUuid ${shown(e.formUuid)} is not a UUID`);
-  if (e.answerUuid !== want.answerUuid) problems.push(`answerUuid ${shown(e.answerUuid)} is not --answer ${want.answerUuid}`);
-  if (e.consumerSchoolId !== want.schId) problems.push(`consumerSchoolId ${e.consumerSchoolId} is not --school ${want.schId}`);
-  if (e.consumerAppKey !== want.consumerAppKey) problems.push(`consumerAppKey ${shown(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);
-  if (BigInt(e.answerRevision) < 0n || BigInt(e.formVersion) < 0n) problems.push('answerRevision and formVersion must be ≥ 0');
+  if (e.answerUuid !== want.answerUuid)
+    problems.push(`answerUuid ${shown(e.answerUuid)} is not --answer ${want.answerUuid}`);
+  if (e.consumerSchoolId !== want.schId)
+    problems.push(`consumerSchoolId ${e.consumerSchoolId} is not --school ${want.schId}`);
+  if (e.consumerAppKey !== want.consumerAppKey)
+    problems.push(`consumerAppKey ${shown(e.consumerAppKey)} is not --consumer ${want.consumerAppKey}`);
+  if (BigInt(e.answerRevision) < 0n || BigInt(e.formVersion) < 0n)
+    problems.push('answerRevision and formVersion must be ≥ 0');
   const snapshot = JSON.parse(e.snapshotJson) as Record<string, unknown>;
-  if (String(snapshot['schId']) !== want.schId) problems.push(`snapshot schId ${String(snapshot['schId'])} is not --school ${want.schId}`);
+  if (String(snapshot['schId']) !== want.schId)
+    problems.push(`snapshot schId ${String(snapshot['schId'])} is not --school ${want.schId}`);
   if (problems.length > 0) throw new LineError(0, `--envelope refused: ${problems.join('; ')}`);
   // checkEnvelope hashed these very bytes: they canonicalize.
   const canon = canonicalize(e.snapshotJson);
-  if (!canon.ok || canon.hash !== e.contentHash) throw new LineError(0, '--envelope refused: the snapshot does not canonicalize to contentHash');
+  if (!canon.ok || canon.hash !== e.contentHash)
+    throw new LineError(0, '--envelope refused: the snapshot does not canonicalize to contentHash');
   return {
     source: 'envelope',
     eventId: e.eventId,
@@ -296,7 +357,13 @@ export async function readRepairInputs(source: RepairInputSource, io: Io): Promi
     const item: RepairItem = { line: 0, answerUuid: s.answerUuid, schId: source.schId!, expected: s.expected };
     if (s.envelope === undefined) return { items: [item], sha256: null };
     const bytes = await readInput(s.envelope, io, MAX_ENVELOPE_BYTES);
-    const envelope = usage(() => authoritativeFromEnvelope(bytes, { answerUuid: s.answerUuid, schId: source.schId!, consumerAppKey: source.consumerAppKey }));
+    const envelope = usage(() =>
+      authoritativeFromEnvelope(bytes, {
+        answerUuid: s.answerUuid,
+        schId: source.schId!,
+        consumerAppKey: source.consumerAppKey,
+      }),
+    );
     return { items: [item], envelope, sha256: sha256(bytes) };
   }
   const bytes = await readInput(source.plan, io, MAX_PLAN_BYTES);
@@ -317,7 +384,12 @@ export async function readRepairInputs(source: RepairInputSource, io: Io): Promi
 export function singleAnswerOf(flags: Readonly<Record<string, unknown>>): NonNullable<RepairInputSource['single']> {
   return usage(() => ({
     answerUuid: checkUuid(flags['answer'], 0, '--answer'),
-    expected: expectedFromFlags({ revision: flags['expectedRevision'], hash: flags['expectedHash'], isDeleted: flags['expectedIsDeleted'], missing: flags['expectMissing'] === true }),
+    expected: expectedFromFlags({
+      revision: flags['expectedRevision'],
+      hash: flags['expectedHash'],
+      isDeleted: flags['expectedIsDeleted'],
+      missing: flags['expectMissing'] === true,
+    }),
     ...(flags['envelope'] !== undefined ? { envelope: flags['envelope'] as string } : {}),
   }));
 }

@@ -87,7 +87,13 @@ export interface RepairOutcome {
   /** the first expectation and the last one decided on (they differ after re-reads) */
   readonly expected: Triple;
   readonly lastExpected: Triple;
-  readonly authoritative: { readonly revision: string; readonly contentHash: string; readonly isDeleted: boolean; readonly grantVersion: string; readonly eventId: string } | null;
+  readonly authoritative: {
+    readonly revision: string;
+    readonly contentHash: string;
+    readonly isDeleted: boolean;
+    readonly grantVersion: string;
+    readonly eventId: string;
+  } | null;
 }
 
 const stmt = async <T>(db: Db, s: Statement) => db.query<T>(s.sql, s.params);
@@ -98,8 +104,17 @@ const stmt = async <T>(db: Db, s: Statement) => db.query<T>(s.sql, s.params);
  * revision and hash, so the same repair gets the same id every time.
  * @example repairEventId('proof-1', '100100', '5', 'a1b2…', '3', 'ab12…').length // 36
  */
-export function repairEventId(proofId: string, consumerAppKey: string, schId: string, answerUuid: string, revision: string, hash: string): string {
-  const h = createHash('sha256').update(['fcctl.repair.v1', proofId, consumerAppKey, schId, answerUuid, revision, hash].join('\u0000'), 'utf8').digest('hex');
+export function repairEventId(
+  proofId: string,
+  consumerAppKey: string,
+  schId: string,
+  answerUuid: string,
+  revision: string,
+  hash: string,
+): string {
+  const h = createHash('sha256')
+    .update(['fcctl.repair.v1', proofId, consumerAppKey, schId, answerUuid, revision, hash].join('\u0000'), 'utf8')
+    .digest('hex');
   const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
@@ -133,21 +148,37 @@ function localOf(r: LocalRowRaw): ObservedLocal {
  * snapshot (answer absent, other school, a row that cannot form a snapshot, no grant).
  */
 async function readFromFc(fcDb: Db, item: RepairItem, o: RepairRunOptions): Promise<Authoritative> {
-  const row = (await stmt<AnswerWithGrantRaw>(fcDb, fcSql.answerWithGrant(item.answerUuid, item.schId, o.consumerAppKey)))[0];
-  if (row === undefined) return { kind: 'unavailable', code: 'ANSWER_NOT_AT_FC', detail: `FC has no answer ${item.answerUuid}; nothing written` };
+  const row = (
+    await stmt<AnswerWithGrantRaw>(fcDb, fcSql.answerWithGrant(item.answerUuid, item.schId, o.consumerAppKey))
+  )[0];
+  if (row === undefined)
+    return {
+      kind: 'unavailable',
+      code: 'ANSWER_NOT_AT_FC',
+      detail: `FC has no answer ${item.answerUuid}; nothing written`,
+    };
   if (String(row.sch_id) !== item.schId) {
-    return { kind: 'unavailable', code: 'SCHOOL_MISMATCH', detail: `FC's answer ${item.answerUuid} belongs to school ${row.sch_id}, not ${item.schId}; nothing written` };
+    return {
+      kind: 'unavailable',
+      code: 'SCHOOL_MISMATCH',
+      detail: `FC's answer ${item.answerUuid} belongs to school ${row.sch_id}, not ${item.schId}; nothing written`,
+    };
   }
   let snapshot: { snapshotJson: string; contentHash: string };
   try {
     snapshot = buildAnswerSnapshot(row);
   } catch (err) {
-    if (err instanceof AnswerSnapshotError) return { kind: 'unavailable', code: 'SNAPSHOT_INVALID', detail: `${err.message}; nothing written` };
+    if (err instanceof AnswerSnapshotError)
+      return { kind: 'unavailable', code: 'SNAPSHOT_INVALID', detail: `${err.message}; nothing written` };
     throw err;
   }
   const grant = grantOf(row);
   if (grant === null) {
-    return { kind: 'unavailable', code: 'GRANT_MISSING', detail: `no grant of form ${row.form_uuid} to consumer ${o.consumerAppKey} at school ${item.schId}; nothing written` };
+    return {
+      kind: 'unavailable',
+      code: 'GRANT_MISSING',
+      detail: `no grant of form ${row.form_uuid} to consumer ${o.consumerAppKey} at school ${item.schId}; nothing written`,
+    };
   }
   const revision = BigInt(row.answer_revision).toString();
   return {
@@ -197,11 +228,21 @@ const authSummary = (a: Authoritative) =>
     : null;
 const grantSummary = (a: Authoritative) =>
   a.kind === 'ready' && a.grant
-    ? { grantVersion: String(a.grant.grant_version), revoked: Number(a.grant.revoked), readAllowed: Number(a.grant.read_allowed), subscribeAllowed: Number(a.grant.subscribe_allowed) }
+    ? {
+        grantVersion: String(a.grant.grant_version),
+        revoked: Number(a.grant.revoked),
+        readAllowed: Number(a.grant.read_allowed),
+        subscribeAllowed: Number(a.grant.subscribe_allowed),
+      }
     : null;
 
 /** The audit row of a decision (every decision of an executed run, refusals included). */
-function auditOf(item: RepairItem, o: RepairRunOptions, expected: Triple, at: Omit<Attempt, 'written'> & { attempt: number }): Statement {
+function auditOf(
+  item: RepairItem,
+  o: RepairRunOptions,
+  expected: Triple,
+  at: Omit<Attempt, 'written'> & { attempt: number },
+): Statement {
   return auditSql.insert({
     outcome: at.decision.result,
     reason: at.decision.reason,
@@ -227,7 +268,13 @@ function auditOf(item: RepairItem, o: RepairRunOptions, expected: Triple, at: Om
  * One attempt: read, decide and (with `execute`) write with its audit row in one SH transaction.
  * A lost race rolls back and is LOCAL_CHANGED, with the row re-read (and its own audit row).
  */
-async function attemptOnce(item: RepairItem, expected: Triple, attempt: number, o: RepairRunOptions, deps: RepairDeps): Promise<Attempt> {
+async function attemptOnce(
+  item: RepairItem,
+  expected: Triple,
+  attempt: number,
+  o: RepairRunOptions,
+  deps: RepairDeps,
+): Promise<Attempt> {
   const fromFc = await readFromFc(deps.fcDb, item, o);
   const authoritative: Authoritative = o.envelope ? envelopeAgainstFc(o.envelope, fromFc) : fromFc;
   const observed = await readLocal(deps.shDb, item.answerUuid, item.schId);
@@ -238,7 +285,10 @@ async function attemptOnce(item: RepairItem, expected: Triple, attempt: number, 
   try {
     await deps.shDb.transaction(async (conn: PoolConnection) => {
       if (write && authoritative.kind === 'ready') {
-        const s = write.kind === 'update' ? projectionSql.update(authoritative.snapshot, write.expected, o.proofId) : projectionSql.insert(authoritative.snapshot, o.proofId);
+        const s =
+          write.kind === 'update'
+            ? projectionSql.update(authoritative.snapshot, write.expected, o.proofId)
+            : projectionSql.insert(authoritative.snapshot, o.proofId);
         const [res] = await conn.query(s.sql, s.params);
         if ((res as { affectedRows: number }).affectedRows !== 1) throw new RowMoved();
       }
@@ -314,7 +364,15 @@ export async function repairOne(item: RepairItem, o: RepairRunOptions, deps: Rep
         rereads,
         expected: item.expected,
         lastExpected: expected,
-        authoritative: auth ? { revision: auth.revision, contentHash: auth.contentHash, isDeleted: auth.isDeleted, grantVersion: auth.grantVersion, eventId: auth.eventId } : null,
+        authoritative: auth
+          ? {
+              revision: auth.revision,
+              contentHash: auth.contentHash,
+              isDeleted: auth.isDeleted,
+              grantVersion: auth.grantVersion,
+              eventId: auth.eventId,
+            }
+          : null,
       };
     }
     expected = tripleOf(at.observed);
@@ -386,7 +444,11 @@ const NOTHING_RUN: BatchSummary = { results: [], notRun: 0, stoppedBy: 'done', e
  * error stops the run and is in `error` ({@link repairFailure} makes it the exit-3 error).
  * @example const run = await runRepairAuthoritative(options, await readRepairInputs(options, io), { fcDb, shDb, now, clock, signal })
  */
-export async function runRepairAuthoritative(options: ProjectionRepairOptions, inputs: RepairInputs, deps: ProjectionRepairDeps): Promise<RepairRunFacts> {
+export async function runRepairAuthoritative(
+  options: ProjectionRepairOptions,
+  inputs: RepairInputs,
+  deps: ProjectionRepairDeps,
+): Promise<RepairRunFacts> {
   const host = hostname();
   const dryRun = !options.execute;
   const evidence = await openRepairEvidence(evidencePath(options));
@@ -397,9 +459,26 @@ export async function runRepairAuthoritative(options: ProjectionRepairOptions, i
     if (inputs.items.length > 0) batch = await repairItems(options, inputs, host, evidence, deps);
     exitCode = repairExitCode(batch);
     const byResult = resultCounts(batch.results, dryRun);
-    await evidence.append({ type: 'end', runId: options.runId, exitCode, byResult, notRun: batch.notRun, stoppedBy: batch.stoppedBy, endedAt: deps.now().toISOString() }).catch(() => undefined);
+    await evidence
+      .append({
+        type: 'end',
+        runId: options.runId,
+        exitCode,
+        byResult,
+        notRun: batch.notRun,
+        stoppedBy: batch.stoppedBy,
+        endedAt: deps.now().toISOString(),
+      })
+      .catch(() => undefined);
     const { results, notRun, stoppedBy, error } = batch;
-    const asked = { dryRun, runId: options.runId, proofId: options.proofId, consumerAppKey: options.consumerAppKey, source: inputs.envelope ? ('envelope' as const) : ('fc' as const), items: inputs.items.length };
+    const asked = {
+      dryRun,
+      runId: options.runId,
+      proofId: options.proofId,
+      consumerAppKey: options.consumerAppKey,
+      source: inputs.envelope ? ('envelope' as const) : ('fc' as const),
+      items: inputs.items.length,
+    };
     return { ...asked, results, notRun, stoppedBy, error, byResult, exitCode, evidence: evidence.path };
   } finally {
     await evidence.close();
@@ -408,12 +487,18 @@ export async function runRepairAuthoritative(options: ProjectionRepairOptions, i
 
 function evidencePath(options: ProjectionRepairOptions): string {
   if (options.evidence !== undefined) return resolve(options.evidence);
-  if (options.plan !== undefined && options.plan !== '-') return join(dirname(resolve(options.plan)), DEFAULT_EVIDENCE_NAME);
+  if (options.plan !== undefined && options.plan !== '-')
+    return join(dirname(resolve(options.plan)), DEFAULT_EVIDENCE_NAME);
   return resolve(DEFAULT_EVIDENCE_NAME);
 }
 
 /** The evidence file's first line: what was asked, of which input (its SHA-256), where. */
-function runLine(options: ProjectionRepairOptions, inputs: RepairInputs, host: string, now: Date): Record<string, unknown> {
+function runLine(
+  options: ProjectionRepairOptions,
+  inputs: RepairInputs,
+  host: string,
+  now: Date,
+): Record<string, unknown> {
   const batch = options.single === undefined;
   return {
     type: 'run',
@@ -423,7 +508,12 @@ function runLine(options: ProjectionRepairOptions, inputs: RepairInputs, host: s
     mode: batch ? 'plan' : 'single',
     plan: batch ? (options.plan === '-' ? '-' : resolve(options.plan!)) : null,
     planSha256: batch ? inputs.sha256 : null,
-    envelope: options.single?.envelope === undefined ? null : options.single.envelope === '-' ? '-' : resolve(options.single.envelope),
+    envelope:
+      options.single?.envelope === undefined
+        ? null
+        : options.single.envelope === '-'
+          ? '-'
+          : resolve(options.single.envelope),
     envelopeSha256: batch ? null : inputs.sha256,
     execute: options.execute,
     maxRereads: options.maxRereads,
@@ -435,7 +525,13 @@ function runLine(options: ProjectionRepairOptions, inputs: RepairInputs, host: s
 }
 
 /** Connects both databases, then repairs every item under the run's budget, the progress display open meanwhile. */
-async function repairItems(options: ProjectionRepairOptions, inputs: RepairInputs, host: string, evidence: EvidenceFile, deps: ProjectionRepairDeps): Promise<BatchSummary> {
+async function repairItems(
+  options: ProjectionRepairOptions,
+  inputs: RepairInputs,
+  host: string,
+  evidence: EvidenceFile,
+  deps: ProjectionRepairDeps,
+): Promise<BatchSummary> {
   const fcDb = await deps.fcDb();
   const shDb = await deps.shDb();
   const progress = deps.progress?.(inputs.items.length) ?? null;
@@ -449,18 +545,23 @@ async function repairItems(options: ProjectionRepairOptions, inputs: RepairInput
     ...(inputs.envelope ? { envelope: inputs.envelope } : {}),
   };
   try {
-    return await runRepairBatch(inputs.items, runOptions, { concurrency: options.concurrency, maxSeconds: options.maxSeconds }, {
-      fcDb,
-      shDb,
-      evidence,
-      now: deps.now,
-      signal: deps.signal,
-      clock: deps.clock,
-      onResult: (r) => {
-        progress?.record(isRefused(r.result) ? r.code : undefined);
-        deps.onResult?.(r);
+    return await runRepairBatch(
+      inputs.items,
+      runOptions,
+      { concurrency: options.concurrency, maxSeconds: options.maxSeconds },
+      {
+        fcDb,
+        shDb,
+        evidence,
+        now: deps.now,
+        signal: deps.signal,
+        clock: deps.clock,
+        onResult: (r) => {
+          progress?.record(isRefused(r.result) ? r.code : undefined);
+          deps.onResult?.(r);
+        },
       },
-    });
+    );
   } finally {
     progress?.stop();
   }
@@ -473,8 +574,14 @@ async function repairItems(options: ProjectionRepairOptions, inputs: RepairInput
  */
 export function repairFailure(e: unknown): Error {
   if (e instanceof EnvironmentError || e instanceof UsageError) return e;
-  const hint = (e as { code?: string }).code === 'ER_NO_SUCH_TABLE' ? ' (schema missing: run `fcctl db init --side fc` / `--side sh`)' : '';
-  return new EnvironmentError(`repair stopped by an error: ${String((e as Error)?.message ?? e).split('\n')[0]}${hint}`, { cause: e });
+  const hint =
+    (e as { code?: string }).code === 'ER_NO_SUCH_TABLE'
+      ? ' (schema missing: run `fcctl db init --side fc` / `--side sh`)'
+      : '';
+  return new EnvironmentError(
+    `repair stopped by an error: ${String((e as Error)?.message ?? e).split('\n')[0]}${hint}`,
+    { cause: e },
+  );
 }
 
 /**

@@ -51,15 +51,30 @@ export const projectionSql = {
    * answer/school/form, not retired, never to a lower revision. Matches 0 rows when the row moved
    * between the read and the write (the runner re-reads: LOCAL_CHANGED / LOCAL_AHEAD).
    */
-  update: (auth: AuthoritativeSnapshot, expected: Extract<RepairWrite, { kind: 'update' }>['expected'], proofId: string): Statement => ({
+  update: (
+    auth: AuthoritativeSnapshot,
+    expected: Extract<RepairWrite, { kind: 'update' }>['expected'],
+    proofId: string,
+  ): Statement => ({
     sql:
       'UPDATE fc_answer_projection SET form_version = ?, answer_revision = ?, content_hash = ?, is_deleted = ?, snapshot_json = ?, update_time = NOW(), ' +
       'conflict_flag = 0, last_repair_proof_id = ?, last_repaired_at = NOW(), projection_version = projection_version + 1 ' +
       'WHERE answer_uuid = ? AND sch_id = ? AND form_uuid = ? AND answer_revision = ? AND content_hash = ? AND is_deleted = ? ' +
       'AND retired_at IS NULL AND answer_revision <= ?',
     params: [
-      big(auth.formVersion), big(auth.revision), auth.contentHash, auth.isDeleted ? 1 : 0, auth.snapshotJson, proofId,
-      auth.answerUuid, big(auth.schId), auth.formUuid, big(expected.revision), expected.hash, expected.isDeleted ? 1 : 0, big(auth.revision),
+      big(auth.formVersion),
+      big(auth.revision),
+      auth.contentHash,
+      auth.isDeleted ? 1 : 0,
+      auth.snapshotJson,
+      proofId,
+      auth.answerUuid,
+      big(auth.schId),
+      auth.formUuid,
+      big(expected.revision),
+      expected.hash,
+      expected.isDeleted ? 1 : 0,
+      big(auth.revision),
     ],
   }),
 
@@ -73,7 +88,17 @@ export const projectionSql = {
       'INSERT INTO fc_answer_projection (answer_uuid, sch_id, form_uuid, form_version, answer_revision, content_hash, is_deleted, snapshot_json, ' +
       'link_state, conflict_flag, projection_version, create_time, update_time, last_repair_proof_id, last_repaired_at) ' +
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'UNLINKED', 0, 1, NOW(), NOW(), ?, NOW())",
-    params: [auth.answerUuid, big(auth.schId), auth.formUuid, big(auth.formVersion), big(auth.revision), auth.contentHash, auth.isDeleted ? 1 : 0, auth.snapshotJson, proofId],
+    params: [
+      auth.answerUuid,
+      big(auth.schId),
+      auth.formUuid,
+      big(auth.formVersion),
+      big(auth.revision),
+      auth.contentHash,
+      auth.isDeleted ? 1 : 0,
+      auth.snapshotJson,
+      proofId,
+    ],
   }),
 };
 
@@ -100,8 +125,16 @@ export const auditSql = {
       'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
       'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW())',
     params: [
-      AUDIT_ACTION, r.outcome, [...r.reason].slice(0, MAX_AUDIT_REASON).join(''), r.proofId, r.runId, r.host.slice(0, 255), big(r.schId), r.answerUuid,
-      r.expectedJson, r.observedJson,
+      AUDIT_ACTION,
+      r.outcome,
+      [...r.reason].slice(0, MAX_AUDIT_REASON).join(''),
+      r.proofId,
+      r.runId,
+      r.host.slice(0, 255),
+      big(r.schId),
+      r.answerUuid,
+      r.expectedJson,
+      r.observedJson,
     ],
   }),
 };
@@ -136,7 +169,8 @@ export function grantOf(r: AnswerWithGrantRaw): FreshGrant | null {
   };
 }
 
-const GRANT_COLUMNS = 'form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked';
+const GRANT_COLUMNS =
+  'form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked';
 
 /** @example const { sql, params } = fcSql.answerWithGrant(answerUuid, '5', '100100') */
 export const fcSql = {
@@ -146,10 +180,13 @@ export const fcSql = {
    */
   answerWithGrant: (answerUuid: string, consumerSchoolId: string, consumerAppKey: string): Statement => ({
     sql:
-      `SELECT ${ANSWER_COLUMNS.split(', ').map((c) => `a.${c}`).join(', ')}, ${GRANT_COLUMNS.split(', ').map((c) => `g.${c} AS g_${c}`).join(', ')} ` +
+      `SELECT ${ANSWER_COLUMNS.split(', ')
+        .map((c) => `a.${c}`)
+        .join(', ')}, ${GRANT_COLUMNS.split(', ')
+        .map((c) => `g.${c} AS g_${c}`)
+        .join(', ')} ` +
       'FROM answer a LEFT JOIN form_consumer_grant g ON g.form_uuid = a.form_uuid AND g.consumer_school_id = ? AND g.consumer_app_key = ? ' +
       'WHERE a.answer_uuid = ?',
     params: [big(consumerSchoolId), consumerAppKey, answerUuid],
   }),
-
 };

@@ -87,6 +87,7 @@ export interface PairCounts {
  */
 export function emptyPairWarning(c: PairCounts): string | null {
   if (c.allowEmpty || c.fcRows > 0) return null;
-  if (c.shRows === 0) return `warning: no rows at FC or SH for school ${c.schId} form ${c.formUuid}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)`;
+  if (c.shRows === 0)
+    return `warning: no rows at FC or SH for school ${c.schId} form ${c.formUuid}: a wrong --school or --form? (pass --allow-empty if the pair is empty on purpose)`;
   return `warning: no rows at FC but ${c.shRows} at SH for school ${c.schId} form ${c.formUuid}: the wrong FC database (FCCTL_FC_DATABASE_URL)? every local row is a retire candidate (pass --allow-empty if FC is empty on purpose)`;
 }

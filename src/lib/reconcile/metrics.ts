@@ -4,7 +4,15 @@
  * every pair's series in one file. Counters are added to the previous file's (see
  * `accumulateCounters`).
  */
-import { accumulateCounters, type Gauge, type PreviousMetrics, previousSamples, previousValue, runCounters, runGauges } from '../cli/metrics.js';
+import {
+  accumulateCounters,
+  type Gauge,
+  type PreviousMetrics,
+  previousSamples,
+  previousValue,
+  runCounters,
+  runGauges,
+} from '../cli/metrics.js';
 import type { RunSeriesInput } from '../cli/run-metrics.js';
 import { pausedGauge } from '../pause/decide.js';
 import { CATEGORIES, differencesOf } from './classify.js';
@@ -66,11 +74,20 @@ export function pairSucceeded(p: ReconcilePairResult): boolean {
  * `school` and `form` too.
  * @example reconcilePairSeries([{ schId: '5', formUuid: 'f', exitCode: 0, finishedAtSeconds: 1764480000, durationSeconds: 3, counts: { IN_SYNC: 10 } }], { previous: NO_PREVIOUS })
  */
-export function reconcilePairSeries(pairs: readonly ReconcilePairResult[], options: { readonly previous: PreviousMetrics; readonly run?: ReconcileAllRun }): Gauge[] {
+export function reconcilePairSeries(
+  pairs: readonly ReconcilePairResult[],
+  options: { readonly previous: PreviousMetrics; readonly run?: ReconcileAllRun },
+): Gauge[] {
   const { previous, run } = options;
   const done = pairs.filter((p) => p.counts !== undefined);
-  const family = (name: string, help: string, samples: Gauge['samples'], type: Gauge['type'] = 'gauge'): Gauge => ({ name, help, type, samples });
-  const byCategory = (p: ReconcilePairResult) => CATEGORIES.map((category) => ({ labels: { ...pairLabels(p), category }, value: p.counts?.[category] ?? 0 }));
+  const family = (name: string, help: string, samples: Gauge['samples'], type: Gauge['type'] = 'gauge'): Gauge => ({
+    name,
+    help,
+    type,
+    samples,
+  });
+  const byCategory = (p: ReconcilePairResult) =>
+    CATEGORIES.map((category) => ({ labels: { ...pairLabels(p), category }, value: p.counts?.[category] ?? 0 }));
   const ran = new Set(pairs.map((p) => pairKey(pairLabels(p))));
   const lastSuccess = [
     ...pairs.flatMap((p) => {
@@ -80,13 +97,34 @@ export function reconcilePairSeries(pairs: readonly ReconcilePairResult[], optio
     ...carriedLastSuccess(previous, ran),
   ];
   const series: Gauge[] = [
-    family('fcctl_reconcile_rows', 'rows of the pair\'s last diff, by category', done.flatMap(byCategory)),
-    family('fcctl_reconcile_differences', 'rows of the pair\'s last diff in a category that is a difference (not IN_SYNC, RETIRED nor ABSENT_CREATED_AFTER_TASK_START)', done.map((p) => ({ labels: pairLabels(p), value: differencesOf(p.counts ?? {}) }))),
-    family('fcctl_reconcile_empty', 'the pair\'s last diff warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0', done.map((p) => ({ labels: pairLabels(p), value: p.empty ? 1 : 0 }))),
-    family('fcctl_reconcile_exit_code', 'exit code of the pair\'s last run', pairs.map((p) => ({ labels: pairLabels(p), value: p.exitCode }))),
-    family('fcctl_reconcile_duration_seconds', 'duration of the pair\'s last run in seconds', pairs.map((p) => ({ labels: pairLabels(p), value: p.durationSeconds }))),
+    family('fcctl_reconcile_rows', "rows of the pair's last diff, by category", done.flatMap(byCategory)),
+    family(
+      'fcctl_reconcile_differences',
+      "rows of the pair's last diff in a category that is a difference (not IN_SYNC, RETIRED nor ABSENT_CREATED_AFTER_TASK_START)",
+      done.map((p) => ({ labels: pairLabels(p), value: differencesOf(p.counts ?? {}) })),
+    ),
+    family(
+      'fcctl_reconcile_empty',
+      "the pair's last diff warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0",
+      done.map((p) => ({ labels: pairLabels(p), value: p.empty ? 1 : 0 })),
+    ),
+    family(
+      'fcctl_reconcile_exit_code',
+      "exit code of the pair's last run",
+      pairs.map((p) => ({ labels: pairLabels(p), value: p.exitCode })),
+    ),
+    family(
+      'fcctl_reconcile_duration_seconds',
+      "duration of the pair's last run in seconds",
+      pairs.map((p) => ({ labels: pairLabels(p), value: p.durationSeconds })),
+    ),
     family(PAIR_LAST_SUCCESS, 'when the pair last completed its diff without warning, Unix seconds', lastSuccess),
-    family('fcctl_reconcile_rows_total', 'rows diffed for the pair over all runs, by category', done.flatMap(byCategory), 'counter'),
+    family(
+      'fcctl_reconcile_rows_total',
+      'rows diffed for the pair over all runs, by category',
+      done.flatMap(byCategory),
+      'counter',
+    ),
   ];
   const runLevel = run ? allRunSeries(run, done, previous) : pairs.flatMap((p) => pairRunSeries(p, previous));
   // Merged before the counters are added, so each family carries the previous file's samples once.
@@ -108,18 +146,40 @@ function pairKey(labels: Readonly<Record<string, string>>): string {
  */
 function carriedLastSuccess(previous: PreviousMetrics, ran: ReadonlySet<string>): Gauge['samples'] {
   return previousSamples(previous, PAIR_LAST_SUCCESS)
-    .filter((s) => s.labels.school !== undefined && s.labels.form !== undefined && Object.keys(s.labels).length === 2 && Number.isFinite(s.value) && !ran.has(pairKey(s.labels)))
+    .filter(
+      (s) =>
+        s.labels.school !== undefined &&
+        s.labels.form !== undefined &&
+        Object.keys(s.labels).length === 2 &&
+        Number.isFinite(s.value) &&
+        !ran.has(pairKey(s.labels)),
+    )
     .map((s) => ({ labels: pairLabels({ schId: s.labels.school!, formUuid: s.labels.form! }), value: s.value }));
 }
 
 /** A single-pair run's run series: the shared names, with the pair's labels after `command`. */
 function pairRunSeries(p: ReconcilePairResult, previous: PreviousMetrics): Gauge[] {
   const labels = pairLabels(p);
-  const facts = { command: RECONCILE_COMMAND, labels, durationSeconds: p.durationSeconds, exitCode: p.exitCode, finishedAtSeconds: p.finishedAtSeconds, ...(p.interrupted ? { interrupted: true } : {}), ...(p.empty ? { suspect: true } : {}) };
-  const carried = previousValue(previous, 'fcctl_last_success_timestamp_seconds', { command: RECONCILE_COMMAND, ...labels });
+  const facts = {
+    command: RECONCILE_COMMAND,
+    labels,
+    durationSeconds: p.durationSeconds,
+    exitCode: p.exitCode,
+    finishedAtSeconds: p.finishedAtSeconds,
+    ...(p.interrupted ? { interrupted: true } : {}),
+    ...(p.empty ? { suspect: true } : {}),
+  };
+  const carried = previousValue(previous, 'fcctl_last_success_timestamp_seconds', {
+    command: RECONCILE_COMMAND,
+    ...labels,
+  });
   const paused = p.paused === undefined ? [] : [labelled(pausedGauge(RECONCILE_COMMAND, p.paused), labels)];
   // fcctl_rows{command,school,form,result} as before; the counter is fcctl_reconcile_rows_total
-  const gauges = runGauges({ ...facts, ...(p.counts ? { rowsByResult: p.counts } : {}), ...(carried !== undefined ? { previousLastSuccess: carried } : {}) });
+  const gauges = runGauges({
+    ...facts,
+    ...(p.counts ? { rowsByResult: p.counts } : {}),
+    ...(carried !== undefined ? { previousLastSuccess: carried } : {}),
+  });
   return [...gauges, ...runCounters(facts), ...paused];
 }
 
@@ -128,8 +188,14 @@ function allRunSeries(run: ReconcileAllRun, done: readonly ReconcilePairResult[]
   const { paused, ...rest } = run;
   const facts = { command: RECONCILE_COMMAND, ...rest };
   const carried = previousValue(previous, 'fcctl_last_success_timestamp_seconds', { command: RECONCILE_COMMAND });
-  const rowsByResult = Object.fromEntries(CATEGORIES.map((c) => [c, done.reduce((n, p) => n + (p.counts?.[c] ?? 0), 0)]));
-  const gauges = runGauges({ ...facts, ...(done.length > 0 ? { rowsByResult } : {}), ...(carried !== undefined ? { previousLastSuccess: carried } : {}) });
+  const rowsByResult = Object.fromEntries(
+    CATEGORIES.map((c) => [c, done.reduce((n, p) => n + (p.counts?.[c] ?? 0), 0)]),
+  );
+  const gauges = runGauges({
+    ...facts,
+    ...(done.length > 0 ? { rowsByResult } : {}),
+    ...(carried !== undefined ? { previousLastSuccess: carried } : {}),
+  });
   return [...gauges, ...runCounters(facts), ...(paused === undefined ? [] : [pausedGauge(RECONCILE_COMMAND, paused)])];
 }
 
@@ -142,7 +208,8 @@ function mergeFamilies(gauges: readonly Gauge[]): Gauge[] {
   const byName = new Map<string, { first: Gauge; samples: Gauge['samples'][number][] }>();
   for (const g of gauges) {
     const known = byName.get(g.name);
-    if (known) for (const x of g.samples) known.samples.push(x); // no spread: a --all family has samples by the ten thousand
+    if (known)
+      for (const x of g.samples) known.samples.push(x); // no spread: a --all family has samples by the ten thousand
     else byName.set(g.name, { first: g, samples: [...g.samples] });
   }
   return [...byName.values()].map(({ first, samples }) => ({ ...first, samples }));
@@ -152,7 +219,10 @@ function mergeFamilies(gauges: readonly Gauge[]): Gauge[] {
  * The series of a single-pair `reconcile run --metrics-file`, for `withRunMetrics`: the run's facts
  * and outcome as one pair's result.
  */
-export function singlePairSeries(pair: { readonly schId: string; readonly formUuid: string }, { run, outcome, previous }: RunSeriesInput): Gauge[] {
+export function singlePairSeries(
+  pair: { readonly schId: string; readonly formUuid: string },
+  { run, outcome, previous }: RunSeriesInput,
+): Gauge[] {
   const result: ReconcilePairResult = {
     ...pair,
     exitCode: run.exitCode,
@@ -178,7 +248,10 @@ function withExtra(series: Gauge[], extra: readonly Gauge[] | undefined): Gauge[
  * `outcome.paused` when set, else of the outcome's own gauges.
  * @example withRunMetrics(RECONCILE_COMMAND, file, clock, body, (input) => allPairsSeries(pairsRan, input))
  */
-export function allPairsSeries(pairs: readonly ReconcilePairResult[], { run, outcome, previous }: RunSeriesInput): Gauge[] {
+export function allPairsSeries(
+  pairs: readonly ReconcilePairResult[],
+  { run, outcome, previous }: RunSeriesInput,
+): Gauge[] {
   const all: ReconcileAllRun = {
     exitCode: run.exitCode,
     finishedAtSeconds: run.finishedAtSeconds,

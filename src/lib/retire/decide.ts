@@ -31,7 +31,13 @@ export type RunMode = 'execute' | 'dry-run';
  * recorded in `fc_reconcile_audit` by a proof with another digest (`PROOF_ID_REUSED`,
  * {@link proofIdRefusal}). Each entry of such a proof is refused with the proof's reason.
  */
-export const PROOF_REFUSAL_REASONS = ['PROOF_DIGEST', 'PROOF_INVALID', 'PROOF_EXPIRED', 'FC_DATABASE', 'PROOF_ID_REUSED'] as const;
+export const PROOF_REFUSAL_REASONS = [
+  'PROOF_DIGEST',
+  'PROOF_INVALID',
+  'PROOF_EXPIRED',
+  'FC_DATABASE',
+  'PROOF_ID_REUSED',
+] as const;
 export type ProofRefusalReason = (typeof PROOF_REFUSAL_REASONS)[number];
 
 /**
@@ -106,9 +112,15 @@ export type RetireDecision =
   | { readonly result: 'REFUSED'; readonly reason: RefusalReason; readonly detail: string };
 
 /** A decision of an executed run: never a dry run's `WOULD_RETIRE`. */
-export type ExecutedRetireDecision = Exclude<RetireDecision, { result: 'RETIRED' | 'WOULD_RETIRE' }> | { readonly result: 'RETIRED'; readonly reason: null; readonly detail: string };
+export type ExecutedRetireDecision =
+  | Exclude<RetireDecision, { result: 'RETIRED' | 'WOULD_RETIRE' }>
+  | { readonly result: 'RETIRED'; readonly reason: null; readonly detail: string };
 
-const refused = (reason: RefusalReason, detail: string): Extract<RetireDecision, { result: 'REFUSED' }> => ({ result: 'REFUSED', reason, detail });
+const refused = (reason: RefusalReason, detail: string): Extract<RetireDecision, { result: 'REFUSED' }> => ({
+  result: 'REFUSED',
+  reason,
+  detail,
+});
 
 /**
  * Decides one entry, checking in this order:
@@ -129,37 +141,86 @@ const refused = (reason: RefusalReason, detail: string): Extract<RetireDecision,
  * Times are `yyyy-MM-dd HH:mm:ss` in the SH database's clock, compared as text.
  * @example decideRetire(entry, { present: false, checkedAt }, local, '2026-11-30 01:00:00').result // 'RETIRED'
  */
-export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode?: 'execute'): ExecutedRetireDecision;
-export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode: RunMode): RetireDecision;
-export function decideRetire(entry: RetireEntry, fcNow: FcNow, localNow: LocalNow | null, taskStart: string, mode: RunMode = 'execute'): RetireDecision {
+export function decideRetire(
+  entry: RetireEntry,
+  fcNow: FcNow,
+  localNow: LocalNow | null,
+  taskStart: string,
+  mode?: 'execute',
+): ExecutedRetireDecision;
+export function decideRetire(
+  entry: RetireEntry,
+  fcNow: FcNow,
+  localNow: LocalNow | null,
+  taskStart: string,
+  mode: RunMode,
+): RetireDecision;
+export function decideRetire(
+  entry: RetireEntry,
+  fcNow: FcNow,
+  localNow: LocalNow | null,
+  taskStart: string,
+  mode: RunMode = 'execute',
+): RetireDecision {
   if (fcNow.present) {
     const r = fcNow.row;
-    return refused('PRESENT_AT_FC', `FC has answer ${entry.answerUuid}${elsewhere(r, entry)} again (${fcState(r)}, checked ${fcNow.checkedAt})`);
+    return refused(
+      'PRESENT_AT_FC',
+      `FC has answer ${entry.answerUuid}${elsewhere(r, entry)} again (${fcState(r)}, checked ${fcNow.checkedAt})`,
+    );
   }
-  if (localNow === null) return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
+  if (localNow === null)
+    return refused('LOCAL_MISSING', `no projection row for answer ${entry.answerUuid} in school ${entry.schId}`);
   if (localNow.retiredAt !== null) {
     if (localNow.retireProofId === entry.proofId) {
       // the same id is not yet the same proof: the digest recorded when it retired must be this one's
-      if (localNow.retireProofDigest === entry.proofDigest) return { result: 'ALREADY_RETIRED', reason: null, detail: `retired at ${localNow.retiredAt} by this proof (${entry.proofId}); nothing written` };
+      if (localNow.retireProofDigest === entry.proofDigest)
+        return {
+          result: 'ALREADY_RETIRED',
+          reason: null,
+          detail: `retired at ${localNow.retiredAt} by this proof (${entry.proofId}); nothing written`,
+        };
       if (localNow.retireProofDigest === null) {
-        return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} under this proof's id ${entry.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${short(entry.proofDigest)}): a person decides; nothing written`);
+        return refused(
+          'RETIRED_BY_OTHER_PROOF',
+          `retired at ${localNow.retiredAt} under this proof's id ${entry.proofId}, but no RETIRED audit row of this retirement records this proof's digest (${short(entry.proofDigest)}): a person decides; nothing written`,
+        );
       }
-      return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} by another proof with the same id ${entry.proofId} (digest ${short(localNow.retireProofDigest)}, this proof's ${short(entry.proofDigest)}): a person decides; nothing written`);
+      return refused(
+        'RETIRED_BY_OTHER_PROOF',
+        `retired at ${localNow.retiredAt} by another proof with the same id ${entry.proofId} (digest ${short(localNow.retireProofDigest)}, this proof's ${short(entry.proofDigest)}): a person decides; nothing written`,
+      );
     }
     const by = localNow.retireProofId === null ? 'with no proof id recorded' : `by proof ${localNow.retireProofId}`;
-    return refused('RETIRED_BY_OTHER_PROOF', `retired at ${localNow.retiredAt} ${by}, not by this proof (${entry.proofId}): a person decides; nothing written`);
+    return refused(
+      'RETIRED_BY_OTHER_PROOF',
+      `retired at ${localNow.retiredAt} ${by}, not by this proof (${entry.proofId}): a person decides; nothing written`,
+    );
   }
   const late = createTimeRefusal(localNow.createTime, taskStart);
-  if (late) return refused(late.reason, late.reason === 'CREATE_TIME_NULL' ? `${late.detail}: the row cannot be shown to predate the task start` : late.detail);
+  if (late)
+    return refused(
+      late.reason,
+      late.reason === 'CREATE_TIME_NULL'
+        ? `${late.detail}: the row cannot be shown to predate the task start`
+        : late.detail,
+    );
   const changed: string[] = [];
   if (localNow.formUuid !== entry.formUuid) changed.push(`form ${localNow.formUuid} (expected ${entry.formUuid})`);
-  if (compareRevisions(localNow.revision, entry.expectedRevision) !== 0) changed.push(`revision ${localNow.revision} (expected ${entry.expectedRevision})`);
-  if (localNow.contentHash !== entry.expectedHash) changed.push(`contentHash ${localNow.contentHash} (expected ${entry.expectedHash})`);
-  if (localNow.isDeleted !== entry.expectedIsDeleted) changed.push(`isDeleted ${localNow.isDeleted} (expected ${entry.expectedIsDeleted})`);
-  if (localNow.createTime !== entry.localCreateTime) changed.push(`createTime ${localNow.createTime} (expected ${entry.localCreateTime})`);
-  if (changed.length > 0) return refused('LOCAL_CHANGED', `the local row changed since the proof: ${changed.join(', ')}`);
+  if (compareRevisions(localNow.revision, entry.expectedRevision) !== 0)
+    changed.push(`revision ${localNow.revision} (expected ${entry.expectedRevision})`);
+  if (localNow.contentHash !== entry.expectedHash)
+    changed.push(`contentHash ${localNow.contentHash} (expected ${entry.expectedHash})`);
+  if (localNow.isDeleted !== entry.expectedIsDeleted)
+    changed.push(`isDeleted ${localNow.isDeleted} (expected ${entry.expectedIsDeleted})`);
+  if (localNow.createTime !== entry.localCreateTime)
+    changed.push(`createTime ${localNow.createTime} (expected ${entry.localCreateTime})`);
+  if (changed.length > 0)
+    return refused('LOCAL_CHANGED', `the local row changed since the proof: ${changed.join(', ')}`);
   const facts = `absent at FC (checked ${fcNow.checkedAt}), local row as expected`;
-  return mode === 'execute' ? { result: 'RETIRED', reason: null, detail: facts } : { result: 'WOULD_RETIRE', reason: null, detail: `would retire: ${facts}` };
+  return mode === 'execute'
+    ? { result: 'RETIRED', reason: null, detail: facts }
+    : { result: 'WOULD_RETIRE', reason: null, detail: `would retire: ${facts}` };
 }
 
 /**
@@ -175,9 +236,13 @@ export type ExclusionReason = (typeof EXCLUSION_REASONS)[number];
  * `yyyy-MM-dd HH:mm:ss`, compared as text) is never read as "absent at FC". Null when it passes.
  * @example createTimeRefusal('2026-11-30 02:00:00', '2026-11-30 01:00:00')?.reason // 'CREATED_AFTER_TASK_START'
  */
-export function createTimeRefusal(createTime: string | null, taskStart: string): { readonly reason: 'CREATE_TIME_NULL' | 'CREATED_AFTER_TASK_START'; readonly detail: string } | null {
+export function createTimeRefusal(
+  createTime: string | null,
+  taskStart: string,
+): { readonly reason: 'CREATE_TIME_NULL' | 'CREATED_AFTER_TASK_START'; readonly detail: string } | null {
   if (createTime === null) return { reason: 'CREATE_TIME_NULL', detail: 'the local createTime is null' };
-  if (createTime > taskStart) return { reason: 'CREATED_AFTER_TASK_START', detail: `created ${createTime}, after the task start ${taskStart}` };
+  if (createTime > taskStart)
+    return { reason: 'CREATED_AFTER_TASK_START', detail: `created ${createTime}, after the task start ${taskStart}` };
   return null;
 }
 
@@ -196,7 +261,11 @@ export interface CandidateFacts {
  * answer uuid found, or null. The reason to leave it out, or null to put it in the proof.
  * @example candidateExclusion({ schId: '5', formUuid, localCreateTime: null }, null, '2026-11-30 01:00:00')?.reason // 'CREATE_TIME_NULL'
  */
-export function candidateExclusion(c: CandidateFacts, atFc: FcAnswerSeen | null, taskStart: string): { readonly reason: ExclusionReason; readonly detail: string } | null {
+export function candidateExclusion(
+  c: CandidateFacts,
+  atFc: FcAnswerSeen | null,
+  taskStart: string,
+): { readonly reason: ExclusionReason; readonly detail: string } | null {
   if (atFc) return { reason: 'PRESENT_AT_FC', detail: `FC has it now${elsewhere(atFc, c)} (${fcState(atFc)})` };
   return createTimeRefusal(c.localCreateTime, taskStart);
 }
@@ -214,7 +283,12 @@ const short = (digest: string) => `${digest.slice(0, 12)}…`;
 /** What {@link decideProof} needs of a proof: why reading it refused it, or the facts to check. */
 export type ProofFacts =
   | { readonly kind: 'refused'; readonly reason: 'PROOF_DIGEST' | 'PROOF_INVALID'; readonly detail: string }
-  | { readonly kind: 'valid'; readonly createdAt: string; readonly manifestCompletedAt: string; readonly fcDatabase: string };
+  | {
+      readonly kind: 'valid';
+      readonly createdAt: string;
+      readonly manifestCompletedAt: string;
+      readonly fcDatabase: string;
+    };
 
 /** A proof refused as a whole. */
 export interface ProofRefusal {
@@ -228,12 +302,20 @@ export interface ProofRefusal {
  * `host:port/db`). The refusal, or null when the entries may be decided.
  * @example decideProof({ kind: 'valid', createdAt, manifestCompletedAt, fcDatabase: 'db:3306/fc' }, now, 86400, 'other:3306/fc')?.reason // 'FC_DATABASE'
  */
-export function decideProof(facts: ProofFacts, now: Date, maxAgeSeconds: number, configuredFcDatabase: string): ProofRefusal | null {
+export function decideProof(
+  facts: ProofFacts,
+  now: Date,
+  maxAgeSeconds: number,
+  configuredFcDatabase: string,
+): ProofRefusal | null {
   if (facts.kind === 'refused') return { reason: facts.reason, detail: facts.detail };
   const age = proofAgeRefusal(facts.createdAt, facts.manifestCompletedAt, now, maxAgeSeconds);
   if (age) return age;
   if (facts.fcDatabase !== configuredFcDatabase) {
-    return { reason: 'FC_DATABASE', detail: `the proof was made against the FC database ${facts.fcDatabase}, the configured one is ${configuredFcDatabase}` };
+    return {
+      reason: 'FC_DATABASE',
+      detail: `the proof was made against the FC database ${facts.fcDatabase}, the configured one is ${configuredFcDatabase}`,
+    };
   }
   return null;
 }
@@ -248,11 +330,18 @@ export function decideProof(facts: ProofFacts, now: Date, maxAgeSeconds: number,
  * only (a re-run).
  * @example proofIdRefusal('rp-1', 'c'.repeat(64), ['d'.repeat(64)])?.reason // 'PROOF_ID_REUSED'
  */
-export function proofIdRefusal(proofId: string, digest: string, recordedDigests: readonly (string | null)[]): ProofRefusal | null {
+export function proofIdRefusal(
+  proofId: string,
+  digest: string,
+  recordedDigests: readonly (string | null)[],
+): ProofRefusal | null {
   const other = recordedDigests.find((d) => d !== digest);
   if (other === undefined) return null;
   const theirs = other === null ? 'with no digest recorded' : `with digest ${short(other)}`;
-  return { reason: 'PROOF_ID_REUSED', detail: `proof id ${proofId} was already used by another proof (${theirs}; this proof's ${short(digest)}): a proof is its id and its digest — make a new proof with another --proof-id` };
+  return {
+    reason: 'PROOF_ID_REUSED',
+    detail: `proof id ${proofId} was already used by another proof (${theirs}; this proof's ${short(digest)}): a proof is its id and its digest — make a new proof with another --proof-id`,
+  };
 }
 
 /**
@@ -261,7 +350,10 @@ export function proofIdRefusal(proofId: string, digest: string, recordedDigests:
  * @example refusedWithProof({ reason: 'PROOF_INVALID', detail: 'x' }).reason // 'PROOF_INVALID'
  */
 export function refusedWithProof(refusal: ProofRefusal): RetireDecision {
-  return refused(refusal.reason, `the proof is refused (${refusal.reason}): ${refusal.detail}; this entry was not checked`);
+  return refused(
+    refusal.reason,
+    `the proof is refused (${refusal.reason}): ${refusal.detail}; this entry was not checked`,
+  );
 }
 
 /** Clock skew tolerated before a proof counts as made in the future. */
@@ -274,16 +366,29 @@ export const FUTURE_SKEW_SECONDS = 300;
  * `PROOF_EXPIRED`; null when fresh enough.
  * @example proofAgeRefusal('2026-11-29T01:00:00Z', '2026-11-29T00:59:00Z', new Date('2026-11-30T02:00:00Z'), 86400)?.reason // 'PROOF_EXPIRED'
  */
-export function proofAgeRefusal(createdAt: string, manifestCompletedAt: string, now: Date, maxAgeSeconds: number): { reason: 'PROOF_EXPIRED'; detail: string } | null {
+export function proofAgeRefusal(
+  createdAt: string,
+  manifestCompletedAt: string,
+  now: Date,
+  maxAgeSeconds: number,
+): { reason: 'PROOF_EXPIRED'; detail: string } | null {
   const created = Date.parse(createdAt);
   const completed = Date.parse(manifestCompletedAt);
-  if (!Number.isFinite(created) || !Number.isFinite(completed)) return { reason: 'PROOF_EXPIRED', detail: 'the proof\'s times cannot be read, so its age is unknown' };
+  if (!Number.isFinite(created) || !Number.isFinite(completed))
+    return { reason: 'PROOF_EXPIRED', detail: "the proof's times cannot be read, so its age is unknown" };
   const oldest = Math.min(created, completed);
   const ageSeconds = Math.floor((now.getTime() - oldest) / 1000);
-  if (created - now.getTime() > FUTURE_SKEW_SECONDS * 1000) return { reason: 'PROOF_EXPIRED', detail: `the proof was made at ${createdAt}, in the future of this clock (${now.toISOString()})` };
+  if (created - now.getTime() > FUTURE_SKEW_SECONDS * 1000)
+    return {
+      reason: 'PROOF_EXPIRED',
+      detail: `the proof was made at ${createdAt}, in the future of this clock (${now.toISOString()})`,
+    };
   if (ageSeconds > maxAgeSeconds) {
     const from = oldest === created ? `made ${createdAt}` : `its FC manifest completed ${manifestCompletedAt}`;
-    return { reason: 'PROOF_EXPIRED', detail: `the proof is ${formatSeconds(ageSeconds)} old (${from}), over --max-proof-age ${formatSeconds(maxAgeSeconds)}` };
+    return {
+      reason: 'PROOF_EXPIRED',
+      detail: `the proof is ${formatSeconds(ageSeconds)} old (${from}), over --max-proof-age ${formatSeconds(maxAgeSeconds)}`,
+    };
   }
   return null;
 }
@@ -293,7 +398,12 @@ export function formatSeconds(total: number): string {
   if (total <= 0) return '0s';
   const parts: string[] = [];
   let rest = total;
-  for (const [unit, n] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
+  for (const [unit, n] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
     if (rest >= n) {
       parts.push(`${Math.floor(rest / n)}${unit}`);
       rest %= n;

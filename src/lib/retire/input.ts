@@ -11,7 +11,15 @@ import { dirname, join, resolve } from 'node:path';
 import { SafetyError, UsageError } from '../cli/exit.js';
 import { idProblem, isRevisionText, isSchoolId, isStoredUuid, isUuid } from '../ids.js';
 import { RUN_FILES, RUN_FORMAT } from '../reconcile/run/types.js';
-import { HEX64, isDateTime, isObject, MAX_PROOF_BYTES, MAX_PROOF_ENTRIES, parseProof, type ProofReading } from './proof.js';
+import {
+  HEX64,
+  isDateTime,
+  isObject,
+  MAX_PROOF_BYTES,
+  MAX_PROOF_ENTRIES,
+  parseProof,
+  type ProofReading,
+} from './proof.js';
 
 /**
  * Reads and parses a proof file; a missing, unreadable or oversized file is a {@link UsageError}
@@ -23,7 +31,8 @@ export async function readProofFile(path: string): Promise<ProofReading> {
   try {
     const s = await stat(path);
     if (!s.isFile()) throw new UsageError(`${label} is not a file`);
-    if (s.size > MAX_PROOF_BYTES) throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit of a retire proof`);
+    if (s.size > MAX_PROOF_BYTES)
+      throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit of a retire proof`);
     return parseProof(await readFile(path), label);
   } catch (err) {
     if (err instanceof UsageError) throw err;
@@ -64,26 +73,63 @@ export function parseCandidates(text: string, label: string): Candidate[] {
       throw bad('not valid JSON');
     }
     if (!isObject(v)) throw bad('not a JSON object');
-    for (const k of ['answerUuid', 'schId', 'formUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'taskStart']) if (!(k in v)) throw bad(`member ${k} is missing`);
+    for (const k of [
+      'answerUuid',
+      'schId',
+      'formUuid',
+      'expectedRevision',
+      'expectedHash',
+      'expectedIsDeleted',
+      'localCreateTime',
+      'taskStart',
+    ])
+      if (!(k in v)) throw bad(`member ${k} is missing`);
     // Named by its kind, not serialized: a hostile line may nest too deep for JSON.stringify.
-    if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC') throw bad(`category ${typeof v['category'] === 'string' ? JSON.stringify(v['category'].slice(0, 64)) : `of type ${Array.isArray(v['category']) ? 'array' : typeof v['category']}`} is not ABSENT_AT_FC`);
-    const { answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime, taskStart } = v;
+    if (v['category'] !== undefined && v['category'] !== 'ABSENT_AT_FC')
+      throw bad(
+        `category ${typeof v['category'] === 'string' ? JSON.stringify(v['category'].slice(0, 64)) : `of type ${Array.isArray(v['category']) ? 'array' : typeof v['category']}`} is not ABSENT_AT_FC`,
+      );
+    const {
+      answerUuid,
+      schId,
+      formUuid,
+      expectedRevision,
+      expectedHash,
+      expectedIsDeleted,
+      localCreateTime,
+      taskStart,
+    } = v;
     if (!isStoredUuid(answerUuid)) throw bad('answerUuid must be a string of 1 to 36 characters');
     if (!isSchoolId(schId)) throw bad('schId must be a positive whole number as text');
     if (!isUuid(formUuid)) throw bad('formUuid must be a UUID');
     if (!isRevisionText(expectedRevision)) throw bad('expectedRevision must be a whole number as text');
-    if (typeof expectedHash !== 'string' || !HEX64.test(expectedHash)) throw bad('expectedHash must be 64 lowercase hex digits');
+    if (typeof expectedHash !== 'string' || !HEX64.test(expectedHash))
+      throw bad('expectedHash must be 64 lowercase hex digits');
     if (typeof expectedIsDeleted !== 'boolean') throw bad('expectedIsDeleted must be true or false');
-    if (localCreateTime !== null && !isDateTime(localCreateTime)) throw bad('localCreateTime must be null or "yyyy-MM-dd HH:mm:ss"');
+    if (localCreateTime !== null && !isDateTime(localCreateTime))
+      throw bad('localCreateTime must be null or "yyyy-MM-dd HH:mm:ss"');
     if (!isDateTime(taskStart)) throw bad('taskStart must be "yyyy-MM-dd HH:mm:ss"');
     const first = out[0];
     if (first && (first.schId !== schId || first.formUuid !== formUuid || first.taskStart !== taskStart)) {
-      throw bad(`school ${schId}, form ${formUuid}, task start ${taskStart}: line ${first.line} has school ${first.schId}, form ${first.formUuid}, task start ${first.taskStart}; a proof covers one reconcile task`);
+      throw bad(
+        `school ${schId}, form ${formUuid}, task start ${taskStart}: line ${first.line} has school ${first.schId}, form ${first.formUuid}, task start ${first.taskStart}; a proof covers one reconcile task`,
+      );
     }
     if (seen.has(answerUuid)) throw bad(`answer ${answerUuid} is listed twice`);
     seen.add(answerUuid);
-    if (out.length >= MAX_PROOF_ENTRIES) throw bad(`more than ${MAX_PROOF_ENTRIES} candidates; that many absent answers needs a person, not a proof`);
-    out.push({ line, answerUuid, schId, formUuid, expectedRevision, expectedHash, expectedIsDeleted, localCreateTime: localCreateTime as string | null, taskStart });
+    if (out.length >= MAX_PROOF_ENTRIES)
+      throw bad(`more than ${MAX_PROOF_ENTRIES} candidates; that many absent answers needs a person, not a proof`);
+    out.push({
+      line,
+      answerUuid,
+      schId,
+      formUuid,
+      expectedRevision,
+      expectedHash,
+      expectedIsDeleted,
+      localCreateTime: localCreateTime as string | null,
+      taskStart,
+    });
   }
   return out;
 }
@@ -99,14 +145,18 @@ export async function readCandidatesFile(path: string): Promise<{ candidates: Ca
   try {
     const s = await stat(path);
     if (!s.isFile()) throw new UsageError(`${label} is not a file`);
-    if (s.size > MAX_PROOF_BYTES) throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit`);
+    if (s.size > MAX_PROOF_BYTES)
+      throw new UsageError(`${label} is ${s.size} bytes, over the ${MAX_PROOF_BYTES}-byte limit`);
     bytes = await readFile(path);
   } catch (err) {
     if (err instanceof UsageError) throw err;
     throw new UsageError(`cannot read ${label}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if (!isUtf8(bytes)) throw new UsageError(`${label} is not UTF-8 text`);
-  return { candidates: parseCandidates(bytes.toString('utf8'), label), sha256: createHash('sha256').update(bytes).digest('hex') };
+  return {
+    candidates: parseCandidates(bytes.toString('utf8'), label),
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  };
 }
 
 /**
@@ -128,9 +178,12 @@ export async function taskIdBeside(candidatesFile: string, taskStart: string): P
   } catch {
     throw new UsageError(`${path} is not JSON; pass --task-id`);
   }
-  if (run.format !== RUN_FORMAT || idProblem(run.runId) !== null) throw new UsageError(`${path} is not a ${RUN_FORMAT} file with a run id; pass --task-id`);
+  if (run.format !== RUN_FORMAT || idProblem(run.runId) !== null)
+    throw new UsageError(`${path} is not a ${RUN_FORMAT} file with a run id; pass --task-id`);
   if (run.taskStart !== taskStart) {
-    throw new SafetyError(`${path} is of the run with task start ${String(run.taskStart)}, the candidates of task start ${taskStart}: they are not of the same reconcile task`);
+    throw new SafetyError(
+      `${path} is of the run with task start ${String(run.taskStart)}, the candidates of task start ${taskStart}: they are not of the same reconcile task`,
+    );
   }
   return run.runId as string;
 }

@@ -68,8 +68,6 @@ export interface ProofEntry {
   readonly fcAbsentCheckedAt: string;
 }
 
-
-
 export interface ProofExclusion {
   readonly answerUuid: string;
   readonly reason: ExclusionReason;
@@ -127,7 +125,8 @@ function withoutDigest<T extends Record<string, unknown>>(o: T): Omit<T, 'digest
  */
 export function formatProof(proof: RetireProof): string {
   const { entries, excluded, digest, ...head } = proof;
-  const lines = (items: readonly object[]) => (items.length === 0 ? '[]' : `[\n${items.map((e) => `    ${JSON.stringify(e)}`).join(',\n')}\n  ]`);
+  const lines = (items: readonly object[]) =>
+    items.length === 0 ? '[]' : `[\n${items.map((e) => `    ${JSON.stringify(e)}`).join(',\n')}\n  ]`;
   const headText = Object.entries(head).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)}`);
   return `{\n${[...headText, `  "entries": ${lines(entries)}`, `  "excluded": ${lines(excluded)}`, `  "digest": ${JSON.stringify(digest)}`].join(',\n')}\n}\n`;
 }
@@ -150,7 +149,6 @@ export type ProofReading =
       readonly answerUuids: readonly string[];
     };
 
-
 /** 64 lowercase hex digits: a SHA-256 or fc.canon.v1 hash. */
 export const HEX64 = /^[0-9a-f]{64}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
@@ -162,15 +160,20 @@ export const isDateTime = (v: unknown): v is string => typeof v === 'string' && 
 const isIso = (v: unknown): v is string => typeof v === 'string' && ISO_UTC.test(v) && Number.isFinite(Date.parse(v));
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
-
 function exactMembers(o: Record<string, unknown>, names: readonly string[], where: string): string | null {
-  for (const k of Object.keys(o)) if (!names.includes(k)) return `${where} has an unexpected member ${JSON.stringify(k)}`;
+  for (const k of Object.keys(o))
+    if (!names.includes(k)) return `${where} has an unexpected member ${JSON.stringify(k)}`;
   for (const k of names) if (!(k in o)) return `${where} lacks the member ${JSON.stringify(k)}`;
   return null;
 }
 
 /** Item `i` of the array `name`: an object with exactly `members`, where a message names it; or why it is not. */
-function itemAt(items: readonly unknown[], i: number, name: string, members: readonly string[]): { where: string; item: Record<string, unknown> } | string {
+function itemAt(
+  items: readonly unknown[],
+  i: number,
+  name: string,
+  members: readonly string[],
+): { where: string; item: Record<string, unknown> } | string {
   const item: unknown = items[i];
   const where = `${name}[${i}]`;
   if (!isObject(item)) return `${where} is not an object`;
@@ -181,12 +184,35 @@ function itemAt(items: readonly unknown[], i: number, name: string, members: rea
  * A JSON object (not null, not an array).
  * @example isObject(JSON.parse('[]')) // false
  */
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const TOP_MEMBERS = ['format', 'formatDoc', 'proofId', 'taskId', 'taskStart', 'schId', 'formUuid', 'createdAt', 'fcDatabase', 'fcManifest', 'candidates', 'entries', 'excluded', 'digest'];
+const TOP_MEMBERS = [
+  'format',
+  'formatDoc',
+  'proofId',
+  'taskId',
+  'taskStart',
+  'schId',
+  'formUuid',
+  'createdAt',
+  'fcDatabase',
+  'fcManifest',
+  'candidates',
+  'entries',
+  'excluded',
+  'digest',
+];
 const MANIFEST_MEMBERS = ['path', 'checkpoints', 'rows', 'bytes', 'sha256', 'completedAt'];
 const CANDIDATES_MEMBERS = ['path', 'rows', 'sha256'];
-const ENTRY_MEMBERS = ['answerUuid', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'localCreateTime', 'fcAbsentCheckedAt'];
+const ENTRY_MEMBERS = [
+  'answerUuid',
+  'expectedRevision',
+  'expectedHash',
+  'expectedIsDeleted',
+  'localCreateTime',
+  'fcAbsentCheckedAt',
+];
 const EXCLUSION_MEMBERS = ['answerUuid', 'reason', 'detail', 'fcCheckedAt'];
 
 /**
@@ -210,13 +236,32 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
   if (!isObject(m)) return 'fcManifest is not an object';
   const mp = exactMembers(m, MANIFEST_MEMBERS, 'fcManifest');
   if (mp) return mp;
-  if (typeof m['path'] !== 'string' || !Array.isArray(m['checkpoints']) || m['checkpoints'].length === 0 || !m['checkpoints'].every((c) => typeof c === 'string')) return 'fcManifest.path or .checkpoints is not as written by prove';
-  if (!isCount(m['rows']) || !isCount(m['bytes']) || typeof m['sha256'] !== 'string' || !HEX64.test(m['sha256']) || !isIso(m['completedAt'])) return 'fcManifest.rows, .bytes, .sha256 or .completedAt is not as written by prove';
+  if (
+    typeof m['path'] !== 'string' ||
+    !Array.isArray(m['checkpoints']) ||
+    m['checkpoints'].length === 0 ||
+    !m['checkpoints'].every((c) => typeof c === 'string')
+  )
+    return 'fcManifest.path or .checkpoints is not as written by prove';
+  if (
+    !isCount(m['rows']) ||
+    !isCount(m['bytes']) ||
+    typeof m['sha256'] !== 'string' ||
+    !HEX64.test(m['sha256']) ||
+    !isIso(m['completedAt'])
+  )
+    return 'fcManifest.rows, .bytes, .sha256 or .completedAt is not as written by prove';
   const c = v['candidates'];
   if (!isObject(c)) return 'candidates is not an object';
   const cp = exactMembers(c, CANDIDATES_MEMBERS, 'candidates');
   if (cp) return cp;
-  if (typeof c['path'] !== 'string' || !isCount(c['rows']) || typeof c['sha256'] !== 'string' || !HEX64.test(c['sha256'])) return 'candidates.path, .rows or .sha256 is not as written by prove';
+  if (
+    typeof c['path'] !== 'string' ||
+    !isCount(c['rows']) ||
+    typeof c['sha256'] !== 'string' ||
+    !HEX64.test(c['sha256'])
+  )
+    return 'candidates.path, .rows or .sha256 is not as written by prove';
   const entries = v['entries'];
   if (!Array.isArray(entries)) return 'entries is not an array';
   if (entries.length > MAX_PROOF_ENTRIES) return `more than ${MAX_PROOF_ENTRIES} entries`;
@@ -229,7 +274,8 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
     if (seen.has(e['answerUuid'])) return `${where}.answerUuid ${e['answerUuid']} appears twice`;
     seen.add(e['answerUuid']);
     if (!isRevisionText(e['expectedRevision'])) return `${where}.expectedRevision is not a whole number as text`;
-    if (typeof e['expectedHash'] !== 'string' || !HEX64.test(e['expectedHash'])) return `${where}.expectedHash is not 64 lowercase hex digits`;
+    if (typeof e['expectedHash'] !== 'string' || !HEX64.test(e['expectedHash']))
+      return `${where}.expectedHash is not 64 lowercase hex digits`;
     if (typeof e['expectedIsDeleted'] !== 'boolean') return `${where}.expectedIsDeleted is not true or false`;
     if (!isDateTime(e['localCreateTime'])) return `${where}.localCreateTime is not "yyyy-MM-dd HH:mm:ss"`;
     if (e['localCreateTime'] > (v['taskStart'] as string)) return `${where}.localCreateTime is after the task start`;
@@ -241,7 +287,13 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
     const at = itemAt(excluded, i, 'excluded', EXCLUSION_MEMBERS);
     if (typeof at === 'string') return at;
     const { where, item: x } = at;
-    if (!isStoredUuid(x['answerUuid']) || !(EXCLUSION_REASONS as readonly unknown[]).includes(x['reason']) || typeof x['detail'] !== 'string' || !isIso(x['fcCheckedAt'])) return `${where} is not as written by prove`;
+    if (
+      !isStoredUuid(x['answerUuid']) ||
+      !(EXCLUSION_REASONS as readonly unknown[]).includes(x['reason']) ||
+      typeof x['detail'] !== 'string' ||
+      !isIso(x['fcCheckedAt'])
+    )
+      return `${where} is not as written by prove`;
   }
   return null;
 }
@@ -257,19 +309,29 @@ export function proofStructureProblem(v: Record<string, unknown>): string | null
 export function parseProof(bytes: Uint8Array, label: string): ProofReading {
   const fileSha256 = createHash('sha256').update(bytes).digest('hex');
   if (!isUtf8(bytes)) throw new UsageError(`${label} is not UTF-8 text, so not a retire proof`);
-  if (bytes.length > MAX_PROOF_BYTES) throw new UsageError(`${label} is over ${MAX_PROOF_BYTES} bytes, so not a retire proof`);
+  if (bytes.length > MAX_PROOF_BYTES)
+    throw new UsageError(`${label} is over ${MAX_PROOF_BYTES} bytes, so not a retire proof`);
   const strict = canonicalize(bytes);
-  if (!strict.ok) throw new UsageError(`${label} is not a strict JSON document (${strict.error.code} at line ${strict.error.line}, column ${strict.error.column}), so not a retire proof`);
+  if (!strict.ok)
+    throw new UsageError(
+      `${label} is not a strict JSON document (${strict.error.code} at line ${strict.error.line}, column ${strict.error.column}), so not a retire proof`,
+    );
   let text = Buffer.from(bytes).toString('utf8');
   if (text.startsWith('\uFEFF')) text = text.slice(1);
   const v: unknown = JSON.parse(text);
   if (!isObject(v)) throw new UsageError(`${label} is not a JSON object, so not a retire proof`);
   const format = v['format'];
-  if (typeof format !== 'string' || !format.startsWith(PROOF_FORMAT_FAMILY)) throw new UsageError(`${label} has no "format": "${PROOF_FORMAT}" member, so it is not a retire proof`);
-  if (format !== PROOF_FORMAT) throw new UsageError(`${label} is a ${JSON.stringify(format)} proof; this fcctl reads ${PROOF_FORMAT} only`);
+  if (typeof format !== 'string' || !format.startsWith(PROOF_FORMAT_FAMILY))
+    throw new UsageError(`${label} has no "format": "${PROOF_FORMAT}" member, so it is not a retire proof`);
+  if (format !== PROOF_FORMAT)
+    throw new UsageError(`${label} is a ${JSON.stringify(format)} proof; this fcctl reads ${PROOF_FORMAT} only`);
 
   const str = (x: unknown) => (typeof x === 'string' ? x : null);
-  const answerUuids = Array.isArray(v['entries']) ? (v['entries'] as unknown[]).flatMap((e) => (isObject(e) && isStoredUuid(e['answerUuid']) ? [e['answerUuid']] : [])) : [];
+  const answerUuids = Array.isArray(v['entries'])
+    ? (v['entries'] as unknown[]).flatMap((e) =>
+        isObject(e) && isStoredUuid(e['answerUuid']) ? [e['answerUuid']] : [],
+      )
+    : [];
   const refusedWith = (reason: 'PROOF_DIGEST' | 'PROOF_INVALID', detail: string): ProofReading => ({
     kind: 'refused',
     reason,
@@ -282,19 +344,23 @@ export function parseProof(bytes: Uint8Array, label: string): ProofReading {
     answerUuids: answerUuids.slice(0, MAX_PROOF_ENTRIES),
   });
   const digest = v['digest'];
-  if (typeof digest !== 'string' || !HEX64.test(digest)) return refusedWith('PROOF_DIGEST', `${label} has no digest member of 64 lowercase hex digits`);
+  if (typeof digest !== 'string' || !HEX64.test(digest))
+    return refusedWith('PROOF_DIGEST', `${label} has no digest member of 64 lowercase hex digits`);
   let actual: string;
   try {
     actual = proofDigest(v);
   } catch {
     return refusedWith('PROOF_DIGEST', `${label}: its content has no fc.canon.v1 form, so its digest cannot match`);
   }
-  if (actual !== digest) return refusedWith('PROOF_DIGEST', `${label}: the content hashes to ${actual}, not the digest ${digest} it carries; it was changed after prove wrote it`);
+  if (actual !== digest)
+    return refusedWith(
+      'PROOF_DIGEST',
+      `${label}: the content hashes to ${actual}, not the digest ${digest} it carries; it was changed after prove wrote it`,
+    );
   const problem = proofStructureProblem(v);
   if (problem) return refusedWith('PROOF_INVALID', `${label}: ${problem}`);
   return { kind: 'valid', proof: v as unknown as RetireProof, fileSha256 };
 }
-
 
 /**
  * The evidence file used when none is given: beside the proof, `x.json` → `x.evidence.jsonl`.

@@ -70,7 +70,8 @@ export interface RetiredAuditDbRow {
   readonly observed_json: string | null;
 }
 
-const LOCAL_COLUMNS = 'sch_id, form_uuid, answer_revision, content_hash, is_deleted, create_time, retired_at, retire_proof_id, CAST(NOW() AS CHAR) AS sh_now';
+const LOCAL_COLUMNS =
+  'sch_id, form_uuid, answer_revision, content_hash, is_deleted, create_time, retired_at, retire_proof_id, CAST(NOW() AS CHAR) AS sh_now';
 
 /**
  * Cuts text to at most `n` characters (code points), marking a cut with `…`.
@@ -159,7 +160,18 @@ export const retireSql = {
     sql:
       'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
       'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW())',
-    params: [AUDIT_ACTION, a.outcome, cut(a.reason, 255), a.proofId, a.runId, cut(a.host, 255), a.schId === null ? null : BigInt(a.schId), a.answerUuid, JSON.stringify(a.expected), JSON.stringify(a.observed)],
+    params: [
+      AUDIT_ACTION,
+      a.outcome,
+      cut(a.reason, 255),
+      a.proofId,
+      a.runId,
+      cut(a.host, 255),
+      a.schId === null ? null : BigInt(a.schId),
+      a.answerUuid,
+      JSON.stringify(a.expected),
+      JSON.stringify(a.observed),
+    ],
   }),
 };
 
@@ -168,7 +180,13 @@ export const retireSql = {
  * @example fcSeen({ answer_uuid: 'a…', sch_id: '5', form_uuid: 'f…', answer_revision: '3', is_deleted: 0 }).revision // '3'
  */
 export function fcSeen(r: FcLookupRow): FcAnswerSeen {
-  return { answerUuid: r.answer_uuid, schId: String(r.sch_id), formUuid: r.form_uuid, revision: String(r.answer_revision), isDeleted: Number(r.is_deleted) !== 0 };
+  return {
+    answerUuid: r.answer_uuid,
+    schId: String(r.sch_id),
+    formUuid: r.form_uuid,
+    revision: String(r.answer_revision),
+    isDeleted: Number(r.is_deleted) !== 0,
+  };
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -191,8 +209,13 @@ function jsonObject(text: string | null): Record<string, unknown> | null {
  * is no such audit row, or it does not name a digest.
  * @example retirementDigest({ proof_id: 'rp-1', expected_json: '{"proofDigest":"ab…"}', observed_json: '{"retiredAt":"2026-11-30 02:00:00"}' }, '2026-11-30 02:00:00', 'rp-1') // 'ab…'
  */
-export function retirementDigest(audit: RetiredAuditDbRow | undefined, retiredAt: string | null, retireProofId: string | null): string | null {
-  if (audit === undefined || retiredAt === null || retireProofId === null || audit.proof_id !== retireProofId) return null;
+export function retirementDigest(
+  audit: RetiredAuditDbRow | undefined,
+  retiredAt: string | null,
+  retireProofId: string | null,
+): string | null {
+  if (audit === undefined || retiredAt === null || retireProofId === null || audit.proof_id !== retireProofId)
+    return null;
   const observed = jsonObject(audit.observed_json);
   const at = observed?.['retiredAt'];
   if (typeof at !== 'string' || at.replace('T', ' ').replace(/\.\d+$/, '') !== retiredAt) return null;

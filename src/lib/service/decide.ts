@@ -37,7 +37,11 @@ export const BACKOFF = { baseMs: 1000, capMs: 30_000 } as const;
  * @example backoffMs(1, () => 0) // 1000
  * @example backoffMs(10, () => 0) // 30000
  */
-export function backoffMs(attempt: number, random: () => number = Math.random, policy: { baseMs: number; capMs: number } = BACKOFF): number {
+export function backoffMs(
+  attempt: number,
+  random: () => number = Math.random,
+  policy: { baseMs: number; capMs: number } = BACKOFF,
+): number {
   const exp = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30));
   return Math.round(exp * (1 - 0.2 * random()));
 }
@@ -88,7 +92,12 @@ export interface ServiceSnapshot {
  */
 export function health(s: ServiceSnapshot, now: number, stuckAfterMs: number): Health {
   const stuckFor = now - s.lastProgressAt;
-  if (stuckFor > stuckAfterMs) return { healthy: false, ready: false, reason: `stuck: the loop has not made progress for ${Math.round(stuckFor / 1000)} s` };
+  if (stuckFor > stuckAfterMs)
+    return {
+      healthy: false,
+      ready: false,
+      reason: `stuck: the loop has not made progress for ${Math.round(stuckFor / 1000)} s`,
+    };
   if (s.state === 'running') return { healthy: true, ready: true, reason: 'ok' };
   const why: Record<Exclude<ServiceState, 'running'>, string> = {
     starting: 'starting: connecting and checking',
@@ -110,7 +119,8 @@ export function listenAddress(text: string): { host: string; port: number } | nu
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]*)):(\d{1,5})$/.exec(text);
   if (!m) return null;
   const port = Number(m[3]);
-  if (!Number.isInteger(port) || port < 1 || port > 65535 || String(port) !== m[3]!.replace(/^0+(?=\d)/, '')) return null;
+  if (!Number.isInteger(port) || port < 1 || port > 65535 || String(port) !== m[3]!.replace(/^0+(?=\d)/, ''))
+    return null;
   const host = m[1] ?? (m[2] === '' ? '127.0.0.1' : m[2]!);
   if (m[2] !== undefined && m[2] !== '' && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)) return null;
   return { host, port };

@@ -15,8 +15,18 @@ export interface ServiceEndpoints {
   readonly health: () => Health;
 }
 
-function reply(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {
-  res.writeHead(status, { 'Content-Type': contentType, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
+function reply(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  contentType = 'text/plain; charset=utf-8',
+  head = false,
+): void {
+  res.writeHead(status, {
+    'Content-Type': contentType,
+    'Cache-Control': 'no-store',
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(head ? undefined : body);
 }
 
@@ -53,7 +63,13 @@ export async function listen(address: { host: string; port: number }, endpoints:
   server.keepAliveTimeout = 5000;
   const shown = address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => reject(new EnvironmentError(`--listen ${shown}: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : (err.code ?? err.message)}`)));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new EnvironmentError(
+          `--listen ${shown}: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : (err.code ?? err.message)}`,
+        ),
+      ),
+    );
     server.listen(address.port, address.host, () => resolve());
   });
   return server;

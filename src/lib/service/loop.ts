@@ -10,7 +10,10 @@ import { failureKind, retryDelayMs, type ServiceState } from './decide.js';
  * stuck loop for `/healthz`); false when the stop signal came first.
  * @example if (!(await waitStepping(1000, deps))) break
  */
-export async function waitStepping(ms: number, deps: { readonly clock: () => number; readonly signal: AbortSignal; readonly onProgress?: () => void }): Promise<boolean> {
+export async function waitStepping(
+  ms: number,
+  deps: { readonly clock: () => number; readonly signal: AbortSignal; readonly onProgress?: () => void },
+): Promise<boolean> {
   const until = deps.clock() + ms;
   while (!deps.signal.aborted) {
     const left = until - deps.clock();
@@ -26,7 +29,9 @@ export async function waitStepping(ms: number, deps: { readonly clock: () => num
  * every few seconds is one line, not one per retry.
  * @example const setState = stateOnce(deps.onState); setState('outage', 'ECONNREFUSED')
  */
-export function stateOnce(onState: ((state: ServiceState, detail: string | null) => void) | undefined): (next: ServiceState, why?: string | null) => void {
+export function stateOnce(
+  onState: ((state: ServiceState, detail: string | null) => void) | undefined,
+): (next: ServiceState, why?: string | null) => void {
   let state: ServiceState | null = null;
   let detail: string | null = null;
   return (next, why = null) => {
@@ -46,7 +51,13 @@ export function stateOnce(onState: ((state: ServiceState, detail: string | null)
  */
 export async function connectPatiently<T>(
   open: () => Promise<T>,
-  deps: { readonly clock: () => number; readonly signal: AbortSignal; readonly onState?: (state: ServiceState, detail: string | null) => void; readonly onProgress?: () => void; readonly random?: () => number },
+  deps: {
+    readonly clock: () => number;
+    readonly signal: AbortSignal;
+    readonly onState?: (state: ServiceState, detail: string | null) => void;
+    readonly onProgress?: () => void;
+    readonly random?: () => number;
+  },
 ): Promise<T | null> {
   const setState = stateOnce(deps.onState);
   for (let attempt = 1; !deps.signal.aborted; attempt++) {

@@ -46,7 +46,11 @@ export interface ServiceHandle {
   readonly health: () => Health;
   readonly state: () => ServiceState;
   /** what the last beat measured: rows/s since the beat before, and the backlog (null until read) */
-  readonly beat: () => { readonly rowsPerSecond: number; readonly due: number | null; readonly oldestDueSeconds: number | null };
+  readonly beat: () => {
+    readonly rowsPerSecond: number;
+    readonly due: number | null;
+    readonly oldestDueSeconds: number | null;
+  };
 }
 
 /**
@@ -54,9 +58,17 @@ export interface ServiceHandle {
  * before anything is claimed), the registry row is beaten meanwhile, and both are gone when it ends.
  * @example const summary = await runService(options, deps, (svc) => followSend(o, { ...d, ...svc }))
  */
-export async function runService<T>(o: ServiceOptions, deps: ServiceDeps, loop: (svc: ServiceHandle) => Promise<T>): Promise<T> {
+export async function runService<T>(
+  o: ServiceOptions,
+  deps: ServiceDeps,
+  loop: (svc: ServiceHandle) => Promise<T>,
+): Promise<T> {
   const metrics = o.listen ? await serviceMetrics() : null;
-  const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = { state: 'starting', lastProgressAt: deps.clock(), detail: null };
+  const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = {
+    state: 'starting',
+    lastProgressAt: deps.clock(),
+    detail: null,
+  };
   const label = { command: o.command };
   let rows = 0;
   const lastBeat = { rowsPerSecond: 0, due: null as number | null, oldestDueSeconds: null as number | null };
@@ -120,7 +132,14 @@ function heartbeat(
   measured: { rowsPerSecond: number; due: number | null; oldestDueSeconds: number | null },
 ): { stop: () => Promise<void>; now: () => void } {
   const workerId = randomUUID();
-  const base = { workerId, command: o.command, host: hostname(), pid: process.pid, version: o.version, heartbeatSeconds: o.heartbeatSeconds };
+  const base = {
+    workerId,
+    command: o.command,
+    host: hostname(),
+    pid: process.pid,
+    version: o.version,
+    heartbeatSeconds: o.heartbeatSeconds,
+  };
   let lastRows = 0;
   let lastAt = deps.clock();
   let beating: Promise<void> = Promise.resolve();
@@ -138,7 +157,10 @@ function heartbeat(
       measured.due = b.due;
       measured.oldestDueSeconds = b.oldestAgeSeconds;
       if (svc.metrics) {
-        const [due, oldest] = o.command === 'deliveries send' ? [svc.metrics.relayDue, svc.metrics.relayOldestDue] : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
+        const [due, oldest] =
+          o.command === 'deliveries send'
+            ? [svc.metrics.relayDue, svc.metrics.relayOldestDue]
+            : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
         due.set(b.due);
         oldest.set(b.oldestAgeSeconds);
       }

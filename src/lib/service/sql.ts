@@ -28,10 +28,24 @@ export const workerSql = {
       'VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(), UTC_TIMESTAMP(), ?, ?, ?) ' +
       // the new values as parameters again: VALUES() in this clause is deprecated on MySQL 8
       'ON DUPLICATE KEY UPDATE last_beat_at = UTC_TIMESTAMP(), state = ?, rows_per_second = ?',
-    params: [b.workerId, b.command.slice(0, 64), b.host.slice(0, 255), b.pid, b.version.slice(0, 32), b.heartbeatSeconds, b.state, rate(b.rowsPerSecond), b.state, rate(b.rowsPerSecond)],
+    params: [
+      b.workerId,
+      b.command.slice(0, 64),
+      b.host.slice(0, 255),
+      b.pid,
+      b.version.slice(0, 32),
+      b.heartbeatSeconds,
+      b.state,
+      rate(b.rowsPerSecond),
+      b.state,
+      rate(b.rowsPerSecond),
+    ],
   }),
   /** A clean stop takes the row away. */
-  remove: (workerId: string): Statement => ({ sql: 'DELETE FROM fcctl_worker WHERE worker_id = ?', params: [workerId] }),
+  remove: (workerId: string): Statement => ({
+    sql: 'DELETE FROM fcctl_worker WHERE worker_id = ?',
+    params: [workerId],
+  }),
   /**
    * Every registered process, with whether it is stale: its last beat older than three of its own
    * intervals (it was killed, or is cut off from the database).

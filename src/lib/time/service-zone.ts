@@ -46,13 +46,15 @@ export const SERVER_ZONE_SQL =
 export async function readServerZone(db: Db): Promise<ServerZoneFacts> {
   const [row] = await db.query<Record<string, string | number | null>>(SERVER_ZONE_SQL);
   if (!row) throw new EnvironmentError(`${db.label}: the time zone query returned no row`);
-  const text = (v: unknown) => (v === null || v === undefined ? '' : Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
+  const text = (v: unknown) =>
+    v === null || v === undefined ? '' : Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
   return {
     sessionZone: text(row['session_zone']),
     globalZone: text(row['global_zone']),
     systemZone: text(row['system_zone']),
     utcNow: text(row['utc_now']),
-    offsetMinutes: row['offset_minutes'] === null || row['offset_minutes'] === undefined ? null : Number(row['offset_minutes']),
+    offsetMinutes:
+      row['offset_minutes'] === null || row['offset_minutes'] === undefined ? null : Number(row['offset_minutes']),
   };
 }
 
@@ -78,23 +80,38 @@ const isTrustedSystemName = (name: string) => name.includes('/') || ['UTC', 'GMT
  * @example zoneFromServer({ sessionZone: 'SYSTEM', globalZone: 'SYSTEM', systemZone: 'UTC', utcNow: '2026-10-21 02:05:00', offsetMinutes: 0 }).zone // 'UTC'
  */
 export function zoneFromServer(facts: ServerZoneFacts): ServiceTimeZone {
-  const said = facts.globalZone === 'SYSTEM' ? `time_zone SYSTEM, system_time_zone ${facts.systemZone || '(empty)'}` : `time_zone ${facts.globalZone}`;
-  const session = facts.sessionZone !== '' && facts.sessionZone !== facts.globalZone ? `; this session's ${facts.sessionZone} ignored` : '';
+  const said =
+    facts.globalZone === 'SYSTEM'
+      ? `time_zone SYSTEM, system_time_zone ${facts.systemZone || '(empty)'}`
+      : `time_zone ${facts.globalZone}`;
+  const session =
+    facts.sessionZone !== '' && facts.sessionZone !== facts.globalZone
+      ? `; this session's ${facts.sessionZone} ignored`
+      : '';
   const fixed = serverOffset(facts.globalZone);
   if (fixed) return { zone: fixed, source: 'fc-database', from: `from the FC database: ${said}${session}` };
   const candidate = facts.globalZone === 'SYSTEM' ? facts.systemZone : facts.globalZone;
-  const known = candidate !== '' && !candidate.startsWith('+') && !candidate.startsWith('-') && checkTimeZone(candidate).ok;
-  if (known && facts.globalZone !== 'SYSTEM') return { zone: candidate, source: 'fc-database', from: `from the FC database: ${said}${session}` };
+  const known =
+    candidate !== '' && !candidate.startsWith('+') && !candidate.startsWith('-') && checkTimeZone(candidate).ok;
+  if (known && facts.globalZone !== 'SYSTEM')
+    return { zone: candidate, source: 'fc-database', from: `from the FC database: ${said}${session}` };
   let why = `${JSON.stringify(candidate)} is no IANA zone name`;
   if (known && isTrustedSystemName(candidate)) {
     const utcMs = Date.parse(`${facts.utcNow.replace(' ', 'T')}Z`);
     // The OS's zone name is only a hint: it must give the server's offset now.
-    if (facts.offsetMinutes === null || Number.isNaN(utcMs) || instantOffset(utcMs, candidate) === offsetOfMinutes(facts.offsetMinutes)) {
+    if (
+      facts.offsetMinutes === null ||
+      Number.isNaN(utcMs) ||
+      instantOffset(utcMs, candidate) === offsetOfMinutes(facts.offsetMinutes)
+    ) {
       return { zone: candidate, source: 'fc-database', from: `from the FC database: ${said}${session}` };
     }
     why = `${candidate}'s offset now is not the server's ${offsetOfMinutes(facts.offsetMinutes)}`;
   }
-  if (facts.offsetMinutes === null) throw new EnvironmentError(`cannot tell the FC database's time zone (${said}): set serviceTimeZone (FCCTL_SERVICE_TIME_ZONE)`);
+  if (facts.offsetMinutes === null)
+    throw new EnvironmentError(
+      `cannot tell the FC database's time zone (${said}): set serviceTimeZone (FCCTL_SERVICE_TIME_ZONE)`,
+    );
   return {
     zone: offsetOfMinutes(facts.offsetMinutes),
     source: 'fc-database-offset',

@@ -13,9 +13,25 @@ const LOCAL = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})/;
  * (`CST`, `IST`, `BST`, `PST`…) are ICU's copies of Java's old short ids — `CST` is America/Chicago
  * there, while a server in Shanghai calls its zone CST too — so they are refused as ambiguous.
  */
-const IANA_THREE_LETTERS = new Set(['UTC', 'UCT', 'GMT', 'EST', 'MST', 'HST', 'CET', 'EET', 'MET', 'WET', 'PRC', 'ROC', 'ROK']);
+const IANA_THREE_LETTERS = new Set([
+  'UTC',
+  'UCT',
+  'GMT',
+  'EST',
+  'MST',
+  'HST',
+  'CET',
+  'EET',
+  'MET',
+  'WET',
+  'PRC',
+  'ROC',
+  'ROK',
+]);
 
-type Zone = { readonly kind: 'fixed'; readonly offset: string } | { readonly kind: 'iana'; readonly format: Intl.DateTimeFormat };
+type Zone =
+  | { readonly kind: 'fixed'; readonly offset: string }
+  | { readonly kind: 'iana'; readonly format: Intl.DateTimeFormat };
 
 export type ZoneCheck = { readonly ok: true; readonly zone: string } | { readonly ok: false; readonly reason: string };
 
@@ -44,11 +60,16 @@ export function checkTimeZone(value: string): ZoneCheck {
   if (value.startsWith('+') || value.startsWith('-')) {
     const m = OFFSET.exec(value);
     const seconds = m ? Number(m[2]) * 3600 + Number(m[3]) * 60 : NaN;
-    if (!m || Number(m[3]) > 59 || seconds > MAX_OFFSET_SECONDS) return { ok: false, reason: 'is not an offset ±HH:MM between -18:00 and +18:00' };
+    if (!m || Number(m[3]) > 59 || seconds > MAX_OFFSET_SECONDS)
+      return { ok: false, reason: 'is not an offset ±HH:MM between -18:00 and +18:00' };
     return { ok: true, zone: formatOffset(m[1] === '-' ? -seconds : seconds) };
   }
   if (/^[A-Za-z]{3}$/.test(value) && !IANA_THREE_LETTERS.has(value.toUpperCase())) {
-    return { ok: false, reason: 'is an abbreviation, not an IANA zone name (CST is China, Cuba or US Central): give a name such as Asia/Shanghai' };
+    return {
+      ok: false,
+      reason:
+        'is an abbreviation, not an IANA zone name (CST is China, Cuba or US Central): give a name such as Asia/Shanghai',
+    };
   }
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
@@ -65,9 +86,22 @@ function zoneOf(name: string): Zone {
   if (zone) return zone;
   const check = checkTimeZone(name);
   if (!check.ok) throw new Error(`time zone ${JSON.stringify(name.slice(0, 80))} ${check.reason}`);
-  zone = check.zone.startsWith('+') || check.zone.startsWith('-')
-    ? { kind: 'fixed', offset: check.zone }
-    : { kind: 'iana', format: new Intl.DateTimeFormat('en-US', { timeZone: name, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }) };
+  zone =
+    check.zone.startsWith('+') || check.zone.startsWith('-')
+      ? { kind: 'fixed', offset: check.zone }
+      : {
+          kind: 'iana',
+          format: new Intl.DateTimeFormat('en-US', {
+            timeZone: name,
+            hourCycle: 'h23',
+            year: 'numeric',
+            month: 'numeric',
+            day: 'numeric',
+            hour: 'numeric',
+            minute: 'numeric',
+            second: 'numeric',
+          }),
+        };
   // Few distinct zones exist in a run; the bound only keeps a misuse from growing the map.
   if (zones.size >= 64) zones.clear();
   zones.set(name, zone);
@@ -146,7 +180,14 @@ export function offsetAt(local: string, zone: string): string {
   const key = `${zone}\u0000${local.slice(0, 13)}`;
   const cached = hours.get(key);
   if (cached) return cached;
-  const [y, mo, d, h, mi, s] = LOCAL.exec(local)!.slice(1).map(Number) as [number, number, number, number, number, number];
+  const [y, mo, d, h, mi, s] = LOCAL.exec(local)!.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (cached === undefined) {
     const first = resolveOffset(z.format, wallMs(y, mo, d, h, 0, 0));
     const last = resolveOffset(z.format, wallMs(y, mo, d, h, 59, 59));

@@ -47,9 +47,14 @@ export function selectorOf(s: RequeueSelection): { readonly text: string; readon
   const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v), 'utf8').digest('hex');
   switch (s.kind) {
     case 'key':
-      return { text: cutText(`key ${JSON.stringify(s.key.bizType)} ${JSON.stringify(s.key.bizId)}`, 255), sha256: sha(['key', s.key.bizType, s.key.bizId]) };
+      return {
+        text: cutText(`key ${JSON.stringify(s.key.bizType)} ${JSON.stringify(s.key.bizId)}`, 255),
+        sha256: sha(['key', s.key.bizType, s.key.bizId]),
+      };
     case 'file': {
-      const keys = s.keys.map((k) => [k.bizType, k.bizId]).sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : a[1]! < b[1]! ? -1 : a[1]! > b[1]! ? 1 : 0));
+      const keys = s.keys
+        .map((k) => [k.bizType, k.bizId])
+        .sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : a[1]! < b[1]! ? -1 : a[1]! > b[1]! ? 1 : 0));
       return { text: `file of ${keys.length} command(s)`, sha256: sha(['file', keys]) };
     }
     case 'dead':
@@ -176,23 +181,46 @@ export function decideRequeue(f: RequeueFacts): RequeueDecision {
     commandId: row ? String(row.id) : null,
     ...(write ? { write } : {}),
   });
-  if (!row) return answer('NO_COMMAND', `no flow_apply_command for biz type ${JSON.stringify(f.key.bizType)}, biz id ${JSON.stringify(f.key.bizId)}`);
+  if (!row)
+    return answer(
+      'NO_COMMAND',
+      `no flow_apply_command for biz type ${JSON.stringify(f.key.bizType)}, biz id ${JSON.stringify(f.key.bizId)}`,
+    );
   const refusal = stateRefusal(row, f.mode);
   if (refusal) return answer('NOT_REQUEUABLE', refusal);
   const code = reasonCodeOf(row.last_error);
   if (f.mode === 'dead' && f.reasonFilter !== null && code !== f.reasonFilter) {
     return answer('NOT_REQUEUABLE', `its reason is ${code ?? 'none'} now, not ${f.reasonFilter}`);
   }
-  if (Number(row.claim_live) === 1) return answer('CLAIMED', `claimed by ${row.claim_owner} until ${row.claim_expires_at}; requeue it once that lease is over`);
+  if (Number(row.claim_live) === 1)
+    return answer(
+      'CLAIMED',
+      `claimed by ${row.claim_owner} until ${row.claim_expires_at}; requeue it once that lease is over`,
+    );
   const retries = Number(row.retry_count);
   const was = `${row.state} after ${retries} ${retries === 1 ? 'retry' : 'retries'}${row.last_error ? ` (${row.last_error})` : ''}`;
   const write = {
-    from: { id: String(row.id), state: row.state as CommandGeneration['state'], retryCount: retries, attempt: Number(row.attempt), requestToken: row.request_token },
+    from: {
+      id: String(row.id),
+      state: row.state as CommandGeneration['state'],
+      retryCount: retries,
+      attempt: Number(row.attempt),
+      requestToken: row.request_token,
+    },
     lastError: cutText(`REQUEUED: was ${was}`, COLUMN_WIDTH.lastError),
   };
   // the write travels with a dry run's answer too (the evidence shows what it would write); the runner applies it only with --execute
-  if (!f.execute) return answer(WOULD_REQUEUE, `would be UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown would look it up first); is ${was}`, write);
-  return answer('REQUEUED', `UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown looks it up first); was ${was}`, write);
+  if (!f.execute)
+    return answer(
+      WOULD_REQUEUE,
+      `would be UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown would look it up first); is ${was}`,
+      write,
+    );
+  return answer(
+    'REQUEUED',
+    `UNKNOWN again with its retry budget reset, same request token and attempt ${row.attempt} (resolve-unknown looks it up first); was ${was}`,
+    write,
+  );
 }
 
 /**
@@ -201,9 +229,14 @@ export function decideRequeue(f: RequeueFacts): RequeueDecision {
  * concurrent call with another selection).
  * @example operationConflict([{ selector: 'dead', selectorSha256: 'a…' }], selectorOf({ kind: 'dead', reason: 'UNEXPECTED_BRANCH' })) // 'operation id already used for dead, …'
  */
-export function operationConflict(recorded: ReadonlyArray<Pick<RecordedRequeue, 'selector' | 'selectorSha256'>>, selector: { readonly text: string; readonly sha256: string }): string | null {
+export function operationConflict(
+  recorded: ReadonlyArray<Pick<RecordedRequeue, 'selector' | 'selectorSha256'>>,
+  selector: { readonly text: string; readonly sha256: string },
+): string | null {
   const other = recorded.find((r) => r.selectorSha256 !== selector.sha256);
-  return other ? `operation id already used for ${other.selector}, not for ${selector.text}; use a new operation id` : null;
+  return other
+    ? `operation id already used for ${other.selector}, not for ${selector.text}; use a new operation id`
+    : null;
 }
 
 /**
@@ -221,8 +254,20 @@ export function isTemporary(code: RequeueOutcomeCode): boolean {
  * re-run of `--dead` under the same id stop selecting and just repeat the recorded answers.
  * @example operationComplete({ stoppedBy: 'done', error: false, notRun: 0, truncated: false, codes: ['REQUEUED'] }) // true
  */
-export function operationComplete(r: { readonly stoppedBy: string; readonly error: boolean; readonly notRun: number; readonly truncated: boolean; readonly codes: readonly RequeueOutcomeCode[] }): boolean {
-  return r.stoppedBy === 'done' && !r.error && r.notRun === 0 && !r.truncated && !r.codes.some((c) => isTemporary(c) || c === OPERATION_CONFLICT);
+export function operationComplete(r: {
+  readonly stoppedBy: string;
+  readonly error: boolean;
+  readonly notRun: number;
+  readonly truncated: boolean;
+  readonly codes: readonly RequeueOutcomeCode[];
+}): boolean {
+  return (
+    r.stoppedBy === 'done' &&
+    !r.error &&
+    r.notRun === 0 &&
+    !r.truncated &&
+    !r.codes.some((c) => isTemporary(c) || c === OPERATION_CONFLICT)
+  );
 }
 
 /**
@@ -272,8 +317,16 @@ export interface RequeueRunResult {
  * executed run counts REQUEUED (a repeated REQUEUED was done by an earlier run).
  * @example requeueByCode([{ code: 'CLAIMED' }], true).CLAIMED // 1
  */
-export function requeueByCode(results: ReadonlyArray<Pick<RequeueResult, 'code'>>, execute: boolean): Record<string, number> {
-  const byCode: Record<string, number> = Object.fromEntries([...REQUEUE_CODES.map((c) => (c === 'REQUEUED' && !execute ? WOULD_REQUEUE : c)), OPERATION_CONFLICT].map((c) => [c, 0]));
+export function requeueByCode(
+  results: ReadonlyArray<Pick<RequeueResult, 'code'>>,
+  execute: boolean,
+): Record<string, number> {
+  const byCode: Record<string, number> = Object.fromEntries(
+    [...REQUEUE_CODES.map((c) => (c === 'REQUEUED' && !execute ? WOULD_REQUEUE : c)), OPERATION_CONFLICT].map((c) => [
+      c,
+      0,
+    ]),
+  );
   for (const r of results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   return byCode;
 }
@@ -283,7 +336,12 @@ export function requeueByCode(results: ReadonlyArray<Pick<RequeueResult, 'code'>
  * or a signal stopped the run, 0 when every command was REQUEUED (in a dry run: WOULD_REQUEUE).
  * @example requeueExitCode({ error: false, refused: 1, notRun: 0, interrupted: false }) // 1
  */
-export function requeueExitCode(r: { readonly error: boolean; readonly refused: number; readonly notRun: number; readonly interrupted: boolean }): number {
+export function requeueExitCode(r: {
+  readonly error: boolean;
+  readonly refused: number;
+  readonly notRun: number;
+  readonly interrupted: boolean;
+}): number {
   return batchExitCode({ environment: r.error, failed: r.refused + r.notRun, interrupted: r.interrupted });
 }
 
@@ -299,9 +357,21 @@ export function summarizeRequeue(
 ): { fields: Summary; counts: Record<string, number> | undefined } {
   const counts = at.json ? undefined : Object.fromEntries(Object.entries(run.byCode).filter(([, n]) => n > 0));
   const fields = {
-    command, exitCode: run.exitCode, dryRun: run.dryRun, operationId: at.operationId, selector: run.selector, items: run.items, answered: run.results.length,
-    ...(counts ? {} : { byCode: run.byCode }), repeated: run.repeated, refused: run.refused, notRun: run.notRun, truncated: run.truncated, stoppedBy: run.stoppedBy,
-    evidence: run.evidencePath, seconds: Math.round(at.elapsedMs / 100) / 10,
+    command,
+    exitCode: run.exitCode,
+    dryRun: run.dryRun,
+    operationId: at.operationId,
+    selector: run.selector,
+    items: run.items,
+    answered: run.results.length,
+    ...(counts ? {} : { byCode: run.byCode }),
+    repeated: run.repeated,
+    refused: run.refused,
+    notRun: run.notRun,
+    truncated: run.truncated,
+    stoppedBy: run.stoppedBy,
+    evidence: run.evidencePath,
+    seconds: Math.round(at.elapsedMs / 100) / 10,
   };
   return { fields, counts };
 }
@@ -313,5 +383,8 @@ export function summarizeRequeue(
  */
 export function requeueRunError(error: unknown): EnvironmentError {
   if (error instanceof EnvironmentError) return error;
-  return new EnvironmentError(`requeue stopped by a database error: ${String((error as Error)?.message ?? error).split('\n')[0]}`, { cause: error });
+  return new EnvironmentError(
+    `requeue stopped by a database error: ${String((error as Error)?.message ?? error).split('\n')[0]}`,
+    { cause: error },
+  );
 }

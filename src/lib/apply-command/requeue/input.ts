@@ -30,8 +30,13 @@ export const BIZ_ID_WIDTH = 64;
  */
 export function checkKeyPart(value: unknown, name: string, width: number, line: number): string {
   if (typeof value !== 'string' || value === '') throw new LineError(line, `${name} is missing or empty`);
-  if ([...value].length > width) throw new LineError(line, `${name} is longer than ${width} characters (the column's width)`);
-  if (!isTidy(value)) throw new LineError(line, `${name} ${JSON.stringify(value.slice(0, 80))} holds control characters or surrounding spaces`);
+  if ([...value].length > width)
+    throw new LineError(line, `${name} is longer than ${width} characters (the column's width)`);
+  if (!isTidy(value))
+    throw new LineError(
+      line,
+      `${name} ${JSON.stringify(value.slice(0, 80))} holds control characters or surrounding spaces`,
+    );
   return value;
 }
 
@@ -41,7 +46,10 @@ export function checkKeyPart(value: unknown, name: string, width: number, line: 
  */
 export function checkReason(value: string): string {
   if (!isReasonCode(value)) {
-    throw new LineError(0, `${JSON.stringify(value.slice(0, 80))} is not a reason code fcctl writes (OWNERSHIP_MISMATCH, UNEXPECTED_BRANCH, INVALID_COMMAND, or LOOKUP_/APPLY_ with TIMEOUT, NETWORK, MALFORMED, HTTP_<status>)`);
+    throw new LineError(
+      0,
+      `${JSON.stringify(value.slice(0, 80))} is not a reason code fcctl writes (OWNERSHIP_MISMATCH, UNEXPECTED_BRANCH, INVALID_COMMAND, or LOOKUP_/APPLY_ with TIMEOUT, NETWORK, MALFORMED, HTTP_<status>)`,
+    );
   }
   return value;
 }
@@ -57,16 +65,32 @@ export type RequeueTarget =
  * (with `--reason` only there).
  * @example requeueTargetOf({ dead: true, reason: 'UNEXPECTED_BRANCH' }) // { kind: 'dead', reason: 'UNEXPECTED_BRANCH' }
  */
-export function requeueTargetOf(f: { readonly bizType?: string; readonly bizId?: string; readonly from?: string; readonly dead?: boolean; readonly reason?: string }): RequeueTarget {
+export function requeueTargetOf(f: {
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly from?: string;
+  readonly dead?: boolean;
+  readonly reason?: string;
+}): RequeueTarget {
   const named = f.bizType !== undefined || f.bizId !== undefined;
   const given = [named, f.from !== undefined, f.dead === true].filter(Boolean).length;
-  if (given === 0) throw new LineError(0, 'give --biz-type and --biz-id for one command, --from FILE for a list, or --dead for the DEAD rows');
+  if (given === 0)
+    throw new LineError(
+      0,
+      'give --biz-type and --biz-id for one command, --from FILE for a list, or --dead for the DEAD rows',
+    );
   if (given > 1) throw new LineError(0, '--biz-type/--biz-id, --from and --dead are three ways to select: give one');
   if (f.reason !== undefined && f.dead !== true) throw new LineError(0, '--reason applies only with --dead');
   if (f.dead) return { kind: 'dead', reason: f.reason === undefined ? null : checkReason(f.reason) };
   if (f.from !== undefined) return { kind: 'file', path: f.from };
   if (f.bizType === undefined || f.bizId === undefined) throw new LineError(0, '--biz-type and --biz-id go together');
-  return { kind: 'key', key: { bizType: checkKeyPart(f.bizType, '--biz-type', BIZ_TYPE_WIDTH, 0), bizId: checkKeyPart(f.bizId, '--biz-id', BIZ_ID_WIDTH, 0) } };
+  return {
+    kind: 'key',
+    key: {
+      bizType: checkKeyPart(f.bizType, '--biz-type', BIZ_TYPE_WIDTH, 0),
+      bizId: checkKeyPart(f.bizId, '--biz-id', BIZ_ID_WIDTH, 0),
+    },
+  };
 }
 
 type Line = BizKey & { readonly line: number };
@@ -83,7 +107,10 @@ export function parseRequeueFile(text: string): Line[] {
     { csv: 'biz_id', json: 'bizId' },
   ]);
   // JSON lines: the `type` member read by line (a second, cheap pass); a listing's summary line names no command
-  const types = format === 'json' ? new Map(readRecords(text, [{ csv: 'type', json: 'type' }]).records.map((r) => [r.line, r.values[0]])) : null;
+  const types =
+    format === 'json'
+      ? new Map(readRecords(text, [{ csv: 'type', json: 'type' }]).records.map((r) => [r.line, r.values[0]]))
+      : null;
   const records = types ? all.filter(({ line }) => types.get(line) === undefined || types.get(line) === 'row') : all;
   const [typeName, idName] = format === 'csv' ? ['biz_type', 'biz_id'] : ['bizType', 'bizId'];
   const keys: Line[] = records.map(({ line, values }) => ({
@@ -92,12 +119,17 @@ export function parseRequeueFile(text: string): Line[] {
     bizId: checkKeyPart(values[1], idName, BIZ_ID_WIDTH, line),
   }));
   if (keys.length === 0) throw new LineError(0, 'the file names no command');
-  if (keys.length > MAX_REQUEUE_ITEMS) throw new LineError(keys[MAX_REQUEUE_ITEMS]!.line, `more than ${MAX_REQUEUE_ITEMS} commands; split the file`);
+  if (keys.length > MAX_REQUEUE_ITEMS)
+    throw new LineError(keys[MAX_REQUEUE_ITEMS]!.line, `more than ${MAX_REQUEUE_ITEMS} commands; split the file`);
   const seen = new Map<string, number>();
   for (const k of keys) {
     const id = `${k.bizType}\u0000${k.bizId}`;
     const first = seen.get(id);
-    if (first !== undefined) throw new LineError(k.line, `${JSON.stringify(k.bizType)} ${JSON.stringify(k.bizId)} is named on line ${first} already`);
+    if (first !== undefined)
+      throw new LineError(
+        k.line,
+        `${JSON.stringify(k.bizType)} ${JSON.stringify(k.bizId)} is named on line ${first} already`,
+      );
     seen.set(id, k.line);
   }
   return keys;
@@ -110,7 +142,10 @@ export type SelectedKey = BizKey & { readonly line: number | null };
  * The selection of a target, a `--from` file read and checked whole (exit 2 on any bad line).
  * @example const { selection, lines } = await readSelection({ kind: 'file', path: 'dead.csv' }, process.stdin)
  */
-export async function readSelection(target: RequeueTarget, stdin: AsyncIterable<unknown>): Promise<{ selection: RequeueSelection; lines: SelectedKey[] }> {
+export async function readSelection(
+  target: RequeueTarget,
+  stdin: AsyncIterable<unknown>,
+): Promise<{ selection: RequeueSelection; lines: SelectedKey[] }> {
   if (target.kind === 'key') return { selection: target, lines: [{ ...target.key, line: null }] };
   if (target.kind === 'dead') return { selection: target, lines: [] };
   try {

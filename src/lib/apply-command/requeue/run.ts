@@ -100,7 +100,10 @@ const keyId = (k: BizKey) => `${k.bizType}\u0000${k.bizId}`;
 /** A schema without the requeue table is the environment's problem, with the fix named. */
 function schemaHint(err: unknown): unknown {
   if ((err as { code?: string }).code === 'ER_NO_SUCH_TABLE') {
-    return new EnvironmentError(`SH schema missing a table (${String((err as Error).message).split('\n')[0]}): run \`fcctl db init --side sh\``, { cause: err });
+    return new EnvironmentError(
+      `SH schema missing a table (${String((err as Error).message).split('\n')[0]}): run \`fcctl db init --side sh\``,
+      { cause: err },
+    );
   }
   return err;
 }
@@ -156,15 +159,29 @@ async function bindOperation(op: Operation): Promise<void> {
 /** The operation's header and answers, and whether they belong to another selection. */
 async function readPrior(op: Operation): Promise<Prior> {
   const h = requeueSql.header(op.digest);
-  const header = (await op.db.query<HeaderRaw>(h.sql, h.params).catch((err: unknown) => {
-    throw schemaHint(err);
-  }))[0] ?? null;
+  const header =
+    (
+      await op.db.query<HeaderRaw>(h.sql, h.params).catch((err: unknown) => {
+        throw schemaHint(err);
+      })
+    )[0] ?? null;
   const r = requeueSql.recorded(op.digest);
   const recorded = await op.db.query<RecordedRaw>(r.sql, r.params).catch((err: unknown) => {
     throw schemaHint(err);
   });
-  const conflict = operationConflict([...(header ? [{ selector: header.selector, selectorSha256: header.selector_sha256 }] : []), ...recorded.map(recordedOf)], op.selector);
-  return { header, recorded, conflict, byKey: new Map(recorded.map((x) => [keyId({ bizType: x.biz_type, bizId: x.biz_id }), recordedOf(x)])) };
+  const conflict = operationConflict(
+    [
+      ...(header ? [{ selector: header.selector, selectorSha256: header.selector_sha256 }] : []),
+      ...recorded.map(recordedOf),
+    ],
+    op.selector,
+  );
+  return {
+    header,
+    recorded,
+    conflict,
+    byKey: new Map(recorded.map((x) => [keyId({ bizType: x.biz_type, bizId: x.biz_id }), recordedOf(x)])),
+  };
 }
 
 /**
@@ -172,14 +189,22 @@ async function readPrior(op: Operation): Promise<Prior> {
  * commands again, none new; an incomplete one (interrupted, or a command CLAIMED) repeats those
  * and selects again the DEAD rows it has not answered yet.
  */
-async function itemsOf(op: Operation, lines: SelectedKey[], prior: Prior): Promise<{ items: SelectedKey[]; truncated: boolean }> {
+async function itemsOf(
+  op: Operation,
+  lines: SelectedKey[],
+  prior: Prior,
+): Promise<{ items: SelectedKey[]; truncated: boolean }> {
   if (op.selection.kind !== 'dead' || prior.conflict !== null) return { items: lines, truncated: false };
   const items: SelectedKey[] = prior.recorded.map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null }));
   if (prior.header?.completed_at != null) return { items, truncated: false };
   for (let after = '0'; ; ) {
     const q = requeueSql.deadKeys(op.selection.reason, after, 1000);
     const page = await op.db.query<{ id: string | number; biz_type: string; biz_id: string }>(q.sql, q.params);
-    items.push(...page.filter((r) => !prior.byKey.has(keyId({ bizType: r.biz_type, bizId: r.biz_id }))).map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null })));
+    items.push(
+      ...page
+        .filter((r) => !prior.byKey.has(keyId({ bizType: r.biz_type, bizId: r.biz_id })))
+        .map((r) => ({ bizType: r.biz_type, bizId: r.biz_id, line: null })),
+    );
     if (page.length < 1000 || items.length > MAX_REQUEUE_ITEMS) break;
     after = String(page[page.length - 1]!.id);
   }
@@ -190,15 +215,41 @@ async function itemsOf(op: Operation, lines: SelectedKey[], prior: Prior): Promi
 async function refuseOperation(op: Operation, conflict: string, truncated: boolean): Promise<RequeueRunResult> {
   await op.line({ type: 'refused-operation', reason: conflict });
   const exitCode = requeueExitCode({ error: false, refused: 1, notRun: 0, interrupted: false });
-  await op.line({ type: 'end', exitCode, byCode: { [OPERATION_CONFLICT]: 1 }, notRun: 0, stoppedBy: 'operation-conflict', endedAt: op.deps.now().toISOString() });
+  await op.line({
+    type: 'end',
+    exitCode,
+    byCode: { [OPERATION_CONFLICT]: 1 },
+    notRun: 0,
+    stoppedBy: 'operation-conflict',
+    endedAt: op.deps.now().toISOString(),
+  });
   return {
-    runId: op.runId, selector: op.selector.text, dryRun: !op.options.execute, items: 0, truncated, results: [], byCode: { [OPERATION_CONFLICT]: 1 }, refused: 1, repeated: 0, notRun: 0,
-    stoppedBy: 'operation-conflict', operationConflict: conflict, exitCode, evidencePath: op.evidencePath, error: null,
+    runId: op.runId,
+    selector: op.selector.text,
+    dryRun: !op.options.execute,
+    items: 0,
+    truncated,
+    results: [],
+    byCode: { [OPERATION_CONFLICT]: 1 },
+    refused: 1,
+    repeated: 0,
+    notRun: 0,
+    stoppedBy: 'operation-conflict',
+    operationConflict: conflict,
+    exitCode,
+    evidencePath: op.evidencePath,
+    error: null,
   };
 }
 
 const factsOf = (op: Operation, key: BizKey, prior: RecordedRequeue | null, row: RequeueRow | null): RequeueFacts => ({
-  mode: op.mode, reasonFilter: op.reasonFilter, execute: op.options.execute, key, selector: op.selector, prior, row,
+  mode: op.mode,
+  reasonFilter: op.reasonFilter,
+  execute: op.options.execute,
+  key,
+  selector: op.selector,
+  prior,
+  row,
 });
 
 /** One command's decision: the recorded answer, a dry run's read, or the transaction (retried on a deadlock or a moved generation). */
@@ -215,7 +266,8 @@ async function decideOne(op: Operation, prior: Prior, key: BizKey): Promise<Deci
       return await op.db.transaction((conn) => requeueInTransaction(op, conn, key));
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (attempt < MAX_ATTEMPTS && (err instanceof GenerationMoved || (code !== undefined && RETRYABLE.has(code)))) continue;
+      if (attempt < MAX_ATTEMPTS && (err instanceof GenerationMoved || (code !== undefined && RETRYABLE.has(code))))
+        continue;
       throw schemaHint(err);
     }
   }
@@ -238,13 +290,29 @@ async function requeueInTransaction(op: Operation, conn: PoolConnection, key: Bi
   if (decision.write) {
     const w = requeueSql.requeue(decision.write);
     const [res] = await conn.query(w.sql, w.params);
-    if ((res as { affectedRows: number }).affectedRows !== 1) throw new GenerationMoved('the command changed between read and write');
+    if ((res as { affectedRows: number }).affectedRows !== 1)
+      throw new GenerationMoved('the command changed between read and write');
   }
   // A temporary answer is audited but not kept, so the operation takes the command later.
   if (isTemporary(decision.code)) await run(requeueSql.forgetAnswer(op.digest, key));
   else await run(requeueSql.recordAnswer(op.digest, key, decision.code, decision.reason, decision.commandId));
-  const expected = { ...key, selector: op.selector.text, states: op.mode === 'dead' ? ['DEAD'] : ['DEAD', 'FAILED'], reason: op.reasonFilter };
-  await run(requeueSql.audit({ outcome: decision.code, reason: decision.reason, operationId: op.options.operationId, runId: op.runId, host: op.host, expected, observed: { row, written: writtenOf(decision) } }));
+  const expected = {
+    ...key,
+    selector: op.selector.text,
+    states: op.mode === 'dead' ? ['DEAD'] : ['DEAD', 'FAILED'],
+    reason: op.reasonFilter,
+  };
+  await run(
+    requeueSql.audit({
+      outcome: decision.code,
+      reason: decision.reason,
+      operationId: op.options.operationId,
+      runId: op.runId,
+      host: op.host,
+      expected,
+      observed: { row, written: writtenOf(decision) },
+    }),
+  );
   return { decision, row };
 }
 
@@ -252,24 +320,73 @@ async function requeueInTransaction(op: Operation, conn: PoolConnection, key: Bi
 async function answerItem(op: Operation, prior: Prior, it: SelectedKey): Promise<RequeueResult> {
   const key = { bizType: it.bizType, bizId: it.bizId };
   const { decision: d, row } = await decideOne(op, prior, key);
-  await op.line({ type: 'decision', ...key, commandId: d.commandId, code: d.code, reason: d.reason, repeated: d.repeated, dryRun: !op.options.execute, before: row, after: writtenOf(d), decidedAt: op.deps.now().toISOString() });
+  await op.line({
+    type: 'decision',
+    ...key,
+    commandId: d.commandId,
+    code: d.code,
+    reason: d.reason,
+    repeated: d.repeated,
+    dryRun: !op.options.execute,
+    before: row,
+    after: writtenOf(d),
+    decidedAt: op.deps.now().toISOString(),
+  });
   return { line: it.line, ...key, commandId: d.commandId, code: d.code, reason: d.reason, repeated: d.repeated };
 }
 
 /** Counts the answers, marks a complete operation so, writes the end line. */
-async function finishOperation(op: Operation, summary: OrderedSummary<RequeueResult>, items: number, truncated: boolean): Promise<RequeueRunResult> {
+async function finishOperation(
+  op: Operation,
+  summary: OrderedSummary<RequeueResult>,
+  items: number,
+  truncated: boolean,
+): Promise<RequeueRunResult> {
   const byCode = requeueByCode(summary.results, op.options.execute);
   const refused = summary.results.filter((r) => isRefused(r.code)).length;
-  const exitCode = requeueExitCode({ error: summary.error !== null, refused, notRun: summary.notRun, interrupted: summary.stoppedBy === 'signal' });
-  if (op.options.execute && operationComplete({ stoppedBy: summary.stoppedBy, error: summary.error !== null, notRun: summary.notRun, truncated, codes: summary.results.map((r) => r.code) })) {
+  const exitCode = requeueExitCode({
+    error: summary.error !== null,
+    refused,
+    notRun: summary.notRun,
+    interrupted: summary.stoppedBy === 'signal',
+  });
+  if (
+    op.options.execute &&
+    operationComplete({
+      stoppedBy: summary.stoppedBy,
+      error: summary.error !== null,
+      notRun: summary.notRun,
+      truncated,
+      codes: summary.results.map((r) => r.code),
+    })
+  ) {
     const q = requeueSql.completeOperation(op.digest);
     await op.db.query(q.sql, q.params);
   }
-  await op.line({ type: 'end', exitCode, byCode, notRun: summary.notRun, stoppedBy: summary.stoppedBy, endedAt: op.deps.now().toISOString() });
+  await op.line({
+    type: 'end',
+    exitCode,
+    byCode,
+    notRun: summary.notRun,
+    stoppedBy: summary.stoppedBy,
+    endedAt: op.deps.now().toISOString(),
+  });
   return {
-    runId: op.runId, selector: op.selector.text, dryRun: !op.options.execute, items, truncated, results: summary.results, byCode, refused,
-    repeated: summary.results.filter((r) => r.repeated).length, notRun: summary.notRun, stoppedBy: summary.stoppedBy, operationConflict: null, exitCode,
-    evidencePath: op.evidencePath, error: summary.error,
+    runId: op.runId,
+    selector: op.selector.text,
+    dryRun: !op.options.execute,
+    items,
+    truncated,
+    results: summary.results,
+    byCode,
+    refused,
+    repeated: summary.results.filter((r) => r.repeated).length,
+    notRun: summary.notRun,
+    stoppedBy: summary.stoppedBy,
+    operationConflict: null,
+    exitCode,
+    evidencePath: op.evidencePath,
+    error: summary.error,
   };
 }
 
@@ -288,19 +405,42 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
   const evidence = await EvidenceFile.open(options.evidencePath);
   const runId = randomUUID();
   const op: Operation = {
-    options, deps, db, digest, selection, selector, runId, host: deps.host ?? hostname(), evidencePath: evidence.path,
+    options,
+    deps,
+    db,
+    digest,
+    selection,
+    selector,
+    runId,
+    host: deps.host ?? hostname(),
+    evidencePath: evidence.path,
     mode: selection.kind === 'dead' ? 'dead' : 'named',
     reasonFilter: selection.kind === 'dead' ? selection.reason : null,
-    line: (record) => evidence.append({ format: REQUEUE_EVIDENCE_FORMAT, runId, operationId: options.operationId, ...record }),
+    line: (record) =>
+      evidence.append({ format: REQUEUE_EVIDENCE_FORMAT, runId, operationId: options.operationId, ...record }),
   };
   try {
     if (options.execute) await bindOperation(op);
     const prior = await readPrior(op);
     const { items, truncated } = await itemsOf(op, lines, prior);
-    await op.line({ type: 'run', selector: selector.text, selectorSha256: selector.sha256, execute: options.execute, items: items.length, truncated, host: op.host, startedAt: deps.now().toISOString() });
+    await op.line({
+      type: 'run',
+      selector: selector.text,
+      selectorSha256: selector.sha256,
+      execute: options.execute,
+      items: items.length,
+      truncated,
+      host: op.host,
+      startedAt: deps.now().toISOString(),
+    });
     if (prior.conflict !== null) return await refuseOperation(op, prior.conflict, truncated);
     const budget = { concurrency: options.concurrency, maxSeconds: options.maxSeconds };
-    const summary = await runOrdered(items, budget, { signal: deps.signal, clock: deps.clock, onResult: deps.onResult }, (it) => answerItem(op, prior, it));
+    const summary = await runOrdered(
+      items,
+      budget,
+      { signal: deps.signal, clock: deps.clock, onResult: deps.onResult },
+      (it) => answerItem(op, prior, it),
+    );
     return await finishOperation(op, summary, items.length, truncated);
   } finally {
     await evidence.close();
@@ -309,5 +449,14 @@ export async function runRequeue(options: RequeueOptions, deps: RequeueDeps): Pr
 
 /** What a decision writes to the command, as evidence and audit show it. */
 function writtenOf(d: RequeueDecision): Record<string, unknown> | null {
-  return d.write ? { state: 'UNKNOWN', retryCount: 0, nextRetryAt: null, attempt: d.write.from.attempt, requestToken: d.write.from.requestToken, lastError: d.write.lastError } : null;
+  return d.write
+    ? {
+        state: 'UNKNOWN',
+        retryCount: 0,
+        nextRetryAt: null,
+        attempt: d.write.from.attempt,
+        requestToken: d.write.from.requestToken,
+        lastError: d.write.lastError,
+      }
+    : null;
 }

@@ -95,14 +95,24 @@ export const requeueSql = {
    * which waits on this row's lock) fail with a duplicate key; the answer is filled in by
    * {@link requeueSql.recordAnswer} in the same transaction, so no one ever sees it empty.
    */
-  claimOperation: (opDigest: string, key: { bizType: string; bizId: string }, selector: { text: string; sha256: string }): Statement => ({
+  claimOperation: (
+    opDigest: string,
+    key: { bizType: string; bizId: string },
+    selector: { text: string; sha256: string },
+  ): Statement => ({
     sql:
       'INSERT INTO fcctl_requeue_operation (op_digest, biz_type, biz_id, selector, selector_sha256, code, reason, command_id, create_time) ' +
       "VALUES (?, ?, ?, ?, ?, '', '', NULL, NOW())",
     params: [opDigest, key.bizType, key.bizId, cutText(selector.text, 255), selector.sha256],
   }),
 
-  recordAnswer: (opDigest: string, key: { bizType: string; bizId: string }, code: string, reason: string, commandId: string | null): Statement => ({
+  recordAnswer: (
+    opDigest: string,
+    key: { bizType: string; bizId: string },
+    code: string,
+    reason: string,
+    commandId: string | null,
+  ): Statement => ({
     sql: 'UPDATE fcctl_requeue_operation SET code = ?, reason = ?, command_id = ? WHERE op_digest = ? AND biz_type = ? AND biz_id = ?',
     params: [code, reason, commandId, opDigest, key.bizType, key.bizId],
   }),
@@ -124,6 +134,15 @@ export const requeueSql = {
     sql:
       'INSERT INTO fc_reconcile_audit (action, outcome, reason, proof_id, run_id, host, sch_id, answer_uuid, expected_json, observed_json, create_time) ' +
       'VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, NOW())',
-    params: [REQUEUE_AUDIT_ACTION, a.outcome, cutText(a.reason, 255), a.operationId, a.runId, cutText(a.host, 255), JSON.stringify(a.expected), JSON.stringify(a.observed)],
+    params: [
+      REQUEUE_AUDIT_ACTION,
+      a.outcome,
+      cutText(a.reason, 255),
+      a.operationId,
+      a.runId,
+      cutText(a.host, 255),
+      JSON.stringify(a.expected),
+      JSON.stringify(a.observed),
+    ],
   }),
 };

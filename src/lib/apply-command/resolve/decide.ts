@@ -10,8 +10,23 @@ import { pauseFields, type PauseState } from '../../pause/decide.js';
 import { batchExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
 import { afterFailure, type RetryPolicy } from '../../deliveries/retry.js';
-import { type ApplyBranch, type ApplyRequest, type ApplyResult, errorCode, type FlowError, type FlowInstance, type LookupResult } from '../../flow/client.js';
-import { type ApplyCommandRow, COLUMN_WIDTH, type CommandGeneration, cutText, generationOf, type MirrorAtClaim } from '../types.js';
+import {
+  type ApplyBranch,
+  type ApplyRequest,
+  type ApplyResult,
+  errorCode,
+  type FlowError,
+  type FlowInstance,
+  type LookupResult,
+} from '../../flow/client.js';
+import {
+  type ApplyCommandRow,
+  COLUMN_WIDTH,
+  type CommandGeneration,
+  cutText,
+  generationOf,
+  type MirrorAtClaim,
+} from '../types.js';
 
 /** Branches after which the command is settled: the flow center holds exactly this command's instance. */
 export const DONE_BRANCHES: readonly ApplyBranch[] = ['CREATED', 'SAME_REQUEST', 'IDEMPOTENT', 'CONCURRENT_CREATED'];
@@ -27,7 +42,10 @@ export type DeadReason = (typeof DEAD_REASONS)[number];
  * @example isReasonCode('APPLY_HTTP_503') // true
  */
 export function isReasonCode(code: string): boolean {
-  return (DEAD_REASONS as readonly string[]).includes(code) || /^(LOOKUP|APPLY)_(TIMEOUT|NETWORK|MALFORMED|HTTP_[0-9]{3})$/.test(code);
+  return (
+    (DEAD_REASONS as readonly string[]).includes(code) ||
+    /^(LOOKUP|APPLY)_(TIMEOUT|NETWORK|MALFORMED|HTTP_[0-9]{3})$/.test(code)
+  );
 }
 
 /** The decision for one row. */
@@ -35,7 +53,13 @@ export type Transition =
   /** the instance exists and is this row's: settle and mirror its status */
   | { readonly kind: 'done'; readonly via: 'lookup'; readonly instance: FlowInstance; readonly roundBehind: boolean }
   /** the resent apply was taken (or had been): settle with the instance the flow center returned */
-  | { readonly kind: 'done'; readonly via: 'apply'; readonly branch: ApplyBranch; readonly instance: FlowInstance; readonly roundBehind: boolean }
+  | {
+      readonly kind: 'done';
+      readonly via: 'apply';
+      readonly branch: ApplyBranch;
+      readonly instance: FlowInstance;
+      readonly roundBehind: boolean;
+    }
   /**
    * a person must look: someone else's instance, a branch that is not "taken" (one of the seven,
    * or one the flow center answered outside them: kept as answered), or a command that cannot be resent
@@ -103,18 +127,34 @@ function describe(instance: FlowInstance): string {
   return `instance ${instance.instanceId} status ${instance.status}`;
 }
 
-const roundBehind = (row: ApplyCommandRow, instance: FlowInstance) => instance.round !== null && instance.round < Number(row.attempt);
+const roundBehind = (row: ApplyCommandRow, instance: FlowInstance) =>
+  instance.round !== null && instance.round < Number(row.attempt);
 
 function afterApply(row: ApplyCommandRow, apply: ApplyResult): Transition {
-  if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch') return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
+  if (apply.kind !== 'applied' && apply.kind !== 'unknown-branch')
+    return { kind: 'fail', reason: `APPLY_${errorCode(apply)}`, detail: apply.detail, charged: charged(apply) };
   // An unknown branch is shown quoted (JSON escapes): it is the flow center's text, not ours.
-  const shown = apply.kind === 'applied' ? apply.branch : `${JSON.stringify(cutText(apply.branch, 200))} (not a branch code of seed 000 §7.4)`;
+  const shown =
+    apply.kind === 'applied'
+      ? apply.branch
+      : `${JSON.stringify(cutText(apply.branch, 200))} (not a branch code of seed 000 §7.4)`;
   const inst = apply.instance;
   // An unknown branch without a usable instance is still an answer: DEAD with the branch, never resent.
-  if (inst === null) return { kind: 'dead', reason: 'UNEXPECTED_BRANCH', branch: apply.branch, detail: `${shown}, no valid instance (${apply.kind === 'unknown-branch' ? apply.problem ?? '' : ''})` };
+  if (inst === null)
+    return {
+      kind: 'dead',
+      reason: 'UNEXPECTED_BRANCH',
+      branch: apply.branch,
+      detail: `${shown}, no valid instance (${apply.kind === 'unknown-branch' ? (apply.problem ?? '') : ''})`,
+    };
   const foreign = ownershipMismatch(row, inst);
   if (foreign.length > 0) {
-    return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: apply.branch, detail: `apply ${shown} answered with ${describe(inst)} whose ${foreign.join(', ')} differ` };
+    return {
+      kind: 'dead',
+      reason: 'OWNERSHIP_MISMATCH',
+      branch: apply.branch,
+      detail: `apply ${shown} answered with ${describe(inst)} whose ${foreign.join(', ')} differ`,
+    };
   }
   if (apply.kind === 'applied' && DONE_BRANCHES.includes(apply.branch)) {
     return { kind: 'done', via: 'apply', branch: apply.branch, instance: inst, roundBehind: roundBehind(row, inst) };
@@ -137,7 +177,12 @@ export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply?: Appl
     case 'found': {
       const foreign = ownershipMismatch(row, lookup.instance);
       if (foreign.length > 0) {
-        return { kind: 'dead', reason: 'OWNERSHIP_MISMATCH', branch: null, detail: `lookup found ${describe(lookup.instance)} whose ${foreign.join(', ')} differ` };
+        return {
+          kind: 'dead',
+          reason: 'OWNERSHIP_MISMATCH',
+          branch: null,
+          detail: `lookup found ${describe(lookup.instance)} whose ${foreign.join(', ')} differ`,
+        };
       }
       return { kind: 'done', via: 'lookup', instance: lookup.instance, roundBehind: roundBehind(row, lookup.instance) };
     }
@@ -160,7 +205,12 @@ export function resolve(row: ApplyCommandRow, lookup: LookupResult, apply?: Appl
  */
 export function signatureAccepted(answer: LookupResult | ApplyResult): boolean {
   if (answer.kind === 'http') return answer.status >= 200 && answer.status < 300;
-  return answer.kind === 'found' || answer.kind === 'not-found' || answer.kind === 'applied' || answer.kind === 'unknown-branch';
+  return (
+    answer.kind === 'found' ||
+    answer.kind === 'not-found' ||
+    answer.kind === 'applied' ||
+    answer.kind === 'unknown-branch'
+  );
 }
 
 /**
@@ -195,21 +245,45 @@ export type CommandWrite =
        * claim and only over the value read then; `changedNote` / `deletedNote` are written to
        * last_error instead of `note` when that value has changed / that row has been deleted
        */
-      readonly mirror: { readonly status: number; readonly claimed: MirrorAtClaim; readonly changedNote: string; readonly deletedNote: string };
+      readonly mirror: {
+        readonly status: number;
+        readonly claimed: MirrorAtClaim;
+        readonly changedNote: string;
+        readonly deletedNote: string;
+      };
     }
-  | { readonly kind: 'fail'; readonly gen: CommandGeneration; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
+  | {
+      readonly kind: 'fail';
+      readonly gen: CommandGeneration;
+      readonly state: 'FAILED' | 'DEAD';
+      readonly retryCount: number;
+      readonly backoffSeconds: number | null;
+      readonly lastError: string;
+    }
   /** `branch` already cut to the width of last_branch */
-  | { readonly kind: 'dead'; readonly gen: CommandGeneration; readonly branch: string | null; readonly lastError: string }
+  | {
+      readonly kind: 'dead';
+      readonly gen: CommandGeneration;
+      readonly branch: string | null;
+      readonly lastError: string;
+    }
   | { readonly kind: 'release'; readonly gen: CommandGeneration };
 
 /** The result of one row, as counted in the summary and reported in events. */
 export type RowResult =
-  | { readonly kind: 'done'; readonly via: 'lookup' | 'apply'; readonly status: number; readonly branch: ApplyBranch | null; readonly roundBehind: boolean }
+  | {
+      readonly kind: 'done';
+      readonly via: 'lookup' | 'apply';
+      readonly status: number;
+      readonly branch: ApplyBranch | null;
+      readonly roundBehind: boolean;
+    }
   | { readonly kind: 'failed'; readonly reason: string; readonly dead: boolean }
   | { readonly kind: 'dead'; readonly reason: DeadReason; readonly branch: string | null }
   | { readonly kind: 'released'; readonly reason: string };
 
-const errorText = (reason: string, detail: string) => cutText(detail ? `${reason}: ${detail}` : reason, COLUMN_WIDTH.lastError);
+const errorText = (reason: string, detail: string) =>
+  cutText(detail ? `${reason}: ${detail}` : reason, COLUMN_WIDTH.lastError);
 
 /** No mirror read at claim: nothing is mirrored (a service_apply row is only written as read at claim). */
 const NOT_READ: MirrorAtClaim = { exists: false, status: null, id: null };
@@ -218,12 +292,18 @@ const NOT_READ: MirrorAtClaim = { exists: false, status: null, id: null };
  * The write and the reported result of a transition.
  * @example planWrite(row, { kind: 'fail', reason: 'LOOKUP_TIMEOUT', detail: '', charged: true }, APPLY_RETRY_POLICY) // FAILED, retry 1, 20 s
  */
-export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPolicy): { write: CommandWrite; result: RowResult } {
+export function planWrite(
+  row: ApplyCommandRow,
+  t: Transition,
+  policy: RetryPolicy,
+): { write: CommandWrite; result: RowResult } {
   const gen = generationOf(row);
   switch (t.kind) {
     case 'done': {
       const branch = t.via === 'apply' ? t.branch : null;
-      const note = t.roundBehind ? `ROUND_BEHIND: ${describe(t.instance)} is in round ${t.instance.round}, this command is attempt ${row.attempt}` : null;
+      const note = t.roundBehind
+        ? `ROUND_BEHIND: ${describe(t.instance)} is in round ${t.instance.round}, this command is attempt ${row.attempt}`
+        : null;
       const claimed = row.mirror ?? NOT_READ;
       const changed =
         `MIRROR_CHANGED: service_apply.flow_status was ${claimed.status ?? 'NULL'} at claim and has changed since; ` +
@@ -232,20 +312,42 @@ export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPoli
         `MIRROR_CHANGED: the service_apply row (flow_status ${claimed.status ?? 'NULL'} at claim) has been deleted since; ` +
         `status ${t.instance.status} of ${describe(t.instance)} was not mirrored`;
       const withNote = (text: string) => cutText(note ? `${note}; ${text}` : text, COLUMN_WIDTH.lastError);
-      const mirror = { status: t.instance.status, claimed, changedNote: withNote(changed), deletedNote: withNote(deleted) };
+      const mirror = {
+        status: t.instance.status,
+        claimed,
+        changedNote: withNote(changed),
+        deletedNote: withNote(deleted),
+      };
       return {
-        write: { kind: 'done', gen, status: t.instance.status, instanceId: t.instance.instanceId, branch, note, mirror },
+        write: {
+          kind: 'done',
+          gen,
+          status: t.instance.status,
+          instanceId: t.instance.instanceId,
+          branch,
+          note,
+          mirror,
+        },
         result: { kind: 'done', via: t.via, status: t.instance.status, branch, roundBehind: t.roundBehind },
       };
     }
     case 'dead': {
       const branch = t.branch === null ? null : cutText(t.branch, COLUMN_WIDTH.lastBranch);
-      return { write: { kind: 'dead', gen, branch, lastError: errorText(t.reason, t.detail) }, result: { kind: 'dead', reason: t.reason, branch } };
+      return {
+        write: { kind: 'dead', gen, branch, lastError: errorText(t.reason, t.detail) },
+        result: { kind: 'dead', reason: t.reason, branch },
+      };
     }
     case 'fail': {
       const retries = Number(row.retry_count);
       // Not charged: FAILED with the backoff of its current count, the count (and budget) kept.
-      const next = t.charged ? afterFailure(retries, policy) : { state: 'FAILED' as const, retryCount: retries, backoffSeconds: Math.min(policy.capSeconds, policy.baseSeconds * 2 ** retries) };
+      const next = t.charged
+        ? afterFailure(retries, policy)
+        : {
+            state: 'FAILED' as const,
+            retryCount: retries,
+            backoffSeconds: Math.min(policy.capSeconds, policy.baseSeconds * 2 ** retries),
+          };
       return {
         write: { kind: 'fail', gen, ...next, lastError: errorText(t.reason, t.detail) },
         result: { kind: 'failed', reason: t.reason, dead: next.state === 'DEAD' },
@@ -262,7 +364,9 @@ export function planWrite(row: ApplyCommandRow, t: Transition, policy: RetryPoli
 export type MirrorOutcome = 'written' | 'missing' | 'changed' | 'deleted';
 
 /** What a write did: `stale` when the guard matched nothing (the row moved on without us). */
-export type WriteOutcome = { readonly kind: 'written'; readonly mirror: MirrorOutcome | null } | { readonly kind: 'stale' };
+export type WriteOutcome =
+  | { readonly kind: 'written'; readonly mirror: MirrorOutcome | null }
+  | { readonly kind: 'stale' };
 
 /** What one row came to, as reported in events; a DONE says what became of its mirror. */
 export type RowReport =
@@ -300,7 +404,14 @@ export interface ResolveSummary {
   deadByReason: Record<string, number>;
   /** released rows (claim given back, state unchanged) by why: counted here, printed as no row line */
   releasedByReason: Record<string, number>;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'paused' | 'flow-center-errors' | 'credentials-refused';
+  stoppedBy:
+    | 'drained'
+    | 'max-rows'
+    | 'max-seconds'
+    | 'signal'
+    | 'paused'
+    | 'flow-center-errors'
+    | 'credentials-refused';
   /** the pause that stopped the run (`fcctl pause apply-command resolve-unknown`, or `--pause-file`) */
   paused?: PauseState;
   /** the last error when the run stopped for `maxConsecutiveErrors` */
@@ -312,8 +423,27 @@ export interface ResolveSummary {
 /** A summary with nothing counted yet. */
 export function emptySummary(): ResolveSummary {
   return {
-    claimed: 0, lookups: 0, posts: 0, done: 0, doneViaLookup: 0, doneViaApply: 0, failed: 0, dead: 0, released: 0, stale: 0, wouldPost: 0,
-    roundBehind: 0, mirrorMissing: 0, mirrorChanged: 0, mirrorDeleted: 0, otherAppKey: 0, branches: {}, failedByReason: {}, deadByReason: {}, releasedByReason: {}, stoppedBy: 'drained',
+    claimed: 0,
+    lookups: 0,
+    posts: 0,
+    done: 0,
+    doneViaLookup: 0,
+    doneViaApply: 0,
+    failed: 0,
+    dead: 0,
+    released: 0,
+    stale: 0,
+    wouldPost: 0,
+    roundBehind: 0,
+    mirrorMissing: 0,
+    mirrorChanged: 0,
+    mirrorDeleted: 0,
+    otherAppKey: 0,
+    branches: {},
+    failedByReason: {},
+    deadByReason: {},
+    releasedByReason: {},
+    stoppedBy: 'drained',
   };
 }
 
@@ -323,7 +453,23 @@ export function emptySummary(): ResolveSummary {
  * @example addSummary(total, runOnce) // total.done += runOnce.done, …
  */
 export function addSummary(total: ResolveSummary, part: ResolveSummary): void {
-  const counts = ['claimed', 'lookups', 'posts', 'done', 'doneViaLookup', 'doneViaApply', 'failed', 'dead', 'released', 'stale', 'wouldPost', 'roundBehind', 'mirrorMissing', 'mirrorChanged', 'mirrorDeleted'] as const;
+  const counts = [
+    'claimed',
+    'lookups',
+    'posts',
+    'done',
+    'doneViaLookup',
+    'doneViaApply',
+    'failed',
+    'dead',
+    'released',
+    'stale',
+    'wouldPost',
+    'roundBehind',
+    'mirrorMissing',
+    'mirrorChanged',
+    'mirrorDeleted',
+  ] as const;
   for (const k of counts) total[k] += part[k];
   total.otherAppKey = part.otherAppKey;
   for (const k of ['branches', 'failedByReason', 'deadByReason', 'releasedByReason'] as const) {
@@ -383,11 +529,18 @@ export function countReport(s: ResolveSummary, r: RowReport): void {
  */
 export function loggedReport(r: RowReport): boolean {
   if (r.kind === 'released') return false;
-  return !(r.kind === 'done' && r.via === 'lookup' && !r.roundBehind && r.mirror !== 'changed' && r.mirror !== 'deleted');
+  return !(
+    r.kind === 'done' &&
+    r.via === 'lookup' &&
+    !r.roundBehind &&
+    r.mirror !== 'changed' &&
+    r.mirror !== 'deleted'
+  );
 }
 
 /** Whether the flow center stopped the run (refused credentials, or errors in a row): exit 3. */
-const trippedBy = (s: Pick<ResolveSummary, 'stoppedBy'>) => s.stoppedBy === 'credentials-refused' || s.stoppedBy === 'flow-center-errors';
+const trippedBy = (s: Pick<ResolveSummary, 'stoppedBy'>) =>
+  s.stoppedBy === 'credentials-refused' || s.stoppedBy === 'flow-center-errors';
 
 /**
  * The run's exit code: 3 when the flow center stopped it, 1 when a row is FAILED or DEAD or a
@@ -403,7 +556,11 @@ export function resolveExitCode(s: Pick<ResolveSummary, 'stoppedBy' | 'failed' |
  * only when set); `seconds` unrounded, the rate computed from it.
  * @example summarizeResolve('apply-command resolve-unknown', s, { exitCode: 0, dryRun: false, flowUrl, seconds: 2.04 }).seconds // 2
  */
-export function summarizeResolve(command: string, s: ResolveSummary, run: { readonly exitCode: number; readonly dryRun: boolean; readonly flowUrl: string; readonly seconds: number }): Summary {
+export function summarizeResolve(
+  command: string,
+  s: ResolveSummary,
+  run: { readonly exitCode: number; readonly dryRun: boolean; readonly flowUrl: string; readonly seconds: number },
+): Summary {
   return {
     command,
     exitCode: run.exitCode,

@@ -27,7 +27,6 @@ export interface ResolveFollowDeps extends ResolveDeps {
 /** The biz key of the readiness lookup: a signed GET no command can have (`fcctl-probe` is no biz type). */
 export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as const;
 
-
 /**
  * The flow center answers a signed lookup now: null, or how it failed (a 401/403 is a
  * misconfiguration; no answer, a 5xx or a bad body an outage).
@@ -44,7 +43,10 @@ async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: Failu
  * The resolver as a service.
  * @example const summary = await followResolve({ ...options, pollMs: 200 }, { db, flow, appKey, signal, clock })
  */
-export async function followResolve(options: ResolveOptions & ResolveFollowOptions, deps: ResolveFollowDeps): Promise<ResolveSummary> {
+export async function followResolve(
+  options: ResolveOptions & ResolveFollowOptions,
+  deps: ResolveFollowDeps,
+): Promise<ResolveSummary> {
   const total = emptySummary();
   const deadline = deps.clock() + options.maxSeconds * 1000;
   const setState = stateOnce(deps.onState);
@@ -93,16 +95,38 @@ export async function followResolve(options: ResolveOptions & ResolveFollowOptio
     }
     let part: ResolveSummary;
     try {
-      part = await runResolve({ ...options, maxRows: options.maxRows - total.claimed, maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0) }, deps);
+      part = await runResolve(
+        {
+          ...options,
+          maxRows: options.maxRows - total.claimed,
+          maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0),
+        },
+        deps,
+      );
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
       continue;
     }
     addSummary(total, part);
-    if (part.stoppedBy === 'credentials-refused' && !(await failed('misconfigured', part.credentialsRefused ?? 'credentials refused', 'flow_center'))) break;
-    if (part.stoppedBy === 'flow-center-errors' && !(await failed('outage', part.flowCenterErrors ?? 'flow center errors', 'flow_center'))) break;
+    if (
+      part.stoppedBy === 'credentials-refused' &&
+      !(await failed('misconfigured', part.credentialsRefused ?? 'credentials refused', 'flow_center'))
+    )
+      break;
+    if (
+      part.stoppedBy === 'flow-center-errors' &&
+      !(await failed('outage', part.flowCenterErrors ?? 'flow center errors', 'flow_center'))
+    )
+      break;
   }
   setState('draining');
-  total.stoppedBy = total.claimed >= options.maxRows ? 'max-rows' : deps.signal.aborted ? 'signal' : deps.clock() >= deadline ? 'max-seconds' : total.stoppedBy;
+  total.stoppedBy =
+    total.claimed >= options.maxRows
+      ? 'max-rows'
+      : deps.signal.aborted
+        ? 'signal'
+        : deps.clock() >= deadline
+          ? 'max-seconds'
+          : total.stoppedBy;
   return total;
 }

@@ -30,7 +30,17 @@ import {
   type Transition,
   type WriteOutcome,
 } from './decide.js';
-import { backlogSelect, claimSelect, claimStartSelect, claimUpdate, compileWrite, lastErrorSelect, mirrorSelect, otherAppKeySelect, peekSelect } from './sql.js';
+import {
+  backlogSelect,
+  claimSelect,
+  claimStartSelect,
+  claimUpdate,
+  compileWrite,
+  lastErrorSelect,
+  mirrorSelect,
+  otherAppKeySelect,
+  peekSelect,
+} from './sql.js';
 import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf, type MirrorAtClaim } from '../types.js';
 
 export type { MirrorOutcome, ResolveSummary, RowReport, WriteOutcome } from './decide.js';
@@ -81,7 +91,12 @@ export async function claimStart(db: Db, appKey: string, graceSeconds: number): 
 }
 
 /** The claimable backlog's size (up to `cap`) and its oldest command's age in seconds ({@link backlogSelect}). */
-export async function backlog(db: Db, appKey: string, graceSeconds: number, cap = 10_000): Promise<{ due: number; oldestAgeSeconds: number }> {
+export async function backlog(
+  db: Db,
+  appKey: string,
+  graceSeconds: number,
+  cap = 10_000,
+): Promise<{ due: number; oldestAgeSeconds: number }> {
   const q = backlogSelect(appKey, graceSeconds, cap);
   const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
   return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
@@ -92,7 +107,15 @@ export async function backlog(db: Db, appKey: string, graceSeconds: number, cap 
  * LOCKED`: concurrent resolvers never wait on or share a row), with the mirrored status each row
  * is settled against. No HTTP happens inside it.
  */
-export async function claimRows(db: Db, owner: string, appKey: string, graceSeconds: number, afterId: string, limit: number, leaseSeconds: number): Promise<ApplyCommandRow[]> {
+export async function claimRows(
+  db: Db,
+  owner: string,
+  appKey: string,
+  graceSeconds: number,
+  afterId: string,
+  limit: number,
+  leaseSeconds: number,
+): Promise<ApplyCommandRow[]> {
   return db.transaction(async (conn: PoolConnection) => {
     const sel = claimSelect(appKey, graceSeconds, afterId, limit);
     const [rows] = await conn.query(sel.sql, sel.params);
@@ -104,8 +127,16 @@ export async function claimRows(db: Db, owner: string, appKey: string, graceSeco
     const m = mirrorSelect(ids);
     const [mirrors] = await conn.query(m.sql, m.params);
     const byId = new Map<string, MirrorAtClaim>();
-    for (const r of mirrors as Array<{ id: string | number; s_id: string | number | null; flow_status: number | null }>) {
-      byId.set(String(r.id), { exists: r.s_id !== null, status: r.flow_status === null ? null : Number(r.flow_status), id: r.s_id === null ? null : String(r.s_id) });
+    for (const r of mirrors as Array<{
+      id: string | number;
+      s_id: string | number | null;
+      flow_status: number | null;
+    }>) {
+      byId.set(String(r.id), {
+        exists: r.s_id !== null,
+        status: r.flow_status === null ? null : Number(r.flow_status),
+        id: r.s_id === null ? null : String(r.s_id),
+      });
     }
     return claimed.map((r) => ({ ...r, mirror: byId.get(String(r.id)) ?? { exists: false, status: null, id: null } }));
   });
@@ -137,7 +168,8 @@ export async function applyWrite(
 }
 
 /** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
-const isError = (r: LookupResult | ApplyResult) => r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied' && r.kind !== 'unknown-branch';
+const isError = (r: LookupResult | ApplyResult) =>
+  r.kind !== 'found' && r.kind !== 'not-found' && r.kind !== 'applied' && r.kind !== 'unknown-branch';
 
 type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
 
@@ -181,7 +213,8 @@ class ResolveRun {
 
   /** Notes one flow-center answer: branches, the credentials refusal, the consecutive-error streak. */
   noteAnswer(r: LookupResult | ApplyResult, what: string): void {
-    if (r.kind === 'applied' || r.kind === 'unknown-branch') bump(this.summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
+    if (r.kind === 'applied' || r.kind === 'unknown-branch')
+      bump(this.summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
     const refusal = refusesCredentials(r, this.accepted);
     if (signatureAccepted(r)) this.accepted = true;
     if (refusal && this.refused === null) {
@@ -290,7 +323,9 @@ class ResolveRun {
   /** Step 1: rows resolve would take but that belong to another app key (reported, never touched). */
   async countOtherAppKey(): Promise<void> {
     const other = otherAppKeySelect(this.deps.appKey, this.options.pendingGraceSeconds);
-    this.summary.otherAppKey = Number((await this.deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0);
+    this.summary.otherAppKey = Number(
+      (await this.deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0,
+    );
   }
 
   /**
@@ -327,7 +362,15 @@ class ResolveRun {
     const owner = this.deps.owner ?? newClaimOwner();
     const inFlight = new InFlight();
     const claim = (afterId: string) =>
-      claimRows(this.deps.db, owner, this.deps.appKey, this.options.pendingGraceSeconds, afterId, this.nextLimit(), this.options.leaseSeconds);
+      claimRows(
+        this.deps.db,
+        owner,
+        this.deps.appKey,
+        this.options.pendingGraceSeconds,
+        afterId,
+        this.nextLimit(),
+        this.options.leaseSeconds,
+      );
     let cursor = await claimStart(this.deps.db, this.deps.appKey, this.options.pendingGraceSeconds);
     let cursorMoved = false;
     // Claim only when the limiter is about to run dry, so claimed rows never wait long on their lease.
@@ -352,7 +395,10 @@ class ResolveRun {
 
   /** Whether the lease still covers one more request with a margin (time from before the claim). */
   private leaseCovers(claimedAt: number): boolean {
-    return this.deps.clock() + this.options.requestTimeoutMs + LEASE_MARGIN_MS <= claimedAt + this.options.leaseSeconds * 1000;
+    return (
+      this.deps.clock() + this.options.requestTimeoutMs + LEASE_MARGIN_MS <=
+      claimedAt + this.options.leaseSeconds * 1000
+    );
   }
 
   /** Why no (further) request starts for a row now, or null. */
@@ -399,7 +445,10 @@ class ResolveRun {
       this.report(row, { kind: 'stale', would: result.kind });
       return;
     }
-    this.report(row, result.kind === 'done' && outcome.mirror !== null ? { ...result, mirror: outcome.mirror } : result);
+    this.report(
+      row,
+      result.kind === 'done' && outcome.mirror !== null ? { ...result, mirror: outcome.mirror } : result,
+    );
   }
 }
 

@@ -8,7 +8,8 @@ import type { CommandWrite } from './decide.js';
 import type { CommandGeneration } from '../types.js';
 
 /** Columns resolve needs; never `SELECT *`. */
-export const ROW_COLUMNS = 'id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time';
+export const ROW_COLUMNS =
+  'id, biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, attempt, state, retry_count, create_time';
 
 /**
  * What resolve takes, against the database's NOW(): UNKNOWN and FAILED rows whose retry time has
@@ -35,7 +36,10 @@ export function claimableWhere(appKey: string, graceSeconds: number): Statement 
  */
 export function claimSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
-  return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`, params: [...w.params, afterId, limit] };
+  return {
+    sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    params: [...w.params, afterId, limit],
+  };
 }
 
 /**
@@ -47,7 +51,10 @@ export function claimSelect(appKey: string, graceSeconds: number, afterId: strin
  */
 export function claimStartSelect(appKey: string, graceSeconds: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
-  return { sql: `SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql}`, params: w.params };
+  return {
+    sql: `SELECT MIN(id) AS id FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql}`,
+    params: w.params,
+  };
 }
 
 /**
@@ -64,7 +71,10 @@ export function backlogSelect(appKey: string, graceSeconds: number, cap: number)
 }
 
 export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Statement {
-  return { sql: 'UPDATE flow_apply_command SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)', params: [owner, leaseSeconds, ids] };
+  return {
+    sql: 'UPDATE flow_apply_command SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)',
+    params: [owner, leaseSeconds, ids],
+  };
 }
 
 /**
@@ -82,14 +92,20 @@ export function mirrorSelect(ids: readonly string[]): Statement {
 /** Claimable rows without claiming them, for `--dry-run` (keyset on id so it pages forward). */
 export function peekSelect(appKey: string, graceSeconds: number, afterId: string, limit: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
-  return { sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ?`, params: [...w.params, afterId, limit] };
+  return {
+    sql: `SELECT ${ROW_COLUMNS} FROM flow_apply_command WHERE ${w.sql} AND id > ? ORDER BY id LIMIT ?`,
+    params: [...w.params, afterId, limit],
+  };
 }
 
 /** Rows that would be claimable but belong to another apply app key: reported, never touched. */
 export function otherAppKeySelect(appKey: string, graceSeconds: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
   // Same rule with the app key condition turned round.
-  return { sql: `SELECT COUNT(*) AS n FROM flow_apply_command WHERE ${w.sql.replace('apply_app_key = ?', 'apply_app_key <> ?')}`, params: w.params };
+  return {
+    sql: `SELECT COUNT(*) AS n FROM flow_apply_command WHERE ${w.sql.replace('apply_app_key = ?', 'apply_app_key <> ?')}`,
+    params: w.params,
+  };
 }
 
 /**
@@ -128,10 +144,16 @@ export function compileWrite(owner: string, w: CommandWrite): Statement {
       const settleParams = [w.status, w.instanceId, w.branch];
       const rest = 'c.next_retry_at = NULL, c.claim_owner = NULL, c.claim_expires_at = NULL, c.update_time = NOW()';
       if (!claimed.exists) {
-        return { sql: `UPDATE flow_apply_command c SET ${settle}c.last_error = ?, ${rest} WHERE ${c.sql}`, params: [...settleParams, w.note, ...c.params] };
+        return {
+          sql: `UPDATE flow_apply_command c SET ${settle}c.last_error = ?, ${rest} WHERE ${c.sql}`,
+          params: [...settleParams, w.note, ...c.params],
+        };
       }
       const byId = claimed.id === undefined || claimed.id === null ? '' : 's.id = ? AND ';
-      const byId2 = claimed.id === undefined || claimed.id === null ? 's2.biz_type = c.biz_type AND s2.biz_id = c.biz_id' : 's2.id = ?';
+      const byId2 =
+        claimed.id === undefined || claimed.id === null
+          ? 's2.biz_type = c.biz_type AND s2.biz_id = c.biz_id'
+          : 's2.id = ?';
       const idParams = claimed.id === undefined || claimed.id === null ? [] : [claimed.id];
       return {
         sql:
@@ -139,7 +161,17 @@ export function compileWrite(owner: string, w: CommandWrite): Statement {
           `LEFT JOIN service_apply s2 ON ${byId2} ` +
           `SET ${settle}c.last_error = CASE WHEN s.id IS NOT NULL THEN ? WHEN s2.id IS NULL THEN ? ELSE ? END, ${rest}, s.flow_status = ?, s.update_time = NOW() ` +
           `WHERE ${c.sql}`,
-        params: [...idParams, claimed.status, ...idParams, ...settleParams, w.note, w.mirror.deletedNote, w.mirror.changedNote, w.mirror.status, ...c.params],
+        params: [
+          ...idParams,
+          claimed.status,
+          ...idParams,
+          ...settleParams,
+          w.note,
+          w.mirror.deletedNote,
+          w.mirror.changedNote,
+          w.mirror.status,
+          ...c.params,
+        ],
       };
     }
     case 'fail':
@@ -147,7 +179,13 @@ export function compileWrite(owner: string, w: CommandWrite): Statement {
         sql:
           `UPDATE flow_apply_command SET state = ?, retry_count = ?, next_retry_at = ${w.backoffSeconds === null ? 'NULL' : 'NOW() + INTERVAL ? SECOND'}, ` +
           `last_error = ?, ${CLEAR_CLAIM}, update_time = NOW() WHERE ${g.sql}`,
-        params: [w.state, w.retryCount, ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]), w.lastError, ...g.params],
+        params: [
+          w.state,
+          w.retryCount,
+          ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]),
+          w.lastError,
+          ...g.params,
+        ],
       };
     case 'dead':
       return {

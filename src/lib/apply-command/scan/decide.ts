@@ -51,7 +51,12 @@ export interface ApplyScanRaw {
   readonly now: string;
   readonly states: ReadonlyArray<{ state: string; n: string | number }>;
   readonly open: { due: string | number; stuck: string | number; oldest_unknown_age: string | number | null };
-  readonly reasons: ReadonlyArray<{ state: string; reason: string | null; last_branch: string | null; n: string | number }>;
+  readonly reasons: ReadonlyArray<{
+    state: string;
+    reason: string | null;
+    last_branch: string | null;
+    n: string | number;
+  }>;
   readonly rows: ReadonlyArray<{
     id: string | number;
     biz_type: string;
@@ -81,7 +86,12 @@ export function shapeApplyScan(raw: ApplyScanRaw): ApplyScanReport {
     oldestUnknownAgeSeconds: raw.open.oldest_unknown_age === null ? null : Number(raw.open.oldest_unknown_age),
     stuckClaims: Number(raw.open.stuck),
     dead: states['DEAD'] ?? 0,
-    reasons: raw.reasons.map((r) => ({ state: r.state, reason: r.reason, lastBranch: r.last_branch, count: Number(r.n) })),
+    reasons: raw.reasons.map((r) => ({
+      state: r.state,
+      reason: r.reason,
+      lastBranch: r.last_branch,
+      count: Number(r.n),
+    })),
     rows: raw.rows.map((r) => ({
       id: String(r.id),
       bizType: r.biz_type,
@@ -101,9 +111,17 @@ export function shapeApplyScan(raw: ApplyScanRaw): ApplyScanReport {
 /** The scan's own gauges (the run gauges are added by the command). */
 export function applyScanGauges(report: ApplyScanReport): Gauge[] {
   return [
-    { name: 'fcctl_apply_commands_rows', help: 'flow_apply_command rows by state', samples: Object.entries(report.states).map(([state, value]) => ({ labels: { state }, value })) },
+    {
+      name: 'fcctl_apply_commands_rows',
+      help: 'flow_apply_command rows by state',
+      samples: Object.entries(report.states).map(([state, value]) => ({ labels: { state }, value })),
+    },
     gauge('fcctl_apply_commands_due', 'rows resolve-unknown would take now', report.due),
-    gauge('fcctl_apply_commands_oldest_unknown_age_seconds', 'age of the oldest UNKNOWN row by create_time (0 when none)', report.oldestUnknownAgeSeconds ?? 0),
+    gauge(
+      'fcctl_apply_commands_oldest_unknown_age_seconds',
+      'age of the oldest UNKNOWN row by create_time (0 when none)',
+      report.oldestUnknownAgeSeconds ?? 0,
+    ),
     gauge('fcctl_apply_commands_stuck_claims', 'open rows whose claim lease has expired', report.stuckClaims),
     gauge('fcctl_apply_commands_dead', 'DEAD rows (need a person)', report.dead),
   ];
@@ -123,8 +141,23 @@ export function applyScanExitCode(report: Pick<ApplyScanReport, 'dead'>, failIfD
  * @example summarizeApplyScan('apply-command scan', report, 0, false) // { command, exitCode: 0, dbNow, due, oldestUnknownAgeSeconds, stuckClaims, dead }
  */
 export function summarizeApplyScan(command: string, report: ApplyScanReport, exitCode: number, json: boolean): Summary {
-  const counts = { due: report.due, oldestUnknownAgeSeconds: report.oldestUnknownAgeSeconds, stuckClaims: report.stuckClaims, dead: report.dead };
+  const counts = {
+    due: report.due,
+    oldestUnknownAgeSeconds: report.oldestUnknownAgeSeconds,
+    stuckClaims: report.stuckClaims,
+    dead: report.dead,
+  };
   const deadNote = exitCode === ExitCode.ITEMS_FAILED ? { failed: `${report.dead} DEAD row(s) (--fail-if-dead)` } : {};
-  if (json) return { command, exitCode, dbNow: report.dbNow, states: report.states, ...counts, reasons: report.reasons, listed: report.rows.length, ...deadNote };
+  if (json)
+    return {
+      command,
+      exitCode,
+      dbNow: report.dbNow,
+      states: report.states,
+      ...counts,
+      reasons: report.reasons,
+      listed: report.rows.length,
+      ...deadNote,
+    };
   return { command, exitCode, dbNow: report.dbNow, ...counts, ...deadNote };
 }

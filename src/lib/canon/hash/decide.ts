@@ -46,5 +46,7 @@ export function hashLinesExitCode(t: HashLinesTally): ExitCode {
  * @example hashLinesNotice({ lines: 2, failed: 0, interrupted: true }) // 'fcctl: canon hash --lines: interrupted after 2 lines; …'
  */
 export function hashLinesNotice(t: HashLinesTally): string | undefined {
-  return t.interrupted ? `fcctl: canon hash --lines: interrupted after ${t.lines} lines; the output is incomplete\n` : undefined;
+  return t.interrupted
+    ? `fcctl: canon hash --lines: interrupted after ${t.lines} lines; the output is incomplete\n`
+    : undefined;
 }

@@ -69,7 +69,11 @@ async function hashLines(options: CanonHashOptions, deps: CanonHashDeps): Promis
 }
 
 /** What each line becomes: its hash or canonical text, or its error line (counted in `tally`). */
-function lineHasher(options: CanonHashOptions, out: BufferedWriter, tally: { lines: number; failed: number }): (line: LineEvent) => void {
+function lineHasher(
+  options: CanonHashOptions,
+  out: BufferedWriter,
+  tally: { lines: number; failed: number },
+): (line: LineEvent) => void {
   const mode = { numberMode: options.numberMode };
   const fail = (code: string, message: string) => {
     tally.failed++;
@@ -78,7 +82,10 @@ function lineHasher(options: CanonHashOptions, out: BufferedWriter, tally: { lin
   return (line) => {
     tally.lines++;
     if (line.kind === 'overlong') {
-      fail(LINE_TOO_LONG, `a line of ${line.bytes} bytes is over the ${options.maxLineBytes}-byte limit (--max-line-bytes)`);
+      fail(
+        LINE_TOO_LONG,
+        `a line of ${line.bytes} bytes is over the ${options.maxLineBytes}-byte limit (--max-line-bytes)`,
+      );
       return;
     }
     if (options.canonical) {
@@ -100,7 +107,12 @@ function lineHasher(options: CanonHashOptions, out: BufferedWriter, tally: { lin
 }
 
 /** Reads the input chunk by chunk into the line splitter until it ends, the output closes or a signal stops it. */
-async function pumpLines(options: CanonHashOptions, deps: CanonHashDeps, out: BufferedWriter, onLine: (line: LineEvent) => void): Promise<void> {
+async function pumpLines(
+  options: CanonHashOptions,
+  deps: CanonHashDeps,
+  out: BufferedWriter,
+  onLine: (line: LineEvent) => void,
+): Promise<void> {
   const { signal } = deps;
   const splitter = new LineSplitter(options.maxLineBytes);
   const input = openInput(options.file, deps.io);

@@ -4,7 +4,14 @@ import { exitCodeForCounts, UsageError } from '../../cli/exit.js';
 import { readInput } from '../../cli/input.js';
 import type { Io } from '../../cli/io.js';
 import { MAX_INPUT_BYTES, type NumberMode } from '../index.js';
-import { type CanonVector, type CanonVectorFile, checkVector, parseVectorFile, VectorFileError, type VectorOutcome } from '../vectors.js';
+import {
+  type CanonVector,
+  type CanonVectorFile,
+  checkVector,
+  parseVectorFile,
+  VectorFileError,
+  type VectorOutcome,
+} from '../vectors.js';
 
 /**
  * Every file read and checked for shape before any vector runs: a malformed file is bad input
@@ -33,7 +40,11 @@ export interface VerifyTally {
 }
 
 /** Runs every vector of every file, in order; `onVector` hears each outcome. */
-export function verifyVectors(files: readonly CanonVectorFile[], numberMode: NumberMode, onVector: (file: CanonVectorFile, vector: CanonVector, outcome: VectorOutcome) => void): VerifyTally {
+export function verifyVectors(
+  files: readonly CanonVectorFile[],
+  numberMode: NumberMode,
+  onVector: (file: CanonVectorFile, vector: CanonVector, outcome: VectorOutcome) => void,
+): VerifyTally {
   let passed = 0;
   let failed = 0;
   for (const file of files) {
@@ -51,7 +62,12 @@ export function verifyVectors(files: readonly CanonVectorFile[], numberMode: Num
  * The terminal's row of one vector: a pass shows a short hash so the table fits; a failure shows everything.
  * @example vectorRow('v/fc.json', 'int', { kind: 'pass', detail: `hash ${'a'.repeat(64)}` }).detail // 'hash aaaaaaaaaaaa…'
  */
-export function vectorRow(fileLabel: string, vectorName: string, outcome: Pick<VectorOutcome, 'kind' | 'detail'>): { result: string; file: string; vector: string; detail: string } {
-  const detail = outcome.kind === 'pass' ? outcome.detail.replace(/^(hash [0-9a-f]{12})[0-9a-f]{52}$/, '$1…') : outcome.detail;
+export function vectorRow(
+  fileLabel: string,
+  vectorName: string,
+  outcome: Pick<VectorOutcome, 'kind' | 'detail'>,
+): { result: string; file: string; vector: string; detail: string } {
+  const detail =
+    outcome.kind === 'pass' ? outcome.detail.replace(/^(hash [0-9a-f]{12})[0-9a-f]{52}$/, '$1…') : outcome.detail;
   return { result: outcome.kind === 'pass' ? 'pass' : 'FAIL', file: basename(fileLabel), vector: vectorName, detail };
 }

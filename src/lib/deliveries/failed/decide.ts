@@ -51,7 +51,18 @@ export function replayInputRow(row: ListedRow, prefix: string | null): Record<st
 
 /** The member names of {@link replayInputRow}, in order (the CSV header). */
 export function replayInputColumns(prefix: string | null): string[] {
-  return ['answerUuid', 'expectedRevision', ...(prefix === null ? [] : ['operationId']), 'eventId', 'state', 'retryCount', 'nextRetryAt', 'lastError', 'updateTime', 'id'];
+  return [
+    'answerUuid',
+    'expectedRevision',
+    ...(prefix === null ? [] : ['operationId']),
+    'eventId',
+    'state',
+    'retryCount',
+    'nextRetryAt',
+    'lastError',
+    'updateTime',
+    'id',
+  ];
 }
 
 /**
@@ -59,7 +70,11 @@ export function replayInputColumns(prefix: string | null): string[] {
  * @example checkAfter('812') // '812'
  */
 export function checkAfter(value: string): string {
-  if (!/^[1-9]\d{0,18}$/.test(value)) throw new LineError(0, `--after ${JSON.stringify(value.slice(0, 40))} is not a row id (a whole number ≥ 1, the nextCursor of the previous page)`);
+  if (!/^[1-9]\d{0,18}$/.test(value))
+    throw new LineError(
+      0,
+      `--after ${JSON.stringify(value.slice(0, 40))} is not a row id (a whole number ≥ 1, the nextCursor of the previous page)`,
+    );
   return value;
 }
 
@@ -76,19 +91,42 @@ export function checkOperationPrefix(value: unknown): string {
 
 /** Every code fcctl writes before the ':' of a delivery's `last_error` (types.ts `FailReason`). */
 const FAIL_REASONS: Readonly<Record<FailReason, true>> = {
-  NO_ROUTE: true, NACK: true, CONFIRM_TIMEOUT: true, CHANNEL_CLOSED: true, PUBLISH_ERROR: true, ACCESS_REFUSED: true, MESSAGE_TOO_LARGE: true,
-  PRECONDITION_FAILED: true, NOT_FOUND: true, RESOURCE_LOCKED: true, BROKER_REFUSED: true, RETRY_BUDGET_SPENT: true, SOURCE_MISMATCH: true,
-  REGISTRY_MISMATCH: true, REGISTRY_UNREACHABLE: true, INVALID_ROUTING_KEY: true, INVALID_EVENT: true, SNAPSHOT_INVALID: true, SNAPSHOT_HASH_MISMATCH: true,
+  NO_ROUTE: true,
+  NACK: true,
+  CONFIRM_TIMEOUT: true,
+  CHANNEL_CLOSED: true,
+  PUBLISH_ERROR: true,
+  ACCESS_REFUSED: true,
+  MESSAGE_TOO_LARGE: true,
+  PRECONDITION_FAILED: true,
+  NOT_FOUND: true,
+  RESOURCE_LOCKED: true,
+  BROKER_REFUSED: true,
+  RETRY_BUDGET_SPENT: true,
+  SOURCE_MISMATCH: true,
+  REGISTRY_MISMATCH: true,
+  REGISTRY_UNREACHABLE: true,
+  INVALID_ROUTING_KEY: true,
+  INVALID_EVENT: true,
+  SNAPSHOT_INVALID: true,
+  SNAPSHOT_HASH_MISMATCH: true,
 };
 
 /**
  * The `--state`/`--reason` filter: a state FAILED or DEAD, a reason one of the codes `send` writes.
  * @example failedFilterOf({ state: 'DEAD', reason: 'NO_ROUTE' }) // { state: 'DEAD', reason: 'NO_ROUTE' }
  */
-export function failedFilterOf(f: { readonly state?: string | undefined; readonly reason?: string | undefined }): FailedFilter {
-  if (f.state !== undefined && f.state !== 'FAILED' && f.state !== 'DEAD') throw new LineError(0, `--state ${JSON.stringify(f.state.slice(0, 40))} is not FAILED or DEAD`);
+export function failedFilterOf(f: {
+  readonly state?: string | undefined;
+  readonly reason?: string | undefined;
+}): FailedFilter {
+  if (f.state !== undefined && f.state !== 'FAILED' && f.state !== 'DEAD')
+    throw new LineError(0, `--state ${JSON.stringify(f.state.slice(0, 40))} is not FAILED or DEAD`);
   if (f.reason !== undefined && !Object.hasOwn(FAIL_REASONS, f.reason)) {
-    throw new LineError(0, `--reason ${JSON.stringify(f.reason.slice(0, 80))} is not a reason code send writes (${Object.keys(FAIL_REASONS).join(', ')})`);
+    throw new LineError(
+      0,
+      `--reason ${JSON.stringify(f.reason.slice(0, 80))} is not a reason code send writes (${Object.keys(FAIL_REASONS).join(', ')})`,
+    );
   }
   return { state: (f.state as FailedFilter['state'] | undefined) ?? null, reason: f.reason ?? null };
 }

@@ -31,7 +31,11 @@ export interface FailedPage {
 }
 
 type Raw = FailedRowRaw & { readonly id: string | number; readonly superseded: number | string };
-const listedOf = (r: Raw): ListedRow => ({ ...failedRowOf(r), id: String(r.id), superseded: Number(r.superseded) === 1 });
+const listedOf = (r: Raw): ListedRow => ({
+  ...failedRowOf(r),
+  id: String(r.id),
+  superseded: Number(r.superseded) === 1,
+});
 
 /**
  * Reads one page of `size` rows — page `start.page` (1-based) or the rows below the row id
@@ -39,14 +43,27 @@ const listedOf = (r: Raw): ListedRow => ({ ...failedRowOf(r), id: String(r.id), 
  * rows out of the page (a replay input file); the totals count every row.
  * @example const p = await failedPage(db, '100100', '5', { page: 1 }, 50); p.nextCursor
  */
-export async function failedPage(db: Db, consumerAppKey: string, consumerSchoolId: string, start: PageStart, size: number, filter: FailedFilter = ALL_FAILED, which: FailedRows = 'all'): Promise<FailedPage> {
-  if (!Number.isInteger(size) || size < 1 || size > MAX_FAILED_PAGE_SIZE) throw new RangeError(`size must be 1–${MAX_FAILED_PAGE_SIZE}`);
+export async function failedPage(
+  db: Db,
+  consumerAppKey: string,
+  consumerSchoolId: string,
+  start: PageStart,
+  size: number,
+  filter: FailedFilter = ALL_FAILED,
+  which: FailedRows = 'all',
+): Promise<FailedPage> {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_FAILED_PAGE_SIZE)
+    throw new RangeError(`size must be 1–${MAX_FAILED_PAGE_SIZE}`);
   if ('page' in start && (!Number.isInteger(start.page) || start.page < 1)) throw new RangeError('page must be ≥ 1');
   return db.transaction(async (conn: PoolConnection) => {
     const p = failedSql.page(consumerAppKey, consumerSchoolId, filter, start, size, which);
     const t = failedSql.total(consumerAppKey, consumerSchoolId, filter);
     const raw = (await conn.query(p.sql, p.params))[0] as Raw[];
-    const totals = (await conn.query(t.sql, t.params))[0] as Array<{ state: string; n: string | number; superseded: string | number | null }>;
+    const totals = (await conn.query(t.sql, t.params))[0] as Array<{
+      state: string;
+      n: string | number;
+      superseded: string | number | null;
+    }>;
     const byState = { FAILED: 0, DEAD: 0 };
     let superseded = 0;
     for (const { state, n, superseded: s } of totals) {
@@ -74,7 +91,13 @@ export async function failedPage(db: Db, consumerAppKey: string, consumerSchoolI
  * others match): what `deliveries replay --failed` replays; and how many superseded rows it left out.
  * @example const { rows } = await selectFailed(db, '100100', '5', { state: 'DEAD', reason: null }, 100_000)
  */
-export async function selectFailed(db: Db, consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, max: number): Promise<{ rows: ListedRow[]; more: boolean; superseded: number }> {
+export async function selectFailed(
+  db: Db,
+  consumerAppKey: string,
+  consumerSchoolId: string,
+  filter: FailedFilter,
+  max: number,
+): Promise<{ rows: ListedRow[]; more: boolean; superseded: number }> {
   const rows: ListedRow[] = [];
   let start: PageStart = { page: 1 };
   for (;;) {

@@ -18,7 +18,12 @@ function where(consumerAppKey: string, consumerSchoolId: string, f: FailedFilter
     sql:
       `consumer_app_key = ? AND consumer_school_id = ? AND ${f.state === null ? "state IN ('FAILED', 'DEAD')" : 'state = ?'}` +
       (f.reason === null ? '' : " AND SUBSTRING_INDEX(last_error, ':', 1) = ?"),
-    params: [consumerAppKey, consumerSchoolId, ...(f.state === null ? [] : [f.state]), ...(f.reason === null ? [] : [f.reason])],
+    params: [
+      consumerAppKey,
+      consumerSchoolId,
+      ...(f.state === null ? [] : [f.state]),
+      ...(f.reason === null ? [] : [f.reason]),
+    ],
   };
 }
 
@@ -48,7 +53,14 @@ export const failedSql = {
    * the way a BIGINT against a string would be) is stable while rows are replayed or
    * retried), reading one extra row to know whether more follow.
    */
-  page: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter, start: PageStart, size: number, rows: FailedRows = 'all'): Statement => {
+  page: (
+    consumerAppKey: string,
+    consumerSchoolId: string,
+    filter: FailedFilter,
+    start: PageStart,
+    size: number,
+    rows: FailedRows = 'all',
+  ): Statement => {
     const w = where(consumerAppKey, consumerSchoolId, filter);
     const keyset = 'after' in start;
     const current = rows === 'current' ? ` AND NOT ${SUPERSEDED}` : '';
@@ -59,7 +71,10 @@ export const failedSql = {
   },
   total: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter): Statement => {
     const w = where(consumerAppKey, consumerSchoolId, filter);
-    return { sql: `SELECT state, COUNT(*) AS n, SUM(${SUPERSEDED}) AS superseded FROM answer_delivery d WHERE ${w.sql} GROUP BY state`, params: w.params };
+    return {
+      sql: `SELECT state, COUNT(*) AS n, SUM(${SUPERSEDED}) AS superseded FROM answer_delivery d WHERE ${w.sql} GROUP BY state`,
+      params: w.params,
+    };
   },
   /** How many matching rows are superseded (what `replay --failed` leaves out). */
   superseded: (consumerAppKey: string, consumerSchoolId: string, filter: FailedFilter): Statement => {

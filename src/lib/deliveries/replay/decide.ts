@@ -9,7 +9,13 @@ import { canonicalRevision } from '../../ids.js';
 import type { DeliveryState, GrantRow } from '../types.js';
 
 /** The five stable codes of seed 000 §8, in the order they are documented. */
-export const REPLAY_CODES = ['QUEUED', 'ALREADY_DELIVERED', 'GRANT_REVOKED', 'REVISION_MISMATCH', 'NO_DELIVERY_ROW'] as const;
+export const REPLAY_CODES = [
+  'QUEUED',
+  'ALREADY_DELIVERED',
+  'GRANT_REVOKED',
+  'REVISION_MISMATCH',
+  'NO_DELIVERY_ROW',
+] as const;
 export type ReplayCode = (typeof REPLAY_CODES)[number];
 
 /**
@@ -20,7 +26,12 @@ export const OPERATION_CONFLICT = 'OPERATION_CONFLICT' as const;
 export type ReplayOutcomeCode = ReplayCode | typeof OPERATION_CONFLICT;
 
 /** Codes that leave the consumer without this delivery and count as refused (exit 1, SPEC §2). */
-export const REFUSED_CODES: ReadonlySet<ReplayOutcomeCode> = new Set(['GRANT_REVOKED', 'REVISION_MISMATCH', 'NO_DELIVERY_ROW', OPERATION_CONFLICT]);
+export const REFUSED_CODES: ReadonlySet<ReplayOutcomeCode> = new Set([
+  'GRANT_REVOKED',
+  'REVISION_MISMATCH',
+  'NO_DELIVERY_ROW',
+  OPERATION_CONFLICT,
+]);
 
 /** Longest reason recorded (`fcctl_replay_operation.reason` is VARCHAR(512)). */
 export const MAX_REASON_LENGTH = 512;
@@ -90,7 +101,13 @@ export type ReplayDecision =
       readonly deliveryId: string | null;
       readonly write?: ReplayWrite;
     }
-  | { readonly code: typeof OPERATION_CONFLICT; readonly reason: string; readonly repeated: false; readonly eventId: null; readonly deliveryId: null };
+  | {
+      readonly code: typeof OPERATION_CONFLICT;
+      readonly reason: string;
+      readonly repeated: false;
+      readonly eventId: null;
+      readonly deliveryId: null;
+    };
 
 export interface ReplayFacts {
   readonly request: ReplayRequest;
@@ -117,12 +134,19 @@ export function opDigest(operationId: string): string {
  * checked: a replayed row of a push-disabled grant is queued and held by `send`.
  * @example grantRefusal(null, '3') // { code: 'GRANT_MISSING', … }
  */
-export function grantRefusal(grant: GrantRow | null, rowGrantVersion: string): { code: 'GRANT_MISSING' | 'GRANT_REVOKED' | 'GRANT_NOT_READABLE' | 'GRANT_VERSION_CHANGED'; detail: string } | null {
+export function grantRefusal(
+  grant: GrantRow | null,
+  rowGrantVersion: string,
+): { code: 'GRANT_MISSING' | 'GRANT_REVOKED' | 'GRANT_NOT_READABLE' | 'GRANT_VERSION_CHANGED'; detail: string } | null {
   if (!grant) return { code: 'GRANT_MISSING', detail: 'no grant for this form, consumer and school' };
   if (Number(grant.revoked) !== 0) return { code: 'GRANT_REVOKED', detail: 'the grant is revoked' };
-  if (Number(grant.read_allowed) !== 1 || Number(grant.subscribe_allowed) !== 1) return { code: 'GRANT_NOT_READABLE', detail: 'the grant no longer allows read and subscribe' };
+  if (Number(grant.read_allowed) !== 1 || Number(grant.subscribe_allowed) !== 1)
+    return { code: 'GRANT_NOT_READABLE', detail: 'the grant no longer allows read and subscribe' };
   if (String(grant.grant_version) !== String(rowGrantVersion)) {
-    return { code: 'GRANT_VERSION_CHANGED', detail: `grant version is ${grant.grant_version}, the row was made under ${rowGrantVersion}; an old grant is never replayed` };
+    return {
+      code: 'GRANT_VERSION_CHANGED',
+      detail: `grant version is ${grant.grant_version}, the row was made under ${rowGrantVersion}; an old grant is never replayed`,
+    };
   }
   return null;
 }
@@ -149,10 +173,17 @@ export const NOT_TAKEN_OUTCOMES = ['CONFLICT', 'DEFERRED', 'REJECTED'] as const;
  * @example consumerHasIt({ consumer_applied_at: '2026-10-21 10:06:00', consumer_outcome: 'DEFERRED' }) // false
  */
 export function consumerHasIt(row: Pick<ReplayRow, 'consumer_applied_at' | 'consumer_outcome'>): boolean {
-  return row.consumer_applied_at !== null && !(NOT_TAKEN_OUTCOMES as readonly string[]).includes(row.consumer_outcome ?? '');
+  return (
+    row.consumer_applied_at !== null && !(NOT_TAKEN_OUTCOMES as readonly string[]).includes(row.consumer_outcome ?? '')
+  );
 }
 
-const generationOf = (row: ReplayRow): RowGeneration => ({ id: String(row.id), state: row.state, retryCount: Number(row.retry_count), replayOpDigest: row.replay_op_digest });
+const generationOf = (row: ReplayRow): RowGeneration => ({
+  id: String(row.id),
+  state: row.state,
+  retryCount: Number(row.retry_count),
+  replayOpDigest: row.replay_op_digest,
+});
 
 /**
  * The answer to one replay request, in this order:
@@ -184,7 +215,14 @@ export function decideReplay(facts: ReplayFacts): ReplayDecision {
     }
     // the first answer again (idempotency), but not as if it had worked: the row failed again since
     const note = failedAgainNote(prior);
-    return { code: prior.code, reason: prior.reason, repeated: true, ...(note ? { stillFailed: note } : {}), eventId: prior.eventId, deliveryId: null };
+    return {
+      code: prior.code,
+      reason: prior.reason,
+      repeated: true,
+      ...(note ? { stillFailed: note } : {}),
+      eventId: prior.eventId,
+      deliveryId: null,
+    };
   }
   const answer = (code: ReplayCode, reason: string, write?: ReplayWrite): ReplayDecision => ({
     code,
@@ -195,25 +233,45 @@ export function decideReplay(facts: ReplayFacts): ReplayDecision {
     deliveryId: row ? String(row.id) : null,
     ...(write ? { write } : {}),
   });
-  if (!row) return answer('NO_DELIVERY_ROW', `no outbox row for answer ${request.answerUuid}, consumer ${request.consumerAppKey}, school ${request.consumerSchoolId}`);
+  if (!row)
+    return answer(
+      'NO_DELIVERY_ROW',
+      `no outbox row for answer ${request.answerUuid}, consumer ${request.consumerAppKey}, school ${request.consumerSchoolId}`,
+    );
   const expected = canonicalRevision(request.expectedRevision);
   const actual = canonicalRevision(row.answer_revision);
   if (expected === null || actual !== expected) {
-    return answer('REVISION_MISMATCH', `the newest row has revision ${row.answer_revision}, expected ${request.expectedRevision}`);
+    return answer(
+      'REVISION_MISMATCH',
+      `the newest row has revision ${row.answer_revision}, expected ${request.expectedRevision}`,
+    );
   }
   if (consumerHasIt(row)) {
-    return answer('ALREADY_DELIVERED', `the consumer reported ${row.consumer_outcome ?? 'a receipt'} at ${row.consumer_applied_at}`);
+    return answer(
+      'ALREADY_DELIVERED',
+      `the consumer reported ${row.consumer_outcome ?? 'a receipt'} at ${row.consumer_applied_at}`,
+    );
   }
   if (row.state === 'GRANT_REVOKED') {
-    return answer('GRANT_REVOKED', `the row is GRANT_REVOKED (${row.last_error ?? 'no reason kept'}); a revoked row is never replayed`);
+    return answer(
+      'GRANT_REVOKED',
+      `the row is GRANT_REVOKED (${row.last_error ?? 'no reason kept'}); a revoked row is never replayed`,
+    );
   }
   const refusal = grantRefusal(grant, row.grant_version);
   if (refusal) {
     const reason = `${refusal.code}: ${refusal.detail}`;
     if (row.state === 'BROKER_ACCEPTED') return answer('GRANT_REVOKED', `${reason} (the row stays BROKER_ACCEPTED)`);
-    return answer('GRANT_REVOKED', `${reason} (row marked GRANT_REVOKED)`, { kind: 'revoke', from: generationOf(row), lastError: refusal.code });
+    return answer('GRANT_REVOKED', `${reason} (row marked GRANT_REVOKED)`, {
+      kind: 'revoke',
+      from: generationOf(row),
+      lastError: refusal.code,
+    });
   }
-  const held = Number(grant?.push_allowed) !== 1 ? '; push is disabled for this grant, so send holds it until push is allowed' : '';
+  const held =
+    Number(grant?.push_allowed) !== 1
+      ? '; push is disabled for this grant, so send holds it until push is allowed'
+      : '';
   const was = `${row.state}${Number(row.retry_count) > 0 ? `, ${row.retry_count} retries` : ''}${row.last_error ? `, ${row.last_error}` : ''}`;
   return answer('QUEUED', `reset to PENDING from ${was}; the next send publishes event ${row.event_id}${held}`, {
     kind: 'reset',
@@ -296,7 +354,16 @@ export function replayExitCode(end: ReplayEnd): ExitCode {
  * count inside the summary; a terminal the codes that occurred, one row each, beside it.
  * @example summarizeReplay(end, { items: 2, dryRun: true, elapsedMs: 40, json: true }).summary.byCode.QUEUED
  */
-export function summarizeReplay(end: ReplayEnd, run: { readonly items: number; readonly dryRun: boolean; readonly elapsedMs: number; readonly json: boolean; readonly more?: boolean }) {
+export function summarizeReplay(
+  end: ReplayEnd,
+  run: {
+    readonly items: number;
+    readonly dryRun: boolean;
+    readonly elapsedMs: number;
+    readonly json: boolean;
+    readonly more?: boolean;
+  },
+) {
   const byCode: Record<string, number> = Object.fromEntries([...REPLAY_CODES, OPERATION_CONFLICT].map((c) => [c, 0]));
   for (const r of end.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   const counts = run.json ? undefined : Object.fromEntries(Object.entries(byCode).filter(([, n]) => n > 0));
@@ -326,6 +393,10 @@ export function summarizeReplay(end: ReplayEnd, run: { readonly items: number; r
 export function replayStopError(error: unknown): EnvironmentError | null {
   if (!error) return null;
   if (error instanceof EnvironmentError) return error;
-  const hint = (error as { code?: string }).code === 'ER_NO_SUCH_TABLE' ? ' (schema missing: run `fcctl db init --side fc`)' : '';
-  return new EnvironmentError(`replay stopped by a database error: ${String((error as Error)?.message ?? error).split('\n')[0]}${hint}`, { cause: error });
+  const hint =
+    (error as { code?: string }).code === 'ER_NO_SUCH_TABLE' ? ' (schema missing: run `fcctl db init --side fc`)' : '';
+  return new EnvironmentError(
+    `replay stopped by a database error: ${String((error as Error)?.message ?? error).split('\n')[0]}${hint}`,
+    { cause: error },
+  );
 }

@@ -52,7 +52,8 @@ export function checkOperationId(value: unknown, line: number, name = 'operation
 }
 
 function item(line: number, fields: Readonly<Record<string, unknown>>): ReplayItem {
-  for (const c of COLUMNS) if (fields[c] === undefined || fields[c] === null) throw new LineError(line, `${c} is missing`);
+  for (const c of COLUMNS)
+    if (fields[c] === undefined || fields[c] === null) throw new LineError(line, `${c} is missing`);
   return {
     line,
     answerUuid: checkAnswerUuid(fields['answerUuid'], line),
@@ -70,17 +71,22 @@ function item(line: number, fields: Readonly<Record<string, unknown>>): ReplayIt
  * @example parseReplayFile('answerUuid,expectedRevision,operationId\n…,3,inc-42-1\n')
  */
 export function parseReplayFile(text: string): ReplayItem[] {
-  const items = readRecords(text, COLUMNS.map((c) => ({ csv: c, json: c }))).records.map(({ line, values }) =>
-    item(line, Object.fromEntries(COLUMNS.map((c, i) => [c, values[i]]))),
-  );
+  const items = readRecords(
+    text,
+    COLUMNS.map((c) => ({ csv: c, json: c })),
+  ).records.map(({ line, values }) => item(line, Object.fromEntries(COLUMNS.map((c, i) => [c, values[i]]))));
   if (items.length === 0) throw new LineError(0, 'the file holds no replay items');
-  if (items.length > MAX_REPLAY_ITEMS) throw new LineError(items[MAX_REPLAY_ITEMS]!.line, `more than ${MAX_REPLAY_ITEMS} items; split the file`);
+  if (items.length > MAX_REPLAY_ITEMS)
+    throw new LineError(items[MAX_REPLAY_ITEMS]!.line, `more than ${MAX_REPLAY_ITEMS} items; split the file`);
   const seen = new Map<string, ReplayItem>();
   for (const it of items) {
     const first = seen.get(it.operationId);
     if (!first) seen.set(it.operationId, it);
     else if (first.answerUuid !== it.answerUuid || first.expectedRevision !== it.expectedRevision) {
-      throw new LineError(it.line, `operation id ${JSON.stringify(it.operationId)} is used on line ${first.line} for another answer or revision`);
+      throw new LineError(
+        it.line,
+        `operation id ${JSON.stringify(it.operationId)} is used on line ${first.line} for another answer or revision`,
+      );
     }
   }
   return items;
@@ -134,9 +140,19 @@ export interface ReplaySourceFlags {
 
 /** `--failed` with its `--operation-prefix`, `--state`, `--reason`, checked (a LineError otherwise). */
 function failedSource(o: ReplaySourceFlags, singleFlags: readonly string[]): { failed: FailedReplay } {
-  if (o.from !== undefined || singleFlags.length > 0) throw new LineError(0, '--failed cannot be combined with --from, --answer, --expected-revision or --operation-id');
-  if (o.operationPrefix === undefined) throw new LineError(0, '--failed needs --operation-prefix P: each row is replayed under the operation id P:<eventId>');
-  return { failed: { operationPrefix: checkOperationPrefix(o.operationPrefix), filter: failedFilterOf({ state: o.state, reason: o.reason }) } };
+  if (o.from !== undefined || singleFlags.length > 0)
+    throw new LineError(0, '--failed cannot be combined with --from, --answer, --expected-revision or --operation-id');
+  if (o.operationPrefix === undefined)
+    throw new LineError(
+      0,
+      '--failed needs --operation-prefix P: each row is replayed under the operation id P:<eventId>',
+    );
+  return {
+    failed: {
+      operationPrefix: checkOperationPrefix(o.operationPrefix),
+      filter: failedFilterOf({ state: o.state, reason: o.reason }),
+    },
+  };
 }
 
 /**
@@ -145,7 +161,9 @@ function failedSource(o: ReplaySourceFlags, singleFlags: readonly string[]): { f
  * request checked with the file's rules.
  * @example replaySource({ from: 'x.csv' }) // { from: 'x.csv' }
  */
-export function replaySource(o: ReplaySourceFlags): { from: string } | { single: SingleReplay } | { failed: FailedReplay } {
+export function replaySource(
+  o: ReplaySourceFlags,
+): { from: string } | { single: SingleReplay } | { failed: FailedReplay } {
   const singleFlags = (['answer', 'expectedRevision', 'operationId'] as const).filter((k) => o[k] !== undefined);
   if (o.failed === true) {
     try {
@@ -154,10 +172,14 @@ export function replaySource(o: ReplaySourceFlags): { from: string } | { single:
       throw err instanceof LineError ? new UsageError(err.message) : err;
     }
   }
-  if (o.operationPrefix !== undefined || o.state !== undefined || o.reason !== undefined) throw new UsageError('--operation-prefix, --state and --reason apply only with --failed');
-  if (o.from !== undefined && singleFlags.length > 0) throw new UsageError('--from cannot be combined with --answer, --expected-revision or --operation-id');
+  if (o.operationPrefix !== undefined || o.state !== undefined || o.reason !== undefined)
+    throw new UsageError('--operation-prefix, --state and --reason apply only with --failed');
+  if (o.from !== undefined && singleFlags.length > 0)
+    throw new UsageError('--from cannot be combined with --answer, --expected-revision or --operation-id');
   if (o.from === undefined && singleFlags.length < 3) {
-    throw new UsageError('give --answer, --expected-revision and --operation-id for one replay, --from FILE for a batch, or --failed --operation-prefix P for every FAILED/DEAD row');
+    throw new UsageError(
+      'give --answer, --expected-revision and --operation-id for one replay, --from FILE for a batch, or --failed --operation-prefix P for every FAILED/DEAD row',
+    );
   }
   if (o.from !== undefined) return { from: o.from };
   return {

@@ -43,7 +43,8 @@ interface RecordedRaw {
 
 function recordedOf(raw: RecordedRaw | undefined): RecordedAnswer | null {
   if (!raw) return null;
-  if (raw.code === '') throw new Error(`replay operation recorded without an answer (op for answer ${raw.answer_uuid})`);
+  if (raw.code === '')
+    throw new Error(`replay operation recorded without an answer (op for answer ${raw.answer_uuid})`);
   return {
     answerUuid: raw.answer_uuid,
     consumerAppKey: raw.consumer_app_key,
@@ -58,9 +59,17 @@ function recordedOf(raw: RecordedRaw | undefined): RecordedAnswer | null {
 }
 
 /** The facts of a request, read with `run` (inside the transaction, `lock` locks the row). */
-async function readFacts(run: Run, request: ReplayRequest, lock: boolean): Promise<{ newest: ReplayRow | null; grant: GrantRow | null }> {
+async function readFacts(
+  run: Run,
+  request: ReplayRequest,
+  lock: boolean,
+): Promise<{ newest: ReplayRow | null; grant: GrantRow | null }> {
   const newest = (await run<ReplayRow>(replaySql.newestRow(request, lock)))[0] ?? null;
-  const grant = newest ? ((await run<GrantRow>(replaySql.grant(newest.form_uuid, String(request.consumerSchoolId), request.consumerAppKey)))[0] ?? null) : null;
+  const grant = newest
+    ? ((
+        await run<GrantRow>(replaySql.grant(newest.form_uuid, String(request.consumerSchoolId), request.consumerAppKey))
+      )[0] ?? null)
+    : null;
   return { newest, grant };
 }
 
@@ -89,7 +98,8 @@ export async function replayOne(db: Db, request: ReplayRequest, execute: boolean
       return await db.transaction((conn) => replayInTransaction(conn, request));
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (attempt < MAX_ATTEMPTS && (err instanceof GenerationMoved || (code !== undefined && RETRYABLE.has(code)))) continue;
+      if (attempt < MAX_ATTEMPTS && (err instanceof GenerationMoved || (code !== undefined && RETRYABLE.has(code))))
+        continue;
       throw err;
     }
   }
@@ -111,7 +121,8 @@ async function replayInTransaction(conn: PoolConnection, request: ReplayRequest)
   if (decision.write) {
     const w = replaySql.write(decision.write);
     const [res] = await conn.query(w.sql, w.params);
-    if ((res as { affectedRows: number }).affectedRows !== 1) throw new GenerationMoved('the row changed between read and write');
+    if ((res as { affectedRows: number }).affectedRows !== 1)
+      throw new GenerationMoved('the row changed between read and write');
   }
   await run(replaySql.recordAnswer(request.opDigest, decision.code, decision.reason, decision.deliveryId));
   return decision;
@@ -141,7 +152,11 @@ export type BatchSummary = OrderedSummary<ReplayResult>;
  * database error stops the run the same way and is returned once the started items settle.
  * @example const { results } = await runReplayBatch(items, { consumerAppKey: '100100', consumerSchoolId: '5', execute: false, concurrency: 4, maxSeconds: 3600 }, { db, signal, clock: Date.now })
  */
-export async function runReplayBatch(items: readonly ReplayItem[], options: BatchOptions, deps: BatchDeps): Promise<BatchSummary> {
+export async function runReplayBatch(
+  items: readonly ReplayItem[],
+  options: BatchOptions,
+  deps: BatchDeps,
+): Promise<BatchSummary> {
   return runOrdered(items, options, deps, async (it) => {
     const request: ReplayRequest = {
       answerUuid: it.answerUuid,
@@ -153,7 +168,17 @@ export async function runReplayBatch(items: readonly ReplayItem[], options: Batc
     const d = await replayOne(deps.db, request, options.execute);
     const note = 'stillFailed' in d ? d.stillFailed : undefined;
     const again = note === undefined ? { stillFailed: false } : { stillFailed: true, note };
-    return { line: it.line, answerUuid: it.answerUuid, expectedRevision: it.expectedRevision, operationId: it.operationId, code: d.code, reason: d.reason, eventId: d.eventId, repeated: d.repeated, ...again };
+    return {
+      line: it.line,
+      answerUuid: it.answerUuid,
+      expectedRevision: it.expectedRevision,
+      operationId: it.operationId,
+      code: d.code,
+      reason: d.reason,
+      eventId: d.eventId,
+      repeated: d.repeated,
+      ...again,
+    };
   });
 }
 
@@ -190,8 +215,24 @@ export async function replayDeliveries(
  * `superseded` counts the rows left out as superseded.
  * @example const { items } = await failedReplayItems(db, '100100', '5', { filter: ALL_FAILED, operationPrefix: 'INC-42' })
  */
-export async function failedReplayItems(db: Db, consumerAppKey: string, consumerSchoolId: string, failed: FailedReplay): Promise<{ items: ReplayItem[]; more: boolean; superseded: number }> {
-  const { rows, more, superseded } = await selectFailed(db, consumerAppKey, consumerSchoolId, failed.filter, MAX_REPLAY_ITEMS);
-  const items = rows.map((r, i) => ({ line: i + 1, answerUuid: r.answerUuid, expectedRevision: r.answerRevision, operationId: failedOperationId(failed.operationPrefix, r.eventId) }));
+export async function failedReplayItems(
+  db: Db,
+  consumerAppKey: string,
+  consumerSchoolId: string,
+  failed: FailedReplay,
+): Promise<{ items: ReplayItem[]; more: boolean; superseded: number }> {
+  const { rows, more, superseded } = await selectFailed(
+    db,
+    consumerAppKey,
+    consumerSchoolId,
+    failed.filter,
+    MAX_REPLAY_ITEMS,
+  );
+  const items = rows.map((r, i) => ({
+    line: i + 1,
+    answerUuid: r.answerUuid,
+    expectedRevision: r.answerRevision,
+    operationId: failedOperationId(failed.operationPrefix, r.eventId),
+  }));
   return { items, more, superseded };
 }

@@ -15,7 +15,10 @@ export const replaySql = {
    * The newest row (highest revision) of an answer for one consumer and school. `lock` adds
    * `FOR UPDATE`: inside the replay transaction no relay can claim or adjudicate it meanwhile.
    */
-  newestRow: (r: Pick<ReplayRequest, 'answerUuid' | 'consumerAppKey' | 'consumerSchoolId'>, lock: boolean): Statement => ({
+  newestRow: (
+    r: Pick<ReplayRequest, 'answerUuid' | 'consumerAppKey' | 'consumerSchoolId'>,
+    lock: boolean,
+  ): Statement => ({
     sql:
       `SELECT ${REPLAY_ROW_COLUMNS} FROM answer_delivery WHERE answer_uuid = ? AND consumer_app_key = ? AND consumer_school_id = ? ` +
       `ORDER BY answer_revision DESC, id DESC LIMIT 1${lock ? ' FOR UPDATE' : ''}`,

@@ -7,7 +7,10 @@ import { gauge, runGauges, type Gauge } from '../../cli/metrics.js';
 import { DELIVERY_STATES, type FailedRow, failedRowOf, type FailedRowRaw } from '../types.js';
 
 /** One FAILED/DEAD row as listed: a {@link FailedRow} with its consumer and school. */
-export type FailedRowView = Pick<FailedRow, 'eventId' | 'state'> & { readonly consumerAppKey: string; readonly consumerSchoolId: string } & Omit<FailedRow, 'eventId' | 'state'>;
+export type FailedRowView = Pick<FailedRow, 'eventId' | 'state'> & {
+  readonly consumerAppKey: string;
+  readonly consumerSchoolId: string;
+} & Omit<FailedRow, 'eventId' | 'state'>;
 
 export type ReasonCount = {
   readonly state: string;
@@ -39,7 +42,12 @@ export interface ScanReport {
 export interface ScanRaw {
   readonly now: string;
   readonly states: ReadonlyArray<{ state: string; n: string | number }>;
-  readonly open: { held: string | number; due: string | number; stuck: string | number; oldest_pending_age: string | number | null };
+  readonly open: {
+    held: string | number;
+    due: string | number;
+    stuck: string | number;
+    oldest_pending_age: string | number | null;
+  };
   readonly reasons: ReadonlyArray<{ state: string; last_error: string | null; n: string | number }>;
   readonly rows: ReadonlyArray<FailedRowRaw & { consumer_app_key: string; consumer_school_id: string | number }>;
 }
@@ -62,7 +70,13 @@ export function shapeScan(raw: ScanRaw): ScanReport {
     reasons: raw.reasons.map((r) => ({ state: r.state, lastError: r.last_error, count: Number(r.n) })),
     rows: raw.rows.map((r) => {
       const { eventId, state, ...rest } = failedRowOf(r);
-      return { eventId, state, consumerAppKey: r.consumer_app_key, consumerSchoolId: String(r.consumer_school_id), ...rest };
+      return {
+        eventId,
+        state,
+        consumerAppKey: r.consumer_app_key,
+        consumerSchoolId: String(r.consumer_school_id),
+        ...rest,
+      };
     }),
   };
 }
@@ -71,12 +85,23 @@ export function shapeScan(raw: ScanRaw): ScanReport {
  * The scan's gauges for the textfile collector. The oldest pending age is 0 when nothing is
  * pending, so an alert on it needs no special case for "absent".
  */
-export function scanGauges(report: ScanReport, run: { command: string; finishedAtSeconds: number; durationSeconds: number; exitCode: number }): Gauge[] {
+export function scanGauges(
+  report: ScanReport,
+  run: { command: string; finishedAtSeconds: number; durationSeconds: number; exitCode: number },
+): Gauge[] {
   return [
-    { name: 'fcctl_deliveries_rows', help: 'answer_delivery rows by state', samples: Object.entries(report.states).map(([state, value]) => ({ labels: { state }, value })) },
+    {
+      name: 'fcctl_deliveries_rows',
+      help: 'answer_delivery rows by state',
+      samples: Object.entries(report.states).map(([state, value]) => ({ labels: { state }, value })),
+    },
     gauge('fcctl_deliveries_due', 'PENDING/FAILED rows due now (not held, unclaimed or lease expired)', report.due),
     gauge('fcctl_deliveries_held', 'PENDING/FAILED rows held by a grant with push_allowed = 0', report.held),
-    gauge('fcctl_deliveries_oldest_pending_age_seconds', 'age of the oldest PENDING row that is not held (0 when none)', report.oldestPendingAgeSeconds ?? 0),
+    gauge(
+      'fcctl_deliveries_oldest_pending_age_seconds',
+      'age of the oldest PENDING row that is not held (0 when none)',
+      report.oldestPendingAgeSeconds ?? 0,
+    ),
     gauge('fcctl_deliveries_stuck_claims', 'PENDING/FAILED rows whose claim lease has expired', report.stuckClaims),
     gauge('fcctl_deliveries_dead', 'DEAD rows (retry budget spent)', report.dead),
     ...runGauges(run),

@@ -14,7 +14,18 @@ const HELD =
 const DUE = dueRule('d.', '?');
 const DUE_NOWS = DUE.split('?').length - 1;
 const STUCK = 'd.claim_owner IS NOT NULL AND (d.claim_expires_at IS NULL OR d.claim_expires_at < ?)';
-const ROW_COLUMNS = ['event_id', 'state', 'consumer_app_key', 'consumer_school_id', 'answer_uuid', 'answer_revision', 'retry_count', 'next_retry_at', 'last_error', 'update_time'];
+const ROW_COLUMNS = [
+  'event_id',
+  'state',
+  'consumer_app_key',
+  'consumer_school_id',
+  'answer_uuid',
+  'answer_revision',
+  'retry_count',
+  'next_retry_at',
+  'last_error',
+  'update_time',
+];
 
 /** The statements of a scan, as `{sql, params}` builders (tested as text). */
 export const scanSql = {

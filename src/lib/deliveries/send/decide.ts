@@ -12,7 +12,14 @@ import { batchExitCode, EnvironmentError, type ExitCode, UsageError } from '../.
 import { type Config, requireSetting } from '../../config/config.js';
 import type { Gauge } from '../../cli/metrics.js';
 import { pausedGauge, pauseFields } from '../../pause/decide.js';
-import { type DeliveryRow, type FailReason, type Generation, generationOf, type GrantRow, type RegistryRow } from '../types.js';
+import {
+  type DeliveryRow,
+  type FailReason,
+  type Generation,
+  generationOf,
+  type GrantRow,
+  type RegistryRow,
+} from '../types.js';
 import type { RowResult, SendOptions, SendSummary, Write } from './types.js';
 
 /** What the pre-publish checks decided for one claimed row (SPEC §5, in order). */
@@ -21,7 +28,10 @@ export type PrePublishDecision =
   /** a FAILED row whose budget is already spent (at or over the retry limit): DEAD, never sent */
   | { readonly kind: 'exhausted' }
   | { readonly kind: 'hold'; readonly reason: 'PUSH_DISABLED' }
-  | { readonly kind: 'revoke'; readonly reason: 'GRANT_MISSING' | 'GRANT_REVOKED' | 'GRANT_NOT_READABLE' | 'GRANT_VERSION_CHANGED' }
+  | {
+      readonly kind: 'revoke';
+      readonly reason: 'GRANT_MISSING' | 'GRANT_REVOKED' | 'GRANT_NOT_READABLE' | 'GRANT_VERSION_CHANGED';
+    }
   | { readonly kind: 'fail'; readonly reason: FailReason; readonly detail: string };
 
 /** The publisher's identity as configured and as the registry reports it (or why it could not). */
@@ -35,13 +45,20 @@ const EVENT_TYPES = new Set(['created', 'updated', 'tombstoned']);
 const VALID_DATETIME = /^(?!0000)\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d/;
 
 /** Publisher identity (SPEC §5 step 1), decided once per batch. */
-export function checkPublisher(facts: PublisherFacts): { ok: true } | { ok: false; reason: FailReason; detail: string } {
+export function checkPublisher(
+  facts: PublisherFacts,
+): { ok: true } | { ok: false; reason: FailReason; detail: string } {
   const r = facts.registry;
-  if (r === 'unreachable') return { ok: false, reason: 'REGISTRY_UNREACHABLE', detail: 'app registry could not be read' };
-  if (r === null) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `no registry row for app code ${facts.appCode}` };
-  if (!isPositiveIntegerText(String(r.id))) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `registry id ${r.id} is not a positive integer` };
-  if (r.app_code !== facts.appCode) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app code differs' };
-  if (r.app_key !== facts.appKey) return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app key differs from the configured key' };
+  if (r === 'unreachable')
+    return { ok: false, reason: 'REGISTRY_UNREACHABLE', detail: 'app registry could not be read' };
+  if (r === null)
+    return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `no registry row for app code ${facts.appCode}` };
+  if (!isPositiveIntegerText(String(r.id)))
+    return { ok: false, reason: 'REGISTRY_MISMATCH', detail: `registry id ${r.id} is not a positive integer` };
+  if (r.app_code !== facts.appCode)
+    return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app code differs' };
+  if (r.app_key !== facts.appKey)
+    return { ok: false, reason: 'REGISTRY_MISMATCH', detail: 'registry app key differs from the configured key' };
   return { ok: true };
 }
 
@@ -50,10 +67,17 @@ export function checkPublisher(facts: PublisherFacts): { ok: true } | { ok: fals
  * publisher facts were read fresh by the caller.
  * @example prePublish(row, { publisher, grant })
  */
-export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts; grant: GrantRow | undefined; maxRetries: number }): PrePublishDecision {
+export function prePublish(
+  row: DeliveryRow,
+  facts: { publisher: PublisherFacts; grant: GrantRow | undefined; maxRetries: number },
+): PrePublishDecision {
   // 1. publisher identity
   if (row.source_app_key !== facts.publisher.appKey) {
-    return { kind: 'fail', reason: 'SOURCE_MISMATCH', detail: `row source ${row.source_app_key} is not the configured app key` };
+    return {
+      kind: 'fail',
+      reason: 'SOURCE_MISMATCH',
+      detail: `row source ${row.source_app_key} is not the configured app key`,
+    };
   }
   const publisher = checkPublisher(facts.publisher);
   if (!publisher.ok) return { kind: 'fail', reason: publisher.reason, detail: publisher.detail };
@@ -61,7 +85,8 @@ export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts;
   const g = facts.grant;
   if (!g) return { kind: 'revoke', reason: 'GRANT_MISSING' };
   if (Number(g.revoked) !== 0) return { kind: 'revoke', reason: 'GRANT_REVOKED' };
-  if (Number(g.read_allowed) !== 1 || Number(g.subscribe_allowed) !== 1) return { kind: 'revoke', reason: 'GRANT_NOT_READABLE' };
+  if (Number(g.read_allowed) !== 1 || Number(g.subscribe_allowed) !== 1)
+    return { kind: 'revoke', reason: 'GRANT_NOT_READABLE' };
   if (String(g.grant_version) !== String(row.grant_version)) return { kind: 'revoke', reason: 'GRANT_VERSION_CHANGED' };
   if (Number(g.push_allowed) !== 1) return { kind: 'hold', reason: 'PUSH_DISABLED' };
   // The budget: a lowered --max-retries must not buy a FAILED row one more try (after the grant:
@@ -70,11 +95,25 @@ export function prePublish(row: DeliveryRow, facts: { publisher: PublisherFacts;
   // 3. routing key, event, snapshot
   const rk = routingKeyFor(row.consumer_app_key, row.consumer_school_id);
   if (!rk.ok) return { kind: 'fail', reason: 'INVALID_ROUTING_KEY', detail: rk.detail };
-  if (row.event_id.length === 0 || row.event_id.length > 36) return { kind: 'fail', reason: 'INVALID_EVENT', detail: 'event id must be 1–36 characters' };
-  if (!EVENT_TYPES.has(row.event_type)) return { kind: 'fail', reason: 'INVALID_EVENT', detail: `event type ${JSON.stringify(row.event_type)} is not created, updated or tombstoned` };
+  if (row.event_id.length === 0 || row.event_id.length > 36)
+    return { kind: 'fail', reason: 'INVALID_EVENT', detail: 'event id must be 1–36 characters' };
+  if (!EVENT_TYPES.has(row.event_type))
+    return {
+      kind: 'fail',
+      reason: 'INVALID_EVENT',
+      detail: `event type ${JSON.stringify(row.event_type)} is not created, updated or tombstoned`,
+    };
   // occurredAt is built from it: a zero or impossible DATETIME (a lax sql_mode allows them) has no offset.
-  if (!VALID_DATETIME.test(String(row.occurred_at))) return { kind: 'fail', reason: 'INVALID_EVENT', detail: `occurred_at ${JSON.stringify(String(row.occurred_at))} is not a valid DATETIME` };
-  const snap = checkSnapshot(row.snapshot_json, row.content_hash, { appKey: row.consumer_app_key, schoolId: String(row.consumer_school_id) });
+  if (!VALID_DATETIME.test(String(row.occurred_at)))
+    return {
+      kind: 'fail',
+      reason: 'INVALID_EVENT',
+      detail: `occurred_at ${JSON.stringify(String(row.occurred_at))} is not a valid DATETIME`,
+    };
+  const snap = checkSnapshot(row.snapshot_json, row.content_hash, {
+    appKey: row.consumer_app_key,
+    schoolId: String(row.consumer_school_id),
+  });
   if (!snap.ok) return { kind: 'fail', reason: snap.reason, detail: snap.detail };
   return { kind: 'publish', routingKey: rk.routingKey };
 }
@@ -138,7 +177,23 @@ export function adjudicate(outcome: BrokerOutcome): Transition {
 
 /** A run that has done nothing yet. */
 export function emptySummary(): SendSummary {
-  return { claimed: 0, published: 0, accepted: 0, failed: 0, dead: 0, revoked: 0, held: 0, skipped: 0, wouldPublish: 0, failedByReason: {}, released: 0, releasedByReason: {}, stale: 0, brokerRefusals: 0, stoppedBy: 'drained' };
+  return {
+    claimed: 0,
+    published: 0,
+    accepted: 0,
+    failed: 0,
+    dead: 0,
+    revoked: 0,
+    held: 0,
+    skipped: 0,
+    wouldPublish: 0,
+    failedByReason: {},
+    released: 0,
+    releasedByReason: {},
+    stale: 0,
+    brokerRefusals: 0,
+    stoppedBy: 'drained',
+  };
 }
 
 /** Groups per-row decisions into one write per distinct transition (batched, SPEC §2). */
@@ -152,7 +207,16 @@ export function planWrites(
   const bury: Generation[] = [];
   const hold: Generation[] = [];
   const revoke = new Map<string, Generation[]>();
-  const fail = new Map<string, { gens: Generation[]; state: 'FAILED' | 'DEAD'; retryCount: number; backoffSeconds: number | null; lastError: string }>();
+  const fail = new Map<
+    string,
+    {
+      gens: Generation[];
+      state: 'FAILED' | 'DEAD';
+      retryCount: number;
+      backoffSeconds: number | null;
+      lastError: string;
+    }
+  >();
   const results: Array<{ row: DeliveryRow; result: RowResult }> = [];
   const addFail = (row: DeliveryRow, reason: string, detail: string) => {
     const next = afterFailure(Number(row.retry_count), policy);
@@ -207,7 +271,6 @@ export function planWrites(
   return { writes, results };
 }
 
-
 /** Whether a re-read row shows the transition `w` (used only when a guarded write matched fewer rows). */
 export function writeReached(w: Write, row: { state: string; retry_count: number | string }): boolean {
   switch (w.kind) {
@@ -226,7 +289,13 @@ export function writeReached(w: Write, row: { state: string; retry_count: number
 }
 
 /** The summary counter of each result kind but `failed` (failed or dead, and counted by reason) and `released` (by reason). */
-const COUNTER = { accepted: 'accepted', revoked: 'revoked', held: 'held', skipped: 'skipped', 'would-publish': 'wouldPublish' } as const;
+const COUNTER = {
+  accepted: 'accepted',
+  revoked: 'revoked',
+  held: 'held',
+  skipped: 'skipped',
+  'would-publish': 'wouldPublish',
+} as const;
 
 /** Counts one row's result into the summary. */
 export function countResult(summary: SendSummary, result: RowResult): void {
@@ -269,7 +338,12 @@ function pick<K extends keyof SendSummary>(summary: SendSummary, keys: readonly 
  * `seconds` is the unrounded run time: the rate is computed from it.
  * @example summarizeSend(summary, { dryRun: false }, 2.04, 'Asia/Shanghai').seconds // 2
  */
-export function summarizeSend(summary: SendSummary, options: Pick<SendOptions, 'dryRun'>, seconds: number, serviceTimeZone: string) {
+export function summarizeSend(
+  summary: SendSummary,
+  options: Pick<SendOptions, 'dryRun'>,
+  seconds: number,
+  serviceTimeZone: string,
+) {
   return {
     command: 'deliveries send',
     exitCode: sendExitCode(summary),
@@ -296,7 +370,8 @@ export function sendStopError(summary: SendSummary): string | null {
   if (summary.stoppedBy === 'broker-refusing') {
     return `the broker takes no message on ${DELIVERY_EXCHANGE} any more (${summary.brokerLost}); unconfirmed rows were released without a retry charged`;
   }
-  if (summary.brokerLost) return `broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`;
+  if (summary.brokerLost)
+    return `broker connection lost during the run (${summary.brokerLost}); unconfirmed rows were marked FAILED and will be resent`;
   if (summary.brokerBlocked) {
     return `the broker is blocking publishes (${summary.brokerBlocked}: a resource alarm); stopped claiming, unconfirmed rows were marked FAILED and will be resent`;
   }
@@ -307,7 +382,12 @@ export function sendStopError(summary: SendSummary): string | null {
  * The rows by result a run's metrics file counts, whether it ended early (a signal, or the pause
  * switch: neither advances the last-success time) and the `fcctl_paused` gauge.
  */
-export function sendRunOutcome(summary: SendSummary): { exitCode: ExitCode; rowsByResult: Record<string, number>; interrupted: boolean; extraGauges: Gauge[] } {
+export function sendRunOutcome(summary: SendSummary): {
+  exitCode: ExitCode;
+  rowsByResult: Record<string, number>;
+  interrupted: boolean;
+  extraGauges: Gauge[];
+} {
   const { accepted, failed, dead, revoked, held, skipped } = summary;
   const paused = summary.stoppedBy === 'paused';
   return {
@@ -324,7 +404,13 @@ export function sendRunOutcome(summary: SendSummary): { exitCode: ExitCode; rows
  */
 export function rowEvent(row: DeliveryRow, result: RowResult): Record<string, unknown> | null {
   if (result.kind === 'accepted' || result.kind === 'held' || result.kind === 'released') return null;
-  return { eventId: row.event_id, answerUuid: row.answer_uuid, consumerAppKey: row.consumer_app_key, consumerSchoolId: String(row.consumer_school_id), ...result };
+  return {
+    eventId: row.event_id,
+    answerUuid: row.answer_uuid,
+    consumerAppKey: row.consumer_app_key,
+    consumerSchoolId: String(row.consumer_school_id),
+    ...result,
+  };
 }
 
 /** The progress failure reason of a result (failed and revoked rows), else undefined. */
@@ -343,7 +429,10 @@ export function leaseProblem(options: Pick<SendOptions, 'leaseSeconds' | 'confir
  * Why `amqpUrl` may not be published on (exit 3), or null. Seed 000 §6: full snapshots are never
  * published on a vhost shared with other systems; a dry run publishes nothing.
  */
-export function vhostProblem(amqpUrl: string, options: { readonly dryRun: boolean; readonly allowDefaultVhost: boolean }): string | null {
+export function vhostProblem(
+  amqpUrl: string,
+  options: { readonly dryRun: boolean; readonly allowDefaultVhost: boolean },
+): string | null {
   if (options.dryRun || options.allowDefaultVhost || vhostOf(amqpUrl) !== '/') return null;
   return 'amqpUrl names the default vhost "/": full snapshots are not published on a shared vhost (seed 000 §6); use fcctl\'s own vhost, or pass --allow-default-vhost';
 }
@@ -353,7 +442,10 @@ export function vhostProblem(amqpUrl: string, options: { readonly dryRun: boolea
  * too short for the confirm timeout, exit 3 for the default vhost (batch runs and --follow alike).
  * @example const publisher = checkedPublisher(options, ctx.config)
  */
-export function checkedPublisher(options: Pick<SendOptions, 'leaseSeconds' | 'confirmTimeoutMs' | 'dryRun'> & { readonly allowDefaultVhost: boolean }, config: Config): { appKey: string; appCode: string } {
+export function checkedPublisher(
+  options: Pick<SendOptions, 'leaseSeconds' | 'confirmTimeoutMs' | 'dryRun'> & { readonly allowDefaultVhost: boolean },
+  config: Config,
+): { appKey: string; appCode: string } {
   const publisher = { appKey: requireSetting(config, 'appKey'), appCode: requireSetting(config, 'appCode') };
   const lease = leaseProblem(options);
   if (lease) throw new UsageError(lease);

@@ -13,7 +13,15 @@ import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
-import { claimBatches, countDue, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
+import {
+  claimBatches,
+  countDue,
+  finishRun,
+  openPublisher,
+  prepareExchange,
+  type Run,
+  verifiedPublisher,
+} from './run.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { SendDeps, SendOptions, SendSummary } from './types.js';
@@ -46,8 +54,13 @@ export interface FollowEvents {
  * fcctl's own "cannot connect to FC database" line; anything else in a session is the broker's.
  */
 export function outageTarget(err: unknown): 'broker' | 'fc_database' {
-  for (let e = err as { code?: unknown; sqlState?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (e.sqlState !== undefined || (typeof e.code === 'string' && /^(ER_|PROTOCOL_)/.test(e.code))) return 'fc_database';
+  for (
+    let e = err as { code?: unknown; sqlState?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
+    if (e.sqlState !== undefined || (typeof e.code === 'string' && /^(ER_|PROTOCOL_)/.test(e.code)))
+      return 'fc_database';
     if (typeof e.message === 'string' && /\bFC database\b|application_info/.test(e.message)) return 'fc_database';
   }
   return 'broker';
@@ -67,7 +80,6 @@ const REGISTRY_UNREADABLE = /the app registry \(application_info\) could not be 
 
 /** A stop reason of a session that a new session cannot cure by itself right away. */
 const OUTAGE_STOPS = new Set<SendSummary['stoppedBy']>(['broker-lost', 'broker-blocked', 'broker-refusing']);
-
 
 /**
  * The relay as a service.
@@ -111,15 +123,22 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       let session: SessionEnd;
       try {
         broker ??= await connect(deps);
-        session = await runSession(options, deps, broker, summary, () => {
-          failures = 0;
-          deps.onConnection?.('broker', true);
-          deps.onConnection?.('fc_database', true);
-          setState('running');
-        }, (why) => {
-          deps.onConnection?.('fc_database', false);
-          setState('outage', why);
-        });
+        session = await runSession(
+          options,
+          deps,
+          broker,
+          summary,
+          () => {
+            failures = 0;
+            deps.onConnection?.('broker', true);
+            deps.onConnection?.('fc_database', true);
+            setState('running');
+          },
+          (why) => {
+            deps.onConnection?.('fc_database', false);
+            setState('outage', why);
+          },
+        );
       } catch (err) {
         session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
       }
@@ -133,7 +152,8 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
     setState('draining');
     await dropBroker();
   }
-  summary.stoppedBy = summary.claimed >= options.maxRows ? 'max-rows' : deps.signal.aborted ? 'signal' : summary.stoppedBy;
+  summary.stoppedBy =
+    summary.claimed >= options.maxRows ? 'max-rows' : deps.signal.aborted ? 'signal' : summary.stoppedBy;
   return summary;
 }
 
@@ -144,13 +164,23 @@ async function connect(deps: FollowDeps): Promise<Broker> {
 }
 
 /** How a session ended: by the signal or a budget (the service ends), a pause, or a failure to wait out. */
-type SessionEnd = { kind: 'stopped' } | { kind: 'paused' } | { kind: FailureKind; why: string; target: 'broker' | 'fc_database' };
+type SessionEnd =
+  | { kind: 'stopped' }
+  | { kind: 'paused' }
+  | { kind: FailureKind; why: string; target: 'broker' | 'fc_database' };
 
 /**
  * One session: identity, exchange and return probe checked (a failure here is a misconfiguration
  * unless the broker or a database is down), then claims until something interrupts it.
  */
-async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, broker: Broker, summary: SendSummary, onReady: () => void, onOutage: (why: string) => void): Promise<SessionEnd> {
+async function runSession(
+  given: SendOptions & FollowOptions,
+  deps: FollowDeps,
+  broker: Broker,
+  summary: SendSummary,
+  onReady: () => void,
+  onOutage: (why: string) => void,
+): Promise<SessionEnd> {
   const options = { ...given, serviceTimeZone: await deps.zone() };
   await verifiedPublisher(deps.db, deps.publisher);
   await prepareExchange(broker, { declare: options.declare, dryRun: false });
@@ -186,7 +216,13 @@ async function runSession(given: SendOptions & FollowOptions, deps: FollowDeps, 
 }
 
 function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions): SessionEnd {
-  if (deps.signal.aborted || summary.stoppedBy === 'max-rows' || summary.stoppedBy === 'max-seconds' || summary.claimed >= options.maxRows) return { kind: 'stopped' };
+  if (
+    deps.signal.aborted ||
+    summary.stoppedBy === 'max-rows' ||
+    summary.stoppedBy === 'max-seconds' ||
+    summary.claimed >= options.maxRows
+  )
+    return { kind: 'stopped' };
   if (summary.stoppedBy === 'paused') return { kind: 'paused' };
   if (summary.stoppedBy === 'publisher-identity') {
     const why = summary.publisherIdentity ?? 'publisher identity';
@@ -195,7 +231,9 @@ function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions
     return { kind: REGISTRY_UNREADABLE.test(why) ? 'outage' : 'misconfigured', why, target: 'fc_database' };
   }
   if (OUTAGE_STOPS.has(summary.stoppedBy)) {
-    const why = summary.brokerBlocked ? `the broker is blocking publishes (${summary.brokerBlocked})` : `the broker connection was lost (${summary.brokerLost ?? summary.stoppedBy})`;
+    const why = summary.brokerBlocked
+      ? `the broker is blocking publishes (${summary.brokerBlocked})`
+      : `the broker connection was lost (${summary.brokerLost ?? summary.stoppedBy})`;
     // one session's reasons are not the next one's
     delete summary.brokerLost;
     delete summary.brokerBlocked;
@@ -210,7 +248,13 @@ function sessionEnd(summary: SendSummary, deps: FollowDeps, options: SendOptions
  * Idle, each poll is one count of due rows (capped at 1) and one read of the pause switch: the
  * claim transaction, the identity check and the grants are paid only when a row is due.
  */
-async function idle(options: FollowOptions, deps: FollowDeps, broker: Broker, publisher: ConfirmPublisher, deadline: number): Promise<boolean> {
+async function idle(
+  options: FollowOptions,
+  deps: FollowDeps,
+  broker: Broker,
+  publisher: ConfirmPublisher,
+  deadline: number,
+): Promise<boolean> {
   for (;;) {
     deps.onProgress?.();
     if (!(await waitStepping(options.pollMs, deps)) || deps.clock() >= deadline) return false;

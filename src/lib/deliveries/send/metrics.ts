@@ -19,7 +19,10 @@ export function reasonLabel(result: { kind: string; reason?: string }): string {
 }
 
 /** How a publish outcome is counted: ack, returned (acked but unroutable), nack, timeout, or lost (channel gone, refused, unsent). */
-export function confirmLabel(o: { kind: string; returned?: boolean }): 'ack' | 'returned' | 'nack' | 'timeout' | 'lost' {
+export function confirmLabel(o: {
+  kind: string;
+  returned?: boolean;
+}): 'ack' | 'returned' | 'nack' | 'timeout' | 'lost' {
   if (o.kind === 'ack') return o.returned ? 'returned' : 'ack';
   if (o.kind === 'nack' || o.kind === 'timeout') return o.kind;
   return 'lost';
@@ -29,7 +32,10 @@ export function confirmLabel(o: { kind: string; returned?: boolean }): 'ack' | '
  * The hooks that feed the metrics.
  * @example followSend(options, { ...deps, ...relayMetrics(svc.metrics) })
  */
-export function relayMetrics(m: ServiceMetrics | null): Pick<SendDeps, 'onRow' | 'onBatch' | 'onSettled'> & Pick<FollowEvents, 'onReconnect' | 'onConnection' | 'onPublisher'> {
+export function relayMetrics(
+  m: ServiceMetrics | null,
+): Pick<SendDeps, 'onRow' | 'onBatch' | 'onSettled'> &
+  Pick<FollowEvents, 'onReconnect' | 'onConnection' | 'onPublisher'> {
   if (m === null) return {};
   let published = 0;
   return {
@@ -56,7 +62,8 @@ function confirmLatencies(batch: Parameters<NonNullable<SendDeps['onSettled']>>[
   const out: number[] = [];
   batch.outcomes.forEach((o, i) => {
     const age = Number(batch.rows[i]?.age_ms);
-    if (o !== undefined && confirmLabel(o) === 'ack' && Number.isFinite(age)) out.push(age + batch.settledAt - batch.claimedAt);
+    if (o !== undefined && confirmLabel(o) === 'ack' && Number.isFinite(age))
+      out.push(age + batch.settledAt - batch.claimedAt);
   });
   return out;
 }
@@ -65,7 +72,10 @@ function confirmLatencies(batch: Parameters<NonNullable<SendDeps['onSettled']>>[
  * The follow relay's status line (a terminal's view, the progress lines): state, rows/s over the
  * last beat, p99 commit-to-confirm over the last 1,000 rows, messages in flight, rows due.
  */
-export function followStatus(svc: ServiceHandle): { status: () => Record<string, string | number> } & Required<Pick<SendDeps, 'onSettled'>> & Required<Pick<FollowEvents, 'onPublisher'>> {
+export function followStatus(
+  svc: ServiceHandle,
+): { status: () => Record<string, string | number> } & Required<Pick<SendDeps, 'onSettled'>> &
+  Required<Pick<FollowEvents, 'onPublisher'>> {
   const latency = new LatencyWindow();
   let publisher: ConfirmPublisher | null = null;
   return {

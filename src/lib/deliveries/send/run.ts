@@ -37,7 +37,6 @@ import type { RowResult, SendDeps, SendOptions, SendSummary, Write } from './typ
 /** How old a batch's grant check may be at the moment one of its rows is published. */
 export const GRANT_MAX_AGE_MS = 5000;
 
-
 // ── the statements, executed ──
 
 /** Claims up to `limit` due rows for `owner` with a lease, in one short transaction. */
@@ -46,7 +45,11 @@ export async function claimDue(db: Db, owner: string, limit: number, leaseSecond
     const claim = sendSql.claim(limit);
     const claimed = (await conn.query(claim.sql, claim.params))[0] as DeliveryRow[];
     if (claimed.length > 0) {
-      const lease = sendSql.lease(owner, claimed.map((r) => r.id), leaseSeconds);
+      const lease = sendSql.lease(
+        owner,
+        claimed.map((r) => r.id),
+        leaseSeconds,
+      );
       await conn.query(lease.sql, lease.params);
     }
     return claimed;
@@ -77,7 +80,8 @@ async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<Map<stri
   const out = new Map<string, GrantRow>();
   const q = sendSql.grants(rows);
   if (!q) return out;
-  for (const g of await db.query<GrantRow>(q.sql, q.params)) out.set(grantKey(g.form_uuid, g.consumer_school_id, g.consumer_app_key), g);
+  for (const g of await db.query<GrantRow>(q.sql, q.params))
+    out.set(grantKey(g.form_uuid, g.consumer_school_id, g.consumer_app_key), g);
   return out;
 }
 
@@ -117,7 +121,10 @@ export async function applyWritesReportingStale(db: Db, owner: string, writes: r
 
 // ── the publisher identity ──
 
-async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise<{ facts: PublisherFacts; error?: unknown }> {
+async function publisherFacts(
+  db: Db,
+  publisher: SendDeps['publisher'],
+): Promise<{ facts: PublisherFacts; error?: unknown }> {
   try {
     const q = sendSql.registryByCode(publisher.appCode);
     const registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
@@ -132,7 +139,11 @@ async function publisherFacts(db: Db, publisher: SendDeps['publisher']): Promise
  * FCCTL_APP_KEY or FCCTL_APP_CODE is the run's problem, not each row's (one wrong key would
  * otherwise spend every row's budget and turn the outbox DEAD). Exit 3, naming the setting.
  */
-export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher'], consequence = 'no row was claimed'): Promise<PublisherFacts> {
+export async function verifiedPublisher(
+  db: Db,
+  publisher: SendDeps['publisher'],
+  consequence = 'no row was claimed',
+): Promise<PublisherFacts> {
   const { facts, error } = await publisherFacts(db, publisher);
   const check = checkPublisher(facts);
   if (check.ok) return facts;
@@ -141,7 +152,10 @@ export async function verifiedPublisher(db: Db, publisher: SendDeps['publisher']
       ? 'the app registry (application_info) could not be read'
       : `${check.detail}: check FCCTL_APP_CODE (${JSON.stringify(publisher.appCode)}) and FCCTL_APP_KEY (${JSON.stringify(publisher.appKey)}) against application_info`;
   // the database's own error kept as the cause: an unreadable registry is an outage, not a wrong key
-  throw new PublisherIdentityError(`publisher identity: ${setting}; ${consequence}`, error === undefined ? undefined : { cause: error });
+  throw new PublisherIdentityError(
+    `publisher identity: ${setting}; ${consequence}`,
+    error === undefined ? undefined : { cause: error },
+  );
 }
 
 /** The publisher identity failed (exit 3): a misconfiguration, never charged to rows. */
@@ -150,11 +164,20 @@ export class PublisherIdentityError extends EnvironmentError {}
 type Decided = { row: DeliveryRow; decision: PrePublishDecision };
 
 /** The pre-publish decisions of `rows`, with their grants read now. */
-async function decideRows(db: Db, rows: readonly DeliveryRow[], facts: PublisherFacts, maxRetries: number): Promise<Decided[]> {
+async function decideRows(
+  db: Db,
+  rows: readonly DeliveryRow[],
+  facts: PublisherFacts,
+  maxRetries: number,
+): Promise<Decided[]> {
   const grants = await grantsFor(db, rows);
   return rows.map((row) => ({
     row,
-    decision: prePublish(row, { publisher: facts, grant: grants.get(grantKey(row.form_uuid, row.consumer_school_id, row.consumer_app_key)), maxRetries }),
+    decision: prePublish(row, {
+      publisher: facts,
+      grant: grants.get(grantKey(row.form_uuid, row.consumer_school_id, row.consumer_app_key)),
+      maxRetries,
+    }),
   }));
 }
 
@@ -213,27 +236,51 @@ async function dryRunSend(run: Run): Promise<SendSummary> {
     afterId = String(rows[rows.length - 1]!.id);
     summary.claimed += rows.length;
     const decided = await decideRows(deps.db, rows, facts, options.retry.maxRetries);
-    const { results } = planWrites(decided.map((d) => (d.decision.kind === 'publish' ? { ...d, outcome: { kind: 'ack', returned: false } as const } : d)), options.retry, options.holdRecheckSeconds);
-    report(run, results.map((r) => (r.result.kind === 'accepted' ? { row: r.row, result: { kind: 'would-publish' } as const } : r)));
+    const { results } = planWrites(
+      decided.map((d) =>
+        d.decision.kind === 'publish' ? { ...d, outcome: { kind: 'ack', returned: false } as const } : d,
+      ),
+      options.retry,
+      options.holdRecheckSeconds,
+    );
+    report(
+      run,
+      results.map((r) =>
+        r.result.kind === 'accepted' ? { row: r.row, result: { kind: 'would-publish' } as const } : r,
+      ),
+    );
   }
   return summary;
 }
 
 /** A confirm channel whose returns are proven where the rows go (seed 004), before any claim. */
-export async function openPublisher(broker: Broker, options: SendOptions, clock: () => number): Promise<ConfirmPublisher> {
+export async function openPublisher(
+  broker: Broker,
+  options: SendOptions,
+  clock: () => number,
+): Promise<ConfirmPublisher> {
   let channel: Awaited<ReturnType<Broker['confirmChannel']>>;
   try {
     channel = await broker.confirmChannel();
   } catch (err) {
     throw new EnvironmentError(`cannot open a confirm channel: ${(err as Error).message}`, { cause: err });
   }
-  const publisher = new ConfirmPublisher(channel, options.window, options.confirmTimeoutMs, { reopen: () => broker.confirmChannel(), probe: returnProbeMessage }, clock);
+  const publisher = new ConfirmPublisher(
+    channel,
+    options.window,
+    options.confirmTimeoutMs,
+    { reopen: () => broker.confirmChannel(), probe: returnProbeMessage },
+    clock,
+  );
   // Seed 004: without observable returns no scan-send.
   const probe = await sendReturnProbe(publisher, options.confirmTimeoutMs);
   if (!probe.ok) {
     await publisher.close();
     // A broker under a resource alarm confirms nothing: that, not the exchange, is the cause.
-    if (broker.blocked !== null) throw new BrokerBlockedError(`the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`);
+    if (broker.blocked !== null)
+      throw new BrokerBlockedError(
+        `the broker is blocking publishes (${broker.blocked}: a resource alarm); nothing was claimed or sent`,
+      );
     throw new EnvironmentError(`return probe failed: ${probe.detail}; nothing was claimed or sent`);
   }
   return publisher;
@@ -254,7 +301,10 @@ async function releasedForPause(run: Run, owner: string, rows: readonly Delivery
   run.summary.stoppedBy = 'paused';
   run.summary.paused = pause;
   await applyWrites(run.deps.db, owner, [{ kind: 'release', gens: rows.map(generationOf) }]);
-  report(run, rows.map((row) => ({ row, result: { kind: 'released', reason: 'PAUSED' } as const })));
+  report(
+    run,
+    rows.map((row) => ({ row, result: { kind: 'released', reason: 'PAUSED' } as const })),
+  );
   return true;
 }
 
@@ -264,10 +314,23 @@ async function releasedForPause(run: Run, owner: string, rows: readonly Delivery
  * its batch's grant check: the checks are read again after every wait once older than the grant
  * age (the turn is such a wait too).
  */
-async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: readonly DeliveryRow[], facts: PublisherFacts, notAfter: number, owner: string, turn: Turn) {
+async function publishChecked(
+  run: Run,
+  publisher: ConfirmPublisher,
+  rows: readonly DeliveryRow[],
+  facts: PublisherFacts,
+  notAfter: number,
+  owner: string,
+  turn: Turn,
+) {
   const { options, deps } = run;
   const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
-  const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(deps.db, rows, facts, options.retry.maxRetries);
+  const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(
+    deps.db,
+    rows,
+    facts,
+    options.retry.maxRetries,
+  );
   let checkedAt = deps.clock();
   await turn.ready;
   if (await releasedForPause(run, owner, rows)) return null;
@@ -276,7 +339,12 @@ async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: reado
     for (;;) {
       if (publisher.busy) await publisher.slot();
       if (deps.clock() - checkedAt <= grantMaxAgeMs) break;
-      const again = await decideRows(deps.db, decided.slice(i).map((d) => d.row), facts, options.retry.maxRetries);
+      const again = await decideRows(
+        deps.db,
+        decided.slice(i).map((d) => d.row),
+        facts,
+        options.retry.maxRetries,
+      );
       for (const [k, d] of again.entries()) decided[i + k] = d;
       checkedAt = deps.clock();
       if (decided[i]!.decision.kind !== 'publish') break;
@@ -284,7 +352,15 @@ async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: reado
     if (decided[i]!.decision.kind !== 'publish') continue;
     const d = decided[i]!;
     const routingKey = (d.decision as { routingKey: string }).routingKey;
-    d.outcome = publisher.publish({ exchange: DELIVERY_EXCHANGE, routingKey, body: buildEnvelope(d.row, options.serviceTimeZone), options: messageOptions(d.row) }, notAfter);
+    d.outcome = publisher.publish(
+      {
+        exchange: DELIVERY_EXCHANGE,
+        routingKey,
+        body: buildEnvelope(d.row, options.serviceTimeZone),
+        options: messageOptions(d.row),
+      },
+      notAfter,
+    );
   }
   return decided;
 }
@@ -293,7 +369,15 @@ async function publishChecked(run: Run, publisher: ConfirmPublisher, rows: reado
  * One claimed batch: check, wait for its turn, publish (or release it for a pause), end the turn,
  * await the outcomes, adjudicate with guarded writes, report.
  */
-async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string, rows: DeliveryRow[], claimedAt: number, facts: PublisherFacts, turn: Turn): Promise<void> {
+async function publishBatch(
+  run: Run,
+  publisher: ConfirmPublisher,
+  owner: string,
+  rows: DeliveryRow[],
+  claimedAt: number,
+  facts: PublisherFacts,
+  turn: Turn,
+): Promise<void> {
   const { options, deps, summary } = run;
   // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
   const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
@@ -321,7 +405,12 @@ async function publishBatch(run: Run, publisher: ConfirmPublisher, owner: string
   // them to be claimed and published again (a batch run exits 3 and leaves that to the next run).
   const stale = run.follow ? await whileLeased(write, notAfter, deps, run.follow.onWriteOutage) : await write();
   summary.stale += stale.size;
-  report(run, results.map((r) => (stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r)));
+  report(
+    run,
+    results.map((r) =>
+      stale.has(String(r.row.id)) ? { row: r.row, result: { kind: 'skipped', reason: 'STALE' } as const } : r,
+    ),
+  );
 }
 
 /**
@@ -334,7 +423,10 @@ async function throttleStopped(run: Run): Promise<boolean> {
   if (!t) return false;
   let pause: PauseState | null = null;
   const probe = run.deps.paused;
-  const outcome = await t.wait({ deadline: run.deadline, ...(probe ? { paused: async () => (pause = await probe()) } : {}) });
+  const outcome = await t.wait({
+    deadline: run.deadline,
+    ...(probe ? { paused: async () => (pause = await probe()) } : {}),
+  });
   run.summary.throttledSeconds = Math.round(t.throttledMs / 100) / 10;
   if (outcome === 'ok') return false;
   if (outcome === 'paused') {
@@ -372,12 +464,20 @@ async function stopBeforeClaim(run: Run): Promise<boolean> {
  * transaction: the publish deadline counts from it, and a wait longer than the lease would
  * otherwise leave the batch's deadline in the past at its claim (issue 26 #4).
  */
-async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts; claimedAt: number } | null> {
+async function claimNext(
+  run: Run,
+  owner: string,
+  limit: number,
+): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts; claimedAt: number } | null> {
   const { deps, summary } = run;
   try {
     if (await stopBeforeClaim(run)) return null;
     // Identity again before each claim: a registry changed mid-run stops the run, charging nobody.
-    const facts = await verifiedPublisher(deps.db, deps.publisher, 'claimed no more rows; what was in flight was finished');
+    const facts = await verifiedPublisher(
+      deps.db,
+      deps.publisher,
+      'claimed no more rows; what was in flight was finished',
+    );
     const claimedAt = deps.clock();
     return { facts, claimedAt, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
   } catch (err) {
@@ -391,14 +491,23 @@ async function claimNext(run: Run, owner: string, limit: number): Promise<{ rows
 }
 
 /** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
-export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmPublisher, owner: string): Promise<void> {
+export async function claimBatches(
+  run: Run,
+  broker: Broker,
+  publisher: ConfirmPublisher,
+  owner: string,
+): Promise<void> {
   const { options, summary } = run;
   const inFlight = new InFlight();
   const turns = new Turns();
   for (;;) {
     // A blocking broker confirms nothing until its alarm clears: claim no more rows meanwhile
     // (each would only time out and spend a retry).
-    const stop = stopReason(run) ?? (publisher.closed ? 'broker-lost' : null) ?? (run.fatal ? 'broker-lost' : null) ?? (broker.blocked !== null ? 'broker-blocked' : null);
+    const stop =
+      stopReason(run) ??
+      (publisher.closed ? 'broker-lost' : null) ??
+      (run.fatal ? 'broker-lost' : null) ??
+      (broker.blocked !== null ? 'broker-blocked' : null);
     if (stop) {
       summary.stoppedBy = stop;
       // The alarm's reason kept as the stop is decided: it may clear while what is in flight
@@ -423,9 +532,11 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
     }
     summary.claimed += claimed.rows.length;
     inFlight.add(
-      publishBatch(run, publisher, owner, claimed.rows, claimed.claimedAt, claimed.facts, turns.next()).catch((err: unknown) => {
-        run.fatal ??= err;
-      }),
+      publishBatch(run, publisher, owner, claimed.rows, claimed.claimedAt, claimed.facts, turns.next()).catch(
+        (err: unknown) => {
+          run.fatal ??= err;
+        },
+      ),
     );
   }
   await inFlight.all();
@@ -437,7 +548,12 @@ export async function claimBatches(run: Run, broker: Broker, publisher: ConfirmP
  * the deadline, throws. Safe only for writes guarded by claim and generation: a late try after the
  * lease changes nothing, and one whose first reply was lost finds its own write done.
  */
-async function whileLeased<T>(fn: () => Promise<T>, notAfter: number, deps: Pick<SendDeps, 'clock'>, onOutage?: (why: string | null) => void): Promise<T> {
+async function whileLeased<T>(
+  fn: () => Promise<T>,
+  notAfter: number,
+  deps: Pick<SendDeps, 'clock'>,
+  onOutage?: (why: string | null) => void,
+): Promise<T> {
   let failed = false;
   for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
     try {
@@ -477,7 +593,13 @@ export async function finishRun(run: Run, broker: Broker, publisher: ConfirmPubl
  * @example const summary = await runSend(options, { db, broker, publisher: { appKey, appCode }, signal, clock: Date.now })
  */
 export async function runSend(options: SendOptions, deps: SendDeps): Promise<SendSummary> {
-  const run: Run = { options, deps, summary: emptySummary(), deadline: deps.clock() + options.maxSeconds * 1000, fatal: null };
+  const run: Run = {
+    options,
+    deps,
+    summary: emptySummary(),
+    deadline: deps.clock() + options.maxSeconds * 1000,
+    fatal: null,
+  };
   if (options.dryRun) return dryRunSend(run);
   if (!deps.broker) throw new Error('runSend needs a broker unless dryRun');
   const broker = deps.broker;
@@ -492,13 +614,18 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
 }
 
 /** `--declare` declares the exchange (topic, durable); otherwise it must exist. A dry run declares nothing. */
-export async function prepareExchange(broker: Broker, options: { readonly declare: boolean; readonly dryRun: boolean }): Promise<void> {
+export async function prepareExchange(
+  broker: Broker,
+  options: { readonly declare: boolean; readonly dryRun: boolean },
+): Promise<void> {
   if (options.declare && !options.dryRun) {
     const ch = await broker.channel();
     await ch.assertExchange(DELIVERY_EXCHANGE, 'topic', { durable: true });
     await ch.close();
   } else if (!(await exchangeExists(broker, DELIVERY_EXCHANGE))) {
-    throw new EnvironmentError(`exchange ${DELIVERY_EXCHANGE} does not exist on the broker: create it, or pass --declare`);
+    throw new EnvironmentError(
+      `exchange ${DELIVERY_EXCHANGE} does not exist on the broker: create it, or pass --declare`,
+    );
   }
 }
 
@@ -516,7 +643,10 @@ export interface SendCommandDeps extends Omit<SendDeps, 'broker'> {
  * progress, and the run's time for the summary's rate.
  * @example const { summary, seconds } = await sendDeliveries(options, { db, broker, publisher, signal, clock, progress: () => output.progress('deliveries send'), countTotal: false })
  */
-export async function sendDeliveries(options: SendOptions & { readonly declare: boolean }, deps: SendCommandDeps): Promise<{ summary: SendSummary; seconds: number }> {
+export async function sendDeliveries(
+  options: SendOptions & { readonly declare: boolean },
+  deps: SendCommandDeps,
+): Promise<{ summary: SendSummary; seconds: number }> {
   await prepareExchange(deps.broker, options);
   const started = deps.clock();
   const progress = deps.progress();

@@ -40,7 +40,10 @@ export const sendSql = {
    * Up to `limit` due rows, locked: `FOR UPDATE SKIP LOCKED` so concurrent relays never wait on or
    * share a row. Run in one short transaction with {@link sendSql.lease}.
    */
-  claim: (limit: number): Statement => ({ sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`, params: [limit] }),
+  claim: (limit: number): Statement => ({
+    sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`,
+    params: [limit],
+  }),
   /** The lease on the rows just claimed. */
   lease: (owner: string, ids: readonly string[], leaseSeconds: number): Statement => ({
     sql: 'UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)',
@@ -50,7 +53,10 @@ export const sendSql = {
    * How many rows are due now, counting no further than `cap` (for a progress total; a later claim
    * may find fewer or more). Capped, so a backlog of millions is not read whole to draw a bar.
    */
-  countDue: (cap: number): Statement => ({ sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery WHERE ${DUE} LIMIT ?) due`, params: [cap] }),
+  countDue: (cap: number): Statement => ({
+    sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery WHERE ${DUE} LIMIT ?) due`,
+    params: [cap],
+  }),
   /**
    * The due backlog for a follow relay's gauges, read every few seconds at most: how many rows are
    * due (counted no further than `cap`) and the age in seconds of the oldest among those counted
@@ -61,13 +67,24 @@ export const sendSql = {
     params: [cap],
   }),
   /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
-  peekDue: (afterId: string, limit: number): Statement => ({ sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`, params: [afterId, limit] }),
+  peekDue: (afterId: string, limit: number): Statement => ({
+    sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`,
+    params: [afterId, limit],
+  }),
   /** The registry row of the configured app code (seed 004 `getAppByCode`). */
-  registryByCode: (appCode: string): Statement => ({ sql: 'SELECT id, app_code, app_key FROM application_info WHERE app_code = ?', params: [appCode] }),
+  registryByCode: (appCode: string): Statement => ({
+    sql: 'SELECT id, app_code, app_key FROM application_info WHERE app_code = ?',
+    params: [appCode],
+  }),
   /** The grants of a batch's rows, read fresh (no cache across batches); null for no rows. */
   grants: (rows: readonly DeliveryRow[]): Statement | null => {
     const triples = new Map<string, [string, string, string]>();
-    for (const r of rows) triples.set(grantKey(r.form_uuid, r.consumer_school_id, r.consumer_app_key), [r.form_uuid, String(r.consumer_school_id), r.consumer_app_key]);
+    for (const r of rows)
+      triples.set(grantKey(r.form_uuid, r.consumer_school_id, r.consumer_app_key), [
+        r.form_uuid,
+        String(r.consumer_school_id),
+        r.consumer_app_key,
+      ]);
     if (triples.size === 0) return null;
     const list = [...triples.values()];
     return {
@@ -78,7 +95,10 @@ export const sendSql = {
     };
   },
   /** The states of rows a guarded write matched fewer of than it named. */
-  states: (ids: readonly string[]): Statement => ({ sql: 'SELECT id, state, retry_count FROM answer_delivery WHERE id IN (?)', params: [ids] }),
+  states: (ids: readonly string[]): Statement => ({
+    sql: 'SELECT id, state, retry_count FROM answer_delivery WHERE id IN (?)',
+    params: [ids],
+  }),
 };
 
 /**
@@ -104,13 +124,19 @@ function guard(owner: string, gens: readonly Generation[]): Statement {
     // The usual batch, one generation: its ids are the top-level list already (a second list of
     // the same ids cost MariaDB as much to read again as the first).
     params.push(groups[0]!.retryCount, groups[0]!.replayOpDigest);
-    return { sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND retry_count = ? AND replay_op_digest <=> ?`, params };
+    return {
+      sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND retry_count = ? AND replay_op_digest <=> ?`,
+      params,
+    };
   }
   const parts = groups.map((group) => {
     params.push(group.retryCount, group.replayOpDigest, group.ids);
     return '(retry_count = ? AND replay_op_digest <=> ? AND id IN (?))';
   });
-  return { sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`, params };
+  return {
+    sql: `id IN (?) AND claim_owner = ? AND state IN ('PENDING', 'FAILED') AND (${parts.join(' OR ')})`,
+    params,
+  };
 }
 
 /** Compiles a write to `{sql, params}`; tested as text, executed on the real database. */
@@ -129,7 +155,13 @@ export function compileWrite(owner: string, w: Write): Statement {
         sql:
           `UPDATE answer_delivery SET state = ?, retry_count = ?, next_retry_at = ${w.backoffSeconds === null ? 'NULL' : 'NOW() + INTERVAL ? SECOND'}, ` +
           `last_error = ?, broker_accepted_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
-        params: [w.state, w.retryCount, ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]), w.lastError.slice(0, 512), ...g.params],
+        params: [
+          w.state,
+          w.retryCount,
+          ...(w.backoffSeconds === null ? [] : [w.backoffSeconds]),
+          w.lastError.slice(0, 512),
+          ...g.params,
+        ],
       };
     case 'revoke':
       return {
@@ -145,6 +177,9 @@ export function compileWrite(owner: string, w: Write): Statement {
     case 'release':
       return { sql: `UPDATE answer_delivery SET ${clearClaim} WHERE ${g.sql}`, params: g.params };
     case 'bury':
-      return { sql: `UPDATE answer_delivery SET state = 'DEAD', next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`, params: g.params };
+      return {
+        sql: `UPDATE answer_delivery SET state = 'DEAD', next_retry_at = NULL, ${clearClaim}, update_time = NOW() WHERE ${g.sql}`,
+        params: g.params,
+      };
   }
 }

@@ -55,7 +55,16 @@ export interface SendSummary {
   stale: number;
   /** messages the broker refused alone (a channel exception each, found by resending the suspects one at a time) */
   brokerRefusals: number;
-  stoppedBy: 'drained' | 'max-rows' | 'max-seconds' | 'signal' | 'paused' | 'broker-lost' | 'broker-refusing' | 'broker-blocked' | 'publisher-identity';
+  stoppedBy:
+    | 'drained'
+    | 'max-rows'
+    | 'max-seconds'
+    | 'signal'
+    | 'paused'
+    | 'broker-lost'
+    | 'broker-refusing'
+    | 'broker-blocked'
+    | 'publisher-identity';
   /** the pause that stopped the run (`stoppedBy: 'paused'`): `fcctl pause deliveries send` or `--pause-file` */
   paused?: PauseState;
   /** why the broker went away mid-run (or refuses every message: `broker-refusing`); the command then exits 3 after its summary */
@@ -78,7 +87,12 @@ export interface SendDeps {
   readonly onRow?: (row: DeliveryRow, result: RowResult) => void;
   readonly onBatch?: (summary: Readonly<SendSummary>) => void;
   /** a batch's publish outcomes, once all are in (`undefined`: not published), with when it was claimed and settled */
-  readonly onSettled?: (batch: { readonly rows: readonly DeliveryRow[]; readonly outcomes: ReadonlyArray<PublishOutcome | undefined>; readonly claimedAt: number; readonly settledAt: number }) => void;
+  readonly onSettled?: (batch: {
+    readonly rows: readonly DeliveryRow[];
+    readonly outcomes: ReadonlyArray<PublishOutcome | undefined>;
+    readonly claimedAt: number;
+    readonly settledAt: number;
+  }) => void;
   /**
    * the pause switch (src/lib/pause/run.ts), read at start, before each claim and before each
    * claimed batch's turn to publish: a pause stops claiming, releases the batches not yet
@@ -92,7 +106,14 @@ export interface SendDeps {
 /** The write of one group of rows that get the same transition. Returns rows matched. */
 export type Write =
   | { readonly kind: 'accept'; readonly gens: readonly Generation[] }
-  | { readonly kind: 'fail'; readonly gens: readonly Generation[]; readonly state: 'FAILED' | 'DEAD'; readonly retryCount: number; readonly backoffSeconds: number | null; readonly lastError: string }
+  | {
+      readonly kind: 'fail';
+      readonly gens: readonly Generation[];
+      readonly state: 'FAILED' | 'DEAD';
+      readonly retryCount: number;
+      readonly backoffSeconds: number | null;
+      readonly lastError: string;
+    }
   | { readonly kind: 'revoke'; readonly gens: readonly Generation[]; readonly lastError: string }
   | { readonly kind: 'hold'; readonly gens: readonly Generation[]; readonly recheckSeconds: number }
   | { readonly kind: 'release'; readonly gens: readonly Generation[] }

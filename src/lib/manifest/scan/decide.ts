@@ -20,7 +20,12 @@ export type ResumePlan =
  * resumed, or discarded by `restart`.
  * @example resumePlan({ previous: null, digest, restart: false, checkpointPath }) // { kind: 'fresh', restarted: false }
  */
-export function resumePlan(o: { readonly previous: Checkpoint | null; readonly digest: string; readonly restart: boolean; readonly checkpointPath: string }): ResumePlan {
+export function resumePlan(o: {
+  readonly previous: Checkpoint | null;
+  readonly digest: string;
+  readonly restart: boolean;
+  readonly checkpointPath: string;
+}): ResumePlan {
   const { previous } = o;
   if (previous === null) return { kind: 'fresh', restarted: false };
   if (previous.paramsDigest !== o.digest && !o.restart) {
@@ -45,18 +50,41 @@ export type OutputPlan =
  * `previous.outputBytes` bytes (null when it is shorter: not read).
  * @example outputPlan(previous, 'out.jsonl', previous.outputBytes + 10, previous.sha256) // { kind: 'continue', truncatedBytes: 10 }
  */
-export function outputPlan(previous: Pick<Checkpoint, 'outputBytes' | 'sha256' | 'completed'>, out: string, size: number, prefixSha256: string | null): OutputPlan {
+export function outputPlan(
+  previous: Pick<Checkpoint, 'outputBytes' | 'sha256' | 'completed'>,
+  out: string,
+  size: number,
+  prefixSha256: string | null,
+): OutputPlan {
   if (size < previous.outputBytes || prefixSha256 === null) {
-    return { kind: 'refuse', message: `output ${out} is ${size < 0 ? 'missing' : `${size} bytes`}, shorter than the ${previous.outputBytes} bytes its checkpoint records; pass --restart to scan again` };
+    return {
+      kind: 'refuse',
+      message: `output ${out} is ${size < 0 ? 'missing' : `${size} bytes`}, shorter than the ${previous.outputBytes} bytes its checkpoint records; pass --restart to scan again`,
+    };
   }
-  if (prefixSha256 !== previous.sha256) return { kind: 'refuse', message: `the first ${previous.outputBytes} bytes of ${out} changed since they were checkpointed; pass --restart to scan again` };
+  if (prefixSha256 !== previous.sha256)
+    return {
+      kind: 'refuse',
+      message: `the first ${previous.outputBytes} bytes of ${out} changed since they were checkpointed; pass --restart to scan again`,
+    };
   if (!previous.completed) return { kind: 'continue', truncatedBytes: size - previous.outputBytes };
-  if (size !== previous.outputBytes) return { kind: 'refuse', message: `output ${out} has ${size - previous.outputBytes} bytes after the end of its completed scan; pass --restart to scan again` };
+  if (size !== previous.outputBytes)
+    return {
+      kind: 'refuse',
+      message: `output ${out} has ${size - previous.outputBytes} bytes after the end of its completed scan; pass --restart to scan again`,
+    };
   return { kind: 'complete' };
 }
 
 /** The checkpoint a scan starts from: nothing written yet. */
-export function freshCheckpoint(o: { params: ScanParams; digest: string; size: number; emptySha256: string; at: string; dbStarted: { local: string; utc: string } }): Checkpoint {
+export function freshCheckpoint(o: {
+  params: ScanParams;
+  digest: string;
+  size: number;
+  emptySha256: string;
+  at: string;
+  dbStarted: { local: string; utc: string };
+}): Checkpoint {
   return {
     format: CHECKPOINT_FORMAT,
     params: o.params,
@@ -77,7 +105,12 @@ export function freshCheckpoint(o: { params: ScanParams; digest: string; size: n
 }
 
 /** The checkpoint once `batch` (whole pages, in order) is appended and fsynced. */
-export function committedCheckpoint(before: Checkpoint, batch: readonly QueuedPage[], sha256: string, at: string): Checkpoint {
+export function committedCheckpoint(
+  before: Checkpoint,
+  batch: readonly QueuedPage[],
+  sha256: string,
+  at: string,
+): Checkpoint {
   let cursor = before.cursor;
   let rows = before.rows;
   let bytes = 0;
@@ -87,7 +120,17 @@ export function committedCheckpoint(before: Checkpoint, batch: readonly QueuedPa
     bytes += q.bytes.length;
   }
   const completed = batch[batch.length - 1]!.completed;
-  return { ...before, cursor, pages: before.pages + batch.length, rows, outputBytes: before.outputBytes + bytes, sha256, completed, updatedAt: at, completedAt: completed ? at : null };
+  return {
+    ...before,
+    cursor,
+    pages: before.pages + batch.length,
+    rows,
+    outputBytes: before.outputBytes + bytes,
+    sha256,
+    completed,
+    updatedAt: at,
+    completedAt: completed ? at : null,
+  };
 }
 
 /** Each page of a commit as the progress hook hears it, in order. */
@@ -111,7 +154,11 @@ export function scanExitCode(result: Pick<ScanResult, 'checkpoint'>): number {
 }
 
 /** The summary line of `manifest scan`. */
-export function summarizeScan(o: { side: ManifestSide; schId: string; formUuid: string; shard: Shard | null }, result: ScanResult, elapsedMs: number): Summary {
+export function summarizeScan(
+  o: { side: ManifestSide; schId: string; formUuid: string; shard: Shard | null },
+  result: ScanResult,
+  elapsedMs: number,
+): Summary {
   const c = result.checkpoint;
   return {
     command: 'manifest scan',

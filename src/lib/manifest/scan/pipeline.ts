@@ -29,7 +29,12 @@ type Loop = 'planner' | 'reader' | 'writer';
 export interface PipelineInput {
   readonly db: Db;
   readonly side: ManifestSide;
-  readonly page: { readonly schId: string; readonly formUuid: string; readonly size: number; readonly range: ShardRange };
+  readonly page: {
+    readonly schId: string;
+    readonly formUuid: string;
+    readonly size: number;
+    readonly range: ShardRange;
+  };
   /** the output, open at the checkpointed length */
   readonly fh: FileHandle;
   /** SHA-256 of the output so far, fed with every commit */
@@ -69,11 +74,18 @@ function quiet<T>(p: Promise<T>): Promise<T> {
  */
 export async function runPagePipeline(input: PipelineInput): Promise<PipelineResult> {
   const before = await input.paused?.();
-  if (before) return { checkpoint: input.checkpoint, rowsThisRun: 0, pagesThisRun: 0, stoppedBy: 'paused', paused: before };
+  if (before)
+    return { checkpoint: input.checkpoint, rowsThisRun: 0, pagesThisRun: 0, stoppedBy: 'paused', paused: before };
   const p = new PagePipeline(input);
   await Promise.all([p.plan(), p.read(), p.write()]);
   if (p.failure) throw p.failure.error;
-  return { checkpoint: p.checkpoint, rowsThisRun: p.rowsThisRun, pagesThisRun: p.pagesThisRun, stoppedBy: p.stoppedBy, ...(p.paused ? { paused: p.paused } : {}) };
+  return {
+    checkpoint: p.checkpoint,
+    rowsThisRun: p.rowsThisRun,
+    pagesThisRun: p.pagesThisRun,
+    stoppedBy: p.stoppedBy,
+    ...(p.paused ? { paused: p.paused } : {}),
+  };
 }
 
 class PagePipeline {
@@ -158,7 +170,10 @@ class PagePipeline {
     for (;;) {
       let pause: PauseState | null = null;
       // this scan's signal (a `--all` pair's includes its lease), not only the process's the throttle was opened with
-      const outcome = await this.i.throttle!.wait({ signal: this.i.signal, ...(probe ? { paused: async () => (pause = await probe()) } : {}) });
+      const outcome = await this.i.throttle!.wait({
+        signal: this.i.signal,
+        ...(probe ? { paused: async () => (pause = await probe()) } : {}),
+      });
       if (outcome === 'ok') return true;
       if (outcome === 'aborted') return false;
       if (outcome === 'paused') {

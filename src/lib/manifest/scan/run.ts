@@ -28,7 +28,14 @@ import { resolve } from 'node:path';
 import { SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import { removeStaleTemps } from '../../fs/atomic.js';
-import { type Checkpoint, lockPathFor, paramsDigest, readCheckpoint, type ScanParams, writeCheckpoint } from '../checkpoint.js';
+import {
+  type Checkpoint,
+  lockPathFor,
+  paramsDigest,
+  readCheckpoint,
+  type ScanParams,
+  writeCheckpoint,
+} from '../checkpoint.js';
 import { acquireLock } from '../lock.js';
 import { normalizeDateTime } from '../row.js';
 import { formatShard, shardRange } from '../shard.js';
@@ -59,19 +66,36 @@ export async function databaseNow(db: Db): Promise<{ local: string; utc: string 
   const rows = await db.query<{ t: string; u: string }>(sql, params);
   const local = normalizeDateTime(String(rows[0]?.t ?? ''));
   const utc = normalizeDateTime(String(rows[0]?.u ?? ''));
-  if (local === null || utc === null) throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0])}`);
+  if (local === null || utc === null)
+    throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0])}`);
   return { local, utc };
 }
 
 /** How many rows a scan will read: the progress view's total (an index-only count). */
-export async function countScanRows(db: Db, o: Pick<ScanOptions, 'side' | 'schId' | 'formUuid' | 'shard'>): Promise<number> {
-  const { sql, params } = countManifestRows(o.side, { schId: o.schId, formUuid: o.formUuid, after: null, range: shardRange(o.shard), limit: 1 });
+export async function countScanRows(
+  db: Db,
+  o: Pick<ScanOptions, 'side' | 'schId' | 'formUuid' | 'shard'>,
+): Promise<number> {
+  const { sql, params } = countManifestRows(o.side, {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    after: null,
+    range: shardRange(o.shard),
+    limit: 1,
+  });
   return Number((await db.query<{ n: string }>(sql, params))[0]?.n ?? 0);
 }
 
 /** The scan's parameters as a checkpoint records them. */
 export function scanParams(o: ScanOptions): ScanParams {
-  return { side: o.side, database: o.database, schId: o.schId, formUuid: o.formUuid, shard: formatShard(o.shard), out: resolve(o.out) };
+  return {
+    side: o.side,
+    database: o.database,
+    schId: o.schId,
+    formUuid: o.formUuid,
+    shard: formatShard(o.shard),
+    out: resolve(o.out),
+  };
 }
 
 /**
@@ -85,7 +109,11 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
   const params = scanParams(o);
   const checkpointPath = resolve(o.checkpoint);
   await checkPaths(params.out, checkpointPath);
-  const lock = await acquireLock(lockPathFor(checkpointPath), deps.command ?? 'manifest scan', `checkpoint ${checkpointPath}`);
+  const lock = await acquireLock(
+    lockPathFor(checkpointPath),
+    deps.command ?? 'manifest scan',
+    `checkpoint ${checkpointPath}`,
+  );
   let fh: FileHandle | undefined;
   try {
     const start = await startingPoint(o, params, checkpointPath, deps.db, now);
@@ -106,7 +134,14 @@ export async function runManifestScan(o: ScanOptions, deps: ScanDeps): Promise<S
       ...(deps.paused ? { paused: deps.paused } : {}),
       ...(deps.throttle ? { throttle: deps.throttle } : {}),
     });
-    return { ...run, checkpointPath, resumed: start.resumed, alreadyComplete: false, restarted: start.restarted, truncatedBytes: start.truncatedBytes };
+    return {
+      ...run,
+      checkpointPath,
+      resumed: start.resumed,
+      alreadyComplete: false,
+      restarted: start.restarted,
+      truncatedBytes: start.truncatedBytes,
+    };
   } finally {
     await fh?.close().catch(() => undefined);
     await lock.release();
@@ -122,20 +157,46 @@ async function checkPaths(out: string, checkpointPath: string): Promise<void> {
 
 type Start =
   | { readonly kind: 'complete'; readonly result: ScanResult }
-  | { readonly kind: 'open'; readonly fh: FileHandle; readonly hash: Hash; readonly checkpoint: Checkpoint; readonly resumed: boolean; readonly restarted: boolean; readonly truncatedBytes: number };
+  | {
+      readonly kind: 'open';
+      readonly fh: FileHandle;
+      readonly hash: Hash;
+      readonly checkpoint: Checkpoint;
+      readonly resumed: boolean;
+      readonly restarted: boolean;
+      readonly truncatedBytes: number;
+    };
 
 /** The resume plan, carried out: the output open at the length to continue from, and its checkpoint. */
-async function startingPoint(o: ScanOptions, params: ScanParams, checkpointPath: string, db: Db, now: () => Date): Promise<Start> {
+async function startingPoint(
+  o: ScanOptions,
+  params: ScanParams,
+  checkpointPath: string,
+  db: Db,
+  now: () => Date,
+): Promise<Start> {
   // A scan killed while replacing its checkpoint left a temp file.
   await removeStaleTemps(checkpointPath);
   const digest = paramsDigest(params);
-  const plan = resumePlan({ previous: await readCheckpoint(checkpointPath), digest, restart: o.restart, checkpointPath });
+  const plan = resumePlan({
+    previous: await readCheckpoint(checkpointPath),
+    digest,
+    restart: o.restart,
+    checkpointPath,
+  });
   if (plan.kind === 'refuse') throw new SafetyError(plan.message);
   const hash = createHash('sha256');
   if (plan.kind === 'resume') return resumeOutput(plan.previous, o.size, params.out, checkpointPath, hash);
   // Before any page is read: rows the scan may miss were created after this instant.
   const at = now().toISOString();
-  const checkpoint = freshCheckpoint({ params, digest, size: o.size, emptySha256: hash.copy().digest('hex'), at, dbStarted: await databaseNow(db) });
+  const checkpoint = freshCheckpoint({
+    params,
+    digest,
+    size: o.size,
+    emptySha256: hash.copy().digest('hex'),
+    at,
+    dbStarted: await databaseNow(db),
+  });
   // The fresh checkpoint replaces any old one before the output is emptied, so a kill from here
   // on always resumes (from nothing).
   await writeCheckpoint(checkpointPath, checkpoint);
@@ -145,7 +206,13 @@ async function startingPoint(o: ScanOptions, params: ScanParams, checkpointPath:
 }
 
 /** A checkpoint of these parameters: its output checked against it, and cut back to its length. */
-async function resumeOutput(previous: Checkpoint, size: number, out: string, checkpointPath: string, hash: Hash): Promise<Start> {
+async function resumeOutput(
+  previous: Checkpoint,
+  size: number,
+  out: string,
+  checkpointPath: string,
+  hash: Hash,
+): Promise<Start> {
   let length = await fileSize(out);
   if (length < 0 && previous.outputBytes === 0) {
     // killed between writing a fresh checkpoint and creating the output
@@ -164,14 +231,35 @@ async function resumeOutput(previous: Checkpoint, size: number, out: string, che
   const plan = outputPlan(previous, out, length, prefix);
   if (plan.kind === 'refuse') throw new SafetyError(plan.message);
   if (plan.kind === 'complete') {
-    return { kind: 'complete', result: { checkpoint: previous, checkpointPath, resumed: true, alreadyComplete: true, restarted: false, truncatedBytes: 0, rowsThisRun: 0, pagesThisRun: 0, stoppedBy: null } };
+    return {
+      kind: 'complete',
+      result: {
+        checkpoint: previous,
+        checkpointPath,
+        resumed: true,
+        alreadyComplete: true,
+        restarted: false,
+        truncatedBytes: 0,
+        rowsThisRun: 0,
+        pagesThisRun: 0,
+        stoppedBy: null,
+      },
+    };
   }
   const fh = await open(out, 'r+');
   if (plan.truncatedBytes > 0) {
     await fh.truncate(previous.outputBytes);
     await fh.datasync();
   }
-  return { kind: 'open', fh, hash, checkpoint: { ...previous, size }, resumed: true, restarted: false, truncatedBytes: plan.truncatedBytes };
+  return {
+    kind: 'open',
+    fh,
+    hash,
+    checkpoint: { ...previous, size },
+    resumed: true,
+    restarted: false,
+    truncatedBytes: plan.truncatedBytes,
+  };
 }
 
 /** A file's length; -1 when it does not exist. */

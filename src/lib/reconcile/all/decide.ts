@@ -12,7 +12,16 @@ import type { ReconcileRunResult, RunState } from '../run/types.js';
 import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../classify.js';
 
 export { differencesOf, NOT_DIFFERENCES } from '../classify.js';
-import { ALL_SUMMARY_FORMAT, type Pair, type PairFound, type PairOutcome, type PairResult, type RunAllResult, type RunAllSummary, type TaskRow } from './types.js';
+import {
+  ALL_SUMMARY_FORMAT,
+  type Pair,
+  type PairFound,
+  type PairOutcome,
+  type PairResult,
+  type RunAllResult,
+  type RunAllSummary,
+  type TaskRow,
+} from './types.js';
 
 function comparePairs(a: Pair, b: Pair): number {
   const sa = BigInt(a.schId);
@@ -30,11 +39,17 @@ export function mergePairs(fc: readonly Pair[], sh: readonly Pair[]): PairFound[
   const byKey = new Map<string, PairFound>();
   // Forms compare exactly, as the scans' utf8mb4_bin columns do: two spellings are two pairs.
   const key = (p: Pair) => `${BigInt(p.schId)}/${p.formUuid}`;
-  for (const p of fc) byKey.set(key(p), { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: true, atSh: false });
+  for (const p of fc)
+    byKey.set(key(p), { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: true, atSh: false });
   for (const p of sh) {
     const k = key(p);
     const seen = byKey.get(k);
-    byKey.set(k, seen ? { ...seen, atSh: true } : { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: false, atSh: true });
+    byKey.set(
+      k,
+      seen
+        ? { ...seen, atSh: true }
+        : { schId: String(BigInt(p.schId)), formUuid: p.formUuid, atFc: false, atSh: true },
+    );
   }
   return [...byKey.values()].sort(comparePairs);
 }
@@ -71,13 +86,31 @@ export function newDefaultRunId(candidates: readonly string[], taken: readonly s
 }
 
 /** A pair's result from its run (or the error it threw), before the lease is accounted for. */
-export function pairResultOf(r: { kind: 'run'; result: ReconcileRunResult } | { kind: 'error'; exitCode: number; message: string; outage: boolean }, seconds: number): PairResult {
+export function pairResultOf(
+  r:
+    | { kind: 'run'; result: ReconcileRunResult }
+    | { kind: 'error'; exitCode: number; message: string; outage: boolean },
+  seconds: number,
+): PairResult {
   // An outage is no fault of the pair: given back for a later run, never marked FAILED.
-  if (r.kind === 'error') return r.outage ? { result: 'stopped', error: r.message, seconds } : { result: 'failed', exitCode: r.exitCode, error: r.message, seconds };
+  if (r.kind === 'error')
+    return r.outage
+      ? { result: 'stopped', error: r.message, seconds }
+      : { result: 'failed', exitCode: r.exitCode, error: r.message, seconds };
   const run = r.result;
-  if (run.kind === 'stopped') return run.paused ? { result: 'paused', seconds, paused: run.paused } : { result: 'stopped', seconds };
+  if (run.kind === 'stopped')
+    return run.paused ? { result: 'paused', seconds, paused: run.paused } : { result: 'stopped', seconds };
   const counts = run.summary.counts;
-  return { result: 'done', counts, differences: differencesOf(counts), fcRows: run.summary.inputs.fc.rows, shRows: run.summary.inputs.sh.rows, pairRunId: run.run.runId, resumed: run.resumed, seconds };
+  return {
+    result: 'done',
+    counts,
+    differences: differencesOf(counts),
+    fcRows: run.summary.inputs.fc.rows,
+    shRows: run.summary.inputs.sh.rows,
+    pairRunId: run.run.runId,
+    resumed: run.resumed,
+    seconds,
+  };
 }
 
 /** An outage is no fault of the pair: given back for a later run, never marked FAILED (lib/db/outage.ts). */
@@ -91,19 +124,42 @@ export { isOutage } from '../../db/outage.js';
  * resuming it would mix that night's FC manifest with tonight's; anything else runs as `reconcile
  * run` would.
  */
-export function pairStartOf(previous: Pick<RunState, 'state' | 'allRunId' | 'counts' | 'runId' | 'params' | 'paramsDigest'> | null, runId: string, paramsDigest: string, outDir: string): { kind: 'adopt' | 'restart' | 'run' } | { kind: 'refuse'; message: string } {
+export function pairStartOf(
+  previous: Pick<RunState, 'state' | 'allRunId' | 'counts' | 'runId' | 'params' | 'paramsDigest'> | null,
+  runId: string,
+  paramsDigest: string,
+  outDir: string,
+): { kind: 'adopt' | 'restart' | 'run' } | { kind: 'refuse'; message: string } {
   if (previous === null) return { kind: 'run' };
   const plan = runPlan(previous as RunState, paramsDigest, false, outDir);
   if (plan.kind === 'refuse') return plan;
-  if (previous.state === 'completed' && previous.allRunId === runId && previous.counts !== null) return { kind: 'adopt' };
+  if (previous.state === 'completed' && previous.allRunId === runId && previous.counts !== null)
+    return { kind: 'adopt' };
   if (previous.state === 'scanning' && previous.allRunId !== runId) return { kind: 'restart' };
   return { kind: 'run' };
 }
 
 /** What the task table records of a pair's result: its end, or the pair given back unfinished. */
-export function taskWriteOf(r: PairResult): { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' } {
-  if (r.result === 'done' || r.result === 'adopted') return { kind: 'finish', state: 'DONE', resultJson: JSON.stringify({ counts: r.counts, differences: r.differences, pairRunId: r.pairRunId, seconds: r.seconds }) };
-  if (r.result === 'failed') return { kind: 'finish', state: 'FAILED', resultJson: JSON.stringify({ exitCode: r.exitCode, error: r.error.slice(0, 2000), seconds: r.seconds }) };
+export function taskWriteOf(
+  r: PairResult,
+): { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' } {
+  if (r.result === 'done' || r.result === 'adopted')
+    return {
+      kind: 'finish',
+      state: 'DONE',
+      resultJson: JSON.stringify({
+        counts: r.counts,
+        differences: r.differences,
+        pairRunId: r.pairRunId,
+        seconds: r.seconds,
+      }),
+    };
+  if (r.result === 'failed')
+    return {
+      kind: 'finish',
+      state: 'FAILED',
+      resultJson: JSON.stringify({ exitCode: r.exitCode, error: r.error.slice(0, 2000), seconds: r.seconds }),
+    };
   return { kind: 'release' };
 }
 
@@ -136,11 +192,24 @@ export function summarizeRun(runId: string, tasks: readonly TaskRow[], updatedAt
     }
     if (t.state === 'FAILED') pairsFailed.push({ ...pair, error: r.error ?? 'unknown' });
   }
-  return { format: ALL_SUMMARY_FORMAT, runId, pairs: tasks.length, byState, counts, pairsWithDifferences, pairsFailed, updatedAt };
+  return {
+    format: ALL_SUMMARY_FORMAT,
+    runId,
+    pairs: tasks.length,
+    byState,
+    counts,
+    pairsWithDifferences,
+    pairsFailed,
+    updatedAt,
+  };
 }
 
 /** The counts of this process's pairs by result, and the answers by category over those done. */
-export function tallyOutcomes(outcomes: readonly PairOutcome[]): { byResult: Record<string, number>; counts: Record<Category, number>; withDifferences: number } {
+export function tallyOutcomes(outcomes: readonly PairOutcome[]): {
+  byResult: Record<string, number>;
+  counts: Record<Category, number>;
+  withDifferences: number;
+} {
   const byResult: Record<string, number> = { done: 0, adopted: 0, failed: 0, paused: 0, stopped: 0, lost: 0 };
   const counts = emptyCounts();
   let withDifferences = 0;
@@ -166,35 +235,55 @@ export function tallyOutcomes(outcomes: readonly PairOutcome[]): { byResult: Rec
  * default run already complete exits with that run's verdict: its FAILED pairs, and its
  * differences under `failIfDiff`.
  */
-export function allExit(r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | 'stop' | 'summary' | 'completeAtStart' | 'runIdGiven'>, o: { failIfDiff: boolean; allowEmpty: boolean }): { exitCode: number; warning: string | null; reason: string | null } {
-  if (r.stop?.by === 'error') return { exitCode: r.stop.exitCode, warning: null, reason: `stopped by an outage, the pairs held given back: ${r.stop.message}` };
+export function allExit(
+  r: Pick<RunAllResult, 'runId' | 'found' | 'outcomes' | 'stop' | 'summary' | 'completeAtStart' | 'runIdGiven'>,
+  o: { failIfDiff: boolean; allowEmpty: boolean },
+): { exitCode: number; warning: string | null; reason: string | null } {
+  if (r.stop?.by === 'error')
+    return {
+      exitCode: r.stop.exitCode,
+      warning: null,
+      reason: `stopped by an outage, the pairs held given back: ${r.stop.message}`,
+    };
   const t = tallyOutcomes(r.outcomes);
   const runFailed = r.summary?.byState['FAILED'] ?? 0;
   const refused = r.outcomes.some((p) => p.result === 'failed' && p.exitCode === ExitCode.SAFETY);
   const failure =
-    (t.byResult['failed'] ?? 0) > 0 ? `${t.byResult['failed']} pair(s) failed${refused ? ' (refused by a safety check: see its pair line)' : ''}`
-    : runFailed > 0 ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
-    : null;
-  const exitOf = (reason: string | null) => (reason === null ? ExitCode.OK : refused ? ExitCode.SAFETY : ExitCode.ITEMS_FAILED);
+    (t.byResult['failed'] ?? 0) > 0
+      ? `${t.byResult['failed']} pair(s) failed${refused ? ' (refused by a safety check: see its pair line)' : ''}`
+      : runFailed > 0
+        ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
+        : null;
+  const exitOf = (reason: string | null) =>
+    reason === null ? ExitCode.OK : refused ? ExitCode.SAFETY : ExitCode.ITEMS_FAILED;
   if (r.stop?.by === 'paused') return { exitCode: exitOf(failure), warning: null, reason: failure };
   const warning = o.allowEmpty ? null : emptyWarning(r);
   // a joined run complete before this process began: its differences are this process's verdict too
-  const differing = r.completeAtStart && r.runIdGiven === false ? (r.summary?.pairsWithDifferences.length ?? 0) : t.withDifferences;
+  const differing =
+    r.completeAtStart && r.runIdGiven === false ? (r.summary?.pairsWithDifferences.length ?? 0) : t.withDifferences;
   const reason =
-    r.stop?.by === 'signal' ? 'stopped by a signal (run again to continue)'
-    : failure !== null ? failure
-    : o.failIfDiff && differing > 0 ? `${differing} pair(s) with differences (--fail-if-diff)`
-    : warning !== null ? 'warning'
-    : null;
+    r.stop?.by === 'signal'
+      ? 'stopped by a signal (run again to continue)'
+      : failure !== null
+        ? failure
+        : o.failIfDiff && differing > 0
+          ? `${differing} pair(s) with differences (--fail-if-diff)`
+          : warning !== null
+            ? 'warning'
+            : null;
   return { exitCode: exitOf(reason), warning, reason };
 }
 
 function emptyWarning(r: Pick<RunAllResult, 'runId' | 'found' | 'completeAtStart' | 'runIdGiven'>): string | null {
-  if (r.found.pairs === 0) return 'warning: no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
-  if (r.found.atFc === 0) return `warning: no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
-  if ((r.found.unmatched ?? []).length > 0) return `warning: ${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
+  if (r.found.pairs === 0)
+    return 'warning: no (school, form) pair found at FC nor at SH for these filters: check --school/--form, the databases and --consumer (--allow-empty accepts it)';
+  if (r.found.atFc === 0)
+    return `warning: no pair found at FC while SH has ${r.found.atSh}: check the FC database and --consumer (--allow-empty accepts it)`;
+  if ((r.found.unmatched ?? []).length > 0)
+    return `warning: ${r.found.unmatched!.join(', ')} matched no pair at FC nor at SH: a typo? (--allow-empty accepts it)`;
   // a run id given again (`--run-id`); a default run joined complete is no mistake: its verdict stands
-  if (r.completeAtStart && r.runIdGiven !== false) return `warning: every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
+  if (r.completeAtStart && r.runIdGiven !== false)
+    return `warning: every pair of run ${r.runId} was done before this process began: nothing was run (a fixed --run-id reused? leave it out for one run per night, or give a new one)`;
   return null;
 }
 
@@ -211,7 +300,11 @@ export interface AllReport {
  * The summary of this process's share (pairs by result, answers by category) and of the whole run
  * (`run`: pairs by state, from the task table), the exit code ({@link allExit}) and the metrics.
  */
-export function allReport(r: RunAllResult, o: { failIfDiff: boolean; allowEmpty: boolean; summaryFile: string }, elapsedMs: number): AllReport {
+export function allReport(
+  r: RunAllResult,
+  o: { failIfDiff: boolean; allowEmpty: boolean; summaryFile: string },
+  elapsedMs: number,
+): AllReport {
   const { exitCode, warning, reason } = allExit(r, o);
   const t = tallyOutcomes(r.outcomes);
   const fields: Summary = {
@@ -226,7 +319,14 @@ export function allReport(r: RunAllResult, o: { failIfDiff: boolean; allowEmpty:
     pairsRun: r.outcomes.length,
     byResult: t.byResult,
     pairsWithDifferences: t.withDifferences,
-    run: r.summary === null ? null : { pairs: r.summary.pairs, byState: r.summary.byState, pairsWithDifferences: r.summary.pairsWithDifferences.length },
+    run:
+      r.summary === null
+        ? null
+        : {
+            pairs: r.summary.pairs,
+            byState: r.summary.byState,
+            pairsWithDifferences: r.summary.pairsWithDifferences.length,
+          },
     summaryFile: o.summaryFile,
     seconds: Math.round(elapsedMs / 100) / 10,
   };
@@ -242,8 +342,23 @@ export function allReport(r: RunAllResult, o: { failIfDiff: boolean; allowEmpty:
 
 /** A pair's JSON line (`event: "pair"`): what it came to, where its files are. */
 export function pairLine(p: PairOutcome): Record<string, unknown> {
-  const base = { school: p.schId, form: p.formUuid, result: p.result, attempt: p.attempt, seconds: p.seconds, dir: p.outDir };
-  if (p.result === 'done') return { ...base, differences: p.differences, counts: p.counts, fcRows: p.fcRows, shRows: p.shRows, resumed: p.resumed };
+  const base = {
+    school: p.schId,
+    form: p.formUuid,
+    result: p.result,
+    attempt: p.attempt,
+    seconds: p.seconds,
+    dir: p.outDir,
+  };
+  if (p.result === 'done')
+    return {
+      ...base,
+      differences: p.differences,
+      counts: p.counts,
+      fcRows: p.fcRows,
+      shRows: p.shRows,
+      resumed: p.resumed,
+    };
   if (p.result === 'adopted') return { ...base, differences: p.differences, counts: p.counts };
   if (p.result === 'failed') return { ...base, exitCode: p.exitCode, error: p.error };
   return p.error !== undefined ? { ...base, error: p.error } : base;
@@ -258,6 +373,11 @@ export function pairMetricsOf(outcomes: readonly PairOutcome[], finishedAtSecond
     const base = { schId: p.schId, formUuid: p.formUuid, finishedAtSeconds, durationSeconds: p.seconds };
     if (p.result === 'done' || p.result === 'adopted') return { ...base, exitCode: ExitCode.OK, counts: p.counts };
     if (p.result === 'failed') return { ...base, exitCode: p.exitCode };
-    return { ...base, exitCode: ExitCode.ITEMS_FAILED, interrupted: true, ...(p.result === 'paused' ? { paused: true } : {}) };
+    return {
+      ...base,
+      exitCode: ExitCode.ITEMS_FAILED,
+      interrupted: true,
+      ...(p.result === 'paused' ? { paused: true } : {}),
+    };
   });
 }

@@ -27,9 +27,33 @@ import { writeFileAtomic } from '../../fs/atomic.js';
 import { readRunState, runParamsDigest } from '../run/input.js';
 import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
-import { defaultRunId, defaultRunIdCandidates, differencesOf, isOutage, mergePairs, newDefaultRunId, pairResultOf, pairStartOf, summarizeRun, taskWriteOf } from './decide.js';
+import {
+  defaultRunId,
+  defaultRunIdCandidates,
+  differencesOf,
+  isOutage,
+  mergePairs,
+  newDefaultRunId,
+  pairResultOf,
+  pairStartOf,
+  summarizeRun,
+  taskWriteOf,
+} from './decide.js';
 import { allSql } from './sql.js';
-import { ALL_SUMMARY_FORMAT, type Pair, type PairFilter, type PairFound, type PairOutcome, type PairResult, type RunAllDeps, type RunAllOptions, type RunAllResult, type RunAllSummary, type StopReason, type TaskRow } from './types.js';
+import {
+  ALL_SUMMARY_FORMAT,
+  type Pair,
+  type PairFilter,
+  type PairFound,
+  type PairOutcome,
+  type PairResult,
+  type RunAllDeps,
+  type RunAllOptions,
+  type RunAllResult,
+  type RunAllSummary,
+  type StopReason,
+  type TaskRow,
+} from './types.js';
 
 /** A task start taken for one pair is shared by the pairs begun within this many milliseconds. */
 const TASK_START_SHARE_MS = 10_000;
@@ -76,7 +100,14 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const pause = await deps.paused?.();
   if (pause) {
     const runId = o.runId ?? (await joinableRun(shDb)) ?? defaultRunId(startedUtc);
-    return { runId, runIdGiven, found: { pairs: 0, atFc: 0, atSh: 0 }, outcomes: [], summary: await runSummary(shDb, runId, now), stop: { by: 'paused', paused: pause } };
+    return {
+      runId,
+      runIdGiven,
+      found: { pairs: 0, atFc: 0, atSh: 0 },
+      outcomes: [],
+      summary: await runSummary(shDb, runId, now),
+      stop: { by: 'paused', paused: pause },
+    };
   }
   await mkdir(outDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
     throw new UsageError(`cannot create --out-dir ${outDir}: ${err.code ?? err.message}`);
@@ -88,21 +119,53 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   // summary.json from the start, not only at the end: it is what tells a single-pair run pointed at
   // this root, while the run is still going, that the directory is an --all root (issue 26 §9)
   await writeSummaryFile(outDir, before);
-  const completeAtStart = before.pairs > 0 && before.byState['PENDING'] === 0 && before.byState['CLAIMED'] === 0 && before.byState['FAILED'] === 0;
-  const found = { pairs: pairs.length, atFc: pairs.filter((p) => p.atFc).length, atSh: pairs.filter((p) => p.atSh).length, unmatched: unmatchedFilters(o.filter, pairs) };
-  deps.onPairs?.({ runId, pairs: pairs.length, atFcOnly: pairs.filter((p) => !p.atSh).length, atShOnly: pairs.filter((p) => !p.atFc).length, both: pairs.filter((p) => p.atFc && p.atSh).length });
-  const shared: Shared = { runId, startedUtc, outDir, shDb, now, taskStart: sharedTaskStart(shDb, deps.signal, now), stop: null };
+  const completeAtStart =
+    before.pairs > 0 &&
+    before.byState['PENDING'] === 0 &&
+    before.byState['CLAIMED'] === 0 &&
+    before.byState['FAILED'] === 0;
+  const found = {
+    pairs: pairs.length,
+    atFc: pairs.filter((p) => p.atFc).length,
+    atSh: pairs.filter((p) => p.atSh).length,
+    unmatched: unmatchedFilters(o.filter, pairs),
+  };
+  deps.onPairs?.({
+    runId,
+    pairs: pairs.length,
+    atFcOnly: pairs.filter((p) => !p.atSh).length,
+    atShOnly: pairs.filter((p) => !p.atFc).length,
+    both: pairs.filter((p) => p.atFc && p.atSh).length,
+  });
+  const shared: Shared = {
+    runId,
+    startedUtc,
+    outDir,
+    shDb,
+    now,
+    taskStart: sharedTaskStart(shDb, deps.signal, now),
+    stop: null,
+  };
   const outcomes: PairOutcome[] = [];
   let claims = 0;
   const worker = async (index: number) => {
     try {
       while ((await nextStop(shared, deps)) === null) {
-        const task = await claimPair(shDb, runId, o.filter, `${deps.owner}:${++claims}`, deps.host, o.leaseSeconds, startedUtc);
+        const task = await claimPair(
+          shDb,
+          runId,
+          o.filter,
+          `${deps.owner}:${++claims}`,
+          deps.host,
+          o.leaseSeconds,
+          startedUtc,
+        );
         if (task === null) {
           // Pairs other processes hold may yet come free (a process killed): one worker waits for
           // them, so the run is finished when its processes end.
           if (index > 0 || (await heldByOthers(shDb, runId, deps.owner, o.filter)) === 0) break;
-          if (!(await sleep(Math.min((o.leaseSeconds * 1000) / 3, HELD_POLL_MS), deps.signal))) shared.stop ??= { by: 'signal' };
+          if (!(await sleep(Math.min((o.leaseSeconds * 1000) / 3, HELD_POLL_MS), deps.signal)))
+            shared.stop ??= { by: 'signal' };
           continue;
         }
         const outcome = await runPair(task, o, deps, shared);
@@ -110,7 +173,11 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
         deps.onPair?.(outcome);
       }
     } catch (err) {
-      shared.stop ??= { by: 'error', message: (err as Error).message, exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT };
+      shared.stop ??= {
+        by: 'error',
+        message: (err as Error).message,
+        exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT,
+      };
     }
   };
   await Promise.all(Array.from({ length: o.concurrency }, (_, i) => worker(i)));
@@ -147,9 +214,15 @@ async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUt
   try {
     const lock = allSql.lockDefaultRun(DEFAULT_RUN_LOCK_SECONDS);
     const [got] = await conn.query(lock.sql, lock.params);
-    if (Number((got as Array<{ got: unknown }>)[0]?.got) !== 1) throw new EnvironmentError(`the SH database's lock ${lock.params[0]} was not free within ${DEFAULT_RUN_LOCK_SECONDS} s (another process choosing the run): try again, or give --run-id`);
+    if (Number((got as Array<{ got: unknown }>)[0]?.got) !== 1)
+      throw new EnvironmentError(
+        `the SH database's lock ${lock.params[0]} was not free within ${DEFAULT_RUN_LOCK_SECONDS} s (another process choosing the run): try again, or give --run-id`,
+      );
     try {
-      const db = { query: async <T>(sql: string, params?: readonly unknown[]) => (await conn.query(sql, params as unknown[]))[0] as T[] };
+      const db = {
+        query: async <T>(sql: string, params?: readonly unknown[]) =>
+          (await conn.query(sql, params as unknown[]))[0] as T[],
+      };
       const runId = (await joinableRun(db)) ?? (await newRunId(db, startedUtc));
       const joined = allSql.joined(runId);
       await conn.query(joined.sql, joined.params);
@@ -171,14 +244,20 @@ async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUt
 async function newRunId(db: Pick<Db, 'query'>, startedUtc: string): Promise<string> {
   const candidates = defaultRunIdCandidates(startedUtc);
   const s = allSql.runIdsTaken(candidates);
-  return newDefaultRunId(candidates, (await db.query<{ run_id: string }>(s.sql, s.params)).map((r) => r.run_id));
+  return newDefaultRunId(
+    candidates,
+    (await db.query<{ run_id: string }>(s.sql, s.params)).map((r) => r.run_id),
+  );
 }
 
 /** Every pair on either side, within the filters. */
 async function findPairs(fcDb: Db, shDb: Db, o: RunAllOptions): Promise<PairFound[]> {
   const fcStatement = allSql.fcPairs(o.consumerAppKey, o.filter);
   const shStatement = allSql.shPairs(o.filter);
-  const [fc, sh] = await Promise.all([fcDb.query<{ sch_id: string; form_uuid: string }>(fcStatement.sql, fcStatement.params), shDb.query<{ sch_id: string; form_uuid: string }>(shStatement.sql, shStatement.params)]);
+  const [fc, sh] = await Promise.all([
+    fcDb.query<{ sch_id: string; form_uuid: string }>(fcStatement.sql, fcStatement.params),
+    shDb.query<{ sch_id: string; form_uuid: string }>(shStatement.sql, shStatement.params),
+  ]);
   const pair = (r: { sch_id: string; form_uuid: string }): Pair => ({ schId: String(r.sch_id), formUuid: r.form_uuid });
   return mergePairs(fc.map(pair), sh.map(pair));
 }
@@ -187,11 +266,15 @@ async function findPairs(fcDb: Db, shDb: Db, o: RunAllOptions): Promise<PairFoun
 function unmatchedFilters(f: PairFilter, pairs: readonly Pair[]): string[] {
   const schools = new Set(pairs.map((p) => String(BigInt(p.schId))));
   const forms = new Set(pairs.map((p) => p.formUuid));
-  return [...f.schools.filter((s) => !schools.has(String(BigInt(s)))).map((s) => `--school ${s}`), ...f.forms.filter((x) => !forms.has(x)).map((x) => `--form ${x}`)];
+  return [
+    ...f.schools.filter((s) => !schools.has(String(BigInt(s)))).map((s) => `--school ${s}`),
+    ...f.forms.filter((x) => !forms.has(x)).map((x) => `--form ${x}`),
+  ];
 }
 
 async function registerPairs(shDb: Db, runId: string, pairs: readonly Pair[]): Promise<void> {
-  for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) await execute(shDb, allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK)));
+  for (let i = 0; i < pairs.length; i += REGISTER_CHUNK)
+    await execute(shDb, allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK)));
 }
 
 /** A task-table statement, tried again through a lock conflict or a dropped connection (every write is guarded). */
@@ -212,7 +295,15 @@ async function retrying<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
 }
 
 /** Claims the next pair of the run within the filters (one short transaction), or null when none is left to claim. */
-async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, host: string, leaseSeconds: number, startedUtc: string): Promise<(TaskRow & { token: string; generation: string }) | null> {
+async function claimPair(
+  shDb: Db,
+  runId: string,
+  f: PairFilter,
+  token: string,
+  host: string,
+  leaseSeconds: number,
+  startedUtc: string,
+): Promise<(TaskRow & { token: string; generation: string }) | null> {
   return retrying((attempt) =>
     shDb.transaction(async (conn) => {
       if (attempt > 1) {
@@ -220,7 +311,8 @@ async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, 
         const own = allSql.claimedBy(runId, token);
         const [held] = await conn.query(own.sql, own.params);
         const row = (held as TaskRow[])[0];
-        if (row !== undefined) return { ...row, attempts: Number(row.attempts), token, generation: String(row.claim_generation) };
+        if (row !== undefined)
+          return { ...row, attempts: Number(row.attempts), token, generation: String(row.claim_generation) };
       }
       const next = allSql.nextClaimable(runId, f, startedUtc);
       const [rows] = await conn.query(next.sql, next.params);
@@ -228,7 +320,12 @@ async function claimPair(shDb: Db, runId: string, f: PairFilter, token: string, 
       if (row === undefined) return null;
       const c = allSql.claim(String(row.id), token, host, leaseSeconds);
       await conn.query(c.sql, c.params);
-      return { ...row, attempts: Number(row.attempts) + 1, token, generation: String(BigInt(row.claim_generation) + 1n) };
+      return {
+        ...row,
+        attempts: Number(row.attempts) + 1,
+        token,
+        generation: String(BigInt(row.claim_generation) + 1n),
+      };
     }),
   );
 }
@@ -240,14 +337,21 @@ async function heldByOthers(shDb: Db, runId: string, owner: string, f: PairFilte
 
 /** Waits `ms`; false when the stop signal came first. */
 async function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return delay(ms, undefined, { signal }).then(() => true, () => false);
+  return delay(ms, undefined, { signal }).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
  * A task start shared by the pairs begun within {@link TASK_START_SHARE_MS} of it: the wait for the
  * clock to pass its second is paid once for them, not once per pair.
  */
-function sharedTaskStart(shDb: Db, signal: AbortSignal, now: () => Date): () => Promise<{ local: string; utc: string } | null> {
+function sharedTaskStart(
+  shDb: Db,
+  signal: AbortSignal,
+  now: () => Date,
+): () => Promise<{ local: string; utc: string } | null> {
   let cached: { at: number; value: { local: string; utc: string } } | null = null;
   let pending: Promise<{ local: string; utc: string } | null> | null = null;
   return () => {
@@ -272,70 +376,137 @@ function sharedTaskStart(shDb: Db, signal: AbortSignal, now: () => Date): () => 
  * gone (another process took it) or when no renewal has succeeded for {@link LEASE_GIVE_UP} of it
  * (the database unreachable: another process may take the pair once it expires); `lost` aborts then.
  */
-function keepLease(shared: Shared, task: { id: string | number; token: string; generation: string }, leaseSeconds: number): { lost: AbortSignal; stop: () => void } {
+function keepLease(
+  shared: Shared,
+  task: { id: string | number; token: string; generation: string },
+  leaseSeconds: number,
+): { lost: AbortSignal; stop: () => void } {
   const lost = new AbortController();
   const renew = allSql.renew(String(task.id), task.token, task.generation, leaseSeconds);
   let renewedAt = shared.now().getTime();
-  const timer = setInterval(() => {
-    shared.shDb.execute(renew.sql, renew.params).then(
-      (r) => (r.affectedRows === 0 ? lost.abort() : (renewedAt = shared.now().getTime())),
-      () => {
-        if (shared.now().getTime() - renewedAt > LEASE_GIVE_UP * leaseSeconds * 1000) lost.abort();
-      },
-    );
-  }, (leaseSeconds * 1000) / 3);
+  const timer = setInterval(
+    () => {
+      shared.shDb.execute(renew.sql, renew.params).then(
+        (r) => (r.affectedRows === 0 ? lost.abort() : (renewedAt = shared.now().getTime())),
+        () => {
+          if (shared.now().getTime() - renewedAt > LEASE_GIVE_UP * leaseSeconds * 1000) lost.abort();
+        },
+      );
+    },
+    (leaseSeconds * 1000) / 3,
+  );
   return { lost: lost.signal, stop: () => clearInterval(timer) };
 }
 
 /** One pair under its lease: adopted, or run (afresh when its directory holds another night's run); its end recorded under the claim. */
-async function runPair(task: TaskRow & { token: string; generation: string }, o: RunAllOptions, deps: RunAllDeps, shared: Shared): Promise<PairOutcome> {
+async function runPair(
+  task: TaskRow & { token: string; generation: string },
+  o: RunAllOptions,
+  deps: RunAllDeps,
+  shared: Shared,
+): Promise<PairOutcome> {
   const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
   const outDir = join(shared.outDir, pair.schId, pair.formUuid);
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
-  const paramsDigest = runParamsDigest({ schId: pair.schId, formUuid: pair.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase });
+  const paramsDigest = runParamsDigest({
+    schId: pair.schId,
+    formUuid: pair.formUuid,
+    fcDatabase: o.fcDatabase,
+    shDatabase: o.shDatabase,
+  });
   const start = pairStartOf(previous, shared.runId, paramsDigest, outDir);
   let result: PairResult;
   if (start.kind === 'refuse') {
     // another environment's folder: neither adopted nor touched, as `reconcile run` refuses it
     result = { result: 'failed', exitCode: ExitCode.SAFETY, error: start.message, seconds: 0 };
   } else if (start.kind === 'adopt' && previous?.counts) {
-    result = { result: 'adopted', counts: previous.counts, differences: differencesOf(previous.counts), pairRunId: previous.runId, seconds: 0 };
+    result = {
+      result: 'adopted',
+      counts: previous.counts,
+      differences: differencesOf(previous.counts),
+      pairRunId: previous.runId,
+      seconds: 0,
+    };
   } else {
     const lease = keepLease(shared, task, o.leaseSeconds);
     try {
       const run = await runReconcile(
-        { schId: pair.schId, formUuid: pair.formUuid, outDir, size: o.size, restart: start.kind === 'restart', fcDatabase: o.fcDatabase, shDatabase: o.shDatabase, allRunId: shared.runId },
-        { fcDb: deps.fcDb, shDb: deps.shDb, signal: AbortSignal.any([deps.signal, lease.lost]), now: shared.now, taskStart: shared.taskStart, ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle ? { throttle: deps.throttle } : {}) },
+        {
+          schId: pair.schId,
+          formUuid: pair.formUuid,
+          outDir,
+          size: o.size,
+          restart: start.kind === 'restart',
+          fcDatabase: o.fcDatabase,
+          shDatabase: o.shDatabase,
+          allRunId: shared.runId,
+        },
+        {
+          fcDb: deps.fcDb,
+          shDb: deps.shDb,
+          signal: AbortSignal.any([deps.signal, lease.lost]),
+          now: shared.now,
+          taskStart: shared.taskStart,
+          ...(deps.paused ? { paused: deps.paused } : {}),
+          ...(deps.throttle ? { throttle: deps.throttle } : {}),
+        },
       ).then(
         (r) => ({ kind: 'run' as const, result: r }),
-        (err: unknown) => ({ kind: 'error' as const, exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT, message: (err as Error).message, outage: isOutage(err) }),
+        (err: unknown) => ({
+          kind: 'error' as const,
+          exitCode: err instanceof FcctlError ? err.exitCode : ExitCode.ENVIRONMENT,
+          message: (err as Error).message,
+          outage: isOutage(err),
+        }),
       );
-      result = lease.lost.aborted && !deps.signal.aborted ? { result: 'lost', seconds: seconds() } : pairResultOf(run, seconds());
+      result =
+        lease.lost.aborted && !deps.signal.aborted
+          ? { result: 'lost', seconds: seconds() }
+          : pairResultOf(run, seconds());
     } finally {
       lease.stop();
     }
   }
-  if (result.result === 'stopped' && result.error !== undefined) shared.stop ??= { by: 'error', message: result.error, exitCode: ExitCode.ENVIRONMENT };
+  if (result.result === 'stopped' && result.error !== undefined)
+    shared.stop ??= { by: 'error', message: result.error, exitCode: ExitCode.ENVIRONMENT };
   if (result.result === 'paused') shared.stop ??= { by: 'paused', ...(result.paused ? { paused: result.paused } : {}) };
   if (result.result === 'stopped' && result.error === undefined) shared.stop ??= { by: 'signal' };
-  if (result.result !== 'lost' && !(await recordPair(shared, task, result))) result = { result: 'lost', seconds: result.seconds };
+  if (result.result !== 'lost' && !(await recordPair(shared, task, result)))
+    result = { result: 'lost', seconds: result.seconds };
   return { ...pair, attempt: task.attempts, outDir, ...result };
 }
 
 /** The pair's end (or its release) under its claim; false when the claim was lost meanwhile (nothing written). */
-async function recordPair(shared: Shared, task: { id: string | number; token: string; generation: string }, result: PairResult): Promise<boolean> {
+async function recordPair(
+  shared: Shared,
+  task: { id: string | number; token: string; generation: string },
+  result: PairResult,
+): Promise<boolean> {
   const w = taskWriteOf(result);
   const id = String(task.id);
-  const s = w.kind === 'finish' ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson) : allSql.release(id, task.token, task.generation);
+  const s =
+    w.kind === 'finish'
+      ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson)
+      : allSql.release(id, task.token, task.generation);
   if ((await execute(shared.shDb, s)).affectedRows === 1) return true;
   // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
   // claim writes under its generation (a new claim increments it), so the row in the wanted
   // state under that generation, unowned, is this write.
   const q = allSql.taskClaim(id);
-  const [row] = await retrying(() => shared.shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(q.sql, q.params));
-  return row !== undefined && row.state === (w.kind === 'finish' ? w.state : 'PENDING') && row.claim_owner === null && String(row.claim_generation) === task.generation;
+  const [row] = await retrying(() =>
+    shared.shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(
+      q.sql,
+      q.params,
+    ),
+  );
+  return (
+    row !== undefined &&
+    row.state === (w.kind === 'finish' ? w.state : 'PENDING') &&
+    row.claim_owner === null &&
+    String(row.claim_generation) === task.generation
+  );
 }
 
 async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {
@@ -349,7 +520,10 @@ async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<Run
  * 4, nothing changed). Checked at the start and again before summary.json is written.
  */
 async function refusePairDir(outDir: string): Promise<void> {
-  const refuse = (what: string) => new SafetyError(`${outDir} is the directory of a single-pair reconcile run (${what}): give reconcile run --all a directory of its own`);
+  const refuse = (what: string) =>
+    new SafetyError(
+      `${outDir} is the directory of a single-pair reconcile run (${what}): give reconcile run --all a directory of its own`,
+    );
   if ((await stat(join(outDir, RUN_FILES.run)).catch(() => null)) !== null) throw refuse('it holds run.json');
   const text = await readFile(join(outDir, 'summary.json'), 'utf8').catch(() => null);
   if (text === null) return;
@@ -359,7 +533,10 @@ async function refusePairDir(outDir: string): Promise<void> {
   } catch {
     format = undefined;
   }
-  if (format !== ALL_SUMMARY_FORMAT) throw refuse(`its summary.json is ${typeof format === 'string' ? format : 'of no known format'}, not ${ALL_SUMMARY_FORMAT}`);
+  if (format !== ALL_SUMMARY_FORMAT)
+    throw refuse(
+      `its summary.json is ${typeof format === 'string' ? format : 'of no known format'}, not ${ALL_SUMMARY_FORMAT}`,
+    );
 }
 
 async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {

@@ -22,10 +22,12 @@ function filterSql(schoolColumn: string, formColumn: string, f: PairFilter): { s
 }
 
 /** The task columns a process reads back. */
-const TASK_COLUMNS = 'id, CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, claim_owner, claim_generation, attempts, host, result_json';
+const TASK_COLUMNS =
+  'id, CAST(sch_id AS CHAR) AS sch_id, form_uuid, state, claim_owner, claim_generation, attempts, host, result_json';
 
 /** A task a process may claim: waiting, leased by a process whose lease ran out, or failed before this process began. */
-const CLAIMABLE = "(state = 'PENDING' OR (state = 'CLAIMED' AND (claim_expires_at IS NULL OR claim_expires_at < UTC_TIMESTAMP())) OR (state = 'FAILED' AND finished_at < ?))";
+const CLAIMABLE =
+  "(state = 'PENDING' OR (state = 'CLAIMED' AND (claim_expires_at IS NULL OR claim_expires_at < UTC_TIMESTAMP())) OR (state = 'FAILED' AND finished_at < ?))";
 
 /** A default run id: a UTC time to the minute (./decide.ts `defaultRunId`); the older date-only ids are never joined. */
 const DEFAULT_RUN_ID = "'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}Z(-[0-9]+)?$'";
@@ -88,7 +90,10 @@ export const allSql = {
     params: [...ids],
   }),
   /** Takes the default-run lock on one connection (1: taken; waits at most `seconds`). */
-  lockDefaultRun: (seconds: number): Statement => ({ sql: 'SELECT GET_LOCK(?, ?) AS got', params: [DEFAULT_RUN_LOCK, seconds] }),
+  lockDefaultRun: (seconds: number): Statement => ({
+    sql: 'SELECT GET_LOCK(?, ?) AS got',
+    params: [DEFAULT_RUN_LOCK, seconds],
+  }),
   unlockDefaultRun: (): Statement => ({ sql: 'SELECT RELEASE_LOCK(?) AS released', params: [DEFAULT_RUN_LOCK] }),
   /** Registers pairs of a run; a pair another process registered already stays as it is. */
   register: (runId: string, pairs: readonly { schId: string; formUuid: string }[]): Statement => ({

@@ -50,9 +50,20 @@ export type PairResult =
    * not finished here, given back (or taken by another): paused, stopped by a signal or by an
    * outage (`error`: a database or disk this process cannot use, not the pair's fault), the lease lost
    */
-  | { readonly result: 'paused' | 'stopped' | 'lost'; readonly seconds: number; readonly paused?: PauseState; readonly error?: string }
+  | {
+      readonly result: 'paused' | 'stopped' | 'lost';
+      readonly seconds: number;
+      readonly paused?: PauseState;
+      readonly error?: string;
+    }
   /** the pair's directory holds this run's completed diff (its task row was not written): taken as done */
-  | { readonly result: 'adopted'; readonly counts: Readonly<Record<Category, number>>; readonly differences: number; readonly pairRunId: string; readonly seconds: number };
+  | {
+      readonly result: 'adopted';
+      readonly counts: Readonly<Record<Category, number>>;
+      readonly differences: number;
+      readonly pairRunId: string;
+      readonly seconds: number;
+    };
 
 /** One pair as this process ran it. */
 export type PairOutcome = Pair & { readonly attempt: number; readonly outDir: string } & PairResult;
@@ -73,7 +84,13 @@ export interface RunAllDeps extends Pick<ReconcileRunDeps, 'fcDb' | 'shDb' | 'si
   readonly host: string;
   /** unique per process run: the claim tokens are built from it */
   readonly owner: string;
-  readonly onPairs?: (found: { runId: string; pairs: number; atFcOnly: number; atShOnly: number; both: number }) => void;
+  readonly onPairs?: (found: {
+    runId: string;
+    pairs: number;
+    atFcOnly: number;
+    atShOnly: number;
+    both: number;
+  }) => void;
   readonly onPair?: (p: PairOutcome) => void;
 }
 
@@ -90,7 +107,10 @@ export interface RunAllSummary {
 }
 
 /** Why this process stopped before the run was done: the pause, a signal, or an outage (exit 3). */
-export type StopReason = { readonly by: 'paused'; readonly paused?: PauseState } | { readonly by: 'signal' } | { readonly by: 'error'; readonly message: string; readonly exitCode: number };
+export type StopReason =
+  | { readonly by: 'paused'; readonly paused?: PauseState }
+  | { readonly by: 'signal' }
+  | { readonly by: 'error'; readonly message: string; readonly exitCode: number };
 
 export type RunAllResult = {
   readonly runId: string;

@@ -8,7 +8,15 @@ import type { Summary } from '../../cli/output.js';
 import type { ManifestSource } from '../../manifest/reader.js';
 import { type ManifestRow, normalizeDateTime } from '../../manifest/row.js';
 import { CATEGORIES, type Category, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../classify.js';
-import { DIFF_FILES, type DiffInput, type DiffResult, type DiffSummary, type PlanLine, type RetireCandidateLine, SUMMARY_FORMAT } from './types.js';
+import {
+  DIFF_FILES,
+  type DiffInput,
+  type DiffResult,
+  type DiffSummary,
+  type PlanLine,
+  type RetireCandidateLine,
+  SUMMARY_FORMAT,
+} from './types.js';
 
 /**
  * `--task-start` as manifest time text, or a {@link UsageError}.
@@ -16,7 +24,10 @@ import { DIFF_FILES, type DiffInput, type DiffResult, type DiffSummary, type Pla
  */
 export function parseTaskStart(text: string): string {
   const t = normalizeDateTime(text.trim());
-  if (t === null || text.includes('.') || !isCalendarTime(t)) throw new UsageError(`--task-start ${JSON.stringify(text)} is not a time like 2026-11-30 01:00:00 (the SH database's clock)`);
+  if (t === null || text.includes('.') || !isCalendarTime(t))
+    throw new UsageError(
+      `--task-start ${JSON.stringify(text)} is not a time like 2026-11-30 01:00:00 (the SH database's clock)`,
+    );
   return t;
 }
 
@@ -27,7 +38,15 @@ export function parseTaskStart(text: string): string {
 function isCalendarTime(t: string): boolean {
   const [y, mo, d, h, mi, s] = t.split(/[- :]/).map(Number) as [number, number, number, number, number, number];
   const at = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
-  return y >= 1000 && at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d && at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+  return (
+    y >= 1000 &&
+    at.getUTCFullYear() === y &&
+    at.getUTCMonth() === mo - 1 &&
+    at.getUTCDate() === d &&
+    at.getUTCHours() === h &&
+    at.getUTCMinutes() === mi &&
+    at.getUTCSeconds() === s
+  );
 }
 
 type ScanOf = Pick<ManifestSource, 'schId' | 'formUuid' | 'shards'>;
@@ -47,7 +66,8 @@ export function sameScanRefusal(fc: ScanOf, sh: ScanOf): string | null {
   return null;
 }
 
-const csvCell = (v: string | boolean | null | undefined) => (v === null || v === undefined ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : v);
+const csvCell = (v: string | boolean | null | undefined) =>
+  v === null || v === undefined ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : v;
 
 /**
  * The `report.csv` row of a difference (isDeleted as 0/1, empty cells for a side without the row).
@@ -57,14 +77,28 @@ const csvCell = (v: string | boolean | null | undefined) => (v === null || v ===
 export function reportRow(category: Category, f: ManifestRow | null, l: ManifestRow | null): string[] {
   const row = (f ?? l)!;
   return [
-    category, row.answerUuid, row.schId,
-    csvCell(f?.revision), csvCell(f?.contentHash), csvCell(f?.isDeleted),
-    csvCell(l?.revision), csvCell(l?.contentHash), csvCell(l?.isDeleted), csvCell(l?.createTime), csvCell(l?.retiredAt),
+    category,
+    row.answerUuid,
+    row.schId,
+    csvCell(f?.revision),
+    csvCell(f?.contentHash),
+    csvCell(f?.isDeleted),
+    csvCell(l?.revision),
+    csvCell(l?.contentHash),
+    csvCell(l?.isDeleted),
+    csvCell(l?.createTime),
+    csvCell(l?.retiredAt),
   ].map(formulaSafe);
 }
 
 /** The plan file an answer of this category goes to, with its line; null for none. */
-export function planLineOf(category: Category, f: ManifestRow | null, l: ManifestRow | null, formUuid: string, taskStart: string): { file: 'plan' | 'ahead'; line: PlanLine } | { file: 'retire'; line: RetireCandidateLine } | null {
+export function planLineOf(
+  category: Category,
+  f: ManifestRow | null,
+  l: ManifestRow | null,
+  formUuid: string,
+  taskStart: string,
+): { file: 'plan' | 'ahead'; line: PlanLine } | { file: 'retire'; line: RetireCandidateLine } | null {
   if (REPAIR_CATEGORIES.includes(category) || category === 'LOCAL_AHEAD') {
     const row = (f ?? l)!;
     const line: PlanLine = {
@@ -104,7 +138,12 @@ export function inputOf(source: ManifestSource, sha256: string): DiffInput {
     rows: source.rows,
     sha256,
     completedAt: source.completedAt,
-    checkpoints: source.checkpoints.map(({ path, checkpoint }) => ({ path, shard: checkpoint.params.shard, rows: checkpoint.rows, sha256: checkpoint.sha256 })),
+    checkpoints: source.checkpoints.map(({ path, checkpoint }) => ({
+      path,
+      shard: checkpoint.params.shard,
+      rows: checkpoint.rows,
+      sha256: checkpoint.sha256,
+    })),
   };
 }
 
@@ -156,9 +195,25 @@ export function diffSummaryFields(result: Extract<DiffResult, { kind: 'done' }>)
 }
 
 /** The summary line of `reconcile diff` (with its counts, when written). */
-export function summarizeDiff(result: DiffResult, elapsedMs: number): { fields: Summary; counts?: Readonly<Record<Category, number>> } {
+export function summarizeDiff(
+  result: DiffResult,
+  elapsedMs: number,
+): { fields: Summary; counts?: Readonly<Record<Category, number>> } {
   const seconds = Math.round(elapsedMs / 100) / 10;
   const exitCode = diffExitCode(result);
-  if (result.kind === 'stopped') return { fields: { command: 'reconcile diff', exitCode, stoppedBy: 'signal', answers: result.answers, written: false, seconds } };
-  return { fields: { command: 'reconcile diff', exitCode, ...diffSummaryFields(result), seconds }, counts: result.summary.counts };
+  if (result.kind === 'stopped')
+    return {
+      fields: {
+        command: 'reconcile diff',
+        exitCode,
+        stoppedBy: 'signal',
+        answers: result.answers,
+        written: false,
+        seconds,
+      },
+    };
+  return {
+    fields: { command: 'reconcile diff', exitCode, ...diffSummaryFields(result), seconds },
+    counts: result.summary.counts,
+  };
 }

@@ -52,7 +52,15 @@ export async function runDiff(o: DiffOptions, deps: DiffDeps = {}): Promise<Diff
     if (joined.kind === 'stopped') return joined;
     const outputs: Record<string, { rows: number; sha256: string }> = {};
     for (const s of sinks) outputs[s.finalPath.slice(outDir.length + 1)] = await s.seal();
-    const summary = diffSummary({ taskStart, fc: sources.fc, sh: sources.sh, sha256: { fc: fc.sha256!, sh: sh.sha256! }, counts: out.counts, outputs, createdAt: now().toISOString() });
+    const summary = diffSummary({
+      taskStart,
+      fc: sources.fc,
+      sh: sources.sh,
+      sha256: { fc: fc.sha256!, sh: sh.sha256! },
+      counts: out.counts,
+      outputs,
+      createdAt: now().toISOString(),
+    });
     // The old summary goes first: a directory with a summary always holds that summary's files.
     await unlink(join(outDir, DIFF_FILES.summary)).catch(() => undefined);
     for (const s of sinks) await s.rename();
@@ -80,7 +88,11 @@ async function loadInputs(o: DiffOptions, taskStart: string): Promise<{ fc: Mani
   // scan into retire candidates.
   const late = taskStartRefusal(
     { local: taskStart, utc: o.taskStartUtc },
-    fc.checkpoints.map(({ path, checkpoint }) => ({ path, dbStartedAt: checkpoint.dbStartedAt, dbStartedAtUtc: checkpoint.dbStartedAtUtc })),
+    fc.checkpoints.map(({ path, checkpoint }) => ({
+      path,
+      dbStartedAt: checkpoint.dbStartedAt,
+      dbStartedAtUtc: checkpoint.dbStartedAtUtc,
+    })),
   );
   if (late !== null) throw new SafetyError(late);
   return { fc, sh };
@@ -95,11 +107,16 @@ async function prepareOutDir(dir: string): Promise<{ outDir: string; createdDir:
     return { outDir, createdDir: false };
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`cannot use --out-dir ${outDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new UsageError(
+        `cannot use --out-dir ${outDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     try {
       await mkdir(outDir, { recursive: true });
     } catch (e) {
-      throw new UsageError(`cannot create --out-dir ${outDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(
+        `cannot create --out-dir ${outDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     return { outDir, createdDir: true };
   }
@@ -162,7 +179,12 @@ class DiffOutput {
 }
 
 /** The merge-join of two manifests sorted by answer uuid, in constant memory; stops at the signal. */
-async function mergeJoin(fc: ManifestReader, sh: ManifestReader, out: DiffOutput, deps: DiffDeps): Promise<{ kind: 'joined' } | Extract<DiffResult, { kind: 'stopped' }>> {
+async function mergeJoin(
+  fc: ManifestReader,
+  sh: ManifestReader,
+  out: DiffOutput,
+  deps: DiffDeps,
+): Promise<{ kind: 'joined' } | Extract<DiffResult, { kind: 'stopped' }>> {
   // Rows are taken without a promise while a chunk lasts (tryNext), read on when it runs out.
   const pull = async (r: ManifestReader): Promise<ManifestRow | null> => r.next();
   let a: ManifestRow | null = await pull(fc);
@@ -182,7 +204,12 @@ async function mergeJoin(fc: ManifestReader, sh: ManifestReader, out: DiffOutput
     }
     if (++answers % 10_000 === 0) {
       deps.onProgress?.(answers);
-      if (deps.signal?.aborted) return { kind: 'stopped', reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'), answers };
+      if (deps.signal?.aborted)
+        return {
+          kind: 'stopped',
+          reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'),
+          answers,
+        };
       await out.flushFull();
     }
   }

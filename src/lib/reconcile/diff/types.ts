@@ -4,7 +4,13 @@ import type { Category } from '../classify.js';
 export const SUMMARY_FORMAT = 'fcctl.reconcile.summary.v1';
 
 /** The files `reconcile diff` writes into its output directory. */
-export const DIFF_FILES = { report: 'report.csv', repairPlan: 'repair-plan.jsonl', localAhead: 'local-ahead.jsonl', retireCandidates: 'retire-candidates.jsonl', summary: 'summary.json' } as const;
+export const DIFF_FILES = {
+  report: 'report.csv',
+  repairPlan: 'repair-plan.jsonl',
+  localAhead: 'local-ahead.jsonl',
+  retireCandidates: 'retire-candidates.jsonl',
+  summary: 'summary.json',
+} as const;
 
 /** The columns of `report.csv`, in order. */
 export const REPORT_COLUMNS = [
@@ -78,7 +84,12 @@ export interface DiffInput {
   readonly rows: number;
   readonly sha256: string;
   readonly completedAt: string;
-  readonly checkpoints: ReadonlyArray<{ readonly path: string; readonly shard: string | null; readonly rows: number; readonly sha256: string }>;
+  readonly checkpoints: ReadonlyArray<{
+    readonly path: string;
+    readonly shard: string | null;
+    readonly rows: number;
+    readonly sha256: string;
+  }>;
 }
 
 /** `summary.json`. */
@@ -96,4 +107,6 @@ export interface DiffSummary {
   readonly createdAt: string;
 }
 
-export type DiffResult = { readonly kind: 'done'; readonly summary: DiffSummary; readonly outDir: string } | { readonly kind: 'stopped'; readonly reason: string; readonly answers: number };
+export type DiffResult =
+  | { readonly kind: 'done'; readonly summary: DiffSummary; readonly outDir: string }
+  | { readonly kind: 'stopped'; readonly reason: string; readonly answers: number };

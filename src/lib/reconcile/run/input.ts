@@ -24,7 +24,10 @@ export async function readRunState(path: string, restart: boolean, now: () => Da
     try {
       await rename(path, aside);
     } catch (err) {
-      throw new EnvironmentError(`cannot set aside ${path} (${why}) for --restart: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      throw new EnvironmentError(
+        `cannot set aside ${path} (${why}) for --restart: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        { cause: err },
+      );
     }
     return null;
   };
@@ -36,17 +39,32 @@ export async function readRunState(path: string, restart: boolean, now: () => Da
     if (code === 'ENOENT') return null;
     const why = code ?? (err as Error).message;
     if (restart) return setAside(why);
-    throw new SafetyError(`${path} cannot be read (${why}); pass --restart to set it aside and start a new run in this directory`, { cause: err });
+    throw new SafetyError(
+      `${path} cannot be read (${why}); pass --restart to set it aside and start a new run in this directory`,
+      { cause: err },
+    );
   }
   try {
     const v = JSON.parse(text) as RunState;
-    if (v.format !== RUN_FORMAT || typeof v.runId !== 'string' || typeof v.taskStart !== 'string' || normalizeDateTime(v.taskStart) !== v.taskStart) throw new Error('bad members');
-    if (v.taskStartUtc !== undefined && (typeof v.taskStartUtc !== 'string' || normalizeDateTime(v.taskStartUtc) !== v.taskStartUtc)) throw new Error('bad taskStartUtc');
+    if (
+      v.format !== RUN_FORMAT ||
+      typeof v.runId !== 'string' ||
+      typeof v.taskStart !== 'string' ||
+      normalizeDateTime(v.taskStart) !== v.taskStart
+    )
+      throw new Error('bad members');
+    if (
+      v.taskStartUtc !== undefined &&
+      (typeof v.taskStartUtc !== 'string' || normalizeDateTime(v.taskStartUtc) !== v.taskStartUtc)
+    )
+      throw new Error('bad taskStartUtc');
     if (v.allRunId !== undefined && typeof v.allRunId !== 'string') throw new Error('bad allRunId');
     if (v.paramsDigest !== runParamsDigest(v.params)) throw new Error('paramsDigest does not match params');
     return v;
   } catch (err) {
     if (restart) return setAside((err as Error).message);
-    throw new SafetyError(`${path} is not a valid ${RUN_FORMAT} file (${(err as Error).message}); pass --restart to start a new run in this directory`);
+    throw new SafetyError(
+      `${path} is not a valid ${RUN_FORMAT} file (${(err as Error).message}); pass --restart to start a new run in this directory`,
+    );
   }
 }

@@ -29,7 +29,17 @@ import { DIFF_FILES } from '../diff/types.js';
 import { selectClockPassed, selectUtcClockPassed } from '../sql.js';
 import { runPlan } from './decide.js';
 import { readRunState, runParamsDigest } from './input.js';
-import { type ReconcileRunDeps, type ReconcileRunOptions, type ReconcileRunResult, RUN_FILES, RUN_FORMAT, RUN_MANIFESTS, type RunParams, type RunPhase, type RunState } from './types.js';
+import {
+  type ReconcileRunDeps,
+  type ReconcileRunOptions,
+  type ReconcileRunResult,
+  RUN_FILES,
+  RUN_FORMAT,
+  RUN_MANIFESTS,
+  type RunParams,
+  type RunPhase,
+  type RunState,
+} from './types.js';
 
 /** Polls of a database clock: every 50 ms, at most 100 times (5 s). */
 const CLOCK_POLLS = 100;
@@ -39,7 +49,11 @@ const CLOCK_POLL_MS = 50;
  * Waits until `statement` (one `passed` column, 0 or 1) says a database's clock is past a second:
  * 'passed', 'aborted' (the stop signal; checked between polls) or 'timeout'.
  */
-async function waitForClock(db: Db, statement: Statement, signal: AbortSignal | undefined): Promise<'passed' | 'aborted' | 'timeout'> {
+async function waitForClock(
+  db: Db,
+  statement: Statement,
+  signal: AbortSignal | undefined,
+): Promise<'passed' | 'aborted' | 'timeout'> {
   for (let i = 0; i < CLOCK_POLLS; i++) {
     const [{ passed } = { passed: 0 }] = await db.query<{ passed: number | string }>(statement.sql, statement.params);
     if (Number(passed) === 1) return 'passed';
@@ -74,7 +88,11 @@ export async function takeTaskStart(db: Db, signal?: AbortSignal): Promise<{ loc
  * real inversion: exit 4 before anything is scanned.
  * @example await waitForFcClock(fcDb, '2026-11-30 01:00:00', signal) // 'passed'
  */
-export async function waitForFcClock(db: Db, taskStartUtc: string, signal?: AbortSignal): Promise<'passed' | 'aborted'> {
+export async function waitForFcClock(
+  db: Db,
+  taskStartUtc: string,
+  signal?: AbortSignal,
+): Promise<'passed' | 'aborted'> {
   const waited = await waitForClock(db, selectUtcClockPassed(taskStartUtc), signal);
   if (waited !== 'timeout') return waited;
   throw new SafetyError(
@@ -94,7 +112,9 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
   try {
     await mkdir(outDir, { recursive: true });
   } catch (err) {
-    throw new UsageError(`cannot create --out-dir ${outDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new UsageError(
+      `cannot create --out-dir ${outDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   const lock = await acquireLock(join(outDir, RUN_FILES.lock), 'reconcile run', `run directory ${outDir}`);
   try {
@@ -102,7 +122,16 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
     for (const f of [RUN_FILES.run, ...Object.values(DIFF_FILES)]) await removeStaleTemps(join(outDir, f));
     // Paused at start: nothing begun, the directory's run (if any) left to continue after the resume.
     const pause = await deps.paused?.();
-    if (pause) return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'paused', outDir, paused: pause };
+    if (pause)
+      return {
+        kind: 'stopped',
+        run: null,
+        resumed: false,
+        phase: 'task-start',
+        reason: 'paused',
+        outDir,
+        paused: pause,
+      };
     const started = await startOrResume(o, outDir, deps, now);
     if (started.kind === 'stopped') return started;
     const { run, resume } = started;
@@ -121,8 +150,14 @@ export async function runReconcile(o: ReconcileRunOptions, deps: ReconcileRunDep
       },
       { signal: deps.signal, now, ...(deps.onDiffProgress ? { onProgress: deps.onDiffProgress } : {}) },
     );
-    if (diff.kind === 'stopped') return { kind: 'stopped', run, resumed: resume, phase: 'diff', reason: diff.reason, outDir };
-    const completed: RunState = { ...run, state: 'completed', completedAt: now().toISOString(), counts: diff.summary.counts };
+    if (diff.kind === 'stopped')
+      return { kind: 'stopped', run, resumed: resume, phase: 'diff', reason: diff.reason, outDir };
+    const completed: RunState = {
+      ...run,
+      state: 'completed',
+      completedAt: now().toISOString(),
+      counts: diff.summary.counts,
+    };
     await writeFileAtomic(join(outDir, RUN_FILES.run), `${JSON.stringify(completed, null, 2)}\n`, 0o600);
     return { kind: 'done', run: completed, resumed: resume, scans: scans.scans, summary: diff.summary, outDir };
   } finally {
@@ -142,12 +177,25 @@ async function refuseAllRoot(outDir: string): Promise<void> {
   } catch {
     return; // not --all's: the pair's own run decides about it
   }
-  if (format === ALL_SUMMARY_FORMAT) throw new SafetyError(`${outDir} is the directory of a reconcile run --all (its summary.json is ${ALL_SUMMARY_FORMAT}): give a pair's directory ${join(outDir, '<school>', '<form>')} or another --out-dir`);
+  if (format === ALL_SUMMARY_FORMAT)
+    throw new SafetyError(
+      `${outDir} is the directory of a reconcile run --all (its summary.json is ${ALL_SUMMARY_FORMAT}): give a pair's directory ${join(outDir, '<school>', '<form>')} or another --out-dir`,
+    );
 }
 
 /** The run in the directory continued, or a new one begun: the previous run's files gone, a task start taken, run.json written. */
-async function startOrResume(o: ReconcileRunOptions, outDir: string, deps: ReconcileRunDeps, now: () => Date): Promise<{ kind: 'started'; run: RunState; resume: boolean } | Extract<ReconcileRunResult, { kind: 'stopped' }>> {
-  const params: RunParams = { schId: o.schId, formUuid: o.formUuid, fcDatabase: o.fcDatabase, shDatabase: o.shDatabase };
+async function startOrResume(
+  o: ReconcileRunOptions,
+  outDir: string,
+  deps: ReconcileRunDeps,
+  now: () => Date,
+): Promise<{ kind: 'started'; run: RunState; resume: boolean } | Extract<ReconcileRunResult, { kind: 'stopped' }>> {
+  const params: RunParams = {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    fcDatabase: o.fcDatabase,
+    shDatabase: o.shDatabase,
+  };
   const paramsDigest = runParamsDigest(params);
   const runPath = join(outDir, RUN_FILES.run);
   const plan = runPlan(await readRunState(runPath, o.restart, now), paramsDigest, o.restart, outDir);
@@ -156,8 +204,21 @@ async function startOrResume(o: ReconcileRunOptions, outDir: string, deps: Recon
   await removePreviousRun(outDir);
   deps.onPhase?.('task-start', {});
   const taskStart = deps.taskStart ? await deps.taskStart() : await takeTaskStart(await deps.shDb(), deps.signal);
-  if (taskStart === null) return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir };
-  const run: RunState = { format: RUN_FORMAT, runId: randomUUID(), params, paramsDigest, taskStart: taskStart.local, taskStartUtc: taskStart.utc, startedAt: now().toISOString(), state: 'scanning', completedAt: null, counts: null, ...(o.allRunId !== undefined ? { allRunId: o.allRunId } : {}) };
+  if (taskStart === null)
+    return { kind: 'stopped', run: null, resumed: false, phase: 'task-start', reason: 'signal', outDir };
+  const run: RunState = {
+    format: RUN_FORMAT,
+    runId: randomUUID(),
+    params,
+    paramsDigest,
+    taskStart: taskStart.local,
+    taskStartUtc: taskStart.utc,
+    startedAt: now().toISOString(),
+    state: 'scanning',
+    completedAt: null,
+    counts: null,
+    ...(o.allRunId !== undefined ? { allRunId: o.allRunId } : {}),
+  };
   await writeFileAtomic(runPath, `${JSON.stringify(run, null, 2)}\n`, 0o600);
   return { kind: 'started', run, resume: false };
 }
@@ -172,19 +233,35 @@ async function removePreviousRun(outDir: string): Promise<void> {
   const { fc, sh } = RUN_MANIFESTS;
   for (const f of [fc.checkpoint, sh.checkpoint, fc.manifest, sh.manifest, ...Object.values(DIFF_FILES)]) {
     await unlink(join(outDir, f)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw new EnvironmentError(`cannot remove the previous run's ${f} from ${outDir}: ${err.code ?? err.message}`, { cause: err });
+      if (err.code !== 'ENOENT')
+        throw new EnvironmentError(`cannot remove the previous run's ${f} from ${outDir}: ${err.code ?? err.message}`, {
+          cause: err,
+        });
     });
   }
 }
 
 /** The FC scan (after the FC clock passed the task start), then the SH scan, each resumed from its checkpoint. */
-async function scanSides(o: ReconcileRunOptions, outDir: string, run: RunState, resume: boolean, deps: ReconcileRunDeps, now: () => Date): Promise<{ kind: 'scanned'; scans: Record<ManifestSide, ScanResult> } | Extract<ReconcileRunResult, { kind: 'stopped' }>> {
+async function scanSides(
+  o: ReconcileRunOptions,
+  outDir: string,
+  run: RunState,
+  resume: boolean,
+  deps: ReconcileRunDeps,
+  now: () => Date,
+): Promise<
+  { kind: 'scanned'; scans: Record<ManifestSide, ScanResult> } | Extract<ReconcileRunResult, { kind: 'stopped' }>
+> {
   const scans: Partial<Record<ManifestSide, ScanResult>> = {};
   for (const side of ['fc', 'sh'] as const) {
     const phase: RunPhase = side === 'fc' ? 'scan-fc' : 'scan-sh';
     deps.onPhase?.(phase, { runId: run.runId, taskStart: run.taskStart });
     const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
-    if (side === 'fc' && run.taskStartUtc !== undefined && (await waitForFcClock(db, run.taskStartUtc, deps.signal)) === 'aborted') {
+    if (
+      side === 'fc' &&
+      run.taskStartUtc !== undefined &&
+      (await waitForFcClock(db, run.taskStartUtc, deps.signal)) === 'aborted'
+    ) {
       return { kind: 'stopped', run, resumed: resume, phase, reason: 'signal', outDir };
     }
     const r = await runManifestScan(
@@ -199,10 +276,27 @@ async function scanSides(o: ReconcileRunOptions, outDir: string, run: RunState, 
         restart: !resume,
         database: side === 'fc' ? o.fcDatabase : o.shDatabase,
       },
-      { db, signal: deps.signal, now, command: 'reconcile run', onPage: (p) => deps.onPage?.(side, p), ...(deps.paused ? { paused: deps.paused } : {}), ...(deps.throttle?.[side] ? { throttle: deps.throttle[side] } : {}) },
+      {
+        db,
+        signal: deps.signal,
+        now,
+        command: 'reconcile run',
+        onPage: (p) => deps.onPage?.(side, p),
+        ...(deps.paused ? { paused: deps.paused } : {}),
+        ...(deps.throttle?.[side] ? { throttle: deps.throttle[side] } : {}),
+      },
     );
     scans[side] = r;
-    if (r.stoppedBy !== null) return { kind: 'stopped', run, resumed: resume, phase, reason: r.stoppedBy, outDir, ...(r.paused ? { paused: r.paused } : {}) };
+    if (r.stoppedBy !== null)
+      return {
+        kind: 'stopped',
+        run,
+        resumed: resume,
+        phase,
+        reason: r.stoppedBy,
+        outDir,
+        ...(r.paused ? { paused: r.paused } : {}),
+      };
   }
   return { kind: 'scanned', scans: scans as Record<ManifestSide, ScanResult> };
 }

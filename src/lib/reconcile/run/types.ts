@@ -13,10 +13,11 @@ export const RUN_FORMAT = 'fcctl.reconcile.run.v1';
 export const RUN_FILES = { run: 'run.json', lock: 'reconcile.lock' } as const;
 
 /** Each side's manifest and its checkpoint inside a run directory. */
-export const RUN_MANIFESTS: Readonly<Record<ManifestSide, { readonly manifest: string; readonly checkpoint: string }>> = {
-  fc: { manifest: 'fc-manifest.jsonl', checkpoint: 'fc-manifest.checkpoint.json' },
-  sh: { manifest: 'sh-manifest.jsonl', checkpoint: 'sh-manifest.checkpoint.json' },
-};
+export const RUN_MANIFESTS: Readonly<Record<ManifestSide, { readonly manifest: string; readonly checkpoint: string }>> =
+  {
+    fc: { manifest: 'fc-manifest.jsonl', checkpoint: 'fc-manifest.checkpoint.json' },
+    sh: { manifest: 'sh-manifest.jsonl', checkpoint: 'sh-manifest.checkpoint.json' },
+  };
 
 export interface RunParams {
   readonly schId: string;
@@ -82,6 +83,21 @@ export interface ReconcileRunDeps {
 }
 
 export type ReconcileRunResult =
-  | { readonly kind: 'done'; readonly run: RunState; readonly resumed: boolean; readonly scans: Readonly<Record<ManifestSide, ScanResult>>; readonly summary: DiffSummary; readonly outDir: string }
+  | {
+      readonly kind: 'done';
+      readonly run: RunState;
+      readonly resumed: boolean;
+      readonly scans: Readonly<Record<ManifestSide, ScanResult>>;
+      readonly summary: DiffSummary;
+      readonly outDir: string;
+    }
   /** `run` is null when the run was stopped before its task start was taken (nothing recorded) */
-  | { readonly kind: 'stopped'; readonly run: RunState | null; readonly resumed: boolean; readonly phase: RunPhase; readonly reason: string; readonly outDir: string; readonly paused?: PauseState };
+  | {
+      readonly kind: 'stopped';
+      readonly run: RunState | null;
+      readonly resumed: boolean;
+      readonly phase: RunPhase;
+      readonly reason: string;
+      readonly outDir: string;
+      readonly paused?: PauseState;
+    };

@@ -29,11 +29,41 @@ export function proveExitCode(end: ProveEnd): ExitCode {
  * order; on a terminal the non-zero ones go to `counts`), or why nothing was written.
  * @example summarizeProve({ kind: 'no-candidates' }, 0.1, true).summary.written // false
  */
-export function summarizeProve(end: ProveEnd, seconds: number, json: boolean): { summary: { command: string; exitCode: number; [key: string]: unknown }; counts: Record<string, number> | undefined } {
+export function summarizeProve(
+  end: ProveEnd,
+  seconds: number,
+  json: boolean,
+): {
+  summary: { command: string; exitCode: number; [key: string]: unknown };
+  counts: Record<string, number> | undefined;
+} {
   const command = 'retire-absent prove';
   const exitCode = proveExitCode(end);
-  if (end.kind === 'no-candidates') return { summary: { command, exitCode, written: false, candidates: 0, note: 'no retire candidates: no proof written', seconds }, counts: undefined };
-  if (end.kind === 'stopped') return { summary: { command, exitCode, written: false, stoppedBy: 'signal', candidates: end.candidates, checked: end.checked, seconds }, counts: undefined };
+  if (end.kind === 'no-candidates')
+    return {
+      summary: {
+        command,
+        exitCode,
+        written: false,
+        candidates: 0,
+        note: 'no retire candidates: no proof written',
+        seconds,
+      },
+      counts: undefined,
+    };
+  if (end.kind === 'stopped')
+    return {
+      summary: {
+        command,
+        exitCode,
+        written: false,
+        stoppedBy: 'signal',
+        candidates: end.candidates,
+        checked: end.checked,
+        seconds,
+      },
+      counts: undefined,
+    };
   const p = end.proof;
   const byReason: Record<string, number> = Object.fromEntries(EXCLUSION_REASONS.map((r) => [r, 0]));
   for (const x of p.excluded) byReason[x.reason] = (byReason[x.reason] ?? 0) + 1;

@@ -12,7 +12,16 @@ import { loadManifestSource, ManifestReader } from '../../manifest/reader.js';
 import { compareKeys } from '../../manifest/row.js';
 import { candidateExclusion, proofIdRefusal } from '../decide.js';
 import { type Candidate, readCandidatesFile, taskIdBeside } from '../input.js';
-import { formatProof, PROOF_FORMAT, PROOF_FORMAT_DOC, type ProofEntry, type ProofExclusion, type ProofManifest, type RetireProof, sealProof } from '../proof.js';
+import {
+  formatProof,
+  PROOF_FORMAT,
+  PROOF_FORMAT_DOC,
+  type ProofEntry,
+  type ProofExclusion,
+  type ProofManifest,
+  type RetireProof,
+  sealProof,
+} from '../proof.js';
 import { fcSeen, type FcLookupRow, type ProofIdDigestDbRow, retireSql } from '../sql.js';
 
 export interface ProveOptions {
@@ -95,7 +104,8 @@ export async function proveAbsence(o: ProveOptions, deps: ProveDeps): Promise<Pr
     excluded: looked.excluded,
   });
   if (deps.shDb) await refuseReusedId(proof, deps.shDb);
-  if ((await writeFileExclusive(out, formatProof(proof), 0o600)) === 'exists') throw new UsageError(`--out ${out} exists; a proof is never overwritten — choose another path`);
+  if ((await writeFileExclusive(out, formatProof(proof), 0o600)) === 'exists')
+    throw new UsageError(`--out ${out} exists; a proof is never overwritten — choose another path`);
   return { kind: 'written', proof, out, candidates: candidates.length };
 }
 
@@ -107,7 +117,8 @@ async function freshOut(path: string): Promise<string> {
     throw new UsageError(`--out ${out} exists; a proof is never overwritten — choose another path`);
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`cannot use --out ${out}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new UsageError(`cannot use --out ${out}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   try {
     if (!(await stat(dirname(out))).isDirectory()) throw new Error('not a directory');
@@ -124,13 +135,20 @@ async function freshOut(path: string): Promise<string> {
 async function vouchedManifest(o: ProveOptions, first: Candidate, wanted: ReadonlySet<string>): Promise<ProofManifest> {
   const source = await loadManifestSource('fc', o.fcManifest, o.fcCheckpoints);
   const label = `FC manifest ${source.file}`;
-  if (!source.wholeKeySpace) throw new SafetyError(`${label} covers shards ${source.shards.join(', ')} only, not the whole key space: an answer outside them would look absent`);
+  if (!source.wholeKeySpace)
+    throw new SafetyError(
+      `${label} covers shards ${source.shards.join(', ')} only, not the whole key space: an answer outside them would look absent`,
+    );
   if (source.schId !== first.schId || source.formUuid !== first.formUuid) {
-    throw new SafetyError(`${label} is of school ${source.schId} form ${source.formUuid}, the candidates of school ${first.schId} form ${first.formUuid}`);
+    throw new SafetyError(
+      `${label} is of school ${source.schId} form ${source.formUuid}, the candidates of school ${first.schId} form ${first.formUuid}`,
+    );
   }
   for (const { path, checkpoint } of source.checkpoints) {
     if (checkpoint.params.database !== o.fcDatabase) {
-      throw new SafetyError(`${label} was scanned from ${checkpoint.params.database} (checkpoint ${path}), but the configured FC database is ${o.fcDatabase}: absence must be checked where the manifest came from`);
+      throw new SafetyError(
+        `${label} was scanned from ${checkpoint.params.database} (checkpoint ${path}), but the configured FC database is ${o.fcDatabase}: absence must be checked where the manifest came from`,
+      );
     }
   }
   const reader = await ManifestReader.open(source);
@@ -138,7 +156,10 @@ async function vouchedManifest(o: ProveOptions, first: Candidate, wanted: Readon
   try {
     for (let row = await reader.next(); row !== null; row = await reader.next()) {
       rows++;
-      if (wanted.has(row.answerUuid)) throw new SafetyError(`${label} line ${reader.line} holds candidate ${row.answerUuid}: the candidates are not from this manifest`);
+      if (wanted.has(row.answerUuid))
+        throw new SafetyError(
+          `${label} line ${reader.line} holds candidate ${row.answerUuid}: the candidates are not from this manifest`,
+        );
     }
     reader.finish();
   } finally {
@@ -164,11 +185,20 @@ async function lookUpAtFc(
   candidates: readonly Candidate[],
   taskStart: string,
   deps: ProveDeps,
-): Promise<{ readonly kind: 'looked'; readonly entries: ProofEntry[]; readonly excluded: ProofExclusion[] } | Extract<ProveResult, { kind: 'stopped' }>> {
+): Promise<
+  | { readonly kind: 'looked'; readonly entries: ProofEntry[]; readonly excluded: ProofExclusion[] }
+  | Extract<ProveResult, { kind: 'stopped' }>
+> {
   const entries: ProofEntry[] = [];
   const excluded: ProofExclusion[] = [];
   for (let i = 0; i < candidates.length; i += FC_LOOKUP_BATCH) {
-    if (deps.signal?.aborted) return { kind: 'stopped', reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'), checked: i, candidates: candidates.length };
+    if (deps.signal?.aborted)
+      return {
+        kind: 'stopped',
+        reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'),
+        checked: i,
+        candidates: candidates.length,
+      };
     const batch = candidates.slice(i, i + FC_LOOKUP_BATCH);
     const checkedAt = deps.now().toISOString();
     const q = retireSql.fcAnswers(batch.map((c) => c.answerUuid));
@@ -176,7 +206,12 @@ async function lookUpAtFc(
     for (const c of batch) {
       const out = candidateExclusion(c, found.get(c.answerUuid) ?? null, taskStart);
       if (out) {
-        const x: ProofExclusion = { answerUuid: c.answerUuid, reason: out.reason, detail: out.detail, fcCheckedAt: checkedAt };
+        const x: ProofExclusion = {
+          answerUuid: c.answerUuid,
+          reason: out.reason,
+          detail: out.detail,
+          fcCheckedAt: checkedAt,
+        };
         excluded.push(x);
         deps.onExcluded?.(x);
       } else {

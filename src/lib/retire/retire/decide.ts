@@ -40,9 +40,12 @@ export type RetireRunResult =
     };
 
 type Outcomes = readonly Pick<EntryOutcome, 'result' | 'reason'>[];
-type RunEnd = { readonly kind: 'refused'; readonly outcomes: Outcomes } | { readonly kind: 'done'; readonly outcomes: Outcomes; readonly notRun: number };
+type RunEnd =
+  | { readonly kind: 'refused'; readonly outcomes: Outcomes }
+  | { readonly kind: 'done'; readonly outcomes: Outcomes; readonly notRun: number };
 
-const count = (outcomes: Outcomes, result: EntryOutcome['result']) => outcomes.filter((r) => r.result === result).length;
+const count = (outcomes: Outcomes, result: EntryOutcome['result']) =>
+  outcomes.filter((r) => r.result === result).length;
 
 /**
  * The run's exit code (SPEC §2, §8): 4 when the proof is refused as a whole, 1 when any entry is
@@ -60,13 +63,18 @@ export function retireExitCode(end: RunEnd): ExitCode {
  * @example retireEndCounts([], true) // { WOULD_RETIRE: 0, ALREADY_RETIRED: 0, REFUSED: 0 }
  */
 export function retireEndCounts(outcomes: Outcomes, dryRun: boolean): Record<string, number> {
-  const retired: Record<string, number> = dryRun ? { WOULD_RETIRE: count(outcomes, 'WOULD_RETIRE') } : { RETIRED: count(outcomes, 'RETIRED') };
+  const retired: Record<string, number> = dryRun
+    ? { WOULD_RETIRE: count(outcomes, 'WOULD_RETIRE') }
+    : { RETIRED: count(outcomes, 'RETIRED') };
   return { ...retired, ALREADY_RETIRED: count(outcomes, 'ALREADY_RETIRED'), REFUSED: count(outcomes, 'REFUSED') };
 }
 
 /** A finished run as its summary reads it: the proof it ran, the result, the evidence file. */
 export interface RetireRunFacts {
-  readonly result: ({ readonly kind: 'refused'; readonly reason: ProofRefusalReason } | { readonly kind: 'done'; readonly notRun: number; readonly stoppedBy: 'done' | 'signal' }) & { readonly outcomes: Outcomes };
+  readonly result: (
+    | { readonly kind: 'refused'; readonly reason: ProofRefusalReason }
+    | { readonly kind: 'done'; readonly notRun: number; readonly stoppedBy: 'done' | 'signal' }
+  ) & { readonly outcomes: Outcomes };
   readonly exitCode: number;
   readonly dryRun: boolean;
   readonly runId: string;
@@ -84,7 +92,14 @@ export interface RetireRunFacts {
  * output carries `byReason`; on a terminal (`json` false) the non-zero reasons go to `counts`.
  * @example summarizeRetire({ ...facts, result: { kind: 'done', outcomes: [], notRun: 0, stoppedBy: 'done' } }, 0.1, true).summary.refused // 0
  */
-export function summarizeRetire(f: RetireRunFacts, seconds: number, json: boolean): { summary: { command: string; exitCode: number; [key: string]: unknown }; counts: Record<string, number> | undefined } {
+export function summarizeRetire(
+  f: RetireRunFacts,
+  seconds: number,
+  json: boolean,
+): {
+  summary: { command: string; exitCode: number; [key: string]: unknown };
+  counts: Record<string, number> | undefined;
+} {
   const { result } = f;
   const byReason: Record<string, number> = Object.fromEntries(REFUSAL_REASONS.map((c) => [c, 0]));
   for (const r of result.outcomes) if (r.reason) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
@@ -98,7 +113,9 @@ export function summarizeRetire(f: RetireRunFacts, seconds: number, json: boolea
     proofDigest: f.proofDigest,
     ...(result.kind === 'refused' ? { proofRefused: result.reason } : {}),
     entries: f.entries ?? result.outcomes.length,
-    ...(f.dryRun ? { wouldRetire: count(result.outcomes, 'WOULD_RETIRE') } : { retired: count(result.outcomes, 'RETIRED') }),
+    ...(f.dryRun
+      ? { wouldRetire: count(result.outcomes, 'WOULD_RETIRE') }
+      : { retired: count(result.outcomes, 'RETIRED') }),
     alreadyRetired: count(result.outcomes, 'ALREADY_RETIRED'),
     refused: count(result.outcomes, 'REFUSED'),
     notRun: result.kind === 'done' ? result.notRun : 0,

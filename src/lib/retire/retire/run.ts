@@ -37,9 +37,25 @@ import {
   type RetireDecision,
   type RetireEntry,
 } from '../decide.js';
-import { type EntryOutcome, retireEndCounts, retireExitCode, type RetireRunFacts, type RetireRunResult } from './decide.js';
+import {
+  type EntryOutcome,
+  retireEndCounts,
+  retireExitCode,
+  type RetireRunFacts,
+  type RetireRunResult,
+} from './decide.js';
 import type { ProofReading, RetireProof } from '../proof.js';
-import { type AuditRow, fcSeen, type FcLookupRow, type LocalDbRow, localNowOf, type ProofIdDigestDbRow, type RetiredAuditDbRow, retirementDigest, retireSql } from '../sql.js';
+import {
+  type AuditRow,
+  fcSeen,
+  type FcLookupRow,
+  type LocalDbRow,
+  localNowOf,
+  type ProofIdDigestDbRow,
+  type RetiredAuditDbRow,
+  retirementDigest,
+  retireSql,
+} from '../sql.js';
 
 export type { EntryOutcome, RetireRunResult };
 
@@ -107,7 +123,15 @@ export async function runRetireAbsent(o: RetireAbsentRunOptions, deps: RetireAbs
     result = await runRetire(o, { ...deps, evidence, onResult });
   } catch (err) {
     progress?.stop();
-    await evidence.append({ type: 'end', runId: o.runId, exitCode: null, error: String((err as Error)?.message ?? err).split('\n')[0], endedAt: deps.now().toISOString() }).catch(() => undefined);
+    await evidence
+      .append({
+        type: 'end',
+        runId: o.runId,
+        exitCode: null,
+        error: String((err as Error)?.message ?? err).split('\n')[0],
+        endedAt: deps.now().toISOString(),
+      })
+      .catch(() => undefined);
     await evidence.close();
     throw err;
   }
@@ -115,10 +139,27 @@ export async function runRetireAbsent(o: RetireAbsentRunOptions, deps: RetireAbs
   const exitCode = retireExitCode(result);
   const notRun = result.kind === 'done' ? result.notRun : 0;
   const stoppedBy = result.kind === 'done' ? result.stoppedBy : 'refused';
-  await evidence.append({ type: 'end', runId: o.runId, exitCode, counts: retireEndCounts(result.outcomes, !o.execute), notRun, stoppedBy, endedAt: deps.now().toISOString() });
+  await evidence.append({
+    type: 'end',
+    runId: o.runId,
+    exitCode,
+    counts: retireEndCounts(result.outcomes, !o.execute),
+    notRun,
+    stoppedBy,
+    endedAt: deps.now().toISOString(),
+  });
   await evidence.close();
   const { proof, proofId, proofDigest } = proofIdentity(o.reading);
-  return { result, exitCode, dryRun: !o.execute, runId: o.runId, proofId, proofDigest, entries: proof ? proof.entries.length : null, evidence: evidence.path };
+  return {
+    result,
+    exitCode,
+    dryRun: !o.execute,
+    runId: o.runId,
+    proofId,
+    proofDigest,
+    entries: proof ? proof.entries.length : null,
+    evidence: evidence.path,
+  };
 }
 
 function entryOf(proof: RetireProof, e: RetireProof['entries'][number]): RetireEntry {
@@ -194,16 +235,32 @@ function runLine(o: RetireRunOptions, host: string, now: Date): Record<string, u
 async function proofRefusal(o: RetireRunOptions, deps: RetireRunDeps): Promise<ProofRefusal | null> {
   const r = o.reading;
   const facts: ProofFacts =
-    r.kind === 'refused' ? { kind: 'refused', reason: r.reason, detail: r.detail } : { kind: 'valid', createdAt: r.proof.createdAt, manifestCompletedAt: r.proof.fcManifest.completedAt, fcDatabase: r.proof.fcDatabase };
+    r.kind === 'refused'
+      ? { kind: 'refused', reason: r.reason, detail: r.detail }
+      : {
+          kind: 'valid',
+          createdAt: r.proof.createdAt,
+          manifestCompletedAt: r.proof.fcManifest.completedAt,
+          fcDatabase: r.proof.fcDatabase,
+        };
   const refusal = decideProof(facts, deps.now(), o.maxProofAgeSeconds, o.fcDatabase);
   if (refusal || r.kind !== 'valid') return refusal;
   const sh = await deps.shDb();
   const q = retireSql.proofIdDigests(r.proof.proofId);
-  return proofIdRefusal(r.proof.proofId, r.proof.digest, (await sh.query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest));
+  return proofIdRefusal(
+    r.proof.proofId,
+    r.proof.digest,
+    (await sh.query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest),
+  );
 }
 
 /** A proof refused as a whole: every readable entry refused with its reason, in the evidence; with `execute`, one audit row. */
-async function refuseProof(o: RetireRunOptions, deps: RetireRunDeps, host: string, refusal: ProofRefusal): Promise<RetireRunResult> {
+async function refuseProof(
+  o: RetireRunOptions,
+  deps: RetireRunDeps,
+  host: string,
+  refusal: ProofRefusal,
+): Promise<RetireRunResult> {
   const r = o.reading;
   const { proof, proofId } = proofIdentity(r);
   const answerUuids = proof ? proof.entries.map((e) => e.answerUuid) : r.kind === 'refused' ? r.answerUuids : [];
@@ -211,9 +268,23 @@ async function refuseProof(o: RetireRunOptions, deps: RetireRunDeps, host: strin
   const outcomes: EntryOutcome[] = [];
   await deps.evidence.append({ type: 'refused-proof', runId: o.runId, reason: refusal.reason, detail: refusal.detail });
   for (const answerUuid of answerUuids) {
-    const outcome: EntryOutcome = { answerUuid, result: decision.result, reason: decision.reason, detail: decision.detail, retiredAt: null };
+    const outcome: EntryOutcome = {
+      answerUuid,
+      result: decision.result,
+      reason: decision.reason,
+      detail: decision.detail,
+      retiredAt: null,
+    };
     outcomes.push(outcome);
-    await deps.evidence.append({ type: 'decision', runId: o.runId, proofId, answerUuid, ...rest(outcome), dryRun: !o.execute, decidedAt: deps.now().toISOString() });
+    await deps.evidence.append({
+      type: 'decision',
+      runId: o.runId,
+      proofId,
+      answerUuid,
+      ...rest(outcome),
+      dryRun: !o.execute,
+      decidedAt: deps.now().toISOString(),
+    });
     deps.onResult?.(outcome);
   }
   // SPEC §8: every refusal is recorded — one row for the proof (answer null), since no entry
@@ -223,7 +294,12 @@ async function refuseProof(o: RetireRunOptions, deps: RetireRunDeps, host: strin
 }
 
 /** Step 2, entry by entry: FC lookup, then the local step; on a stop signal no new entry starts. */
-async function retireEntries(p: RetireProof, o: RetireRunOptions, deps: RetireRunDeps, host: string): Promise<RetireRunResult> {
+async function retireEntries(
+  p: RetireProof,
+  o: RetireRunOptions,
+  deps: RetireRunDeps,
+  host: string,
+): Promise<RetireRunResult> {
   const fc = await deps.fcDb();
   const sh = await deps.shDb();
   const outcomes: EntryOutcome[] = [];
@@ -237,7 +313,13 @@ async function retireEntries(p: RetireProof, o: RetireRunOptions, deps: RetireRu
     const fcNow = await lookupFc(fc, entry.answerUuid, deps.now);
     const expected = expectedOf(p, e);
     const step = await settle(sh, entry, fcNow, expected, p, o, host);
-    const outcome: EntryOutcome = { answerUuid: entry.answerUuid, result: step.decision.result, reason: step.decision.reason, detail: step.decision.detail, retiredAt: step.retiredAt };
+    const outcome: EntryOutcome = {
+      answerUuid: entry.answerUuid,
+      result: step.decision.result,
+      reason: step.decision.reason,
+      detail: step.decision.detail,
+      retiredAt: step.retiredAt,
+    };
     outcomes.push(outcome);
     await deps.evidence.append({
       type: 'decision',
@@ -263,7 +345,13 @@ async function retireEntries(p: RetireProof, o: RetireRunOptions, deps: RetireRu
  * `CODE: detail`, the proof id and school as the file gives them (null when unreadable), no
  * answer. A failure to write it is exit 3, naming the refusal it could not record.
  */
-async function auditProofRefusal(o: RetireRunOptions, deps: RetireRunDeps, host: string, refusal: { reason: ProofRefusalReason; detail: string }, entries: number): Promise<void> {
+async function auditProofRefusal(
+  o: RetireRunOptions,
+  deps: RetireRunDeps,
+  host: string,
+  refusal: { reason: ProofRefusalReason; detail: string },
+  entries: number,
+): Promise<void> {
   const r = o.reading;
   const proof = r.kind === 'valid' ? r.proof : null;
   const audit: AuditRow = {
@@ -285,7 +373,13 @@ async function auditProofRefusal(o: RetireRunOptions, deps: RetireRunDeps, host:
       fcDatabase: proof?.fcDatabase ?? null,
       maxProofAgeSeconds: o.maxProofAgeSeconds,
     },
-    observed: { refusal: refusal.reason, detail: refusal.detail, entriesRefused: entries, configuredFcDatabase: o.fcDatabase, checkedAt: deps.now().toISOString() },
+    observed: {
+      refusal: refusal.reason,
+      detail: refusal.detail,
+      entriesRefused: entries,
+      configuredFcDatabase: o.fcDatabase,
+      checkedAt: deps.now().toISOString(),
+    },
   };
   try {
     const sh = await deps.shDb();
@@ -293,7 +387,10 @@ async function auditProofRefusal(o: RetireRunOptions, deps: RetireRunDeps, host:
     await sh.query(q.sql, q.params);
   } catch (err) {
     const why = String((err as Error)?.message ?? err).split('\n')[0];
-    throw new EnvironmentError(`proof refused (${refusal.reason}), nothing retired, but the refusal could not be written to fc_reconcile_audit: ${why}`, { cause: err });
+    throw new EnvironmentError(
+      `proof refused (${refusal.reason}), nothing retired, but the refusal could not be written to fc_reconcile_audit: ${why}`,
+      { cause: err },
+    );
   }
 }
 
@@ -333,7 +430,11 @@ async function lookupFc(fc: Db, answerUuid: string, now: () => Date): Promise<Fc
  * from the RETIRED audit row of that retirement (its `expected_json.proofDigest`, written by
  * {@link settleInTransaction}). A read only; in the execute transaction the row is locked already.
  */
-async function localWithRetirement(row: LocalDbRow | undefined, entry: RetireEntry, query: (q: Statement) => Promise<RetiredAuditDbRow[]>): Promise<LocalNow | null> {
+async function localWithRetirement(
+  row: LocalDbRow | undefined,
+  entry: RetireEntry,
+  query: (q: Statement) => Promise<RetiredAuditDbRow[]>,
+): Promise<LocalNow | null> {
   if (!row) return null;
   const local = localNowOf(row, null);
   if (local.retiredAt === null) return local;
@@ -352,7 +453,15 @@ interface Settled {
  * lock the row (`FOR UPDATE`), decide on what is locked, the guarded UPDATE for a RETIRED
  * decision (exactly one row, or the transaction is retried), one audit row for every decision.
  */
-async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expected, p: RetireProof, o: RetireRunOptions, host: string): Promise<Settled> {
+async function settle(
+  sh: Db,
+  entry: RetireEntry,
+  fcNow: FcNow,
+  expected: Expected,
+  p: RetireProof,
+  o: RetireRunOptions,
+  host: string,
+): Promise<Settled> {
   if (!o.execute) {
     const q = retireSql.localRow(entry.answerUuid, entry.schId, false);
     const row = (await sh.query<LocalDbRow>(q.sql, q.params))[0];
@@ -369,7 +478,15 @@ async function settle(sh: Db, entry: RetireEntry, fcNow: FcNow, expected: Expect
   }
 }
 
-async function settleInTransaction(conn: PoolConnection, entry: RetireEntry, fcNow: FcNow, expected: Expected, p: RetireProof, o: RetireRunOptions, host: string): Promise<Settled> {
+async function settleInTransaction(
+  conn: PoolConnection,
+  entry: RetireEntry,
+  fcNow: FcNow,
+  expected: Expected,
+  p: RetireProof,
+  o: RetireRunOptions,
+  host: string,
+): Promise<Settled> {
   const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T;
   const row = (await run<LocalDbRow[]>(retireSql.localRow(entry.answerUuid, entry.schId, true)))[0];
   const local = await localWithRetirement(row, entry, (a) => run<RetiredAuditDbRow[]>(a));
@@ -377,8 +494,11 @@ async function settleInTransaction(conn: PoolConnection, entry: RetireEntry, fcN
   let retiredAt: string | null = null;
   if (decision.result === 'RETIRED') {
     retiredAt = row!.sh_now.replace(/\.\d+$/, '');
-    const res = await run<{ affectedRows: number }>(retireSql.markRetired({ entry, taskStart: p.taskStart, proofId: p.proofId, retiredAt }));
-    if (res.affectedRows !== 1) throw new RowMoved(`the locked row of ${entry.answerUuid} did not take the guarded update`);
+    const res = await run<{ affectedRows: number }>(
+      retireSql.markRetired({ entry, taskStart: p.taskStart, proofId: p.proofId, retiredAt }),
+    );
+    if (res.affectedRows !== 1)
+      throw new RowMoved(`the locked row of ${entry.answerUuid} did not take the guarded update`);
   }
   const audit: AuditRow = {
     outcome: decision.result,

@@ -110,7 +110,7 @@ let reference = null;
 /** One run of the runner in this process, the flow center replaced by a timer (every instance exists, owned, status 30). */
 async function simulated(shUrl) {
   const { openDb } = await import('../dist/lib/db/connect.js');
-  const { runResolve } = await import('../dist/lib/apply-command/resolve/run.js');
+  const { runResolve } = await import('../dist/lib/apply-command/resolve-unknown/run.js');
   const db = await openDb('SH database', shUrl);
   const flow = {
     lookup: async (bizType, bizId) => {

@@ -10,14 +10,14 @@ import {
   signatureAccepted,
   type Step,
   type Transition,
-} from '../../src/lib/apply-command/resolve/decide.js';
+} from '../../src/lib/apply-command/resolve-unknown/decide.js';
 import {
   claimSelect,
   claimStartSelect,
   compileWrite,
   otherAppKeySelect,
   peekSelect,
-} from '../../src/lib/apply-command/resolve/sql.js';
+} from '../../src/lib/apply-command/resolve-unknown/sql.js';
 import type { ApplyCommandRow } from '../../src/lib/apply-command/types.js';
 import { durationArg } from '../../src/commands/options.js';
 import {

@@ -13,7 +13,7 @@ import {
   type ResolveSummary,
   type RowReport,
   summarizeResolve,
-} from '../../src/lib/apply-command/resolve/decide.js';
+} from '../../src/lib/apply-command/resolve-unknown/decide.js';
 import {
   requeueByCode,
   requeueExitCode,

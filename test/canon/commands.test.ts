@@ -15,7 +15,7 @@ import {
   ENVELOPE_MEMBERS,
   type EnvelopeCheck,
   type EnvelopeProblemCode,
-} from '../../src/lib/envelope/check.js';
+} from '../../src/lib/canon/check-envelope/decide.js';
 import { main } from '../../src/main.js';
 import { cleanEnv, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
 import { testIo } from '../helpers/io.js';

@@ -5,8 +5,8 @@
  */
 import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
-import { formulaRead, formulaSafe } from '../../src/lib/cli/csv-cell.js';
-import { readRecords } from '../../src/lib/cli/record-file.js';
+import { formulaRead, formulaSafe } from '../../src/lib/files/csv-cell.js';
+import { readRecords } from '../../src/lib/files/record-file.js';
 import { reportRow } from '../../src/lib/reconcile/diff/decide.js';
 
 const VALUES = [

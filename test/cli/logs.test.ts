@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { countedOnly as retireCountedOnly } from '../../src/lib/retire/retire/decide.js';
-import { countedOnly as repairCountedOnly } from '../../src/lib/projection/decide.js';
-import { loggedReport, type RowReport } from '../../src/lib/apply-command/resolve/decide.js';
+import { countedOnly as retireCountedOnly } from '../../src/lib/retire-absent/retire/decide.js';
+import { countedOnly as repairCountedOnly } from '../../src/lib/projection/repair-authoritative/decide.js';
+import { loggedReport, type RowReport } from '../../src/lib/apply-command/resolve-unknown/decide.js';
 import { Output, SummaryHold } from '../../src/lib/cli/output.js';
 import { progressLine, type ProgressSnapshot } from '../../src/lib/cli/progress.js';
 import { isoWithOffset, TS_PATTERN } from '../../src/lib/cli/timestamp.js';

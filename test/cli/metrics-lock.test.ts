@@ -4,13 +4,13 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/lib/cli/exit.js';
-import { formatMetrics, gauge, updateRunMetrics } from '../../src/lib/cli/metrics.js';
-import { withRunMetrics } from '../../src/lib/cli/run-metrics.js';
+import { formatMetrics, gauge, updateRunMetrics } from '../../src/lib/metrics/textfile.js';
+import { withRunMetrics } from '../../src/lib/metrics/run-metrics.js';
 import { cleanEnv, spawnCli } from '../helpers/cli.js';
 import { readProm } from '../helpers/textfile.js';
 
 // Review: two processes writing one metrics file lost increments (read, merge and rename were not
-// locked). The writer now holds `<file>.lock` (src/lib/fs/lock.ts) from the read to the rename.
+// locked). The writer now holds `<file>.lock` (src/lib/files/lock.ts) from the read to the rename.
 const dirs: string[] = [];
 const dir = () => {
   const d = mkdtempSync(join(tmpdir(), 'fcctl-metrics-lock-'));

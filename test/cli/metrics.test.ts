@@ -31,8 +31,8 @@ import {
   runSeries,
   withFileLabel,
   writeMetricsFile,
-} from '../../src/lib/cli/metrics.js';
-import { ExpositionError, type ParsedSample, parseExposition, seriesKey } from '../../src/lib/cli/metrics-parse.js';
+} from '../../src/lib/metrics/textfile.js';
+import { ExpositionError, type ParsedSample, parseExposition, seriesKey } from '../../src/lib/metrics/parse.js';
 import { collectTextfiles, readProm } from '../helpers/textfile.js';
 
 describe('Prometheus text format', () => {

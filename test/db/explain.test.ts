@@ -11,7 +11,7 @@ import {
   claimStartSelect,
   otherAppKeySelect,
   peekSelect,
-} from '../../src/lib/apply-command/resolve/sql.js';
+} from '../../src/lib/apply-command/resolve-unknown/sql.js';
 import { applyScanSql } from '../../src/lib/apply-command/scan/sql.js';
 import { scanSql } from '../../src/lib/deliveries/scan/sql.js';
 import { sendSql } from '../../src/lib/deliveries/send/sql.js';

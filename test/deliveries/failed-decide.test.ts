@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LineError } from '../../src/lib/cli/record-file.js';
+import { LineError } from '../../src/lib/files/record-file.js';
 import {
   checkAfter,
   checkOperationPrefix,

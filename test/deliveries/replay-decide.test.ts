@@ -10,7 +10,7 @@ import {
   type ReplayRequest,
   type ReplayRow,
 } from '../../src/lib/deliveries/replay/decide.js';
-import { LineError, parseCsvRecords } from '../../src/lib/cli/record-file.js';
+import { LineError, parseCsvRecords } from '../../src/lib/files/record-file.js';
 import { canonicalRevision } from '../../src/lib/ids.js';
 import { MAX_REPLAY_ITEMS, parseReplayFile } from '../../src/lib/deliveries/replay/input.js';
 import { ALL_FAILED, failedSql } from '../../src/lib/deliveries/failed/sql.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DONE_BRANCHES } from '../../src/lib/apply-command/resolve/decide.js';
+import { DONE_BRANCHES } from '../../src/lib/apply-command/resolve-unknown/decide.js';
 import {
   APP,
   BIZ_TYPE,

@@ -142,7 +142,8 @@ export async function writeManifestFiles(
   const { writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
   const { formatManifestLine } = await import('../../src/lib/manifest/row.js');
-  const { paramsDigest, writeCheckpoint, CHECKPOINT_FORMAT } = await import('../../src/lib/manifest/checkpoint.js');
+  const { writeCheckpoint, CHECKPOINT_FORMAT } = await import('../../src/lib/manifest/checkpoint.js');
+  const { paramsDigest } = await import('../../src/lib/canon/params-digest.js');
   const file = join(dir, `${name}.jsonl`);
   const checkpoint = join(dir, `${name}.checkpoint.json`);
   const bytes = Buffer.from(

@@ -9,7 +9,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { parseExposition, type ParsedSample, seriesKey } from '../../src/lib/cli/metrics-parse.js';
+import { parseExposition, type ParsedSample, seriesKey } from '../../src/lib/metrics/parse.js';
 
 export interface CollectedFamily {
   readonly name: string;
@@ -88,7 +88,7 @@ export function collectedValue(
 /**
  * A metrics file's text with its file label taken out, for assertions on the other labels — after
  * checking that every sample carries it: `metrics_file="<the file's base name>"`, last
- * (src/lib/cli/metrics.ts `FILE_LABEL`). A sample without it fails the test.
+ * (src/lib/metrics/textfile.ts `FILE_LABEL`). A sample without it fails the test.
  * @example expect(readProm(file)).toContain('fcctl_run_exit_code{command="deliveries send"} 0\n')
  */
 export function readProm(path: string): string {

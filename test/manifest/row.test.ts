@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { defaultCheckpointPath, paramsDigest } from '../../src/lib/manifest/checkpoint.js';
+import { defaultCheckpointPath } from '../../src/lib/manifest/checkpoint.js';
+import { paramsDigest } from '../../src/lib/canon/params-digest.js';
 import {
   compareKeys,
   compareRevisions,

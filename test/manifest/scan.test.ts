@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
-import { processStartTicks } from '../../src/lib/manifest/lock.js';
+import { processStartTicks } from '../../src/lib/files/lock.js';
 import { runManifestScan } from '../../src/lib/manifest/scan/run.js';
 import { FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';

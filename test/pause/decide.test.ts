@@ -233,7 +233,7 @@ describe('what a paused run comes to', () => {
   });
   it('resolve-unknown: exit 0 (1 when rows failed before the pause), the pause in the summary', async () => {
     const { emptySummary, resolveExitCode, summarizeResolve } = await import(
-      '../../src/lib/apply-command/resolve/decide.js'
+      '../../src/lib/apply-command/resolve-unknown/decide.js'
     );
     const s = {
       ...emptySummary(),

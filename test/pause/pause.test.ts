@@ -1,3 +1,4 @@
+import { databaseIdentity } from '../../src/lib/db/identity.js';
 import { SCHEMA_VERSION } from '../../src/lib/db/schema.js';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,6 @@ import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { answerHash, insertAnswers, insertProjections, type TestAnswer, testUuid } from '../helpers/manifest.js';
 import { servicesTest } from '../helpers/services.js';
-import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { openDb } from '../../src/lib/db/connect.js';
 import { pauseCheck } from '../../src/lib/pause/run.js';
 import { runReconcile } from '../../src/lib/reconcile/run/run.js';
@@ -357,7 +357,7 @@ describe('resolve-unknown paused mid-run (the runner, the check swapped for one 
     flowCenter,
   }) => {
     const { FlowClient } = await import('../../src/lib/flow/client.js');
-    const { runResolve } = await import('../../src/lib/apply-command/resolve/run.js');
+    const { runResolve } = await import('../../src/lib/apply-command/resolve-unknown/run.js');
     const p = uniquePrefix('pm');
     const ids = Array.from({ length: 30 }, (_, i) => `${p}-${i}`);
     await insertCommands(

@@ -15,11 +15,11 @@ import {
   type RepairResult,
   resultsFor,
   type Triple,
-} from '../../src/lib/projection/decide.js';
-import { LineError } from '../../src/lib/cli/record-file.js';
-import { checkProofId, parsePlan } from '../../src/lib/projection/input.js';
-import { repairEventId } from '../../src/lib/projection/run.js';
-import { auditSql, projectionSql } from '../../src/lib/projection/sql.js';
+} from '../../src/lib/projection/repair-authoritative/decide.js';
+import { LineError } from '../../src/lib/files/record-file.js';
+import { checkProofId, parsePlan } from '../../src/lib/projection/repair-authoritative/input.js';
+import { repairEventId } from '../../src/lib/projection/repair-authoritative/run.js';
+import { auditSql, projectionSql } from '../../src/lib/projection/repair-authoritative/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000001';
 const ANSWER = 'a0000000-0000-4000-8000-000000000001';

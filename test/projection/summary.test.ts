@@ -6,8 +6,8 @@ import {
   resultCounts,
   type SettledRepair,
   summarizeRepair,
-} from '../../src/lib/projection/decide.js';
-import { outcomeNote, repairFailure } from '../../src/lib/projection/run.js';
+} from '../../src/lib/projection/repair-authoritative/decide.js';
+import { outcomeNote, repairFailure } from '../../src/lib/projection/repair-authoritative/run.js';
 
 const settled = (result: SettledRepair['result'], o: Partial<SettledRepair> = {}): SettledRepair => ({
   result,

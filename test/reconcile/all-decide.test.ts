@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CATEGORIES, type Category, emptyCounts } from '../../src/lib/reconcile/classify.js';
+import { CATEGORIES, type Category, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import {
   allExit,
   allReport,

@@ -1,10 +1,10 @@
+import { databaseIdentity } from '../../src/lib/db/identity.js';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
 import { openThrottle, parseMaxLoad } from '../../src/lib/db/throttle.js';
-import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { runReconcileAll } from '../../src/lib/reconcile/all/run.js';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ManifestRow } from '../../src/lib/manifest/row.js';
-import { CATEGORIES, type Category, classify } from '../../src/lib/reconcile/classify.js';
+import { CATEGORIES, type Category, classify } from '../../src/lib/reconcile/diff/decide.js';
 
 const TASK_START = '2026-11-30 01:00:00';
 const fc = (revision: string, hash = 'h1', isDeleted = false): ManifestRow => ({

@@ -1,9 +1,9 @@
+import { databaseIdentity } from '../../src/lib/db/identity.js';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
-import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
 import { PIPELINE_PAGES, READ_AHEAD_PAGES } from '../../src/lib/manifest/scan/pipeline.js';
 import { runReconcile } from '../../src/lib/reconcile/run/run.js';
 import { FCCTL_BIN } from '../helpers/cli.js';

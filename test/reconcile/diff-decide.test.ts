@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ManifestSource } from '../../src/lib/manifest/reader.js';
 import type { ManifestRow } from '../../src/lib/manifest/row.js';
-import { emptyCounts } from '../../src/lib/reconcile/classify.js';
+import { emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import {
   diffExitCode,
   diffSummary,

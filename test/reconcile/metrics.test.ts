@@ -2,15 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatMetrics, type Gauge, NO_PREVIOUS, type PreviousMetrics } from '../../src/lib/cli/metrics.js';
-import { type ParsedSample, parseExposition } from '../../src/lib/cli/metrics-parse.js';
+import { formatMetrics, type Gauge, NO_PREVIOUS, type PreviousMetrics } from '../../src/lib/metrics/textfile.js';
+import { type ParsedSample, parseExposition } from '../../src/lib/metrics/parse.js';
 import {
   allPairsSeries,
   type ReconcilePairResult,
   reconcilePairSeries,
   singlePairSeries,
 } from '../../src/lib/reconcile/metrics.js';
-import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/classify.js';
+import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import { collectedValue, collectTextfiles } from '../helpers/textfile.js';
 
 const prev = (metrics: readonly Gauge[]): PreviousMetrics => ({
@@ -266,7 +266,7 @@ describe('the files of the documented setup, as node_exporter reads them', () =>
 
 describe("allPairsSeries keeps the body's own gauges, but for the names it writes itself", () => {
   it('fcctl_paused from outcome.paused wins over an extra gauge of that name; other extras are kept', async () => {
-    const { gauge } = await import('../../src/lib/cli/metrics.js');
+    const { gauge } = await import('../../src/lib/metrics/textfile.js');
     const run = { command: 'reconcile run', durationSeconds: 2, exitCode: 0, finishedAtSeconds: 2000 };
     const extraGauges = [
       gauge('fcctl_paused', 'the last run found its command paused (fcctl pause, or --pause-file): 1, else 0', 1, {

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { parseExposition } from '../../src/lib/cli/metrics-parse.js';
+import { parseExposition } from '../../src/lib/metrics/parse.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { startNodeExporter } from '../helpers/node-exporter.js';

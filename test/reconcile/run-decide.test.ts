@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCounts } from '../../src/lib/reconcile/classify.js';
+import { emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import type { DiffSummary } from '../../src/lib/reconcile/diff/types.js';
 import { reconcileRunReport, runPlan } from '../../src/lib/reconcile/run/decide.js';
 import { type ReconcileRunResult, RUN_FORMAT, type RunState } from '../../src/lib/reconcile/run/types.js';

@@ -1,3 +1,4 @@
+import { databaseIdentity } from '../../src/lib/db/identity.js';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -5,9 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
 import { driftCounts, planShSeed, type ShDriftEntry } from '../../src/lib/dev/sh-seed.js';
 import { DEFAULT_PUBLISHER, defaultConsumerKeys, planSeed, schoolIds } from '../../src/lib/dev/seed.js';
-import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
-import { processStartTicks } from '../../src/lib/manifest/lock.js';
-import { CATEGORIES, type Category } from '../../src/lib/reconcile/classify.js';
+import { processStartTicks } from '../../src/lib/files/lock.js';
+import { CATEGORIES, type Category } from '../../src/lib/reconcile/diff/decide.js';
 import { runReconcile } from '../../src/lib/reconcile/run/run.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';

@@ -17,7 +17,7 @@ import {
   type RetireDecision,
   type RetireEntry,
   type RunMode,
-} from '../../src/lib/retire/decide.js';
+} from '../../src/lib/retire-absent/decide.js';
 
 const TASK_START = '2026-11-30 01:00:00';
 const FORM = 'f0000000-0000-4000-8000-000000000000';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/cli/exit.js';
-import { parseCandidates } from '../../src/lib/retire/input.js';
+import { parseCandidates } from '../../src/lib/retire-absent/input.js';
 import {
   formatProof,
   parseProof,
@@ -9,8 +9,8 @@ import {
   proofDigest,
   type RetireProofBody,
   sealProof,
-} from '../../src/lib/retire/proof.js';
-import { type RetiredAuditDbRow, retirementDigest, retireSql } from '../../src/lib/retire/sql.js';
+} from '../../src/lib/retire-absent/decide.js';
+import { type RetiredAuditDbRow, retirementDigest, retireSql } from '../../src/lib/retire-absent/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000000';
 const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;

@@ -1,11 +1,11 @@
+import { databaseIdentity } from '../../src/lib/db/identity.js';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { describe, expect } from 'vitest';
-import { databaseIdentity } from '../../src/lib/manifest/checkpoint.js';
-import { MAX_PROOF_BYTES, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest } from '../../src/lib/retire/proof.js';
+import { MAX_PROOF_BYTES, PROOF_FORMAT, PROOF_FORMAT_DOC, proofDigest } from '../../src/lib/retire-absent/decide.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { type TestDatabases, testMysqlUrl } from '../helpers/db.js';

@@ -4,16 +4,16 @@ import {
   type CandidateFacts,
   createTimeRefusal,
   type FcAnswerSeen,
-} from '../../src/lib/retire/decide.js';
-import type { RetireProof } from '../../src/lib/retire/proof.js';
-import { type ProveEnd, proveExitCode, summarizeProve } from '../../src/lib/retire/prove/decide.js';
+} from '../../src/lib/retire-absent/decide.js';
+import type { RetireProof } from '../../src/lib/retire-absent/decide.js';
+import { type ProveEnd, proveExitCode, summarizeProve } from '../../src/lib/retire-absent/prove/decide.js';
 import {
   type EntryOutcome,
   retireEndCounts,
   retireExitCode,
   type RetireRunFacts,
   summarizeRetire,
-} from '../../src/lib/retire/retire/decide.js';
+} from '../../src/lib/retire-absent/retire/decide.js';
 
 const TASK_START = '2026-11-30 01:00:00';
 const FORM = 'f0000000-0000-4000-8000-000000000000';

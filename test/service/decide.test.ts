@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addSummary, emptySummary } from '../../src/lib/apply-command/resolve/decide.js';
+import { addSummary, emptySummary } from '../../src/lib/apply-command/resolve-unknown/decide.js';
 import { BrokerBlockedError, BrokerUnreachableError } from '../../src/lib/amqp/connect.js';
 import { EnvironmentError } from '../../src/lib/cli/exit.js';
 import { outageTarget } from '../../src/lib/deliveries/send/follow.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
-import { LineError } from '../../lib/cli/record-file.js';
+import { LineError } from '../../lib/files/record-file.js';
 import { checkOperationId } from '../../lib/deliveries/replay/input.js';
 import { requeueRunError, summarizeRequeue } from '../../lib/apply-command/requeue/decide.js';
 import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';

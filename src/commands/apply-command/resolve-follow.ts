@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
-import { emptySummary, loggedReport, summarizeResolve } from '../../lib/apply-command/resolve/decide.js';
-import { followResolve } from '../../lib/apply-command/resolve/follow.js';
-import { backlog } from '../../lib/apply-command/resolve/run.js';
+import { emptySummary, loggedReport, summarizeResolve } from '../../lib/apply-command/resolve-unknown/decide.js';
+import { followResolve } from '../../lib/apply-command/resolve-unknown/follow.js';
+import { backlog } from '../../lib/apply-command/resolve-unknown/run.js';
 import { UsageError } from '../../lib/cli/exit.js';
 import { fcctlVersion } from '../../lib/cli/version.js';
 import { requireSetting } from '../../lib/config/config.js';
@@ -15,7 +15,7 @@ const COMMAND = 'apply-command resolve-unknown';
 
 /**
  * `fcctl apply-command resolve-unknown --follow`: the resolver as a service
- * (src/lib/apply-command/resolve/follow.ts), with `--listen`'s endpoint and its row in the fleet
+ * (src/lib/apply-command/resolve-unknown/follow.ts), with `--listen`'s endpoint and its row in the fleet
  * registry. Exit 0 once the requests in flight are back after SIGTERM/SIGINT.
  */
 export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx: Ctx): Promise<number> {

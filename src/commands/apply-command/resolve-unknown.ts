@@ -7,8 +7,8 @@ import {
   resolveRowsByResult,
   resolveStopMessage,
   summarizeResolve,
-} from '../../lib/apply-command/resolve/decide.js';
-import { runResolve, type ResolveOptions } from '../../lib/apply-command/resolve/run.js';
+} from '../../lib/apply-command/resolve-unknown/decide.js';
+import { runResolve, type ResolveOptions } from '../../lib/apply-command/resolve-unknown/run.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import {
@@ -31,7 +31,7 @@ import {
 } from '../options.js';
 import { pausedGauge } from '../../lib/pause/decide.js';
 import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {
   readonly service: ServiceFlags;

@@ -11,7 +11,7 @@ import {
   metricsFileOption,
   pendingGraceOption,
 } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export type ApplyCommandScanOptions = Readonly<{
   limit: number;

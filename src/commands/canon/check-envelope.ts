@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { MAX_INPUT_BYTES } from '../../lib/canon/index.js';
 import { canonSummary } from '../../lib/canon/summary.js';
 import { exitCodeForCounts, UsageError } from '../../lib/cli/exit.js';
-import { inputLabel, readInput } from '../../lib/cli/input.js';
-import { checkEnvelope } from '../../lib/envelope/check.js';
+import { inputLabel, readInput } from '../../lib/files/input.js';
+import { checkEnvelope } from '../../lib/canon/check-envelope/decide.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 
 export interface CanonCheckEnvelopeOptions {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { initSides, sidesOf, summarizeInit } from '../../lib/db/init.js';
 import type { Side } from '../../lib/db/schema.js';
-import { localDateTime } from '../../lib/time.js';
+import { localDateTime } from '../../lib/time/datetime.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { dbSideOption } from '../options.js';
 

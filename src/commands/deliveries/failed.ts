@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { ExitCode, UsageError } from '../../lib/cli/exit.js';
-import { LineError } from '../../lib/cli/record-file.js';
+import { LineError } from '../../lib/files/record-file.js';
 import {
   checkAfter,
   checkOperationPrefix,

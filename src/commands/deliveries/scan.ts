@@ -6,7 +6,7 @@ import { scanDeliveries } from '../../lib/deliveries/scan/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { failIfDeadOption, listFormatOption, listLimitOption, metricsFileOption } from '../options.js';
 import { FAILED_ROW_COLUMNS } from './columns.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export interface DeliveriesScanOptions {
   readonly limit: number;

@@ -34,7 +34,7 @@ import {
   type ThrottleOptions,
 } from '../options.js';
 import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'>, ThrottleOptions {
   readonly service: ServiceFlags;

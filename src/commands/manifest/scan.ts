@@ -1,7 +1,8 @@
+import { databaseIdentity } from '../../lib/db/identity.js';
 import type { Command } from 'commander';
 import { requireSetting } from '../../lib/config/config.js';
-import { requireDirectoryOf } from '../../lib/fs/paths.js';
-import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
+import { requireDirectoryOf } from '../../lib/files/paths.js';
+import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
 import type { ManifestSide } from '../../lib/manifest/row.js';
 import { scanExitCode, summarizeScan } from '../../lib/manifest/scan/decide.js';

@@ -3,8 +3,14 @@ import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { requireSetting } from '../../lib/config/config.js';
-import { countedOnly, summarizeRepair } from '../../lib/projection/decide.js';
-import { checkProofId, checkRunId, readRepairInputs, singleAnswerOf, usage } from '../../lib/projection/input.js';
+import { countedOnly, summarizeRepair } from '../../lib/projection/repair-authoritative/decide.js';
+import {
+  checkProofId,
+  checkRunId,
+  readRepairInputs,
+  singleAnswerOf,
+  usage,
+} from '../../lib/projection/repair-authoritative/input.js';
 import {
   DEFAULT_EVIDENCE_NAME,
   outcomeNote,
@@ -12,7 +18,7 @@ import {
   repairFailure,
   resultEventOf,
   runRepairAuthoritative,
-} from '../../lib/projection/run.js';
+} from '../../lib/projection/repair-authoritative/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { consumerArg, executeOption, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
 
@@ -108,7 +114,7 @@ function repairOptionsOf(o: Record<string, unknown>): ProjectionRepairOptions {
 
 /**
  * `fcctl projection repair-authoritative` (seed 000 §8.1, SPEC §6): repairs the local projection
- * of one answer, or of every line of a repair plan, from FC (src/lib/projection/run.ts). Exit 0
+ * of one answer, or of every line of a repair plan, from FC (src/lib/projection/repair-authoritative/run.ts). Exit 0
  * when every answer is APPLIED (WOULD_APPLY in a dry run), 1 when any is LOCAL_CHANGED, LOCAL_AHEAD,
  * DEFERRED or not run, 2 for bad input (nothing read or written), 3 when a database fails.
  */

@@ -1,12 +1,12 @@
+import { databaseIdentity } from '../../lib/db/identity.js';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../../lib/cli/exit.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 import { allPairsSeries, RECONCILE_COMMAND, type ReconcilePairResult } from '../../lib/reconcile/metrics.js';
 import { requireSetting } from '../../lib/config/config.js';
 import { newClaimOwner } from '../../lib/db/claim-owner.js';
 import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
 import { pauseCheck } from '../../lib/pause/run.js';
 import { allReport, pairLine, pairMetricsOf } from '../../lib/reconcile/all/decide.js';
 import { runReconcileAll } from '../../lib/reconcile/all/run.js';

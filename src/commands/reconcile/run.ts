@@ -1,8 +1,8 @@
+import { databaseIdentity } from '../../lib/db/identity.js';
 import type { Command } from 'commander';
 import type { Progress } from '../../lib/cli/output.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
+import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 import { requireSetting } from '../../lib/config/config.js';
-import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
 import { reconcileRunReport } from '../../lib/reconcile/run/decide.js';
 import { RECONCILE_COMMAND, singlePairSeries } from '../../lib/reconcile/metrics.js';

@@ -1,10 +1,11 @@
+import { databaseIdentity } from '../../lib/db/identity.js';
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
 import { requireSetting } from '../../lib/config/config.js';
-import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
-import { summarizeProve } from '../../lib/retire/prove/decide.js';
-import { proveAbsence } from '../../lib/retire/prove/run.js';
+import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
+import { summarizeProve } from '../../lib/retire-absent/prove/decide.js';
+import { proveAbsence } from '../../lib/retire-absent/prove/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { pathArg, pathsArg, proofIdArg } from '../options.js';
 
@@ -79,7 +80,7 @@ function proveOptionsOf(o: Record<string, unknown>, parentFlags: Record<string, 
 }
 
 /**
- * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire/prove/run.ts; format: proof.ts) from `reconcile`'s
+ * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire-absent/prove/run.ts; format: proof.ts) from `reconcile`'s
  * retire candidates, the complete FC manifest they came from, and a fresh FC lookup of each.
  * Exit 0 when the proof holds every candidate (or there were none: no proof written), 1 when some
  * were left out (listed in the proof's `excluded` and as `excluded` events) or a stop signal ended

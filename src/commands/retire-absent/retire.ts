@@ -1,13 +1,13 @@
+import { databaseIdentity } from '../../lib/db/identity.js';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { SafetyError, UsageError } from '../../lib/cli/exit.js';
 import type { Column } from '../../lib/cli/table.js';
 import { requireSetting } from '../../lib/config/config.js';
-import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
-import { readProofFile } from '../../lib/retire/input.js';
-import { defaultEvidencePath } from '../../lib/retire/proof.js';
-import { countedOnly, summarizeRetire } from '../../lib/retire/retire/decide.js';
-import { newRunId, runRetireAbsent as retireAbsent } from '../../lib/retire/retire/run.js';
+import { readProofFile } from '../../lib/retire-absent/input.js';
+import { defaultEvidencePath } from '../../lib/retire-absent/decide.js';
+import { countedOnly, summarizeRetire } from '../../lib/retire-absent/retire/decide.js';
+import { newRunId, runRetireAbsent as retireAbsent } from '../../lib/retire-absent/retire/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { executeOption, maxProofAgeOption, pathArg, runIdArg } from '../options.js';
 
@@ -72,7 +72,7 @@ function retireOptionsOf(o: Record<string, unknown>): RetireAbsentOptions {
 
 /**
  * `fcctl retire-absent --proof F`: retires the projection rows a proof shows FC no longer has
- * (src/lib/retire/retire/run.ts). Exit 0 when every entry is RETIRED (WOULD_RETIRE in a dry run) or
+ * (src/lib/retire-absent/retire/run.ts). Exit 0 when every entry is RETIRED (WOULD_RETIRE in a dry run) or
  * ALREADY_RETIRED by this proof, 1 when any is REFUSED or was not run, 4 when the proof is refused
  * as a whole (digest, format rules, age, another FC database, its id already used by a proof with
  * another digest: nothing retired; with --execute one audit row), 2 for bad flags or a file that is not a proof (nothing written anywhere).

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
-import { formulaSafe } from './csv-cell.js';
+import { formulaSafe } from '../files/csv-cell.js';
 import type { Io } from './io.js';
 import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';

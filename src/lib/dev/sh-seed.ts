@@ -21,7 +21,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { Db } from '../db/connect.js';
-import { CATEGORIES, type Category } from '../reconcile/classify.js';
+import { CATEGORIES, type Category } from '../reconcile/diff/decide.js';
 import { Rng, seededUuid } from './random.js';
 import { addSeconds, type SeedAnswerRow, type SeedPlan } from './seed.js';
 

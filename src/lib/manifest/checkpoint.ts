@@ -22,13 +22,13 @@
  * one (`reconcile run`), since SH and FC may be in different zones. Checkpoints written before
  * they were recorded lack them; they still resume, but a diff that needs them refuses them.
  */
+import { paramsDigest } from '../canon/params-digest.js';
+import { normalizeDateTime } from '../time/datetime.js';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { canonicalize } from '../canon/index.js';
 import { SafetyError, UsageError } from '../cli/exit.js';
-import { parseDatabaseUrl } from '../db/connect.js';
-import { writeFileAtomic } from '../fs/atomic.js';
-import { type ManifestSide, normalizeDateTime } from './row.js';
+import { writeFileAtomic } from '../files/atomic.js';
+import type { ManifestSide } from './row.js';
 
 export const CHECKPOINT_FORMAT = 'fcctl.manifest.checkpoint.v1';
 
@@ -70,26 +70,6 @@ export interface Checkpoint {
   readonly dbStartedAt?: string;
   /** `yyyy-MM-dd HH:mm:ss`: the scanned database's UTC_TIMESTAMP() at the same instant; absent in older checkpoints */
   readonly dbStartedAtUtc?: string;
-}
-
-/**
- * The digest of a scan's parameters: the fc.canon.v1 hash of their JSON.
- * @example paramsDigest({ side: 'sh', database: 'db:3306/sh', schId: '5', formUuid: 'f…', shard: null, out: '/tmp/sh.jsonl' })
- */
-export function paramsDigest(params: ScanParams): string {
-  const r = canonicalize(JSON.stringify(params));
-  if (!r.ok) throw new Error(`cannot hash scan parameters: ${r.error.code}`);
-  return r.hash;
-}
-
-/**
- * A database URL as it enters the parameters: host, port and database only.
- * @example databaseIdentity('mysql://u:p@db.local:3306/fc') // 'db.local:3306/fc'
- */
-export function databaseIdentity(url: string): string {
-  // bad input (exit 2) before anything is read or locked
-  const u = parseDatabaseUrl('database', url);
-  return `${u.hostname}:${u.port || '3306'}/${decodeURIComponent(u.pathname.replace(/^\//, ''))}`;
 }
 
 /**

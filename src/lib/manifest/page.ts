@@ -2,11 +2,12 @@
  * One manifest page (SPEC §7, seed 000 §8.1): `{rows, nextCursor, completed}`. Row shaping is
  * pure (database row in, manifest row out); `readManifestPage` runs the side's page query.
  */
+import { normalizeDateTime } from '../time/datetime.js';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { AnswerRow } from '../answers/sql.js';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
-import { formatManifestLine, type ManifestRow, type ManifestSide, normalizeDateTime } from './row.js';
+import { formatManifestLine, type ManifestRow, type ManifestSide } from './row.js';
 import type { ShardRange } from './shard.js';
 import { selectManifestBoundary, selectManifestPage } from './sql.js';
 

@@ -16,6 +16,7 @@
  * | `createTime` | string or null | `yyyy-MM-dd HH:mm:ss` as stored (FC: the answer's; SH: the projection row's) |
  * | `retiredAt` | string or null | SH side only: `retired_at` (`yyyy-MM-dd HH:mm:ss`); absent on FC rows |
  */
+import { normalizeDateTime } from '../time/datetime.js';
 import { isRevisionText, isSchoolId, isStoredUuid } from '../ids.js';
 
 export type ManifestSide = 'fc' | 'sh';
@@ -31,19 +32,7 @@ export interface ManifestRow {
   readonly retiredAt?: string | null;
 }
 
-/** A DATETIME as mysql2 returns it with `dateStrings` (a fraction, if any, is dropped by {@link normalizeDateTime}). */
-const DATETIME = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.\d+)?$/;
 const HASH = /^[0-9a-f]{64}$/;
-
-/**
- * A DATETIME as manifest text: `yyyy-MM-dd HH:mm:ss` (a `T` separator is accepted, a fraction
- * dropped); null for anything else.
- * @example normalizeDateTime('2026-10-21T08:00:00') // '2026-10-21 08:00:00'
- */
-export function normalizeDateTime(value: string): string | null {
-  const m = DATETIME.exec(value);
-  return m ? `${m[1]} ${m[2]}` : null;
-}
 
 /**
  * The exact byte-order comparison of two keys (UTF-8 byte order = code point order), without

@@ -3,7 +3,7 @@
  * which database, what `--until` means, whether a row read from `fcctl_pause` (or a pause file)
  * pauses a run, and the `fcctl_paused` gauge. `run.ts` reads and writes; `sql.ts` builds the statements.
  */
-import { gauge, type Gauge } from '../cli/metrics.js';
+import { gauge, type Gauge } from '../metrics/textfile.js';
 import { CONTROL } from '../ids.js';
 
 /** The database a pausable command writes: its pause is kept there. */

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
 import type { PoolConnection } from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
-import { type Gauge, previousValue, readPreviousMetrics } from '../cli/metrics.js';
+import { type Gauge, previousValue, readPreviousMetrics } from '../metrics/textfile.js';
 import type { Db } from '../db/connect.js';
 import { pausedGauge, pauseOfFile, pauseOfRow, type PauseRow, type PauseState, type Until } from './decide.js';
 import { pauseSql } from './sql.js';

@@ -12,10 +12,10 @@ import {
   previousValue,
   runCounters,
   runGauges,
-} from '../cli/metrics.js';
-import type { RunSeriesInput } from '../cli/run-metrics.js';
+} from '../metrics/textfile.js';
+import type { RunSeriesInput } from '../metrics/run-metrics.js';
 import { pausedGauge } from '../pause/decide.js';
-import { CATEGORIES, differencesOf } from './classify.js';
+import { CATEGORIES, differencesOf } from './diff/decide.js';
 
 export const RECONCILE_COMMAND = 'reconcile run';
 

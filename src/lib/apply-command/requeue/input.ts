@@ -11,10 +11,10 @@
  * 1 to 100,000 keys. {@link readSelection} reads the file (or standard input); the rest is pure.
  */
 import { UsageError } from '../../cli/exit.js';
-import { readFromText } from '../../cli/input.js';
-import { LineError, readRecords } from '../../cli/record-file.js';
+import { readFromText } from '../../files/input.js';
+import { LineError, readRecords } from '../../files/record-file.js';
 import { isTidy } from '../../ids.js';
-import { isReasonCode } from '../resolve/decide.js';
+import { isReasonCode } from '../resolve-unknown/decide.js';
 import type { BizKey, RequeueSelection } from './decide.js';
 
 /** Most keys one file may hold; larger incidents are split into several files. */

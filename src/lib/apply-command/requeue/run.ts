@@ -20,7 +20,7 @@ import { EnvironmentError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
 import { opDigest } from '../../deliveries/replay/decide.js';
-import { EvidenceFile } from '../../fs/jsonl-evidence.js';
+import { EvidenceFile } from '../../files/jsonl-evidence.js';
 import {
   type BizKey,
   decideRequeue,

@@ -5,7 +5,7 @@
  */
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
-import { gauge, type Gauge } from '../../cli/metrics.js';
+import { gauge, type Gauge } from '../../metrics/textfile.js';
 import { APPLY_COMMAND_STATES } from '../types.js';
 
 export type DeadRowView = {

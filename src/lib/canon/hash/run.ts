@@ -1,5 +1,5 @@
 import { ExitCode } from '../../cli/exit.js';
-import { openInput, readInput } from '../../cli/input.js';
+import { openInput, readInput } from '../../files/input.js';
 import type { Io } from '../../cli/io.js';
 import { BufferedWriter, type LineEvent, LineSplitter } from '../../cli/lines.js';
 import { canonicalize, CanonParseError, contentHash, MAX_INPUT_BYTES, type NumberMode } from '../index.js';

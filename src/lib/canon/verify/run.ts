@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { basename } from 'node:path';
 import { exitCodeForCounts, UsageError } from '../../cli/exit.js';
-import { readInput } from '../../cli/input.js';
+import { readInput } from '../../files/input.js';
 import type { Io } from '../../cli/io.js';
 import { MAX_INPUT_BYTES, type NumberMode } from '../index.js';
 import {

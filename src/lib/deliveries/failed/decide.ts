@@ -3,7 +3,7 @@
  * replay request (the columns `deliveries replay --from` reads), the operation id an incident
  * prefix gives each row, and the checks of `--after`, `--operation-prefix`, `--state`, `--reason`.
  */
-import { LineError } from '../../cli/record-file.js';
+import { LineError } from '../../files/record-file.js';
 import { idProblem, MAX_ID_LENGTH } from '../../ids.js';
 import type { FailReason, FailedRow } from '../types.js';
 import type { FailedFilter } from './sql.js';

@@ -4,8 +4,8 @@
  * line number, and nothing is written (SPEC §2). Pure but for {@link readReplayFile}.
  */
 import { UsageError } from '../../cli/exit.js';
-import { readFromText } from '../../cli/input.js';
-import { LineError, readRecords } from '../../cli/record-file.js';
+import { readFromText } from '../../files/input.js';
+import { LineError, readRecords } from '../../files/record-file.js';
 import { idProblem, isUuid, revisionOf } from '../../ids.js';
 import { checkOperationPrefix, failedFilterOf } from '../failed/decide.js';
 import type { FailedFilter } from '../failed/sql.js';

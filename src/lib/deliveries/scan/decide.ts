@@ -3,7 +3,7 @@
  * its exit code. Read by `run.ts`.
  */
 import { ExitCode } from '../../cli/exit.js';
-import { gauge, runGauges, type Gauge } from '../../cli/metrics.js';
+import { gauge, runGauges, type Gauge } from '../../metrics/textfile.js';
 import { DELIVERY_STATES, type FailedRow, failedRowOf, type FailedRowRaw } from '../types.js';
 
 /** One FAILED/DEAD row as listed: a {@link FailedRow} with its consumer and school. */

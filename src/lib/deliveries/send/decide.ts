@@ -10,7 +10,7 @@ import type { PublishOutcome } from '../../amqp/confirm-publisher.js';
 import { DELIVERY_EXCHANGE, vhostOf } from '../../amqp/connect.js';
 import { batchExitCode, EnvironmentError, type ExitCode, UsageError } from '../../cli/exit.js';
 import { type Config, requireSetting } from '../../config/config.js';
-import type { Gauge } from '../../cli/metrics.js';
+import type { Gauge } from '../../metrics/textfile.js';
 import { pausedGauge, pauseFields } from '../../pause/decide.js';
 import {
   type DeliveryRow,

@@ -8,7 +8,7 @@ import type { Db } from '../../db/connect.js';
 import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import { type Checkpoint, writeCheckpoint } from '../checkpoint.js';
-import type { FileLock } from '../lock.js';
+import type { FileLock } from '../../files/lock.js';
 import { type ManifestLines, readManifestLines, readPageBoundary } from '../page.js';
 import type { ManifestSide } from '../row.js';
 import type { ShardRange } from '../shard.js';

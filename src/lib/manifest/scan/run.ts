@@ -21,25 +21,19 @@
  * continues after the checkpointed cursor. Rows are written in key order whatever the page
  * boundaries, so the finished file does not depend on where a run was killed.
  */
+import { paramsDigest } from '../../canon/params-digest.js';
+import { databaseNow } from '../../db/clock.js';
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, open, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
-import { removeStaleTemps } from '../../fs/atomic.js';
-import {
-  type Checkpoint,
-  lockPathFor,
-  paramsDigest,
-  readCheckpoint,
-  type ScanParams,
-  writeCheckpoint,
-} from '../checkpoint.js';
-import { acquireLock } from '../lock.js';
-import { normalizeDateTime } from '../row.js';
+import { removeStaleTemps } from '../../files/atomic.js';
+import { type Checkpoint, lockPathFor, readCheckpoint, type ScanParams, writeCheckpoint } from '../checkpoint.js';
+import { acquireLock } from '../../files/lock.js';
 import { formatShard, shardRange } from '../shard.js';
-import { countManifestRows, selectDatabaseNow } from '../sql.js';
+import { countManifestRows } from '../sql.js';
 import { freshCheckpoint, outputPlan, resumePlan } from './decide.js';
 import { runPagePipeline } from './pipeline.js';
 import type { ScanDeps, ScanOptions, ScanResult } from './types.js';
@@ -53,22 +47,6 @@ async function hashPrefix(path: string, bytes: number, hash: Hash): Promise<void
     seen += (chunk as Buffer).length;
   }
   if (seen !== bytes) throw new Error(`read ${seen} of ${bytes} bytes`);
-}
-
-/**
- * The database's NOW() and UTC_TIMESTAMP() as `yyyy-MM-dd HH:mm:ss` (its own clock, whole seconds,
- * as DATETIMEs are), read in one statement so both name the same instant: the local one compares
- * with the side's DATETIMEs, the UTC one with another database's clock in another zone.
- * @example await databaseNow(db) // { local: '2026-11-30 09:00:01', utc: '2026-11-30 01:00:01' }
- */
-export async function databaseNow(db: Db): Promise<{ local: string; utc: string }> {
-  const { sql, params } = selectDatabaseNow();
-  const rows = await db.query<{ t: string; u: string }>(sql, params);
-  const local = normalizeDateTime(String(rows[0]?.t ?? ''));
-  const utc = normalizeDateTime(String(rows[0]?.u ?? ''));
-  if (local === null || utc === null)
-    throw new Error(`the database's NOW() is not a DATETIME: ${JSON.stringify(rows[0])}`);
-  return { local, utc };
 }
 
 /** How many rows a scan will read: the progress view's total (an index-only count). */

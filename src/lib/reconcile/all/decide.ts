@@ -4,14 +4,14 @@
  */
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
-import type { RunOutcome } from '../../cli/run-metrics.js';
+import type { RunOutcome } from '../../metrics/run-metrics.js';
 import { pauseFields } from '../../pause/decide.js';
 import type { ReconcilePairResult } from '../metrics.js';
 import { runPlan } from '../run/decide.js';
 import type { ReconcileRunResult, RunState } from '../run/types.js';
-import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../classify.js';
+import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../diff/decide.js';
 
-export { differencesOf, NOT_DIFFERENCES } from '../classify.js';
+export { differencesOf, NOT_DIFFERENCES } from '../diff/decide.js';
 import {
   ALL_SUMMARY_FORMAT,
   type Pair,

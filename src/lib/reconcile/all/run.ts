@@ -23,8 +23,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { EnvironmentError, FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
-import { writeFileAtomic } from '../../fs/atomic.js';
-import { readRunState, runParamsDigest } from '../run/input.js';
+import { writeFileAtomic } from '../../files/atomic.js';
+import { paramsDigest as digestOf } from '../../canon/params-digest.js';
+import { readRunState } from '../run/input.js';
 import { runReconcile, takeTaskStart } from '../run/run.js';
 import { RUN_FILES } from '../run/types.js';
 import {
@@ -410,7 +411,7 @@ async function runPair(
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
-  const paramsDigest = runParamsDigest({
+  const paramsDigest = digestOf({
     schId: pair.schId,
     formUuid: pair.formUuid,
     fcDatabase: o.fcDatabase,

@@ -1,6 +1,6 @@
 /** The shapes of `reconcile run --all`: pairs, tasks, each pair's result, the run's summary. */
 import type { PauseState } from '../../pause/decide.js';
-import type { Category } from '../classify.js';
+import type { Category } from '../diff/decide.js';
 import type { ReconcileRunDeps } from '../run/types.js';
 
 export const ALL_SUMMARY_FORMAT = 'fcctl.reconcile.all.v1';

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { tempPathFor } from '../../fs/atomic.js';
+import { tempPathFor } from '../../files/atomic.js';
 
 /** A temp file that becomes `finalPath` on commit; counts lines and hashes what it writes. */
 export class Sink {

@@ -1,5 +1,5 @@
 /** The formats of `reconcile diff`'s files and the shapes its runner takes and returns. */
-import type { Category } from '../classify.js';
+import type { Category } from './decide.js';
 
 export const SUMMARY_FORMAT = 'fcctl.reconcile.summary.v1';
 

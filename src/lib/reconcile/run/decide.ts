@@ -4,10 +4,10 @@
  */
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
-import type { RunOutcome } from '../../cli/run-metrics.js';
+import type { RunOutcome } from '../../metrics/run-metrics.js';
 import { emptyPairWarning } from '../decide.js';
 import { pauseFields } from '../../pause/decide.js';
-import type { Category } from '../classify.js';
+import type { Category } from '../diff/decide.js';
 import { diffSummaryFields } from '../diff/decide.js';
 import type { ReconcileRunResult, RunState } from './types.js';
 

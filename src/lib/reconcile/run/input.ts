@@ -1,16 +1,9 @@
-/** Reading a run directory's `run.json` (also read by `retire-absent`, src/lib/retire/input.ts). */
+/** Reading a run directory's `run.json` (also read by `retire-absent`, src/lib/retire-absent/input.ts). */
+import { normalizeDateTime } from '../../time/datetime.js';
 import { readFile, rename } from 'node:fs/promises';
-import { canonicalize } from '../../canon/index.js';
+import { paramsDigest } from '../../canon/params-digest.js';
 import { EnvironmentError, SafetyError } from '../../cli/exit.js';
-import { normalizeDateTime } from '../../manifest/row.js';
-import { RUN_FORMAT, type RunParams, type RunState } from './types.js';
-
-/** The fc.canon.v1 hash of a run's parameters: a run is continued only with equal ones. */
-export function runParamsDigest(params: RunParams): string {
-  const r = canonicalize(JSON.stringify(params));
-  if (!r.ok) throw new Error(`cannot hash run parameters: ${r.error.code}`);
-  return r.hash;
-}
+import { RUN_FORMAT, type RunState } from './types.js';
 
 /**
  * `run.json`, or null when there is none. One that cannot be read (a directory, no permission) or
@@ -59,7 +52,7 @@ export async function readRunState(path: string, restart: boolean, now: () => Da
     )
       throw new Error('bad taskStartUtc');
     if (v.allRunId !== undefined && typeof v.allRunId !== 'string') throw new Error('bad allRunId');
-    if (v.paramsDigest !== runParamsDigest(v.params)) throw new Error('paramsDigest does not match params');
+    if (v.paramsDigest !== paramsDigest(v.params)) throw new Error('paramsDigest does not match params');
     return v;
   } catch (err) {
     if (restart) return setAside((err as Error).message);

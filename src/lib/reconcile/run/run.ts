@@ -12,23 +12,25 @@
  * same run id and task start, each scan resumed from its checkpoint. A completed run is followed by
  * a new one (new task start, fresh scans). Other parameters → exit 4 unless `restart`.
  */
+import { databaseNow } from '../../db/clock.js';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EnvironmentError, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
-import { removeStaleTemps, writeFileAtomic } from '../../fs/atomic.js';
-import { acquireLock } from '../../manifest/lock.js';
+import { removeStaleTemps, writeFileAtomic } from '../../files/atomic.js';
+import { acquireLock } from '../../files/lock.js';
 import type { ManifestSide } from '../../manifest/row.js';
-import { databaseNow, runManifestScan } from '../../manifest/scan/run.js';
+import { runManifestScan } from '../../manifest/scan/run.js';
 import type { ScanResult } from '../../manifest/scan/types.js';
 import { ALL_SUMMARY_FORMAT } from '../all/types.js';
 import { runDiff } from '../diff/run.js';
 import { DIFF_FILES } from '../diff/types.js';
 import { selectClockPassed, selectUtcClockPassed } from '../sql.js';
 import { runPlan } from './decide.js';
-import { readRunState, runParamsDigest } from './input.js';
+import { paramsDigest as digestOf } from '../../canon/params-digest.js';
+import { readRunState } from './input.js';
 import {
   type ReconcileRunDeps,
   type ReconcileRunOptions,
@@ -196,7 +198,7 @@ async function startOrResume(
     fcDatabase: o.fcDatabase,
     shDatabase: o.shDatabase,
   };
-  const paramsDigest = runParamsDigest(params);
+  const paramsDigest = digestOf(params);
   const runPath = join(outDir, RUN_FILES.run);
   const plan = runPlan(await readRunState(runPath, o.restart, now), paramsDigest, o.restart, outDir);
   if (plan.kind === 'refuse') throw new SafetyError(plan.message);

@@ -4,7 +4,7 @@ import type { Throttle } from '../../db/throttle.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { ManifestSide } from '../../manifest/row.js';
 import type { ScanProgress, ScanResult } from '../../manifest/scan/types.js';
-import type { Category } from '../classify.js';
+import type { Category } from '../diff/decide.js';
 import type { DiffSummary } from '../diff/types.js';
 
 export const RUN_FORMAT = 'fcctl.reconcile.run.v1';

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { UsageError } from './exit.js';
-import type { Io } from './io.js';
+import { UsageError } from '../cli/exit.js';
+import type { Io } from '../cli/io.js';
 
 /**
  * How an input argument is named in messages: `-` or no argument is standard input.

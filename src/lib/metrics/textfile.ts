@@ -9,12 +9,12 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { writeFileAtomic } from '../fs/atomic.js';
-import { acquireLock, type FileLock } from '../fs/lock.js';
-import { EnvironmentError } from './exit.js';
-import { parseExposition, type ParsedSample, seriesKey } from './metrics-parse.js';
+import { writeFileAtomic } from '../files/atomic.js';
+import { acquireLock, type FileLock } from '../files/lock.js';
+import { EnvironmentError } from '../cli/exit.js';
+import { parseExposition, type ParsedSample, seriesKey } from './parse.js';
 
-/** Re-exported for the callers that imported it from here before it moved to `src/lib/fs/atomic.ts`. */
+/** Re-exported for the callers that imported it from here before it moved to `src/lib/files/atomic.ts`. */
 export { writeFileAtomic };
 
 /** One sample of a gauge: its labels and value. */

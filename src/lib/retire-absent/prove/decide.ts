@@ -4,7 +4,7 @@
  */
 import { ExitCode } from '../../cli/exit.js';
 import { EXCLUSION_REASONS } from '../decide.js';
-import type { RetireProof } from '../proof.js';
+import type { RetireProof } from '../decide.js';
 
 /** How a prove run ended (the runner's result, as far as the summary reads it). */
 export type ProveEnd =

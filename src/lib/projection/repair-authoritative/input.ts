@@ -5,15 +5,15 @@
  * reads the files they check.
  */
 import { createHash } from 'node:crypto';
-import { canonicalize } from '../canon/index.js';
-import { UsageError } from '../cli/exit.js';
-import { readInput } from '../cli/input.js';
-import type { Io } from '../cli/io.js';
-import { checkEnvelope } from '../envelope/check.js';
-import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../ids.js';
-import { REPAIR_CATEGORIES, type Category } from '../reconcile/classify.js';
-import { LineError } from '../cli/record-file.js';
-import type { PlanLine } from '../reconcile/diff/types.js';
+import { canonicalize } from '../../canon/index.js';
+import { UsageError } from '../../cli/exit.js';
+import { readInput } from '../../files/input.js';
+import type { Io } from '../../cli/io.js';
+import { checkEnvelope } from '../../canon/check-envelope/decide.js';
+import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../../ids.js';
+import { REPAIR_CATEGORIES, type Category } from '../../reconcile/diff/decide.js';
+import { LineError } from '../../files/record-file.js';
+import type { PlanLine } from '../../reconcile/diff/types.js';
 import type { AuthoritativeSnapshot, Triple } from './decide.js';
 import { MISSING } from './decide.js';
 

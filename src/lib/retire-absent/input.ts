@@ -19,7 +19,7 @@ import {
   MAX_PROOF_ENTRIES,
   parseProof,
   type ProofReading,
-} from './proof.js';
+} from './decide.js';
 
 /**
  * Reads and parses a proof file; a missing, unreadable or oversized file is a {@link UsageError}

@@ -1,4 +1,4 @@
-import { FcctlError, ExitCode } from './exit.js';
+import { FcctlError, ExitCode } from '../cli/exit.js';
 import {
   checkMetricsFile,
   type Gauge,
@@ -6,7 +6,7 @@ import {
   type RunFacts,
   runSeries,
   updateRunMetrics,
-} from './metrics.js';
+} from './textfile.js';
 
 /** What a cron command's body returns for its metrics. */
 export interface RunOutcome {

@@ -2,7 +2,7 @@
  * The evidence file of the commands that decide row by row (`projection repair-authoritative`,
  * `retire-absent`, `apply-command requeue`): JSON lines, appended (never rewritten) as the run
  * goes — dry runs included — and fsynced when the run ends. What the lines hold is each
- * command's (`lib/projection/evidence.ts`, `lib/retire/retire/run.ts`, …); never a configuration
+ * command's (`lib/projection/repair-authoritative/evidence.ts`, `lib/retire-absent/retire/run.ts`, …); never a configuration
  * value, URL, password or secret.
  */
 import { open, type FileHandle } from 'node:fs/promises';

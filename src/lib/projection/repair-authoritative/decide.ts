@@ -4,8 +4,8 @@
  * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
  * projection row read just now — and applies the write this returns.
  */
-import { ExitCode } from '../cli/exit.js';
-import type { GrantRow } from '../deliveries/types.js';
+import { ExitCode } from '../../cli/exit.js';
+import type { GrantRow } from '../../deliveries/types.js';
 
 /** The four stable results of seed 000 §8.1, in the order they are documented. */
 export const REPAIR_RESULTS = ['APPLIED', 'LOCAL_CHANGED', 'LOCAL_AHEAD', 'DEFERRED'] as const;

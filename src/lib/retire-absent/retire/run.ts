@@ -23,7 +23,7 @@ import type { Db } from '../../db/connect.js';
 import type { LazyDatabases } from '../../db/lazy.js';
 import { RowMoved } from '../../db/row-moved.js';
 import type { Statement } from '../../db/statement.js';
-import { EvidenceFile } from '../../fs/jsonl-evidence.js';
+import { EvidenceFile } from '../../files/jsonl-evidence.js';
 import {
   decideProof,
   decideRetire,
@@ -44,7 +44,7 @@ import {
   type RetireRunFacts,
   type RetireRunResult,
 } from './decide.js';
-import type { ProofReading, RetireProof } from '../proof.js';
+import type { ProofReading, RetireProof } from '../decide.js';
 import {
   type AuditRow,
   fcSeen,

@@ -8,8 +8,8 @@
  * `projection_version` (+1, the consumer's optimistic lock) — never `biz_ext_json`, `intent_id`,
  * `apply_id`, `flow_guid`, `link_state`, `create_time` or the retirement columns of an existing row.
  */
-import { ANSWER_COLUMNS, type AnswerRow } from '../answers/sql.js';
-import type { Statement } from '../db/statement.js';
+import { ANSWER_COLUMNS, type AnswerRow } from '../../answers/sql.js';
+import type { Statement } from '../../db/statement.js';
 import type { AuthoritativeSnapshot, FreshGrant, RepairWrite } from './decide.js';
 
 /** The audit action of a repair decision. */

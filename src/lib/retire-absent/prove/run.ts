@@ -7,7 +7,7 @@ import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
-import { writeFileExclusive } from '../../fs/atomic.js';
+import { writeFileExclusive } from '../../files/atomic.js';
 import { loadManifestSource, ManifestReader } from '../../manifest/reader.js';
 import { compareKeys } from '../../manifest/row.js';
 import { candidateExclusion, proofIdRefusal } from '../decide.js';
@@ -21,7 +21,7 @@ import {
   type ProofManifest,
   type RetireProof,
   sealProof,
-} from '../proof.js';
+} from '../decide.js';
 import { fcSeen, type FcLookupRow, type ProofIdDigestDbRow, retireSql } from '../sql.js';
 
 export interface ProveOptions {

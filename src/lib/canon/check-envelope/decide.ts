@@ -4,9 +4,9 @@
  * routing-key parts. Pure: bytes in, problems out. Used by `fcctl canon check-envelope` and by
  * `repair-authoritative --envelope FILE`.
  */
-import { canonicalize } from '../canon/index.js';
-import { checkSnapshot, PROTOCOL_VERSION, routingKeyFor } from '../deliveries/envelope.js';
-import { INT64_MAX, INT64_MIN } from '../ids.js';
+import { canonicalize } from '../index.js';
+import { checkSnapshot, PROTOCOL_VERSION, routingKeyFor } from '../../deliveries/envelope.js';
+import { INT64_MAX, INT64_MIN } from '../../ids.js';
 
 /**
  * The 15 members of a v2 envelope, in the order fcctl writes them (SPEC §4).

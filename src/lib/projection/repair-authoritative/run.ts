@@ -19,16 +19,16 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { runOrdered, type OrderedSummary } from '../batch/ordered.js';
-import { EnvironmentError, UsageError } from '../cli/exit.js';
-import type { Progress } from '../cli/output.js';
+import { runOrdered, type OrderedSummary } from '../../batch/ordered.js';
+import { EnvironmentError, UsageError } from '../../cli/exit.js';
+import type { Progress } from '../../cli/output.js';
 import type { PoolConnection } from 'mysql2/promise';
-import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
-import type { Db } from '../db/connect.js';
-import type { LazyDatabases } from '../db/lazy.js';
-import { RowMoved } from '../db/row-moved.js';
-import type { Statement } from '../db/statement.js';
-import type { EvidenceFile } from '../fs/jsonl-evidence.js';
+import { AnswerSnapshotError, buildAnswerSnapshot } from '../../answers/snapshot.js';
+import type { Db } from '../../db/connect.js';
+import type { LazyDatabases } from '../../db/lazy.js';
+import { RowMoved } from '../../db/row-moved.js';
+import type { Statement } from '../../db/statement.js';
+import type { EvidenceFile } from '../../files/jsonl-evidence.js';
 import {
   type Authoritative,
   type AuthoritativeSnapshot,

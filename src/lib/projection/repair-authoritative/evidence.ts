@@ -9,7 +9,7 @@
  * - `{"type":"end", runId, exitCode, byResult, notRun, stoppedBy, endedAt}`.
  * Never a configuration value, URL, password or secret, and no snapshot body.
  */
-import { EvidenceFile } from '../fs/jsonl-evidence.js';
+import { EvidenceFile } from '../../files/jsonl-evidence.js';
 
 export const EVIDENCE_FORMAT = 'fcctl.repair-evidence.v1';
 

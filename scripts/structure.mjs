@@ -30,7 +30,11 @@ export const INFRASTRUCTURE = new Set([
 const CANON_VERBS = new Set(['hash', 'verify', 'check-envelope']);
 const layerOf = (rel) => {
   const [, , top, sub] = rel.split('/');
-  return top === 'canon' && CANON_VERBS.has(sub) ? 'domain' : INFRASTRUCTURE.has(top.replace(/\.js$/, '.ts')) ? 'infrastructure' : 'domain';
+  return top === 'canon' && CANON_VERBS.has(sub)
+    ? 'domain'
+    : INFRASTRUCTURE.has(top.replace(/\.js$/, '.ts'))
+      ? 'infrastructure'
+      : 'domain';
 };
 
 function files(dir) {

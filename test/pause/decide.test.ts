@@ -1,9 +1,9 @@
+import { pausedGauge } from '../../src/lib/metrics/paused.js';
 import { describe, expect, it } from 'vitest';
 import {
   listRow,
   parseUntil,
   pausableCommand,
-  pausedGauge,
   pauseOfFile,
   pauseOfRow,
   reasonProblem,

@@ -1,3 +1,5 @@
+import { pausedGaugeNotes } from '../../lib/metrics/paused.js';
+import { pausedGauge } from '../../lib/metrics/paused.js';
 import type { Command } from 'commander';
 import { EnvironmentError, UsageError } from '../../lib/cli/exit.js';
 import {
@@ -29,8 +31,7 @@ import {
   serviceFlagsOf,
   type ServiceFlags,
 } from '../options.js';
-import { pausedGauge } from '../../lib/pause/decide.js';
-import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
+import { pauseCheck } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export interface ApplyCommandResolveOptions extends ResolveOptions {

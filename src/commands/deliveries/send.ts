@@ -1,3 +1,4 @@
+import { pausedGaugeNotes } from '../../lib/metrics/paused.js';
 import type { Command } from 'commander';
 import { EnvironmentError } from '../../lib/cli/exit.js';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
@@ -33,7 +34,7 @@ import {
   throttleLimitsOf,
   type ThrottleOptions,
 } from '../options.js';
-import { pauseCheck, pausedGaugeNotes } from '../../lib/pause/run.js';
+import { pauseCheck } from '../../lib/pause/run.js';
 import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
 
 export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'>, ThrottleOptions {

@@ -31,7 +31,7 @@ export interface RunSeriesInput {
 /**
  * What the body hands {@link withRunMetrics} as soon as it knows it, for a run that then throws:
  * a gauge noted (the latest of each name) is still written beside exit code 3, instead of going
- * absent (`fcctl_paused`: src/lib/pause/run.ts `pausedGaugeNotes`).
+ * absent (`fcctl_paused`: src/lib/metrics/paused.ts `pausedGaugeNotes`).
  */
 export type NoteGauge = (gauge: Gauge) => void;
 

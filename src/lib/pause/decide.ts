@@ -1,9 +1,3 @@
-/**
- * The fleet's pause switch (issue 19 §3), the decisions, pure: which commands can be paused and on
- * which database, what `--until` means, whether a row read from `fcctl_pause` (or a pause file)
- * pauses a run, and the `fcctl_paused` gauge. `run.ts` reads and writes; `sql.ts` builds the statements.
- */
-import { gauge, type Gauge } from '../metrics/textfile.js';
 import { CONTROL } from '../ids.js';
 
 /** The database a pausable command writes: its pause is kept there. */
@@ -182,19 +176,6 @@ export function listRow(row: PauseRow, side: PauseSide): Record<string, unknown>
     pausedAt: utcIso(row.paused_at),
     until: utcIso(row.until_at),
   };
-}
-
-/**
- * `fcctl_paused{command}`: 1 when the run stopped (or never started) because its command is paused.
- * @example pausedGauge('deliveries send', true) // fcctl_paused{command="deliveries send"} 1
- */
-export function pausedGauge(command: string, paused: boolean): Gauge {
-  return gauge(
-    'fcctl_paused',
-    'the last run found its command paused (fcctl pause, or --pause-file): 1, else 0',
-    paused ? 1 : 0,
-    { command },
-  );
 }
 
 /** The summary members of a paused run: who paused it, why, since and until when. */

@@ -1,15 +1,9 @@
-/**
- * The fleet's pause switch (issue 19 §3): `fcctl pause` / `resume` write it, and every pausable
- * cron command reads it through {@link pauseCheck} at start and before each batch or page. The
- * runners get only the check (`paused(): Promise<PauseState | null>`), never the table.
- */
 import { readFile } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
 import type { PoolConnection } from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
-import { type Gauge, previousValue, readPreviousMetrics } from '../metrics/textfile.js';
 import type { Db } from '../db/connect.js';
-import { pausedGauge, pauseOfFile, pauseOfRow, type PauseRow, type PauseState, type Until } from './decide.js';
+import { pauseOfFile, pauseOfRow, type PauseRow, type PauseState, type Until } from './decide.js';
 import { pauseSql } from './sql.js';
 
 export type { PauseState } from './decide.js';
@@ -64,24 +58,6 @@ export function pauseCheck(
     onRead?.(pause !== null);
     return pause;
   };
-}
-
-/**
- * `fcctl_paused` for a run that fails (exit 3) before its outcome writes the gauge: noted at once
- * as the previous metrics file's value (the switch as last known; nothing when there is none), then
- * as each check of the switch finds it. Returns the `onRead` of {@link pauseCheck}.
- * @example const onRead = await pausedGaugeNotes('deliveries send', options.metricsFile, note)
- */
-export async function pausedGaugeNotes(
-  command: string,
-  metricsFile: string | undefined,
-  note: (gauge: Gauge) => void,
-): Promise<(paused: boolean) => void> {
-  if (metricsFile !== undefined) {
-    const last = previousValue(await readPreviousMetrics(metricsFile), 'fcctl_paused', { command });
-    if (last !== undefined) note(pausedGauge(command, last === 1));
-  }
-  return (paused) => note(pausedGauge(command, paused));
 }
 
 /** Who pauses or resumes: `user@host`, and the host alone. */

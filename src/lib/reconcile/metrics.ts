@@ -4,6 +4,7 @@
  * every pair's series in one file. Counters are added to the previous file's (see
  * `accumulateCounters`).
  */
+import { pausedGauge } from '../metrics/paused.js';
 import {
   accumulateCounters,
   type Gauge,
@@ -14,7 +15,6 @@ import {
   runGauges,
 } from '../metrics/textfile.js';
 import type { RunSeriesInput } from '../metrics/run-metrics.js';
-import { pausedGauge } from '../pause/decide.js';
 import { CATEGORIES, differencesOf } from './diff/decide.js';
 
 export const RECONCILE_COMMAND = 'reconcile run';

@@ -3,6 +3,7 @@
  * a broker outcome, the writes a batch's results group into, and what a finished run comes to
  * (exit code, summary, error line). The runner (`run.ts`) collects the facts and applies these.
  */
+import { pausedGauge } from '../../metrics/paused.js';
 import { isPositiveIntegerText } from '../../ids.js';
 import { checkSnapshot, routingKeyFor } from '../envelope.js';
 import { afterFailure, type RetryPolicy } from '../retry.js';
@@ -11,7 +12,7 @@ import { DELIVERY_EXCHANGE, vhostOf } from '../../amqp/connect.js';
 import { batchExitCode, EnvironmentError, type ExitCode, UsageError } from '../../cli/exit.js';
 import { type Config, requireSetting } from '../../config/config.js';
 import type { Gauge } from '../../metrics/textfile.js';
-import { pausedGauge, pauseFields } from '../../pause/decide.js';
+import { pauseFields } from '../../pause/decide.js';
 import {
   type DeliveryRow,
   type FailReason,

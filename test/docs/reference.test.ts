@@ -162,6 +162,13 @@ describe('the command reference (docs/commands/) is what --help prints', () => {
     expect(missing).toEqual([]);
   });
 
+  it('the global options (fcctl --help) are the table of docs/commands/config.md#global-options', () => {
+    const table = /\n## Global options\n([\s\S]*?)(?=\n#|(?![\s\S]))/.exec(read('docs/commands/config.md'))?.[1] ?? '';
+    const listed = [...table.matchAll(/^\| `(?:-\w, )?(--[a-z][\w-]*)/gm)].map((m) => m[1]!);
+    expect(listed.filter((o) => o !== '--help' && o !== '--version').sort()).toEqual([...commands[0]!.options].sort());
+    expect(listed).toEqual(expect.arrayContaining(['--help', '--version']));
+  });
+
   it('every page of docs/commands/ is the page of a command', () => {
     const pages = new Set(commands.slice(1).map((c) => pageOf(c.path)));
     for (const f of readdirSync(join(REPO, 'docs/commands'))) expect(pages, f).toContain(`docs/commands/${f}`);

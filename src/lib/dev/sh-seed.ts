@@ -5,7 +5,7 @@
  * each answer out, deterministic) and one writer. It never changes the FC plan: its randomness
  * comes from its own labels.
  *
- * Drift, by category (`src/lib/reconcile/classify.ts`), with n seeded answers:
+ * Drift, by category (`src/lib/reconcile/diff/decide.ts`), with n seeded answers:
  * - `MISSING_LOCAL` max(1, 5 % of n): no projection row;
  * - `STALE_LOCAL` max(1, 5 %), among answers with revision ≥ 2: revision one lower, an older snapshot;
  * - `HASH_CONFLICT` max(1, 3 %): same revision, another snapshot (conflict_flag 1, as the consumer marks it);

@@ -405,131 +405,153 @@ export async function countSeedTables(db: Db): Promise<Record<SeedTable, number>
  * seed tables hold, in the same transaction. BIGINT values go in as BigInt: exact digits.
  */
 export async function writeSeed(db: Db, plan: SeedPlan, options: { replace: boolean }): Promise<void> {
-  const big = (v: string | number) => BigInt(v);
   await db.transaction(async (conn) => {
     if (options.replace) for (const t of [...SEED_TABLES].reverse()) await conn.query(`DELETE FROM ${t}`);
-    await insertRows(
-      conn,
-      'application_info',
-      ['id', 'app_code', 'app_key', 'app_name', 'status'],
-      plan.apps.map((a) => [a.id, a.app_code, a.app_key, a.app_name, 1]),
-    );
-    await insertRows(
-      conn,
-      'form_consumer_grant',
-      [
-        'id',
-        'form_uuid',
-        'consumer_school_id',
-        'consumer_app_key',
-        'grant_version',
-        'read_allowed',
-        'subscribe_allowed',
-        'push_allowed',
-        'revoked',
-        'create_time',
-        'update_time',
-      ],
-      plan.grants.map((g) => [
-        g.id,
-        g.form_uuid,
-        big(g.consumer_school_id),
-        g.consumer_app_key,
-        g.grant_version,
-        1,
-        1,
-        g.push_allowed,
-        g.revoked,
-        g.create_time,
-        g.update_time,
-      ]),
-    );
-    await insertRows(
-      conn,
-      'answer',
-      [
-        'id',
-        'answer_uuid',
-        'form_uuid',
-        'form_version',
-        'sch_id',
-        'app_code',
-        'code',
-        'submitter_id',
-        'subject_id',
-        'status',
-        'values_json',
-        'answer_no',
-        'create_time',
-        'update_time',
-        'is_deleted',
-        'answer_revision',
-      ],
-      plan.answers.map((a) => [
-        a.id,
-        a.answer_uuid,
-        a.form_uuid,
-        a.form_version,
-        big(a.sch_id),
-        a.app_code,
-        a.code,
-        big(a.submitter_id),
-        a.subject_id === null ? null : big(a.subject_id),
-        a.status,
-        a.values_json,
-        a.answer_no,
-        a.create_time,
-        a.update_time,
-        a.is_deleted,
-        a.answer_revision,
-      ]),
-    );
-    await insertRows(
-      conn,
-      'answer_delivery',
-      [
-        'id',
-        'event_id',
-        'event_type',
-        'source_app_key',
-        'consumer_app_key',
-        'consumer_school_id',
-        'grant_version',
-        'form_uuid',
-        'form_version',
-        'answer_uuid',
-        'answer_revision',
-        'is_deleted',
-        'content_hash',
-        'occurred_at',
-        'snapshot_json',
-        'state',
-        'retry_count',
-        'create_time',
-      ],
-      // Enqueued in the answer's own transaction (seed 000 §2): create_time is the change time.
-      plan.deliveries.map((d) => [
-        d.id,
-        d.event_id,
-        d.event_type,
-        d.source_app_key,
-        d.consumer_app_key,
-        big(d.consumer_school_id),
-        d.grant_version,
-        d.form_uuid,
-        d.form_version,
-        d.answer_uuid,
-        d.answer_revision,
-        d.is_deleted,
-        d.content_hash,
-        d.occurred_at,
-        d.snapshot_json,
-        'PENDING',
-        0,
-        d.occurred_at,
-      ]),
-    );
+    for (const insert of [appInsert, grantInsert, answerInsert, deliveryInsert].map((of) => of(plan)))
+      await insertRows(conn, insert.table, insert.columns, insert.rows);
   });
+}
+
+/** One table's rows of a seed, as `insertRows` writes them. */
+interface SeedInsert {
+  readonly table: SeedTable;
+  readonly columns: readonly string[];
+  readonly rows: readonly unknown[][];
+}
+
+const big = (v: string | number) => BigInt(v);
+
+/** The `application_info` rows of a seed. */
+function appInsert(plan: SeedPlan): SeedInsert {
+  return {
+    table: 'application_info',
+    columns: ['id', 'app_code', 'app_key', 'app_name', 'status'],
+    rows: plan.apps.map((a) => [a.id, a.app_code, a.app_key, a.app_name, 1]),
+  };
+}
+
+/** The `form_consumer_grant` rows of a seed. */
+function grantInsert(plan: SeedPlan): SeedInsert {
+  return {
+    table: 'form_consumer_grant',
+    columns: [
+      'id',
+      'form_uuid',
+      'consumer_school_id',
+      'consumer_app_key',
+      'grant_version',
+      'read_allowed',
+      'subscribe_allowed',
+      'push_allowed',
+      'revoked',
+      'create_time',
+      'update_time',
+    ],
+    rows: plan.grants.map((g) => [
+      g.id,
+      g.form_uuid,
+      big(g.consumer_school_id),
+      g.consumer_app_key,
+      g.grant_version,
+      1,
+      1,
+      g.push_allowed,
+      g.revoked,
+      g.create_time,
+      g.update_time,
+    ]),
+  };
+}
+
+/** The `answer` rows of a seed. */
+function answerInsert(plan: SeedPlan): SeedInsert {
+  return {
+    table: 'answer',
+    columns: [
+      'id',
+      'answer_uuid',
+      'form_uuid',
+      'form_version',
+      'sch_id',
+      'app_code',
+      'code',
+      'submitter_id',
+      'subject_id',
+      'status',
+      'values_json',
+      'answer_no',
+      'create_time',
+      'update_time',
+      'is_deleted',
+      'answer_revision',
+    ],
+    rows: plan.answers.map((a) => [
+      a.id,
+      a.answer_uuid,
+      a.form_uuid,
+      a.form_version,
+      big(a.sch_id),
+      a.app_code,
+      a.code,
+      big(a.submitter_id),
+      a.subject_id === null ? null : big(a.subject_id),
+      a.status,
+      a.values_json,
+      a.answer_no,
+      a.create_time,
+      a.update_time,
+      a.is_deleted,
+      a.answer_revision,
+    ]),
+  };
+}
+
+/** The `answer_delivery` rows of a seed. */
+function deliveryInsert(plan: SeedPlan): SeedInsert {
+  return {
+    table: 'answer_delivery',
+    columns: [
+      'id',
+      'event_id',
+      'event_type',
+      'source_app_key',
+      'consumer_app_key',
+      'consumer_school_id',
+      'grant_version',
+      'form_uuid',
+      'form_version',
+      'answer_uuid',
+      'answer_revision',
+      'is_deleted',
+      'content_hash',
+      'occurred_at',
+      'snapshot_json',
+      'state',
+      'retry_count',
+      'create_time',
+    ],
+    rows: plan.deliveries.map((d) => [
+      // Enqueued in the answer's own transaction (seed 000 §2): create_time is the change time.
+      d.id,
+      d.event_id,
+      d.event_type,
+      d.source_app_key,
+      d.consumer_app_key,
+      big(d.consumer_school_id),
+      d.grant_version,
+      d.form_uuid,
+      d.form_version,
+      d.answer_uuid,
+      d.answer_revision,
+      d.is_deleted,
+      d.content_hash,
+      d.occurred_at,
+      d.snapshot_json,
+      'PENDING',
+      0,
+      d.occurred_at,
+    ]),
+  };
 }
 
 /** Counts of a plan by kind, for the summary. */

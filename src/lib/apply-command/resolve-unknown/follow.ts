@@ -108,16 +108,8 @@ export async function followResolve(
       continue;
     }
     addSummary(total, part);
-    if (
-      part.stoppedBy === 'credentials-refused' &&
-      !(await failed('misconfigured', part.credentialsRefused ?? 'credentials refused', 'flow_center'))
-    )
-      break;
-    if (
-      part.stoppedBy === 'flow-center-errors' &&
-      !(await failed('outage', part.flowCenterErrors ?? 'flow center errors', 'flow_center'))
-    )
-      break;
+    const problem = flowCenterStop(part);
+    if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
   }
   setState('draining');
   total.stoppedBy =
@@ -129,4 +121,16 @@ export async function followResolve(
           ? 'max-seconds'
           : total.stoppedBy;
   return total;
+}
+
+/**
+ * A batch that stopped for the flow center: credentials refused is misconfiguration (claim nothing,
+ * re-check), errors an outage (back off); the service never exits for either.
+ */
+function flowCenterStop(part: ResolveSummary): { kind: FailureKind; why: string } | null {
+  if (part.stoppedBy === 'credentials-refused')
+    return { kind: 'misconfigured', why: part.credentialsRefused ?? 'credentials refused' };
+  if (part.stoppedBy === 'flow-center-errors')
+    return { kind: 'outage', why: part.flowCenterErrors ?? 'flow center errors' };
+  return null;
 }

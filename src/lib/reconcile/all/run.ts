@@ -147,6 +147,20 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     taskStart: sharedTaskStart(shDb, deps.signal, now),
     stop: null,
   };
+  const outcomes = await workPairs(o, deps, shared);
+  const summary = await writeSummary(runId, outDir, shDb, now).catch((err: Error) => {
+    if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
+    throw err;
+  });
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
+}
+
+/**
+ * `--concurrency` workers claim and run pairs until none is left or the run stops; one of them
+ * waits for pairs other processes hold, so the run is finished when its processes end.
+ */
+async function workPairs(o: RunAllOptions, deps: RunAllDeps, shared: Shared): Promise<PairOutcome[]> {
+  const { runId, startedUtc, shDb } = shared;
   const outcomes: PairOutcome[] = [];
   let claims = 0;
   const worker = async (index: number) => {
@@ -182,11 +196,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     }
   };
   await Promise.all(Array.from({ length: o.concurrency }, (_, i) => worker(i)));
-  const summary = await writeSummary(runId, outDir, shDb, now).catch((err: Error) => {
-    if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
-    throw err;
-  });
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
+  return outcomes;
 }
 
 /** Why to stop before the next claim, if anything: a signal, the pause, or a stop already decided. */

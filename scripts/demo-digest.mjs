@@ -19,6 +19,19 @@ const nonZero = (counts) =>
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
 
+/** Words of `text` in lines of at most 100 characters, each after `indent`. */
+const wrap = (text, indent) =>
+  text
+    .split(' ')
+    .reduce((lines, w) => {
+      const last = lines.at(-1);
+      if (last !== undefined && `${last} ${w}`.length <= 100) lines[lines.length - 1] = `${last} ${w}`;
+      else lines.push(w);
+      return lines;
+    }, [])
+    .map((l) => indent + l)
+    .join('\n');
+
 if (mode === 'seed') {
   const s = summaryOf(readFileSync(0, 'utf8'));
   const c = s.counts;
@@ -27,9 +40,10 @@ if (mode === 'seed') {
     .map(([k, v]) => `${v} ${k.slice('grants_'.length)}`)
     .join(', ');
   console.log(
-    `FC: ${c.answer} answers, ${c.answer_delivery} outbox rows (answer_delivery) for ${s.consumerKeys.split(',').length} consumers; grants: ${grants}`,
+    `FC: ${c.answer} answers, ${c.answer_delivery} outbox rows for ${s.consumerKeys.split(',').length} consumers; grants: ${grants}`,
   );
-  console.log(`SH: ${c.fc_answer_projection} projection rows, drift by reconcile category: ${nonZero(s.drift)}`);
+  console.log(`SH: ${c.fc_answer_projection} projection rows, by reconcile category:`);
+  console.log(wrap(nonZero(s.drift), '    '));
   console.log(`rows built to fail (expected to fail later): ${s.faults.map((f) => f.kind).join(', ')}`);
 } else if (mode === 'repair') {
   const [school, plan, dry, executed] = args;

@@ -30,8 +30,8 @@ step() { # $1: the command; $2: what it does and why (one line)
   fi
 }
 # On a terminal, the command line a reader could type (after `eval "$(bash scripts/services.sh env)"`).
-show() { [ "$TTY" = 0 ] || printf '\033[2m$ fcctl %s\033[0m\n' "$(short "$@")"; }
-run() { show "$@"; fcctl "$@"; }
+show() { [ "$TTY" = 0 ] || printf '\033[2m$ %s\033[0m\n' "$(short "$@")"; }
+run() { show fcctl "$@"; fcctl "$@"; }
 # A deliberate failure, said to be one.
 expected() {
   if [ "$TTY" = 1 ]; then printf '\033[33m▲ expected: %s\033[0m\n' "$*"; else echo "expected: $*"; fi
@@ -45,11 +45,12 @@ step "db init --side all --dev" "create the reference schema (idempotent); mark 
 run db init --side all --dev
 
 step "dev seed" "600 answers × 3 consumers, a few rows built to fail, SH projections with drift"
-show --json dev seed --answers 600 --consumer-keys "$(IFS=,; echo "${CONSUMERS[*]}")" --schools 2 --include-faults --replace
+show fcctl --json dev seed --answers 600 --consumer-keys "$(IFS=,; echo "${CONSUMERS[*]}")" --schools 2 --include-faults --replace
 fcctl --json dev seed --answers 600 --consumer-keys "$(IFS=,; echo "${CONSUMERS[*]}")" --schools 2 --include-faults --replace \
   | node scripts/demo-digest.mjs seed
 
 step "consumers bind" "the exchange and a queue per consumer (svc-hall's RabbitAdmin does this in production)"
+show node scripts/demo-consumer.mjs bind "${CONSUMERS[@]}"
 node scripts/demo-consumer.mjs bind "${CONSUMERS[@]}"
 
 step "doctor --probe" "connections, schemas, the exchange; a mandatory return comes before its ack"
@@ -64,10 +65,11 @@ run deliveries send --metrics-file "$SVCDIR/fcctl_send.prom"
 rc=$?
 set -e
 expect_exit "deliveries send" "$rc" 1 "the rows built to fail failed their pre-publish checks (never published)"
-expected "GRANT_REVOKED and GRANT_VERSION_CHANGED (revoked), and held: the seeded grant mix, rows not to be sent"
+expected "GRANT_REVOKED, GRANT_VERSION_CHANGED (revoked) and held rows: the seeded grants that must not send"
 [ "$rc" -le 1 ] || exit "$rc"
 
 step "consumers verify" "read every message back as a consumer must: envelope, routing key, content hash"
+show node scripts/demo-consumer.mjs verify "${CONSUMERS[@]}"
 node scripts/demo-consumer.mjs verify "${CONSUMERS[@]}"
 
 step "deliveries scan" "the outbox after: only the deliberate failures, revoked and held rows remain"
@@ -76,6 +78,7 @@ run deliveries scan --limit 2
 expected "the FAILED rows are the ones built to fail (dotted and wildcard app keys, school 0, a tampered snapshot)"
 
 step "metrics" "what deliveries send wrote for node_exporter's textfile collector (the alerts read it)"
+show grep -E "'^fcctl_(rows|run_exit_code|last_success_timestamp_seconds)\{'" "$SVCDIR/fcctl_send.prom"
 grep -E '^fcctl_(rows|run_exit_code|last_success_timestamp_seconds)\{' "$SVCDIR/fcctl_send.prom"
 
 DEMO="$SVCDIR/demo"
@@ -144,7 +147,8 @@ flow_pid=$!
 trap 'kill "$flow_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do [ -s "$SVCDIR/flow-center.out" ] && break; sleep 0.1; done
 export FCCTL_FLOW_URL=$(head -n 1 "$SVCDIR/flow-center.out")
-echo "stand-in at $FCCTL_FLOW_URL"
+# (on a terminal the summary names it: flowUrl)
+[ "$TTY" = 1 ] || echo "stand-in at $FCCTL_FLOW_URL"
 node fixtures/flow-center/demo-rows.mjs
 set +e
 run apply-command resolve-unknown --request-timeout 1 --lease-seconds 30
@@ -166,8 +170,9 @@ else
   fcctl --json deliveries scan | tail -n 1
 fi
 
-step "reconcile run --all" "again: left are local-ahead rows, and absent rows too new or undated to retire"
+step "reconcile run --all" "again, after the repairs and retirements: what is left"
 reconcile_all after
+expected "differences remain by design: LOCAL_AHEAD, rows absent at FC but too new or undated to retire, RETIRED"
 
 echo
 echo "demo: done in $(( $(date +%s) - started ))s"

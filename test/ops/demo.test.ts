@@ -1,15 +1,52 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readProm } from '../helpers/textfile.js';
+import { TmuxSession } from '../helpers/tmux.js';
+import { waitFor } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WATCH = join(ROOT, 'scripts/demo-watch.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'fcctl-demo-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const ttyDir = mkdtempSync(join(tmpdir(), 'fcctl-demo-tty-'));
+let session: TmuxSession | undefined;
+afterAll(() => {
+  session?.kill();
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(ttyDir, { recursive: true, force: true });
+});
+
+/** The demo's steps on a terminal, in order: `━━ n/16  <command> — <what and why>`. */
+const STEPS = [
+  'db init --side all --dev',
+  'dev seed',
+  'consumers bind',
+  'doctor --probe',
+  'deliveries scan',
+  'deliveries send',
+  'consumers verify',
+  'deliveries scan',
+  'metrics',
+  'reconcile run --all',
+  'projection repair-authoritative',
+  'retire-absent prove, retire-absent',
+  'apply-command resolve-unknown',
+  'apply-command scan',
+  'deliveries scan',
+  'reconcile run --all',
+];
+
+/** Everything the terminal showed (its scrollback too); joined: wrapped lines as one. */
+function transcript(s: TmuxSession, joined: boolean): string {
+  return execFileSync(
+    'tmux',
+    ['-L', s.name, 'capture-pane', '-p', ...(joined ? ['-J'] : []), '-S', '-', '-t', s.name],
+    { encoding: 'utf8' },
+  );
+}
 
 /** The modification times of the demo's files in the default services directories (the repo's, and the runner's). */
 function defaultDemoFiles(): Map<string, number> {
@@ -70,4 +107,38 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     // and none in the default directories
     expect(defaultDemoFiles()).toEqual(before);
   }, 150_000);
+
+  it("on a terminal: a header per step, the commands' own views (no JSON lines), failures called out, where to look next", async () => {
+    // The same servers, a directory of its own; run after the test above (same file: never two demos at once).
+    session = new TmuxSession(`cd '${ROOT}' && bash scripts/demo.sh`, { ...process.env, FCCTL_SERVICES_DIR: ttyDir });
+    await waitFor('the end of the demo', async () => /^\[exit \d+\]$/m.test(transcript(session!, true)), 170_000, 500);
+    const text = transcript(session, true);
+    expect(text, text.slice(-3000)).toMatch(/^\[exit 0\]$/m);
+    // what an operator sees on a terminal: tables and live views, never a raw JSON line
+    // (a summary table's cell may hold an object: a value, not a line of its own)
+    expect(text.split('\n').filter((l) => /^\s*\{"(ts|type)":/.test(l))).toEqual([]);
+    expect(text).toMatch(/^deliveries send 1803\/1803 · /m);
+    expect(text).toMatch(/^accepted\s+1499$/m);
+    // every step's header, in order, with its one line of what and why
+    const headers = [...text.matchAll(/^━━ (\d+)\/16 {2}(.+?) — \S.*$/gm)].map((m) => `${m[1]} ${m[2]}`);
+    expect(headers).toEqual(STEPS.map((command, i) => `${i + 1} ${command}`));
+    // the deliberate failures said to be expected
+    expect(text).toMatch(/^▲ expected: deliveries send exit 1: /m);
+    expect(text).toMatch(/^▲ expected: resolve-unknown exit 1: /m);
+    // each step a screen at most (40 rows, as the terminal shows them, wrapped)
+    const rows = transcript(session, false).split('\n');
+    const starts = rows.flatMap((l, i) => (/^━━ \d+\/16 /.test(l) ? [i] : []));
+    const end = rows.findIndex((l) => l.startsWith('demo: done in'));
+    const lengths = starts.map((start, i) => (starts[i + 1] ?? end) - start);
+    expect(Math.max(...lengths), JSON.stringify(lengths)).toBeLessThanOrEqual(44);
+    // the ending: where to look next, each line true of this run
+    const ending = text.slice(text.indexOf('Where to look next'));
+    expect(ending).toMatch(new RegExp(`reconcile output +${ttyDir}/demo/after/summary\\.json`));
+    expect(ending).toMatch(/report\.csv/);
+    expect(ending).toMatch(/node bin\/fcctl deliveries scan/);
+    expect(ending).toMatch(/docs\/ARCHITECTURE\.md/);
+    expect(existsSync(join(ROOT, 'docs/ARCHITECTURE.md'))).toBe(true);
+    // the HTML report's line only once a run writes one
+    expect(ending.includes('reconcile report'), ending).toBe(existsSync(join(ttyDir, 'demo', 'after', 'report.html')));
+  }, 180_000);
 });

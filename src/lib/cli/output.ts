@@ -156,6 +156,7 @@ export class Output {
           { key: 'key', header: 'summary' },
           { key: 'value', header: '' },
         ]),
+        this.io.stdout.columns,
       )}\n`,
     );
   }
@@ -181,7 +182,7 @@ export class Output {
     }
     const lines = formatTable(rows, columns);
     if (this.io.interactive) {
-      this.io.stdout.write(`${terminal().tableText(title, lines)}\n`);
+      this.io.stdout.write(`${terminal().tableText(title, lines, this.io.stdout.columns)}\n`);
     } else {
       if (title) this.io.stdout.write(`${title}\n`);
       this.io.stdout.write(`${lines.join('\n')}\n`);

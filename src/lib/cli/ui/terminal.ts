@@ -3,9 +3,12 @@ import { render, renderToString } from 'ink';
 import type { ProgressSnapshot } from '../progress.js';
 import { ProgressView, TableView } from './views.js';
 
-/** A titled table rendered by ink to a string. */
-export function tableText(title: string | undefined, lines: readonly string[]): string {
-  return renderToString(createElement(TableView, { title, lines }));
+/**
+ * A titled table rendered by ink to a string, as wide as the terminal (ink's default is 80
+ * columns, which wrapped every table on a wider one).
+ */
+export function tableText(title: string | undefined, lines: readonly string[], columns?: number): string {
+  return renderToString(createElement(TableView, { title, lines }), columns ? { columns } : {});
 }
 
 /** A live progress view on `stream`, redrawn from `snapshot()`. */

@@ -6,8 +6,10 @@ import { checkSchema, describeProblem, type Side } from '../db/schema.js';
 import type { FlowClient } from '../flow/client.js';
 import { type CheckResult, redeclareCheck, serviceTimeZoneCheck, vhostCheck } from './checks.js';
 import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from './flow-center.js';
-import { CONSUMER_QUEUE } from './isolation.js';
-import { checkIsolation, isolationTarget, registeredAppKeys } from './isolation-inspect.js';
+import { checkIsolation, isolationTarget } from './isolation/run.js';
+import { registeredAppKeys } from './isolation/store.js';
+import { CONSUMER_QUEUE } from './isolation/types.js';
+import { selectServerVersion } from './sql.js';
 
 export interface DoctorOptions {
   readonly probe: boolean;
@@ -66,7 +68,8 @@ async function databaseChecks(side: Side, deps: DoctorDeps): Promise<CheckResult
   const results: CheckResult[] = [];
   try {
     const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
-    const [version] = await db.query<{ v: string }>('SELECT VERSION() AS v');
+    const { sql, params } = selectServerVersion();
+    const [version] = await db.query<{ v: string }>(sql, params);
     results.push({ check: label, status: 'ok', detail: `connected, server ${version?.v ?? '?'}` });
     const problems = await checkSchema(db, side);
     results.push(

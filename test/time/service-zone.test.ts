@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/lib/config/config.js';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
-import { serviceTimeZoneCheck } from '../../src/lib/doctor/checks.js';
+import { serviceTimeZoneCheck } from '../../src/lib/doctor/run.js';
 import {
   configuredServiceTimeZone,
   readServerZone,

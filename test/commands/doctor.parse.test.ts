@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createDoctorCommand } from '../../src/commands/doctor/doctor.js';
-import { CONSUMER_QUEUE } from '../../src/lib/doctor/isolation.js';
+import { CONSUMER_QUEUE } from '../../src/lib/doctor/isolation/types.js';
 import { parseError, parseWith } from '../helpers/parse.js';
 
 describe('doctor: flags → options', () => {

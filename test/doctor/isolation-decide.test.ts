@@ -6,25 +6,25 @@ import {
   bindingDestinationProblem,
   bindingProblem,
   bindingsCheck,
-  CONSUMER_QUEUE,
   decideIsolation,
   deliveryExchangeCheck,
-  exactNames,
-  type IsolationFacts,
-  ISOLATION_CHECKS,
   isolationVhostCheck,
-  judgePermission,
-  outsideAlternatives,
   permissionsCheck,
-  provablePrefixes,
   publisherOf,
   queuesCheck,
   readersCheck,
+  topicPermissionsCheck,
+} from '../../src/lib/doctor/isolation/decide.js';
+import {
+  exactNames,
+  judgePermission,
+  outsideAlternatives,
+  provablePrefixes,
   readsExchange,
   resourceSamples,
-  topicPermissionsCheck,
   topLevelAlternatives,
-} from '../../src/lib/doctor/isolation.js';
+} from '../../src/lib/doctor/isolation/permissions.js';
+import { CONSUMER_QUEUE, type IsolationFacts, ISOLATION_CHECKS } from '../../src/lib/doctor/isolation/types.js';
 import { RETURN_PROBE_ROUTING_KEY } from '../../src/lib/amqp/connect.js';
 import { ISOLATION_ITEMS } from '../helpers/isolation.js';
 

@@ -3,7 +3,7 @@ import { afterAll, describe, expect } from 'vitest';
 import { EnvironmentError, UsageError } from '../../src/lib/cli/exit.js';
 import { ManagementClient } from '../../src/lib/amqp/management.js';
 import { RETURN_PROBE_ROUTING_KEY } from '../../src/lib/amqp/connect.js';
-import { CONSUMER_QUEUE, ISOLATION_CHECKS } from '../../src/lib/doctor/isolation.js';
+import { CONSUMER_QUEUE, ISOLATION_CHECKS } from '../../src/lib/doctor/isolation/types.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { ISOLATION_ITEMS } from '../helpers/isolation.js';
 import type { TestDatabases } from '../helpers/db.js';

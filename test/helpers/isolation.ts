@@ -1,4 +1,4 @@
-import { ISOLATION_CHECKS } from '../../src/lib/doctor/isolation.js';
+import { ISOLATION_CHECKS } from '../../src/lib/doctor/isolation/types.js';
 
 /** The eight items of `doctor --isolation`, in the order they are reported (seed 000 §6). */
 export const ISOLATION_ITEMS = [

@@ -2,15 +2,15 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/lib/config/config.js';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
-import { serviceTimeZoneCheck } from '../../src/lib/doctor/checks.js';
+import { serviceTimeZoneCheck } from '../../src/lib/doctor/run.js';
 import {
   configuredServiceTimeZone,
   readServerZone,
-  SERVER_ZONE_SQL,
   resolveServiceTimeZone,
   type ServerZoneFacts,
   zoneFromServer,
 } from '../../src/lib/time/service-zone.js';
+import { selectServerZone } from '../../src/lib/time/sql.js';
 import { testMysqlUrl } from '../helpers/db.js';
 
 const facts = (over: Partial<ServerZoneFacts>): ServerZoneFacts => ({
@@ -101,13 +101,15 @@ const SERVER_CASES: ReadonlyArray<
   ],
 ];
 
-describe('SERVER_ZONE_SQL', () => {
+describe('selectServerZone', () => {
   it("reads the three zone values and the global zone's offset, never NOW() (a session zone would hide the server's)", () => {
-    expect(SERVER_ZONE_SQL).toBe(
-      'SELECT @@session.time_zone AS session_zone, @@global.time_zone AS global_zone, @@system_time_zone AS system_zone, UTC_TIMESTAMP() AS utc_now, ' +
+    expect(selectServerZone()).toEqual({
+      sql:
+        'SELECT @@session.time_zone AS session_zone, @@global.time_zone AS global_zone, @@system_time_zone AS system_zone, UTC_TIMESTAMP() AS utc_now, ' +
         "TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', @@global.time_zone)) AS offset_minutes",
-    );
-    expect(SERVER_ZONE_SQL).not.toMatch(/NOW\(\)/);
+      params: [],
+    });
+    expect(selectServerZone().sql).not.toMatch(/NOW\(\)/);
   });
 });
 

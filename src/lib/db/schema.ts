@@ -2,6 +2,18 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from './connect.js';
+import {
+  alterTableAddIndex,
+  countSchemaVersionTables,
+  insertSchemaVersion,
+  markDevDatabase,
+  selectAnyRow,
+  selectLiveColumns,
+  selectLiveIndexes,
+  selectSchemaVersion,
+  setLockWaitTimeout,
+  updateSchemaVersion,
+} from './sql.js';
 
 export type Side = 'fc' | 'sh';
 /**
@@ -135,12 +147,10 @@ export function compareSchema(
 }
 
 async function liveSchema(db: Db) {
-  const columns = await db.query<{ t: string; c: string }>(
-    'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
-  );
-  const stats = await db.query<{ t: string; i: string; c: string }>(
-    'SELECT TABLE_NAME AS t, INDEX_NAME AS i, COLUMN_NAME AS c FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX',
-  );
+  const cols = selectLiveColumns();
+  const columns = await db.query<{ t: string; c: string }>(cols.sql, cols.params);
+  const idx = selectLiveIndexes();
+  const stats = await db.query<{ t: string; i: string; c: string }>(idx.sql, idx.params);
   const liveColumns = new Map<string, Set<string>>();
   for (const { t, c } of columns) {
     if (!liveColumns.has(t)) liveColumns.set(t, new Set());
@@ -193,33 +203,25 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
     created.push(table.name);
   }
   const indexesAdded = await addIndexes(db, side, tables, existing, liveIndexes);
-  const current = await db.query<{ version: number; is_dev: number }>(
-    'SELECT version, is_dev FROM fcctl_schema_version WHERE side = ?',
-    [side],
-  );
+  const read = selectSchemaVersion(side, 'version, is_dev');
+  const current = await db.query<{ version: number; is_dev: number }>(read.sql, read.params);
   let versionRecorded = false;
   let markedDev = false;
   const row = current[0];
   if (!row) {
-    await db.execute('INSERT INTO fcctl_schema_version (side, version, is_dev, applied_at) VALUES (?, ?, ?, ?)', [
-      side,
-      SCHEMA_VERSION,
-      options.dev ? 1 : 0,
-      options.now,
-    ]);
+    const insert = insertSchemaVersion(side, SCHEMA_VERSION, Boolean(options.dev), options.now);
+    await db.execute(insert.sql, insert.params);
     versionRecorded = true;
     markedDev = Boolean(options.dev);
   } else {
     if (row.version !== SCHEMA_VERSION) {
-      await db.execute('UPDATE fcctl_schema_version SET version = ?, applied_at = ? WHERE side = ?', [
-        SCHEMA_VERSION,
-        options.now,
-        side,
-      ]);
+      const update = updateSchemaVersion(side, SCHEMA_VERSION, options.now);
+      await db.execute(update.sql, update.params);
       versionRecorded = true;
     }
     if (options.dev && row.is_dev !== 1) {
-      await db.execute('UPDATE fcctl_schema_version SET is_dev = 1 WHERE side = ?', [side]);
+      const mark = markDevDatabase(side);
+      await db.execute(mark.sql, mark.params);
       markedDev = true;
     }
   }
@@ -231,11 +233,11 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
  * (an older fcctl would record its own, lower number over it), or null.
  */
 export async function newerSchemaProblem(db: Db, side: Side): Promise<string | null> {
-  const tables = await db.query<{ n: number }>(
-    "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fcctl_schema_version'",
-  );
+  const count = countSchemaVersionTables();
+  const tables = await db.query<{ n: number }>(count.sql, count.params);
   if (Number(tables[0]?.n ?? 0) === 0) return null;
-  const rows = await db.query<{ version: number }>('SELECT version FROM fcctl_schema_version WHERE side = ?', [side]);
+  const read = selectSchemaVersion(side, 'version');
+  const rows = await db.query<{ version: number }>(read.sql, read.params);
   const version = Number(rows[0]?.version ?? 0);
   return version > SCHEMA_VERSION
     ? `the ${side} database is at fcctl schema version ${version}, newer than this fcctl's ${SCHEMA_VERSION}: run db init with the newer fcctl`
@@ -284,8 +286,8 @@ export const ADD_INDEX_LOCK_WAIT_SECONDS = 2;
 async function addIndexOnline(db: Db, table: string, index: string, columns: readonly string[]): Promise<void> {
   const conn = await db.pool.getConnection();
   try {
-    await conn.query(`SET SESSION lock_wait_timeout = ${ADD_INDEX_LOCK_WAIT_SECONDS}`);
-    await conn.query(`ALTER TABLE ${table} ADD KEY ${index} (${columns.join(', ')}), ALGORITHM=INPLACE, LOCK=NONE`);
+    await conn.query(setLockWaitTimeout(ADD_INDEX_LOCK_WAIT_SECONDS).sql);
+    await conn.query(alterTableAddIndex(table, index, columns).sql);
   } catch (err) {
     const e = err as { errno?: number; message?: string };
     if (e.errno === 1205) {
@@ -313,7 +315,10 @@ export async function tablesWithRows(db: Db, side: Side): Promise<string[]> {
     .map((t) => t.name)
     .filter((t) => t !== 'fcctl_schema_version' && liveColumns.has(t));
   const holding: string[] = [];
-  for (const t of names) if ((await db.query(`SELECT 1 AS x FROM ${t} LIMIT 1`)).length > 0) holding.push(t);
+  for (const t of names) {
+    const any = selectAnyRow(t);
+    if ((await db.query(any.sql, any.params)).length > 0) holding.push(t);
+  }
   return holding;
 }
 
@@ -333,7 +338,8 @@ export async function devMarkRefusal(db: Db, side: Side): Promise<string | null>
 /** True when `db init --dev` marked this database as a development database. */
 export async function isDevDatabase(db: Db, side: Side): Promise<boolean> {
   try {
-    const rows = await db.query<{ is_dev: number }>('SELECT is_dev FROM fcctl_schema_version WHERE side = ?', [side]);
+    const read = selectSchemaVersion(side, 'is_dev');
+    const rows = await db.query<{ is_dev: number }>(read.sql, read.params);
     return rows[0]?.is_dev === 1;
   } catch {
     return false;

@@ -1,7 +1,7 @@
+/**
+ * `doctor`'s check lines decided from what was read (pure); `run.ts` reads and calls them.
+ */
 import { vhostOf } from '../amqp/connect.js';
-import type { Config } from '../config/config.js';
-import type { Db } from '../db/connect.js';
-import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
 
 /** One line of `fcctl doctor`. */
 export interface CheckResult {
@@ -93,33 +93,4 @@ export function redeclareCheck(exchange: string, outcome: RedeclareOutcome): Che
     status: 'fail',
     detail: `${exchange} exists but could not be re-declared to check its type and durability: ${outcome.message}`,
   };
-}
-
-/**
- * The `doctor` line: ok with the zone and its source; warn when only the FC database's current
- * offset is known; fail on a bad setting or an unreadable server; skipped with neither.
- * @example results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message)) // { check: 'service time zone', status: 'ok', detail: 'UTC (from the FC database: …)' }
- */
-export async function serviceTimeZoneCheck(
-  config: Config,
-  fcDb: () => Promise<Db>,
-  message: (err: unknown) => string,
-): Promise<CheckResult> {
-  const check = 'service time zone';
-  if (config.serviceTimeZone.value === undefined && config.fcDatabaseUrl.value === undefined) {
-    return { check, status: 'skipped', detail: 'not configured, and no FC database to read the zone from' };
-  }
-  try {
-    const z = await resolveServiceTimeZone(config, fcDb);
-    return { check, status: z.source === 'fc-database-offset' ? 'warn' : 'ok', detail: describeServiceTimeZone(z) };
-  } catch (err) {
-    return {
-      check,
-      status: 'fail',
-      detail:
-        config.serviceTimeZone.value === undefined
-          ? `cannot read the FC database's zone: ${message(err)}`
-          : message(err),
-    };
-  }
 }

@@ -4,10 +4,13 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/connect.js';
 import { checkSchema, describeProblem, type Side } from '../db/schema.js';
 import type { FlowClient } from '../flow/client.js';
-import { type CheckResult, redeclareCheck, serviceTimeZoneCheck, vhostCheck } from './checks.js';
+import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
+import { type CheckResult, redeclareCheck, vhostCheck } from './checks.js';
 import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from './flow-center.js';
-import { CONSUMER_QUEUE } from './isolation.js';
-import { checkIsolation, isolationTarget, registeredAppKeys } from './isolation-inspect.js';
+import { checkIsolation, isolationTarget } from './isolation/run.js';
+import { registeredAppKeys } from './isolation/store.js';
+import { CONSUMER_QUEUE } from './isolation/types.js';
+import { selectServerVersion } from './sql.js';
 
 export interface DoctorOptions {
   readonly probe: boolean;
@@ -66,7 +69,8 @@ async function databaseChecks(side: Side, deps: DoctorDeps): Promise<CheckResult
   const results: CheckResult[] = [];
   try {
     const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
-    const [version] = await db.query<{ v: string }>('SELECT VERSION() AS v');
+    const { sql, params } = selectServerVersion();
+    const [version] = await db.query<{ v: string }>(sql, params);
     results.push({ check: label, status: 'ok', detail: `connected, server ${version?.v ?? '?'}` });
     const problems = await checkSchema(db, side);
     results.push(
@@ -134,5 +138,34 @@ async function flowCheck(deps: DoctorDeps): Promise<CheckResult> {
     return { ...check, detail: deps.message(check.detail) };
   } catch (err) {
     return { check: 'flow center', status: 'fail', detail: deps.message(err) };
+  }
+}
+
+/**
+ * The `doctor` line: ok with the zone and its source; warn when only the FC database's current
+ * offset is known; fail on a bad setting or an unreadable server; skipped with neither.
+ * @example results.push(await serviceTimeZoneCheck(ctx.config, ctx.fcDb, message)) // { check: 'service time zone', status: 'ok', detail: 'UTC (from the FC database: …)' }
+ */
+export async function serviceTimeZoneCheck(
+  config: Config,
+  fcDb: () => Promise<Db>,
+  message: (err: unknown) => string,
+): Promise<CheckResult> {
+  const check = 'service time zone';
+  if (config.serviceTimeZone.value === undefined && config.fcDatabaseUrl.value === undefined) {
+    return { check, status: 'skipped', detail: 'not configured, and no FC database to read the zone from' };
+  }
+  try {
+    const z = await resolveServiceTimeZone(config, fcDb);
+    return { check, status: z.source === 'fc-database-offset' ? 'warn' : 'ok', detail: describeServiceTimeZone(z) };
+  } catch (err) {
+    return {
+      check,
+      status: 'fail',
+      detail:
+        config.serviceTimeZone.value === undefined
+          ? `cannot read the FC database's zone: ${message(err)}`
+          : message(err),
+    };
   }
 }

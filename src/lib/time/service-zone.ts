@@ -1,6 +1,7 @@
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import type { Config, SettingSource } from '../config/config.js';
 import type { Db } from '../db/connect.js';
+import { selectServerZone } from './sql.js';
 import { checkTimeZone, instantOffset, offsetOfMinutes } from './zone.js';
 
 /**
@@ -16,7 +17,7 @@ export interface ServiceTimeZone {
   readonly from: string;
 }
 
-/** What the FC server says about its zone (one row of {@link SERVER_ZONE_SQL}). */
+/** What the FC server says about its zone (one row of `selectServerZone`, `sql.ts`). */
 export interface ServerZoneFacts {
   /** `@@session.time_zone` of fcctl's connection: openDb sets none, so the server's default or init_connect's */
   readonly sessionZone: string;
@@ -31,20 +32,12 @@ export interface ServerZoneFacts {
 }
 
 /**
- * The server's zone facts in one statement. The offset is that of the global zone, converted
- * explicitly (`CONVERT_TZ` accepts `SYSTEM`), never `NOW()`: `NOW()` is in the session's zone,
- * which a session setting would hide.
- */
-export const SERVER_ZONE_SQL =
-  'SELECT @@session.time_zone AS session_zone, @@global.time_zone AS global_zone, @@system_time_zone AS system_zone, UTC_TIMESTAMP() AS utc_now, ' +
-  "TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', @@global.time_zone)) AS offset_minutes";
-
-/**
  * Reads the FC server's zone facts.
  * @example const facts = await readServerZone(await ctx.fcDb()) // { globalZone: 'SYSTEM', systemZone: 'UTC', … }
  */
 export async function readServerZone(db: Db): Promise<ServerZoneFacts> {
-  const [row] = await db.query<Record<string, string | number | null>>(SERVER_ZONE_SQL);
+  const { sql, params } = selectServerZone();
+  const [row] = await db.query<Record<string, string | number | null>>(sql, params);
   if (!row) throw new EnvironmentError(`${db.label}: the time zone query returned no row`);
   const text = (v: unknown) =>
     v === null || v === undefined ? '' : Buffer.isBuffer(v) ? v.toString('utf8') : String(v);

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect } from 'vitest';
-import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/checks.js';
+import { doctorExitCode, vhostCheck } from '../../src/lib/doctor/decide.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import { hardenedBroker } from '../helpers/broker.js';

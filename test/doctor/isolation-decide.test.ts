@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExchangeInfo, Policy, QueueInfo, UserPermissions } from '../../src/lib/amqp/management.js';
-import { redeclareCheck } from '../../src/lib/doctor/checks.js';
+import { redeclareCheck } from '../../src/lib/doctor/decide.js';
 import {
   alternateExchangeCheck,
   bindingDestinationProblem,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type CheckResult, summarizeDoctor } from '../../src/lib/doctor/checks.js';
+import { type CheckResult, summarizeDoctor } from '../../src/lib/doctor/decide.js';
 
 const line = (status: CheckResult['status']): CheckResult => ({ check: status, status, detail: '' });
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
 import { redact } from '../../lib/config/mask.js';
-import { summarizeDoctor } from '../../lib/doctor/checks.js';
+import { summarizeDoctor } from '../../lib/doctor/decide.js';
 import { CONSUMER_QUEUE } from '../../lib/doctor/isolation/types.js';
 import { type DoctorOptions, runDoctor as runChecks } from '../../lib/doctor/run.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';

@@ -3,7 +3,7 @@
  * cron run meets it. An answer proves the URL and the credentials; a 401/403 names the settings.
  */
 import type { LookupResult } from '../flow/client.js';
-import type { CheckResult } from './checks.js';
+import type { CheckResult } from './decide.js';
 
 /** The business key doctor looks up: no command has it, so the answer is `{"found":false}`. */
 export const DOCTOR_LOOKUP_KEY = { bizType: 'fcctl-doctor', bizId: 'credentials-check' } as const;

@@ -5,7 +5,7 @@ import type { Db } from '../db/connect.js';
 import { checkSchema, describeProblem, type Side } from '../db/schema.js';
 import type { FlowClient } from '../flow/client.js';
 import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
-import { type CheckResult, redeclareCheck, vhostCheck } from './checks.js';
+import { type CheckResult, redeclareCheck, vhostCheck } from './decide.js';
 import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from './flow-center.js';
 import { checkIsolation, isolationTarget } from './isolation/run.js';
 import { registeredAppKeys } from './isolation/store.js';

@@ -30,7 +30,7 @@
  */
 import { DELIVERY_EXCHANGE, RETURN_PROBE_ROUTING_KEY } from '../../amqp/connect.js';
 import type { BindingInfo, Policy } from '../../amqp/management.js';
-import type { CheckResult } from '../checks.js';
+import type { CheckResult } from '../decide.js';
 import {
   compile,
   expandTopicPattern,

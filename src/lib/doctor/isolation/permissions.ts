@@ -26,7 +26,7 @@
  * probe before each run and sends nothing when the probe is refused.
  */
 import { DELIVERY_EXCHANGE } from '../../amqp/connect.js';
-import type { CheckResult } from '../checks.js';
+import type { CheckResult } from '../decide.js';
 import { DLQ_SUFFIX, ROUTING_KEY_PREFIX } from './types.js';
 
 /**

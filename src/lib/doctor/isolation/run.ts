@@ -5,7 +5,7 @@
 import { ManagementClient } from '../../amqp/management.js';
 import { UsageError } from '../../cli/exit.js';
 import { maskUrl } from '../../config/mask.js';
-import type { CheckResult } from '../checks.js';
+import type { CheckResult } from '../decide.js';
 import { decideIsolation, publisherOf } from './decide.js';
 import { inspectIsolation } from './store.js';
 import { type IsolationFacts, ISOLATION_CHECKS, type IsolationTarget } from './types.js';

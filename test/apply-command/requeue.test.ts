@@ -342,7 +342,7 @@ describe('apply-command requeue: DEAD back to UNKNOWN, and the lookup still come
 
   test('a resolver holding the old generation changes nothing after a requeue (its guard no longer matches)', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { applyWrite, claimRows } = await import('../../src/lib/apply-command/resolve-unknown/run.js');
+    const { applyWrite, claimRows } = await import('../../src/lib/apply-command/resolve-unknown/store.js');
     const { generationOf } = await import('../../src/lib/apply-command/types.js');
     const p = uniquePrefix('rqstale');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'FAILED', retryCount: 2 }]);

@@ -592,7 +592,7 @@ describe('apply-command resolve-unknown: look up first, never resend when found'
 describe('claims do not grow with history', () => {
   test('a run starts after the DONE prefix and each claim walks the primary key from the last one (a range, not a scan from the start)', async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { claimStart } = await import('../../src/lib/apply-command/resolve-unknown/run.js');
+    const { claimStart } = await import('../../src/lib/apply-command/resolve-unknown/store.js');
     const { claimSelect } = await import('../../src/lib/apply-command/resolve-unknown/sql.js');
     const own = await freshDatabases('hist');
     const db = await openDb('SH database', own.shUrl);
@@ -636,7 +636,7 @@ describe('claims do not grow with history', () => {
 describe('stale workers change nothing', () => {
   test("a lease that expired and was taken over: the old owner's write matches nothing", async () => {
     const { openDb } = await import('../../src/lib/db/connect.js');
-    const { claimRows, applyWrite } = await import('../../src/lib/apply-command/resolve-unknown/run.js');
+    const { claimRows, applyWrite } = await import('../../src/lib/apply-command/resolve-unknown/store.js');
     const p = uniquePrefix('stale');
     await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1` }]);
     const db = await openDb('SH database', dbs.shUrl);

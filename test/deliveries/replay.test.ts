@@ -8,7 +8,7 @@ import { canonicalize } from '../../src/lib/canon/index.js';
 import { openDb } from '../../src/lib/db/connect.js';
 import { buildEnvelope, messageOptions } from '../../src/lib/deliveries/envelope.js';
 import { opDigest } from '../../src/lib/deliveries/replay/decide.js';
-import { applyWrites } from '../../src/lib/deliveries/send/run.js';
+import { applyWrites } from '../../src/lib/deliveries/send/store.js';
 import type { DeliveryRow } from '../../src/lib/deliveries/types.js';
 import { checksumTables } from '../helpers/checksum.js';
 import { jsonLines, runCli, spawnCli } from '../helpers/cli.js';
@@ -369,7 +369,7 @@ describe('deliveries replay: every code from every starting state (real MariaDB)
   codesTest(
     'a concurrent call waits on the operation row: the first commits → the recorded answer; the first rolls back → it decides itself',
     async () => {
-      const { replayOne } = await import('../../src/lib/deliveries/replay/run.js');
+      const { replayOne } = await import('../../src/lib/deliveries/replay/store.js');
       const mysql2 = (await import('mysql2/promise')).default;
       const key = uniqueConsumerKey('lk');
       await insertGrant(t.dbs.admin, t.dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });

@@ -261,7 +261,7 @@ describe('deliveries send against the real broker and database', () => {
   test('a write for another generation or another claim changes nothing', async () => {
     const key = uniqueConsumerKey('gen');
     const [id] = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key });
-    const { applyWrites } = await import('../../src/lib/deliveries/send/run.js');
+    const { applyWrites } = await import('../../src/lib/deliveries/send/store.js');
     const { openDb } = await import('../../src/lib/db/connect.js');
     const db = await openDb('FC database', dbs.fcUrl);
     try {

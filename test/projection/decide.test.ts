@@ -18,7 +18,7 @@ import {
 } from '../../src/lib/projection/repair-authoritative/decide.js';
 import { LineError } from '../../src/lib/files/record-file.js';
 import { checkProofId, parsePlan } from '../../src/lib/projection/repair-authoritative/input.js';
-import { repairEventId } from '../../src/lib/projection/repair-authoritative/run.js';
+import { repairEventId } from '../../src/lib/projection/repair-authoritative/decide.js';
 import { auditSql, projectionSql } from '../../src/lib/projection/repair-authoritative/sql.js';
 
 const FORM = 'f0000000-0000-4000-8000-000000000001';

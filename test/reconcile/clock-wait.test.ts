@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Db } from '../../src/lib/db/connect.js';
-import { runReconcile, takeTaskStart, waitForFcClock } from '../../src/lib/reconcile/run/run.js';
+import { runReconcile } from '../../src/lib/reconcile/run/run.js';
+import { takeTaskStart, waitForFcClock } from '../../src/lib/reconcile/run/store.js';
 import { servicesTest } from '../helpers/services.js';
 
 const test = servicesTest({ prefix: 'clock-wait' });

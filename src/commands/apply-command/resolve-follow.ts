@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { emptySummary, loggedReport, summarizeResolve } from '../../lib/apply-command/resolve-unknown/decide.js';
 import { followResolve } from '../../lib/apply-command/resolve-unknown/follow.js';
-import { backlog } from '../../lib/apply-command/resolve-unknown/run.js';
+import { backlog } from '../../lib/apply-command/resolve-unknown/store.js';
 import { UsageError } from '../../lib/cli/exit.js';
 import { fcctlVersion } from '../../lib/cli/version.js';
 import { requireSetting } from '../../lib/config/config.js';

@@ -8,7 +8,7 @@ import {
   replayInputColumns,
   replayInputRow,
 } from '../../lib/deliveries/failed/decide.js';
-import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed/run.js';
+import { failedPage, MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed/store.js';
 import type { FailedFilter, PageStart } from '../../lib/deliveries/failed/sql.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { addConsumerSchoolOptions, consumerArg, consumerSchoolOf, failedFilterOptions, intArg } from '../options.js';

@@ -11,7 +11,7 @@ import {
   summarizeSend,
 } from '../../lib/deliveries/send/decide.js';
 import { followSend } from '../../lib/deliveries/send/follow.js';
-import { backlog } from '../../lib/deliveries/send/run.js';
+import { backlog } from '../../lib/deliveries/send/store.js';
 import { pauseCheck } from '../../lib/pause/run.js';
 import { followStatus, relayMetrics } from '../../lib/deliveries/send/metrics.js';
 import { connectPatiently } from '../../lib/service/loop.js';

@@ -3,7 +3,8 @@ import { ExitCode, UsageError } from '../../lib/cli/exit.js';
 import type { ListFormat } from '../../lib/cli/output.js';
 import type { Column } from '../../lib/cli/table.js';
 import { listRow, parseUntil, pausableCommand, type PauseSide, reasonProblem } from '../../lib/pause/decide.js';
-import { listPauses, setPause, whoAmI } from '../../lib/pause/run.js';
+import { whoAmI } from '../../lib/pause/run.js';
+import { listPauses, setPause } from '../../lib/pause/store.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 import { listFormatOption } from '../options.js';
 

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { ExitCode, UsageError } from '../../lib/cli/exit.js';
 import { pausableCommand, type PauseSide, reasonProblem } from '../../lib/pause/decide.js';
-import { clearPause, whoAmI } from '../../lib/pause/run.js';
+import { whoAmI } from '../../lib/pause/run.js';
+import { clearPause } from '../../lib/pause/store.js';
 import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
 
 export interface ResumeOptions {

@@ -1,3 +1,9 @@
+/**
+ * The fleet's pause switch (issue 19 §3), the decisions, pure: which commands can be paused and on
+ * which database, what `--until` means, and whether a row read from `fcctl_pause` (or a pause file)
+ * pauses a run. `run.ts` orchestrates, `store.ts` reads and writes, `sql.ts` builds the statements;
+ * the `fcctl_paused` gauge is `lib/metrics/paused.ts`.
+ */
 import { CONTROL } from '../ids.js';
 
 /** The database a pausable command writes: its pause is kept there. */

@@ -11,7 +11,7 @@ import type { Db } from '../db/connect.js';
 import { health, type Health, type ServiceSnapshot, type ServiceState } from './decide.js';
 import { close, listen } from './http.js';
 import { type ServiceMetrics, serviceMetrics } from './metrics.js';
-import { workerSql } from './sql.js';
+import { beatWorker, removeWorker } from './store.js';
 
 export interface ServiceOptions {
   /** the command's path, as the pause switch and the registry name it (`deliveries send`) */
@@ -150,8 +150,7 @@ function heartbeat(
     lastAt = now;
     measured.rowsPerSecond = rate;
     const db = await deps.db();
-    const s = workerSql.beat({ ...base, state: svc.state(), rowsPerSecond: rate });
-    await db.execute(s.sql, s.params);
+    await beatWorker(db, { ...base, state: svc.state(), rowsPerSecond: rate });
     if (deps.backlog) {
       const b = await deps.backlog();
       measured.due = b.due;
@@ -188,8 +187,7 @@ function heartbeat(
       await bounded(beating);
       const remove = (async () => {
         const db = await deps.db();
-        const s = workerSql.remove(workerId);
-        await db.execute(s.sql, s.params);
+        await removeWorker(db, workerId);
       })().catch(() => undefined);
       await bounded(remove);
     },

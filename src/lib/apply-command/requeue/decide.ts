@@ -388,3 +388,17 @@ export function requeueRunError(error: unknown): EnvironmentError {
     { cause: error },
   );
 }
+
+/** What a decision writes to the command, as evidence and audit show it. */
+export function writtenOf(d: RequeueDecision): Record<string, unknown> | null {
+  return d.write
+    ? {
+        state: 'UNKNOWN',
+        retryCount: 0,
+        nextRetryAt: null,
+        attempt: d.write.from.attempt,
+        requestToken: d.write.from.requestToken,
+        lastError: d.write.lastError,
+      }
+    : null;
+}

@@ -10,7 +10,8 @@
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
-import { backlog, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
+import { type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
+import { backlog } from './store.js';
 
 export interface ResolveFollowOptions {
   readonly pollMs: number;

@@ -1,30 +1,13 @@
 /**
- * `apply-command scan`: a read-only report on `flow_apply_command`. `readApplyScan` runs the SQL
- * (`sql.ts`) in one read transaction; `decide.ts` shapes it. "Now" is the database's NOW(), read
+ * `apply-command scan`: a read-only report on `flow_apply_command`. `readApplyScan` (`store.ts`) runs
+ * the SQL (`sql.ts`) in one read transaction; `decide.ts` shapes it. "Now" is the database's NOW(), read
  * once.
  */
-import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../../db/connect.js';
-import type { Statement } from '../../db/statement.js';
-import { type ApplyScanRaw, type ApplyScanReport, shapeApplyScan } from './decide.js';
-import { applyScanSql } from './sql.js';
+import { type ApplyScanReport, shapeApplyScan } from './decide.js';
+import { readApplyScan } from './store.js';
 
 export type { ApplyScanReport } from './decide.js';
-
-/** The scan's statements in one read transaction: one consistent view. */
-export async function readApplyScan(db: Db, limit: number, graceSeconds: number): Promise<ApplyScanRaw> {
-  return db.transaction(async (conn: PoolConnection) => {
-    const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T[];
-    const now = (await run<{ now: string }>(applyScanSql.now()))[0]!.now;
-    return {
-      now,
-      states: await run<ApplyScanRaw['states'][number]>(applyScanSql.states()),
-      open: (await run<ApplyScanRaw['open']>(applyScanSql.open(now, graceSeconds)))[0]!,
-      reasons: await run<ApplyScanRaw['reasons'][number]>(applyScanSql.reasons()),
-      rows: await run<ApplyScanRaw['rows'][number]>(applyScanSql.newestDead(limit)),
-    };
-  });
-}
 
 export async function scanApplyCommands(db: Db, limit: number, graceSeconds: number): Promise<ApplyScanReport> {
   return shapeApplyScan(await readApplyScan(db, limit, graceSeconds));

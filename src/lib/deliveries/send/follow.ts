@@ -13,15 +13,8 @@ import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
-import {
-  claimBatches,
-  countDue,
-  finishRun,
-  openPublisher,
-  prepareExchange,
-  type Run,
-  verifiedPublisher,
-} from './run.js';
+import { claimBatches, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
+import { countDue } from './store.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { SendDeps, SendOptions, SendSummary } from './types.js';

@@ -2,10 +2,9 @@
  * `deliveries send`, the runner (SPEC §5): claim due rows with a lease, check each before
  * publishing, publish with confirms and mandatory returns in a bounded window, and adjudicate
  * every outcome with writes guarded by claim and generation. The decisions are in `decide.ts`,
- * the statements in `sql.ts`; this file reads, publishes and executes.
+ * the statements in `sql.ts`, executed in `store.ts`; this file orchestrates and publishes.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { PoolConnection } from 'mysql2/promise';
 import { isOutage } from '../../db/outage.js';
 import { type Broker, BrokerBlockedError, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
 import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
@@ -17,7 +16,7 @@ import type { Progress } from '../../cli/output.js';
 import type { Db } from '../../db/connect.js';
 import type { PauseState } from '../../pause/decide.js';
 import { buildEnvelope, messageOptions } from '../envelope.js';
-import { type DeliveryRow, generationOf, grantKey, type GrantRow, type RegistryRow } from '../types.js';
+import { type DeliveryRow, generationOf, grantKey } from '../types.js';
 import {
   type BrokerOutcome,
   checkPublisher,
@@ -28,111 +27,23 @@ import {
   type PrePublishDecision,
   progressReason,
   type PublisherFacts,
-  writeReached,
 } from './decide.js';
-import { compileWrite, sendSql } from './sql.js';
+import {
+  applyWrites,
+  applyWritesReportingStale,
+  claimDue,
+  countDue,
+  grantsFor,
+  peekDue,
+  publisherFacts,
+} from './store.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
-import type { RowResult, SendDeps, SendOptions, SendSummary, Write } from './types.js';
+import type { RowResult, SendDeps, SendOptions, SendSummary } from './types.js';
 
 /** How old a batch's grant check may be at the moment one of its rows is published. */
 export const GRANT_MAX_AGE_MS = 5000;
 
-// ── the statements, executed ──
-
-/** Claims up to `limit` due rows for `owner` with a lease, in one short transaction. */
-export async function claimDue(db: Db, owner: string, limit: number, leaseSeconds: number): Promise<DeliveryRow[]> {
-  return db.transaction(async (conn: PoolConnection) => {
-    const claim = sendSql.claim(limit);
-    const claimed = (await conn.query(claim.sql, claim.params))[0] as DeliveryRow[];
-    if (claimed.length > 0) {
-      const lease = sendSql.lease(
-        owner,
-        claimed.map((r) => r.id),
-        leaseSeconds,
-      );
-      await conn.query(lease.sql, lease.params);
-    }
-    return claimed;
-  });
-}
-
-/** How many rows are due now, counting no further than `cap` ({@link sendSql.countDue}). */
-export async function countDue(db: Db, cap: number): Promise<number> {
-  const q = sendSql.countDue(cap);
-  const rows = await db.query<{ n: number | string }>(q.sql, q.params);
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** The due backlog's size (up to 10,000) and its oldest row's age in seconds ({@link sendSql.backlog}). */
-export async function backlog(db: Db): Promise<{ due: number; oldestAgeSeconds: number }> {
-  const q = sendSql.backlog(10_000);
-  const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
-  return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
-}
-
-async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {
-  const q = sendSql.peekDue(afterId, limit);
-  return db.query<DeliveryRow>(q.sql, q.params);
-}
-
-/** The grants of a batch's rows, read fresh, keyed by `grantKey`. */
-async function grantsFor(db: Db, rows: readonly DeliveryRow[]): Promise<Map<string, GrantRow>> {
-  const out = new Map<string, GrantRow>();
-  const q = sendSql.grants(rows);
-  if (!q) return out;
-  for (const g of await db.query<GrantRow>(q.sql, q.params))
-    out.set(grantKey(g.form_uuid, g.consumer_school_id, g.consumer_app_key), g);
-  return out;
-}
-
-/** Executes writes; each is one statement (one autocommit), not one per row. Returns rows matched. */
-export async function applyWrites(db: Db, owner: string, writes: readonly Write[]): Promise<number> {
-  let matched = 0;
-  for (const w of writes) {
-    if (w.gens.length === 0) continue;
-    const { sql, params } = compileWrite(owner, w);
-    matched += (await db.execute(sql, params)).affectedRows;
-  }
-  return matched;
-}
-
-/**
- * Executes the writes and names the rows the generation guard turned away (a replay or another
- * relay got there first), so they are reported as stale, not as accepted or failed. The re-read
- * happens only for a write that matched fewer rows than it named.
- */
-export async function applyWritesReportingStale(db: Db, owner: string, writes: readonly Write[]): Promise<Set<string>> {
-  const stale = new Set<string>();
-  for (const w of writes) {
-    if (w.gens.length === 0) continue;
-    const { sql, params } = compileWrite(owner, w);
-    const matched = (await db.execute(sql, params)).affectedRows;
-    if (matched >= w.gens.length) continue;
-    const q = sendSql.states(w.gens.map((g) => g.id));
-    const rows = await db.query<{ id: string; state: string; retry_count: number }>(q.sql, q.params);
-    const byId = new Map(rows.map((r) => [String(r.id), r]));
-    for (const g of w.gens) {
-      const row = byId.get(g.id);
-      if (!row || !writeReached(w, row)) stale.add(g.id);
-    }
-  }
-  return stale;
-}
-
 // ── the publisher identity ──
-
-async function publisherFacts(
-  db: Db,
-  publisher: SendDeps['publisher'],
-): Promise<{ facts: PublisherFacts; error?: unknown }> {
-  try {
-    const q = sendSql.registryByCode(publisher.appCode);
-    const registry = (await db.query<RegistryRow>(q.sql, q.params))[0] ?? null;
-    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry } };
-  } catch (error) {
-    return { facts: { appKey: publisher.appKey, appCode: publisher.appCode, registry: 'unreachable' }, error };
-  }
-}
 
 /**
  * The publisher identity of SPEC §5 step 1, checked before any row is claimed: a wrong

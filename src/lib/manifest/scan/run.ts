@@ -33,7 +33,6 @@ import { removeStaleTemps } from '../../files/atomic.js';
 import { type Checkpoint, lockPathFor, readCheckpoint, type ScanParams, writeCheckpoint } from '../checkpoint.js';
 import { acquireLock } from '../../files/lock.js';
 import { formatShard, shardRange } from '../shard.js';
-import { countManifestRows } from '../sql.js';
 import { freshCheckpoint, outputPlan, resumePlan } from './decide.js';
 import { runPagePipeline } from './pipeline.js';
 import type { ScanDeps, ScanOptions, ScanResult } from './types.js';
@@ -47,21 +46,6 @@ async function hashPrefix(path: string, bytes: number, hash: Hash): Promise<void
     seen += (chunk as Buffer).length;
   }
   if (seen !== bytes) throw new Error(`read ${seen} of ${bytes} bytes`);
-}
-
-/** How many rows a scan will read: the progress view's total (an index-only count). */
-export async function countScanRows(
-  db: Db,
-  o: Pick<ScanOptions, 'side' | 'schId' | 'formUuid' | 'shard'>,
-): Promise<number> {
-  const { sql, params } = countManifestRows(o.side, {
-    schId: o.schId,
-    formUuid: o.formUuid,
-    after: null,
-    range: shardRange(o.shard),
-    limit: 1,
-  });
-  return Number((await db.query<{ n: string }>(sql, params))[0]?.n ?? 0);
 }
 
 /** The scan's parameters as a checkpoint records them. */

@@ -4,6 +4,7 @@
  * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
  * projection row read just now — and applies the write this returns.
  */
+import { createHash } from 'node:crypto';
 import { ExitCode } from '../../cli/exit.js';
 import type { GrantRow } from '../../deliveries/types.js';
 
@@ -463,3 +464,49 @@ export function summarizeRepair(
   };
   return { summary, counts };
 }
+
+/**
+ * The event id of a repair envelope built from FC (seed 000 §8.1: ≤ 36 characters, a UUID of the
+ * task's operation on the answer): a name-based UUID of the proof id, consumer, school, answer,
+ * revision and hash, so the same repair gets the same id every time.
+ * @example repairEventId('proof-1', '100100', '5', 'a1b2…', '3', 'ab12…').length // 36
+ */
+export function repairEventId(
+  proofId: string,
+  consumerAppKey: string,
+  schId: string,
+  answerUuid: string,
+  revision: string,
+  hash: string,
+): string {
+  const h = createHash('sha256')
+    .update(['fcctl.repair.v1', proofId, consumerAppKey, schId, answerUuid, revision, hash].join('\u0000'), 'utf8')
+    .digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** How evidence and audit rows show a triple, the authoritative snapshot and its grant. */
+export const tripleJson = (t: Triple) => ({ revision: t.revision, hash: t.hash, isDeleted: t.isDeleted });
+export const authSummary = (a: Authoritative) =>
+  a.kind === 'ready'
+    ? {
+        source: a.snapshot.source,
+        eventId: a.snapshot.eventId,
+        formUuid: a.snapshot.formUuid,
+        formVersion: a.snapshot.formVersion,
+        revision: a.snapshot.revision,
+        contentHash: a.snapshot.contentHash,
+        isDeleted: a.snapshot.isDeleted,
+        grantVersion: a.snapshot.grantVersion,
+      }
+    : null;
+export const grantSummary = (a: Authoritative) =>
+  a.kind === 'ready' && a.grant
+    ? {
+        grantVersion: String(a.grant.grant_version),
+        revoked: Number(a.grant.revoked),
+        readAllowed: Number(a.grant.read_allowed),
+        subscribeAllowed: Number(a.grant.subscribe_allowed),
+      }
+    : null;

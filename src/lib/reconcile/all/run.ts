@@ -20,32 +20,31 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { EnvironmentError, FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
+import { FcctlError, ExitCode, SafetyError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
-import type { Statement } from '../../db/statement.js';
 import { writeFileAtomic } from '../../files/atomic.js';
 import { paramsDigest as digestOf } from '../../canon/params-digest.js';
 import { readRunState } from '../run/input.js';
-import { runReconcile, takeTaskStart } from '../run/run.js';
+import { runReconcile } from '../run/run.js';
+import { takeTaskStart } from '../run/store.js';
 import { RUN_FILES } from '../run/types.js';
-import {
-  defaultRunId,
-  defaultRunIdCandidates,
-  differencesOf,
-  isOutage,
-  mergePairs,
-  newDefaultRunId,
-  pairResultOf,
-  pairStartOf,
-  summarizeRun,
-  taskWriteOf,
-} from './decide.js';
+import { defaultRunId, differencesOf, isOutage, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import { allSql } from './sql.js';
+import {
+  claimPair,
+  execute,
+  findPairs,
+  heldByOthers,
+  joinableRun,
+  joinOrBeginDefaultRun,
+  registerPairs,
+  retrying,
+  runSummary,
+} from './store.js';
 import {
   ALL_SUMMARY_FORMAT,
   type Pair,
   type PairFilter,
-  type PairFound,
   type PairOutcome,
   type PairResult,
   type RunAllDeps,
@@ -58,22 +57,8 @@ import {
 
 /** A task start taken for one pair is shared by the pairs begun within this many milliseconds. */
 const TASK_START_SHARE_MS = 10_000;
-/** Pairs registered per INSERT. */
-const REGISTER_CHUNK = 500;
-/** Task-table writes are tried this many times through a lock conflict or a dropped connection. */
-const TASK_TRIES = 5;
 /** How often a process with nothing left to claim looks again at the pairs other processes hold (at most). */
 const HELD_POLL_MS = 2000;
-/**
- * A process without --run-id joins the newest default-named run whose last activity (a pair
- * registered or finished, a lease running) is within this many minutes; otherwise it begins a new
- * run. Processes of one night start minutes apart; a night is hours after the day's manual runs.
- */
-const JOIN_MINUTES = 30;
-/** Only runs begun within this many hours are joined (an index range, not the whole table). */
-const JOIN_MAX_HOURS = 48;
-/** How long a process waits for another to finish choosing the default run. */
-const DEFAULT_RUN_LOCK_SECONDS = 30;
 /** A lease not renewed for this share of its length is given up: another process may take it soon. */
 const LEASE_GIVE_UP = 0.8;
 
@@ -209,70 +194,6 @@ async function nextStop(shared: Shared, deps: RunAllDeps): Promise<StopReason | 
   return shared.stop;
 }
 
-/** The run a process without --run-id joins, if any (see {@link JOIN_MINUTES}). */
-async function joinableRun(db: Pick<Db, 'query'>): Promise<string | null> {
-  const s = allSql.joinableRun(JOIN_MINUTES, JOIN_MAX_HOURS);
-  return (await db.query<{ run_id: string }>(s.sql, s.params))[0]?.run_id ?? null;
-}
-
-/**
- * Without --run-id: the run to join, or a new one named after the SH clock, chosen and this
- * process's pairs registered under a named lock on one connection, so processes started in the same
- * second agree on one run (the second sees the first's rows).
- */
-async function joinOrBeginDefaultRun(shDb: Db, pairs: readonly Pair[], startedUtc: string): Promise<string> {
-  const conn = await shDb.pool.getConnection();
-  try {
-    const lock = allSql.lockDefaultRun(DEFAULT_RUN_LOCK_SECONDS);
-    const [got] = await conn.query(lock.sql, lock.params);
-    if (Number((got as Array<{ got: unknown }>)[0]?.got) !== 1)
-      throw new EnvironmentError(
-        `the SH database's lock ${lock.params[0]} was not free within ${DEFAULT_RUN_LOCK_SECONDS} s (another process choosing the run): try again, or give --run-id`,
-      );
-    try {
-      const db = {
-        query: async <T>(sql: string, params?: readonly unknown[]) =>
-          (await conn.query(sql, params as unknown[]))[0] as T[],
-      };
-      const runId = (await joinableRun(db)) ?? (await newRunId(db, startedUtc));
-      const joined = allSql.joined(runId);
-      await conn.query(joined.sql, joined.params);
-      for (let i = 0; i < pairs.length; i += REGISTER_CHUNK) {
-        const r = allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK));
-        await conn.query(r.sql, r.params);
-      }
-      return runId;
-    } finally {
-      const unlock = allSql.unlockDefaultRun();
-      await conn.query(unlock.sql, unlock.params);
-    }
-  } finally {
-    conn.release();
-  }
-}
-
-/** A new default run id no run has yet. */
-async function newRunId(db: Pick<Db, 'query'>, startedUtc: string): Promise<string> {
-  const candidates = defaultRunIdCandidates(startedUtc);
-  const s = allSql.runIdsTaken(candidates);
-  return newDefaultRunId(
-    candidates,
-    (await db.query<{ run_id: string }>(s.sql, s.params)).map((r) => r.run_id),
-  );
-}
-
-/** Every pair on either side, within the filters. */
-async function findPairs(fcDb: Db, shDb: Db, o: RunAllOptions): Promise<PairFound[]> {
-  const fcStatement = allSql.fcPairs(o.consumerAppKey, o.filter);
-  const shStatement = allSql.shPairs(o.filter);
-  const [fc, sh] = await Promise.all([
-    fcDb.query<{ sch_id: string; form_uuid: string }>(fcStatement.sql, fcStatement.params),
-    shDb.query<{ sch_id: string; form_uuid: string }>(shStatement.sql, shStatement.params),
-  ]);
-  const pair = (r: { sch_id: string; form_uuid: string }): Pair => ({ schId: String(r.sch_id), formUuid: r.form_uuid });
-  return mergePairs(fc.map(pair), sh.map(pair));
-}
-
 /** The filter values no pair matched (a typo in a cron line must not stay green). */
 function unmatchedFilters(f: PairFilter, pairs: readonly Pair[]): string[] {
   const schools = new Set(pairs.map((p) => String(BigInt(p.schId))));
@@ -281,69 +202,6 @@ function unmatchedFilters(f: PairFilter, pairs: readonly Pair[]): string[] {
     ...f.schools.filter((s) => !schools.has(String(BigInt(s)))).map((s) => `--school ${s}`),
     ...f.forms.filter((x) => !forms.has(x)).map((x) => `--form ${x}`),
   ];
-}
-
-async function registerPairs(shDb: Db, runId: string, pairs: readonly Pair[]): Promise<void> {
-  for (let i = 0; i < pairs.length; i += REGISTER_CHUNK)
-    await execute(shDb, allSql.register(runId, pairs.slice(i, i + REGISTER_CHUNK)));
-}
-
-/** A task-table statement, tried again through a lock conflict or a dropped connection (every write is guarded). */
-async function execute(shDb: Db, s: Statement): Promise<{ affectedRows: number }> {
-  return retrying(() => shDb.execute(s.sql, s.params));
-}
-
-/** `fn` until it succeeds, through an outage, at most {@link TASK_TRIES} times; `attempt` counts from 1. */
-async function retrying<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn(attempt);
-    } catch (err) {
-      if (attempt >= TASK_TRIES || !isOutage(err)) throw err;
-      await delay(100 * attempt + Math.random() * 100);
-    }
-  }
-}
-
-/** Claims the next pair of the run within the filters (one short transaction), or null when none is left to claim. */
-async function claimPair(
-  shDb: Db,
-  runId: string,
-  f: PairFilter,
-  token: string,
-  host: string,
-  leaseSeconds: number,
-  startedUtc: string,
-): Promise<(TaskRow & { token: string; generation: string }) | null> {
-  return retrying((attempt) =>
-    shDb.transaction(async (conn) => {
-      if (attempt > 1) {
-        // the claim may have committed with its reply lost: the token's task is this claim's
-        const own = allSql.claimedBy(runId, token);
-        const [held] = await conn.query(own.sql, own.params);
-        const row = (held as TaskRow[])[0];
-        if (row !== undefined)
-          return { ...row, attempts: Number(row.attempts), token, generation: String(row.claim_generation) };
-      }
-      const next = allSql.nextClaimable(runId, f, startedUtc);
-      const [rows] = await conn.query(next.sql, next.params);
-      const row = (rows as TaskRow[])[0];
-      if (row === undefined) return null;
-      const c = allSql.claim(String(row.id), token, host, leaseSeconds);
-      await conn.query(c.sql, c.params);
-      return {
-        ...row,
-        attempts: Number(row.attempts) + 1,
-        token,
-        generation: String(BigInt(row.claim_generation) + 1n),
-      };
-    }),
-  );
-}
-
-async function heldByOthers(shDb: Db, runId: string, owner: string, f: PairFilter): Promise<number> {
-  const s = allSql.heldByOthers(runId, owner, f);
-  return Number((await retrying(() => shDb.query<{ n: number | string }>(s.sql, s.params)))[0]?.n ?? 0);
 }
 
 /** Waits `ms`; false when the stop signal came first. */
@@ -518,11 +376,6 @@ async function recordPair(
     row.claim_owner === null &&
     String(row.claim_generation) === task.generation
   );
-}
-
-async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {
-  const s = allSql.runTasks(runId);
-  return summarizeRun(runId, await retrying(() => shDb.query<TaskRow>(s.sql, s.params)), now().toISOString());
 }
 
 /**

@@ -6,57 +6,14 @@
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { SafetyError, UsageError } from '../../cli/exit.js';
-import type { Db } from '../../db/connect.js';
 import { writeFileExclusive } from '../../files/atomic.js';
 import { loadManifestSource, ManifestReader } from '../../manifest/reader.js';
-import { compareKeys } from '../../manifest/row.js';
-import { candidateExclusion, proofIdRefusal } from '../decide.js';
 import { type Candidate, readCandidatesFile, taskIdBeside } from '../input.js';
-import {
-  formatProof,
-  PROOF_FORMAT,
-  PROOF_FORMAT_DOC,
-  type ProofEntry,
-  type ProofExclusion,
-  type ProofManifest,
-  type RetireProof,
-  sealProof,
-} from '../decide.js';
-import { fcSeen, type FcLookupRow, type ProofIdDigestDbRow, retireSql } from '../sql.js';
+import { formatProof, PROOF_FORMAT, PROOF_FORMAT_DOC, type ProofManifest, sealProof } from '../decide.js';
+import { lookUpAtFc, refuseReusedId } from './store.js';
+import type { ProveDeps, ProveOptions, ProveResult } from './types.js';
 
-export interface ProveOptions {
-  readonly candidatesFile: string;
-  readonly fcManifest: string;
-  /** one per shard, in shard order; the shards must cover the whole key space */
-  readonly fcCheckpoints: readonly string[];
-  readonly out: string;
-  readonly proofId: string;
-  /** default: the run id of `run.json` beside the candidates */
-  readonly taskId?: string;
-  /** `host:port/db` of the configured FC database: must be the one the manifest was scanned from */
-  readonly fcDatabase: string;
-}
-
-export interface ProveDeps {
-  readonly fcDb: () => Promise<Db>;
-  /**
-   * The SH database, to check a chosen proof id (`--proof-id`) is not one another proof already
-   * used (`fc_reconcile_audit`); absent → no check (the id is a new UUID, used by no one).
-   */
-  readonly shDb?: () => Promise<Db>;
-  readonly now: () => Date;
-  readonly signal?: AbortSignal;
-  /** each candidate left out, as it is found */
-  readonly onExcluded?: (x: ProofExclusion) => void;
-}
-
-export type ProveResult =
-  | { readonly kind: 'written'; readonly proof: RetireProof; readonly out: string; readonly candidates: number }
-  | { readonly kind: 'no-candidates'; readonly out: string }
-  | { readonly kind: 'stopped'; readonly reason: string; readonly checked: number; readonly candidates: number };
-
-/** Answers per FC lookup statement. */
-const FC_LOOKUP_BATCH = 500;
+export type { ProveDeps, ProveOptions, ProveResult } from './types.js';
 
 /**
  * `retire-absent prove`, in this order (nothing is written until the end; any refusal leaves no file):
@@ -173,67 +130,4 @@ async function vouchedManifest(o: ProveOptions, first: Candidate, wanted: Readon
     sha256: reader.sha256!,
     completedAt: source.completedAt,
   };
-}
-
-/**
- * Step 4: every candidate looked up at FC by answer uuid, {@link FC_LOOKUP_BATCH} at a time (the
- * time taken just before each query is recorded); the proof's entries (sorted by key) and the
- * candidates left out, or `stopped` when the signal fired between batches.
- */
-async function lookUpAtFc(
-  db: Db,
-  candidates: readonly Candidate[],
-  taskStart: string,
-  deps: ProveDeps,
-): Promise<
-  | { readonly kind: 'looked'; readonly entries: ProofEntry[]; readonly excluded: ProofExclusion[] }
-  | Extract<ProveResult, { kind: 'stopped' }>
-> {
-  const entries: ProofEntry[] = [];
-  const excluded: ProofExclusion[] = [];
-  for (let i = 0; i < candidates.length; i += FC_LOOKUP_BATCH) {
-    if (deps.signal?.aborted)
-      return {
-        kind: 'stopped',
-        reason: String((deps.signal.reason as Error | undefined)?.message ?? 'signal'),
-        checked: i,
-        candidates: candidates.length,
-      };
-    const batch = candidates.slice(i, i + FC_LOOKUP_BATCH);
-    const checkedAt = deps.now().toISOString();
-    const q = retireSql.fcAnswers(batch.map((c) => c.answerUuid));
-    const found = new Map((await db.query<FcLookupRow>(q.sql, q.params)).map((r) => [r.answer_uuid, fcSeen(r)]));
-    for (const c of batch) {
-      const out = candidateExclusion(c, found.get(c.answerUuid) ?? null, taskStart);
-      if (out) {
-        const x: ProofExclusion = {
-          answerUuid: c.answerUuid,
-          reason: out.reason,
-          detail: out.detail,
-          fcCheckedAt: checkedAt,
-        };
-        excluded.push(x);
-        deps.onExcluded?.(x);
-      } else {
-        entries.push({
-          answerUuid: c.answerUuid,
-          expectedRevision: c.expectedRevision,
-          expectedHash: c.expectedHash,
-          expectedIsDeleted: c.expectedIsDeleted,
-          localCreateTime: c.localCreateTime!, // not null: candidateExclusion leaves those out
-          fcAbsentCheckedAt: checkedAt,
-        });
-      }
-    }
-  }
-  entries.sort((a, b) => compareKeys(a.answerUuid, b.answerUuid));
-  return { kind: 'looked', entries, excluded };
-}
-
-/** Step 5: the proof's id must not be one a proof with another digest recorded in `fc_reconcile_audit` (exit 4, no file). */
-async function refuseReusedId(proof: RetireProof, shDb: () => Promise<Db>): Promise<void> {
-  const q = retireSql.proofIdDigests(proof.proofId);
-  const recorded = (await (await shDb()).query<ProofIdDigestDbRow>(q.sql, q.params)).map((d) => d.proof_digest);
-  const reused = proofIdRefusal(proof.proofId, proof.digest, recorded);
-  if (reused) throw new SafetyError(`${reused.detail}; no proof written`);
 }

@@ -3,7 +3,13 @@
  * its evidence end line and its summary. The per-entry decisions are `../decide.ts`.
  */
 import { ExitCode } from '../../cli/exit.js';
-import { type ProofRefusalReason, REFUSAL_REASONS, type RefusalReason, type RetireDecision } from '../decide.js';
+import {
+  type ProofRefusalReason,
+  REFUSAL_REASONS,
+  type RefusalReason,
+  type RetireDecision,
+  type RetireProof,
+} from '../decide.js';
 
 /** One entry's outcome as printed and written to the evidence. */
 export interface EntryOutcome {
@@ -125,4 +131,22 @@ export function summarizeRetire(
     seconds,
   };
   return { summary, counts };
+}
+
+export type Expected = ReturnType<typeof expectedOf>;
+
+/** The expected values of an entry, as the evidence and the audit record them. */
+export function expectedOf(p: RetireProof, e: RetireProof['entries'][number]) {
+  return {
+    proofId: p.proofId,
+    proofDigest: p.digest,
+    taskId: p.taskId,
+    taskStart: p.taskStart,
+    formUuid: p.formUuid,
+    revision: e.expectedRevision,
+    contentHash: e.expectedHash,
+    isDeleted: e.expectedIsDeleted,
+    createTime: e.localCreateTime,
+    fcAbsentCheckedAt: e.fcAbsentCheckedAt,
+  };
 }

@@ -1,3 +1,4 @@
+/** store.ts: this verb's executed statements (from sql.ts), rows mapped; read-only, so no run.ts. */
 /**
  * `deliveries failed` (seed 000 §8 `failedPage`): one page of the FAILED and DEAD rows of one
  * consumer and school, newest first, for a responder deciding what to replay; and the whole

@@ -1,11 +1,16 @@
 import { createElement } from 'react';
 import { render, renderToString } from 'ink';
 import type { ProgressSnapshot } from '../progress.js';
-import { ProgressView, TableView } from './views.js';
+import { ProgressView, type ReportBlock, ReportView, TableView } from './views.js';
 
 /** A titled table rendered by ink to a string. */
 export function tableText(title: string | undefined, lines: readonly string[]): string {
   return renderToString(createElement(TableView, { title, lines }));
+}
+
+/** A report of titled blocks rendered by ink to a string (`fcctl explain`). */
+export function reportText(blocks: readonly ReportBlock[]): string {
+  return renderToString(createElement(ReportView, { blocks }));
 }
 
 /** A live progress view on `stream`, redrawn from `snapshot()`. */

@@ -51,7 +51,9 @@ export async function categoryInRunDir(
   const d = await pairDir(dir, schId, formUuid);
   if (d === null) return null;
   const run = await readJson(join(d, 'run.json'));
-  const runId = typeof run?.['runId'] === 'string' ? run['runId'] : null;
+  // a pair of an --all run names the run it belongs to (the task table's run id) beside its own
+  const named = run?.['allRunId'] ?? run?.['runId'];
+  const runId = typeof named === 'string' ? named : null;
   const report = join(d, 'report.csv');
   const lines = createInterface({ input: createReadStream(report, 'utf8'), crlfDelay: Number.POSITIVE_INFINITY });
   try {

@@ -5,6 +5,7 @@
  * resolved at the flow-center stand-in — and the suggested replay and repair commands run as printed.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { APP_FLOW, BIZ_TYPE, flowEnv, insertCommands, ownedInstance } from '../helpers/apply-commands.js';
@@ -150,6 +151,7 @@ describe('fcctl explain answer: verdicts from real rows', () => {
 
   test('applied with a stale projection: the repair runs as printed, then delivered and applied, audited', async ({
     dbs,
+    tmp,
   }) => {
     const env = dbs.env();
     const a = await arrange(dbs);
@@ -171,8 +173,12 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(s.doc!['verdicts']).toEqual([
       { consumerAppKey: a.key, schId: '5', kind: 'SH_STALE', text: 'SH stale (revision 3, FC 4)', command: repair },
     ]);
-    const r = await runCli(asArgv(repair), { env });
+    // as pasted at a prompt: its evidence file goes to the current directory (here the file's temp dir)
+    const cwd = process.cwd();
+    process.chdir(tmp);
+    const r = await runCli(asArgv(repair), { env }).finally(() => process.chdir(cwd));
     expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(join(tmp, 'repair-evidence.jsonl'))).toBe(true);
     const after = await explain(['answer', a.answerUuid], env);
     expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null });
     expect(after.doc!['verdicts'][0].text).toMatch(

@@ -57,6 +57,11 @@ const BENCHES = {
     about:
       '`deliveries scan` wall time next to 20k PENDING rows, alone and after `--history N` (2,000,000) BROKER_ACCEPTED + N/40 DEAD rows, and its statements one by one (goal < 1 s at 2M)',
   },
+  explain: {
+    script: 'bench/explain.mjs',
+    about:
+      '`explain answer` wall time for one answer among 2,000,000 outbox rows and 1,000,000 projection rows (goal < 1 s, start-up included)',
+  },
   latency: {
     script: 'bench/latency.mjs',
     about:

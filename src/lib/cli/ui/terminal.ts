@@ -1,7 +1,7 @@
 import { createElement } from 'react';
 import { render, renderToString } from 'ink';
 import type { ProgressSnapshot } from '../progress.js';
-import { ProgressView, TableView } from './views.js';
+import { ProgressView, type ReportBlock, ReportView, TableView } from './views.js';
 
 /**
  * A titled table rendered by ink to a string, as wide as the terminal (ink's default is 80
@@ -9,6 +9,11 @@ import { ProgressView, TableView } from './views.js';
  */
 export function tableText(title: string | undefined, lines: readonly string[], columns?: number): string {
   return renderToString(createElement(TableView, { title, lines }), columns ? { columns } : {});
+}
+
+/** A report of titled blocks rendered by ink to a string (`fcctl explain`). */
+export function reportText(blocks: readonly ReportBlock[]): string {
+  return renderToString(createElement(ReportView, { blocks }));
 }
 
 /** A live progress view on `stream`, redrawn from `snapshot()`. */

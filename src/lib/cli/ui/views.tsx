@@ -41,3 +41,32 @@ export function TableView({ title, lines }: { title?: string; lines: readonly st
     </Box>
   );
 }
+
+/** One block of a report view: a bold title, then lines; a `warn` block's lines are yellow, `bad` red. */
+export interface ReportBlock {
+  readonly title: string;
+  readonly lines: readonly string[];
+  readonly tone?: 'plain' | 'warn' | 'bad' | 'good';
+}
+
+const TONE_COLOR = { plain: undefined, warn: 'yellow', bad: 'red', good: 'green' } as const;
+
+/** A report of titled blocks, drawn once (`fcctl explain`). */
+export function ReportView({ blocks }: { blocks: readonly ReportBlock[] }) {
+  return (
+    <Box flexDirection="column">
+      {blocks.map((b, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: a fixed list of blocks, drawn once, never reordered
+        <Box key={i} flexDirection="column" marginBottom={1}>
+          <Text bold>{b.title}</Text>
+          {b.lines.map((line, j) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: a fixed list of lines, drawn once
+            <Text key={j} color={TONE_COLOR[b.tone ?? 'plain']}>
+              {line}
+            </Text>
+          ))}
+        </Box>
+      ))}
+    </Box>
+  );
+}

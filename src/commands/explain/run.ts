@@ -1,0 +1,66 @@
+/**
+ * `fcctl explain`'s run functions: the sides from the config (a side without a URL is "not
+ * configured", never guessed), one library call (src/lib/explain/run.ts), then the render.
+ */
+import { ExitCode, FcctlError, UsageError } from '../../lib/cli/exit.js';
+import {
+  type ExplainAnswerOptions,
+  type ExplainDeps,
+  explainAnswer,
+  explainCommand,
+  explainEvent,
+} from '../../lib/explain/run.js';
+import { type ExplainOutput, renderExplain } from '../../lib/explain/render.js';
+import type { Ctx } from '../context.js';
+
+/** A flow lookup waits at most this long: explain is for a person at a prompt. */
+const FLOW_TIMEOUT_MS = 5000;
+
+function depsOf(ctx: Ctx): ExplainDeps {
+  const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl' | 'flowUrl') => Boolean(ctx.config[name].value);
+  if (!has('fcDatabaseUrl') && !has('shDatabaseUrl'))
+    throw new UsageError(
+      'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
+    );
+  return {
+    fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null,
+    shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null,
+    flow: has('flowUrl') ? () => ctx.flow({ timeoutMs: FLOW_TIMEOUT_MS }) : null,
+  };
+}
+
+/** Prints the document; found nowhere (and nothing unreachable) is one line and exit 1. */
+function finish(command: string, doc: ExplainOutput, ctx: Ctx, what: string): number {
+  if (doc.exitCode === ExitCode.ITEMS_FAILED)
+    throw new FcctlError(`${what}: not found ${NOT_FOUND_WHERE[command]}`, ExitCode.ITEMS_FAILED);
+  renderExplain({ command, ...doc }, ctx.io, ctx.output.json);
+  return doc.exitCode;
+}
+
+const NOT_FOUND_WHERE: Record<string, string> = {
+  'explain answer': 'at FC, in the outbox or at SH',
+  'explain event': 'in the outbox',
+  'explain command': 'in flow_apply_command or service_apply',
+};
+
+export async function runExplainAnswer(options: ExplainAnswerOptions, ctx: Ctx): Promise<number> {
+  const doc = await explainAnswer(options, depsOf(ctx));
+  return finish('explain answer', doc, ctx, `answer ${options.answerUuid}`);
+}
+
+export async function runExplainEvent(
+  options: Omit<ExplainAnswerOptions, 'answerUuid'> & { readonly eventId: string },
+  ctx: Ctx,
+): Promise<number> {
+  const { eventId, ...rest } = options;
+  const doc = await explainEvent(eventId, rest, depsOf(ctx));
+  return finish('explain event', doc, ctx, `event ${eventId}`);
+}
+
+export async function runExplainCommand(
+  options: { readonly bizType: string; readonly bizId: string },
+  ctx: Ctx,
+): Promise<number> {
+  const doc = await explainCommand(options, depsOf(ctx));
+  return finish('explain command', doc, ctx, `apply command ${options.bizType}/${options.bizId}`);
+}

@@ -1,0 +1,254 @@
+/**
+ * `fcctl explain`'s decisions over plain facts (issue 29 §1): the verdict of one consumer and school,
+ * the exact next command it suggests, relative times and the exit code. No I/O.
+ */
+import { ExitCode } from '../cli/exit.js';
+import type { GrantFacts, OutboxRow, ProjectionFacts, Verdict, VerdictFacts, VerdictKind } from './types.js';
+
+/**
+ * A row accepted longer ago than this and still not applied is no longer "in flight": a stale SH
+ * projection is then a finding of its own (the consumer lost or refused it), with its repair.
+ */
+export const APPLY_GRACE_SECONDS = 3600;
+
+/**
+ * A duration for a person: seconds under a minute, then minutes, hours, days (rounded).
+ * @example duration(180) // '3m'
+ */
+export function duration(seconds: number): string {
+  const s = Math.abs(Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  if (s < 86_400) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
+/**
+ * When a time relative to now is: "in 3m", "5m ago", "now".
+ * @example relative(180) // 'in 3m'
+ */
+export function relative(secondsFromNow: number | null): string | null {
+  if (secondsFromNow === null) return null;
+  if (Math.abs(secondsFromNow) < 1) return 'now';
+  return secondsFromNow > 0 ? `in ${duration(secondsFromNow)}` : `${duration(secondsFromNow)} ago`;
+}
+
+/**
+ * A shell word: left bare when it holds only characters no shell reads specially, else single-quoted.
+ * @example shellWord("a'b") // `'a'\''b'`
+ */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9._:/@%+=,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The stable code of a `last_error` (the text before the first ':'). */
+export function errorCode(lastError: string | null): string {
+  if (lastError === null || lastError === '') return 'no error recorded';
+  const i = lastError.indexOf(':');
+  return i < 0 ? lastError : lastError.slice(0, i);
+}
+
+/** The key can make a routing key (SPEC §4): `deliveries replay` refuses any other. */
+const routable = (key: string) => key !== '' && !/[.*#\s]/.test(key);
+
+/**
+ * `deliveries replay` of the row, as that command takes it, under an operation id that names the
+ * row and its generation: the same suggestion twice is one operation, a later generation a new one.
+ * @example replayCommand(row, 'a1…') // 'fcctl deliveries replay --consumer k --school 5 --answer a1… --expected-revision 4 --operation-id explain:<eventId>:g0 --execute'
+ */
+export function replayCommand(row: OutboxRow, answerUuid: string): string {
+  const generation = row.generation === null ? 'g0' : `g${row.generation.slice(0, 12)}`;
+  return [
+    'fcctl deliveries replay',
+    `--consumer ${shellWord(row.consumerAppKey)}`,
+    `--school ${row.schId}`,
+    `--answer ${answerUuid}`,
+    `--expected-revision ${row.revision}`,
+    `--operation-id ${shellWord(`explain:${row.eventId}:${generation}`)}`,
+    '--execute',
+  ].join(' ');
+}
+
+/**
+ * `projection repair-authoritative` of one answer, as that command takes it: the local triple as
+ * read (or `--expect-missing`), under a proof id naming the answer and FC's revision.
+ */
+export function repairCommand(
+  consumerAppKey: string,
+  schId: string,
+  answerUuid: string,
+  local: ProjectionFacts | null,
+  fcRevision: string,
+): string {
+  const expected =
+    local === null
+      ? ['--expect-missing']
+      : [
+          `--expected-revision ${local.revision}`,
+          `--expected-hash ${local.contentHash}`,
+          `--expected-is-deleted ${local.isDeleted ? 1 : 0}`,
+        ];
+  return [
+    'fcctl projection repair-authoritative',
+    `--consumer ${shellWord(consumerAppKey)}`,
+    `--school ${schId}`,
+    `--answer ${answerUuid}`,
+    ...expected,
+    `--proof-id ${shellWord(`explain:${answerUuid}:${fcRevision}`)}`,
+    '--execute',
+  ].join(' ');
+}
+
+/** Why the grant does not let this row out, or null when it does (SPEC §5 check 2). */
+export function grantProblem(grant: GrantFacts | null, rowGrantVersion: string | null): string | null {
+  if (grant === null) return 'no grant';
+  if (grant.revoked) return `grant revoked (version ${grant.grantVersion})`;
+  if (!grant.read || !grant.subscribe) return `grant without ${grant.read ? 'subscribe' : 'read'}`;
+  if (rowGrantVersion !== null && grant.grantVersion !== rowGrantVersion)
+    return `grant version ${grant.grantVersion}, the row's ${rowGrantVersion}`;
+  return null;
+}
+
+const cmp = (a: string, b: string) => {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+type Make = (kind: VerdictKind, text: string, command?: string | null) => Verdict;
+
+/**
+ * The verdict of one consumer and school of an answer: where the answer is and why, and the exact
+ * next command where one helps. Decided in the chain's order: FC, grant, outbox, SH.
+ * @example verdictOf(facts).text // 'waiting: next retry in 3m after NACK ×2'
+ */
+export function verdictOf(f: VerdictFacts): Verdict {
+  const make: Make = (kind, text, command = null) => ({
+    consumerAppKey: f.consumerAppKey,
+    schId: f.schId,
+    kind,
+    text,
+    command,
+  });
+  if (f.fc.kind === 'unread') return make('UNKNOWN', 'FC not read: no verdict without the answer row and the outbox');
+  if (f.fc.kind === 'absent') return absentVerdict(f, make);
+  const fc = f.fc;
+  const grant = f.grant === 'unread' ? null : f.grant;
+  const row = f.newest;
+  if (row === null) {
+    const problem = grantProblem(grant, null);
+    return problem === null
+      ? make('NO_DELIVERY_ROW', `no outbox row: the producer has not written revision ${fc.revision} for this consumer`)
+      : make('NO_GRANT', `${problem} and no outbox row: nothing is delivered to this consumer and school`);
+  }
+  if (cmp(row.revision, fc.revision) < 0)
+    return make(
+      'OUTBOX_BEHIND',
+      `outbox behind FC: newest row revision ${row.revision} (${row.state}), FC ${fc.revision}: the producer has not written revision ${fc.revision}`,
+    );
+  if (row.state === 'BROKER_ACCEPTED') return acceptedVerdict(f, row, fc.revision, make);
+  return pendingVerdict(f.answerUuid, row, grant, make);
+}
+
+/** FC has no answer row: what SH holds decides. */
+function absentVerdict(f: VerdictFacts, make: Make): Verdict {
+  if (f.sh.kind === 'found') {
+    const sh = f.sh.row;
+    if (sh.retiredAt !== null)
+      return make('RETIRED', `absent at FC, retired at SH on ${sh.retiredAt} (proof ${sh.retireProofId ?? 'none'})`);
+    return make(
+      'ABSENT_AT_FC',
+      `absent at FC, present at SH (revision ${sh.revision}): see \`fcctl retire-absent prove\` (from a reconcile run's retire-candidates.jsonl)`,
+    );
+  }
+  const outbox = f.newest === null ? '' : ` (outbox: revision ${f.newest.revision}, ${f.newest.state})`;
+  return make('ABSENT_AT_FC', `absent at FC${outbox}; ${f.sh.kind === 'unread' ? 'SH not read' : 'absent at SH'}`);
+}
+
+/** The newest row is PENDING, FAILED, DEAD or GRANT_REVOKED. */
+function pendingVerdict(answerUuid: string, row: OutboxRow, grant: GrantFacts | null, make: Make): Verdict {
+  const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
+  if (row.state === 'GRANT_REVOKED')
+    return make(
+      'GRANT_REVOKED',
+      `GRANT_REVOKED (${errorCode(row.lastError)}): never replayed under an old grant; a new grant gets a new row from the producer`,
+    );
+  const problem = grantProblem(grant, row.grantVersion);
+  if (row.state === 'DEAD') {
+    if (row.consumerAppliedAt !== null)
+      return make('DELIVERED_APPLIED', `DEAD (${tries}) but applied by the consumer at ${row.consumerAppliedAt}`);
+    if (problem !== null) return make('DEAD', `DEAD (${tries}); ${problem}: a replay would answer GRANT_REVOKED`);
+    if (!routable(row.consumerAppKey))
+      return make('DEAD', `DEAD (${tries}); the consumer key cannot make a routing key: no replay can send it`);
+    return make('DEAD', `DEAD (${tries})`, replayCommand(row, answerUuid));
+  }
+  if (problem !== null)
+    return make('WILL_BE_REVOKED', `${row.state}, but ${problem}: the next send marks it GRANT_REVOKED`);
+  if (row.claimLive && row.claimOwner !== null) {
+    const holder = row.claimHolder;
+    const where =
+      holder === null
+        ? 'no registry row'
+        : `${holder.host} pid ${holder.pid}${holder.stale ? ', registry row stale' : ''}`;
+    return make('SENDING', `being sent: claimed by ${row.claimOwner} until ${row.claimExpiresAt} (${where})`);
+  }
+  if (grant !== null && !grant.push)
+    return make('HELD', `held: push_allowed = 0 (${row.state}${row.retryCount > 0 ? ` after ${tries}` : ''})`);
+  const when =
+    row.nextRetryInSeconds === null || row.nextRetryInSeconds <= 0
+      ? 'due now'
+      : `next retry ${relative(row.nextRetryInSeconds)}`;
+  return make('WAITING', `waiting: ${when}${row.state === 'FAILED' ? ` after ${tries}` : ' (PENDING)'}`);
+}
+
+/** The newest row was accepted by the broker: the consumer's receipt and SH's projection decide. */
+function acceptedVerdict(f: VerdictFacts, row: OutboxRow, fcRevision: string, make: Make): Verdict {
+  const applied = row.consumerAppliedAt !== null;
+  const settled = applied || (row.acceptedAgoSeconds ?? 0) >= APPLY_GRACE_SECONDS;
+  const sh = settled ? shVerdict(f, fcRevision, make) : null;
+  if (sh !== null) return sh;
+  if (applied)
+    return make(
+      'DELIVERED_APPLIED',
+      `delivered and applied (${row.consumerOutcome ?? 'no outcome'} at ${row.consumerAppliedAt})`,
+    );
+  const ago = row.acceptedAgoSeconds === null ? '' : ` (${duration(row.acceptedAgoSeconds)})`;
+  return make('ACCEPTED_NOT_APPLIED', `accepted by the broker, not yet applied by the consumer${ago}`);
+}
+
+/** SH against FC once the delivery is done: null when they agree or SH was not read. */
+function shVerdict(f: VerdictFacts, fcRevision: string, make: Make): Verdict | null {
+  if (f.fc.kind !== 'found' || f.sh.kind === 'unread') return null;
+  const fc = f.fc;
+  const repair = (local: ProjectionFacts | null) =>
+    repairCommand(f.consumerAppKey, f.schId, f.answerUuid, local, fcRevision);
+  if (f.sh.kind === 'absent')
+    return make('SH_MISSING', `SH has no projection (FC revision ${fcRevision})`, repair(null));
+  const sh = f.sh.row;
+  if (sh.retiredAt !== null)
+    return make(
+      'RETIRED_PRESENT_AT_FC',
+      `retired at SH (proof ${sh.retireProofId ?? 'none'}) but present at FC (revision ${fcRevision}): a person decides`,
+    );
+  const c = cmp(sh.revision, fcRevision);
+  if (c < 0) return make('SH_STALE', `SH stale (revision ${sh.revision}, FC ${fcRevision})`, repair(sh));
+  if (c > 0)
+    return make('SH_AHEAD', `SH ahead (revision ${sh.revision}, FC ${fcRevision}): never downgraded; a person decides`);
+  if ((fc.contentHash !== null && sh.contentHash !== fc.contentHash) || sh.isDeleted !== fc.isDeleted)
+    return make(
+      'SH_DIFFERS',
+      `SH differs at revision ${sh.revision} (hash ${sh.contentHash.slice(0, 12)}…, FC ${(fc.contentHash ?? '').slice(0, 12)}…)`,
+      repair(sh),
+    );
+  return null;
+}
+
+/**
+ * The exit code of an explain: 1 when the subject was found nowhere that was read, 3 when a side
+ * could not be reached (the others are still shown), else 0.
+ * @example explainExitCode({ found: true, unreachable: 0 }) // 0
+ */
+export function explainExitCode(r: { readonly found: boolean; readonly unreachable: number }): ExitCode {
+  if (r.unreachable > 0) return ExitCode.ENVIRONMENT;
+  return r.found ? ExitCode.OK : ExitCode.ITEMS_FAILED;
+}

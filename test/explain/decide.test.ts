@@ -1,0 +1,475 @@
+/**
+ * `fcctl explain`'s verdict (issue 29 §1), without I/O: one row per situation of the chain (FC,
+ * grant, the newest outbox row's state, SH), then every combination checked for what must hold.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  duration,
+  errorCode,
+  explainExitCode,
+  relative,
+  repairCommand,
+  replayCommand,
+  shellWord,
+  verdictOf,
+} from '../../src/lib/explain/decide.js';
+import type { GrantFacts, OutboxRow, ProjectionFacts, VerdictFacts } from '../../src/lib/explain/types.js';
+
+const A = '0a0b0c0d-0000-4000-8000-00000000000a';
+const HASH = 'a'.repeat(64);
+const OTHER = 'b'.repeat(64);
+
+const grant = (g: Partial<GrantFacts> = {}): GrantFacts => ({
+  consumerAppKey: 'k1',
+  schId: '5',
+  grantVersion: '1',
+  read: true,
+  subscribe: true,
+  push: true,
+  revoked: false,
+  ...g,
+});
+const row = (r: Partial<OutboxRow> = {}): OutboxRow => ({
+  eventId: 'e1',
+  eventType: 'created',
+  consumerAppKey: 'k1',
+  schId: '5',
+  grantVersion: '1',
+  formUuid: 'f',
+  revision: '4',
+  isDeleted: false,
+  contentHash: HASH,
+  generation: null,
+  state: 'PENDING',
+  retryCount: 0,
+  lastError: null,
+  nextRetryAt: null,
+  nextRetryInSeconds: null,
+  brokerAcceptedAt: null,
+  acceptedAgoSeconds: null,
+  consumerAppliedAt: null,
+  consumerOutcome: null,
+  claimOwner: null,
+  claimExpiresAt: null,
+  claimLive: false,
+  claimHolder: null,
+  createTime: '2026-12-01 10:00:00',
+  ...r,
+});
+const proj = (p: Partial<ProjectionFacts> = {}): ProjectionFacts => ({
+  schId: '5',
+  formUuid: 'f',
+  revision: '4',
+  contentHash: HASH,
+  isDeleted: false,
+  linkState: 'LINKED',
+  applyId: null,
+  flowGuid: null,
+  conflictFlag: false,
+  projectionVersion: '1',
+  createTime: null,
+  updateTime: null,
+  retiredAt: null,
+  retireProofId: null,
+  lastRepairProofId: null,
+  lastRepairedAt: null,
+  ...p,
+});
+const facts = (f: Partial<VerdictFacts> = {}): VerdictFacts => ({
+  answerUuid: A,
+  consumerAppKey: 'k1',
+  schId: '5',
+  fc: { kind: 'found', revision: '4', contentHash: HASH, isDeleted: false },
+  grant: grant(),
+  newest: row(),
+  sh: { kind: 'unread' },
+  ...f,
+});
+const accepted = (r: Partial<OutboxRow> = {}) =>
+  row({ state: 'BROKER_ACCEPTED', brokerAcceptedAt: '2026-12-01 10:00:01', acceptedAgoSeconds: 7200, ...r });
+const applied = accepted({ consumerAppliedAt: '2026-12-01 10:00:05', consumerOutcome: 'APPLIED' });
+const REPLAY = `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0 --execute`;
+const repair = (expected: string) =>
+  `fcctl projection repair-authoritative --consumer k1 --school 5 --answer ${A} ${expected} --proof-id explain:${A}:4 --execute`;
+
+describe('verdictOf: one row per situation', () => {
+  it.each<[string, Partial<VerdictFacts>, string, string, string | null]>([
+    ['FC not read', { fc: { kind: 'unread' } }, 'UNKNOWN', 'FC not read', null],
+    [
+      'absent at FC, present at SH',
+      { fc: { kind: 'absent' }, sh: { kind: 'found', row: proj({ revision: '3' }) } },
+      'ABSENT_AT_FC',
+      'absent at FC, present at SH (revision 3): see `fcctl retire-absent prove`',
+      null,
+    ],
+    [
+      'absent at FC, retired at SH',
+      {
+        fc: { kind: 'absent' },
+        sh: { kind: 'found', row: proj({ retiredAt: '2026-12-01 03:00:00', retireProofId: 'p1' }) },
+      },
+      'RETIRED',
+      'absent at FC, retired at SH on 2026-12-01 03:00:00 (proof p1)',
+      null,
+    ],
+    [
+      'absent at FC and SH',
+      { fc: { kind: 'absent' }, sh: { kind: 'absent' } },
+      'ABSENT_AT_FC',
+      'absent at FC (outbox: revision 4, PENDING); absent at SH',
+      null,
+    ],
+    [
+      'absent at FC, SH not read, no row',
+      { fc: { kind: 'absent' }, newest: null },
+      'ABSENT_AT_FC',
+      'absent at FC; SH not read',
+      null,
+    ],
+    [
+      'no row, grant fine',
+      { newest: null },
+      'NO_DELIVERY_ROW',
+      'no outbox row: the producer has not written revision 4',
+      null,
+    ],
+    ['no row, no grant', { newest: null, grant: null }, 'NO_GRANT', 'no grant and no outbox row', null],
+    [
+      'no row, grant revoked',
+      { newest: null, grant: grant({ revoked: true }) },
+      'NO_GRANT',
+      'grant revoked (version 1) and no outbox row',
+      null,
+    ],
+    [
+      'outbox behind FC',
+      { newest: accepted({ revision: '3' }) },
+      'OUTBOX_BEHIND',
+      'outbox behind FC: newest row revision 3 (BROKER_ACCEPTED), FC 4',
+      null,
+    ],
+    ['PENDING due', {}, 'WAITING', 'waiting: due now (PENDING)', null],
+    [
+      'FAILED, next retry in 3m',
+      { newest: row({ state: 'FAILED', retryCount: 2, lastError: 'NACK: nacked', nextRetryInSeconds: 180 }) },
+      'WAITING',
+      'waiting: next retry in 3m after NACK ×2',
+      null,
+    ],
+    [
+      'FAILED overdue',
+      { newest: row({ state: 'FAILED', retryCount: 1, lastError: 'NO_ROUTE: x', nextRetryInSeconds: -30 }) },
+      'WAITING',
+      'waiting: due now after NO_ROUTE ×1',
+      null,
+    ],
+    ['held', { grant: grant({ push: false }) }, 'HELD', 'held: push_allowed = 0 (PENDING)', null],
+    [
+      'held after failures',
+      { grant: grant({ push: false }), newest: row({ state: 'FAILED', retryCount: 2, lastError: 'NACK' }) },
+      'HELD',
+      'held: push_allowed = 0 (FAILED after NACK ×2)',
+      null,
+    ],
+    [
+      'claimed by a live relay',
+      {
+        newest: row({
+          claimOwner: 'h1:42:abc',
+          claimLive: true,
+          claimExpiresAt: '2026-12-01 10:01:00',
+          claimHolder: { workerId: 'w', host: 'h1', pid: 42, state: 'running', lastBeatAt: 'x', stale: false },
+        }),
+      },
+      'SENDING',
+      'being sent: claimed by h1:42:abc until 2026-12-01 10:01:00 (h1 pid 42)',
+      null,
+    ],
+    [
+      'claimed, no registry row',
+      { newest: row({ claimOwner: 'h1:42:abc', claimLive: true, claimExpiresAt: 't' }) },
+      'SENDING',
+      '(no registry row)',
+      null,
+    ],
+    [
+      'an expired claim is no claim',
+      { newest: row({ claimOwner: 'h1:42:abc', claimLive: false }) },
+      'WAITING',
+      'waiting: due now',
+      null,
+    ],
+    [
+      'PENDING, grant revoked',
+      { grant: grant({ revoked: true }) },
+      'WILL_BE_REVOKED',
+      'PENDING, but grant revoked (version 1): the next send marks it GRANT_REVOKED',
+      null,
+    ],
+    [
+      'PENDING, grant advanced',
+      { grant: grant({ grantVersion: '2' }) },
+      'WILL_BE_REVOKED',
+      "grant version 2, the row's 1",
+      null,
+    ],
+    [
+      'PENDING, no subscribe',
+      { grant: grant({ subscribe: false }) },
+      'WILL_BE_REVOKED',
+      'grant without subscribe',
+      null,
+    ],
+    ['PENDING, no grant', { grant: null }, 'WILL_BE_REVOKED', 'no grant', null],
+    [
+      'DEAD',
+      { newest: row({ state: 'DEAD', retryCount: 8, lastError: 'NO_ROUTE: unroutable' }) },
+      'DEAD',
+      'DEAD (NO_ROUTE ×8)',
+      REPLAY,
+    ],
+    [
+      'DEAD after a replay: the next generation',
+      { newest: row({ state: 'DEAD', retryCount: 8, lastError: 'NACK', generation: 'c'.repeat(64) }) },
+      'DEAD',
+      'DEAD (NACK ×8)',
+      REPLAY.replace('explain:e1:g0', `explain:e1:g${'c'.repeat(12)}`),
+    ],
+    [
+      'DEAD, grant revoked',
+      { grant: grant({ revoked: true }), newest: row({ state: 'DEAD', retryCount: 8, lastError: 'NACK' }) },
+      'DEAD',
+      'a replay would answer GRANT_REVOKED',
+      null,
+    ],
+    [
+      'DEAD, unroutable key',
+      {
+        consumerAppKey: 'k.1',
+        newest: row({ consumerAppKey: 'k.1', state: 'DEAD', retryCount: 8, lastError: 'INVALID_ROUTING_KEY' }),
+      },
+      'DEAD',
+      'cannot make a routing key',
+      null,
+    ],
+    [
+      'DEAD but applied',
+      { newest: row({ state: 'DEAD', retryCount: 8, lastError: 'NACK', consumerAppliedAt: 't' }) },
+      'DELIVERED_APPLIED',
+      'but applied by the consumer at t',
+      null,
+    ],
+    [
+      'GRANT_REVOKED',
+      { newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_REVOKED: revoked' }) },
+      'GRANT_REVOKED',
+      'never replayed under an old grant',
+      null,
+    ],
+    [
+      'applied, SH not read',
+      { newest: applied },
+      'DELIVERED_APPLIED',
+      'delivered and applied (APPLIED at 2026-12-01 10:00:05)',
+      null,
+    ],
+    [
+      'applied, SH in step',
+      { newest: applied, sh: { kind: 'found', row: proj() } },
+      'DELIVERED_APPLIED',
+      'delivered and applied',
+      null,
+    ],
+    [
+      'accepted 2h ago, not applied, SH not read',
+      { newest: accepted() },
+      'ACCEPTED_NOT_APPLIED',
+      'accepted by the broker, not yet applied by the consumer (2h)',
+      null,
+    ],
+    [
+      'accepted 2m ago, SH stale: still in flight',
+      { newest: accepted({ acceptedAgoSeconds: 120 }), sh: { kind: 'found', row: proj({ revision: '3' }) } },
+      'ACCEPTED_NOT_APPLIED',
+      'not yet applied by the consumer (2m)',
+      null,
+    ],
+    [
+      'applied, SH stale',
+      { newest: applied, sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) } },
+      'SH_STALE',
+      'SH stale (revision 3, FC 4)',
+      repair(`--expected-revision 3 --expected-hash ${OTHER} --expected-is-deleted 0`),
+    ],
+    [
+      'accepted 2h ago, SH stale',
+      { newest: accepted(), sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) } },
+      'SH_STALE',
+      'SH stale (revision 3, FC 4)',
+      repair(`--expected-revision 3 --expected-hash ${OTHER} --expected-is-deleted 0`),
+    ],
+    [
+      'applied, SH missing',
+      { newest: applied, sh: { kind: 'absent' } },
+      'SH_MISSING',
+      'SH has no projection (FC revision 4)',
+      repair('--expect-missing'),
+    ],
+    [
+      'applied, SH same revision other hash',
+      { newest: applied, sh: { kind: 'found', row: proj({ contentHash: OTHER }) } },
+      'SH_DIFFERS',
+      'SH differs at revision 4',
+      repair(`--expected-revision 4 --expected-hash ${OTHER} --expected-is-deleted 0`),
+    ],
+    [
+      'applied, SH same revision other isDeleted',
+      { newest: applied, sh: { kind: 'found', row: proj({ isDeleted: true }) } },
+      'SH_DIFFERS',
+      'SH differs at revision 4',
+      repair(`--expected-revision 4 --expected-hash ${HASH} --expected-is-deleted 1`),
+    ],
+    [
+      'applied, SH ahead',
+      { newest: applied, sh: { kind: 'found', row: proj({ revision: '5' }) } },
+      'SH_AHEAD',
+      'SH ahead (revision 5, FC 4): never downgraded',
+      null,
+    ],
+    [
+      'applied, SH retired',
+      { newest: applied, sh: { kind: 'found', row: proj({ retiredAt: 't', retireProofId: 'p' }) } },
+      'RETIRED_PRESENT_AT_FC',
+      'retired at SH (proof p) but present at FC (revision 4)',
+      null,
+    ],
+    [
+      'revisions beyond 2^53 compare exactly',
+      {
+        fc: { kind: 'found', revision: '9007199254740993', contentHash: HASH, isDeleted: false },
+        newest: row({ revision: '9007199254740992' }),
+      },
+      'OUTBOX_BEHIND',
+      'revision 9007199254740992',
+      null,
+    ],
+  ])('%s', (_name, f, kind, text, command) => {
+    const v = verdictOf(facts(f));
+    expect(v.kind).toBe(kind);
+    expect(v.text).toContain(text);
+    expect(v.command).toBe(command);
+    expect(v).toMatchObject({ consumerAppKey: f.consumerAppKey ?? 'k1', schId: '5' });
+  });
+});
+
+describe('verdictOf: every state × grant × SH situation', () => {
+  const states: Array<[string, OutboxRow | null]> = [
+    ['none', null],
+    ['PENDING', row()],
+    ['FAILED', row({ state: 'FAILED', retryCount: 3, lastError: 'NACK', nextRetryInSeconds: 60 })],
+    ['DEAD', row({ state: 'DEAD', retryCount: 8, lastError: 'NO_ROUTE' })],
+    ['GRANT_REVOKED', row({ state: 'GRANT_REVOKED', lastError: 'GRANT_REVOKED' })],
+    ['ACCEPTED recent', accepted({ acceptedAgoSeconds: 10 })],
+    ['ACCEPTED old', accepted()],
+    ['APPLIED', applied],
+    ['older revision', accepted({ revision: '3' })],
+  ];
+  const grants: Array<[string, GrantFacts | null]> = [
+    ['ok', grant()],
+    ['push 0', grant({ push: false })],
+    ['revoked', grant({ revoked: true })],
+    ['advanced', grant({ grantVersion: '9' })],
+    ['none', null],
+  ];
+  const shs: Array<[string, VerdictFacts['sh']]> = [
+    ['unread', { kind: 'unread' }],
+    ['absent', { kind: 'absent' }],
+    ['in step', { kind: 'found', row: proj() }],
+    ['stale', { kind: 'found', row: proj({ revision: '3' }) }],
+    ['ahead', { kind: 'found', row: proj({ revision: '5' }) }],
+    ['differs', { kind: 'found', row: proj({ contentHash: OTHER }) }],
+    ['retired', { kind: 'found', row: proj({ retiredAt: 't' }) }],
+  ];
+  const fcs: Array<[string, VerdictFacts['fc']]> = [
+    ['found', { kind: 'found', revision: '4', contentHash: HASH, isDeleted: false }],
+    ['absent', { kind: 'absent' }],
+  ];
+  const all = fcs.flatMap(([fn, fc]) =>
+    states.flatMap(([sn, newest]) =>
+      grants.flatMap(([gn, g]) =>
+        shs.map(([hn, sh]) => [`${fn}/${sn}/${gn}/${hn}`, facts({ fc, newest, grant: g, sh })] as const),
+      ),
+    ),
+  );
+
+  it(`covers ${all.length} combinations, each with a sentence`, () => {
+    expect(all).toHaveLength(2 * 9 * 5 * 7);
+    for (const [name, f] of all) expect(verdictOf(f).text.length, name).toBeGreaterThan(10);
+  });
+
+  it('suggests a replay only for a DEAD row whose grant lets it out, exactly as replay takes it', () => {
+    for (const [name, f] of all) {
+      const v = verdictOf(f);
+      if (v.command?.startsWith('fcctl deliveries replay')) {
+        expect(f.newest?.state, name).toBe('DEAD');
+        expect(f.fc.kind).toBe('found');
+        expect(v.command).toBe(replayCommand(f.newest!, A));
+      }
+      if (f.fc.kind === 'found' && f.newest?.state === 'DEAD' && f.grant !== null && f.grant !== 'unread') {
+        const g = f.grant;
+        const free = !g.revoked && g.read && g.subscribe && g.grantVersion === '1';
+        expect(v.command !== null, name).toBe(free);
+      }
+    }
+  });
+
+  it('suggests a repair only once the delivery is settled and SH is missing, behind or different', () => {
+    for (const [name, f] of all) {
+      const v = verdictOf(f);
+      if (!v.command?.startsWith('fcctl projection repair-authoritative')) continue;
+      expect(['SH_STALE', 'SH_MISSING', 'SH_DIFFERS'], name).toContain(v.kind);
+      expect(f.newest?.state, name).toBe('BROKER_ACCEPTED');
+      expect(f.newest?.consumerAppliedAt !== null || (f.newest?.acceptedAgoSeconds ?? 0) >= 3600, name).toBe(true);
+    }
+    const kinds = new Set(all.map(([, f]) => verdictOf(f).kind));
+    for (const k of ['SH_STALE', 'SH_MISSING', 'SH_DIFFERS', 'SH_AHEAD', 'HELD', 'DEAD', 'WAITING', 'ABSENT_AT_FC'])
+      expect(kinds).toContain(k);
+  });
+
+  it('FC absent never suggests a command and never reads the grant', () => {
+    for (const [name, f] of all) if (f.fc.kind === 'absent') expect(verdictOf(f).command, name).toBeNull();
+  });
+});
+
+describe('helpers', () => {
+  it.each([
+    [0, '0s'],
+    [59, '59s'],
+    [180, '3m'],
+    [7200, '2h'],
+    [172_800, '2d'],
+  ])('duration(%d) = %s', (s, text) => expect(duration(s)).toBe(text));
+  it('relative', () => {
+    expect(relative(180)).toBe('in 3m');
+    expect(relative(-300)).toBe('5m ago');
+    expect(relative(0)).toBe('now');
+    expect(relative(null)).toBeNull();
+  });
+  it('shellWord quotes what a shell would read', () => {
+    expect(shellWord('explain:e1:g0')).toBe('explain:e1:g0');
+    expect(shellWord("k'$x")).toBe(`'k'\\''$x'`);
+  });
+  it('errorCode', () => {
+    expect(errorCode('NACK: nacked by broker')).toBe('NACK');
+    expect(errorCode(null)).toBe('no error recorded');
+  });
+  it('repairCommand of a missing row', () => {
+    expect(repairCommand('k1', '5', A, null, '4')).toBe(repair('--expect-missing'));
+  });
+  it('explainExitCode', () => {
+    expect(explainExitCode({ found: true, unreachable: 0 })).toBe(0);
+    expect(explainExitCode({ found: false, unreachable: 0 })).toBe(1);
+    expect(explainExitCode({ found: true, unreachable: 1 })).toBe(3);
+    expect(explainExitCode({ found: false, unreachable: 1 })).toBe(3);
+  });
+});

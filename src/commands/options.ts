@@ -14,7 +14,10 @@ import type { ManifestSide } from '../lib/manifest/row.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 import { UsageError } from '../lib/cli/exit.js';
 import { type LoadLimit, mergeMaxLoad, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
-import { listenAddress } from '../lib/service/decide.js';
+
+export type { ServiceFlags } from '../lib/service/decide.js';
+export type { ThrottleOptions } from '../lib/db/throttle.js';
+import { listenAddress, type ServiceFlags } from '../lib/service/decide.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -484,11 +487,6 @@ export function addThrottleOptions(cmd: Command, readDatabase: string): Command 
     );
 }
 
-/** A command's options that {@link addThrottleOptions} declared. */
-export interface ThrottleOptions {
-  readonly throttle: ThrottleLimits;
-}
-
 /** The limits {@link addThrottleOptions} parsed; `--replica-url` without `--max-lag` is exit 2. */
 export function throttleLimitsOf(o: Record<string, unknown>): ThrottleLimits {
   const maxLagSeconds = (o['maxLag'] as number | undefined) ?? null;
@@ -581,15 +579,6 @@ function listenArg(value: string): { host: string; port: number } {
   const address = listenAddress(value);
   if (!address) throw new InvalidArgumentError('expected [HOST]:PORT, e.g. :9464 (127.0.0.1) or 0.0.0.0:9464');
   return address;
-}
-
-/** The service flags of a command that can run as a service (issue 27). */
-export interface ServiceFlags {
-  readonly follow: boolean;
-  readonly pollMs: number;
-  readonly drainMs: number;
-  readonly listen: { readonly host: string; readonly port: number } | null;
-  readonly heartbeatSeconds: number;
 }
 
 /**

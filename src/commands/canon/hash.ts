@@ -1,20 +1,13 @@
 import { type Command, Option } from 'commander';
 import { DEFAULT_MAX_LINE_BYTES } from '../../lib/canon/hash/decide.js';
-import { type CanonHashOptions, runCanonHash as hash } from '../../lib/canon/hash/run.js';
+import type { CanonHashOptions } from '../../lib/canon/hash/run.js';
 import { MAX_INPUT_BYTES, type NumberMode } from '../../lib/canon/index.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
 import { intArg, numberModeOption } from '../options.js';
+import { runCanonHash } from '../../lib/canon/hash/command.js';
 
 export type { CanonHashOptions } from '../../lib/canon/hash/run.js';
 export { DEFAULT_MAX_LINE_BYTES, LINE_TOO_LONG } from '../../lib/canon/hash/decide.js';
-
-/**
- * `fcctl canon hash [FILE|-]`: the fc.canon.v1 hash (or, with `--canonical`, the canonical bytes)
- * of one JSON document, or of each line of a JSON Lines input with `--lines`.
- */
-export async function runCanonHash(options: CanonHashOptions, ctx: Ctx): Promise<number> {
-  return hash(options, { io: ctx.io, signal: ctx.signal });
-}
 
 export function createCanonHashCommand(
   parent: Command,

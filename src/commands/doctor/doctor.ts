@@ -1,41 +1,12 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../lib/cli/exit.js';
-import { redact } from '../../lib/config/mask.js';
-import { summarizeDoctor } from '../../lib/doctor/checks.js';
 import { CONSUMER_QUEUE } from '../../lib/doctor/isolation.js';
-import { type DoctorOptions, runDoctor as runChecks } from '../../lib/doctor/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { DoctorOptions } from '../../lib/doctor/run.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
 import { consumerQueueOption, consumerUserOption } from '../options.js';
+import { runDoctor } from '../../lib/doctor/command.js';
 
 export type { DoctorOptions } from '../../lib/doctor/run.js';
-
-/**
- * `fcctl doctor [--probe] [--isolation]`: every configured connection, the schemas, the exchange,
- * the broker's return behaviour, the broker's isolation.
- */
-export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<number> {
-  const message = (err: unknown) =>
-    redact(((err as Error)?.message ?? String(err)).split('\n')[0] ?? '', ctx.secrets());
-  const results = await runChecks(options, {
-    config: ctx.config,
-    fcDb: ctx.fcDb,
-    shDb: ctx.shDb,
-    amqp: ctx.amqp,
-    flow: ctx.flow,
-    message,
-  });
-  for (const r of results) ctx.output.event('check', { ...r });
-  if (!ctx.output.json)
-    ctx.output.rows(
-      results as unknown as Record<string, unknown>[],
-      [{ key: 'check' }, { key: 'status' }, { key: 'detail' }],
-      'table',
-      'fcctl doctor',
-    );
-  const summary = summarizeDoctor(results);
-  ctx.output.summary({ command: 'doctor', ...summary });
-  return summary.exitCode;
-}
 
 export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor): Command {
   return (

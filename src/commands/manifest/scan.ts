@@ -1,14 +1,8 @@
 import type { Command } from 'commander';
-import { requireSetting } from '../../lib/config/config.js';
-import { requireDirectoryOf } from '../../lib/fs/paths.js';
-import { databaseIdentity, defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
 import type { ManifestSide } from '../../lib/manifest/row.js';
-import { scanExitCode, summarizeScan } from '../../lib/manifest/scan/decide.js';
-import { countScanRows, runManifestScan } from '../../lib/manifest/scan/run.js';
-import type { ScanResult } from '../../lib/manifest/scan/types.js';
 import type { Shard } from '../../lib/manifest/shard.js';
-import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
 import {
   addSchoolFormOptions,
   addThrottleOptions,
@@ -19,71 +13,7 @@ import {
   sideOption,
   throttleLimitsOf,
 } from '../options.js';
-import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-
-export interface ManifestScanOptions {
-  readonly side: ManifestSide;
-  readonly schId: string;
-  readonly formUuid: string;
-  readonly size: number;
-  readonly out: string;
-  /** default: beside the output (`x.jsonl` → `x.checkpoint.json`) */
-  readonly checkpoint: string | undefined;
-  readonly restart: boolean;
-  readonly shard: Shard | null;
-  /** `--max-load`, `--max-lag` on the side's database, before each page */
-  readonly throttle: ThrottleLimits;
-}
-
-/**
- * `fcctl manifest scan`: a whole side of one school and form (or one shard of it) into a JSONL
- * manifest with a checkpoint after every page (src/lib/manifest/scan/run.ts). Exit 0 when the
- * manifest is complete, 1 when a stop signal ended it early (run again to continue), 4 for a
- * checkpoint of other parameters or one a running scan holds.
- */
-export async function runManifestScanCommand(options: ManifestScanOptions, ctx: Ctx): Promise<number> {
-  const checkpoint = options.checkpoint ?? defaultCheckpointPath(options.out);
-  await requireDirectoryOf(options.out, '--out');
-  await requireDirectoryOf(checkpoint, '--checkpoint');
-  const url = requireSetting(ctx.config, options.side === 'sh' ? 'shDatabaseUrl' : 'fcDatabaseUrl');
-  const db = options.side === 'sh' ? await ctx.shDb() : await ctx.fcDb();
-  const { read: throttle } = await commandThrottles(ctx, options.throttle, {
-    read: { db: async () => db, label: options.side === 'sh' ? 'SH database' : 'FC database' },
-  });
-  const started = ctx.clock();
-  const progress = ctx.output.progress(`manifest scan ${options.side}`);
-  if (!ctx.output.json) progress.setTotal(await countScanRows(db, options));
-  let result: ScanResult;
-  try {
-    result = await runManifestScan(
-      {
-        side: options.side,
-        schId: options.schId,
-        formUuid: options.formUuid,
-        shard: options.shard,
-        size: options.size,
-        out: options.out,
-        checkpoint,
-        restart: options.restart,
-        database: databaseIdentity(url),
-      },
-      {
-        db,
-        signal: ctx.signal,
-        now: ctx.now,
-        onPage: (p) => recordRows(progress, p.pageRows),
-        ...(throttle ? { throttle } : {}),
-      },
-    );
-  } finally {
-    progress.stop();
-  }
-  ctx.output.summary({
-    ...summarizeScan(options, result, ctx.clock() - started),
-    throttledSeconds: throttledSeconds([throttle]),
-  });
-  return scanExitCode(result);
-}
+import { type ManifestScanOptions, runManifestScanCommand } from '../../lib/manifest/scan/command.js';
 
 export function createManifestScanCommand(
   parent: Command,

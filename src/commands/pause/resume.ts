@@ -1,37 +1,8 @@
 import type { Command } from 'commander';
-import { ExitCode, UsageError } from '../../lib/cli/exit.js';
-import { pausableCommand, type PauseSide, reasonProblem } from '../../lib/pause/decide.js';
-import { clearPause, whoAmI } from '../../lib/pause/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-
-export interface ResumeOptions {
-  readonly command: string;
-  readonly side: PauseSide;
-  readonly reason: string | null;
-}
-
-/**
- * `fcctl resume COMMAND [--reason TEXT]` (issue 19 §3): ends the pause of a cron command; its next
- * run goes. Recorded with who and when; resuming a command that is not paused changes nothing (exit 0).
- */
-export async function runResume(options: ResumeOptions, ctx: Ctx): Promise<number> {
-  const db = options.side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
-  const { ended } = await clearPause(db, options.side, {
-    command: options.command,
-    reason: options.reason,
-    ...whoAmI(),
-  });
-  ctx.output.summary({
-    command: 'resume',
-    exitCode: ExitCode.OK,
-    resumed: options.command,
-    database: options.side.toUpperCase(),
-    wasPaused: ended !== null && ended['expired'] !== true,
-    ended,
-    resumedBy: whoAmI().actor,
-  });
-  return ExitCode.OK;
-}
+import { UsageError } from '../../lib/cli/exit.js';
+import { pausableCommand, reasonProblem } from '../../lib/pause/decide.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
+import { type ResumeOptions, runResume } from '../../lib/pause/resume-command.js';
 
 export function createResumeCommand(parent: Command, deps: Deps, resources: Resources, runF = runResume): Command {
   return parent

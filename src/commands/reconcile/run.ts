@@ -1,120 +1,21 @@
 import type { Command } from 'commander';
-import type { Progress } from '../../lib/cli/output.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/cli/run-metrics.js';
-import { requireSetting } from '../../lib/config/config.js';
-import { databaseIdentity } from '../../lib/manifest/checkpoint.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
-import { reconcileRunReport } from '../../lib/reconcile/run/decide.js';
-import { RECONCILE_COMMAND, singlePairSeries } from '../../lib/reconcile/metrics.js';
-import { runReconcile } from '../../lib/reconcile/run/run.js';
-import type {
-  ReconcileRunOptions as RunnerOptions,
-  ReconcileRunResult,
-  RunPhase,
-} from '../../lib/reconcile/run/types.js';
-import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
 import {
   addAllOptions,
   addPairOptions,
   addThrottleOptions,
   metricsFileOption,
   onePairOf,
+  throttleLimitsOf,
   pageSizeOption,
   pathArg,
   pauseFileOption,
-  throttleLimitsOf,
 } from '../options.js';
-import { allOptionsOf, type ReconcileAllOptions, runReconcileAllCommand } from './run-all.js';
-import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-import { pauseCheck } from '../../lib/pause/run.js';
-
-export interface ReconcileRunOptions extends Omit<RunnerOptions, 'fcDatabase' | 'shDatabase'> {
-  /** a school and form with no rows on either side is expected: exit 0, not 1 */
-  readonly allowEmpty: boolean;
-  readonly metricsFile?: string;
-  readonly pauseFile?: string;
-  /** `--max-load`, `--max-lag`: the FC scan waits on the FC database, the SH scan on the SH database */
-  readonly throttle: ThrottleLimits;
-}
-
-/** One pair's options, or `--all`'s (./run-all.ts). */
-export type RunOptions = ReconcileRunOptions | { readonly all: ReconcileAllOptions };
-
-const PHASE_LABELS: Partial<Record<RunPhase, string>> = {
-  'scan-fc': 'reconcile run: FC manifest',
-  'scan-sh': 'reconcile run: SH manifest',
-  diff: 'reconcile run: diff',
-};
-
-/**
- * `fcctl reconcile run`: the nightly entry point (src/lib/reconcile/run/run.ts) — task start from
- * the SH database, FC scan, SH scan, diff, all in `--out-dir` and resumable. Exit 0 when the diff
- * was written, 1 when a stop signal ended the run early (run again to continue) or when neither
- * side has a row (a typo in a cron line must not stay green; `--allow-empty` accepts it).
- */
-export async function runReconcileRun(options: RunOptions, ctx: Ctx): Promise<number> {
-  if ('all' in options) return runReconcileAllCommand(options.all, ctx);
-  // The pair's series, labelled school and form (src/lib/reconcile/metrics.ts).
-  return withRunMetrics(
-    RECONCILE_COMMAND,
-    options.metricsFile,
-    ctx.clock,
-    () => reconcile(options, ctx),
-    (input) => singlePairSeries(options, input),
-  );
-}
-
-async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {
-  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
-  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
-  const throttle = await commandThrottles(ctx, options.throttle, {
-    fc: { db: ctx.fcDb, label: 'FC database' },
-    sh: { db: ctx.shDb, label: 'SH database' },
-  });
-  const started = ctx.clock();
-  let progress: Progress | undefined;
-  let result: ReconcileRunResult;
-  try {
-    result = await runReconcile(
-      {
-        schId: options.schId,
-        formUuid: options.formUuid,
-        outDir: options.outDir,
-        size: options.size,
-        restart: options.restart,
-        fcDatabase,
-        shDatabase,
-      },
-      {
-        fcDb: () => ctx.fcDb(),
-        shDb: () => ctx.shDb(),
-        signal: ctx.signal,
-        now: ctx.now,
-        paused: pauseCheck('reconcile run', ctx.shDb, options.pauseFile),
-        throttle,
-        onPhase: (p, detail) => {
-          ctx.output.event('phase', { phase: p, ...detail });
-          const label = PHASE_LABELS[p];
-          if (label === undefined) return;
-          progress?.stop();
-          progress = ctx.output.progress(label);
-        },
-        onPage: (_side, p) => {
-          if (progress) recordRows(progress, p.pageRows);
-        },
-      },
-    );
-  } finally {
-    progress?.stop();
-  }
-  const report = reconcileRunReport(options, result, ctx.clock() - started);
-  if (report.warning !== null) ctx.io.stderr.write(`fcctl: ${report.warning}\n`);
-  ctx.output.summary(
-    { ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) },
-    report.counts,
-  );
-  return report.outcome;
-}
+import { type RunOptions, runReconcileRun } from '../../lib/reconcile/run/command.js';
+import type { ReconcileAllOptions } from '../../lib/reconcile/all/command.js';
+import { UsageError } from '../../lib/cli/exit.js';
+import type { ThrottleLimits } from '../../lib/db/throttle.js';
 
 export function createReconcileRunCommand(
   parent: Command,
@@ -165,4 +66,42 @@ function runOptionsOf(o: Record<string, unknown>): RunOptions {
   };
   if (o['all'] === true) return { all: allOptionsOf(o, common) };
   return { ...onePairOf(o), outDir: o['outDir'] as string, ...common };
+}
+
+/** `--all`'s options from the parsed flags (`--school`/`--form` are lists here). */
+function allOptionsOf(
+  o: Record<string, unknown>,
+  {
+    restart,
+    ...common
+  }: {
+    size: number;
+    restart: boolean;
+    allowEmpty: boolean;
+    throttle: ThrottleLimits;
+    metricsFile?: string;
+    pauseFile?: string;
+  },
+): ReconcileAllOptions {
+  // a pair's own directory is restarted with `reconcile run --school S --form F --restart`
+  if (restart)
+    throw new UsageError(
+      '--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run',
+    );
+  const consumer = o['consumer'] as string | undefined;
+  // no default: FCCTL_APP_KEY is the key fcctl signs with, not necessarily the consumer FC grants name
+  if (consumer === undefined)
+    throw new UsageError(
+      'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
+    );
+  return {
+    ...common,
+    consumer,
+    outDir: o['outDir'] as string,
+    filter: { schools: (o['school'] as string[] | undefined) ?? [], forms: (o['form'] as string[] | undefined) ?? [] },
+    runId: (o['runId'] as string | undefined) ?? null,
+    concurrency: o['concurrency'] as number,
+    leaseSeconds: o['leaseSeconds'] as number,
+    failIfDiff: o['failIfDiff'] === true,
+  };
 }

@@ -1,0 +1,100 @@
+import type { Progress } from '../../cli/output.js';
+import { type RunOutcome, withRunMetrics } from '../../cli/run-metrics.js';
+import { requireSetting } from '../../config/config.js';
+import { databaseIdentity } from '../../manifest/checkpoint.js';
+import { reconcileRunReport } from './decide.js';
+import { RECONCILE_COMMAND, singlePairSeries } from '../metrics.js';
+import { runReconcile } from './run.js';
+import type { ReconcileRunOptions as RunnerOptions, ReconcileRunResult, RunPhase } from './types.js';
+import { commandThrottles, type Ctx, recordRows } from '../../cli/context.js';
+import { type ReconcileAllOptions, runReconcileAllCommand } from '../all/command.js';
+import { type ThrottleLimits, throttledSeconds } from '../../db/throttle.js';
+import { pauseCheck } from '../../pause/run.js';
+
+export interface ReconcileRunOptions extends Omit<RunnerOptions, 'fcDatabase' | 'shDatabase'> {
+  /** a school and form with no rows on either side is expected: exit 0, not 1 */
+  readonly allowEmpty: boolean;
+  readonly metricsFile?: string;
+  readonly pauseFile?: string;
+  /** `--max-load`, `--max-lag`: the FC scan waits on the FC database, the SH scan on the SH database */
+  readonly throttle: ThrottleLimits;
+}
+
+/** One pair's options, or `--all`'s (../all/command.ts). */
+export type RunOptions = ReconcileRunOptions | { readonly all: ReconcileAllOptions };
+
+const PHASE_LABELS: Partial<Record<RunPhase, string>> = {
+  'scan-fc': 'reconcile run: FC manifest',
+  'scan-sh': 'reconcile run: SH manifest',
+  diff: 'reconcile run: diff',
+};
+
+/**
+ * `fcctl reconcile run`: the nightly entry point (src/lib/reconcile/run/run.ts) — task start from
+ * the SH database, FC scan, SH scan, diff, all in `--out-dir` and resumable. Exit 0 when the diff
+ * was written, 1 when a stop signal ended the run early (run again to continue) or when neither
+ * side has a row (a typo in a cron line must not stay green; `--allow-empty` accepts it).
+ */
+export async function runReconcileRun(options: RunOptions, ctx: Ctx): Promise<number> {
+  if ('all' in options) return runReconcileAllCommand(options.all, ctx);
+  // The pair's series, labelled school and form (src/lib/reconcile/metrics.ts).
+  return withRunMetrics(
+    RECONCILE_COMMAND,
+    options.metricsFile,
+    ctx.clock,
+    () => reconcile(options, ctx),
+    (input) => singlePairSeries(options, input),
+  );
+}
+
+async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {
+  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
+  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
+  const throttle = await commandThrottles(ctx, options.throttle, {
+    fc: { db: ctx.fcDb, label: 'FC database' },
+    sh: { db: ctx.shDb, label: 'SH database' },
+  });
+  const started = ctx.clock();
+  let progress: Progress | undefined;
+  let result: ReconcileRunResult;
+  try {
+    result = await runReconcile(
+      {
+        schId: options.schId,
+        formUuid: options.formUuid,
+        outDir: options.outDir,
+        size: options.size,
+        restart: options.restart,
+        fcDatabase,
+        shDatabase,
+      },
+      {
+        fcDb: () => ctx.fcDb(),
+        shDb: () => ctx.shDb(),
+        signal: ctx.signal,
+        now: ctx.now,
+        paused: pauseCheck('reconcile run', ctx.shDb, options.pauseFile),
+        throttle,
+        onPhase: (p, detail) => {
+          ctx.output.event('phase', { phase: p, ...detail });
+          const label = PHASE_LABELS[p];
+          if (label === undefined) return;
+          progress?.stop();
+          progress = ctx.output.progress(label);
+        },
+        onPage: (_side, p) => {
+          if (progress) recordRows(progress, p.pageRows);
+        },
+      },
+    );
+  } finally {
+    progress?.stop();
+  }
+  const report = reconcileRunReport(options, result, ctx.clock() - started);
+  if (report.warning !== null) ctx.io.stderr.write(`fcctl: ${report.warning}\n`);
+  ctx.output.summary(
+    { ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) },
+    report.counts,
+  );
+  return report.outcome;
+}

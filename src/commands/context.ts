@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Ctx, Deps } from '../lib/cli/context.js';
 
 export type { Ctx, Deps } from '../lib/cli/context.js';
-import type { Command } from 'commander';
+import type { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
 import { requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
 import { Output, SummaryHold } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
@@ -39,13 +39,13 @@ export class Resources {
 }
 
 /** `deliveries scan` for the scan command under `deliveries` (the root's name left out). */
-export function commandPath(cmd: Command): string {
+export function commandPath(cmd: CommandUnknownOpts): string {
   const names: string[] = [];
-  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  for (let c: CommandUnknownOpts | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
   return names.join(' ');
 }
 
-export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx {
+export function makeContext(cmd: CommandUnknownOpts, deps: Deps, resources: Resources): Ctx {
   // Before anything else the command does: a signal from now on is handled as this command needs.
   deps.setSignalMode?.(signalMode(commandPath(cmd)));
   const flags = cmd.optsWithGlobals() as Record<string, unknown>;
@@ -112,21 +112,22 @@ export function makeContext(cmd: Command, deps: Deps, resources: Resources): Ctx
 }
 
 /**
- * The action every command ends with: its context, its options from the parsed flags (and
- * positional arguments, in order), its run function — replaced in parse tests — and the exit code.
- * @example cmd.action(commandAction(deps, resources, (flags) => ({ window: flags['window'] as number }), runF))
+ * The action every command ends with: its context, its options from the parsed flags (typed by the
+ * command's option definitions) and positional arguments, its run function — replaced in parse
+ * tests — and the exit code.
+ * @example cmd.action(commandAction(deps, resources, (flags) => ({ window: flags.window }), runF))
  */
-export function commandAction<O>(
+export function commandAction<Args extends unknown[], Flags, O>(
   deps: Deps,
   resources: Resources,
-  optionsOf: (flags: Record<string, unknown>, args: readonly string[]) => O,
+  optionsOf: (flags: Flags, args: Args) => O,
   runF: (options: O, ctx: Ctx) => Promise<number>,
-): (...args: unknown[]) => Promise<void> {
-  return async (...args: unknown[]) => {
-    const cmd = args[args.length - 1] as Command;
-    const flags = args[args.length - 2] as Record<string, unknown>;
+): (...args: [...Args, Flags, CommandUnknownOpts]) => Promise<void> {
+  return async (...args) => {
+    const cmd = args[args.length - 1] as CommandUnknownOpts;
+    const flags = args[args.length - 2] as Flags;
     // A bad flag is reported before a bad config file: the flags are the operator's last word.
-    const options = optionsOf(flags, args.slice(0, -2) as string[]);
+    const options = optionsOf(flags, args.slice(0, -2) as Args);
     const ctx = makeContext(cmd, deps, resources);
     try {
       resources.exitCode = await runF(options, ctx);
@@ -137,8 +138,15 @@ export function commandAction<O>(
   };
 }
 
+/**
+ * The flags a command's definition parses to, as its action gets them: `flagsOf` is the function
+ * that defines the command and its options (a mistyped option name is then a compile error).
+ * @example function failedOptionsOf(o: FlagsOf<typeof failedFlags>): DeliveriesFailedOptions
+ */
+export type FlagsOf<F extends (...args: never[]) => CommandUnknownOpts> = ReturnType<ReturnType<F>['opts']>;
+
 /** One command's `create…Command(parent, deps, resources)`, as a group adds it. */
-export type CreateCommand = (parent: Command, deps: Deps, resources: Resources) => Command;
+export type CreateCommand = (parent: Command, deps: Deps, resources: Resources) => CommandUnknownOpts;
 
 /**
  * A command group (`fcctl canon …`) and its verbs, in the order `--help` lists them.

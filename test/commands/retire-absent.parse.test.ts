@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import type { Ctx, Deps, Resources } from '../../src/commands/context.js';
 import { createRetireProveCommand } from '../../src/commands/retire-absent/prove.js';

@@ -1,35 +1,15 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { LineError } from '../../lib/cli/record-file.js';
 import { checkOperationId } from '../../lib/deliveries/replay/input.js';
 import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';
 import type { RequeueOptions } from '../../lib/apply-command/requeue/run.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { intArg, maxSecondsOption, pathArg } from '../options.js';
 import { runApplyCommandRequeue } from '../../lib/apply-command/requeue/command.js';
 
-/** The flags checked by the library's rules (after commander: a refused value is named, not echoed whole). */
-function targetAndOperation(o: Record<string, unknown>): { target: RequeueOptions['target']; operationId: string } {
-  try {
-    const target = requeueTargetOf({
-      bizType: o['bizType'] as string | undefined,
-      bizId: o['bizId'] as string | undefined,
-      from: o['from'] as string | undefined,
-      dead: o['dead'] as boolean,
-      reason: o['reason'] as string | undefined,
-    });
-    return { target, operationId: checkOperationId(o['operationId'], 0, '--operation-id') };
-  } catch (err) {
-    throw err instanceof LineError ? new UsageError(err.message) : err;
-  }
-}
-
-export function createApplyCommandRequeueCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandRequeue,
-): Command {
+/** `fcctl apply-command requeue` and its flags. */
+function requeueFlags(parent: Command) {
   return parent
     .command('requeue')
     .description(
@@ -50,16 +30,35 @@ export function createApplyCommandRequeueCommand(
     .option('--evidence <file>', 'evidence JSON lines, appended', pathArg, 'requeue-evidence.jsonl')
     .option('--execute', 'requeue and record; without it only report what each command would answer', false)
     .option('--concurrency <n>', 'commands requeued at once', intArg(1, 32), 4)
-    .addOption(maxSecondsOption('start no new command after this long', 3600))
-    .action(commandAction(deps, resources, requeueOptionsOf, runF));
+    .addOption(maxSecondsOption('start no new command after this long', 3600));
 }
 
-function requeueOptionsOf(o: Record<string, unknown>): RequeueOptions {
-  return {
-    ...targetAndOperation(o),
-    execute: o['execute'] as boolean,
-    evidencePath: o['evidence'] as string,
-    concurrency: o['concurrency'] as number,
-    maxSeconds: o['maxSeconds'] as number,
-  };
+export function createApplyCommandRequeueCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandRequeue,
+) {
+  return requeueFlags(parent).action(commandAction(deps, resources, requeueOptionsOf, runF));
+}
+
+function requeueOptionsOf(o: FlagsOf<typeof requeueFlags>): RequeueOptions {
+  const { execute, concurrency, maxSeconds } = o;
+  return { ...targetAndOperation(o), execute, evidencePath: o.evidence, concurrency, maxSeconds };
+}
+
+/** The flags checked by the library's rules (after commander: a refused value is named, not echoed whole). */
+function targetAndOperation(o: FlagsOf<typeof requeueFlags>): Pick<RequeueOptions, 'target' | 'operationId'> {
+  try {
+    const target = requeueTargetOf({
+      bizType: o.bizType,
+      bizId: o.bizId,
+      from: o.from,
+      dead: o.dead,
+      reason: o.reason,
+    });
+    return { target, operationId: checkOperationId(o.operationId, 0, '--operation-id') };
+  } catch (err) {
+    throw err instanceof LineError ? new UsageError(err.message) : err;
+  }
 }

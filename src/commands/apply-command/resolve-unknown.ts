@@ -1,8 +1,8 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { APPLY_RETRY_POLICY } from '../../lib/apply-command/resolve/decide.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
-  addMetricsFileOption,
+  metricsFileOption,
   addRetryOptions,
   addServiceOptions,
   batchSizeOption,
@@ -20,12 +20,8 @@ import {
 } from '../options.js';
 import { type ApplyCommandResolveOptions, runApplyCommandResolve } from '../../lib/apply-command/resolve/command.js';
 
-export function createApplyCommandResolveCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandResolve,
-): Command {
+/** `fcctl apply-command resolve-unknown` and its flags. */
+function resolveFlags(parent: Command) {
   const cmd = parent
     .command('resolve-unknown')
     .description(
@@ -45,47 +41,27 @@ export function createApplyCommandResolveCommand(
       20,
     )
     .addOption(dryRunOption('lookups only: no claim, no apply, no write'));
-  addRetryOptions(cmd, APPLY_RETRY_POLICY);
-  addServiceOptions(cmd, 'claims', 9465);
-  addMetricsFileOption(cmd).addOption(pauseFileOption());
-  return cmd.action(commandAction(deps, resources, resolveOptionsOf, runF));
+  const service = addServiceOptions(addRetryOptions(cmd, APPLY_RETRY_POLICY), 'claims', 9465);
+  return service.addOption(metricsFileOption()).addOption(pauseFileOption());
 }
 
-/** The flags as commander names them (camelCase of the long option). */
-type ResolveFlags = Omit<
-  ApplyCommandResolveOptions,
-  'pendingGraceSeconds' | 'retry' | 'requestTimeoutMs' | 'service'
-> & { readonly pendingGrace: number; readonly requestTimeout: number };
+export function createApplyCommandResolveCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandResolve,
+) {
+  return resolveFlags(parent).action(commandAction(deps, resources, resolveOptionsOf, runF));
+}
 
-function resolveOptionsOf(o: Record<string, unknown>): ApplyCommandResolveOptions {
-  const {
-    batchSize,
-    concurrency,
-    maxRows,
-    leaseSeconds,
-    pendingGrace,
-    requestTimeout,
-    maxConsecutiveErrors,
-    dryRun,
-    metricsFile,
-    pauseFile,
-  } = o as unknown as ResolveFlags;
-  const requestTimeoutMs = Math.round(requestTimeout * 1000);
+function resolveOptionsOf(o: FlagsOf<typeof resolveFlags>): ApplyCommandResolveOptions {
+  const { batchSize, concurrency, maxRows, leaseSeconds, maxConsecutiveErrors, dryRun, metricsFile, pauseFile } = o;
   const service = serviceFlagsOf(o);
-  const maxSeconds = maxSecondsOf(o, service, 600);
   return {
-    service,
-    batchSize,
-    concurrency,
-    maxRows,
-    maxSeconds,
-    leaseSeconds,
-    pendingGraceSeconds: pendingGrace,
+    ...{ service, batchSize, concurrency, maxRows, leaseSeconds, maxConsecutiveErrors, dryRun, metricsFile, pauseFile },
+    maxSeconds: maxSecondsOf(o, service, 600),
+    pendingGraceSeconds: o.pendingGrace,
     retry: retryPolicyOf(o),
-    requestTimeoutMs,
-    maxConsecutiveErrors,
-    dryRun,
-    metricsFile,
-    pauseFile,
+    requestTimeoutMs: Math.round(o.requestTimeout * 1000),
   };
 }

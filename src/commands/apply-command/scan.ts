@@ -1,6 +1,5 @@
-import type { Command } from 'commander';
-import type { ListFormat } from '../../lib/cli/output.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import type { Command } from '@commander-js/extra-typings';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
   failIfDeadOption,
   listFormatOption,
@@ -10,12 +9,8 @@ import {
 } from '../options.js';
 import { type ApplyCommandScanOptions, runApplyCommandScan } from '../../lib/apply-command/scan/command.js';
 
-export function createApplyCommandScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandScan,
-): Command {
+/** `fcctl apply-command scan` and its flags. */
+function scanFlags(parent: Command) {
   return parent
     .command('scan')
     .description('read-only report: rows by state, due, oldest UNKNOWN, stuck claims, DEAD rows with reasons')
@@ -23,16 +18,19 @@ export function createApplyCommandScanCommand(
     .addOption(listFormatOption())
     .addOption(pendingGraceOption('PENDING rows count as due after this (as resolve-unknown)'))
     .addOption(metricsFileOption())
-    .addOption(failIfDeadOption())
-    .action(commandAction(deps, resources, scanOptionsOf, runF));
+    .addOption(failIfDeadOption());
 }
 
-function scanOptionsOf(o: Record<string, unknown>): ApplyCommandScanOptions {
-  return {
-    limit: o['limit'] as number,
-    format: o['format'] as ListFormat,
-    pendingGraceSeconds: o['pendingGrace'] as number,
-    metricsFile: o['metricsFile'] as string | undefined,
-    failIfDead: o['failIfDead'] as boolean,
-  };
+export function createApplyCommandScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandScan,
+) {
+  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
+}
+
+function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ApplyCommandScanOptions {
+  const { limit, format, metricsFile, failIfDead } = o;
+  return { limit, format, pendingGraceSeconds: o.pendingGrace, metricsFile, failIfDead };
 }

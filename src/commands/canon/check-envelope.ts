@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { commandAction, type Deps, type Resources } from '../context.js';
 import { type CanonCheckEnvelopeOptions, runCanonCheckEnvelope } from '../../lib/envelope/command.js';
 
@@ -7,7 +7,7 @@ export function createCanonCheckEnvelopeCommand(
   deps: Deps,
   resources: Resources,
   runF = runCanonCheckEnvelope,
-): Command {
+) {
   return parent
     .command('check-envelope')
     .description(

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { sidesOf } from '../../lib/db/init.js';
 import { commandAction, type Deps, type Resources } from '../context.js';
 import { dbSideOption } from '../options.js';
@@ -6,18 +6,11 @@ import { type DbInitOptions, runDbInit } from '../../lib/db/init-command.js';
 
 export { sidesOf } from '../../lib/db/init.js';
 
-export function createDbInitCommand(parent: Command, deps: Deps, resources: Resources, runF = runDbInit): Command {
+export function createDbInitCommand(parent: Command, deps: Deps, resources: Resources, runF = runDbInit) {
   return parent
     .command('init')
     .description('create the reference schema (idempotent) and record its version')
     .addOption(dbSideOption().makeOptionMandatory())
     .option('--dev', 'mark the database(s) as development databases (required by `dev seed`)', false)
-    .action(
-      commandAction(
-        deps,
-        resources,
-        (o): DbInitOptions => ({ sides: sidesOf(o['side'] as string), dev: o['dev'] as boolean }),
-        runF,
-      ),
-    );
+    .action(commandAction(deps, resources, (o): DbInitOptions => ({ sides: sidesOf(o.side), dev: o.dev }), runF));
 }

@@ -1,18 +1,14 @@
-import { type Command, Option } from 'commander';
+import { type Command, Option } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { LineError } from '../../lib/cli/record-file.js';
 import { checkAfter, checkOperationPrefix, failedFilterOf } from '../../lib/deliveries/failed/decide.js';
 import { MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed/run.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { addConsumerSchoolOptions, consumerArg, consumerSchoolOf, failedFilterOptions, intArg } from '../options.js';
 import { type DeliveriesFailedOptions, runDeliveriesFailed } from '../../lib/deliveries/failed/command.js';
 
-export function createDeliveriesFailedCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesFailed,
-): Command {
+/** `fcctl deliveries failed` and its flags. */
+function failedFlags(parent: Command) {
   const cmd = parent
     .command('failed')
     .description(
@@ -36,27 +32,32 @@ export function createDeliveriesFailedCommand(
     .option(
       '--operation-prefix <p>',
       'csv/jsonl: add the column operationId = P:<eventId> (what replay --failed --operation-prefix P uses)',
-    )
-    .action(commandAction(deps, resources, failedOptionsOf, runF));
+    );
 }
 
-function failedOptionsOf(o: Record<string, unknown>): DeliveriesFailedOptions {
+export function createDeliveriesFailedCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runDeliveriesFailed,
+) {
+  return failedFlags(parent).action(commandAction(deps, resources, failedOptionsOf, runF));
+}
+
+function failedOptionsOf(o: FlagsOf<typeof failedFlags>): DeliveriesFailedOptions {
   try {
-    if (o['page'] !== undefined && o['after'] !== undefined)
+    if (o.page !== undefined && o.after !== undefined)
       throw new LineError(0, '--page and --after are two ways to page: give one (--after is stable while rows change)');
-    const format = o['format'] as DeliveriesFailedOptions['format'];
-    if (o['operationPrefix'] !== undefined && format !== 'csv' && format !== 'jsonl')
+    const format = o.format;
+    if (o.operationPrefix !== undefined && format !== 'csv' && format !== 'jsonl')
       throw new LineError(0, '--operation-prefix applies only with --format csv or jsonl');
     return {
       ...consumerSchoolOf(o),
-      start:
-        o['after'] !== undefined
-          ? { after: checkAfter(o['after'] as string) }
-          : { page: (o['page'] as number | undefined) ?? 1 },
-      size: o['size'] as number,
-      filter: failedFilterOf({ state: o['state'] as string | undefined, reason: o['reason'] as string | undefined }),
+      start: o.after !== undefined ? { after: checkAfter(o.after) } : { page: o.page ?? 1 },
+      size: o.size,
+      filter: failedFilterOf({ state: o.state, reason: o.reason }),
       format,
-      operationPrefix: o['operationPrefix'] === undefined ? null : checkOperationPrefix(o['operationPrefix']),
+      operationPrefix: o.operationPrefix === undefined ? null : checkOperationPrefix(o.operationPrefix),
     };
   } catch (err) {
     throw err instanceof LineError ? new UsageError(err.message) : err;

@@ -1,28 +1,41 @@
-import type { Command } from 'commander';
-import { replaySource, type ReplaySourceFlags } from '../../lib/deliveries/replay/input.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
+import { isRoutingSafe } from '../../lib/ids.js';
+import { replaySource } from '../../lib/deliveries/replay/input.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
   addConsumerSchoolOptions,
   consumerSchoolOf,
   failedFilterOptions,
   intArg,
   maxSecondsOption,
-  routableConsumerArg,
+  consumerArg,
 } from '../options.js';
 import { type DeliveriesReplayOptions, runDeliveriesReplay } from '../../lib/deliveries/replay/command.js';
 
-export function createDeliveriesReplayCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesReplay,
-): Command {
+/**
+ * `--consumer KEY` where the key must make a routing key (SPEC §4): {@link consumerArg} and none of
+ * `.` `*` `#`. For commands that queue a message: a row of such a key can never be sent.
+ * @example .requiredOption('--consumer <key>', 'consumer app key', routableConsumerArg)
+ */
+function routableConsumerArg(value: string): string {
+  consumerArg(value);
+  if (!isRoutingSafe(value))
+    throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
+  return value;
+}
+
+/** `fcctl deliveries replay` and its flags. */
+function replayFlags(parent: Command) {
   const cmd = parent
     .command('replay')
     .description(
       'replay deliveries under an operation id: QUEUED, ALREADY_DELIVERED, GRANT_REVOKED, REVISION_MISMATCH or NO_DELIVERY_ROW (writes only with --execute)',
     );
-  addConsumerSchoolOptions(cmd, 'consumer app key (no . * #: it must make a routing key)', routableConsumerArg)
+  const flags = addConsumerSchoolOptions(
+    cmd,
+    'consumer app key (no . * #: it must make a routing key)',
+    routableConsumerArg,
+  )
     .option('--answer <uuid>', 'answer uuid (single replay)')
     .option('--expected-revision <n>', 'the revision the newest row must have (single replay)')
     .option(
@@ -42,15 +55,19 @@ export function createDeliveriesReplayCommand(
     .option('--execute', 'reset rows and record answers; without it only report what each would answer', false)
     .option('--concurrency <n>', 'items replayed at once (--from, --failed)', intArg(1, 32), 4)
     .addOption(maxSecondsOption('start no new item after this long (--from, --failed)', 3600));
-  return failedFilterOptions(cmd).action(commandAction(deps, resources, replayOptionsOf, runF));
+  return failedFilterOptions(flags);
 }
 
-function replayOptionsOf(o: Record<string, unknown>): DeliveriesReplayOptions {
-  return {
-    ...consumerSchoolOf(o),
-    ...replaySource(o as ReplaySourceFlags),
-    execute: o['execute'] as boolean,
-    concurrency: o['concurrency'] as number,
-    maxSeconds: o['maxSeconds'] as number,
-  };
+export function createDeliveriesReplayCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runDeliveriesReplay,
+) {
+  return replayFlags(parent).action(commandAction(deps, resources, replayOptionsOf, runF));
+}
+
+function replayOptionsOf(o: FlagsOf<typeof replayFlags>): DeliveriesReplayOptions {
+  const { execute, concurrency, maxSeconds } = o;
+  return { ...consumerSchoolOf(o), ...replaySource(o), execute, concurrency, maxSeconds };
 }

@@ -1,5 +1,4 @@
-import type { Command } from 'commander';
-import type { ListFormat } from '../../lib/cli/output.js';
+import type { Command } from '@commander-js/extra-typings';
 import { commandAction, type Deps, type Resources } from '../context.js';
 import { failIfDeadOption, listFormatOption, listLimitOption, metricsFileOption } from '../options.js';
 import { runDeliveriesScan } from '../../lib/deliveries/scan/command.js';
@@ -9,7 +8,7 @@ export function createDeliveriesScanCommand(
   deps: Deps,
   resources: Resources,
   runF = runDeliveriesScan,
-): Command {
+) {
   return parent
     .command('scan')
     .description('read-only outbox report: states, due, held, oldest pending, stuck claims, FAILED/DEAD reasons')
@@ -21,12 +20,7 @@ export function createDeliveriesScanCommand(
       commandAction(
         deps,
         resources,
-        (o) => ({
-          limit: o['limit'] as number,
-          format: o['format'] as ListFormat,
-          metricsFile: o['metricsFile'] as string | undefined,
-          failIfDead: o['failIfDead'] as boolean,
-        }),
+        ({ limit, format, metricsFile, failIfDead }) => ({ limit, format, metricsFile, failIfDead }),
         runF,
       ),
     );

@@ -1,8 +1,7 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
-  addMetricsFileOption,
   addRetryOptions,
   addServiceOptions,
   addThrottleOptions,
@@ -13,6 +12,7 @@ import {
   leaseSecondsOption,
   maxRowsOption,
   maxSecondsOf,
+  metricsFileOption,
   pauseFileOption,
   retryPolicyOf,
   secondsArg,
@@ -21,12 +21,8 @@ import {
 } from '../options.js';
 import { type DeliveriesSendOptions, runDeliveriesSend } from '../../lib/deliveries/send/command.js';
 
-export function createDeliveriesSendCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesSend,
-): Command {
+/** `fcctl deliveries send` and its flags. */
+function sendFlags(parent: Command) {
   const cmd = parent
     .command('send')
     .description('relay due outbox rows to RabbitMQ with confirms, returns and guarded adjudication')
@@ -55,33 +51,28 @@ export function createDeliveriesSendCommand(
       'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)',
       false,
     );
-  addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
-  addServiceOptions(cmd, 'claims', 9464);
-  addMetricsFileOption(cmd);
-  addThrottleOptions(cmd.addOption(pauseFileOption()), 'the FC database');
-  return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
+  const service = addServiceOptions(addRetryOptions(cmd, DEFAULT_RETRY_POLICY), 'claims', 9464);
+  return addThrottleOptions(service.addOption(metricsFileOption()).addOption(pauseFileOption()), 'the FC database');
 }
 
-function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
+export function createDeliveriesSendCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runDeliveriesSend,
+) {
+  return sendFlags(parent).action(commandAction(deps, resources, sendOptionsOf, runF));
+}
+
+function sendOptionsOf(o: FlagsOf<typeof sendFlags>): DeliveriesSendOptions {
   const service = serviceFlagsOf(o);
+  const { batchSize, window, maxRows, leaseSeconds, dryRun, pipeline, declare, allowDefaultVhost } = o;
   return {
-    service,
-    batchSize: o['batchSize'] as number,
-    window: o['window'] as number,
-    maxRows: o['maxRows'] as number,
+    ...{ service, batchSize, window, maxRows, leaseSeconds, dryRun, pipeline, declare, allowDefaultVhost },
     maxSeconds: maxSecondsOf(o, service, 3600),
-    leaseSeconds: o['leaseSeconds'] as number,
-    confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
-    holdRecheckSeconds: o['holdRecheck'] as number,
+    confirmTimeoutMs: Math.round(o.confirmTimeout * 1000),
+    holdRecheckSeconds: o.holdRecheck,
     retry: retryPolicyOf(o),
-    dryRun: o['dryRun'] as boolean,
-    pipeline: o['pipeline'] as number,
-    declare: o['declare'] as boolean,
-    allowDefaultVhost: o['allowDefaultVhost'] as boolean,
-    ...{
-      metricsFile: o['metricsFile'] as string | undefined,
-      pauseFile: o['pauseFile'] as string | undefined,
-      throttle: throttleLimitsOf(o),
-    },
+    ...{ metricsFile: o.metricsFile, pauseFile: o.pauseFile, throttle: throttleLimitsOf(o) },
   };
 }

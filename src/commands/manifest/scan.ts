@@ -1,26 +1,30 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
-import type { ManifestSide } from '../../lib/manifest/row.js';
-import type { Shard } from '../../lib/manifest/shard.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { MAX_SHARDS, parseShard, type Shard } from '../../lib/manifest/shard.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
   addSchoolFormOptions,
   addThrottleOptions,
   pageSizeOption,
   pathArg,
   schoolFormOf,
-  shardArg,
   sideOption,
   throttleLimitsOf,
 } from '../options.js';
 import { type ManifestScanOptions, runManifestScanCommand } from '../../lib/manifest/scan/command.js';
 
-export function createManifestScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runManifestScanCommand,
-): Command {
+/**
+ * `--shard i/n`: 1 ≤ i ≤ n ≤ 4096.
+ * @example shardArg('2/4') // { index: 2, count: 4 }
+ */
+function shardArg(value: string): Shard {
+  const s = parseShard(value);
+  if (s === null) throw new InvalidArgumentError(`expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS}, e.g. 2/4`);
+  return s;
+}
+
+/** `fcctl manifest scan` and its flags. */
+function scanFlags(parent: Command) {
   const cmd = parent
     .command('scan')
     .description(
@@ -50,20 +54,28 @@ export function createManifestScanCommand(
       '--restart',
       'discard an existing checkpoint (of other arguments, or finished) and scan from the start',
       false,
-    )
-    .action(commandAction(deps, resources, scanOptionsOf, runF));
+    );
 }
 
-function scanOptionsOf(o: Record<string, unknown>): ManifestScanOptions {
-  const shard = (o['shard'] as Shard | undefined) ?? null;
+export function createManifestScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runManifestScanCommand,
+) {
+  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
+}
+
+function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ManifestScanOptions {
+  const { side, size, out, checkpoint, restart } = o;
   return {
-    side: o['side'] as ManifestSide,
+    side,
     ...schoolFormOf(o),
-    size: o['size'] as number,
-    out: o['out'] as string,
-    checkpoint: o['checkpoint'] as string | undefined,
-    restart: o['restart'] as boolean,
-    shard,
+    size,
+    out,
+    checkpoint,
+    restart,
+    shard: o.shard ?? null,
     throttle: throttleLimitsOf(o),
   };
 }

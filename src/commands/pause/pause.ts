@@ -1,12 +1,12 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import type { ListFormat } from '../../lib/cli/output.js';
 import { pausableCommand, reasonProblem } from '../../lib/pause/decide.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { listFormatOption } from '../options.js';
 import { type PauseOptions, runPause } from '../../lib/pause/pause-command.js';
 
-export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause): Command {
+/** `fcctl pause` and its flags. */
+function pauseFlags(parent: Command) {
   return parent
     .command('pause')
     .description(
@@ -16,19 +16,20 @@ export function createPauseCommand(parent: Command, deps: Deps, resources: Resou
     .option('--reason <text>', 'why (required): shown to every run it stops and in pause --list')
     .option('--until <time>', 'end the pause by itself: a duration (30m, 2h, 1d) or an ISO 8601 time with offset')
     .option('--list', 'list the pauses of the configured databases instead', false)
-    .addOption(listFormatOption())
-    .action(commandAction(deps, resources, pauseOptionsOf, runF));
+    .addOption(listFormatOption());
+}
+
+export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause) {
+  return pauseFlags(parent).action(commandAction(deps, resources, pauseOptionsOf, runF));
 }
 
 /** The flags and words as options; every refusal here is exit 2 before anything connects. */
-export function pauseOptionsOf(o: Record<string, unknown>, args: readonly unknown[]): PauseOptions {
-  const words = (args[0] as string[] | undefined) ?? [];
-  const reason = o['reason'] as string | undefined;
-  const until = o['until'] as string | undefined;
-  if (o['list'] === true) {
+export function pauseOptionsOf(o: FlagsOf<typeof pauseFlags>, [words]: [string[]]): PauseOptions {
+  const { reason, until } = o;
+  if (o.list) {
     if (words.length > 0 || reason !== undefined || until !== undefined)
       throw new UsageError('pause --list takes no command, --reason or --until');
-    return { kind: 'list', format: o['format'] as ListFormat };
+    return { kind: 'list', format: o.format };
   }
   const target = pausableCommand(words);
   if (!target.ok) throw new UsageError(target.message);

@@ -1,18 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { checkProofId, checkRunId, singleAnswerOf, usage } from '../../lib/projection/input.js';
 import { DEFAULT_EVIDENCE_NAME, type ProjectionRepairOptions } from '../../lib/projection/run.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { consumerArg, executeOption, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
 import { runProjectionRepair } from '../../lib/projection/command.js';
 
-export function createProjectionRepairCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runProjectionRepair,
-): Command {
+/** `fcctl projection repair-authoritative` and its flags. */
+function repairFlags(parent: Command) {
   return parent
     .command('repair-authoritative')
     .description(
@@ -52,37 +48,39 @@ export function createProjectionRepairCommand(
     .option('--run-id <id>', 'run id for the audit rows and evidence (default: a new UUID)')
     .option('--concurrency <n>', 'answers repaired at once (--plan)', intArg(1, 32), 4)
     .option('--max-rereads <n>', 'times an answer is re-read and decided again after LOCAL_CHANGED', intArg(0, 10), 3)
-    .option('--max-seconds <s>', 'start no new answer after this long (--plan)', secondsArg(1, 86400), 3600)
-    .action(commandAction(deps, resources, repairOptionsOf, runF));
+    .option('--max-seconds <s>', 'start no new answer after this long (--plan)', secondsArg(1, 86400), 3600);
+}
+
+export function createProjectionRepairCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runProjectionRepair,
+) {
+  return repairFlags(parent).action(commandAction(deps, resources, repairOptionsOf, runF));
 }
 
 /** The flags, checked as a whole: one answer or a plan, never both (exit 2). */
-function repairOptionsOf(o: Record<string, unknown>): ProjectionRepairOptions {
-  const plan = o['plan'] as string | undefined;
+function repairOptionsOf(o: FlagsOf<typeof repairFlags>): ProjectionRepairOptions {
+  const { plan, school, evidence, execute, concurrency, maxRereads, maxSeconds } = o;
   const singleFlags = (['answer', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'envelope'] as const).filter(
     (k) => o[k] !== undefined,
   );
-  if (plan !== undefined && (singleFlags.length > 0 || o['expectMissing'] === true))
+  if (plan !== undefined && (singleFlags.length > 0 || o.expectMissing))
     throw new UsageError('--plan cannot be combined with --answer, --expected-*, --expect-missing or --envelope');
-  if (plan === undefined && (o['answer'] === undefined || o['school'] === undefined)) {
+  if (plan === undefined && (o.answer === undefined || school === undefined)) {
     throw new UsageError(
       'give --school and --answer with --expected-revision/--expected-hash/--expected-is-deleted or --expect-missing for one answer, or --plan FILE',
     );
   }
-  if (plan === '-' && o['envelope'] === '-') throw new UsageError('only one input can be standard input');
-  const proofId = usage(() => checkProofId(o['proofId'], 0));
-  const runId = o['runId'] === undefined ? randomUUID() : usage(() => checkRunId(o['runId']));
+  if (plan === '-' && o.envelope === '-') throw new UsageError('only one input can be standard input');
+  const proofId = usage(() => checkProofId(o.proofId, 0));
+  const runId = o.runId === undefined ? randomUUID() : usage(() => checkRunId(o.runId));
   const single = plan === undefined ? singleAnswerOf(o) : undefined;
   return {
-    consumerAppKey: o['consumer'] as string,
-    proofId,
-    ...(o['school'] !== undefined ? { schId: o['school'] as string } : {}),
+    ...{ consumerAppKey: o.consumer, proofId, execute, runId, concurrency, maxRereads, maxSeconds },
+    ...(school !== undefined ? { schId: school } : {}),
     ...(single ? { single } : { plan: plan! }),
-    execute: o['execute'] as boolean,
-    ...(o['evidence'] !== undefined ? { evidence: o['evidence'] as string } : {}),
-    runId,
-    concurrency: o['concurrency'] as number,
-    maxRereads: o['maxRereads'] as number,
-    maxSeconds: o['maxSeconds'] as number,
+    ...(evidence !== undefined ? { evidence } : {}),
   };
 }

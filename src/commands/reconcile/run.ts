@@ -1,41 +1,34 @@
-import type { Command } from 'commander';
+import { type Command, Option } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
+import { reconcileRunOptions, runReconcileRun } from '../../lib/reconcile/run/command.js';
 import { commandAction, type Deps, type Resources } from '../context.js';
-import {
-  addAllOptions,
-  addPairOptions,
-  addThrottleOptions,
-  metricsFileOption,
-  onePairOf,
-  throttleLimitsOf,
-  pageSizeOption,
-  pathArg,
-  pauseFileOption,
-} from '../options.js';
-import { type RunOptions, runReconcileRun } from '../../lib/reconcile/run/command.js';
-import type { ReconcileAllOptions } from '../../lib/reconcile/all/command.js';
-import { UsageError } from '../../lib/cli/exit.js';
-import type { ThrottleLimits } from '../../lib/db/throttle.js';
+import * as opt from '../options.js';
 
-export function createReconcileRunCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runReconcileRun,
-): Command {
-  const cmd = addPairOptions(
-    parent
-      .command('run')
-      .description(
-        'nightly: take the task start, scan FC and SH into --out-dir (resumable), then diff; --all: every pair',
+/** `fcctl reconcile run` and its flags: one pair, or with `--all` every pair (`--school`/`--form` then filter). */
+function runFlags(parent: Command) {
+  const cmd = parent
+    .command('run')
+    .description(
+      'nightly: take the task start, scan FC and SH into --out-dir (resumable), then diff; --all: every pair',
+    )
+    .addOption(
+      new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(
+        opt.listArg(opt.schoolArg),
       ),
-  )
+    )
+    .addOption(
+      new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(
+        opt.listArg(opt.uuidArg),
+      ),
+    )
     .requiredOption(
       '--out-dir <dir>',
       "run directory: run.json, both manifests and checkpoints, the diff's files",
-      pathArg,
+      opt.pathArg,
     )
-    .addOption(pageSizeOption(`rows per manifest page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
+    .addOption(
+      opt.pageSizeOption(`rows per manifest page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
+    )
     .option(
       '--restart',
       'discard an unfinished run (or one of other parameters, or an unreadable run.json) in --out-dir and start a new one',
@@ -46,62 +39,43 @@ export function createReconcileRunCommand(
       '--allow-empty',
       'exit 0 even when the school and form have no rows at FC nor at SH, or none at FC while SH has some (default: exit 1 with a warning)',
     )
-    .addOption(metricsFileOption())
-    .addOption(pauseFileOption());
-  return addAllOptions(addThrottleOptions(cmd, 'the database each scan reads')).action(
-    commandAction(deps, resources, runOptionsOf, runF),
+    .addOption(opt.metricsFileOption())
+    .addOption(opt.pauseFileOption());
+  return opt
+    .addThrottleOptions(cmd, 'the database each scan reads')
+    .option(
+      '--all',
+      'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/',
+      false,
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'with --all: pairs run at once by this process')
+        .argParser(opt.intArg(1, 64))
+        .default(4),
+    )
+    .option(
+      '--run-id <id>',
+      "with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database's UTC time, e.g. 2026-12-01T18-30Z)",
+      opt.runIdArg,
+    )
+    .addOption(
+      new Option(
+        '--lease-seconds <s>',
+        "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires",
+      )
+        .argParser(opt.intArg(3, 86400))
+        .default(300),
+    )
+    .option(
+      '--consumer <key>',
+      'with --all (required): the consumer app key whose FC grants name the pairs',
+      opt.consumerArg,
+    )
+    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
+}
+
+export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun) {
+  return runFlags(parent).action(
+    commandAction(deps, resources, (o) => reconcileRunOptions(o, opt.throttleLimitsOf(o)), runF),
   );
-}
-
-function runOptionsOf(o: Record<string, unknown>): RunOptions {
-  const metricsFile = o['metricsFile'] as string | undefined;
-  const pauseFile = o['pauseFile'] as string | undefined;
-  const common = {
-    size: o['size'] as number,
-    restart: o['restart'] as boolean,
-    allowEmpty: o['allowEmpty'] === true,
-    throttle: throttleLimitsOf(o),
-    ...(metricsFile ? { metricsFile } : {}),
-    ...(pauseFile ? { pauseFile } : {}),
-  };
-  if (o['all'] === true) return { all: allOptionsOf(o, common) };
-  return { ...onePairOf(o), outDir: o['outDir'] as string, ...common };
-}
-
-/** `--all`'s options from the parsed flags (`--school`/`--form` are lists here). */
-function allOptionsOf(
-  o: Record<string, unknown>,
-  {
-    restart,
-    ...common
-  }: {
-    size: number;
-    restart: boolean;
-    allowEmpty: boolean;
-    throttle: ThrottleLimits;
-    metricsFile?: string;
-    pauseFile?: string;
-  },
-): ReconcileAllOptions {
-  // a pair's own directory is restarted with `reconcile run --school S --form F --restart`
-  if (restart)
-    throw new UsageError(
-      '--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run',
-    );
-  const consumer = o['consumer'] as string | undefined;
-  // no default: FCCTL_APP_KEY is the key fcctl signs with, not necessarily the consumer FC grants name
-  if (consumer === undefined)
-    throw new UsageError(
-      'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
-    );
-  return {
-    ...common,
-    consumer,
-    outDir: o['outDir'] as string,
-    filter: { schools: (o['school'] as string[] | undefined) ?? [], forms: (o['form'] as string[] | undefined) ?? [] },
-    runId: (o['runId'] as string | undefined) ?? null,
-    concurrency: o['concurrency'] as number,
-    leaseSeconds: o['leaseSeconds'] as number,
-    failIfDiff: o['failIfDiff'] === true,
-  };
 }

@@ -1,16 +1,20 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
-import { pathArg, pathsArg, proofIdArg } from '../options.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { idArg, pathArg, pathsArg } from '../options.js';
+import { MAX_ID_LENGTH } from '../../lib/ids.js';
 import { type RetireProveOptions, runRetireProve } from '../../lib/retire/prove/command.js';
 
-export function createRetireProveCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runRetireProve,
-): Command {
-  const cmd = parent
+/**
+ * `--proof-id` and `--task-id` of `retire-absent prove`: 1–128 characters, no control characters,
+ * no surrounding spaces.
+ * @example .option('--proof-id <id>', 'proof id', proofIdArg)
+ */
+const proofIdArg = idArg(MAX_ID_LENGTH);
+
+/** `fcctl retire-absent prove` and its flags. */
+function proveFlags(parent: Command) {
+  return parent
     .command('prove')
     .description(
       'write a retire proof: candidates absent from a complete FC manifest and, checked now, at FC; with the local values to expect and a digest',
@@ -33,17 +37,14 @@ export function createRetireProveCommand(
       'the reconcile task id (default: the run id in run.json beside the candidates)',
       proofIdArg,
     );
-  return cmd.action(
-    commandAction(
-      deps,
-      resources,
-      (o) => proveOptionsOf(o, (cmd.parent?.opts() ?? {}) as Record<string, unknown>),
-      runF,
-    ),
-  );
 }
 
-function proveOptionsOf(o: Record<string, unknown>, parentFlags: Record<string, unknown>): RetireProveOptions {
+export function createRetireProveCommand(parent: Command, deps: Deps, resources: Resources, runF = runRetireProve) {
+  const cmd = proveFlags(parent);
+  return cmd.action(commandAction(deps, resources, (o) => proveOptionsOf(o, cmd.parent?.opts() ?? {}), runF));
+}
+
+function proveOptionsOf(o: FlagsOf<typeof proveFlags>, parentFlags: Record<string, unknown>): RetireProveOptions {
   // The parent's options are parsed wherever they stand: refuse them here instead of ignoring them.
   const stray = (['proof', 'execute', 'evidence', 'runId'] as const).filter(
     (k) => parentFlags[k] !== undefined && parentFlags[k] !== false,
@@ -52,12 +53,10 @@ function proveOptionsOf(o: Record<string, unknown>, parentFlags: Record<string, 
     throw new UsageError(
       `${stray.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} ${stray.length === 1 ? 'belongs' : 'belong'} to \`retire-absent\`, not \`retire-absent prove\``,
     );
+  const { candidates, fcManifest, out, proofId, taskId } = o;
   return {
-    candidates: o['candidates'] as string,
-    fcManifest: o['fcManifest'] as string,
-    fcCheckpoints: o['fcCheckpoint'] as string[] | undefined,
-    out: o['out'] as string,
-    ...(o['proofId'] !== undefined ? { proofId: o['proofId'] as string } : {}),
-    ...(o['taskId'] !== undefined ? { taskId: o['taskId'] as string } : {}),
+    ...{ candidates, fcManifest, fcCheckpoints: o.fcCheckpoint, out },
+    ...(proofId !== undefined ? { proofId } : {}),
+    ...(taskId !== undefined ? { taskId } : {}),
   };
 }

@@ -1,17 +1,13 @@
-import type { Command } from 'commander';
+import { type Command, Option } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import { commandAction, type Deps, type Resources } from '../context.js';
-import { executeOption, maxProofAgeOption, pathArg, runIdArg } from '../options.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { durationArg, executeOption, pathArg, runIdArg } from '../options.js';
 import { type RetireAbsentOptions, runRetireAbsent } from '../../lib/retire/retire/command.js';
 
 export const DEFAULT_MAX_PROOF_AGE_SECONDS = 86400;
 
-export function createRetireAbsentCommand(
-  program: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runRetireAbsent,
-): Command {
+/** `fcctl retire-absent` and its flags. */
+function retireFlags(program: Command) {
   return program
     .command('retire-absent')
     .description(
@@ -21,7 +17,14 @@ export function createRetireAbsentCommand(
     .addOption(
       executeOption('mark the rows retired and write the audit; without it only report what each entry would be'),
     )
-    .addOption(maxProofAgeOption(DEFAULT_MAX_PROOF_AGE_SECONDS, '24h'))
+    .addOption(
+      new Option(
+        '--max-proof-age <duration>',
+        "refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest's completion or its making, the earlier",
+      )
+        .argParser(durationArg(1, 30 * 86400))
+        .default(DEFAULT_MAX_PROOF_AGE_SECONDS, '24h'),
+    )
     .option(
       '--evidence <file>',
       'JSON lines of every decision, appended (default: beside the proof, x.json → x.evidence.jsonl)',
@@ -31,17 +34,19 @@ export function createRetireAbsentCommand(
       '--run-id <id>',
       'run id recorded in the audit and the evidence, 1–64 characters (default: a new UUID)',
       runIdArg,
-    )
-    .action(commandAction(deps, resources, retireOptionsOf, runF));
+    );
 }
 
-function retireOptionsOf(o: Record<string, unknown>): RetireAbsentOptions {
-  if (o['proof'] === undefined) throw new UsageError('give --proof FILE (made by `fcctl retire-absent prove`)');
+export function createRetireAbsentCommand(program: Command, deps: Deps, resources: Resources, runF = runRetireAbsent) {
+  return retireFlags(program).action(commandAction(deps, resources, retireOptionsOf, runF));
+}
+
+function retireOptionsOf(o: FlagsOf<typeof retireFlags>): RetireAbsentOptions {
+  const { proof, execute, evidence, runId } = o;
+  if (proof === undefined) throw new UsageError('give --proof FILE (made by `fcctl retire-absent prove`)');
   return {
-    proof: o['proof'] as string,
-    execute: o['execute'] as boolean,
-    maxProofAgeSeconds: o['maxProofAge'] as number,
-    ...(o['evidence'] !== undefined ? { evidence: o['evidence'] as string } : {}),
-    ...(o['runId'] !== undefined ? { runId: o['runId'] as string } : {}),
+    ...{ proof, execute, maxProofAgeSeconds: o.maxProofAge },
+    ...(evidence !== undefined ? { evidence } : {}),
+    ...(runId !== undefined ? { runId } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { UsageError } from '../../cli/exit.js';
 import type { Progress } from '../../cli/output.js';
 import { type RunOutcome, withRunMetrics } from '../../cli/run-metrics.js';
 import { requireSetting } from '../../config/config.js';
@@ -97,4 +98,67 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
     report.counts,
   );
   return report.outcome;
+}
+
+/** `reconcile run`'s flags as commander parses them (`--school`/`--form` are lists: repeatable with `--all`). */
+export interface ReconcileRunFlags {
+  readonly school?: string[] | undefined;
+  readonly form?: string[] | undefined;
+  readonly outDir: string;
+  readonly size: number;
+  readonly restart: boolean;
+  readonly allowEmpty?: boolean | undefined;
+  readonly metricsFile?: string | undefined;
+  readonly pauseFile?: string | undefined;
+  readonly all: boolean;
+  readonly concurrency: number;
+  readonly runId?: string | undefined;
+  readonly leaseSeconds: number;
+  readonly consumer?: string | undefined;
+  readonly failIfDiff: boolean;
+}
+
+/**
+ * One pair's options, or `--all`'s, from the flags; exit 2 for a pair not given once, `--restart`
+ * with `--all`, or `--all` without `--consumer`. `throttle` is the command's `throttleLimitsOf`.
+ * @example reconcileRunOptions({ ...flags, school: ['5'], form: [uuid] }, throttle)
+ */
+export function reconcileRunOptions(o: ReconcileRunFlags, throttle: ThrottleLimits): RunOptions {
+  const { size, restart, metricsFile, pauseFile } = o;
+  const common = {
+    ...{ size, allowEmpty: o.allowEmpty === true, throttle },
+    ...(metricsFile ? { metricsFile } : {}),
+    ...(pauseFile ? { pauseFile } : {}),
+  };
+  if (!o.all) return { ...onePair(o.school ?? [], o.form ?? []), outDir: o.outDir, restart, ...common };
+  // a pair's own directory is restarted with `reconcile run --school S --form F --restart`
+  if (restart)
+    throw new UsageError(
+      '--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run',
+    );
+  // no default: FCCTL_APP_KEY is the key fcctl signs with, not necessarily the consumer FC grants name
+  if (o.consumer === undefined)
+    throw new UsageError(
+      'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
+    );
+  const { outDir, consumer, concurrency, leaseSeconds } = o;
+  return {
+    all: {
+      ...{ ...common, consumer, outDir, concurrency, leaseSeconds, failIfDiff: o.failIfDiff === true },
+      ...{ filter: { schools: o.school ?? [], forms: o.form ?? [] }, runId: o.runId ?? null },
+    },
+  };
+}
+
+/** The one school and form of a single-pair run (exit 2 when one is missing or repeated). */
+function onePair(schools: readonly string[], forms: readonly string[]): { schId: string; formUuid: string } {
+  if (schools.length === 0 && forms.length === 0)
+    throw new UsageError('give --school and --form (one pair), or --all for every pair');
+  const one = (flag: string, list: readonly string[]): string => {
+    if (list.length === 0) throw new UsageError(`give ${flag} (one school and form), or --all for every pair`);
+    if (list.length > 1)
+      throw new UsageError(`${flag} given ${list.length} times: one pair takes one; several filter the pairs of --all`);
+    return list[0]!;
+  };
+  return { schId: one('--school', schools), formUuid: one('--form', forms) };
 }

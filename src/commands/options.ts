@@ -122,9 +122,7 @@ export function listArg<T>(parse: (value: string) => T): (value: string, previou
 }
 
 /** {@link pathArg} for a repeatable option: collects the checked values. */
-export function pathsArg(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), pathArg(value)];
-}
+export const pathsArg = listArg(pathArg);
 
 /**
  * `--consumer KEY`: a consumer credential key as stored (1–64 characters, no whitespace or

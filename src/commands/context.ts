@@ -48,7 +48,7 @@ export function commandPath(cmd: CommandUnknownOpts): string {
 export function makeContext(cmd: CommandUnknownOpts, deps: Deps, resources: Resources): Ctx {
   // Before anything else the command does: a signal from now on is handled as this command needs.
   deps.setSignalMode?.(signalMode(commandPath(cmd)));
-  const flags = cmd.optsWithGlobals() as Record<string, unknown>;
+  const flags = cmd.optsWithGlobals();
   const config = resolveConfig({ flags, env: deps.env });
   resources.lastSecrets = secretsOf(config);
   let broker: Promise<Broker> | undefined;

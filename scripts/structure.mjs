@@ -1,6 +1,7 @@
-// The structure rules of issue 18 and docs/ARCHITECTURE.md, measured: command files under 100
-// lines, functions under 80 lines (the canonicalizer's parser excepted), and the layers: the
-// library never imports a command, and the infrastructure modules never import a domain.
+// The structure rules of issues 18 and 28 and docs/ARCHITECTURE.md, measured: command files under
+// 100 lines and holding no logic (see `commandLogic`), functions under 80 lines (the
+// canonicalizer's parser excepted), and the layers: the library never imports a command, and the
+// infrastructure modules never import a domain.
 // `node scripts/structure.mjs` lists what breaks them (exit 1); test/structure.test.ts runs it.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -44,6 +45,57 @@ function files(dir) {
   });
 }
 
+/**
+ * Modules a command file may not import: statements (`sql.ts`), connections (`lib/db/connect`,
+ * `lib/amqp`, `lib/flow`, `lib/service`), and files, processes or sockets. What it needs from the
+ * library is its one run function (`command.ts`), the pure checks of its flags (`decide.ts`,
+ * `input.ts`, `lib/ids.ts`) and constants.
+ */
+const COMMAND_FORBIDDEN_IMPORTS = [
+  /\/sql\.js$/,
+  /(^|\/)lib\/(db\/connect|amqp\/|flow\/|service\/)/,
+  /^node:(fs|fs\/promises|child_process|net|http|https|dgram)$/,
+];
+
+/**
+ * What makes a command file more than an adapter (issue 28: "a command file parses, calls one run
+ * function and renders; no logic"), found mechanically: a loop, an `await` or an `async` function
+ * (the work, and its waiting, belong to the library's run function), an import of
+ * {@link COMMAND_FORBIDDEN_IMPORTS}, or more than one `run…` function imported from the library.
+ */
+export function commandLogic(rel, sf) {
+  const found = [];
+  const at = (node) => `${rel}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
+  const runImports = [];
+  const visit = (node) => {
+    if (
+      ts.isForStatement(node) ||
+      ts.isForInStatement(node) ||
+      ts.isForOfStatement(node) ||
+      ts.isWhileStatement(node) ||
+      ts.isDoStatement(node)
+    )
+      found.push({ at: at(node), what: 'a loop' });
+    else if (ts.isAwaitExpression(node)) found.push({ at: at(node), what: 'an await' });
+    else if (ts.isFunctionLike(node) && node.modifiers?.some((m) => m.kind === ts.SyntaxKind.AsyncKeyword))
+      found.push({ at: at(node), what: 'an async function' });
+    else if (ts.isImportDeclaration(node)) {
+      const spec = node.moduleSpecifier.text;
+      if (COMMAND_FORBIDDEN_IMPORTS.some((re) => re.test(spec)))
+        found.push({ at: at(node), what: `an import of ${spec}` });
+      const named = node.importClause?.namedBindings;
+      if (!node.importClause?.isTypeOnly && named && ts.isNamedImports(named))
+        for (const e of named.elements)
+          if (!e.isTypeOnly && /^run[A-Z]/.test(e.name.text) && spec.includes('/lib/')) runImports.push(e.name.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  if (runImports.length > 1)
+    found.push({ at: rel, what: `${runImports.length} run functions (${runImports.join(', ')})` });
+  return found;
+}
+
 function nameOf(node, sf) {
   if (node.name) return node.name.getText(sf);
   const parent = node.parent;
@@ -54,6 +106,7 @@ function nameOf(node, sf) {
 
 export function measure(root = process.cwd()) {
   const longCommands = [];
+  const commandLogicFound = [];
   const longFunctions = [];
   const layerBreaks = [];
   for (const file of files(join(root, 'src'))) {
@@ -65,6 +118,7 @@ export function measure(root = process.cwd()) {
     layerBreaks.push(...importBreaks(rel, text));
     if (EXEMPT.has(rel)) continue;
     const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    if (rel.startsWith('src/commands/') && !COMMAND_SUPPORT.has(rel)) commandLogicFound.push(...commandLogic(rel, sf));
     const visit = (node) => {
       if (ts.isFunctionLike(node) && node.body) {
         const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
@@ -76,7 +130,7 @@ export function measure(root = process.cwd()) {
     };
     visit(sf);
   }
-  return { longCommands, longFunctions, layerBreaks };
+  return { longCommands, commandLogic: commandLogicFound, longFunctions, layerBreaks };
 }
 
 /** Imports that go against the layers: lib → commands, infrastructure → a domain. */
@@ -94,12 +148,13 @@ function importBreaks(rel, text) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { longCommands, longFunctions, layerBreaks } = measure();
+  const { longCommands, commandLogic: logic, longFunctions, layerBreaks } = measure();
   for (const b of layerBreaks) console.log(`layer ${b.file} imports ${b.imports}`);
   for (const c of longCommands) console.log(`command ${c.file}: ${c.lines} lines`);
+  for (const l of logic) console.log(`command logic ${l.at}: ${l.what}`);
   for (const f of longFunctions) console.log(`function ${f.file} ${f.name}: ${f.lines} lines`);
   console.log(
-    `${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers`,
+    `${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${logic.length} places of logic in command files, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers`,
   );
-  process.exitCode = longCommands.length + longFunctions.length + layerBreaks.length > 0 ? 1 : 0;
+  process.exitCode = longCommands.length + logic.length + longFunctions.length + layerBreaks.length > 0 ? 1 : 0;
 }

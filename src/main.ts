@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type Command, CommanderError, Option } from 'commander';
+import { type Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { type Deps, Resources } from './commands/context.js';
 import { progressIntervalOption } from './commands/options.js';
 import { commanderErrorLine, FcctlCommand } from './lib/cli/command.js';

@@ -1,20 +1,9 @@
-import { type Command, InvalidArgumentError, Option } from 'commander';
-import {
-  CONTROL,
-  idProblem,
-  isAppKey,
-  isRoutingSafe,
-  isSchoolId,
-  isUuid,
-  MAX_APP_KEY_LENGTH,
-  MAX_ID_LENGTH,
-  MAX_RUN_ID_LENGTH,
-} from '../lib/ids.js';
+import { type Command, InvalidArgumentError, Option, type OptionValues } from '@commander-js/extra-typings';
+import { idProblem, isAppKey, isSchoolId, isUuid, MAX_APP_KEY_LENGTH, MAX_RUN_ID_LENGTH } from '../lib/ids.js';
 import type { ManifestSide } from '../lib/manifest/row.js';
-import { MAX_SHARDS, parseShard, type Shard } from '../lib/manifest/shard.js';
 import { UsageError } from '../lib/cli/exit.js';
 import { type LoadLimit, mergeMaxLoad, parseMaxLoad, type ThrottleLimits } from '../lib/db/throttle.js';
-import { listenAddress } from '../lib/service/decide.js';
+import { listenAddress, type ServiceFlags } from '../lib/service/decide.js';
 
 /**
  * A commander argument parser for an integer in [min, max]; anything else is exit 2 with the
@@ -67,10 +56,10 @@ export function durationArg(minSeconds: number, maxSeconds: number): (value: str
  * `--backoff-cap`, `--max-retries`), read back with {@link retryPolicyOf}.
  * @example addRetryOptions(cmd, { baseSeconds: 20, capSeconds: 3600, maxRetries: 8 })
  */
-export function addRetryOptions(
-  cmd: Command,
+export function addRetryOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
   defaults: { baseSeconds: number; capSeconds: number; maxRetries: number },
-): Command {
+) {
   return cmd
     .option('--backoff-base <s>', 'FAILED backoff base (base × 2^retry_count)', intArg(1, 86400), defaults.baseSeconds)
     .option('--backoff-cap <s>', 'FAILED backoff cap', intArg(1, 7 * 86400), defaults.capSeconds)
@@ -78,15 +67,19 @@ export function addRetryOptions(
 }
 
 /** The retry policy of parsed options that {@link addRetryOptions} declared. */
-export function retryPolicyOf(o: Record<string, unknown>): {
+export function retryPolicyOf(o: {
+  readonly backoffBase: number;
+  readonly backoffCap: number;
+  readonly maxRetries: number;
+}): {
   baseSeconds: number;
   capSeconds: number;
   maxRetries: number;
 } {
   return {
-    baseSeconds: o['backoffBase'] as number,
-    capSeconds: o['backoffCap'] as number,
-    maxRetries: o['maxRetries'] as number,
+    baseSeconds: o.backoffBase,
+    capSeconds: o.backoffCap,
+    maxRetries: o.maxRetries,
   };
 }
 
@@ -95,22 +88,18 @@ export function retryPolicyOf(o: Record<string, unknown>): {
  * showing Number.MAX_SAFE_INTEGER.
  * @example cmd.addOption(maxRowsOption('stop after claiming this many rows'))
  */
-export function maxRowsOption(description: string): Option {
+export function maxRowsOption(description: string) {
   return new Option('--max-rows <n>', description)
     .argParser(intArg(1, Number.MAX_SAFE_INTEGER))
     .default(Number.MAX_SAFE_INTEGER, 'no limit');
 }
 
 /** `--metrics-file`, the same wording and path check on every cron command. */
-export function metricsFileOption(): Option {
+export function metricsFileOption() {
   return new Option(
     '--metrics-file <path>',
     'write Prometheus gauges to this file (atomically, for the node_exporter textfile collector)',
   ).argParser(pathArg);
-}
-
-export function addMetricsFileOption(cmd: Command): Command {
-  return cmd.addOption(metricsFileOption());
 }
 
 /**
@@ -124,10 +113,16 @@ export function pathArg(value: string): string {
   return value;
 }
 
-/** {@link pathArg} for a repeatable option: collects the checked values. */
-export function pathsArg(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), pathArg(value)];
+/**
+ * A repeatable option's parser: each value checked by `parse`, collected in order.
+ * @example new Option('--school <id>', 'school id; repeatable').argParser(listArg(schoolArg))
+ */
+export function listArg<T>(parse: (value: string) => T): (value: string, previous: T[] | undefined) => T[] {
+  return (value, previous) => [...(previous ?? []), parse(value)];
 }
+
+/** {@link pathArg} for a repeatable option: collects the checked values. */
+export const pathsArg = listArg(pathArg);
 
 /**
  * `--consumer KEY`: a consumer credential key as stored (1–64 characters, no whitespace or
@@ -137,18 +132,6 @@ export function pathsArg(value: string, previous: string[] | undefined): string[
 export function consumerArg(value: string): string {
   if (!isAppKey(value))
     throw new InvalidArgumentError(`expected a consumer app key of 1–${MAX_APP_KEY_LENGTH} characters without spaces`);
-  return value;
-}
-
-/**
- * `--consumer KEY` where the key must make a routing key (SPEC §4): {@link consumerArg} and none of
- * `.` `*` `#`. For commands that queue a message: a row of such a key can never be sent.
- * @example .requiredOption('--consumer <key>', 'consumer app key', routableConsumerArg)
- */
-export function routableConsumerArg(value: string): string {
-  consumerArg(value);
-  if (!isRoutingSafe(value))
-    throw new InvalidArgumentError('expected a consumer app key that can make a routing key: none of . * # (SPEC §4)');
   return value;
 }
 
@@ -165,7 +148,7 @@ export function schoolArg(value: string): string {
  * `--side sh|fc`.
  * @example .requiredOption('--side <side>', 'sh or fc', sideArg)
  */
-export function sideArg(value: string): ManifestSide {
+function sideArg(value: string): ManifestSide {
   if (value !== 'sh' && value !== 'fc') throw new InvalidArgumentError('expected sh or fc');
   return value;
 }
@@ -179,17 +162,7 @@ export function uuidArg(value: string): string {
   return value;
 }
 
-/**
- * `--shard i/n`: 1 ≤ i ≤ n ≤ 4096.
- * @example shardArg('2/4') // { index: 2, count: 4 }
- */
-export function shardArg(value: string): Shard {
-  const s = parseShard(value);
-  if (s === null) throw new InvalidArgumentError(`expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS}, e.g. 2/4`);
-  return s;
-}
-
-function idArg(max: number): (value: string) => string {
+export function idArg(max: number): (value: string) => string {
   return (value: string) => {
     const p = idProblem(value, max);
     if (p)
@@ -201,13 +174,6 @@ function idArg(max: number): (value: string) => string {
 }
 
 /**
- * `--proof-id` and `--task-id` of `retire-absent prove`: 1–128 characters, no control characters,
- * no surrounding spaces.
- * @example .option('--proof-id <id>', 'proof id', proofIdArg)
- */
-export const proofIdArg = idArg(MAX_ID_LENGTH);
-
-/**
  * `--run-id` of `retire-absent`: 1–64 characters (the audit's `run_id`), no control characters,
  * no surrounding spaces (`projection repair-authoritative --run-id` is stricter: see `checkRunId`).
  * @example .option('--run-id <id>', 'run id', runIdArg)
@@ -215,31 +181,10 @@ export const proofIdArg = idArg(MAX_ID_LENGTH);
 export const runIdArg = idArg(MAX_RUN_ID_LENGTH);
 
 /**
- * A RabbitMQ user name, repeatable: not empty, no control characters.
- * @example .option('--consumer-user <name>', 'a consumer user', consumerUserArg, [] as string[])
- */
-export function consumerUserArg(value: string, previous: string[]): string[] {
-  if (value === '') throw new InvalidArgumentError('expected a user name, not an empty one');
-  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a user name without control characters');
-  return [...previous, value];
-}
-
-/**
- * A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters.
- * @example .option('--consumer-queue <name>', 'the consumer queue', queueNameArg, CONSUMER_QUEUE)
- */
-export function queueNameArg(value: string): string {
-  if (value === '' || Buffer.byteLength(value, 'utf8') > 255)
-    throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
-  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
-  return value;
-}
-
-/**
  * `--number-mode` of the `canon` commands: how numbers are read before hashing.
  * @example cmd.addOption(numberModeOption())
  */
-export function numberModeOption(): Option {
+export function numberModeOption() {
   return new Option('--number-mode <mode>', 'exact: numbers as exact decimals; double: fractions read as doubles first')
     .choices(['exact', 'double'])
     .default('exact');
@@ -249,7 +194,7 @@ export function numberModeOption(): Option {
  * `--side` of the `db` commands: which database (`all`: both).
  * @example cmd.addOption(dbSideOption().default('all'))
  */
-export function dbSideOption(): Option {
+export function dbSideOption() {
   return new Option('--side <side>', 'which database').choices(['fc', 'sh', 'all']);
 }
 
@@ -258,17 +203,17 @@ export function dbSideOption(): Option {
  * wording and one check for all of them.
  * @example cmd.addOption(sideOption()).addOption(schoolOption()).addOption(formOption())
  */
-export function sideOption(): Option {
+export function sideOption() {
   return new Option('--side <side>', 'sh (fc_answer_projection) or fc (answer, hashed with fc.canon.v1)')
     .argParser(sideArg)
     .makeOptionMandatory();
 }
 
-export function schoolOption(): Option {
+function schoolOption() {
   return new Option('--school <id>', 'school id').argParser(schoolArg).makeOptionMandatory();
 }
 
-export function formOption(): Option {
+function formOption() {
   return new Option('--form <uuid>', 'form uuid').argParser(uuidArg).makeOptionMandatory();
 }
 
@@ -276,22 +221,27 @@ export function formOption(): Option {
  * `--size`, rows per manifest page, 1 to `max`.
  * @example cmd.addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
  */
-export function pageSizeOption(description: string, max: number, defaultSize: number): Option {
+export function pageSizeOption(description: string, max: number, defaultSize: number) {
   return new Option('--size <n>', description).argParser(intArg(1, max)).default(defaultSize);
 }
 
 /** `--school` and `--form` ({@link schoolOption}, {@link formOption}) on a command, in that order. */
-export function addSchoolFormOptions(cmd: Command): Command {
+export function addSchoolFormOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
   return cmd.addOption(schoolOption()).addOption(formOption());
 }
 
 /** The school and form {@link addSchoolFormOptions} parsed, as the runners name them. */
-export function schoolFormOf(o: Record<string, unknown>): { readonly schId: string; readonly formUuid: string } {
-  return { schId: o['school'] as string, formUuid: o['form'] as string };
+export function schoolFormOf(o: { readonly school: string; readonly form: string }): {
+  readonly schId: string;
+  readonly formUuid: string;
+} {
+  return { schId: o.school, formUuid: o.form };
 }
 
 /** `--format table|json|csv` of a command that lists rows; a table by default. */
-export function listFormatOption(): Option {
+export function listFormatOption() {
   return new Option('--format <format>', 'row listing format').choices(['table', 'json', 'csv']).default('table');
 }
 
@@ -301,77 +251,51 @@ export function listFormatOption(): Option {
  * ({@link consumerArg}, or {@link routableConsumerArg} when it must make a routing key).
  * @example addConsumerSchoolOptions(cmd, 'consumer app key', consumerArg)
  */
-export function addConsumerSchoolOptions(
-  cmd: Command,
+export function addConsumerSchoolOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
   consumerDescription: string,
   parse: (value: string) => string,
-): Command {
+) {
   return cmd
     .requiredOption('--consumer <key>', consumerDescription, parse)
     .requiredOption('--school <id>', 'consumer school id', schoolArg);
 }
 
 /** The consumer and school {@link addConsumerSchoolOptions} parsed, as the runners name them. */
-export function consumerSchoolOf(o: Record<string, unknown>): {
+export function consumerSchoolOf(o: { readonly consumer: string; readonly school: string }): {
   readonly consumerAppKey: string;
   readonly consumerSchoolId: string;
 } {
-  return { consumerAppKey: o['consumer'] as string, consumerSchoolId: o['school'] as string };
-}
-
-/**
- * `doctor --consumer-queue`: the consumer queue `--isolation` checks.
- * @example cmd.addOption(consumerQueueOption(CONSUMER_QUEUE))
- */
-export function consumerQueueOption(defaultQueue: string): Option {
-  return new Option(
-    '--consumer-queue <name>',
-    'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix',
-  )
-    .argParser(queueNameArg)
-    .default(defaultQueue);
-}
-
-/**
- * `doctor --consumer-user`, repeatable: the consumers' RabbitMQ users.
- * @example cmd.addOption(consumerUserOption())
- */
-export function consumerUserOption(): Option {
-  return new Option(
-    '--consumer-user <name>',
-    "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable",
-  )
-    .argParser(consumerUserArg)
-    .default([] as string[]);
+  return { consumerAppKey: o.consumer, consumerSchoolId: o.school };
 }
 
 /** `--batch-size <n>` of a claiming batch command: rows claimed per batch, 1 to `max`. */
-export function batchSizeOption(max: number, defaultSize: number): Option {
+export function batchSizeOption(max: number, defaultSize: number) {
   return new Option('--batch-size <n>', 'rows claimed per batch').argParser(intArg(1, max)).default(defaultSize);
 }
 
 /** `--max-seconds <s>` of a batch command (1 s to a day): when it stops claiming or starting items. */
-export function maxSecondsOption(description: string, defaultSeconds: number): Option {
+export function maxSecondsOption(description: string, defaultSeconds: number) {
   return new Option('--max-seconds <s>', description).argParser(secondsArg(1, 86400)).default(defaultSeconds);
 }
 
 /** `--lease-seconds <s>` of a claiming batch command, from `minSeconds` to a day. */
-export function leaseSecondsOption(description: string, minSeconds: number, defaultSeconds: number): Option {
+export function leaseSecondsOption(description: string, minSeconds: number, defaultSeconds: number) {
   return new Option('--lease-seconds <s>', description).argParser(intArg(minSeconds, 86400)).default(defaultSeconds);
 }
 
 /** `--dry-run` (off by default), with what it leaves out. */
-export function dryRunOption(description: string): Option {
+export function dryRunOption(description: string) {
   return new Option('--dry-run', description).default(false);
 }
 
 /** `--limit <n>` of a scan report: the newest rows to list, 1 to 10,000, 20 by default. */
-export function listLimitOption(description: string): Option {
+export function listLimitOption(description: string) {
   return new Option('--limit <n>', description).argParser(intArg(1, 10_000)).default(20);
 }
 
 /** `--fail-if-dead` of a scan report: exit 1 when any row is DEAD. */
-export function failIfDeadOption(): Option {
+export function failIfDeadOption() {
   return new Option('--fail-if-dead', 'exit 1 when any row is DEAD').default(false);
 }
 
@@ -380,34 +304,24 @@ export function failIfDeadOption(): Option {
  * command is left to its own sender (60 s to 30 days, 10 minutes by default).
  * @example cmd.addOption(pendingGraceOption('PENDING rows count as due after this (as resolve-unknown)'))
  */
-export function pendingGraceOption(description: string): Option {
+export function pendingGraceOption(description: string) {
   return new Option('--pending-grace <duration>', description).argParser(durationArg(60, 30 * 86400)).default(600);
 }
 
 /** `--execute` (off by default) of a command that decides row by row: without it, a dry run that says what it would write. */
-export function executeOption(description: string): Option {
+export function executeOption(description: string) {
   return new Option('--execute', description).default(false);
 }
 
-/** `--max-proof-age <duration>` of `retire-absent`: 1 second to 30 days, the default shown as a duration. */
-export function maxProofAgeOption(defaultSeconds: number, shownDefault: string): Option {
-  return new Option(
-    '--max-proof-age <duration>',
-    "refuse a proof older than this (90s, 10m, 2h, 1d; at most 30d), counted from its FC manifest's completion or its making, the earlier",
-  )
-    .argParser(durationArg(1, 30 * 86400))
-    .default(defaultSeconds, shownDefault);
-}
-
 /** The default of the global `--progress-interval`, in seconds. */
-export const DEFAULT_PROGRESS_INTERVAL_SECONDS = 30;
+const DEFAULT_PROGRESS_INTERVAL_SECONDS = 30;
 
 /**
  * The global `--progress-interval <s>`: off a terminal, a `progress` line on stderr this often while
  * a batch runs; 0 turns the lines off, otherwise 0.1 s to a day (README "Output").
  * @example program.addOption(progressIntervalOption())
  */
-export function progressIntervalOption(): Option {
+export function progressIntervalOption() {
   const seconds = secondsArg(0.1, 86400);
   return new Option(
     '--progress-interval <s>',
@@ -429,7 +343,9 @@ export function progressIntervalOption(): Option {
  * --failed`: which FAILED/DEAD rows (checked by `failedFilterOf`, lib/deliveries/failed/decide.ts).
  * @example failedFilterOptions(cmd)
  */
-export function failedFilterOptions(cmd: Command): Command {
+export function failedFilterOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
   return cmd
     .option('--state <state>', 'only FAILED or only DEAD rows')
     .option(
@@ -443,7 +359,7 @@ export function failedFilterOptions(cmd: Command): Command {
  * the file exists the command behaves as paused, its first line the reason.
  * @example cmd.addOption(pauseFileOption())
  */
-export function pauseFileOption(): Option {
+export function pauseFileOption() {
   return new Option(
     '--pause-file <path>',
     'behave as paused while this file exists (its first line is the reason); the local alternative to fcctl pause',
@@ -457,7 +373,10 @@ export function pauseFileOption(): Option {
  * {@link throttleLimitsOf}; `--replica-url` is the `replicaUrl` setting (FCCTL_REPLICA_URL).
  * @example addThrottleOptions(cmd, 'the FC database')
  */
-export function addThrottleOptions(cmd: Command, readDatabase: string): Command {
+export function addThrottleOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  readDatabase: string,
+) {
   return cmd
     .addOption(
       new Option(
@@ -484,88 +403,16 @@ export function addThrottleOptions(cmd: Command, readDatabase: string): Command 
     );
 }
 
-/** A command's options that {@link addThrottleOptions} declared. */
-export interface ThrottleOptions {
-  readonly throttle: ThrottleLimits;
-}
-
 /** The limits {@link addThrottleOptions} parsed; `--replica-url` without `--max-lag` is exit 2. */
-export function throttleLimitsOf(o: Record<string, unknown>): ThrottleLimits {
-  const maxLagSeconds = (o['maxLag'] as number | undefined) ?? null;
-  if (o['replicaUrl'] !== undefined && maxLagSeconds === null)
+export function throttleLimitsOf(o: {
+  readonly maxLoad?: LoadLimit[] | undefined;
+  readonly maxLag?: number | undefined;
+  readonly replicaUrl?: string | undefined;
+}): ThrottleLimits {
+  const maxLagSeconds = o.maxLag ?? null;
+  if (o.replicaUrl !== undefined && maxLagSeconds === null)
     throw new UsageError('--replica-url is read only by --max-lag: give --max-lag too, or leave --replica-url out');
-  return { maxLoad: (o['maxLoad'] as LoadLimit[] | undefined) ?? [], maxLagSeconds };
-}
-
-/**
- * `--school` and `--form` of `reconcile run`: one of each for one pair, or (with `--all`) each
- * repeatable, filtering the pairs; parsed into lists, read back with {@link onePairOf}.
- * @example addPairOptions(cmd)
- */
-export function addPairOptions(cmd: Command): Command {
-  const collect =
-    <T>(parse: (v: string) => T) =>
-    (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
-  return cmd
-    .addOption(
-      new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(
-        collect(schoolArg),
-      ),
-    )
-    .addOption(
-      new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(collect(uuidArg)),
-    );
-}
-
-/** The one school and form of a single-pair run (exit 2 when one is missing or repeated). */
-export function onePairOf(o: Record<string, unknown>): { readonly schId: string; readonly formUuid: string } {
-  if (
-    ((o['school'] as string[] | undefined) ?? []).length === 0 &&
-    ((o['form'] as string[] | undefined) ?? []).length === 0
-  )
-    throw new UsageError('give --school and --form (one pair), or --all for every pair');
-  const one = (flag: string, values: unknown): string => {
-    const list = (values as string[] | undefined) ?? [];
-    if (list.length === 0) throw new UsageError(`give ${flag} (one school and form), or --all for every pair`);
-    if (list.length > 1)
-      throw new UsageError(`${flag} given ${list.length} times: one pair takes one; several filter the pairs of --all`);
-    return list[0]!;
-  };
-  return { schId: one('--school', o['school']), formUuid: one('--form', o['form']) };
-}
-
-/** The flags only `reconcile run --all` reads (src/commands/reconcile/run-all.ts). */
-export function addAllOptions(cmd: Command): Command {
-  return cmd
-    .option(
-      '--all',
-      'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/',
-      false,
-    )
-    .addOption(
-      new Option('--concurrency <n>', 'with --all: pairs run at once by this process')
-        .argParser(intArg(1, 64))
-        .default(4),
-    )
-    .option(
-      '--run-id <id>',
-      "with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database's UTC time, e.g. 2026-12-01T18-30Z)",
-      runIdArg,
-    )
-    .addOption(
-      new Option(
-        '--lease-seconds <s>',
-        "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires",
-      )
-        .argParser(intArg(3, 86400))
-        .default(300),
-    )
-    .option(
-      '--consumer <key>',
-      'with --all (required): the consumer app key whose FC grants name the pairs',
-      consumerArg,
-    )
-    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
+  return { maxLoad: o.maxLoad ?? [], maxLagSeconds };
 }
 
 /** An option parser refusing a second occurrence (exit 2) rather than silently keeping the last. */
@@ -583,21 +430,16 @@ function listenArg(value: string): { host: string; port: number } {
   return address;
 }
 
-/** The service flags of a command that can run as a service (issue 27). */
-export interface ServiceFlags {
-  readonly follow: boolean;
-  readonly pollMs: number;
-  readonly drainMs: number;
-  readonly listen: { readonly host: string; readonly port: number } | null;
-  readonly heartbeatSeconds: number;
-}
-
 /**
  * `--follow` and its flags: run until a stop signal, never exiting on an outage, with `/metrics`,
  * `/healthz` and `/readyz` on `--listen`. Read back with {@link serviceFlagsOf}.
  * @example addServiceOptions(cmd, 'claims', 9464)
  */
-export function addServiceOptions(cmd: Command, what: string, port: number): Command {
+export function addServiceOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  what: string,
+  port: number,
+) {
   return (
     cmd
       .option(
@@ -630,39 +472,52 @@ export function addServiceOptions(cmd: Command, what: string, port: number): Com
 }
 
 /** The service flags' defaults (issue 27). */
-export const SERVICE_DEFAULTS = { pollSeconds: 0.2, drainSeconds: 30, heartbeatSeconds: 5 } as const;
+const SERVICE_DEFAULTS = { pollSeconds: 0.2, drainSeconds: 30, heartbeatSeconds: 5 } as const;
 
 /** The service flags given; a service flag without `--follow`, or `--follow` with `--dry-run`, is exit 2. */
-export function serviceFlagsOf(o: Record<string, unknown>): ServiceFlags {
-  const follow = o['follow'] === true;
+export function serviceFlagsOf(o: {
+  readonly follow?: boolean | undefined;
+  readonly pollInterval?: number | undefined;
+  readonly drainSeconds?: number | undefined;
+  readonly listen?: ServiceFlags['listen'] | undefined;
+  readonly heartbeatSeconds?: number | undefined;
+  readonly dryRun?: boolean | undefined;
+}): ServiceFlags {
+  const follow = o.follow === true;
   if (!follow) {
-    const stray = ['pollInterval', 'drainSeconds', 'listen', 'heartbeatSeconds'].find((name) => o[name] !== undefined);
+    const stray = (['pollInterval', 'drainSeconds', 'listen', 'heartbeatSeconds'] as const).find(
+      (name) => o[name] !== undefined,
+    );
     if (stray)
       throw new UsageError(
         `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is a --follow option: add --follow, or leave it out`,
       );
-  } else if (o['dryRun'] === true) {
+  } else if (o.dryRun === true) {
     throw new UsageError(
       '--follow with --dry-run: a dry run that never ends checks nothing more; run the dry run without --follow',
     );
   }
   return {
     follow,
-    pollMs: Math.round(((o['pollInterval'] as number | undefined) ?? SERVICE_DEFAULTS.pollSeconds) * 1000),
-    drainMs: Math.round(((o['drainSeconds'] as number | undefined) ?? SERVICE_DEFAULTS.drainSeconds) * 1000),
-    listen: (o['listen'] as ServiceFlags['listen'] | undefined) ?? null,
-    heartbeatSeconds: (o['heartbeatSeconds'] as number | undefined) ?? SERVICE_DEFAULTS.heartbeatSeconds,
+    pollMs: Math.round((o.pollInterval ?? SERVICE_DEFAULTS.pollSeconds) * 1000),
+    drainMs: Math.round((o.drainSeconds ?? SERVICE_DEFAULTS.drainSeconds) * 1000),
+    listen: o.listen ?? null,
+    heartbeatSeconds: o.heartbeatSeconds ?? SERVICE_DEFAULTS.heartbeatSeconds,
   };
 }
 
 /** `--max-seconds` of a command that can run as a service: a batch run's default, none with `--follow` ({@link maxSecondsOf}). */
-export function followMaxSecondsOption(description: string, batchSeconds: number): Option {
+export function followMaxSecondsOption(description: string, batchSeconds: number) {
   return new Option('--max-seconds <s>', `${description} (default: ${batchSeconds}; none with --follow)`).argParser(
     secondsArg(1, 86400),
   );
 }
 
 /** `--max-seconds` as given, or its default: `batchSeconds` for a batch run, no limit for `--follow`. */
-export function maxSecondsOf(o: Record<string, unknown>, service: ServiceFlags, batchSeconds: number): number {
-  return (o['maxSeconds'] as number | undefined) ?? (service.follow ? Infinity : batchSeconds);
+export function maxSecondsOf(
+  o: { readonly maxSeconds?: number | undefined },
+  service: ServiceFlags,
+  batchSeconds: number,
+): number {
+  return o.maxSeconds ?? (service.follow ? Infinity : batchSeconds);
 }

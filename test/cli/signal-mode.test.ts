@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Command } from 'commander';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import { commandPath, Resources } from '../../src/commands/context.js';
 import { abortOnSignals, SIGNAL_WATCHING_COMMANDS, signalMode } from '../../src/lib/cli/signal.js';
@@ -15,7 +15,7 @@ const program = await buildProgram(
   },
   new Resources(),
 );
-const walk = (c: Command): string[] => [commandPath(c), ...c.commands.flatMap(walk)];
+const walk = (c: CommandUnknownOpts): string[] => [commandPath(c), ...c.commands.flatMap(walk)];
 const paths = walk(program).filter((p) => p !== '');
 
 describe('signalMode (what the first SIGINT/SIGTERM does to a command)', () => {

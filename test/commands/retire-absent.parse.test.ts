@@ -1,7 +1,8 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import type { Ctx, Deps, Resources } from '../../src/commands/context.js';
-import { createRetireProveCommand, type RetireProveOptions } from '../../src/commands/retire-absent/prove.js';
+import { createRetireProveCommand } from '../../src/commands/retire-absent/prove.js';
+import type { RetireProveOptions } from '../../src/lib/retire-absent/prove/command.js';
 import { createRetireAbsentCommand, DEFAULT_MAX_PROOF_AGE_SECONDS } from '../../src/commands/retire-absent/retire.js';
 import { parseError, parseWith } from '../helpers/parse.js';
 

@@ -1,10 +1,10 @@
-import { Command } from 'commander';
+import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { type Ctx, type Deps, Resources } from '../../src/commands/context.js';
 import { cleanEnv } from './cli.js';
 import { testIo } from './io.js';
 
 type RunF<O> = (options: O, ctx: Ctx) => Promise<number>;
-type Create<O> = (parent: Command, deps: Deps, resources: Resources, runF: RunF<O>) => Command;
+type Create<O> = (parent: Command, deps: Deps, resources: Resources, runF: RunF<O>) => CommandUnknownOpts;
 
 /**
  * Parses `argv` with one command's own definition and returns the options its run function was

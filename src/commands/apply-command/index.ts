@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { commandGroup, type Deps, type Resources } from '../context.js';
 import { createApplyCommandRequeueCommand } from './requeue.js';
 import { createApplyCommandResolveCommand } from './resolve-unknown.js';

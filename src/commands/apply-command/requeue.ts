@@ -1,79 +1,15 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import type { Column } from '../../lib/cli/table.js';
 import { LineError } from '../../lib/files/record-file.js';
 import { checkOperationId } from '../../lib/deliveries/replay/input.js';
-import { requeueRunError, summarizeRequeue } from '../../lib/apply-command/requeue/decide.js';
 import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';
-import { type RequeueOptions, runRequeue } from '../../lib/apply-command/requeue/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { RequeueOptions } from '../../lib/apply-command/requeue/run.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { intArg, maxSecondsOption, pathArg } from '../options.js';
+import { runApplyCommandRequeue } from '../../lib/apply-command/requeue/command.js';
 
-const COMMAND = 'apply-command requeue';
-const COLUMNS: readonly Column[] = [
-  { key: 'bizType', header: 'biz type' },
-  { key: 'bizId', header: 'biz id' },
-  { key: 'code' },
-  { key: 'reason' },
-];
-
-/** The flags checked by the library's rules (after commander: a refused value is named, not echoed whole). */
-function targetAndOperation(o: Record<string, unknown>): { target: RequeueOptions['target']; operationId: string } {
-  try {
-    const target = requeueTargetOf({
-      bizType: o['bizType'] as string | undefined,
-      bizId: o['bizId'] as string | undefined,
-      from: o['from'] as string | undefined,
-      dead: o['dead'] as boolean,
-      reason: o['reason'] as string | undefined,
-    });
-    return { target, operationId: checkOperationId(o['operationId'], 0, '--operation-id') };
-  } catch (err) {
-    throw err instanceof LineError ? new UsageError(err.message) : err;
-  }
-}
-
-/**
- * `fcctl apply-command requeue`: DEAD (or FAILED) commands back to UNKNOWN with the retry budget
- * reset and the same token and attempt, under an operation id; only reports unless `--execute`.
- * Exit 0 when every command was REQUEUED (in a dry run: WOULD_REQUEUE), 1 when any was refused or not run, 2 bad input, 3 environment.
- */
-export async function runApplyCommandRequeue(options: RequeueOptions, ctx: Ctx): Promise<number> {
-  const started = ctx.clock();
-  const shown: Array<Record<string, unknown>> = [];
-  const run = await runRequeue(options, {
-    shDb: ctx.shDb,
-    stdin: ctx.io.stdin,
-    now: ctx.now,
-    signal: ctx.signal,
-    clock: ctx.clock,
-    onResult: (r) => {
-      ctx.output.event('result', { ...r, dryRun: !options.execute });
-      shown.push(r as unknown as Record<string, unknown>);
-    },
-  });
-  if (!ctx.output.json && shown.length > 0)
-    ctx.output.rows(shown, COLUMNS, 'table', options.execute ? 'answers' : 'would answer (dry run)');
-  if (run.operationConflict)
-    ctx.output.event('result', { code: 'OPERATION_CONFLICT', reason: run.operationConflict, dryRun: !options.execute });
-  if (!ctx.output.json && run.operationConflict) ctx.output.note(`OPERATION_CONFLICT  ${run.operationConflict}`);
-  if (!options.execute) ctx.output.note('dry run: nothing was written or recorded; pass --execute to requeue');
-  const { fields, counts } = summarizeRequeue(COMMAND, run, {
-    operationId: options.operationId,
-    elapsedMs: ctx.clock() - started,
-    json: ctx.output.json,
-  });
-  ctx.output.summary(fields, counts);
-  if (run.error) throw requeueRunError(run.error);
-  return run.exitCode;
-}
-
-export function createApplyCommandRequeueCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandRequeue,
-): Command {
+/** `fcctl apply-command requeue` and its flags. */
+function requeueFlags(parent: Command) {
   return parent
     .command('requeue')
     .description(
@@ -94,16 +30,35 @@ export function createApplyCommandRequeueCommand(
     .option('--evidence <file>', 'evidence JSON lines, appended', pathArg, 'requeue-evidence.jsonl')
     .option('--execute', 'requeue and record; without it only report what each command would answer', false)
     .option('--concurrency <n>', 'commands requeued at once', intArg(1, 32), 4)
-    .addOption(maxSecondsOption('start no new command after this long', 3600))
-    .action(commandAction(deps, resources, requeueOptionsOf, runF));
+    .addOption(maxSecondsOption('start no new command after this long', 3600));
 }
 
-function requeueOptionsOf(o: Record<string, unknown>): RequeueOptions {
-  return {
-    ...targetAndOperation(o),
-    execute: o['execute'] as boolean,
-    evidencePath: o['evidence'] as string,
-    concurrency: o['concurrency'] as number,
-    maxSeconds: o['maxSeconds'] as number,
-  };
+export function createApplyCommandRequeueCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandRequeue,
+) {
+  return requeueFlags(parent).action(commandAction(deps, resources, requeueOptionsOf, runF));
+}
+
+function requeueOptionsOf(o: FlagsOf<typeof requeueFlags>): RequeueOptions {
+  const { execute, concurrency, maxSeconds } = o;
+  return { ...targetAndOperation(o), execute, evidencePath: o.evidence, concurrency, maxSeconds };
+}
+
+/** The flags checked by the library's rules (after commander: a refused value is named, not echoed whole). */
+function targetAndOperation(o: FlagsOf<typeof requeueFlags>): Pick<RequeueOptions, 'target' | 'operationId'> {
+  try {
+    const target = requeueTargetOf({
+      bizType: o.bizType,
+      bizId: o.bizId,
+      from: o.from,
+      dead: o.dead,
+      reason: o.reason,
+    });
+    return { target, operationId: checkOperationId(o.operationId, 0, '--operation-id') };
+  } catch (err) {
+    throw err instanceof LineError ? new UsageError(err.message) : err;
+  }
 }

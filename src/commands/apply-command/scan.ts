@@ -1,9 +1,5 @@
-import type { Command } from 'commander';
-import type { ListFormat } from '../../lib/cli/output.js';
-import type { Column } from '../../lib/cli/table.js';
-import { applyScanExitCode, applyScanGauges, summarizeApplyScan } from '../../lib/apply-command/scan/decide.js';
-import { scanApplyCommands } from '../../lib/apply-command/scan/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { Command } from '@commander-js/extra-typings';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
   failIfDeadOption,
   listFormatOption,
@@ -11,82 +7,10 @@ import {
   metricsFileOption,
   pendingGraceOption,
 } from '../options.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
+import { type ApplyCommandScanOptions, runApplyCommandScan } from '../../lib/apply-command/scan/command.js';
 
-export type ApplyCommandScanOptions = Readonly<{
-  limit: number;
-  format: ListFormat;
-  pendingGraceSeconds: number;
-  metricsFile: string | undefined;
-  failIfDead: boolean;
-}>;
-
-const COMMAND = 'apply-command scan';
-
-const ROW_COLUMNS: readonly Column[] = [
-  { key: 'id' },
-  { key: 'bizType', header: 'biz type' },
-  { key: 'bizId', header: 'biz id' },
-  { key: 'applyAppKey', header: 'app key' },
-  { key: 'attempt' },
-  { key: 'retryCount', header: 'retries' },
-  { key: 'reason' },
-  { key: 'lastBranch', header: 'branch' },
-  { key: 'lastError', header: 'last error' },
-  { key: 'createTime', header: 'created' },
-  { key: 'updateTime', header: 'updated' },
-];
-const TABLE_COLUMNS = ROW_COLUMNS.filter(
-  (c) => c.key !== 'applyAppKey' && c.key !== 'lastError' && c.key !== 'createTime',
-);
-
-/** `fcctl apply-command scan`: read-only report — states, due, oldest UNKNOWN, stuck claims, DEAD rows and reasons. */
-export async function runApplyCommandScan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<number> {
-  return withRunMetrics(COMMAND, options.metricsFile, ctx.clock, () => scan(options, ctx));
-}
-
-async function scan(options: ApplyCommandScanOptions, ctx: Ctx): Promise<RunOutcome> {
-  const db = await ctx.shDb();
-  const report = await scanApplyCommands(db, options.limit, options.pendingGraceSeconds);
-  const exitCode = applyScanExitCode(report, options.failIfDead);
-  const outcome: RunOutcome = { exitCode, extraGauges: applyScanGauges(report) };
-  if (options.format === 'csv') {
-    // stdout is the CSV of DEAD rows and nothing else.
-    ctx.output.rows(report.rows, ROW_COLUMNS, 'csv');
-    return outcome;
-  }
-  const out = options.format === 'json' ? ctx.output.asJson() : ctx.output;
-  if (out.json) {
-    out.rows(report.rows, ROW_COLUMNS, 'json');
-    out.summary(summarizeApplyScan(COMMAND, report, exitCode, true));
-    return outcome;
-  }
-  out.rows(
-    Object.entries(report.states).map(([state, n]) => ({ state, n })),
-    [{ key: 'state' }, { key: 'n', header: 'rows' }],
-    'table',
-    'flow_apply_command by state',
-  );
-  if (report.reasons.length > 0) {
-    out.rows(
-      report.reasons,
-      [{ key: 'state' }, { key: 'reason' }, { key: 'lastBranch', header: 'branch' }, { key: 'count', header: 'rows' }],
-      'table',
-      'FAILED/DEAD reasons',
-    );
-  }
-  if (report.rows.length > 0)
-    out.rows(report.rows, TABLE_COLUMNS, 'table', `newest DEAD rows (at most ${options.limit})`);
-  out.summary(summarizeApplyScan(COMMAND, report, exitCode, false));
-  return outcome;
-}
-
-export function createApplyCommandScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandScan,
-): Command {
+/** `fcctl apply-command scan` and its flags. */
+function scanFlags(parent: Command) {
   return parent
     .command('scan')
     .description('read-only report: rows by state, due, oldest UNKNOWN, stuck claims, DEAD rows with reasons')
@@ -94,16 +18,19 @@ export function createApplyCommandScanCommand(
     .addOption(listFormatOption())
     .addOption(pendingGraceOption('PENDING rows count as due after this (as resolve-unknown)'))
     .addOption(metricsFileOption())
-    .addOption(failIfDeadOption())
-    .action(commandAction(deps, resources, scanOptionsOf, runF));
+    .addOption(failIfDeadOption());
 }
 
-function scanOptionsOf(o: Record<string, unknown>): ApplyCommandScanOptions {
-  return {
-    limit: o['limit'] as number,
-    format: o['format'] as ListFormat,
-    pendingGraceSeconds: o['pendingGrace'] as number,
-    metricsFile: o['metricsFile'] as string | undefined,
-    failIfDead: o['failIfDead'] as boolean,
-  };
+export function createApplyCommandScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runApplyCommandScan,
+) {
+  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
+}
+
+function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ApplyCommandScanOptions {
+  const { limit, format, metricsFile, failIfDead } = o;
+  return { limit, format, pendingGraceSeconds: o.pendingGrace, metricsFile, failIfDead };
 }

@@ -1,27 +1,16 @@
-import { type Command, Option } from 'commander';
+import { type Command, Option } from '@commander-js/extra-typings';
 import { DEFAULT_MAX_LINE_BYTES } from '../../lib/canon/hash/decide.js';
-import { type CanonHashOptions, runCanonHash as hash } from '../../lib/canon/hash/run.js';
-import { MAX_INPUT_BYTES, type NumberMode } from '../../lib/canon/index.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { CanonHashOptions } from '../../lib/canon/hash/run.js';
+import { MAX_INPUT_BYTES } from '../../lib/canon/index.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { intArg, numberModeOption } from '../options.js';
+import { runCanonHash } from '../../lib/canon/hash/command.js';
 
 export type { CanonHashOptions } from '../../lib/canon/hash/run.js';
 export { DEFAULT_MAX_LINE_BYTES, LINE_TOO_LONG } from '../../lib/canon/hash/decide.js';
 
-/**
- * `fcctl canon hash [FILE|-]`: the fc.canon.v1 hash (or, with `--canonical`, the canonical bytes)
- * of one JSON document, or of each line of a JSON Lines input with `--lines`.
- */
-export async function runCanonHash(options: CanonHashOptions, ctx: Ctx): Promise<number> {
-  return hash(options, { io: ctx.io, signal: ctx.signal });
-}
-
-export function createCanonHashCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runCanonHash,
-): Command {
+/** `fcctl canon hash` and its flags. */
+function hashFlags(parent: Command) {
   return parent
     .command('hash')
     .description('fc.canon.v1 content hash of a JSON document (or of each line with --lines)')
@@ -44,16 +33,14 @@ export function createCanonHashCommand(
       )
         .argParser(intArg(1, MAX_INPUT_BYTES))
         .default(DEFAULT_MAX_LINE_BYTES, '64 MiB'),
-    )
-    .action(commandAction(deps, resources, hashOptionsOf, runF));
+    );
 }
 
-function hashOptionsOf(o: Record<string, unknown>, args: readonly string[]): CanonHashOptions {
-  return {
-    file: args[0],
-    canonical: o['canonical'] as boolean,
-    lines: o['lines'] as boolean,
-    numberMode: o['numberMode'] as NumberMode,
-    maxLineBytes: o['maxLineBytes'] as number,
-  };
+export function createCanonHashCommand(parent: Command, deps: Deps, resources: Resources, runF = runCanonHash) {
+  return hashFlags(parent).action(commandAction(deps, resources, hashOptionsOf, runF));
+}
+
+function hashOptionsOf(o: FlagsOf<typeof hashFlags>, [file]: [string | undefined]): CanonHashOptions {
+  const { canonical, lines, numberMode, maxLineBytes } = o;
+  return { file, canonical, lines, numberMode, maxLineBytes };
 }

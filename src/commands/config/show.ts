@@ -1,26 +1,8 @@
-import type { Command } from 'commander';
-import type { Row } from '../../lib/cli/table.js';
-import { configRows } from '../../lib/config/show.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { Command } from '@commander-js/extra-typings';
+import { commandAction, type Deps, type Resources } from '../context.js';
+import { runConfigShow } from '../../lib/config/show-command.js';
 
-/** `fcctl config show`: the effective configuration and where each value came from, secrets masked. */
-export async function runConfigShow(_options: Record<string, never>, ctx: Ctx): Promise<number> {
-  ctx.output.rows(
-    configRows(ctx.config) as unknown as Row[],
-    [{ key: 'setting' }, { key: 'value' }, { key: 'source' }, { key: 'env' }],
-    'table',
-    'effective configuration',
-  );
-  ctx.output.summary({ command: 'config show', exitCode: 0 });
-  return 0;
-}
-
-export function createConfigShowCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runConfigShow,
-): Command {
+export function createConfigShowCommand(parent: Command, deps: Deps, resources: Resources, runF = runConfigShow) {
   return parent
     .command('show')
     .description('print the effective configuration, secrets masked')

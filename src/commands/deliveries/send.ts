@@ -1,21 +1,7 @@
-import { pausedGaugeNotes } from '../../lib/metrics/paused.js';
-import type { Command } from 'commander';
-import { EnvironmentError } from '../../lib/cli/exit.js';
+import type { Command } from '@commander-js/extra-typings';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
-  checkedPublisher,
-  emptySummary,
-  rowEvent,
-  sendRunOutcome,
-  sendStopError,
-  summarizeSend,
-} from '../../lib/deliveries/send/decide.js';
-import { sendDeliveries } from '../../lib/deliveries/send/run.js';
-import type { SendOptions } from '../../lib/deliveries/send/types.js';
-import { resolveServiceTimeZone } from '../../lib/time/service-zone.js';
-import { commandAction, commandThrottles, type Ctx, type Deps, type Resources } from '../context.js';
-import {
-  addMetricsFileOption,
   addRetryOptions,
   addServiceOptions,
   addThrottleOptions,
@@ -26,77 +12,17 @@ import {
   leaseSecondsOption,
   maxRowsOption,
   maxSecondsOf,
+  metricsFileOption,
   pauseFileOption,
   retryPolicyOf,
   secondsArg,
   serviceFlagsOf,
-  type ServiceFlags,
   throttleLimitsOf,
-  type ThrottleOptions,
 } from '../options.js';
-import { pauseCheck } from '../../lib/pause/run.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
+import { type DeliveriesSendOptions, runDeliveriesSend } from '../../lib/deliveries/send/command.js';
 
-export interface DeliveriesSendOptions extends Omit<SendOptions, 'serviceTimeZone'>, ThrottleOptions {
-  readonly service: ServiceFlags;
-  readonly declare: boolean;
-  readonly allowDefaultVhost: boolean;
-  readonly metricsFile?: string;
-  readonly pauseFile?: string;
-}
-
-/** `fcctl deliveries send`: the outbox relay, run from cron every minute. */
-export async function runDeliveriesSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
-  if (options.service.follow) return (await import('./send-follow.js')).runFollowSend(options, ctx);
-  return withRunMetrics('deliveries send', options.metricsFile, ctx.clock, async (note) =>
-    send(options, ctx, await pausedGaugeNotes('deliveries send', options.metricsFile, note)),
-  );
-}
-
-async function send(
-  options: DeliveriesSendOptions,
-  ctx: Ctx,
-  onPauseRead: (paused: boolean) => void,
-): Promise<RunOutcome> {
-  const publisher = checkedPublisher(options, ctx.config);
-  // A configured zone is checked here, connecting nothing; unset, it is read from the FC database.
-  const { zone: serviceTimeZone } = await resolveServiceTimeZone(ctx.config, ctx.fcDb);
-  const [db, { fc: throttle }] = await Promise.all([
-    ctx.fcDb(),
-    commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } }),
-  ]);
-  const paused = pauseCheck('deliveries send', ctx.fcDb, options.pauseFile, onPauseRead); // a failed run still writes fcctl_paused
-  const pause = await paused(); // before the broker is opened: a broker outage is why one pauses
-  const { summary, seconds } = pause
-    ? { summary: { ...emptySummary(), stoppedBy: 'paused' as const, paused: pause }, seconds: 0 }
-    : await sendDeliveries(
-        { ...options, serviceTimeZone },
-        {
-          db,
-          broker: await ctx.amqp(),
-          publisher,
-          signal: ctx.signal,
-          clock: ctx.clock,
-          paused,
-          throttle,
-          progress: () => ctx.output.progress(options.dryRun ? 'deliveries send (dry run)' : 'deliveries send'),
-          // The total only draws the terminal's bar: cron runs (JSON) do not count the backlog at all.
-          countTotal: !ctx.output.json,
-          onRow: (row, result) => void ctx.output.eventIf('row', rowEvent(row, result)),
-        },
-      );
-  ctx.output.summary(summarizeSend(summary, options, seconds, serviceTimeZone));
-  const stop = sendStopError(summary);
-  if (stop) throw new EnvironmentError(stop);
-  return sendRunOutcome(summary);
-}
-
-export function createDeliveriesSendCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesSend,
-): Command {
+/** `fcctl deliveries send` and its flags. */
+function sendFlags(parent: Command) {
   const cmd = parent
     .command('send')
     .description('relay due outbox rows to RabbitMQ with confirms, returns and guarded adjudication')
@@ -125,33 +51,28 @@ export function createDeliveriesSendCommand(
       'publish even though amqpUrl names the default vhost "/" (seed 000 §6 forbids it in production)',
       false,
     );
-  addRetryOptions(cmd, DEFAULT_RETRY_POLICY);
-  addServiceOptions(cmd, 'claims', 9464);
-  addMetricsFileOption(cmd);
-  addThrottleOptions(cmd.addOption(pauseFileOption()), 'the FC database');
-  return cmd.action(commandAction(deps, resources, sendOptionsOf, runF));
+  const service = addServiceOptions(addRetryOptions(cmd, DEFAULT_RETRY_POLICY), 'claims', 9464);
+  return addThrottleOptions(service.addOption(metricsFileOption()).addOption(pauseFileOption()), 'the FC database');
 }
 
-function sendOptionsOf(o: Record<string, unknown>): DeliveriesSendOptions {
+export function createDeliveriesSendCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runDeliveriesSend,
+) {
+  return sendFlags(parent).action(commandAction(deps, resources, sendOptionsOf, runF));
+}
+
+function sendOptionsOf(o: FlagsOf<typeof sendFlags>): DeliveriesSendOptions {
   const service = serviceFlagsOf(o);
+  const { batchSize, window, maxRows, leaseSeconds, dryRun, pipeline, declare, allowDefaultVhost } = o;
   return {
-    service,
-    batchSize: o['batchSize'] as number,
-    window: o['window'] as number,
-    maxRows: o['maxRows'] as number,
+    ...{ service, batchSize, window, maxRows, leaseSeconds, dryRun, pipeline, declare, allowDefaultVhost },
     maxSeconds: maxSecondsOf(o, service, 3600),
-    leaseSeconds: o['leaseSeconds'] as number,
-    confirmTimeoutMs: Math.round((o['confirmTimeout'] as number) * 1000),
-    holdRecheckSeconds: o['holdRecheck'] as number,
+    confirmTimeoutMs: Math.round(o.confirmTimeout * 1000),
+    holdRecheckSeconds: o.holdRecheck,
     retry: retryPolicyOf(o),
-    dryRun: o['dryRun'] as boolean,
-    pipeline: o['pipeline'] as number,
-    declare: o['declare'] as boolean,
-    allowDefaultVhost: o['allowDefaultVhost'] as boolean,
-    ...{
-      metricsFile: o['metricsFile'] as string | undefined,
-      pauseFile: o['pauseFile'] as string | undefined,
-      throttle: throttleLimitsOf(o),
-    },
+    ...{ metricsFile: o.metricsFile, pauseFile: o.pauseFile, throttle: throttleLimitsOf(o) },
   };
 }

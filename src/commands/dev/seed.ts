@@ -1,37 +1,14 @@
-import type { Command } from 'commander';
-import { DEFAULT_CONSUMERS, type DevSeedOptions, runDevSeed as seed, summarizeSeed } from '../../lib/dev/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { Command } from '@commander-js/extra-typings';
+import { DEFAULT_CONSUMERS, type DevSeedOptions } from '../../lib/dev/run.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { intArg } from '../options.js';
+import { runDevSeed } from '../../lib/dev/seed-command.js';
 
 export type { DevSeedOptions } from '../../lib/dev/run.js';
 export { resolveConsumerKeys } from '../../lib/dev/run.js';
 
-/**
- * `fcctl dev seed`: fills a development FC database with a reproducible data set (see
- * src/lib/dev/seed.ts). Refuses (exit 4) a database `db init --dev` did not mark, or one that
- * already holds rows unless `--replace`.
- */
-export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<number> {
-  const result = await seed(options, { config: ctx.config, fcDb: ctx.fcDb, shDb: ctx.shDb, clock: ctx.clock });
-  const { faults } = result.plan;
-  for (const f of faults) ctx.output.event('fault', { ...f });
-  if (!ctx.output.json && faults.length > 0) {
-    ctx.output.rows(
-      faults,
-      [
-        { key: 'kind', header: 'fault' },
-        { key: 'eventId', header: 'event id' },
-      ],
-      'table',
-      'rows built to fail the pre-publish checks',
-    );
-  }
-  const { summary, counts } = summarizeSeed(options, result, ctx.output.json);
-  ctx.output.summary(summary, counts);
-  return 0;
-}
-
-export function createDevSeedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDevSeed): Command {
+/** `fcctl dev seed` and its flags. */
+function seedFlags(parent: Command) {
   return parent
     .command('seed')
     .description(
@@ -72,13 +49,15 @@ export function createDevSeedCommand(parent: Command, deps: Deps, resources: Res
     .option(
       '--no-sh',
       'leave the SH database alone (by default, when FCCTL_SH_DATABASE_URL is set and marked by `db init --side sh --dev`, fc_answer_projection gets rows with drift of every reconcile category)',
-    )
-    .action(commandAction(deps, resources, seedOptionsOf, runF));
+    );
+}
+
+export function createDevSeedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDevSeed) {
+  return seedFlags(parent).action(commandAction(deps, resources, seedOptionsOf, runF));
 }
 
 /** Every option is named as its flag: the parsed values are the options, copied one by one. */
-function seedOptionsOf(o: Record<string, unknown>): DevSeedOptions {
-  const { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh } =
-    o as unknown as DevSeedOptions;
+function seedOptionsOf(o: FlagsOf<typeof seedFlags>): DevSeedOptions {
+  const { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh } = o;
   return { answers, consumers, consumerKeys, schools, snapshotBytes, seed, includeFaults, grantMix, replace, sh };
 }

@@ -1,43 +1,36 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { CONTROL } from '../../lib/ids.js';
 import { UsageError } from '../../lib/cli/exit.js';
-import { redact } from '../../lib/config/mask.js';
-import { summarizeDoctor } from '../../lib/doctor/decide.js';
 import { CONSUMER_QUEUE } from '../../lib/doctor/isolation/types.js';
-import { type DoctorOptions, runDoctor as runChecks } from '../../lib/doctor/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { consumerQueueOption, consumerUserOption } from '../options.js';
+import type { DoctorOptions } from '../../lib/doctor/run.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { runDoctor } from '../../lib/doctor/command.js';
 
 export type { DoctorOptions } from '../../lib/doctor/run.js';
 
 /**
- * `fcctl doctor [--probe] [--isolation]`: every configured connection, the schemas, the exchange,
- * the broker's return behaviour, the broker's isolation.
+ * A RabbitMQ user name, repeatable: not empty, no control characters.
+ * @example .option('--consumer-user <name>', 'a consumer user', consumerUserArg, [] as string[])
  */
-export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<number> {
-  const message = (err: unknown) =>
-    redact(((err as Error)?.message ?? String(err)).split('\n')[0] ?? '', ctx.secrets());
-  const results = await runChecks(options, {
-    config: ctx.config,
-    fcDb: ctx.fcDb,
-    shDb: ctx.shDb,
-    amqp: ctx.amqp,
-    flow: ctx.flow,
-    message,
-  });
-  for (const r of results) ctx.output.event('check', { ...r });
-  if (!ctx.output.json)
-    ctx.output.rows(
-      results as unknown as Record<string, unknown>[],
-      [{ key: 'check' }, { key: 'status' }, { key: 'detail' }],
-      'table',
-      'fcctl doctor',
-    );
-  const summary = summarizeDoctor(results);
-  ctx.output.summary({ command: 'doctor', ...summary });
-  return summary.exitCode;
+function consumerUserArg(value: string, previous: string[]): string[] {
+  if (value === '') throw new InvalidArgumentError('expected a user name, not an empty one');
+  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a user name without control characters');
+  return [...previous, value];
 }
 
-export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor): Command {
+/**
+ * A queue name as RabbitMQ takes one: 1 to 255 UTF-8 bytes, no control characters.
+ * @example .option('--consumer-queue <name>', 'the consumer queue', queueNameArg, CONSUMER_QUEUE)
+ */
+function queueNameArg(value: string): string {
+  if (value === '' || Buffer.byteLength(value, 'utf8') > 255)
+    throw new InvalidArgumentError('expected a queue name of 1 to 255 bytes');
+  if (CONTROL.test(value)) throw new InvalidArgumentError('expected a queue name without control characters');
+  return value;
+}
+
+/** `fcctl doctor` and its flags. */
+function doctorFlags(program: Command) {
   return (
     program
       .command('doctor')
@@ -54,25 +47,37 @@ export function createDoctorCommand(program: Command, deps: Deps, resources: Res
         "check the broker's isolation through the management API (FCCTL_AMQP_MANAGEMENT_URL): vhost, delivery exchange, publisher permissions, topic permissions, bindings, who can read the exchange, consumer queues, alternate exchange",
         false,
       )
-      .addOption(consumerQueueOption(CONSUMER_QUEUE))
-      .addOption(consumerUserOption())
+      .addOption(
+        new Option(
+          '--consumer-queue <name>',
+          'the consumer queue --isolation checks (and its .dlq); bindings from the exchange may go only to queues with this prefix',
+        )
+          .argParser(queueNameArg)
+          .default(CONSUMER_QUEUE),
+      )
+      .addOption(
+        new Option(
+          '--consumer-user <name>',
+          "a consumer's RabbitMQ user, which --isolation allows to read (bind to) the delivery exchange; repeatable",
+        )
+          .argParser(consumerUserArg)
+          .default([] as string[]),
+      )
       // Before the context: a flag that needs --isolation is refused before anything else.
       .hook('preAction', (cmd) => {
-        const opts = cmd.opts<{ isolation: boolean; consumerUser: string[] }>();
+        const opts = cmd.opts();
         if (!opts.isolation && cmd.getOptionValueSource('consumerQueue') === 'cli')
           throw new UsageError('--consumer-queue applies only with --isolation');
         if (!opts.isolation && opts.consumerUser.length > 0)
           throw new UsageError('--consumer-user applies only with --isolation');
       })
-      .action(commandAction(deps, resources, doctorOptionsOf, runF))
   );
 }
 
-function doctorOptionsOf(o: Record<string, unknown>): DoctorOptions {
-  return {
-    probe: o['probe'] as boolean,
-    isolation: o['isolation'] as boolean,
-    consumerQueue: o['consumerQueue'] as string,
-    consumerUsers: o['consumerUser'] as string[],
-  };
+export function createDoctorCommand(program: Command, deps: Deps, resources: Resources, runF = runDoctor) {
+  return doctorFlags(program).action(commandAction(deps, resources, doctorOptionsOf, runF));
+}
+
+function doctorOptionsOf(o: FlagsOf<typeof doctorFlags>): DoctorOptions {
+  return { probe: o.probe, isolation: o.isolation, consumerQueue: o.consumerQueue, consumerUsers: o.consumerUser };
 }

@@ -1,98 +1,30 @@
-import { databaseIdentity } from '../../lib/db/identity.js';
-import type { Command } from 'commander';
-import { requireSetting } from '../../lib/config/config.js';
-import { requireDirectoryOf } from '../../lib/files/paths.js';
-import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
+import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
-import type { ManifestSide } from '../../lib/manifest/row.js';
-import { scanExitCode, summarizeScan } from '../../lib/manifest/scan/decide.js';
-import { runManifestScan } from '../../lib/manifest/scan/run.js';
-import { countScanRows } from '../../lib/manifest/scan/store.js';
-import type { ScanResult } from '../../lib/manifest/scan/types.js';
-import type { Shard } from '../../lib/manifest/shard.js';
-import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
+import { MAX_SHARDS, parseShard, type Shard } from '../../lib/manifest/shard.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import {
   addSchoolFormOptions,
   addThrottleOptions,
   pageSizeOption,
   pathArg,
   schoolFormOf,
-  shardArg,
   sideOption,
   throttleLimitsOf,
 } from '../options.js';
-import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-
-export interface ManifestScanOptions {
-  readonly side: ManifestSide;
-  readonly schId: string;
-  readonly formUuid: string;
-  readonly size: number;
-  readonly out: string;
-  /** default: beside the output (`x.jsonl` → `x.checkpoint.json`) */
-  readonly checkpoint: string | undefined;
-  readonly restart: boolean;
-  readonly shard: Shard | null;
-  /** `--max-load`, `--max-lag` on the side's database, before each page */
-  readonly throttle: ThrottleLimits;
-}
+import { type ManifestScanOptions, runManifestScanCommand } from '../../lib/manifest/scan/command.js';
 
 /**
- * `fcctl manifest scan`: a whole side of one school and form (or one shard of it) into a JSONL
- * manifest with a checkpoint after every page (src/lib/manifest/scan/run.ts). Exit 0 when the
- * manifest is complete, 1 when a stop signal ended it early (run again to continue), 4 for a
- * checkpoint of other parameters or one a running scan holds.
+ * `--shard i/n`: 1 ≤ i ≤ n ≤ 4096.
+ * @example shardArg('2/4') // { index: 2, count: 4 }
  */
-export async function runManifestScanCommand(options: ManifestScanOptions, ctx: Ctx): Promise<number> {
-  const checkpoint = options.checkpoint ?? defaultCheckpointPath(options.out);
-  await requireDirectoryOf(options.out, '--out');
-  await requireDirectoryOf(checkpoint, '--checkpoint');
-  const url = requireSetting(ctx.config, options.side === 'sh' ? 'shDatabaseUrl' : 'fcDatabaseUrl');
-  const db = options.side === 'sh' ? await ctx.shDb() : await ctx.fcDb();
-  const { read: throttle } = await commandThrottles(ctx, options.throttle, {
-    read: { db: async () => db, label: options.side === 'sh' ? 'SH database' : 'FC database' },
-  });
-  const started = ctx.clock();
-  const progress = ctx.output.progress(`manifest scan ${options.side}`);
-  if (!ctx.output.json) progress.setTotal(await countScanRows(db, options));
-  let result: ScanResult;
-  try {
-    result = await runManifestScan(
-      {
-        side: options.side,
-        schId: options.schId,
-        formUuid: options.formUuid,
-        shard: options.shard,
-        size: options.size,
-        out: options.out,
-        checkpoint,
-        restart: options.restart,
-        database: databaseIdentity(url),
-      },
-      {
-        db,
-        signal: ctx.signal,
-        now: ctx.now,
-        onPage: (p) => recordRows(progress, p.pageRows),
-        ...(throttle ? { throttle } : {}),
-      },
-    );
-  } finally {
-    progress.stop();
-  }
-  ctx.output.summary({
-    ...summarizeScan(options, result, ctx.clock() - started),
-    throttledSeconds: throttledSeconds([throttle]),
-  });
-  return scanExitCode(result);
+function shardArg(value: string): Shard {
+  const s = parseShard(value);
+  if (s === null) throw new InvalidArgumentError(`expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS}, e.g. 2/4`);
+  return s;
 }
 
-export function createManifestScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runManifestScanCommand,
-): Command {
+/** `fcctl manifest scan` and its flags. */
+function scanFlags(parent: Command) {
   const cmd = parent
     .command('scan')
     .description(
@@ -122,20 +54,28 @@ export function createManifestScanCommand(
       '--restart',
       'discard an existing checkpoint (of other arguments, or finished) and scan from the start',
       false,
-    )
-    .action(commandAction(deps, resources, scanOptionsOf, runF));
+    );
 }
 
-function scanOptionsOf(o: Record<string, unknown>): ManifestScanOptions {
-  const shard = (o['shard'] as Shard | undefined) ?? null;
+export function createManifestScanCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runManifestScanCommand,
+) {
+  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
+}
+
+function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ManifestScanOptions {
+  const { side, size, out, checkpoint, restart } = o;
   return {
-    side: o['side'] as ManifestSide,
+    side,
     ...schoolFormOf(o),
-    size: o['size'] as number,
-    out: o['out'] as string,
-    checkpoint: o['checkpoint'] as string | undefined,
-    restart: o['restart'] as boolean,
-    shard,
+    size,
+    out,
+    checkpoint,
+    restart,
+    shard: o.shard ?? null,
     throttle: throttleLimitsOf(o),
   };
 }

@@ -1,99 +1,12 @@
-import type { Command } from 'commander';
-import { ExitCode, UsageError } from '../../lib/cli/exit.js';
-import type { ListFormat } from '../../lib/cli/output.js';
-import type { Column } from '../../lib/cli/table.js';
-import { listRow, parseUntil, pausableCommand, type PauseSide, reasonProblem } from '../../lib/pause/decide.js';
-import { whoAmI } from '../../lib/pause/run.js';
-import { listPauses, setPause } from '../../lib/pause/store.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import type { Command } from '@commander-js/extra-typings';
+import { UsageError } from '../../lib/cli/exit.js';
+import { pausableCommand, reasonProblem } from '../../lib/pause/decide.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { listFormatOption } from '../options.js';
+import { type PauseOptions, runPause } from '../../lib/pause/pause-command.js';
 
-export type PauseOptions =
-  | {
-      readonly kind: 'pause';
-      readonly command: string;
-      readonly side: PauseSide;
-      readonly reason: string;
-      readonly until?: string;
-    }
-  | { readonly kind: 'list'; readonly format: ListFormat };
-
-const COLUMNS: readonly Column[] = [
-  { key: 'command' },
-  { key: 'database' },
-  { key: 'state' },
-  { key: 'reason' },
-  { key: 'pausedBy', header: 'paused by' },
-  { key: 'pausedAt', header: 'paused at (UTC)' },
-  { key: 'until', header: 'until (UTC)' },
-];
-
-/**
- * `fcctl pause COMMAND --reason TEXT [--until TIME]` (issue 19 §3): sets the fleet's pause switch of
- * a cron command in the database it writes; every run of it stops cleanly at its next check. A
- * safety brake, not a repair: it writes at once, no --execute (README). `--list` shows the switches.
- */
-export async function runPause(options: PauseOptions, ctx: Ctx): Promise<number> {
-  if (options.kind === 'list') return listing(options.format, ctx);
-  const until =
-    options.until === undefined
-      ? ({ ok: true, until: { kind: 'never' } } as const)
-      : parseUntil(options.until, ctx.clock());
-  if (!until.ok) throw new UsageError(until.message);
-  const db = options.side === 'fc' ? await ctx.fcDb() : await ctx.shDb();
-  const { previous, pause } = await setPause(db, options.side, {
-    command: options.command,
-    reason: options.reason,
-    until: until.until,
-    ...whoAmI(),
-  });
-  ctx.output.summary({
-    command: 'pause',
-    exitCode: ExitCode.OK,
-    paused: options.command,
-    database: options.side.toUpperCase(),
-    reason: pause.reason,
-    pausedBy: pause.pausedBy,
-    pausedAt: pause.pausedAt,
-    until: pause.until,
-    replaced:
-      previous === null
-        ? null
-        : { reason: previous.reason, pausedBy: previous.pausedBy, pausedAt: previous.pausedAt, until: previous.until },
-  });
-  return ExitCode.OK;
-}
-
-/** The switches of every database configured (FC, SH), expired ones marked. */
-async function listing(format: ListFormat, ctx: Ctx): Promise<number> {
-  const sides = (['fc', 'sh'] as const).filter(
-    (s) => ctx.config[s === 'fc' ? 'fcDatabaseUrl' : 'shDatabaseUrl'].value !== undefined,
-  );
-  if (sides.length === 0)
-    throw new UsageError(
-      'pause --list reads the FC and SH databases: set FCCTL_FC_DATABASE_URL or FCCTL_SH_DATABASE_URL (or both)',
-    );
-  const rows: Array<Record<string, unknown>> = [];
-  for (const side of sides)
-    for (const r of await listPauses(side === 'fc' ? await ctx.fcDb() : await ctx.shDb())) rows.push(listRow(r, side));
-  if (format === 'csv') {
-    ctx.output.rows(rows, COLUMNS, 'csv');
-    return ExitCode.OK;
-  }
-  const out = format === 'json' ? ctx.output.asJson() : ctx.output;
-  out.rows(rows, COLUMNS, out.json ? 'json' : 'table', 'paused commands');
-  const paused = rows.filter((r) => r['state'] === 'paused').length;
-  out.summary({
-    command: 'pause --list',
-    exitCode: ExitCode.OK,
-    databases: sides.map((s) => s.toUpperCase()),
-    paused,
-    expired: rows.length - paused,
-  });
-  return ExitCode.OK;
-}
-
-export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause): Command {
+/** `fcctl pause` and its flags. */
+function pauseFlags(parent: Command) {
   return parent
     .command('pause')
     .description(
@@ -103,19 +16,20 @@ export function createPauseCommand(parent: Command, deps: Deps, resources: Resou
     .option('--reason <text>', 'why (required): shown to every run it stops and in pause --list')
     .option('--until <time>', 'end the pause by itself: a duration (30m, 2h, 1d) or an ISO 8601 time with offset')
     .option('--list', 'list the pauses of the configured databases instead', false)
-    .addOption(listFormatOption())
-    .action(commandAction(deps, resources, pauseOptionsOf, runF));
+    .addOption(listFormatOption());
+}
+
+export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause) {
+  return pauseFlags(parent).action(commandAction(deps, resources, pauseOptionsOf, runF));
 }
 
 /** The flags and words as options; every refusal here is exit 2 before anything connects. */
-export function pauseOptionsOf(o: Record<string, unknown>, args: readonly unknown[]): PauseOptions {
-  const words = (args[0] as string[] | undefined) ?? [];
-  const reason = o['reason'] as string | undefined;
-  const until = o['until'] as string | undefined;
-  if (o['list'] === true) {
+export function pauseOptionsOf(o: FlagsOf<typeof pauseFlags>, [words]: [string[]]): PauseOptions {
+  const { reason, until } = o;
+  if (o.list) {
     if (words.length > 0 || reason !== undefined || until !== undefined)
       throw new UsageError('pause --list takes no command, --reason or --until');
-    return { kind: 'list', format: o['format'] as ListFormat };
+    return { kind: 'list', format: o.format };
   }
   const target = pausableCommand(words);
   if (!target.ok) throw new UsageError(target.message);

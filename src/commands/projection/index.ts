@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import type { Deps, Resources } from '../context.js';
 import { createProjectionRepairCommand } from './repair-authoritative.js';
 

@@ -1,43 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import type { Column } from '../../lib/cli/table.js';
-import { requireSetting } from '../../lib/config/config.js';
-import { countedOnly, summarizeRepair } from '../../lib/projection/repair-authoritative/decide.js';
-import {
-  checkProofId,
-  checkRunId,
-  readRepairInputs,
-  singleAnswerOf,
-  usage,
-} from '../../lib/projection/repair-authoritative/input.js';
-import {
-  DEFAULT_EVIDENCE_NAME,
-  outcomeNote,
-  type ProjectionRepairOptions,
-  repairFailure,
-  resultEventOf,
-  runRepairAuthoritative,
-} from '../../lib/projection/repair-authoritative/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
+import { checkProofId, checkRunId, singleAnswerOf, usage } from '../../lib/projection/repair-authoritative/input.js';
+import { DEFAULT_EVIDENCE_NAME, type ProjectionRepairOptions } from '../../lib/projection/repair-authoritative/run.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { consumerArg, executeOption, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
+import { runProjectionRepair } from '../../lib/projection/repair-authoritative/command.js';
 
-const COMMAND = 'projection repair-authoritative';
-const RESULT_COLUMNS: readonly Column[] = [
-  { key: 'line' },
-  { key: 'answerUuid', header: 'answer' },
-  { key: 'category' },
-  { key: 'result' },
-  { key: 'rereads' },
-  { key: 'reason' },
-];
-
-export function createProjectionRepairCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runProjectionRepair,
-): Command {
+/** `fcctl projection repair-authoritative` and its flags. */
+function repairFlags(parent: Command) {
   return parent
     .command('repair-authoritative')
     .description(
@@ -77,81 +48,39 @@ export function createProjectionRepairCommand(
     .option('--run-id <id>', 'run id for the audit rows and evidence (default: a new UUID)')
     .option('--concurrency <n>', 'answers repaired at once (--plan)', intArg(1, 32), 4)
     .option('--max-rereads <n>', 'times an answer is re-read and decided again after LOCAL_CHANGED', intArg(0, 10), 3)
-    .option('--max-seconds <s>', 'start no new answer after this long (--plan)', secondsArg(1, 86400), 3600)
-    .action(commandAction(deps, resources, repairOptionsOf, runF));
+    .option('--max-seconds <s>', 'start no new answer after this long (--plan)', secondsArg(1, 86400), 3600);
+}
+
+export function createProjectionRepairCommand(
+  parent: Command,
+  deps: Deps,
+  resources: Resources,
+  runF = runProjectionRepair,
+) {
+  return repairFlags(parent).action(commandAction(deps, resources, repairOptionsOf, runF));
 }
 
 /** The flags, checked as a whole: one answer or a plan, never both (exit 2). */
-function repairOptionsOf(o: Record<string, unknown>): ProjectionRepairOptions {
-  const plan = o['plan'] as string | undefined;
+function repairOptionsOf(o: FlagsOf<typeof repairFlags>): ProjectionRepairOptions {
+  const { plan, school, evidence, execute, concurrency, maxRereads, maxSeconds } = o;
   const singleFlags = (['answer', 'expectedRevision', 'expectedHash', 'expectedIsDeleted', 'envelope'] as const).filter(
     (k) => o[k] !== undefined,
   );
-  if (plan !== undefined && (singleFlags.length > 0 || o['expectMissing'] === true))
+  if (plan !== undefined && (singleFlags.length > 0 || o.expectMissing))
     throw new UsageError('--plan cannot be combined with --answer, --expected-*, --expect-missing or --envelope');
-  if (plan === undefined && (o['answer'] === undefined || o['school'] === undefined)) {
+  if (plan === undefined && (o.answer === undefined || school === undefined)) {
     throw new UsageError(
       'give --school and --answer with --expected-revision/--expected-hash/--expected-is-deleted or --expect-missing for one answer, or --plan FILE',
     );
   }
-  if (plan === '-' && o['envelope'] === '-') throw new UsageError('only one input can be standard input');
-  const proofId = usage(() => checkProofId(o['proofId'], 0));
-  const runId = o['runId'] === undefined ? randomUUID() : usage(() => checkRunId(o['runId']));
+  if (plan === '-' && o.envelope === '-') throw new UsageError('only one input can be standard input');
+  const proofId = usage(() => checkProofId(o.proofId, 0));
+  const runId = o.runId === undefined ? randomUUID() : usage(() => checkRunId(o.runId));
   const single = plan === undefined ? singleAnswerOf(o) : undefined;
   return {
-    consumerAppKey: o['consumer'] as string,
-    proofId,
-    ...(o['school'] !== undefined ? { schId: o['school'] as string } : {}),
+    ...{ consumerAppKey: o.consumer, proofId, execute, runId, concurrency, maxRereads, maxSeconds },
+    ...(school !== undefined ? { schId: school } : {}),
     ...(single ? { single } : { plan: plan! }),
-    execute: o['execute'] as boolean,
-    ...(o['evidence'] !== undefined ? { evidence: o['evidence'] as string } : {}),
-    runId,
-    concurrency: o['concurrency'] as number,
-    maxRereads: o['maxRereads'] as number,
-    maxSeconds: o['maxSeconds'] as number,
+    ...(evidence !== undefined ? { evidence } : {}),
   };
-}
-
-/**
- * `fcctl projection repair-authoritative` (seed 000 §8.1, SPEC §6): repairs the local projection
- * of one answer, or of every line of a repair plan, from FC (src/lib/projection/repair-authoritative/run.ts). Exit 0
- * when every answer is APPLIED (WOULD_APPLY in a dry run), 1 when any is LOCAL_CHANGED, LOCAL_AHEAD,
- * DEFERRED or not run, 2 for bad input (nothing read or written), 3 when a database fails.
- */
-export async function runProjectionRepair(options: ProjectionRepairOptions, ctx: Ctx): Promise<number> {
-  const inputs = await readRepairInputs(options, ctx.io);
-  const started = ctx.clock();
-  const dryRun = !options.execute;
-  const batch = options.single === undefined;
-  // A database that is not configured is bad input too: refused before the evidence file is touched.
-  if (inputs.items.length > 0)
-    for (const name of ['fcDatabaseUrl', 'shDatabaseUrl'] as const) requireSetting(ctx.config, name);
-  const tableRows: Array<Record<string, unknown>> = [];
-  const run = await runRepairAuthoritative(options, inputs, {
-    fcDb: () => ctx.fcDb(),
-    shDb: () => ctx.shDb(),
-    now: ctx.now,
-    clock: ctx.clock,
-    signal: ctx.signal,
-    ...(batch
-      ? { progress: (total: number) => ctx.output.progress(dryRun ? `${COMMAND} (dry run)` : COMMAND, total) }
-      : {}),
-    onResult: (r) => {
-      if (!(batch && countedOnly(r))) ctx.output.event('result', resultEventOf(r, batch, dryRun));
-      if (!ctx.output.json) {
-        if (batch) tableRows.push({ ...r });
-        else ctx.output.note(outcomeNote(r));
-      }
-    },
-  });
-  if (batch && !ctx.output.json && tableRows.length > 0)
-    ctx.output.rows(tableRows, RESULT_COLUMNS, 'table', dryRun ? 'would answer (dry run)' : 'results');
-  if (dryRun)
-    ctx.output.note(
-      'dry run: nothing was written to the databases (decisions recorded in the evidence file with dryRun: true); pass --execute to repair',
-    );
-  const { summary, counts } = summarizeRepair(run, Math.round((ctx.clock() - started) / 100) / 10, ctx.output.json);
-  ctx.output.summary(summary, counts);
-  if (run.error) throw repairFailure(run.error);
-  return run.exitCode;
 }

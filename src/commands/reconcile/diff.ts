@@ -1,78 +1,23 @@
-import { type Command, Option } from 'commander';
-import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
-import { diffExitCode, parseTaskStart, summarizeDiff } from '../../lib/reconcile/diff/decide.js';
-import { runDiff } from '../../lib/reconcile/diff/run.js';
-import type { DiffResult } from '../../lib/reconcile/diff/types.js';
-import { commandAction, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
+import { type Command, Option } from '@commander-js/extra-typings';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { pathArg, pathsArg } from '../options.js';
-
-export interface ReconcileDiffOptions {
-  readonly fcFile: string;
-  readonly shFile: string;
-  /** default: the checkpoint beside each manifest (`x.jsonl` → `x.checkpoint.json`) */
-  readonly fcCheckpoints: readonly string[] | undefined;
-  readonly shCheckpoints: readonly string[] | undefined;
-  readonly taskStart: string;
-  readonly outDir: string;
-}
-
-/**
- * `fcctl reconcile diff`: merge-joins a complete FC manifest with a complete SH manifest into the
- * report, summary, repair plan, local-ahead list and retire candidates (src/lib/reconcile/diff/run.ts).
- * Differences are findings, not failures: exit 0 when the files were written.
- */
-export async function runReconcileDiff(options: ReconcileDiffOptions, ctx: Ctx): Promise<number> {
-  const taskStart = parseTaskStart(options.taskStart);
-  const started = ctx.clock();
-  const progress = ctx.output.progress('reconcile diff');
-  let done = 0;
-  let result: DiffResult;
-  try {
-    result = await runDiff(
-      {
-        fcFile: options.fcFile,
-        shFile: options.shFile,
-        fcCheckpoints: options.fcCheckpoints ?? [defaultCheckpointPath(options.fcFile)],
-        shCheckpoints: options.shCheckpoints ?? [defaultCheckpointPath(options.shFile)],
-        taskStart,
-        outDir: options.outDir,
-      },
-      {
-        signal: ctx.signal,
-        now: ctx.now,
-        onProgress: (answers) => {
-          recordRows(progress, answers - done);
-          done = answers;
-        },
-      },
-    );
-  } finally {
-    progress.stop();
-  }
-  const { fields, counts } = summarizeDiff(result, ctx.clock() - started);
-  ctx.output.summary(fields, counts);
-  return diffExitCode(result);
-}
+import { type ReconcileDiffOptions, runReconcileDiff } from '../../lib/reconcile/diff/command.js';
 
 /** `--fc` / `--sh`: a side's manifest, as `manifest scan --side` wrote it. */
-const manifestOption = (side: 'fc' | 'sh') =>
-  new Option(`--${side} <file.jsonl>`, `the ${side.toUpperCase()} manifest (manifest scan --side ${side})`)
+const manifestOption = <S extends 'fc' | 'sh'>(side: S) =>
+  new Option(`--${side} <file.jsonl>` as const, `the ${side.toUpperCase()} manifest (manifest scan --side ${side})`)
     .argParser(pathArg)
     .makeOptionMandatory();
 
 /** `--fc-checkpoint` / `--sh-checkpoint`, repeatable: a side's checkpoints, one per shard. */
-const checkpointsOption = (side: 'fc' | 'sh', more = '') =>
+const checkpointsOption = <S extends 'fc' | 'sh'>(side: S, more = '') =>
   new Option(
-    `--${side}-checkpoint <file>`,
+    `--${side}-checkpoint <file>` as const,
     `the ${side.toUpperCase()} manifest's checkpoint (default beside it); repeat once per shard, in shard order${more}`,
   ).argParser(pathsArg);
 
-export function createReconcileDiffCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runReconcileDiff,
-): Command {
+/** `fcctl reconcile diff` and its flags. */
+function diffFlags(parent: Command) {
   return parent
     .command('diff')
     .description(
@@ -90,18 +35,21 @@ export function createReconcileDiffCommand(
       pathArg,
     )
     .addOption(checkpointsOption('fc', ', for concatenated shards'))
-    .addOption(checkpointsOption('sh'))
-    .action(commandAction(deps, resources, diffOptionsOf, runF));
+    .addOption(checkpointsOption('sh'));
 }
 
-function diffOptionsOf(o: Record<string, unknown>): ReconcileDiffOptions {
-  const checkpoints = (name: string) => o[name] as string[] | undefined;
+export function createReconcileDiffCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileDiff) {
+  return diffFlags(parent).action(commandAction(deps, resources, diffOptionsOf, runF));
+}
+
+function diffOptionsOf(o: FlagsOf<typeof diffFlags>): ReconcileDiffOptions {
+  const { taskStart, outDir } = o;
   return {
-    fcFile: o['fc'] as string,
-    shFile: o['sh'] as string,
-    fcCheckpoints: checkpoints('fcCheckpoint'),
-    shCheckpoints: checkpoints('shCheckpoint'),
-    taskStart: o['taskStart'] as string,
-    outDir: o['outDir'] as string,
+    fcFile: o.fc,
+    shFile: o.sh,
+    fcCheckpoints: o.fcCheckpoint,
+    shCheckpoints: o.shCheckpoint,
+    taskStart,
+    outDir,
   };
 }

@@ -1,140 +1,34 @@
-import { databaseIdentity } from '../../lib/db/identity.js';
-import type { Command } from 'commander';
-import type { Progress } from '../../lib/cli/output.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
-import { requireSetting } from '../../lib/config/config.js';
+import { type Command, Option } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
-import { reconcileRunReport } from '../../lib/reconcile/run/decide.js';
-import { RECONCILE_COMMAND, singlePairSeries } from '../../lib/reconcile/metrics.js';
-import { runReconcile } from '../../lib/reconcile/run/run.js';
-import type {
-  ReconcileRunOptions as RunnerOptions,
-  ReconcileRunResult,
-  RunPhase,
-} from '../../lib/reconcile/run/types.js';
-import { commandAction, commandThrottles, type Ctx, type Deps, recordRows, type Resources } from '../context.js';
-import {
-  addAllOptions,
-  addPairOptions,
-  addThrottleOptions,
-  metricsFileOption,
-  onePairOf,
-  pageSizeOption,
-  pathArg,
-  pauseFileOption,
-  throttleLimitsOf,
-} from '../options.js';
-import { allOptionsOf, type ReconcileAllOptions, runReconcileAllCommand } from './run-all.js';
-import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-import { pauseCheck } from '../../lib/pause/run.js';
+import { reconcileRunOptions, runReconcileRun } from '../../lib/reconcile/run/command.js';
+import { commandAction, type Deps, type Resources } from '../context.js';
+import * as opt from '../options.js';
 
-export interface ReconcileRunOptions extends Omit<RunnerOptions, 'fcDatabase' | 'shDatabase'> {
-  /** a school and form with no rows on either side is expected: exit 0, not 1 */
-  readonly allowEmpty: boolean;
-  readonly metricsFile?: string;
-  readonly pauseFile?: string;
-  /** `--max-load`, `--max-lag`: the FC scan waits on the FC database, the SH scan on the SH database */
-  readonly throttle: ThrottleLimits;
-}
-
-/** One pair's options, or `--all`'s (./run-all.ts). */
-export type RunOptions = ReconcileRunOptions | { readonly all: ReconcileAllOptions };
-
-const PHASE_LABELS: Partial<Record<RunPhase, string>> = {
-  'scan-fc': 'reconcile run: FC manifest',
-  'scan-sh': 'reconcile run: SH manifest',
-  diff: 'reconcile run: diff',
-};
-
-/**
- * `fcctl reconcile run`: the nightly entry point (src/lib/reconcile/run/run.ts) — task start from
- * the SH database, FC scan, SH scan, diff, all in `--out-dir` and resumable. Exit 0 when the diff
- * was written, 1 when a stop signal ended the run early (run again to continue) or when neither
- * side has a row (a typo in a cron line must not stay green; `--allow-empty` accepts it).
- */
-export async function runReconcileRun(options: RunOptions, ctx: Ctx): Promise<number> {
-  if ('all' in options) return runReconcileAllCommand(options.all, ctx);
-  // The pair's series, labelled school and form (src/lib/reconcile/metrics.ts).
-  return withRunMetrics(
-    RECONCILE_COMMAND,
-    options.metricsFile,
-    ctx.clock,
-    () => reconcile(options, ctx),
-    (input) => singlePairSeries(options, input),
-  );
-}
-
-async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {
-  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
-  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
-  const throttle = await commandThrottles(ctx, options.throttle, {
-    fc: { db: ctx.fcDb, label: 'FC database' },
-    sh: { db: ctx.shDb, label: 'SH database' },
-  });
-  const started = ctx.clock();
-  let progress: Progress | undefined;
-  let result: ReconcileRunResult;
-  try {
-    result = await runReconcile(
-      {
-        schId: options.schId,
-        formUuid: options.formUuid,
-        outDir: options.outDir,
-        size: options.size,
-        restart: options.restart,
-        fcDatabase,
-        shDatabase,
-      },
-      {
-        fcDb: () => ctx.fcDb(),
-        shDb: () => ctx.shDb(),
-        signal: ctx.signal,
-        now: ctx.now,
-        paused: pauseCheck('reconcile run', ctx.shDb, options.pauseFile),
-        throttle,
-        onPhase: (p, detail) => {
-          ctx.output.event('phase', { phase: p, ...detail });
-          const label = PHASE_LABELS[p];
-          if (label === undefined) return;
-          progress?.stop();
-          progress = ctx.output.progress(label);
-        },
-        onPage: (_side, p) => {
-          if (progress) recordRows(progress, p.pageRows);
-        },
-      },
-    );
-  } finally {
-    progress?.stop();
-  }
-  const report = reconcileRunReport(options, result, ctx.clock() - started);
-  if (report.warning !== null) ctx.io.stderr.write(`fcctl: ${report.warning}\n`);
-  ctx.output.summary(
-    { ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) },
-    report.counts,
-  );
-  return report.outcome;
-}
-
-export function createReconcileRunCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runReconcileRun,
-): Command {
-  const cmd = addPairOptions(
-    parent
-      .command('run')
-      .description(
-        'nightly: take the task start, scan FC and SH into --out-dir (resumable), then diff; --all: every pair',
+/** `fcctl reconcile run` and its flags: one pair, or with `--all` every pair (`--school`/`--form` then filter). */
+function runFlags(parent: Command) {
+  const cmd = parent
+    .command('run')
+    .description(
+      'nightly: take the task start, scan FC and SH into --out-dir (resumable), then diff; --all: every pair',
+    )
+    .addOption(
+      new Option('--school <id>', 'school id (with --all: only these schools; repeatable)').argParser(
+        opt.listArg(opt.schoolArg),
       ),
-  )
+    )
+    .addOption(
+      new Option('--form <uuid>', 'form uuid (with --all: only these forms; repeatable)').argParser(
+        opt.listArg(opt.uuidArg),
+      ),
+    )
     .requiredOption(
       '--out-dir <dir>',
       "run directory: run.json, both manifests and checkpoints, the diff's files",
-      pathArg,
+      opt.pathArg,
     )
-    .addOption(pageSizeOption(`rows per manifest page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE))
+    .addOption(
+      opt.pageSizeOption(`rows per manifest page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
+    )
     .option(
       '--restart',
       'discard an unfinished run (or one of other parameters, or an unreadable run.json) in --out-dir and start a new one',
@@ -145,24 +39,43 @@ export function createReconcileRunCommand(
       '--allow-empty',
       'exit 0 even when the school and form have no rows at FC nor at SH, or none at FC while SH has some (default: exit 1 with a warning)',
     )
-    .addOption(metricsFileOption())
-    .addOption(pauseFileOption());
-  return addAllOptions(addThrottleOptions(cmd, 'the database each scan reads')).action(
-    commandAction(deps, resources, runOptionsOf, runF),
-  );
+    .addOption(opt.metricsFileOption())
+    .addOption(opt.pauseFileOption());
+  return opt
+    .addThrottleOptions(cmd, 'the database each scan reads')
+    .option(
+      '--all',
+      'every (school, form) pair found at FC or SH (narrowed by --school/--form, each repeatable), each in --out-dir/<school>/<form>/',
+      false,
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'with --all: pairs run at once by this process')
+        .argParser(opt.intArg(1, 64))
+        .default(4),
+    )
+    .option(
+      '--run-id <id>',
+      "with --all: the run the processes share (default: the newest default-named run active in the last 30 min, else a new one named after the SH database's UTC time, e.g. 2026-12-01T18-30Z)",
+      opt.runIdArg,
+    )
+    .addOption(
+      new Option(
+        '--lease-seconds <s>',
+        "with --all: a pair's lease, renewed every third of it; a killed process's pairs are taken over when it expires",
+      )
+        .argParser(opt.intArg(3, 86400))
+        .default(300),
+    )
+    .option(
+      '--consumer <key>',
+      'with --all (required): the consumer app key whose FC grants name the pairs',
+      opt.consumerArg,
+    )
+    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
 }
 
-function runOptionsOf(o: Record<string, unknown>): RunOptions {
-  const metricsFile = o['metricsFile'] as string | undefined;
-  const pauseFile = o['pauseFile'] as string | undefined;
-  const common = {
-    size: o['size'] as number,
-    restart: o['restart'] as boolean,
-    allowEmpty: o['allowEmpty'] === true,
-    throttle: throttleLimitsOf(o),
-    ...(metricsFile ? { metricsFile } : {}),
-    ...(pauseFile ? { pauseFile } : {}),
-  };
-  if (o['all'] === true) return { all: allOptionsOf(o, common) };
-  return { ...onePairOf(o), outDir: o['outDir'] as string, ...common };
+export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun) {
+  return runFlags(parent).action(
+    commandAction(deps, resources, (o) => reconcileRunOptions(o, opt.throttleLimitsOf(o)), runF),
+  );
 }

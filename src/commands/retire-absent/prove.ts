@@ -1,33 +1,20 @@
-import { databaseIdentity } from '../../lib/db/identity.js';
-import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
+import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
-import { requireSetting } from '../../lib/config/config.js';
-import { defaultCheckpointPath } from '../../lib/manifest/checkpoint.js';
-import { summarizeProve } from '../../lib/retire-absent/prove/decide.js';
-import { proveAbsence } from '../../lib/retire-absent/prove/run.js';
-import { commandAction, type Ctx, type Deps, type Resources } from '../context.js';
-import { pathArg, pathsArg, proofIdArg } from '../options.js';
+import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { idArg, pathArg, pathsArg } from '../options.js';
+import { MAX_ID_LENGTH } from '../../lib/ids.js';
+import { type RetireProveOptions, runRetireProve } from '../../lib/retire-absent/prove/command.js';
 
-export interface RetireProveOptions {
-  readonly candidates: string;
-  readonly fcManifest: string;
-  /** default: the checkpoint beside the manifest (`x.jsonl` → `x.checkpoint.json`) */
-  readonly fcCheckpoints: readonly string[] | undefined;
-  readonly out: string;
-  /** default: `rp-` and a new UUID */
-  readonly proofId?: string;
-  /** default: the run id of `run.json` beside the candidates */
-  readonly taskId?: string;
-}
+/**
+ * `--proof-id` and `--task-id` of `retire-absent prove`: 1–128 characters, no control characters,
+ * no surrounding spaces.
+ * @example .option('--proof-id <id>', 'proof id', proofIdArg)
+ */
+const proofIdArg = idArg(MAX_ID_LENGTH);
 
-export function createRetireProveCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runRetireProve,
-): Command {
-  const cmd = parent
+/** `fcctl retire-absent prove` and its flags. */
+function proveFlags(parent: Command) {
+  return parent
     .command('prove')
     .description(
       'write a retire proof: candidates absent from a complete FC manifest and, checked now, at FC; with the local values to expect and a digest',
@@ -50,17 +37,14 @@ export function createRetireProveCommand(
       'the reconcile task id (default: the run id in run.json beside the candidates)',
       proofIdArg,
     );
-  return cmd.action(
-    commandAction(
-      deps,
-      resources,
-      (o) => proveOptionsOf(o, (cmd.parent?.opts() ?? {}) as Record<string, unknown>),
-      runF,
-    ),
-  );
 }
 
-function proveOptionsOf(o: Record<string, unknown>, parentFlags: Record<string, unknown>): RetireProveOptions {
+export function createRetireProveCommand(parent: Command, deps: Deps, resources: Resources, runF = runRetireProve) {
+  const cmd = proveFlags(parent);
+  return cmd.action(commandAction(deps, resources, (o) => proveOptionsOf(o, cmd.parent?.opts() ?? {}), runF));
+}
+
+function proveOptionsOf(o: FlagsOf<typeof proveFlags>, parentFlags: Record<string, unknown>): RetireProveOptions {
   // The parent's options are parsed wherever they stand: refuse them here instead of ignoring them.
   const stray = (['proof', 'execute', 'evidence', 'runId'] as const).filter(
     (k) => parentFlags[k] !== undefined && parentFlags[k] !== false,
@@ -69,52 +53,10 @@ function proveOptionsOf(o: Record<string, unknown>, parentFlags: Record<string, 
     throw new UsageError(
       `${stray.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} ${stray.length === 1 ? 'belongs' : 'belong'} to \`retire-absent\`, not \`retire-absent prove\``,
     );
+  const { candidates, fcManifest, out, proofId, taskId } = o;
   return {
-    candidates: o['candidates'] as string,
-    fcManifest: o['fcManifest'] as string,
-    fcCheckpoints: o['fcCheckpoint'] as string[] | undefined,
-    out: o['out'] as string,
-    ...(o['proofId'] !== undefined ? { proofId: o['proofId'] as string } : {}),
-    ...(o['taskId'] !== undefined ? { taskId: o['taskId'] as string } : {}),
+    ...{ candidates, fcManifest, fcCheckpoints: o.fcCheckpoint, out },
+    ...(proofId !== undefined ? { proofId } : {}),
+    ...(taskId !== undefined ? { taskId } : {}),
   };
-}
-
-/**
- * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire-absent/prove/run.ts; format: proof.ts) from `reconcile`'s
- * retire candidates, the complete FC manifest they came from, and a fresh FC lookup of each.
- * Exit 0 when the proof holds every candidate (or there were none: no proof written), 1 when some
- * were left out (listed in the proof's `excluded` and as `excluded` events) or a stop signal ended
- * it (no proof written), 4 for an incomplete or foreign FC manifest or a `--proof-id` another
- * proof already used (looked up in the SH `fc_reconcile_audit`), 2 for bad flags or files.
- */
-export async function runRetireProve(options: RetireProveOptions, ctx: Ctx): Promise<number> {
-  const started = ctx.clock();
-  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
-  const proofId = options.proofId ?? `rp-${randomUUID()}`;
-  const result = await proveAbsence(
-    {
-      candidatesFile: options.candidates,
-      fcManifest: options.fcManifest,
-      fcCheckpoints: options.fcCheckpoints ?? [defaultCheckpointPath(options.fcManifest)],
-      out: options.out,
-      proofId,
-      ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
-      fcDatabase,
-    },
-    {
-      fcDb: () => ctx.fcDb(),
-      // a chosen id is checked against the ids proofs already used (needs the SH database); the
-      // default, a new UUID, is used by no one
-      ...(options.proofId !== undefined ? { shDb: () => ctx.shDb() } : {}),
-      now: ctx.now,
-      signal: ctx.signal,
-      onExcluded: (x) => {
-        ctx.output.event('excluded', { ...x });
-        ctx.output.note(`excluded ${x.answerUuid}: ${x.reason} (${x.detail})`);
-      },
-    },
-  );
-  const { summary, counts } = summarizeProve(result, Math.round((ctx.clock() - started) / 100) / 10, ctx.output.json);
-  ctx.output.summary(summary, counts);
-  return summary.exitCode;
 }

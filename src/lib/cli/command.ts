@@ -5,7 +5,7 @@
  * required options names all of them in one line (commander stops at the first, so an operator
  * fixing a cron line would need one run per option).
  */
-import { Command } from 'commander';
+import { Command } from '@commander-js/extra-typings';
 
 /** Commander's limits for a suggestion: at most 3 edits, and more than 40 % of the word kept. */
 const MAX_DISTANCE = 3;

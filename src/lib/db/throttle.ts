@@ -566,3 +566,8 @@ export async function openThrottles<K extends string>(
   }
   return out;
 }
+
+/** A command's options that `addThrottleOptions` (src/commands/options.ts) declared. */
+export interface ThrottleOptions {
+  readonly throttle: ThrottleLimits;
+}

@@ -148,3 +148,12 @@ export class LatencyWindow {
     return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
   }
 }
+
+/** The service flags of a command that can run as a service (issue 27). */
+export interface ServiceFlags {
+  readonly follow: boolean;
+  readonly pollMs: number;
+  readonly drainMs: number;
+  readonly listen: { readonly host: string; readonly port: number } | null;
+  readonly heartbeatSeconds: number;
+}

@@ -8,6 +8,20 @@
  * stretch between two such interruptions is a *session*: its own confirm channel, return probe
  * and claim owner, its results added to the one summary.
  */
+import { backlog } from './store.js';
+import { hostname } from 'node:os';
+import { openBroker } from '../../amqp/connect.js';
+import { UsageError } from '../../cli/exit.js';
+import { requireSetting } from '../../config/config.js';
+import { fcctlVersion } from '../../cli/version.js';
+import { checkedPublisher, progressReason, rowEvent, summarizeSend } from './decide.js';
+import { pauseCheck } from '../../pause/run.js';
+import { followStatus, relayMetrics } from './metrics.js';
+import { connectPatiently } from '../../service/loop.js';
+import { runService, type ServiceHandle } from '../../service/run.js';
+import { resolveServiceTimeZone } from '../../time/service-zone.js';
+import { commandThrottles, type Ctx } from '../../cli/context.js';
+import type { DeliveriesSendOptions } from './command.js';
 import type { Broker } from '../../amqp/connect.js';
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
@@ -275,4 +289,109 @@ function drainOnSignal(deps: FollowDeps, drainMs: number, publisher: ConfirmPubl
       clearTimeout(timer);
     },
   };
+}
+
+const COMMAND = 'deliveries send';
+
+/**
+ * `fcctl deliveries send --follow`: the relay as a service ({@link followSend}), with `--listen`'s
+ * endpoint and its row in the fleet registry (src/lib/service/run.ts). Exit 0 once drained after
+ * SIGTERM/SIGINT; per-row failures are in the summary and the metrics, not the exit code of a
+ * process that may have run for weeks.
+ */
+export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): Promise<number> {
+  if (options.metricsFile !== undefined)
+    throw new UsageError('--metrics-file is for batch runs: a --follow relay serves its metrics on --listen');
+  const publisher = checkedPublisher(options, ctx.config);
+  ctx.signalIsStop();
+  const { service } = options;
+  const started = ctx.clock();
+  const zone: { value?: string } = {};
+  const progress = ctx.output.progress('deliveries send --follow');
+  const relayStatus = (svc: ServiceHandle) => {
+    const s = followStatus(svc);
+    progress.setStatus(s.status);
+    return s;
+  };
+  const summary = await runService(
+    // stuck: no step for the longest a step may take (a confirm's wait, a lease) and a minute more
+    {
+      command: COMMAND,
+      listen: service.listen,
+      heartbeatSeconds: service.heartbeatSeconds,
+      stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000,
+      version: fcctlVersion(),
+    },
+    {
+      clock: ctx.clock,
+      db: ctx.fcDb,
+      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      backlog: async () => backlog(await ctx.fcDb()),
+    },
+    (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc) }),
+  );
+  progress.stop();
+  ctx.output.summary({
+    ...summarizeSend(summary, options, (ctx.clock() - started) / 1000, zone.value ?? ''),
+    follow: true,
+    host: hostname(),
+  });
+  return 0;
+}
+
+/** The service's body: the FC database (waited for, never an exit), then {@link followSend} with the service's callbacks. */
+async function followSession(
+  options: DeliveriesSendOptions,
+  ctx: Ctx,
+  run: {
+    readonly svc: ServiceHandle;
+    readonly publisher: ReturnType<typeof checkedPublisher>;
+    readonly zone: { value?: string };
+    readonly progress: ReturnType<Ctx['output']['progress']>;
+    readonly status: ReturnType<typeof followStatus>;
+  },
+): Promise<SendSummary> {
+  const { svc, status, progress } = run;
+  const metrics = relayMetrics(svc.metrics);
+  // the FC database down at start is an outage like any other: waited for, never an exit
+  const open = () =>
+    Promise.all([ctx.fcDb(), commandThrottles(ctx, options.throttle, { fc: { db: ctx.fcDb, label: 'FC database' } })]);
+  const opened = await connectPatiently(open, {
+    clock: ctx.clock,
+    signal: ctx.signal,
+    onState: svc.onState,
+    onProgress: svc.onProgress,
+  });
+  if (opened === null) return emptySummary();
+  const [db, { fc: throttle }] = opened;
+  return followSend(
+    { ...options, serviceTimeZone: '', pollMs: options.service.pollMs, drainMs: options.service.drainMs },
+    {
+      db,
+      connectBroker: () => openBroker(requireSetting(ctx.config, 'amqpUrl')),
+      zone: async () => (run.zone.value ??= (await resolveServiceTimeZone(ctx.config, ctx.fcDb)).zone),
+      publisher: run.publisher,
+      signal: ctx.signal,
+      clock: ctx.clock,
+      paused: pauseCheck(COMMAND, ctx.fcDb, options.pauseFile),
+      ...(throttle ? { throttle } : {}),
+      onState: svc.onState,
+      onProgress: svc.onProgress,
+      ...metrics,
+      onSettled: (batch) => {
+        metrics.onSettled?.(batch);
+        status.onSettled(batch);
+      },
+      onPublisher: (p) => {
+        metrics.onPublisher?.(p);
+        status.onPublisher(p);
+      },
+      onRow: (row, result) => {
+        metrics.onRow?.(row, result);
+        svc.countRows(1);
+        progress.record(progressReason(result));
+        ctx.output.eventIf('row', rowEvent(row, result));
+      },
+    },
+  );
 }

@@ -1,17 +1,16 @@
-import { databaseIdentity } from '../../lib/db/identity.js';
+import { databaseIdentity } from '../../db/identity.js';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../../lib/cli/exit.js';
-import { type RunOutcome, withRunMetrics } from '../../lib/metrics/run-metrics.js';
-import { allPairsSeries, RECONCILE_COMMAND, type ReconcilePairResult } from '../../lib/reconcile/metrics.js';
-import { requireSetting } from '../../lib/config/config.js';
-import { newClaimOwner } from '../../lib/db/claim-owner.js';
-import { type ThrottleLimits, throttledSeconds } from '../../lib/db/throttle.js';
-import { pauseCheck } from '../../lib/pause/run.js';
-import { allReport, pairLine, pairMetricsOf } from '../../lib/reconcile/all/decide.js';
-import { runReconcileAll } from '../../lib/reconcile/all/run.js';
-import type { PairFilter } from '../../lib/reconcile/all/types.js';
-import { commandThrottles, type Ctx } from '../context.js';
+import { type RunOutcome, withRunMetrics } from '../../metrics/run-metrics.js';
+import { allPairsSeries, RECONCILE_COMMAND, type ReconcilePairResult } from '../metrics.js';
+import { requireSetting } from '../../config/config.js';
+import { newClaimOwner } from '../../db/claim-owner.js';
+import { type ThrottleLimits, throttledSeconds } from '../../db/throttle.js';
+import { pauseCheck } from '../../pause/run.js';
+import { allReport, pairLine, pairMetricsOf } from './decide.js';
+import { runReconcileAll } from './run.js';
+import type { PairFilter } from './types.js';
+import { commandThrottles, type Ctx } from '../../cli/context.js';
 
 /** `reconcile run --all`'s options (src/lib/reconcile/all/run.ts). */
 export interface ReconcileAllOptions {
@@ -27,44 +26,6 @@ export interface ReconcileAllOptions {
   readonly throttle: ThrottleLimits;
   readonly metricsFile?: string;
   readonly pauseFile?: string;
-}
-
-/** `--all`'s options from the parsed flags (`--school`/`--form` are lists here). */
-export function allOptionsOf(
-  o: Record<string, unknown>,
-  {
-    restart,
-    ...common
-  }: {
-    size: number;
-    restart: boolean;
-    allowEmpty: boolean;
-    throttle: ThrottleLimits;
-    metricsFile?: string;
-    pauseFile?: string;
-  },
-): ReconcileAllOptions {
-  // a pair's own directory is restarted with `reconcile run --school S --form F --restart`
-  if (restart)
-    throw new UsageError(
-      '--restart is for one pair (--school S --form F); with --all, give a new --run-id for a new run',
-    );
-  const consumer = o['consumer'] as string | undefined;
-  // no default: FCCTL_APP_KEY is the key fcctl signs with, not necessarily the consumer FC grants name
-  if (consumer === undefined)
-    throw new UsageError(
-      'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
-    );
-  return {
-    ...common,
-    consumer,
-    outDir: o['outDir'] as string,
-    filter: { schools: (o['school'] as string[] | undefined) ?? [], forms: (o['form'] as string[] | undefined) ?? [] },
-    runId: (o['runId'] as string | undefined) ?? null,
-    concurrency: o['concurrency'] as number,
-    leaseSeconds: o['leaseSeconds'] as number,
-    failIfDiff: o['failIfDiff'] === true,
-  };
 }
 
 /** `fcctl reconcile run --all`: this process's share of the run over every pair; the summary, `summary.json`, the metrics. */

@@ -1,4 +1,4 @@
-import type { Column } from '../../lib/cli/table.js';
+import type { Column } from '../cli/table.js';
 
 /** A FAILED/DEAD row's columns as `deliveries scan` lists them (CSV headers are these). */
 export const FAILED_ROW_COLUMNS: readonly Column[] = [

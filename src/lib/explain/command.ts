@@ -1,17 +1,17 @@
 /**
  * `fcctl explain`'s run functions: the sides from the config (a side without a URL is "not
- * configured", never guessed), one library call (src/lib/explain/run.ts), then the render.
+ * configured", never guessed), one library call (run.ts), then the render.
  */
-import { ExitCode, FcctlError, UsageError } from '../../lib/cli/exit.js';
+import { ExitCode, FcctlError, UsageError } from '../cli/exit.js';
 import {
   type ExplainAnswerOptions,
   type ExplainDeps,
   explainAnswer,
   explainCommand,
   explainEvent,
-} from '../../lib/explain/run.js';
-import { type ExplainOutput, renderExplain } from '../../lib/explain/render.js';
-import type { Ctx } from '../context.js';
+} from './run.js';
+import { type ExplainOutput, renderExplain } from './render.js';
+import type { Ctx } from '../cli/context.js';
 
 /** A flow lookup waits at most this long: explain is for a person at a prompt. */
 const FLOW_TIMEOUT_MS = 5000;

@@ -1,0 +1,28 @@
+import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
+import { consumerArg, pathArg, schoolArg } from '../options.js';
+
+/** A value of at most `max` characters, not empty and without control characters (a key column's width). */
+export const textArg = (max: number) => (value: string) => {
+  if (value.length === 0 || value.length > max || /[\u0000-\u001f\u007f]/.test(value))
+    throw new InvalidArgumentError(`expected 1–${max} characters without control characters`);
+  return value;
+};
+
+/** The flags the answer and event verbs share: which consumer and school, where the reconcile run is. */
+export function filtered<Args extends unknown[]>(cmd: Command<Args>) {
+  return cmd
+    .option('--consumer <key>', 'only this consumer app key (checked in application_info)', consumerArg)
+    .option('--school <id>', 'only this consumer school', schoolArg)
+    .option(
+      '--reconcile-dir <dir>',
+      "a reconcile run's directory (an --all run's DIR, or one pair's): the answer's category is read from its report.csv",
+      pathArg,
+    );
+}
+
+type Filter = { consumer?: string; school?: string; reconcileDir?: string };
+export const filterOf = (o: Filter) => ({
+  ...(o.consumer !== undefined ? { consumer: o.consumer } : {}),
+  ...(o.school !== undefined ? { schId: o.school } : {}),
+  ...(o.reconcileDir !== undefined ? { reconcileDir: o.reconcileDir } : {}),
+});

@@ -3,13 +3,7 @@
  * configured", never guessed), one library call (run.ts), then the render.
  */
 import { ExitCode, FcctlError, UsageError } from '../cli/exit.js';
-import {
-  type ExplainAnswerOptions,
-  type ExplainDeps,
-  explainAnswer,
-  explainCommand,
-  explainEvent,
-} from './run.js';
+import { type ExplainAnswerOptions, type ExplainDeps, explainAnswer, explainCommand, explainEvent } from './run.js';
 import { type ExplainOutput, renderExplain } from './render.js';
 import type { Ctx } from '../cli/context.js';
 

@@ -1,5 +1,5 @@
 /**
- * Reading `retire-absent`'s input files: a proof (`readProofFile`, parsed by `proof.ts`),
+ * Reading `retire-absent`'s input files: a proof (`readProofFile`, parsed by `parseProof` in `decide.ts`),
  * `reconcile diff`'s retire candidates, and the `run.json` beside them. A refusal is a
  * {@link UsageError} (exit 2), or a {@link SafetyError} (exit 4) for a `run.json` of another task.
  */

@@ -23,7 +23,7 @@ const RESULT_COLUMNS: readonly Column[] = [
 
 /**
  * `fcctl projection repair-authoritative` (seed 000 §8.1, SPEC §6): repairs the local projection
- * of one answer, or of every line of a repair plan, from FC (src/lib/projection/run.ts). Exit 0
+ * of one answer, or of every line of a repair plan, from FC (src/lib/projection/repair-authoritative/run.ts). Exit 0
  * when every answer is APPLIED (WOULD_APPLY in a dry run), 1 when any is LOCAL_CHANGED, LOCAL_AHEAD,
  * DEFERRED or not run, 2 for bad input (nothing read or written), 3 when a database fails.
  */

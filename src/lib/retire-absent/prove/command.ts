@@ -19,7 +19,7 @@ export interface RetireProveOptions {
 }
 
 /**
- * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire/prove/run.ts; format: proof.ts) from `reconcile`'s
+ * `fcctl retire-absent prove`: writes a retire proof (src/lib/retire-absent/prove/run.ts; format: src/lib/retire-absent/decide.ts) from `reconcile`'s
  * retire candidates, the complete FC manifest they came from, and a fresh FC lookup of each.
  * Exit 0 when the proof holds every candidate (or there were none: no proof written), 1 when some
  * were left out (listed in the proof's `excluded` and as `excluded` events) or a stop signal ended

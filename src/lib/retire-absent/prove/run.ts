@@ -1,5 +1,5 @@
 /**
- * `retire-absent prove` (SPEC §8), the runner: makes a retire proof (format: `../proof.ts`) from `reconcile
+ * `retire-absent prove` (SPEC §8), the runner: makes a retire proof (format: `../decide.ts`) from `reconcile
  * diff`'s retire candidates (`../input.ts`), the complete FC manifest they came from, and a fresh
  * look at FC for every candidate; which candidate goes in is {@link candidateExclusion}'s call.
  */

@@ -28,7 +28,7 @@ const RESULT_COLUMNS: readonly Column[] = [
 
 /**
  * `fcctl retire-absent --proof F`: retires the projection rows a proof shows FC no longer has
- * (src/lib/retire/retire/run.ts). Exit 0 when every entry is RETIRED (WOULD_RETIRE in a dry run) or
+ * (src/lib/retire-absent/retire/run.ts). Exit 0 when every entry is RETIRED (WOULD_RETIRE in a dry run) or
  * ALREADY_RETIRED by this proof, 1 when any is REFUSED or was not run, 4 when the proof is refused
  * as a whole (digest, format rules, age, another FC database, its id already used by a proof with
  * another digest: nothing retired; with --execute one audit row), 2 for bad flags or a file that is not a proof (nothing written anywhere).

@@ -96,6 +96,34 @@ export function commandLogic(rel, sf) {
   return found;
 }
 
+/** The calls that execute a statement: `db.query(…)`, `conn.execute(…)`, `db.transaction(…)`. */
+const EXECUTES = new Set(['query', 'execute', 'transaction']);
+
+/**
+ * Statements executed outside a verb's `store.ts` (ARCHITECTURE.md's roles: `store.ts` holds the
+ * executed statements, `run.ts` orchestrates): in a verb folder of a domain
+ * (`src/lib/<domain>/<verb>/`), any other file calling `.query`, `.execute` or `.transaction`.
+ */
+export function storeBreaks(rel, sf) {
+  const parts = rel.split('/');
+  if (parts.length < 5 || layerOf(rel) !== 'domain' || parts[parts.length - 1] === 'store.ts') return [];
+  const found = [];
+  const visit = (node) => {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      EXECUTES.has(node.expression.name.text)
+    )
+      found.push({
+        at: `${rel}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`,
+        what: `.${node.expression.name.text}(…)`,
+      });
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
+}
+
 function nameOf(node, sf) {
   if (node.name) return node.name.getText(sf);
   const parent = node.parent;
@@ -109,6 +137,7 @@ export function measure(root = process.cwd()) {
   const commandLogicFound = [];
   const longFunctions = [];
   const layerBreaks = [];
+  const statementsOutsideStore = [];
   for (const file of files(join(root, 'src'))) {
     const rel = relative(root, file);
     const text = readFileSync(file, 'utf8');
@@ -119,6 +148,7 @@ export function measure(root = process.cwd()) {
     if (EXEMPT.has(rel)) continue;
     const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
     if (rel.startsWith('src/commands/') && !COMMAND_SUPPORT.has(rel)) commandLogicFound.push(...commandLogic(rel, sf));
+    if (rel.startsWith('src/lib/')) statementsOutsideStore.push(...storeBreaks(rel, sf));
     const visit = (node) => {
       if (ts.isFunctionLike(node) && node.body) {
         const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
@@ -130,7 +160,7 @@ export function measure(root = process.cwd()) {
     };
     visit(sf);
   }
-  return { longCommands, commandLogic: commandLogicFound, longFunctions, layerBreaks };
+  return { longCommands, commandLogic: commandLogicFound, longFunctions, layerBreaks, statementsOutsideStore };
 }
 
 /** Imports that go against the layers: lib → commands, infrastructure → a domain. */
@@ -148,13 +178,15 @@ function importBreaks(rel, text) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { longCommands, commandLogic: logic, longFunctions, layerBreaks } = measure();
+  const { longCommands, commandLogic: logic, longFunctions, layerBreaks, statementsOutsideStore } = measure();
   for (const b of layerBreaks) console.log(`layer ${b.file} imports ${b.imports}`);
   for (const c of longCommands) console.log(`command ${c.file}: ${c.lines} lines`);
   for (const l of logic) console.log(`command logic ${l.at}: ${l.what}`);
   for (const f of longFunctions) console.log(`function ${f.file} ${f.name}: ${f.lines} lines`);
+  for (const b of statementsOutsideStore) console.log(`statement outside store.ts ${b.at}: ${b.what}`);
   console.log(
-    `${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${logic.length} places of logic in command files, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers`,
+    `${longCommands.length} command files over ${MAX_COMMAND_LINES} lines, ${logic.length} places of logic in command files, ${longFunctions.length} functions over ${MAX_FUNCTION_LINES} lines, ${layerBreaks.length} imports against the layers, ${statementsOutsideStore.length} statements executed outside a verb's store.ts`,
   );
-  process.exitCode = longCommands.length + logic.length + longFunctions.length + layerBreaks.length > 0 ? 1 : 0;
+  const found = longCommands.length + logic.length + longFunctions.length + layerBreaks.length;
+  process.exitCode = found + statementsOutsideStore.length > 0 ? 1 : 0;
 }

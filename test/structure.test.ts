@@ -16,7 +16,7 @@ describe('structure (scripts/structure.mjs)', () => {
       stdout: err.stdout,
     }));
     expect(stdout.trim()).toBe(
-      '0 command files over 99 lines, 0 places of logic in command files, 0 functions over 80 lines, 0 imports against the layers',
+      "0 command files over 99 lines, 0 places of logic in command files, 0 functions over 80 lines, 0 imports against the layers, 0 statements executed outside a verb's store.ts",
     );
   });
 
@@ -53,6 +53,35 @@ describe('structure (scripts/structure.mjs)', () => {
         { at: 'src/commands/noun/busy.ts:7', what: 'a loop' },
         { at: 'src/commands/noun/busy.ts:8', what: 'an await' },
         { at: 'src/commands/noun/busy.ts', what: '2 run functions (runA, runB)' },
+      ]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('finds statements a verb folder executes outside its store.ts (run.ts orchestrates, store.ts executes)', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'fcctl-structure-'));
+    try {
+      await mkdir(join(root, 'src/lib/noun/verb'), { recursive: true });
+      await mkdir(join(root, 'src/lib/db'), { recursive: true });
+      const store = ['export const read = (db: Db) => db.query(q.sql, q.params);'];
+      await writeFile(join(root, 'src/lib/noun/verb/store.ts'), `${store.join('\n')}\n`);
+      const runTs = [
+        'export async function go(db: Db, conn: Conn) {',
+        '  await read(db);',
+        '  await db.query(q.sql, q.params);',
+        '  await conn.execute(s.sql, s.params).then(() => db.transaction(f));',
+        '}',
+      ];
+      await writeFile(join(root, 'src/lib/noun/verb/run.ts'), `${runTs.join('\n')}\n`);
+      // infrastructure executes statements itself (the connection, the clock)
+      await writeFile(join(root, 'src/lib/db/clock.ts'), 'export const now = (db: Db) => db.query(q.sql);\n');
+      const script = `import(${JSON.stringify(resolve('scripts/structure.mjs'))}).then((m) => console.log(JSON.stringify(m.measure(${JSON.stringify(root)}).statementsOutsideStore)))`;
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script]);
+      expect(JSON.parse(stdout)).toEqual([
+        { at: 'src/lib/noun/verb/run.ts:3', what: '.query(…)' },
+        { at: 'src/lib/noun/verb/run.ts:4', what: '.execute(…)' },
+        { at: 'src/lib/noun/verb/run.ts:4', what: '.transaction(…)' },
       ]);
     } finally {
       await rm(root, { recursive: true, force: true });

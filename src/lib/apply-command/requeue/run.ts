@@ -30,8 +30,7 @@ import {
   writtenOf,
 } from './decide.js';
 import { readSelection, type SelectedKey } from './input.js';
-import { requeueSql } from './sql.js';
-import { bindOperation, decideOne, itemsOf, readPrior } from './store.js';
+import { bindOperation, completeOperation, decideOne, itemsOf, readPrior } from './store.js';
 import type { Operation, Prior, RequeueDeps, RequeueOptions } from './types.js';
 
 export type { RequeueResult, RequeueRunResult } from './decide.js';
@@ -113,10 +112,8 @@ async function finishOperation(
       truncated,
       codes: summary.results.map((r) => r.code),
     })
-  ) {
-    const q = requeueSql.completeOperation(op.digest);
-    await op.db.query(q.sql, q.params);
-  }
+  )
+    await completeOperation(op);
   await op.line({
     type: 'end',
     exitCode,

@@ -56,6 +56,12 @@ export async function bindOperation(op: Operation): Promise<void> {
   });
 }
 
+/** Marks the operation complete (its header row), so a repeated call reports it done. */
+export async function completeOperation(op: Operation): Promise<void> {
+  const q = requeueSql.completeOperation(op.digest);
+  await op.db.query(q.sql, q.params);
+}
+
 /** The operation's header and answers, and whether they belong to another selection. */
 export async function readPrior(op: Operation): Promise<Prior> {
   const h = requeueSql.header(op.digest);

@@ -27,8 +27,7 @@ import {
   signatureAccepted,
   type Transition,
 } from './decide.js';
-import { otherAppKeySelect, peekSelect } from './sql.js';
-import { applyWrite, claimRows, claimStart } from './store.js';
+import { applyWrite, claimRows, claimStart, countOtherAppKey, peekRows } from './store.js';
 import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf } from '../types.js';
 
 export type { MirrorOutcome, ResolveSummary, RowReport, WriteOutcome } from './decide.js';
@@ -223,10 +222,7 @@ class ResolveRun {
 
   /** Step 1: rows resolve would take but that belong to another app key (reported, never touched). */
   async countOtherAppKey(): Promise<void> {
-    const other = otherAppKeySelect(this.deps.appKey, this.options.pendingGraceSeconds);
-    this.summary.otherAppKey = Number(
-      (await this.deps.db.query<{ n: string | number }>(other.sql, other.params))[0]?.n ?? 0,
-    );
+    this.summary.otherAppKey = await countOtherAppKey(this.deps.db, this.deps.appKey, this.options.pendingGraceSeconds);
   }
 
   /**
@@ -237,8 +233,13 @@ class ResolveRun {
     const pages = new InFlight();
     let afterId = '0';
     while (await this.mayTakeMore(pages)) {
-      const q = peekSelect(this.deps.appKey, this.options.pendingGraceSeconds, afterId, this.nextLimit());
-      const rows = await this.deps.db.query<ApplyCommandRow>(q.sql, q.params);
+      const rows = await peekRows(
+        this.deps.db,
+        this.deps.appKey,
+        this.options.pendingGraceSeconds,
+        afterId,
+        this.nextLimit(),
+      );
       if (rows.length === 0) break;
       afterId = String(rows[rows.length - 1]!.id);
       this.summary.claimed += rows.length;

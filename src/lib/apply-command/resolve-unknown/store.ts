@@ -11,6 +11,8 @@ import {
   compileWrite,
   lastErrorSelect,
   mirrorSelect,
+  otherAppKeySelect,
+  peekSelect,
 } from './sql.js';
 
 /**
@@ -21,6 +23,24 @@ export async function claimStart(db: Db, appKey: string, graceSeconds: number): 
   const q = claimStartSelect(appKey, graceSeconds);
   const min = (await db.query<{ id: string | number | null }>(q.sql, q.params))[0]?.id;
   return min === null || min === undefined ? '0' : String(BigInt(min) - 1n);
+}
+
+/** How many rows resolve would take but that belong to another app key ({@link otherAppKeySelect}). */
+export async function countOtherAppKey(db: Db, appKey: string, graceSeconds: number): Promise<number> {
+  const q = otherAppKeySelect(appKey, graceSeconds);
+  return Number((await db.query<{ n: string | number }>(q.sql, q.params))[0]?.n ?? 0);
+}
+
+/** One page of a dry run's rows after `afterId`, read without a claim ({@link peekSelect}). */
+export async function peekRows(
+  db: Db,
+  appKey: string,
+  graceSeconds: number,
+  afterId: string,
+  limit: number,
+): Promise<ApplyCommandRow[]> {
+  const q = peekSelect(appKey, graceSeconds, afterId, limit);
+  return db.query<ApplyCommandRow>(q.sql, q.params);
 }
 
 /** The claimable backlog's size (up to `cap`) and its oldest command's age in seconds ({@link backlogSelect}). */

@@ -29,17 +29,18 @@ import { runReconcile } from '../run/run.js';
 import { takeTaskStart } from '../run/store.js';
 import { RUN_FILES } from '../run/types.js';
 import { defaultRunId, differencesOf, isOutage, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
-import { allSql } from './sql.js';
 import {
   claimPair,
-  execute,
   findPairs,
   heldByOthers,
   joinableRun,
   joinOrBeginDefaultRun,
+  readTaskClaim,
   registerPairs,
-  retrying,
+  renewLease,
   runSummary,
+  shUtcNow,
+  writeTask,
 } from './store.js';
 import {
   ALL_SUMMARY_FORMAT,
@@ -80,7 +81,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const now = deps.now ?? (() => new Date());
   const outDir = resolve(o.outDir);
   const shDb = await deps.shDb();
-  const startedUtc = String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
+  const startedUtc = await shUtcNow(shDb);
   const runIdGiven = o.runId !== null;
   await refusePairDir(outDir);
   const pause = await deps.paused?.();
@@ -251,11 +252,10 @@ function keepLease(
   leaseSeconds: number,
 ): { lost: AbortSignal; stop: () => void } {
   const lost = new AbortController();
-  const renew = allSql.renew(String(task.id), task.token, task.generation, leaseSeconds);
   let renewedAt = shared.now().getTime();
   const timer = setInterval(
     () => {
-      shared.shDb.execute(renew.sql, renew.params).then(
+      renewLease(shared.shDb, task, leaseSeconds).then(
         (r) => (r.affectedRows === 0 ? lost.abort() : (renewedAt = shared.now().getTime())),
         () => {
           if (shared.now().getTime() - renewedAt > LEASE_GIVE_UP * leaseSeconds * 1000) lost.abort();
@@ -354,22 +354,11 @@ async function recordPair(
   result: PairResult,
 ): Promise<boolean> {
   const w = taskWriteOf(result);
-  const id = String(task.id);
-  const s =
-    w.kind === 'finish'
-      ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson)
-      : allSql.release(id, task.token, task.generation);
-  if ((await execute(shared.shDb, s)).affectedRows === 1) return true;
+  if ((await writeTask(shared.shDb, task, w)).affectedRows === 1) return true;
   // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
   // claim writes under its generation (a new claim increments it), so the row in the wanted
   // state under that generation, unowned, is this write.
-  const q = allSql.taskClaim(id);
-  const [row] = await retrying(() =>
-    shared.shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(
-      q.sql,
-      q.params,
-    ),
-  );
+  const row = await readTaskClaim(shared.shDb, task.id);
   return (
     row !== undefined &&
     row.state === (w.kind === 'finish' ? w.state : 'PENDING') &&

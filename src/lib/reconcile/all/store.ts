@@ -97,6 +97,48 @@ export async function execute(shDb: Db, s: Statement): Promise<{ affectedRows: n
   return retrying(() => shDb.execute(s.sql, s.params));
 }
 
+/** The SH database's UTC clock, as text (a default run id and the run's start are of it). */
+export async function shUtcNow(shDb: Db): Promise<string> {
+  return String((await shDb.query<{ u: string }>(allSql.utcNow().sql))[0]?.u ?? '');
+}
+
+/** A claimed pair's lease renewed under its token and generation; 0 rows: the claim was lost. */
+export async function renewLease(
+  shDb: Db,
+  task: { id: string | number; token: string; generation: string },
+  leaseSeconds: number,
+): Promise<{ affectedRows: number }> {
+  const renew = allSql.renew(String(task.id), task.token, task.generation, leaseSeconds);
+  return shDb.execute(renew.sql, renew.params);
+}
+
+/** A pair's end (`finish`) or its release, written under its claim; 0 rows: no longer this claim's. */
+export async function writeTask(
+  shDb: Db,
+  task: { id: string | number; token: string; generation: string },
+  w: { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' },
+): Promise<{ affectedRows: number }> {
+  const id = String(task.id);
+  return execute(
+    shDb,
+    w.kind === 'finish'
+      ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson)
+      : allSql.release(id, task.token, task.generation),
+  );
+}
+
+/** A task row's state and claim, read again (through an outage) to tell a write whose reply was lost. */
+export async function readTaskClaim(
+  shDb: Db,
+  id: string | number,
+): Promise<{ state: string; claim_owner: string | null; claim_generation: string | number } | undefined> {
+  const q = allSql.taskClaim(String(id));
+  const [row] = await retrying(() =>
+    shDb.query<{ state: string; claim_owner: string | null; claim_generation: string | number }>(q.sql, q.params),
+  );
+  return row;
+}
+
 /** `fn` until it succeeds, through an outage, at most {@link TASK_TRIES} times; `attempt` counts from 1. */
 export async function retrying<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {

@@ -7,7 +7,9 @@
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { openDb } from '../../src/lib/db/connect.js';
-import { type RequeueOptions, type RequeueResult, runRequeue } from '../../src/lib/apply-command/requeue/run.js';
+import type { RequeueResult } from '../../src/lib/apply-command/requeue/decide.js';
+import { runRequeue } from '../../src/lib/apply-command/requeue/run.js';
+import type { RequeueOptions } from '../../src/lib/apply-command/requeue/types.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { BIZ_TYPE, commandsOf, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { servicesTest } from '../helpers/services.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCanonCheckEnvelopeCommand } from '../../src/commands/canon/check-envelope.js';
-import { createCanonHashCommand, DEFAULT_MAX_LINE_BYTES } from '../../src/commands/canon/hash.js';
+import { createCanonHashCommand } from '../../src/commands/canon/hash.js';
+import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/canon/hash/decide.js';
 import { createCanonVerifyCommand } from '../../src/commands/canon/verify.js';
 import { parseError, parseWith } from '../helpers/parse.js';
 

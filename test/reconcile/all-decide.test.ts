@@ -1,13 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { CATEGORIES, type Category, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
+import { isOutage } from '../../src/lib/db/outage.js';
+import {
+  CATEGORIES,
+  type Category,
+  differencesOf,
+  emptyCounts,
+  NOT_DIFFERENCES,
+} from '../../src/lib/reconcile/diff/decide.js';
 import {
   allExit,
   allReport,
   defaultRunId,
-  differencesOf,
-  isOutage,
   mergePairs,
-  NOT_DIFFERENCES,
   pairLine,
   pairMetricsOf,
   pairResultOf,

@@ -3,7 +3,7 @@ import { UsageError } from '../../lib/cli/exit.js';
 import { LineError } from '../../lib/files/record-file.js';
 import { checkOperationId } from '../../lib/deliveries/replay/input.js';
 import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';
-import type { RequeueOptions } from '../../lib/apply-command/requeue/run.js';
+import type { RequeueOptions } from '../../lib/apply-command/requeue/types.js';
 import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { intArg, maxSecondsOption, pathArg } from '../options.js';
 import { runApplyCommandRequeue } from '../../lib/apply-command/requeue/command.js';

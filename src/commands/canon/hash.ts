@@ -6,9 +6,6 @@ import { commandAction, type Deps, type FlagsOf, type Resources } from '../conte
 import { intArg, numberModeOption } from '../options.js';
 import { runCanonHash } from '../../lib/canon/hash/command.js';
 
-export type { CanonHashOptions } from '../../lib/canon/hash/run.js';
-export { DEFAULT_MAX_LINE_BYTES, LINE_TOO_LONG } from '../../lib/canon/hash/decide.js';
-
 /** `fcctl canon hash` and its flags. */
 function hashFlags(parent: Command) {
   return parent

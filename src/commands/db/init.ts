@@ -4,8 +4,6 @@ import { commandAction, type Deps, type Resources } from '../context.js';
 import { dbSideOption } from '../options.js';
 import { type DbInitOptions, runDbInit } from '../../lib/db/init-command.js';
 
-export { sidesOf } from '../../lib/db/init.js';
-
 export function createDbInitCommand(parent: Command, deps: Deps, resources: Resources, runF = runDbInit) {
   return parent
     .command('init')

@@ -4,9 +4,6 @@ import { commandAction, type Deps, type FlagsOf, type Resources } from '../conte
 import { intArg } from '../options.js';
 import { runDevSeed } from '../../lib/dev/seed-command.js';
 
-export type { DevSeedOptions } from '../../lib/dev/run.js';
-export { resolveConsumerKeys } from '../../lib/dev/run.js';
-
 /** `fcctl dev seed` and its flags. */
 function seedFlags(parent: Command) {
   return parent

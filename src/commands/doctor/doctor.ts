@@ -6,8 +6,6 @@ import type { DoctorOptions } from '../../lib/doctor/run.js';
 import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
 import { runDoctor } from '../../lib/doctor/command.js';
 
-export type { DoctorOptions } from '../../lib/doctor/run.js';
-
 /**
  * A RabbitMQ user name, repeatable: not empty, no control characters.
  * @example .option('--consumer-user <name>', 'a consumer user', consumerUserArg, [] as string[])

@@ -9,8 +9,6 @@ import type { Db } from '../db/connect.js';
 import { pauseOfFile, type PauseState } from './decide.js';
 import { readPause } from './store.js';
 
-export type { PauseState } from './decide.js';
-
 /** The pause a `--pause-file` stands for when it exists (gh-ost's throttle flag file), else null. */
 export async function readPauseFile(command: string, path: string): Promise<PauseState | null> {
   try {

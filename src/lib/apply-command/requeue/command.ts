@@ -1,6 +1,7 @@
 import type { Column } from '../../cli/table.js';
 import { requeueRunError, summarizeRequeue } from './decide.js';
-import { type RequeueOptions, runRequeue } from './run.js';
+import { runRequeue } from './run.js';
+import type { RequeueOptions } from './types.js';
 import type { Ctx } from '../../cli/context.js';
 
 const COMMAND = 'apply-command requeue';

@@ -33,9 +33,6 @@ import { readSelection, type SelectedKey } from './input.js';
 import { bindOperation, completeOperation, decideOne, itemsOf, readPrior } from './store.js';
 import type { Operation, Prior, RequeueDeps, RequeueOptions } from './types.js';
 
-export type { RequeueResult, RequeueRunResult } from './decide.js';
-export type { RequeueDeps, RequeueOptions } from './types.js';
-
 export const REQUEUE_EVIDENCE_FORMAT = 'fcctl.requeue-evidence.v1';
 
 /** The operation id belongs to another selection: refused whole, nothing done. */

@@ -30,8 +30,6 @@ import {
 import { applyWrite, claimRows, claimStart, countOtherAppKey, peekRows } from './store.js';
 import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf } from '../types.js';
 
-export type { MirrorOutcome, ResolveSummary, RowReport, WriteOutcome } from './decide.js';
-
 /** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
 export interface FlowApi {
   lookup(bizType: string, bizId: string): Promise<LookupResult>;

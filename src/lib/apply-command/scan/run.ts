@@ -7,8 +7,6 @@ import type { Db } from '../../db/connect.js';
 import { type ApplyScanReport, shapeApplyScan } from './decide.js';
 import { readApplyScan } from './store.js';
 
-export type { ApplyScanReport } from './decide.js';
-
 export async function scanApplyCommands(db: Db, limit: number, graceSeconds: number): Promise<ApplyScanReport> {
   return shapeApplyScan(await readApplyScan(db, limit, graceSeconds));
 }

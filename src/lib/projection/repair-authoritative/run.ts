@@ -39,8 +39,6 @@ import type { RepairInputs, RepairItem } from './input.js';
 import { attemptOnce } from './store.js';
 import type { RepairDeps, RepairOutcome, RepairRunOptions } from './types.js';
 
-export type { RepairDeps, RepairOutcome, RepairRunOptions } from './types.js';
-
 /**
  * Repairs one answer: attempts until a result other than LOCAL_CHANGED, or `maxRereads` re-reads
  * are spent; each attempt's decision goes to the evidence file.

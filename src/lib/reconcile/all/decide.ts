@@ -11,7 +11,6 @@ import { runPlan } from '../run/decide.js';
 import type { ReconcileRunResult, RunState } from '../run/types.js';
 import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../diff/decide.js';
 
-export { differencesOf, NOT_DIFFERENCES } from '../diff/decide.js';
 import {
   ALL_SUMMARY_FORMAT,
   type Pair,
@@ -112,9 +111,6 @@ export function pairResultOf(
     seconds,
   };
 }
-
-/** An outage is no fault of the pair: given back for a later run, never marked FAILED (lib/db/outage.ts). */
-export { isOutage } from '../../db/outage.js';
 
 /**
  * What to do with a pair before running it, from its directory's run.json: a run of other

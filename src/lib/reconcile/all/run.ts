@@ -28,7 +28,10 @@ import { readRunState } from '../run/input.js';
 import { runReconcile } from '../run/run.js';
 import { takeTaskStart } from '../run/store.js';
 import { RUN_FILES } from '../run/types.js';
-import { defaultRunId, differencesOf, isOutage, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
+// an outage is no fault of the pair: given back for a later run, never marked FAILED
+import { isOutage } from '../../db/outage.js';
+import { differencesOf } from '../diff/decide.js';
+import { defaultRunId, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import {
   claimPair,
   findPairs,

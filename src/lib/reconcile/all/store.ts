@@ -3,7 +3,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { EnvironmentError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
 import type { Statement } from '../../db/statement.js';
-import { defaultRunIdCandidates, isOutage, mergePairs, newDefaultRunId, summarizeRun } from './decide.js';
+import { isOutage } from '../../db/outage.js';
+import { defaultRunIdCandidates, mergePairs, newDefaultRunId, summarizeRun } from './decide.js';
 import { allSql } from './sql.js';
 import type { Pair, PairFilter, PairFound, RunAllOptions, RunAllSummary, TaskRow } from './types.js';
 

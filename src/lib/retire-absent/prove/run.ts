@@ -13,8 +13,6 @@ import { formatProof, PROOF_FORMAT, PROOF_FORMAT_DOC, type ProofManifest, sealPr
 import { lookUpAtFc, refuseReusedId } from './store.js';
 import type { ProveDeps, ProveOptions, ProveResult } from './types.js';
 
-export type { ProveDeps, ProveOptions, ProveResult } from './types.js';
-
 /**
  * `retire-absent prove`, in this order (nothing is written until the end; any refusal leaves no file):
  * 1. `--out` must not exist (exit 2); the candidates file is read and checked (exit 2);

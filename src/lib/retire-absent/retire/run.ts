@@ -31,8 +31,6 @@ import type { ProofReading, RetireProof } from '../decide.js';
 import { auditProofRefusal, lookupFc, proofRefusal, settle } from './store.js';
 import type { RetireRunDeps, RetireRunOptions } from './types.js';
 
-export type { RetireRunDeps, RetireRunOptions } from './types.js';
-
 export type { EntryOutcome, RetireRunResult };
 
 export const EVIDENCE_FORMAT = 'fcctl.retire-evidence.v1';

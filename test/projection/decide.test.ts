@@ -16,8 +16,9 @@ import {
   resultsFor,
   type Triple,
 } from '../../src/lib/projection/repair-authoritative/decide.js';
+import { UsageError } from '../../src/lib/cli/exit.js';
 import { LineError } from '../../src/lib/files/record-file.js';
-import { checkProofId, parsePlan } from '../../src/lib/projection/repair-authoritative/input.js';
+import { checkProofId, parsePlan, singleAnswerOf } from '../../src/lib/projection/repair-authoritative/input.js';
 import { repairEventId } from '../../src/lib/projection/repair-authoritative/decide.js';
 import { auditSql, projectionSql } from '../../src/lib/projection/repair-authoritative/sql.js';
 
@@ -382,6 +383,21 @@ describe('inputs', () => {
     expect(checkProofId('x'.repeat(128), 0)).toHaveLength(128);
     for (const bad of ['', 'x'.repeat(129), ' p', 'p\n', 'a\u0000b'])
       expect(() => checkProofId(bad, 0)).toThrow(LineError);
+  });
+
+  it('one answer from its flags, read by name: a misspelt flag is a compile error, not an undefined read', () => {
+    expect(
+      singleAnswerOf({ answer: ANSWER, expectedRevision: '2', expectedHash: H('b'), expectedIsDeleted: '0' }),
+    ).toEqual({ answerUuid: ANSWER, expected: { revision: '2', hash: H('b'), isDeleted: false } });
+    expect(singleAnswerOf({ answer: ANSWER, expectMissing: true, envelope: 'e.json' })).toEqual({
+      answerUuid: ANSWER,
+      expected: MISSING,
+      envelope: 'e.json',
+    });
+    // @ts-expect-error expectedRevison is no flag of repair-authoritative
+    expect(() => singleAnswerOf({ answer: ANSWER, expectedRevison: '2' })).toThrow(UsageError);
+    // @ts-expect-error --envelope is a path (string)
+    expect(() => singleAnswerOf({ answer: ANSWER, expectMissing: true, envelope: 1 })).not.toThrow();
   });
 
   const line = (o: Record<string, unknown> = {}) =>

@@ -381,15 +381,25 @@ export async function readRepairInputs(source: RepairInputSource, io: Io): Promi
  * `--envelope`), checked; exit 2 naming the flag.
  * @example singleAnswerOf({ answer: uuid, expectMissing: true }).expected // MISSING
  */
-export function singleAnswerOf(flags: Readonly<Record<string, unknown>>): NonNullable<RepairInputSource['single']> {
+export function singleAnswerOf(flags: SingleAnswerFlags): NonNullable<RepairInputSource['single']> {
   return usage(() => ({
-    answerUuid: checkUuid(flags['answer'], 0, '--answer'),
+    answerUuid: checkUuid(flags.answer, 0, '--answer'),
     expected: expectedFromFlags({
-      revision: flags['expectedRevision'],
-      hash: flags['expectedHash'],
-      isDeleted: flags['expectedIsDeleted'],
-      missing: flags['expectMissing'] === true,
+      revision: flags.expectedRevision,
+      hash: flags.expectedHash,
+      isDeleted: flags.expectedIsDeleted,
+      missing: flags.expectMissing === true,
     }),
-    ...(flags['envelope'] !== undefined ? { envelope: flags['envelope'] as string } : {}),
+    ...(flags.envelope !== undefined ? { envelope: flags.envelope } : {}),
   }));
+}
+
+/** The single-answer flags as commander parses them (named, so a misspelt flag is a compile error). */
+export interface SingleAnswerFlags {
+  readonly answer?: string | undefined;
+  readonly expectedRevision?: string | undefined;
+  readonly expectedHash?: string | undefined;
+  readonly expectedIsDeleted?: string | undefined;
+  readonly expectMissing?: boolean | undefined;
+  readonly envelope?: string | undefined;
 }

@@ -364,7 +364,7 @@ export interface SettledRepair {
 
 /**
  * Whether a plan run prints no `result` line for this outcome, only counting it (`byCode`,
- * README "Output"): the local row already held FC's triple and nothing was written or re-read
+ * docs/output.md): the local row already held FC's triple and nothing was written or re-read
  * (`ALREADY_CURRENT` at the first read). A single-answer run prints its one result whatever it is.
  * @example countedOnly({ code: 'ALREADY_CURRENT', rereads: 0 }) // true
  */

@@ -23,7 +23,7 @@ export interface EntryOutcome {
 
 /**
  * Whether an outcome is only counted (`alreadyRetired` in the summary), printed as no `result` line
- * (README "Output"): the row was retired by this proof before, so nothing changed. The evidence
+ * (docs/output.md): the row was retired by this proof before, so nothing changed. The evidence
  * file still records every decision.
  * @example countedOnly({ result: 'ALREADY_RETIRED' }) // true
  */

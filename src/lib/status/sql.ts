@@ -109,7 +109,7 @@ export const statusSql = {
     params: [runId],
   }),
 
-  /** The run's live claims (lease not expired): the processes taking part. The same prefix, bounded. */
+  /** The run's live claims (lease not expired): the processes taking part; the CLAIMED entries of idx_reconcile_task_open, bounded. */
   runClaims: (runId: string): Statement => ({
     sql:
       "SELECT claim_owner AS owner, host FROM fcctl_reconcile_task WHERE run_id = ? AND state = 'CLAIMED' " +

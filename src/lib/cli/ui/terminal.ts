@@ -22,3 +22,17 @@ export function liveProgress(stream: NodeJS.WriteStream, stdin: NodeJS.ReadStrea
   const instance = render(view(), { stdout: stream, stdin, exitOnCtrlC: false, patchConsole: false });
   return { redraw: () => instance.rerender(view()), unmount: () => instance.unmount() };
 }
+
+/** A report redrawn in place on `stream` (`fcctl status --watch`); keys are read by the caller, not ink. */
+export function liveReport(stream: NodeJS.WriteStream, stdin: NodeJS.ReadStream, blocks: readonly ReportBlock[]) {
+  const instance = render(createElement(ReportView, { blocks }), {
+    stdout: stream,
+    stdin,
+    exitOnCtrlC: false,
+    patchConsole: false,
+  });
+  return {
+    update: (next: readonly ReportBlock[]) => instance.rerender(createElement(ReportView, { blocks: next })),
+    unmount: () => instance.unmount(),
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * `fcctl status`'s run function: the sides from the config (a side without a URL is "not
+ * configured", never guessed), then one snapshot rendered, or the live view under `--watch`.
+ */
+import { UsageError } from '../../lib/cli/exit.js';
+import { statusMode } from '../../lib/status/decide.js';
+import { renderStatus } from '../../lib/status/render.js';
+import { readStatus, type StatusDeps, type StatusOptions } from '../../lib/status/run.js';
+import { watchStatus } from '../../lib/status/watch.js';
+import type { Ctx } from '../context.js';
+
+/** PENDING apply commands count as due after this, as `apply-command scan`'s default `--pending-grace`. */
+const PENDING_GRACE_SECONDS = 600;
+
+function depsOf(ctx: Ctx): StatusDeps {
+  const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl') => Boolean(ctx.config[name].value);
+  if (!has('fcDatabaseUrl') && !has('shDatabaseUrl'))
+    throw new UsageError(
+      'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
+    );
+  return {
+    fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null,
+    shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null,
+    now: ctx.now,
+  };
+}
+
+export async function runStatus(
+  o: Omit<StatusOptions, 'pendingGraceSeconds'> & { readonly watch: boolean; readonly json: boolean },
+  ctx: Ctx,
+): Promise<number> {
+  const mode = statusMode({ watch: o.watch, json: o.json, interactive: ctx.io.interactive });
+  if (!mode.ok) throw new UsageError(mode.message);
+  const deps = depsOf(ctx);
+  const options: StatusOptions = { failIf: o.failIf, pendingGraceSeconds: PENDING_GRACE_SECONDS };
+  if (mode.mode === 'watch') {
+    await watchStatus(() => readStatus(options, deps), ctx.io, ctx.signal);
+    return 0;
+  }
+  const doc = await readStatus(options, deps);
+  renderStatus(doc, ctx.io, ctx.output.json);
+  return doc.exitCode;
+}

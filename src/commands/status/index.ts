@@ -1,7 +1,7 @@
 import { type Command, type CommandUnknownOpts, InvalidArgumentError } from '@commander-js/extra-typings';
 import { parseFailIf } from '../../lib/status/decide.js';
 import { commandAction, type Deps, type Resources } from '../context.js';
-import { runStatus } from './run.js';
+import { runStatus } from '../../lib/status/command.js';
 
 /** `--fail-if`'s comma-separated conditions; an unknown one is refused (exit 2, one line). */
 const failIfArg = (value: string) => {

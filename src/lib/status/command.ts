@@ -2,12 +2,12 @@
  * `fcctl status`'s run function: the sides from the config (a side without a URL is "not
  * configured", never guessed), then one snapshot rendered, or the live view under `--watch`.
  */
-import { UsageError } from '../../lib/cli/exit.js';
-import { statusMode } from '../../lib/status/decide.js';
-import { renderStatus } from '../../lib/status/render.js';
-import { readStatus, type StatusDeps, type StatusOptions } from '../../lib/status/run.js';
-import { watchStatus } from '../../lib/status/watch.js';
-import type { Ctx } from '../context.js';
+import { UsageError } from '../cli/exit.js';
+import { statusMode } from './decide.js';
+import { renderStatus } from './render.js';
+import { readStatus, type StatusDeps, type StatusOptions } from './run.js';
+import { watchStatus } from './watch.js';
+import type { Ctx } from '../cli/context.js';
 
 /** PENDING apply commands count as due after this, as `apply-command scan`'s default `--pending-grace`. */
 const PENDING_GRACE_SECONDS = 600;

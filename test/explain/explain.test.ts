@@ -194,6 +194,34 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     ]);
   });
 
+  test('a receipt the consumer did not take in (DEFERRED, on an accepted and on a DEAD row): not delivered, the printed replay queues it', async ({
+    dbs,
+  }) => {
+    const env = { ...dbs.env(), FCCTL_SH_DATABASE_URL: undefined };
+    const a = await arrange(dbs);
+    const d = await arrange(dbs);
+    await dbs.admin.query(
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'BROKER_ACCEPTED', broker_accepted_at = NOW() - INTERVAL 2 HOUR, consumer_applied_at = NOW() - INTERVAL 2 HOUR, consumer_outcome = 'DEFERRED' WHERE event_id = ?`,
+      [a.eventId],
+    );
+    await dbs.admin.query(
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NACK', consumer_applied_at = NOW(), consumer_outcome = 'REJECTED' WHERE event_id = ?`,
+      [d.eventId],
+    );
+    const x = await explain(['answer', a.answerUuid], env);
+    const v = x.doc!['verdicts'][0];
+    expect(v).toMatchObject({ kind: 'CONSUMER_REFUSED' });
+    expect(v.text).toMatch(/^accepted by the broker, not taken in by the consumer \(DEFERRED at .+\)$/);
+    const r = await runCli(asArgv(v.command), { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('QUEUED');
+    const y = await explain(['answer', d.answerUuid], env);
+    expect(y.doc!['verdicts'][0]).toMatchObject({ kind: 'DEAD', text: 'DEAD (NACK ×8)' });
+    const q = await runCli(asArgv(y.doc!['verdicts'][0].command), { env });
+    expect(q.code, q.stderr).toBe(0);
+    expect(q.stdout).toContain('QUEUED');
+  });
+
   test('absent at FC, present at SH; retired; found nowhere: exit 1 and one line', async ({ dbs }) => {
     const env = dbs.env();
     const present = randomUUID();

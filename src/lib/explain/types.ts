@@ -174,6 +174,7 @@ export interface VerdictFacts {
 export type VerdictKind =
   | 'DELIVERED_APPLIED'
   | 'ACCEPTED_NOT_APPLIED'
+  | 'CONSUMER_REFUSED'
   | 'SENDING'
   | 'WAITING'
   | 'HELD'

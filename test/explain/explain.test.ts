@@ -386,6 +386,11 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(down.doc!['verdicts'][0]).toMatchObject({ kind: 'WAITING' });
     const neither = await runCli(['explain', 'answer', a.answerUuid], { env: { PATH: process.env['PATH'] } });
     expect(neither.code).toBe(2);
+    // an event id is only in the outbox: without FC it is not "not found" (exit 1), it cannot be looked up
+    const noFc = await explain(['event', a.eventId], { ...dbs.env(), FCCTL_FC_DATABASE_URL: undefined });
+    expect(noFc.code).toBe(2);
+    expect(noFc.stdout).toBe('');
+    expect(noFc.stderr).toBe('fcctl: explain event reads the outbox: FCCTL_FC_DATABASE_URL is not configured\n');
   });
 
   test('bad input: not a uuid, an unknown consumer, --watch, a bad school or event id: one line, exit 2, nothing changed', async ({

@@ -311,6 +311,9 @@ export async function explainEvent(
   o: Omit<ExplainAnswerOptions, 'answerUuid'>,
   deps: ExplainDeps,
 ): Promise<ExplainDocument | EventNotFound> {
+  // only the outbox knows an event id: without FC, "not found" would be a guess
+  if (deps.fcDb === null)
+    throw new UsageError('explain event reads the outbox: FCCTL_FC_DATABASE_URL is not configured');
   const ev = await section(deps.fcDb, async (db) => ({ event: await readEvent(db, eventId) }));
   const event = ok(ev)?.event ?? null;
   if (event === null)

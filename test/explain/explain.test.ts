@@ -414,6 +414,31 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(await checksumTables(dbs.admin, dbs.fcName)).toEqual(before);
   });
 
+  test('--consumer of a key that is not in application_info but in a grant or an outbox row of the answer: explained, not refused', async ({
+    dbs,
+  }) => {
+    const env = dbs.env();
+    const a = await arrange(dbs);
+    // a deregistered consumer: its grant and outbox row stay, its registry row is gone
+    await dbs.admin.query(`DELETE FROM \`${dbs.fcName}\`.application_info WHERE app_key = ?`, [a.key]);
+    const x = await explain(['answer', a.answerUuid, '--consumer', a.key], env);
+    expect(x.code, x.stderr).toBe(0);
+    expect(x.doc!['verdicts']).toEqual([expect.objectContaining({ consumerAppKey: a.key, kind: 'WAITING' })]);
+    // only in the grant: no outbox row written for it yet
+    const onlyGrant = uniqueConsumerKey('exg');
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: a.formUuid, schoolId: 5, consumerKey: onlyGrant });
+    const g = await explain(['answer', a.answerUuid, '--consumer', onlyGrant], env);
+    expect(g.code, g.stderr).toBe(0);
+    expect(g.doc!['verdicts']).toEqual([
+      expect.objectContaining({ consumerAppKey: onlyGrant, kind: 'NO_DELIVERY_ROW' }),
+    ]);
+    const none = await explain(['answer', a.answerUuid, '--consumer', 'no-such-app'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(
+      'fcctl: --consumer no-such-app: no such app key in application_info, nor in a grant or outbox row of this answer\n',
+    );
+  });
+
   test('on a terminal: the ink report, verdict first, with the command to run', async ({ dbs }) => {
     const a = await arrange(dbs, { push: 0 });
     const r = await runCli(['explain', 'answer', a.answerUuid], { env: dbs.env(), tty: true });

@@ -125,16 +125,31 @@ function fcAnswerOf(row: AnswerRow, outbox: readonly OutboxRow[]): FcAnswer {
   };
 }
 
-/** Refuses an unknown `--consumer` (exit 2) after one lookup; nothing else is read first. */
-async function checkConsumer(deps: ExplainDeps, consumer: string | undefined): Promise<void> {
-  if (consumer === undefined || deps.fcDb === null) return;
-  let known: boolean;
+/**
+ * Whether `--consumer` is in the app registry: null when not asked, or FC was not read (its
+ * section says why). A key missing there may still name rows (a deregistered consumer's grants
+ * and outbox rows): {@link refuseUnknownConsumer} decides once those are read.
+ */
+async function consumerRegistered(deps: ExplainDeps, consumer: string | undefined): Promise<boolean | null> {
+  if (consumer === undefined || deps.fcDb === null) return null;
   try {
-    known = await appKeyKnown(await deps.fcDb(), consumer);
+    return await appKeyKnown(await deps.fcDb(), consumer);
   } catch {
-    return; // the FC section will say it is unreachable
+    return null; // the FC section will say it is unreachable
   }
-  if (!known) throw new UsageError(`--consumer ${consumer}: no such app key in application_info`);
+}
+
+/** An unknown `--consumer` (exit 2): in no registry row, no outbox row and no grant of the answer. */
+function refuseUnknownConsumer(
+  consumer: string | undefined,
+  registered: boolean | null,
+  outbox: readonly OutboxRow[],
+  grants: Section<{ rows: GrantFacts[] }>,
+): void {
+  if (registered !== false || outbox.length > 0 || (ok(grants)?.rows.length ?? 0) > 0) return;
+  throw new UsageError(
+    `--consumer ${consumer}: no such app key in application_info, nor in a grant or outbox row of this answer`,
+  );
 }
 
 /**
@@ -142,7 +157,7 @@ async function checkConsumer(deps: ExplainDeps, consumer: string | undefined): P
  * @example const doc = await explainAnswer({ answerUuid }, { fcDb: ctx.fcDb, shDb: ctx.shDb, flow: null })
  */
 export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps): Promise<ExplainDocument> {
-  await checkConsumer(deps, o.consumer);
+  const registered = await consumerRegistered(deps, o.consumer);
   const only = {
     ...(o.consumer !== undefined ? { consumer: o.consumer } : {}),
     ...(o.schId ? { schId: o.schId } : {}),
@@ -170,6 +185,7 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
     for (const form of forms) rows.push(...(await readGrants(db, form, [...schools], o.consumer)));
     return { rows };
   });
+  refuseUnknownConsumer(o.consumer, registered, fc?.outbox ?? [], grants);
   const applyCommands = await section(deps.shDb, (db) => readApplyCommands(db, ok(sh)?.projections ?? [], deps));
   return documentOf(o, fcRead, grants, sh, applyCommands);
 }

@@ -222,6 +222,37 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(q.stdout).toContain('QUEUED');
   });
 
+  test('revisions 9 and 10: the newest row is revision 10 (numeric order), and a DEAD 10 gets a replay that queues', async ({
+    dbs,
+  }) => {
+    const env = { ...dbs.env(), FCCTL_SH_DATABASE_URL: undefined };
+    const a = await arrange(dbs);
+    // revision 9 DEAD, revision 10 DEAD too: the replay must name 10, the newest
+    await dbs.admin.query(
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET answer_revision = 9, state = 'DEAD', retry_count = 8, last_error = 'NACK' WHERE event_id = ?`,
+      [a.eventId],
+    );
+    await dbs.admin.query(
+      `INSERT INTO \`${dbs.fcName}\`.answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version,
+        answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, last_error, create_time)
+       SELECT ?, 'updated', source_app_key, consumer_app_key, 5, 1, form_uuid, 4, answer_uuid, 10, 0, content_hash, NOW(), snapshot_json, 'DEAD', 8, 'NO_ROUTE', NOW()
+       FROM \`${dbs.fcName}\`.answer_delivery WHERE event_id = ?`,
+      [`${a.eventId.slice(0, 30)}-r10`, a.eventId],
+    );
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer SET answer_revision = 10 WHERE answer_uuid = ?`, [
+      a.answerUuid,
+    ]);
+    const x = await explain(['answer', a.answerUuid], env);
+    expect(x.doc!['outbox'].rows.map((r: Doc) => r.revision)).toEqual(['10', '9']);
+    expect(x.doc!['fc'].answer).toMatchObject({ revision: '10', outboxRevision: '10', hashMatches: true });
+    const v = x.doc!['verdicts'][0];
+    expect(v, v.text).toMatchObject({ kind: 'DEAD', text: 'DEAD (NO_ROUTE ×8)' });
+    expect(v.command).toContain('--expected-revision 10 ');
+    const r = await runCli(asArgv(v.command), { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('QUEUED');
+  });
+
   test('absent at FC, present at SH; retired; found nowhere: exit 1 and one line', async ({ dbs }) => {
     const env = dbs.env();
     const present = randomUUID();

@@ -31,7 +31,8 @@ export const explainSql = {
 
   /**
    * Every outbox row of the answer, newest revision first: uk_delivery_revision's prefix
-   * `answer_uuid` (ref), narrowed by consumer and school when given. No snapshot read.
+   * `answer_uuid` (ref), narrowed by consumer and school when given. No snapshot read. The order
+   * names the table's column: the bare name would be the CHAR alias, and "9" sorts above "10".
    */
   outbox: (answerUuid: string, only: { consumer?: string; schId?: string }): Statement => {
     const where = ['answer_uuid = ?'];
@@ -45,7 +46,7 @@ export const explainSql = {
       params.push(BigInt(only.schId));
     }
     return {
-      sql: `SELECT ${OUTBOX_COLUMNS} FROM answer_delivery WHERE ${where.join(' AND ')} ORDER BY answer_revision DESC, consumer_app_key, consumer_school_id LIMIT ?`,
+      sql: `SELECT ${OUTBOX_COLUMNS} FROM answer_delivery WHERE ${where.join(' AND ')} ORDER BY answer_delivery.answer_revision DESC, consumer_app_key, consumer_school_id LIMIT ?`,
       params: [...params, SECTION_LIMIT],
     };
   },

@@ -470,6 +470,43 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     );
   });
 
+  test('an answer with more outbox rows than the list shows: the list says it is cut, a consumer cut off is not "no outbox row"', async ({
+    dbs,
+  }) => {
+    const env = dbs.env();
+    const a = await arrange(dbs);
+    const b = await arrange(dbs, { formUuid: a.formUuid });
+    // b's one row (revision 4, DEAD) belongs to a's answer; a has 201 newer revisions
+    await dbs.admin.query(
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET answer_uuid = ?, state = 'DEAD', retry_count = 8, last_error = 'NACK' WHERE event_id = ?`,
+      [a.answerUuid, b.eventId],
+    );
+    await dbs.admin.query(
+      `INSERT INTO \`${dbs.fcName}\`.answer_delivery (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version,
+        answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, snapshot_json, state, retry_count, create_time)
+       SELECT UUID(), 'updated', source_app_key, consumer_app_key, 5, 1, form_uuid, 4, answer_uuid, seq, 0, content_hash, NOW(), snapshot_json, 'BROKER_ACCEPTED', 0, NOW()
+       FROM \`${dbs.fcName}\`.answer_delivery JOIN \`${dbs.fcName}\`.seq_5_to_205 WHERE event_id = ?`,
+      [a.eventId],
+    );
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer SET answer_revision = 205 WHERE answer_uuid = ?`, [
+      a.answerUuid,
+    ]);
+    const x = await explain(['answer', a.answerUuid], env);
+    expect(x.code, x.stderr).toBe(0);
+    expect(x.doc!['outbox'].rows).toHaveLength(200);
+    expect(x.doc!['outbox'].truncated).toBe(true);
+    const vb = x.doc!['verdicts'].find((v: Doc) => v.consumerAppKey === b.key);
+    expect(vb, vb.text).toMatchObject({ kind: 'UNKNOWN', command: null });
+    expect(vb.text).toContain(`explain again with --consumer ${b.key} --school 5`);
+    const y = await explain(['answer', a.answerUuid, '--consumer', b.key, '--school', '5'], env);
+    expect(y.doc!['outbox']).toMatchObject({ truncated: false, rows: [{ eventId: b.eventId, state: 'DEAD' }] });
+    expect(y.doc!['verdicts']).toEqual([expect.objectContaining({ consumerAppKey: b.key, kind: 'OUTBOX_BEHIND' })]);
+    const t = await runCli(['explain', 'answer', a.answerUuid], { env, tty: true });
+    expect(t.stdout.replace(/\s+/g, ' ')).toContain(
+      '… only the first 200 outbox rows (newest revisions) shown: narrow with --consumer and --school',
+    );
+  });
+
   test('on a terminal: the ink report, verdict first, with the command to run', async ({ dbs }) => {
     const a = await arrange(dbs, { push: 0 });
     const r = await runCli(['explain', 'answer', a.answerUuid], { env: dbs.env(), tty: true });

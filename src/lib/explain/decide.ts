@@ -143,6 +143,11 @@ export function verdictOf(f: VerdictFacts): Verdict {
   const fc = f.fc;
   const grant = f.grant === 'unread' ? null : f.grant;
   const row = f.newest;
+  if (row === null && f.outboxCut)
+    return make(
+      'UNKNOWN',
+      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${f.schId}`,
+    );
   if (row === null) {
     const problem = grantProblem(grant, null);
     return problem === null

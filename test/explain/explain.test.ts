@@ -130,6 +130,9 @@ describe('fcctl explain answer: verdicts from real rows', () => {
       { consumerAppKey: routeless.key, schId: '5', kind: 'DEAD', text: 'DEAD (NO_ROUTE ×2)', command: replay },
     ]);
     // the event verb names the same row and verdict
+    // on a terminal the command is one line, to paste as it is (never hard-wrapped at 80 columns)
+    const tty = await runCli(['explain', 'answer', routeless.answerUuid], { env, tty: true });
+    expect(tty.stdout.split('\n')).toContain(`  $ ${replay}`);
     const e = await explain(['event', routeless.eventId], env);
     expect(e.doc!['subject']).toMatchObject({ eventId: routeless.eventId, answerUuid: routeless.answerUuid });
     expect(e.doc!['verdicts'][0].command).toBe(replay);

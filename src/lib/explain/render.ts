@@ -164,5 +164,5 @@ export function renderExplain(doc: ExplainOutput, io: Io, json: boolean): void {
     io.stdout.write(`${JSON.stringify(doc)}\n`);
     return;
   }
-  io.stdout.write(`${terminal().reportText(explainBlocks(doc))}\n`);
+  io.stdout.write(`${terminal().reportText(explainBlocks(doc), io.stdout.columns)}\n`);
 }

@@ -162,8 +162,10 @@ export interface VerdictFacts {
     | { readonly kind: 'unread' };
   /** null: no grant row */
   readonly grant: GrantFacts | null | 'unread';
-  /** the newest outbox row of this consumer and school (highest revision), null: none */
+  /** the newest outbox row of this consumer and school (highest revision), null: none listed */
   readonly newest: OutboxRow | null;
+  /** the outbox list was cut at its limit: a pair without a listed row may still have rows */
+  readonly outboxCut?: boolean;
   /** the projection, when SH speaks for this consumer and school (see docs) */
   readonly sh:
     | { readonly kind: 'found'; readonly row: ProjectionFacts }
@@ -174,6 +176,7 @@ export interface VerdictFacts {
 export type VerdictKind =
   | 'DELIVERED_APPLIED'
   | 'ACCEPTED_NOT_APPLIED'
+  | 'CONSUMER_REFUSED'
   | 'SENDING'
   | 'WAITING'
   | 'HELD'

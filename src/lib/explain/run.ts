@@ -4,6 +4,7 @@
  * Read-only: every section is its own short read (store.ts), none inside a transaction; a side
  * not configured is shown so, a side that fails is shown so and the others still are.
  */
+import { readSection } from '../cli/section.js';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { AnswerRow } from '../answers/sql.js';
 import { UsageError } from '../cli/exit.js';
@@ -81,21 +82,7 @@ export interface ExplainDocument {
   readonly exitCode: number;
 }
 
-const NOT_CONFIGURED: Unread = { status: 'not configured' };
-
-/** Reads one section; a failure is the section's, never the whole explain's. */
-async function section<T extends object>(
-  open: (() => Promise<Db>) | null,
-  read: (db: Db) => Promise<T>,
-): Promise<Section<T>> {
-  if (open === null) return NOT_CONFIGURED;
-  try {
-    return { status: 'ok', ...(await read(await open())) };
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    return { status: 'unreachable', error: (err as Error).message.split('\n')[0] ?? '' };
-  }
-}
+const section = readSection;
 
 const ok = <T extends object>(s: Section<T>): (T & { status: 'ok' }) | null => (s.status === 'ok' ? s : null);
 

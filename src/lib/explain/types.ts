@@ -3,11 +3,7 @@
  * is decided from, and the document `--json` prints. Section names are stable (docs/commands/explain.md).
  */
 
-/** A section that could not be read: its side is not configured, or did not answer. */
-export type Unread = { readonly status: 'not configured' } | { readonly status: 'unreachable'; readonly error: string };
-
-/** A section as shown: its rows, or why there are none. */
-export type Section<T> = ({ readonly status: 'ok' } & T) | Unread;
+export type { Section, Unread } from '../cli/section.js';
 
 /** The FC `answer` row, with its hash recomputed now (fc.canon.v1) and the newest outbox row's. */
 export interface FcAnswer {

@@ -2,6 +2,7 @@
  * `fcctl status`'s run function: the sides from the config (a side without a URL is "not
  * configured", never guessed), then one snapshot rendered, or the live view under `--watch`.
  */
+import { configuredDatabases } from '../cli/section.js';
 import { UsageError } from '../cli/exit.js';
 import { statusMode } from './decide.js';
 import { renderStatus } from './render.js';
@@ -13,16 +14,7 @@ import type { Ctx } from '../cli/context.js';
 const PENDING_GRACE_SECONDS = 600;
 
 function depsOf(ctx: Ctx): StatusDeps {
-  const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl') => Boolean(ctx.config[name].value);
-  if (!has('fcDatabaseUrl') && !has('shDatabaseUrl'))
-    throw new UsageError(
-      'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
-    );
-  return {
-    fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null,
-    shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null,
-    now: ctx.now,
-  };
+  return { ...configuredDatabases(ctx), now: ctx.now };
 }
 
 export async function runStatus(

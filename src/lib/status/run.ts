@@ -5,11 +5,11 @@
  * read (store.ts): a side not configured is shown so, a side that fails is shown so and the others
  * still are (exit 3). `--watch` calls {@link readStatus} again every 2 s.
  */
-import { UsageError } from '../cli/exit.js';
+import { readSection } from '../cli/section.js';
 import type { Db } from '../db/connect.js';
 import { conditionsOf, failingOf, statusExitCode } from './decide.js';
 import { readApplyCommands, readClaimOwners, readOutbox, readPauses, readReconcileRun, readWorkers } from './store.js';
-import type { FailCondition, Section, Sides, StatusDocument, Unread } from './types.js';
+import type { FailCondition, Sides, StatusDocument } from './types.js';
 
 /** A side's connection, or null when it is not configured. */
 export interface StatusDeps {
@@ -25,21 +25,7 @@ export interface StatusOptions {
   readonly pendingGraceSeconds: number;
 }
 
-const NOT_CONFIGURED: Unread = { status: 'not configured' };
-
-/** Reads one section; a failure is the section's, never the whole snapshot's. */
-async function section<T extends object>(
-  open: (() => Promise<Db>) | null,
-  read: (db: Db) => Promise<T>,
-): Promise<Section<T>> {
-  if (open === null) return NOT_CONFIGURED;
-  try {
-    return { status: 'ok', ...(await read(await open())) };
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    return { status: 'unreachable', error: (err as Error).message.split('\n')[0] ?? '' };
-  }
-}
+const section = readSection;
 
 /** The same read on both databases. */
 async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'fc' | 'sh') => Promise<T>) {

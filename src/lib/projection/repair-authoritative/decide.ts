@@ -4,6 +4,7 @@
  * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
  * projection row read just now — and applies the write this returns.
  */
+import type { SummaryWithCounts } from '../../cli/output.js';
 import { createHash } from 'node:crypto';
 import { ExitCode } from '../../cli/exit.js';
 import type { GrantRow } from '../../deliveries/types.js';
@@ -427,14 +428,7 @@ export interface RepairRunFacts extends RepairRunEnd {
  * go to `counts`, shown under the summary.
  * @example summarizeRepair({ ...facts, results: [] }, 0.1, true).summary.decided // 0
  */
-export function summarizeRepair(
-  f: RepairRunFacts,
-  seconds: number,
-  json: boolean,
-): {
-  summary: { command: string; exitCode: number; [key: string]: unknown };
-  counts: Record<string, number> | undefined;
-} {
+export function summarizeRepair(f: RepairRunFacts, seconds: number, json: boolean): SummaryWithCounts {
   const byCode: Record<string, number> = {};
   for (const r of f.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   const writes = (kind: 'insert' | 'update', written: boolean) =>

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `fcctl explain answer` on big tables (issue 29 §1): the answer under test among N outbox rows
+// `fcctl explain answer` and `fcctl status` on big tables (issue 29 §1, §2): the answer under test among N outbox rows
 // (default 2,000,000, a month of history as bench/scan.mjs seeds it) and M projection rows
 // (1,000,000), with its own outbox rows, grant, projection, audit row and apply command. Goal: the
 // whole command (start-up included) under 1 s. Snapshots are small (--bytes 100): explain never
@@ -100,13 +100,15 @@ async function seed() {
 let report;
 try {
   const seeded = await seed();
-  const ms = { version: [], explain: [] };
+  const ms = { version: [], explain: [], status: [] };
   let doc = null;
   for (let round = 0; round < ROUNDS; round++) {
     ms.version.push(fcctl(['--version']).ms);
     const r = fcctl(['--json', 'explain', 'answer', A]);
     ms.explain.push(r.ms);
     doc = JSON.parse(r.out);
+    // `fcctl status` on the same outbox (issue 29 §2): the same goal
+    ms.status.push(fcctl(['--json', 'status']).ms);
   }
   const explainMs = Math.round(median(ms.explain));
   report = {
@@ -114,10 +116,11 @@ try {
     projections: PROJECTIONS,
     rounds: ROUNDS,
     seedSeconds: seeded,
-    medianMs: { version: Math.round(median(ms.version)), explain: explainMs },
+    medianMs: { version: Math.round(median(ms.version)), explain: explainMs, status: Math.round(median(ms.status)) },
     allMs: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, v.map(Math.round)])),
     verdicts: doc.verdicts.map((v) => `${v.consumerAppKey}: ${v.kind}`),
     goalMet: explainMs < 1000,
+    statusGoalMet: median(ms.status) < 1000,
     load: loadText(),
     cpus: os.cpus().length,
     node: process.version,
@@ -133,6 +136,7 @@ else {
   );
   console.log(`  fcctl --version   ${m.version} ms (the start-up floor)`);
   console.log(`  explain answer    ${m.explain} ms (goal < 1000 ms: ${report.goalMet ? 'met' : 'NOT met'})`);
+  console.log(`  status            ${m.status} ms (goal < 1000 ms: ${report.statusGoalMet ? 'met' : 'NOT met'})`);
   console.log(`  verdicts: ${report.verdicts.join('; ')}`);
   console.log(
     `  seed: outbox ${report.seedSeconds.outboxSeconds} s, projections ${report.seedSeconds.projectionSeconds} s`,

@@ -32,8 +32,8 @@ const COMMANDS: ReadonlyArray<() => Promise<Register>> = [
   async () => (await import('./commands/projection/index.js')).createProjectionGroup,
   async () => (await import('./commands/pause/index.js')).createPauseCommands,
   async () => (await import('./commands/config/index.js')).createConfigGroup,
-  // written against @commander-js/extra-typings already (issue 28): the same runtime class, another type
-  async () => (await import('./commands/explain/index.js')).createExplainGroup as unknown as Register,
+  async () => (await import('./commands/explain/index.js')).createExplainGroup,
+  async () => (await import('./commands/status/index.js')).createStatusCommand,
 ];
 
 /** `fcctl --version` alone (`--json` and `--debug` aside): no command module is needed to answer it. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Ctx, Deps } from '../lib/cli/context.js';
 
 export type { Ctx, Deps } from '../lib/cli/context.js';
-import type { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
+import type { Command, CommandUnknownOpts, OptionValues } from '@commander-js/extra-typings';
 import { requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
 import { Output, SummaryHold } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
@@ -163,4 +163,19 @@ export function commandGroup(
   const group = program.command(name).description(description);
   for (const create of verbs) create(group, deps, resources);
   return group;
+}
+
+/**
+ * A verb's `create…Command(parent, deps, resources, runF = run)` from its three parts: the function
+ * that defines it and its flags, the one that turns the parsed flags into its options, and the
+ * library's run function (parse tests pass another `runF`, as GitHub CLI's `NewCmdX(f, runF)`).
+ * @example export const createDeliveriesScanCommand = verbCommand(scanFlags, scanOptionsOf, runDeliveriesScan);
+ */
+export function verbCommand<Args extends unknown[], Opts extends OptionValues, O>(
+  flags: (parent: Command) => Command<Args, Opts>,
+  optionsOf: (flags: Opts, args: Args) => O,
+  run: (options: O, ctx: Ctx) => Promise<number>,
+) {
+  return (parent: Command, deps: Deps, resources: Resources, runF = run) =>
+    flags(parent).action(commandAction(deps, resources, optionsOf, runF));
 }

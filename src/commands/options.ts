@@ -318,7 +318,7 @@ const DEFAULT_PROGRESS_INTERVAL_SECONDS = 30;
 
 /**
  * The global `--progress-interval <s>`: off a terminal, a `progress` line on stderr this often while
- * a batch runs; 0 turns the lines off, otherwise 0.1 s to a day (README "Output").
+ * a batch runs; 0 turns the lines off, otherwise 0.1 s to a day (docs/output.md).
  * @example program.addOption(progressIntervalOption())
  */
 export function progressIntervalOption() {

@@ -550,7 +550,7 @@ describe('SQL builders', () => {
   });
 });
 
-describe('signing (README "Flow center requests")', () => {
+describe('signing (docs/flow-center.md)', () => {
   const input = {
     method: 'GET',
     path: '/oapi/flow/instance',

@@ -151,6 +151,8 @@ describe('the real binary', () => {
       'pause',
       'resume',
       'config',
+      'explain',
+      'status',
       'help',
     ]);
   });

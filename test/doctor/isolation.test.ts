@@ -92,7 +92,7 @@ describe('fcctl doctor --isolation (real broker and management API)', () => {
     dbs = services;
     for (const row of [PUBLISHER, svcHall, other]) await insertRegistry(dbs.admin, dbs.fcName, row);
     iso = await isolatedVhost('iso');
-    // the correct setup (README "doctor --isolation")
+    // the correct setup (docs/commands/doctor.md)
     await setPermissions(CORRECT_PERMISSIONS);
     await setTopic();
     consumer = await iso.user('svc', '');

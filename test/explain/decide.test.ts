@@ -14,6 +14,8 @@ import {
   verdictOf,
 } from '../../src/lib/explain/decide.js';
 import type { GrantFacts, OutboxRow, ProjectionFacts, VerdictFacts } from '../../src/lib/explain/types.js';
+import { decideReplay, type ReplayRow } from '../../src/lib/deliveries/replay/decide.js';
+import type { GrantRow } from '../../src/lib/deliveries/types.js';
 
 const A = '0a0b0c0d-0000-4000-8000-00000000000a';
 const HASH = 'a'.repeat(64);
@@ -84,6 +86,30 @@ const facts = (f: Partial<VerdictFacts> = {}): VerdictFacts => ({
   newest: row(),
   sh: { kind: 'unread' },
   ...f,
+});
+/** The same row and grant as `deliveries replay` reads them. */
+const replayRowOf = (r: OutboxRow): ReplayRow => ({
+  id: '1',
+  event_id: r.eventId,
+  state: r.state as ReplayRow['state'],
+  retry_count: r.retryCount,
+  replay_op_digest: r.generation,
+  answer_revision: r.revision,
+  grant_version: r.grantVersion,
+  form_uuid: r.formUuid,
+  last_error: r.lastError,
+  consumer_applied_at: r.consumerAppliedAt,
+  consumer_outcome: r.consumerOutcome,
+});
+const grantRowOf = (g: GrantFacts): GrantRow => ({
+  form_uuid: 'f',
+  consumer_school_id: g.schId,
+  consumer_app_key: g.consumerAppKey,
+  grant_version: g.grantVersion,
+  read_allowed: g.read ? 1 : 0,
+  subscribe_allowed: g.subscribe ? 1 : 0,
+  push_allowed: g.push ? 1 : 0,
+  revoked: g.revoked ? 1 : 0,
 });
 const accepted = (r: Partial<OutboxRow> = {}) =>
   row({ state: 'BROKER_ACCEPTED', brokerAcceptedAt: '2026-12-01 10:00:01', acceptedAgoSeconds: 7200, ...r });
@@ -372,6 +398,11 @@ describe('verdictOf: every state × grant × SH situation', () => {
     ['ACCEPTED recent', accepted({ acceptedAgoSeconds: 10 })],
     ['ACCEPTED old', accepted()],
     ['APPLIED', applied],
+    ['REJECTED by the consumer', accepted({ consumerAppliedAt: '2026-12-01 10:00:05', consumerOutcome: 'REJECTED' })],
+    [
+      'DEAD, DEFERRED by the consumer',
+      row({ state: 'DEAD', retryCount: 8, consumerAppliedAt: 't', consumerOutcome: 'DEFERRED' }),
+    ],
     ['older revision', accepted({ revision: '3' })],
   ];
   const grants: Array<[string, GrantFacts | null]> = [
@@ -403,15 +434,33 @@ describe('verdictOf: every state × grant × SH situation', () => {
   );
 
   it(`covers ${all.length} combinations, each with a sentence`, () => {
-    expect(all).toHaveLength(2 * 9 * 5 * 7);
+    expect(all).toHaveLength(2 * 11 * 5 * 7);
     for (const [name, f] of all) expect(verdictOf(f).text.length, name).toBeGreaterThan(10);
   });
 
-  it('suggests a replay only for a DEAD row whose grant lets it out, exactly as replay takes it', () => {
+  it('suggests a replay exactly when `deliveries replay` (seed 000 §8 replayAuthorized) would queue it', () => {
+    for (const [name, f] of all) {
+      const v = verdictOf(f);
+      const suggested = v.command?.startsWith('fcctl deliveries replay') ?? false;
+      if (f.fc.kind !== 'found' || f.newest === null || f.newest.revision !== '4' || f.grant === 'unread') continue;
+      // the newest row not taken in by the consumer: the replay's answer decides, unless SH needs a repair first
+      if (['SH_STALE', 'SH_MISSING', 'SH_DIFFERS', 'SH_AHEAD', 'RETIRED_PRESENT_AT_FC'].includes(v.kind)) continue;
+      const code = decideReplay({
+        request: { answerUuid: A, consumerAppKey: 'k1', consumerSchoolId: '5', expectedRevision: '4', opDigest: 'x' },
+        newest: replayRowOf(f.newest),
+        grant: f.grant === null ? null : grantRowOf(f.grant),
+        prior: null,
+      }).code;
+      const worthIt = f.newest.state === 'DEAD' || f.newest.consumerAppliedAt !== null;
+      expect(suggested, `${name}: replay answers ${code}`).toBe(code === 'QUEUED' && worthIt);
+    }
+  });
+
+  it('suggests a replay only for a DEAD or refused row whose grant lets it out, exactly as replay takes it', () => {
     for (const [name, f] of all) {
       const v = verdictOf(f);
       if (v.command?.startsWith('fcctl deliveries replay')) {
-        expect(f.newest?.state, name).toBe('DEAD');
+        expect(f.newest?.state === 'DEAD' || f.newest?.consumerOutcome === 'REJECTED', name).toBe(true);
         expect(f.fc.kind).toBe('found');
         expect(v.command).toBe(replayCommand(f.newest!, A));
       }

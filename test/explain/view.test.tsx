@@ -26,6 +26,7 @@ const doc: ExplainOutput = {
   outbox: {
     status: 'ok',
     rows: [],
+    truncated: false,
   },
 };
 

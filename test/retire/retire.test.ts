@@ -719,7 +719,7 @@ describe('retire-absent --proof', () => {
     const projection = await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection']);
     const again = await cli(['retire-absent', '--proof', proof, '--execute']);
     expect(again.code).toBe(0);
-    // nothing changed: counted in the summary, no result line each (README "Output"); the evidence has them all
+    // nothing changed: counted in the summary, no result line each (docs/output.md); the evidence has them all
     expect(resultsOf(again.stdout)).toEqual([]);
     expect(summaryOf(again.stdout)).toMatchObject({ exitCode: 0, retired: 0, alreadyRetired: 6, refused: 0 });
     expect(await checksumTables(dbs.admin, dbs.shName, ['fc_answer_projection'])).toBe(projection);

@@ -4,7 +4,7 @@ import { LineError } from '../../lib/files/record-file.js';
 import { checkOperationId } from '../../lib/deliveries/replay/input.js';
 import { requeueTargetOf } from '../../lib/apply-command/requeue/input.js';
 import type { RequeueOptions } from '../../lib/apply-command/requeue/types.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { intArg, maxSecondsOption, pathArg } from '../options.js';
 import { runApplyCommandRequeue } from '../../lib/apply-command/requeue/command.js';
 
@@ -33,14 +33,7 @@ function requeueFlags(parent: Command) {
     .addOption(maxSecondsOption('start no new command after this long', 3600));
 }
 
-export function createApplyCommandRequeueCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandRequeue,
-) {
-  return requeueFlags(parent).action(commandAction(deps, resources, requeueOptionsOf, runF));
-}
+export const createApplyCommandRequeueCommand = verbCommand(requeueFlags, requeueOptionsOf, runApplyCommandRequeue);
 
 function requeueOptionsOf(o: FlagsOf<typeof requeueFlags>): RequeueOptions {
   const { execute, concurrency, maxSeconds } = o;

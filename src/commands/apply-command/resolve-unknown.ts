@@ -1,6 +1,6 @@
 import type { Command } from '@commander-js/extra-typings';
 import { APPLY_RETRY_POLICY } from '../../lib/apply-command/resolve-unknown/decide.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import {
   metricsFileOption,
   addRetryOptions,
@@ -48,14 +48,7 @@ function resolveFlags(parent: Command) {
   return service.addOption(metricsFileOption()).addOption(pauseFileOption());
 }
 
-export function createApplyCommandResolveCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandResolve,
-) {
-  return resolveFlags(parent).action(commandAction(deps, resources, resolveOptionsOf, runF));
-}
+export const createApplyCommandResolveCommand = verbCommand(resolveFlags, resolveOptionsOf, runApplyCommandResolve);
 
 function resolveOptionsOf(o: FlagsOf<typeof resolveFlags>): ApplyCommandResolveOptions {
   const { batchSize, concurrency, maxRows, leaseSeconds, maxConsecutiveErrors, dryRun, metricsFile, pauseFile } = o;

@@ -1,5 +1,5 @@
 import type { Command } from '@commander-js/extra-typings';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import {
   failIfDeadOption,
   listFormatOption,
@@ -21,14 +21,7 @@ function scanFlags(parent: Command) {
     .addOption(failIfDeadOption());
 }
 
-export function createApplyCommandScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runApplyCommandScan,
-) {
-  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
-}
+export const createApplyCommandScanCommand = verbCommand(scanFlags, scanOptionsOf, runApplyCommandScan);
 
 function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ApplyCommandScanOptions {
   const { limit, format, metricsFile, failIfDead } = o;

@@ -2,7 +2,7 @@ import { type Command, Option } from '@commander-js/extra-typings';
 import { DEFAULT_MAX_LINE_BYTES } from '../../lib/canon/hash/decide.js';
 import type { CanonHashOptions } from '../../lib/canon/hash/run.js';
 import { MAX_INPUT_BYTES } from '../../lib/canon/index.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { intArg, numberModeOption } from '../options.js';
 import { runCanonHash } from '../../lib/canon/hash/command.js';
 
@@ -33,9 +33,7 @@ function hashFlags(parent: Command) {
     );
 }
 
-export function createCanonHashCommand(parent: Command, deps: Deps, resources: Resources, runF = runCanonHash) {
-  return hashFlags(parent).action(commandAction(deps, resources, hashOptionsOf, runF));
-}
+export const createCanonHashCommand = verbCommand(hashFlags, hashOptionsOf, runCanonHash);
 
 function hashOptionsOf(o: FlagsOf<typeof hashFlags>, [file]: [string | undefined]): CanonHashOptions {
   const { canonical, lines, numberMode, maxLineBytes } = o;

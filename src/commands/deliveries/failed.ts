@@ -3,7 +3,7 @@ import { UsageError } from '../../lib/cli/exit.js';
 import { LineError } from '../../lib/files/record-file.js';
 import { checkAfter, checkOperationPrefix, failedFilterOf } from '../../lib/deliveries/failed/decide.js';
 import { MAX_FAILED_PAGE_SIZE } from '../../lib/deliveries/failed/store.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { addConsumerSchoolOptions, consumerArg, consumerSchoolOf, failedFilterOptions, intArg } from '../options.js';
 import { type DeliveriesFailedOptions, runDeliveriesFailed } from '../../lib/deliveries/failed/command.js';
 
@@ -35,14 +35,7 @@ function failedFlags(parent: Command) {
     );
 }
 
-export function createDeliveriesFailedCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesFailed,
-) {
-  return failedFlags(parent).action(commandAction(deps, resources, failedOptionsOf, runF));
-}
+export const createDeliveriesFailedCommand = verbCommand(failedFlags, failedOptionsOf, runDeliveriesFailed);
 
 function failedOptionsOf(o: FlagsOf<typeof failedFlags>): DeliveriesFailedOptions {
   try {

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { isRoutingSafe } from '../../lib/ids.js';
 import { replaySource } from '../../lib/deliveries/replay/input.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import {
   addConsumerSchoolOptions,
   consumerSchoolOf,
@@ -58,14 +58,7 @@ function replayFlags(parent: Command) {
   return failedFilterOptions(flags);
 }
 
-export function createDeliveriesReplayCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesReplay,
-) {
-  return replayFlags(parent).action(commandAction(deps, resources, replayOptionsOf, runF));
-}
+export const createDeliveriesReplayCommand = verbCommand(replayFlags, replayOptionsOf, runDeliveriesReplay);
 
 function replayOptionsOf(o: FlagsOf<typeof replayFlags>): DeliveriesReplayOptions {
   const { execute, concurrency, maxSeconds } = o;

@@ -1,6 +1,6 @@
 import type { Command } from '@commander-js/extra-typings';
 import { DEFAULT_RETRY_POLICY } from '../../lib/deliveries/retry.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import {
   addRetryOptions,
   addServiceOptions,
@@ -55,14 +55,7 @@ function sendFlags(parent: Command) {
   return addThrottleOptions(service.addOption(metricsFileOption()).addOption(pauseFileOption()), 'the FC database');
 }
 
-export function createDeliveriesSendCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runDeliveriesSend,
-) {
-  return sendFlags(parent).action(commandAction(deps, resources, sendOptionsOf, runF));
-}
+export const createDeliveriesSendCommand = verbCommand(sendFlags, sendOptionsOf, runDeliveriesSend);
 
 function sendOptionsOf(o: FlagsOf<typeof sendFlags>): DeliveriesSendOptions {
   const service = serviceFlagsOf(o);

@@ -1,6 +1,6 @@
 import type { Command } from '@commander-js/extra-typings';
 import { DEFAULT_CONSUMERS, type DevSeedOptions } from '../../lib/dev/run.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { intArg } from '../options.js';
 import { runDevSeed } from '../../lib/dev/seed-command.js';
 
@@ -49,9 +49,7 @@ function seedFlags(parent: Command) {
     );
 }
 
-export function createDevSeedCommand(parent: Command, deps: Deps, resources: Resources, runF = runDevSeed) {
-  return seedFlags(parent).action(commandAction(deps, resources, seedOptionsOf, runF));
-}
+export const createDevSeedCommand = verbCommand(seedFlags, seedOptionsOf, runDevSeed);
 
 /** Every option is named as its flag: the parsed values are the options, copied one by one. */
 function seedOptionsOf(o: FlagsOf<typeof seedFlags>): DevSeedOptions {

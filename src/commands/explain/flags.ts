@@ -11,7 +11,11 @@ export const textArg = (max: number) => (value: string) => {
 /** The flags the answer and event verbs share: which consumer and school, where the reconcile run is. */
 export function filtered<Args extends unknown[]>(cmd: Command<Args>) {
   return cmd
-    .option('--consumer <key>', 'only this consumer app key (checked in application_info)', consumerArg)
+    .option(
+      '--consumer <key>',
+      'only this consumer app key (known to application_info, or to a grant or outbox row of the answer)',
+      consumerArg,
+    )
     .option('--school <id>', 'only this consumer school', schoolArg)
     .option(
       '--reconcile-dir <dir>',

@@ -1,6 +1,6 @@
 import type { Command } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { addSchoolFormOptions, pageSizeOption, schoolFormOf, sideOption, uuidArg } from '../options.js';
 import { type ManifestPageOptions, runManifestPage } from '../../lib/manifest/page-command.js';
 
@@ -17,9 +17,7 @@ function pageFlags(parent: Command) {
     .addOption(pageSizeOption(`rows per page (at most ${MAX_PAGE_SIZE})`, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE));
 }
 
-export function createManifestPageCommand(parent: Command, deps: Deps, resources: Resources, runF = runManifestPage) {
-  return pageFlags(parent).action(commandAction(deps, resources, pageOptionsOf, runF));
-}
+export const createManifestPageCommand = verbCommand(pageFlags, pageOptionsOf, runManifestPage);
 
 function pageOptionsOf(o: FlagsOf<typeof pageFlags>): ManifestPageOptions {
   return { side: o.side, ...schoolFormOf(o), cursor: o.cursor ?? null, size: o.size };

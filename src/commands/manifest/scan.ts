@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../lib/manifest/page.js';
 import { MAX_SHARDS, parseShard, type Shard } from '../../lib/manifest/shard.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import {
   addSchoolFormOptions,
   addThrottleOptions,
@@ -57,14 +57,7 @@ function scanFlags(parent: Command) {
     );
 }
 
-export function createManifestScanCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runManifestScanCommand,
-) {
-  return scanFlags(parent).action(commandAction(deps, resources, scanOptionsOf, runF));
-}
+export const createManifestScanCommand = verbCommand(scanFlags, scanOptionsOf, runManifestScanCommand);
 
 function scanOptionsOf(o: FlagsOf<typeof scanFlags>): ManifestScanOptions {
   const { side, size, out, checkpoint, restart } = o;

@@ -1,7 +1,7 @@
 import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { pausableCommand, reasonProblem } from '../../lib/pause/decide.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { listFormatOption } from '../options.js';
 import { type PauseOptions, runPause } from '../../lib/pause/pause-command.js';
 
@@ -19,9 +19,7 @@ function pauseFlags(parent: Command) {
     .addOption(listFormatOption());
 }
 
-export function createPauseCommand(parent: Command, deps: Deps, resources: Resources, runF = runPause) {
-  return pauseFlags(parent).action(commandAction(deps, resources, pauseOptionsOf, runF));
-}
+export const createPauseCommand = verbCommand(pauseFlags, pauseOptionsOf, runPause);
 
 /** The flags and words as options; every refusal here is exit 2 before anything connects. */
 export function pauseOptionsOf(o: FlagsOf<typeof pauseFlags>, [words]: [string[]]): PauseOptions {

@@ -1,7 +1,7 @@
 import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { pausableCommand, reasonProblem } from '../../lib/pause/decide.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { type ResumeOptions, runResume } from '../../lib/pause/resume-command.js';
 
 /** `fcctl resume` and its flags. */
@@ -13,9 +13,7 @@ function resumeFlags(parent: Command) {
     .option('--reason <text>', 'why, for the pause history (optional)');
 }
 
-export function createResumeCommand(parent: Command, deps: Deps, resources: Resources, runF = runResume) {
-  return resumeFlags(parent).action(commandAction(deps, resources, resumeOptionsOf, runF));
-}
+export const createResumeCommand = verbCommand(resumeFlags, resumeOptionsOf, runResume);
 
 /** The words and flags as options; refusals are exit 2 before anything connects. */
 export function resumeOptionsOf(o: FlagsOf<typeof resumeFlags>, [words]: [string[]]): ResumeOptions {

@@ -3,7 +3,7 @@ import type { Command } from '@commander-js/extra-typings';
 import { UsageError } from '../../lib/cli/exit.js';
 import { checkProofId, checkRunId, singleAnswerOf, usage } from '../../lib/projection/repair-authoritative/input.js';
 import { DEFAULT_EVIDENCE_NAME, type ProjectionRepairOptions } from '../../lib/projection/repair-authoritative/run.js';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { consumerArg, executeOption, intArg, pathArg, schoolArg, secondsArg } from '../options.js';
 import { runProjectionRepair } from '../../lib/projection/repair-authoritative/command.js';
 
@@ -51,14 +51,7 @@ function repairFlags(parent: Command) {
     .option('--max-seconds <s>', 'start no new answer after this long (--plan)', secondsArg(1, 86400), 3600);
 }
 
-export function createProjectionRepairCommand(
-  parent: Command,
-  deps: Deps,
-  resources: Resources,
-  runF = runProjectionRepair,
-) {
-  return repairFlags(parent).action(commandAction(deps, resources, repairOptionsOf, runF));
-}
+export const createProjectionRepairCommand = verbCommand(repairFlags, repairOptionsOf, runProjectionRepair);
 
 /** The flags, checked as a whole: one answer or a plan, never both (exit 2). */
 function repairOptionsOf(o: FlagsOf<typeof repairFlags>): ProjectionRepairOptions {

@@ -1,5 +1,5 @@
 import { type Command, Option } from '@commander-js/extra-typings';
-import { commandAction, type Deps, type FlagsOf, type Resources } from '../context.js';
+import { verbCommand, type FlagsOf } from '../context.js';
 import { pathArg, pathsArg } from '../options.js';
 import { type ReconcileDiffOptions, runReconcileDiff } from '../../lib/reconcile/diff/command.js';
 
@@ -38,9 +38,7 @@ function diffFlags(parent: Command) {
     .addOption(checkpointsOption('sh'));
 }
 
-export function createReconcileDiffCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileDiff) {
-  return diffFlags(parent).action(commandAction(deps, resources, diffOptionsOf, runF));
-}
+export const createReconcileDiffCommand = verbCommand(diffFlags, diffOptionsOf, runReconcileDiff);
 
 function diffOptionsOf(o: FlagsOf<typeof diffFlags>): ReconcileDiffOptions {
   const { taskStart, outDir } = o;

@@ -322,15 +322,7 @@ export class ConfirmPublisher {
   /** Whether the probe comes back as a return on the current channel (so the channel still works). */
   private async probeWorks(): Promise<Raw> {
     const message = this.recovery!.probe();
-    const probe: Entry = {
-      message,
-      notAfter: Number.POSITIVE_INFINITY,
-      returned: false,
-      channel: null,
-      timer: undefined,
-      onRaw: null,
-      settle: () => undefined,
-    };
+    const probe = aloneEntry(message);
     this.outstanding.set(message.options.messageId, probe);
     try {
       return await this.alone(probe);
@@ -412,15 +404,7 @@ export class ConfirmPublisher {
   async sendAlone(message: Message): Promise<PublishOutcome> {
     await this.slot();
     if (this.closedReason !== null) return { kind: 'unsent' };
-    const probe: Entry = {
-      message,
-      notAfter: Number.POSITIVE_INFINITY,
-      returned: false,
-      channel: null,
-      timer: undefined,
-      onRaw: null,
-      settle: () => undefined,
-    };
+    const probe = aloneEntry(message);
     this.outstanding.set(message.options.messageId, probe);
     this.recovering = true;
     let raw: Raw;
@@ -454,4 +438,17 @@ export class ConfirmPublisher {
   get lost(): string | null {
     return this.closedOnPurpose ? null : this.closedReason;
   }
+}
+
+/** The entry of a message sent alone (a probe): no deadline, no timer, settled by its caller. */
+function aloneEntry(message: Message): Entry {
+  return {
+    message,
+    notAfter: Number.POSITIVE_INFINITY,
+    returned: false,
+    channel: null,
+    timer: undefined,
+    onRaw: null,
+    settle: () => undefined,
+  };
 }

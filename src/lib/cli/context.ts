@@ -27,7 +27,7 @@ export interface Ctx extends Deps {
   readonly config: Config;
   readonly output: Output;
   readonly debug: boolean;
-  /** this process run's id: the summary's `runId` when the command names no run of its own (README "Output") */
+  /** this process run's id: the summary's `runId` when the command names no run of its own (docs/output.md) */
   readonly runId: string;
   fcDb(): Promise<Db>;
   shDb(): Promise<Db>;

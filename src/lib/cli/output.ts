@@ -56,6 +56,12 @@ export interface Summary {
   readonly [key: string]: unknown;
 }
 
+/** What a run's summarizer returns: the summary line, and the counts a terminal shows under it (none in JSON). */
+export interface SummaryWithCounts {
+  summary: { command: string; exitCode: number; [key: string]: unknown };
+  counts: Record<string, number> | undefined;
+}
+
 /** A handle on a live progress display; `stop()` is safe to call twice. */
 export interface Progress {
   record(failureReason?: string): void;

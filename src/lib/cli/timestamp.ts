@@ -2,7 +2,7 @@ const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
 /**
  * An instant as ISO 8601 in a zone `offsetMinutes` east of UTC, milliseconds and the offset always
- * written (`+00:00`, never `Z`): the `ts` of every JSON line fcctl prints (README "Output").
+ * written (`+00:00`, never `Z`): the `ts` of every JSON line fcctl prints (docs/output.md).
  * The default offset is the process's local one at that instant (the `TZ` environment variable).
  * @example isoWithOffset(new Date('2026-12-01T02:05:00.123Z'), 480) // '2026-12-01T10:05:00.123+08:00'
  */

@@ -2,7 +2,8 @@
  * `fcctl explain`'s run functions: the sides from the config (a side without a URL is "not
  * configured", never guessed), one library call (run.ts), then the render.
  */
-import { ExitCode, FcctlError, UsageError } from '../cli/exit.js';
+import { configuredDatabases } from '../cli/section.js';
+import { ExitCode, FcctlError } from '../cli/exit.js';
 import { type ExplainAnswerOptions, type ExplainDeps, explainAnswer, explainCommand, explainEvent } from './run.js';
 import { type ExplainOutput, renderExplain } from './render.js';
 import type { Ctx } from '../cli/context.js';
@@ -11,15 +12,9 @@ import type { Ctx } from '../cli/context.js';
 const FLOW_TIMEOUT_MS = 5000;
 
 function depsOf(ctx: Ctx): ExplainDeps {
-  const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl' | 'flowUrl') => Boolean(ctx.config[name].value);
-  if (!has('fcDatabaseUrl') && !has('shDatabaseUrl'))
-    throw new UsageError(
-      'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
-    );
   return {
-    fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null,
-    shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null,
-    flow: has('flowUrl') ? () => ctx.flow({ timeoutMs: FLOW_TIMEOUT_MS }) : null,
+    ...configuredDatabases(ctx),
+    flow: ctx.config.flowUrl.value ? () => ctx.flow({ timeoutMs: FLOW_TIMEOUT_MS }) : null,
   };
 }
 

@@ -3,6 +3,7 @@
  * the exact next command it suggests, relative times and the exit code. No I/O.
  */
 import { ExitCode } from '../cli/exit.js';
+import { consumerHasIt } from '../deliveries/replay/decide.js';
 import type { GrantFacts, OutboxRow, ProjectionFacts, Verdict, VerdictFacts, VerdictKind } from './types.js';
 
 /**
@@ -50,6 +51,13 @@ export function errorCode(lastError: string | null): string {
 
 /** The key can make a routing key (SPEC §4): `deliveries replay` refuses any other. */
 const routable = (key: string) => key !== '' && !/[.*#\s]/.test(key);
+
+/**
+ * The consumer reported the row taken in: a receipt other than CONFLICT, DEFERRED or REJECTED
+ * (seed 000 §7.2) — the rule `deliveries replay` answers ALREADY_DELIVERED by, so the two agree.
+ */
+const takenIn = (row: OutboxRow) =>
+  consumerHasIt({ consumer_applied_at: row.consumerAppliedAt, consumer_outcome: row.consumerOutcome });
 
 /**
  * `deliveries replay` of the row, as that command takes it, under an operation id that names the
@@ -135,6 +143,11 @@ export function verdictOf(f: VerdictFacts): Verdict {
   const fc = f.fc;
   const grant = f.grant === 'unread' ? null : f.grant;
   const row = f.newest;
+  if (row === null && f.outboxCut)
+    return make(
+      'UNKNOWN',
+      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${f.schId}`,
+    );
   if (row === null) {
     const problem = grantProblem(grant, null);
     return problem === null
@@ -175,7 +188,7 @@ function pendingVerdict(answerUuid: string, row: OutboxRow, grant: GrantFacts | 
     );
   const problem = grantProblem(grant, row.grantVersion);
   if (row.state === 'DEAD') {
-    if (row.consumerAppliedAt !== null)
+    if (takenIn(row))
       return make('DELIVERED_APPLIED', `DEAD (${tries}) but applied by the consumer at ${row.consumerAppliedAt}`);
     if (problem !== null) return make('DEAD', `DEAD (${tries}); ${problem}: a replay would answer GRANT_REVOKED`);
     if (!routable(row.consumerAppKey))
@@ -203,17 +216,33 @@ function pendingVerdict(answerUuid: string, row: OutboxRow, grant: GrantFacts | 
 
 /** The newest row was accepted by the broker: the consumer's receipt and SH's projection decide. */
 function acceptedVerdict(f: VerdictFacts, row: OutboxRow, fcRevision: string, make: Make): Verdict {
-  const applied = row.consumerAppliedAt !== null;
-  const settled = applied || (row.acceptedAgoSeconds ?? 0) >= APPLY_GRACE_SECONDS;
+  const reported = row.consumerAppliedAt !== null;
+  const settled = reported || (row.acceptedAgoSeconds ?? 0) >= APPLY_GRACE_SECONDS;
   const sh = settled ? shVerdict(f, fcRevision, make) : null;
   if (sh !== null) return sh;
-  if (applied)
+  if (reported && takenIn(row))
     return make(
       'DELIVERED_APPLIED',
       `delivered and applied (${row.consumerOutcome ?? 'no outcome'} at ${row.consumerAppliedAt})`,
     );
+  if (reported) return refusedVerdict(f, row, make);
   const ago = row.acceptedAgoSeconds === null ? '' : ` (${duration(row.acceptedAgoSeconds)})`;
   return make('ACCEPTED_NOT_APPLIED', `accepted by the broker, not yet applied by the consumer${ago}`);
+}
+
+/**
+ * Accepted, but the consumer's receipt says it did not take it in (CONFLICT, DEFERRED, REJECTED):
+ * not delivered. `deliveries replay` queues such a row again when the grant still lets it out.
+ */
+function refusedVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
+  const text = `accepted by the broker, not taken in by the consumer (${row.consumerOutcome} at ${row.consumerAppliedAt})`;
+  const problem = grantProblem(f.grant === 'unread' ? null : f.grant, row.grantVersion);
+  if (f.grant === 'unread' || problem !== null || !routable(row.consumerAppKey))
+    return make(
+      'CONSUMER_REFUSED',
+      `${text}${problem === null ? '' : `; ${problem}: a replay would answer GRANT_REVOKED`}`,
+    );
+  return make('CONSUMER_REFUSED', text, replayCommand(row, f.answerUuid));
 }
 
 /** SH against FC once the delivery is done: null when they agree or SH was not read. */

@@ -7,6 +7,7 @@ import { formatTable, type Row } from '../cli/table.js';
 import { terminal } from '../cli/terminal.js';
 import type { ReportBlock } from '../cli/ui/views.js';
 import type { ApplySection, ExplainDocument, ShSection } from './run.js';
+import { SECTION_LIMIT } from './sql.js';
 import type { Section, Verdict } from './types.js';
 
 /** The document `--json` prints, or a command's (`explain command`) subset. */
@@ -14,6 +15,10 @@ export type ExplainOutput = Pick<ExplainDocument, 'subject' | 'found' | 'exitCod
   Partial<ExplainDocument> & { readonly command?: string };
 
 const yesNo = (b: boolean | null) => (b === null ? '-' : b ? 'yes' : 'no');
+
+/** The line under a list cut at its limit: a person must know there is more than shown. */
+const cutLine = (cut: boolean, what: string) =>
+  cut ? [`… only the first ${SECTION_LIMIT} ${what} shown: narrow with --consumer and --school`] : [];
 
 /** A section that was not read, as one line, or null when it was. */
 function unreadLine(s: Section<object>): string | null {
@@ -64,7 +69,11 @@ function shLines(sh: ShSection): string[] {
       'projectionVersion',
     ]),
     ...(sh.audit.length > 0
-      ? ['audit:', ...table(sh.audit as unknown as Row[], ['createTime', 'action', 'outcome', 'proofId', 'runId'])]
+      ? [
+          'audit:',
+          ...table(sh.audit as unknown as Row[], ['createTime', 'action', 'outcome', 'proofId', 'runId']),
+          ...cutLine(sh.auditTruncated, 'audit rows (newest)'),
+        ]
       : []),
     ...sh.reconcile.map(
       (r) =>
@@ -100,8 +109,8 @@ export function explainBlocks(doc: ExplainOutput): ReportBlock[] {
         `hash now ${a.contentHash ?? a.hashError} · newest outbox row (revision ${a.outboxRevision ?? '-'}) ${a.outboxHash ?? '-'} · match ${yesNo(a.hashMatches)}`,
       ];
     }),
-    block('grants', doc.grants, () =>
-      table((doc.grants?.status === 'ok' ? doc.grants.rows : []) as unknown as Row[], [
+    block('grants', doc.grants, () => [
+      ...table((doc.grants?.status === 'ok' ? doc.grants.rows : []) as unknown as Row[], [
         'consumerAppKey',
         'schId',
         'grantVersion',
@@ -110,9 +119,10 @@ export function explainBlocks(doc: ExplainOutput): ReportBlock[] {
         'push',
         'revoked',
       ]),
-    ),
-    block('outbox', doc.outbox, () =>
-      table(
+      ...cutLine(doc.grants?.status === 'ok' && doc.grants.truncated, 'grants'),
+    ]),
+    block('outbox', doc.outbox, () => [
+      ...table(
         (doc.outbox?.status === 'ok' ? doc.outbox.rows : []).map((r) => ({
           ...r,
           claim:
@@ -135,7 +145,8 @@ export function explainBlocks(doc: ExplainOutput): ReportBlock[] {
           'claim',
         ],
       ),
-    ),
+      ...cutLine(doc.outbox?.status === 'ok' && doc.outbox.truncated, 'outbox rows (newest revisions)'),
+    ]),
     block('SH', doc.sh, () => (doc.sh?.status === 'ok' ? shLines(doc.sh) : [])),
     block('apply commands', doc.applyCommands, () =>
       doc.applyCommands?.status === 'ok' ? applyLines(doc.applyCommands) : [],
@@ -153,5 +164,5 @@ export function renderExplain(doc: ExplainOutput, io: Io, json: boolean): void {
     io.stdout.write(`${JSON.stringify(doc)}\n`);
     return;
   }
-  io.stdout.write(`${terminal().reportText(explainBlocks(doc))}\n`);
+  io.stdout.write(`${terminal().reportText(explainBlocks(doc), io.stdout.columns)}\n`);
 }

@@ -4,12 +4,14 @@
  * Read-only: every section is its own short read (store.ts), none inside a transaction; a side
  * not configured is shown so, a side that fails is shown so and the others still are.
  */
+import { readSection } from '../cli/section.js';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { AnswerRow } from '../answers/sql.js';
 import { UsageError } from '../cli/exit.js';
 import type { Db } from '../db/connect.js';
 import type { FlowClient } from '../flow/client.js';
 import { categoryInRunDir } from './category.js';
+import { SECTION_LIMIT } from './sql.js';
 import { explainExitCode, relative, verdictOf } from './decide.js';
 import {
   appKeyKnown,
@@ -57,6 +59,8 @@ export type OutboxEntry = OutboxRow & { readonly nextRetry: string | null };
 export interface ShSection {
   readonly projections: readonly ProjectionFacts[];
   readonly audit: readonly AuditRow[];
+  /** more audit rows than the newest {@link SECTION_LIMIT} shown */
+  readonly auditTruncated: boolean;
   readonly reconcile: readonly ReconcileFacts[];
 }
 
@@ -68,8 +72,9 @@ export interface ApplySection {
 export interface ExplainDocument {
   readonly subject: Readonly<Record<string, string>>;
   readonly fc: Section<{ readonly answer: FcAnswer | null }>;
-  readonly grants: Section<{ readonly rows: readonly GrantFacts[] }>;
-  readonly outbox: Section<{ readonly rows: readonly OutboxEntry[] }>;
+  readonly grants: Section<{ readonly rows: readonly GrantFacts[]; readonly truncated: boolean }>;
+  /** `truncated`: the answer has more rows than the newest {@link SECTION_LIMIT} shown */
+  readonly outbox: Section<{ readonly rows: readonly OutboxEntry[]; readonly truncated: boolean }>;
   readonly sh: Section<ShSection>;
   readonly applyCommands: Section<ApplySection>;
   readonly verdicts: readonly Verdict[];
@@ -77,21 +82,7 @@ export interface ExplainDocument {
   readonly exitCode: number;
 }
 
-const NOT_CONFIGURED: Unread = { status: 'not configured' };
-
-/** Reads one section; a failure is the section's, never the whole explain's. */
-async function section<T extends object>(
-  open: (() => Promise<Db>) | null,
-  read: (db: Db) => Promise<T>,
-): Promise<Section<T>> {
-  if (open === null) return NOT_CONFIGURED;
-  try {
-    return { status: 'ok', ...(await read(await open())) };
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    return { status: 'unreachable', error: (err as Error).message.split('\n')[0] ?? '' };
-  }
-}
+const section = readSection;
 
 const ok = <T extends object>(s: Section<T>): (T & { status: 'ok' }) | null => (s.status === 'ok' ? s : null);
 
@@ -125,16 +116,31 @@ function fcAnswerOf(row: AnswerRow, outbox: readonly OutboxRow[]): FcAnswer {
   };
 }
 
-/** Refuses an unknown `--consumer` (exit 2) after one lookup; nothing else is read first. */
-async function checkConsumer(deps: ExplainDeps, consumer: string | undefined): Promise<void> {
-  if (consumer === undefined || deps.fcDb === null) return;
-  let known: boolean;
+/**
+ * Whether `--consumer` is in the app registry: null when not asked, or FC was not read (its
+ * section says why). A key missing there may still name rows (a deregistered consumer's grants
+ * and outbox rows): {@link refuseUnknownConsumer} decides once those are read.
+ */
+async function consumerRegistered(deps: ExplainDeps, consumer: string | undefined): Promise<boolean | null> {
+  if (consumer === undefined || deps.fcDb === null) return null;
   try {
-    known = await appKeyKnown(await deps.fcDb(), consumer);
+    return await appKeyKnown(await deps.fcDb(), consumer);
   } catch {
-    return; // the FC section will say it is unreachable
+    return null; // the FC section will say it is unreachable
   }
-  if (!known) throw new UsageError(`--consumer ${consumer}: no such app key in application_info`);
+}
+
+/** An unknown `--consumer` (exit 2): in no registry row, no outbox row and no grant of the answer. */
+function refuseUnknownConsumer(
+  consumer: string | undefined,
+  registered: boolean | null,
+  outbox: readonly OutboxRow[],
+  grants: Section<{ rows: GrantFacts[] }>,
+): void {
+  if (registered !== false || outbox.length > 0 || (ok(grants)?.rows.length ?? 0) > 0) return;
+  throw new UsageError(
+    `--consumer ${consumer}: no such app key in application_info, nor in a grant or outbox row of this answer`,
+  );
 }
 
 /**
@@ -142,7 +148,7 @@ async function checkConsumer(deps: ExplainDeps, consumer: string | undefined): P
  * @example const doc = await explainAnswer({ answerUuid }, { fcDb: ctx.fcDb, shDb: ctx.shDb, flow: null })
  */
 export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps): Promise<ExplainDocument> {
-  await checkConsumer(deps, o.consumer);
+  const registered = await consumerRegistered(deps, o.consumer);
   const only = {
     ...(o.consumer !== undefined ? { consumer: o.consumer } : {}),
     ...(o.schId ? { schId: o.schId } : {}),
@@ -168,8 +174,9 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
   const grants = await section(deps.fcDb, async (db) => {
     const rows: GrantFacts[] = [];
     for (const form of forms) rows.push(...(await readGrants(db, form, [...schools], o.consumer)));
-    return { rows };
+    return { rows: rows.slice(0, SECTION_LIMIT), truncated: rows.length > SECTION_LIMIT };
   });
+  refuseUnknownConsumer(o.consumer, registered, fc?.outbox ?? [], grants);
   const applyCommands = await section(deps.shDb, (db) => readApplyCommands(db, ok(sh)?.projections ?? [], deps));
   return documentOf(o, fcRead, grants, sh, applyCommands);
 }
@@ -177,7 +184,8 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
 /** The SH section: projections, audit rows, and the last reconcile run of each projection's pair. */
 async function readSh(db: Db, o: ExplainAnswerOptions): Promise<ShSection> {
   const projections = await readProjections(db, o.answerUuid, o.schId);
-  const audit = await readAudit(db, o.answerUuid);
+  const auditRead = await readAudit(db, o.answerUuid);
+  const audit = auditRead.slice(0, SECTION_LIMIT);
   const reconcile: ReconcileFacts[] = [];
   for (const p of projections) {
     const fromDir = o.reconcileDir
@@ -200,7 +208,7 @@ async function readSh(db: Db, o: ExplainAnswerOptions): Promise<ShSection> {
           : 'the tables keep per-pair counts only: pass --reconcile-dir DIR (the run directory)'),
     });
   }
-  return { projections, audit, reconcile };
+  return { projections, audit, auditTruncated: auditRead.length > SECTION_LIMIT, reconcile };
 }
 
 /** The apply commands of the projections' applies, each with its flow instance looked up now. */
@@ -232,14 +240,22 @@ export async function lookupFlow(deps: ExplainDeps, bizType: string, bizId: stri
 function documentOf(
   o: ExplainAnswerOptions,
   fcRead: Section<{ row: AnswerRow | null; outbox: OutboxRow[] }>,
-  grants: Section<{ rows: GrantFacts[] }>,
+  grants: Section<{ rows: GrantFacts[]; truncated: boolean }>,
   sh: Section<ShSection>,
   applyCommands: Section<ApplySection>,
 ): ExplainDocument {
   const fc = ok(fcRead);
-  const outboxRows = fc?.outbox ?? [];
+  const outboxCut = (fc?.outbox.length ?? 0) > SECTION_LIMIT;
+  const outboxRows = (fc?.outbox ?? []).slice(0, SECTION_LIMIT);
   const answer = fc?.row ? fcAnswerOf(fc.row, outboxRows) : null;
-  const verdicts = verdictsOf(o, answer, fcRead.status === 'ok', outboxRows, ok(grants)?.rows ?? null, ok(sh));
+  const verdicts = verdictsOf(
+    { ...o, outboxCut },
+    answer,
+    fcRead.status === 'ok',
+    outboxRows,
+    ok(grants)?.rows ?? null,
+    ok(sh),
+  );
   const found = answer !== null || outboxRows.length > 0 || (ok(sh)?.projections.length ?? 0) > 0;
   const unreachable = [fcRead, sh, applyCommands, grants].filter((s) => s.status === 'unreachable').length;
   return {
@@ -251,7 +267,11 @@ function documentOf(
     fc: fc ? { status: 'ok', answer } : (fcRead as Unread),
     grants,
     outbox: fc
-      ? { status: 'ok', rows: outboxRows.map((r) => ({ ...r, nextRetry: relative(r.nextRetryInSeconds) })) }
+      ? {
+          status: 'ok',
+          rows: outboxRows.map((r) => ({ ...r, nextRetry: relative(r.nextRetryInSeconds) })),
+          truncated: outboxCut,
+        }
       : (fcRead as Unread),
     sh,
     applyCommands,
@@ -263,7 +283,7 @@ function documentOf(
 
 /** One verdict per consumer and school with an outbox row or a grant (SH's schools too when FC lacks the answer). */
 function verdictsOf(
-  o: ExplainAnswerOptions,
+  o: ExplainAnswerOptions & { readonly outboxCut: boolean },
   answer: FcAnswer | null,
   fcRead: boolean,
   outbox: readonly OutboxRow[],
@@ -289,6 +309,7 @@ function verdictsOf(
       grant:
         grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
       newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,
+      outboxCut: o.outboxCut,
       sh: sh === null ? { kind: 'unread' } : projection ? { kind: 'found', row: projection } : { kind: 'absent' },
     });
   });
@@ -311,6 +332,9 @@ export async function explainEvent(
   o: Omit<ExplainAnswerOptions, 'answerUuid'>,
   deps: ExplainDeps,
 ): Promise<ExplainDocument | EventNotFound> {
+  // only the outbox knows an event id: without FC, "not found" would be a guess
+  if (deps.fcDb === null)
+    throw new UsageError('explain event reads the outbox: FCCTL_FC_DATABASE_URL is not configured');
   const ev = await section(deps.fcDb, async (db) => ({ event: await readEvent(db, eventId) }));
   const event = ok(ev)?.event ?? null;
   if (event === null)

@@ -7,6 +7,8 @@ import type { Statement } from '../db/statement.js';
 
 /** Most rows a section lists: an answer has a few outbox rows per consumer and school, not thousands. */
 export const SECTION_LIMIT = 200;
+/** Rows read per list: one more than is shown, so a cut list says it was cut. */
+const READ_LIMIT = SECTION_LIMIT + 1;
 
 /** The command whose claims the outbox rows carry (`fcctl_worker.command`). */
 const SEND_COMMAND = 'deliveries send';
@@ -31,7 +33,8 @@ export const explainSql = {
 
   /**
    * Every outbox row of the answer, newest revision first: uk_delivery_revision's prefix
-   * `answer_uuid` (ref), narrowed by consumer and school when given. No snapshot read.
+   * `answer_uuid` (ref), narrowed by consumer and school when given. No snapshot read. The order
+   * names the table's column: the bare name would be the CHAR alias, and "9" sorts above "10".
    */
   outbox: (answerUuid: string, only: { consumer?: string; schId?: string }): Statement => {
     const where = ['answer_uuid = ?'];
@@ -45,8 +48,8 @@ export const explainSql = {
       params.push(BigInt(only.schId));
     }
     return {
-      sql: `SELECT ${OUTBOX_COLUMNS} FROM answer_delivery WHERE ${where.join(' AND ')} ORDER BY answer_revision DESC, consumer_app_key, consumer_school_id LIMIT ?`,
-      params: [...params, SECTION_LIMIT],
+      sql: `SELECT ${OUTBOX_COLUMNS} FROM answer_delivery WHERE ${where.join(' AND ')} ORDER BY answer_delivery.answer_revision DESC, consumer_app_key, consumer_school_id LIMIT ?`,
+      params: [...params, READ_LIMIT],
     };
   },
 
@@ -63,7 +66,7 @@ export const explainSql = {
       'read_allowed, subscribe_allowed, push_allowed, revoked FROM form_consumer_grant WHERE form_uuid = ? AND consumer_school_id IN (?)' +
       (consumer === undefined ? '' : ' AND consumer_app_key = ?') +
       ' ORDER BY consumer_app_key, consumer_school_id LIMIT ?',
-    params: [formUuid, schIds.map((s) => BigInt(s)), ...(consumer === undefined ? [] : [consumer]), SECTION_LIMIT],
+    params: [formUuid, schIds.map((s) => BigInt(s)), ...(consumer === undefined ? [] : [consumer]), READ_LIMIT],
   }),
 
   /** Is this a registered app key: uk_app_key (const). */
@@ -98,7 +101,7 @@ export const explainSql = {
     sql:
       'SELECT action, outcome, reason, proof_id, run_id, host, CAST(sch_id AS CHAR) AS sch_id, create_time ' +
       'FROM fc_reconcile_audit WHERE answer_uuid = ? ORDER BY id DESC LIMIT ?',
-    params: [answerUuid, SECTION_LIMIT],
+    params: [answerUuid, READ_LIMIT],
   }),
 
   /**

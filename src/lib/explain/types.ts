@@ -3,11 +3,7 @@
  * is decided from, and the document `--json` prints. Section names are stable (docs/commands/explain.md).
  */
 
-/** A section that could not be read: its side is not configured, or did not answer. */
-export type Unread = { readonly status: 'not configured' } | { readonly status: 'unreachable'; readonly error: string };
-
-/** A section as shown: its rows, or why there are none. */
-export type Section<T> = ({ readonly status: 'ok' } & T) | Unread;
+export type { Section, Unread } from '../cli/section.js';
 
 /** The FC `answer` row, with its hash recomputed now (fc.canon.v1) and the newest outbox row's. */
 export interface FcAnswer {
@@ -162,8 +158,10 @@ export interface VerdictFacts {
     | { readonly kind: 'unread' };
   /** null: no grant row */
   readonly grant: GrantFacts | null | 'unread';
-  /** the newest outbox row of this consumer and school (highest revision), null: none */
+  /** the newest outbox row of this consumer and school (highest revision), null: none listed */
   readonly newest: OutboxRow | null;
+  /** the outbox list was cut at its limit: a pair without a listed row may still have rows */
+  readonly outboxCut?: boolean;
   /** the projection, when SH speaks for this consumer and school (see docs) */
   readonly sh:
     | { readonly kind: 'found'; readonly row: ProjectionFacts }
@@ -174,6 +172,7 @@ export interface VerdictFacts {
 export type VerdictKind =
   | 'DELIVERED_APPLIED'
   | 'ACCEPTED_NOT_APPLIED'
+  | 'CONSUMER_REFUSED'
   | 'SENDING'
   | 'WAITING'
   | 'HELD'

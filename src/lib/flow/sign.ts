@@ -1,7 +1,7 @@
 /**
  * Request signing for the flow center (SPEC §9): HMAC-SHA256 with the app secret over a
  * canonical string of method, path, query, app key, timestamp, nonce and the body's SHA-256.
- * Pure functions; the README's "Flow center requests" section documents the same rules.
+ * Pure functions; docs/flow-center.md documents the same rules.
  */
 import { createHash, createHmac, randomFillSync, timingSafeEqual } from 'node:crypto';
 

@@ -114,16 +114,7 @@ export async function readManifestRange(
   side: ManifestSide,
   o: ReadPageOptions & { readonly upTo: string | null },
 ): Promise<{ rows: ManifestRow[]; more: boolean }> {
-  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE)
-    throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
-  const { sql, params } = selectManifestPage(side, {
-    schId: o.schId,
-    formUuid: o.formUuid,
-    after: o.cursor,
-    limit: o.size + 1,
-    upTo: o.upTo,
-    ...(o.range ? { range: o.range } : {}),
-  });
+  const { sql, params } = pageStatement(side, o);
   const raw = await db.query<ShManifestDbRow & AnswerRow>(sql, params);
   const more = raw.length > o.size;
   const kept = more ? raw.slice(0, o.size) : raw;
@@ -168,16 +159,7 @@ export async function readManifestLines(
   side: ManifestSide,
   o: ReadPageOptions & { readonly upTo: string | null },
 ): Promise<ManifestLines> {
-  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE)
-    throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
-  const { sql, params } = selectManifestPage(side, {
-    schId: o.schId,
-    formUuid: o.formUuid,
-    after: o.cursor,
-    limit: o.size + 1,
-    upTo: o.upTo,
-    ...(o.range ? { range: o.range } : {}),
-  });
+  const { sql, params } = pageStatement(side, o);
   let text = '';
   let rows = 0;
   let last: string | null = null;
@@ -261,4 +243,18 @@ export async function readPageBoundary(db: Db, side: ManifestSide, o: ReadPageOp
   });
   const keys = await db.query<{ answer_uuid: string }>(sql, params);
   return keys.length === 2 ? keys[0]!.answer_uuid : null;
+}
+
+/** One page's statement: `size + 1` rows after the cursor, so the reader knows whether more follow. */
+function pageStatement(side: ManifestSide, o: ReadPageOptions & { readonly upTo: string | null }) {
+  if (!Number.isSafeInteger(o.size) || o.size < 1 || o.size > MAX_PAGE_SIZE)
+    throw new TypeError(`size must be 1 to ${MAX_PAGE_SIZE}, got ${o.size}`);
+  return selectManifestPage(side, {
+    schId: o.schId,
+    formUuid: o.formUuid,
+    after: o.cursor,
+    limit: o.size + 1,
+    upTo: o.upTo,
+    ...(o.range ? { range: o.range } : {}),
+  });
 }

@@ -48,13 +48,14 @@ export const workerSql = {
   }),
   /**
    * Every registered process, with whether it is stale: its last beat older than three of its own
-   * intervals (it was killed, or is cut off from the database).
+   * intervals (it was killed, or is cut off from the database). At most `limit` (`fcctl status`
+   * shows a bounded list).
    */
-  list: (): Statement => ({
+  list: (limit: number): Statement => ({
     sql:
       'SELECT worker_id, command, host, pid, version, CAST(started_at AS CHAR) AS started_at, CAST(last_beat_at AS CHAR) AS last_beat_at, heartbeat_seconds, state, ' +
       'CAST(rows_per_second AS CHAR) AS rows_per_second, (last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND) AS stale ' +
-      'FROM fcctl_worker ORDER BY command, host, pid',
-    params: [],
+      'FROM fcctl_worker ORDER BY command, host, pid LIMIT ?',
+    params: [limit],
   }),
 };

@@ -2,7 +2,8 @@ import { pausedGaugeNotes } from '../../metrics/paused.js';
 import { pausedGauge } from '../../metrics/paused.js';
 import { EnvironmentError, UsageError } from '../../cli/exit.js';
 import { loggedReport, resolveExitCode, resolveRowsByResult, resolveStopMessage, summarizeResolve } from './decide.js';
-import { runResolve, type ResolveOptions } from './run.js';
+import { type ResolveDeps, runResolve, type ResolveOptions } from './run.js';
+import type { Progress } from '../../cli/output.js';
 import { requireSetting } from '../../config/config.js';
 import type { Ctx } from '../../cli/context.js';
 import type { ServiceFlags } from '../../service/decide.js';
@@ -53,17 +54,7 @@ async function resolveUnknown(
     paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile, onPauseRead),
     // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
     clock: () => performance.now(),
-    onRow: (row, report) => {
-      progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-      if (loggedReport(report))
-        ctx.output.event('row', {
-          id: String(row.id),
-          bizType: row.biz_type,
-          bizId: row.biz_id,
-          state: row.state,
-          ...report,
-        });
-    },
+    onRow: rowReporter(ctx, progress),
   }).finally(() => progress.stop());
   const exitCode = resolveExitCode(summary);
   ctx.output.summary(
@@ -82,5 +73,20 @@ async function resolveUnknown(
     rowsByResult: resolveRowsByResult(summary),
     interrupted: summary.stoppedBy === 'signal' || paused,
     extraGauges: [pausedGauge(COMMAND, paused)],
+  };
+}
+
+/** Each settled command: counted in the progress view, and a `row` line unless it is one of the quiet ones. */
+export function rowReporter(ctx: Ctx, progress: Progress): NonNullable<ResolveDeps['onRow']> {
+  return (row, report) => {
+    progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
+    if (loggedReport(report))
+      ctx.output.event('row', {
+        id: String(row.id),
+        bizType: row.biz_type,
+        bizId: row.biz_id,
+        state: row.state,
+        ...report,
+      });
   };
 }

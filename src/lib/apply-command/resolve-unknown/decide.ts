@@ -522,7 +522,7 @@ export function countReport(s: ResolveSummary, r: RowReport): void {
 
 /**
  * Whether a row's report is printed as a `row` line. Rows whose state did not change are only
- * counted in the summary (README "Output"): a DONE found by the lookup with nothing to flag (not a
+ * counted in the summary (docs/output.md): a DONE found by the lookup with nothing to flag (not a
  * round behind, its mirror neither changed nor deleted), and a released row (its claim given back,
  * `releasedByReason`). Changes, failures, stale writes and a dry run's would-post are printed.
  * @example loggedReport({ kind: 'released', reason: 'STOPPED' }) // false

@@ -8,7 +8,7 @@
  * (each bounded by `--request-timeout`).
  */
 import { hostname } from 'node:os';
-import { loggedReport, summarizeResolve } from './decide.js';
+import { summarizeResolve } from './decide.js';
 import { UsageError } from '../../cli/exit.js';
 import { fcctlVersion } from '../../cli/version.js';
 import { requireSetting } from '../../config/config.js';
@@ -16,7 +16,7 @@ import { pauseCheck } from '../../pause/run.js';
 import { connectPatiently } from '../../service/loop.js';
 import { runService } from '../../service/run.js';
 import type { Ctx } from '../../cli/context.js';
-import { checkResolveLease, type ApplyCommandResolveOptions } from './command.js';
+import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
@@ -162,6 +162,7 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   ctx.signalIsStop();
   const started = ctx.clock();
   const progress = ctx.output.progress(`${COMMAND} --follow`);
+  const reportRow = rowReporter(ctx, progress);
   // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
   const clock = () => performance.now();
   const summary = await runService(
@@ -207,15 +208,7 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
           onRow: (row, report) => {
             svc.countRows(1);
             svc.metrics?.resolverCommands.inc({ result: report.kind });
-            progress.record(report.kind === 'failed' || report.kind === 'dead' ? report.reason : undefined);
-            if (loggedReport(report))
-              ctx.output.event('row', {
-                id: String(row.id),
-                bizType: row.biz_type,
-                bizId: row.biz_id,
-                state: row.state,
-                ...report,
-              });
+            reportRow(row, report);
           },
         },
       );

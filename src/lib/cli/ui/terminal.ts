@@ -11,9 +11,14 @@ export function tableText(title: string | undefined, lines: readonly string[], c
   return renderToString(createElement(TableView, { title, lines }), columns ? { columns } : {});
 }
 
-/** A report of titled blocks rendered by ink to a string (`fcctl explain`). */
-export function reportText(blocks: readonly ReportBlock[]): string {
-  return renderToString(createElement(ReportView, { blocks }));
+/**
+ * A report of titled blocks rendered by ink to a string (`fcctl explain`), never hard-wrapped: a
+ * printed command must paste as one line (ink's 80 columns broke it in two), so the width is
+ * the terminal's or the longest line's, whichever is wider; the terminal soft-wraps the rest.
+ */
+export function reportText(blocks: readonly ReportBlock[], columns = 80): string {
+  const longest = Math.max(0, ...blocks.flatMap((b) => [b.title, ...b.lines].map((l) => l.length)));
+  return renderToString(createElement(ReportView, { blocks }), { columns: Math.max(columns, longest) });
 }
 
 /** A live progress view on `stream`, redrawn from `snapshot()`. */
@@ -21,4 +26,18 @@ export function liveProgress(stream: NodeJS.WriteStream, stdin: NodeJS.ReadStrea
   const view = () => createElement(ProgressView, { snapshot: snapshot() });
   const instance = render(view(), { stdout: stream, stdin, exitOnCtrlC: false, patchConsole: false });
   return { redraw: () => instance.rerender(view()), unmount: () => instance.unmount() };
+}
+
+/** A report redrawn in place on `stream` (`fcctl status --watch`); keys are read by the caller, not ink. */
+export function liveReport(stream: NodeJS.WriteStream, stdin: NodeJS.ReadStream, blocks: readonly ReportBlock[]) {
+  const instance = render(createElement(ReportView, { blocks }), {
+    stdout: stream,
+    stdin,
+    exitOnCtrlC: false,
+    patchConsole: false,
+  });
+  return {
+    update: (next: readonly ReportBlock[]) => instance.rerender(createElement(ReportView, { blocks: next })),
+    unmount: () => instance.unmount(),
+  };
 }

@@ -5,7 +5,7 @@
  * concurrent one, which waits on that row's lock until the first commits) gets a duplicate key
  * and returns the recorded answer, writing nothing.
  */
-import { runOrdered, type OrderedSummary } from '../../batch/ordered.js';
+import { type OrderedDeps, runOrdered, type OrderedSummary } from '../../batch/ordered.js';
 import type { Progress } from '../../cli/output.js';
 import type { Db } from '../../db/connect.js';
 import { isRefused, opDigest, type ReplayRequest, type ReplayResult } from './decide.js';
@@ -22,12 +22,8 @@ export interface BatchOptions {
   readonly maxSeconds: number;
 }
 
-export interface BatchDeps {
+export interface BatchDeps extends OrderedDeps<ReplayResult> {
   readonly db: Db;
-  readonly signal: AbortSignal;
-  readonly clock: () => number;
-  /** each result, in input order */
-  readonly onResult?: (result: ReplayResult) => void;
 }
 
 export type BatchSummary = OrderedSummary<ReplayResult>;

@@ -4,6 +4,7 @@
  * the FC answer row or taken from an envelope file), the grant read fresh from FC, the local
  * projection row read just now — and applies the write this returns.
  */
+import type { SummaryWithCounts } from '../../cli/output.js';
 import { createHash } from 'node:crypto';
 import { ExitCode } from '../../cli/exit.js';
 import type { GrantRow } from '../../deliveries/types.js';
@@ -364,7 +365,7 @@ export interface SettledRepair {
 
 /**
  * Whether a plan run prints no `result` line for this outcome, only counting it (`byCode`,
- * README "Output"): the local row already held FC's triple and nothing was written or re-read
+ * docs/output.md): the local row already held FC's triple and nothing was written or re-read
  * (`ALREADY_CURRENT` at the first read). A single-answer run prints its one result whatever it is.
  * @example countedOnly({ code: 'ALREADY_CURRENT', rereads: 0 }) // true
  */
@@ -427,14 +428,7 @@ export interface RepairRunFacts extends RepairRunEnd {
  * go to `counts`, shown under the summary.
  * @example summarizeRepair({ ...facts, results: [] }, 0.1, true).summary.decided // 0
  */
-export function summarizeRepair(
-  f: RepairRunFacts,
-  seconds: number,
-  json: boolean,
-): {
-  summary: { command: string; exitCode: number; [key: string]: unknown };
-  counts: Record<string, number> | undefined;
-} {
+export function summarizeRepair(f: RepairRunFacts, seconds: number, json: boolean): SummaryWithCounts {
   const byCode: Record<string, number> = {};
   for (const r of f.results) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   const writes = (kind: 'insert' | 'update', written: boolean) =>

@@ -18,7 +18,7 @@
  */
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { runOrdered, type OrderedSummary } from '../../batch/ordered.js';
+import { type OrderedDeps, runOrdered, type OrderedSummary } from '../../batch/ordered.js';
 import { EnvironmentError, UsageError } from '../../cli/exit.js';
 import type { Progress } from '../../cli/output.js';
 import type { LazyDatabases } from '../../db/lazy.js';
@@ -104,12 +104,7 @@ export async function repairOne(item: RepairItem, o: RepairRunOptions, deps: Rep
   }
 }
 
-export interface BatchDeps extends RepairDeps {
-  readonly signal: AbortSignal;
-  readonly clock: () => number;
-  /** each outcome, in input order */
-  readonly onResult?: (outcome: RepairOutcome) => void;
-}
+export interface BatchDeps extends RepairDeps, OrderedDeps<RepairOutcome> {}
 
 export type BatchSummary = OrderedSummary<RepairOutcome>;
 

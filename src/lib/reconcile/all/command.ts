@@ -1,16 +1,14 @@
-import { databaseIdentity } from '../../db/identity.js';
+import { reconcileSides } from '../command.js';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type RunOutcome, withRunMetrics } from '../../metrics/run-metrics.js';
 import { allPairsSeries, RECONCILE_COMMAND, type ReconcilePairResult } from '../metrics.js';
-import { requireSetting } from '../../config/config.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
 import { type ThrottleLimits, throttledSeconds } from '../../db/throttle.js';
-import { pauseCheck } from '../../pause/run.js';
 import { allReport, pairLine, pairMetricsOf } from './decide.js';
 import { runReconcileAll } from './run.js';
 import type { PairFilter } from './types.js';
-import { commandThrottles, type Ctx } from '../../cli/context.js';
+import type { Ctx } from '../../cli/context.js';
 
 /** `reconcile run --all`'s options (src/lib/reconcile/all/run.ts). */
 export interface ReconcileAllOptions {
@@ -40,12 +38,7 @@ async function reconcileAll(
   ctx: Ctx,
   ran: (pairs: ReconcilePairResult[]) => void,
 ): Promise<RunOutcome> {
-  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
-  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
-  const throttle = await commandThrottles(ctx, o.throttle, {
-    fc: { db: ctx.fcDb, label: 'FC database' },
-    sh: { db: ctx.shDb, label: 'SH database' },
-  });
+  const { databases, throttle, deps } = await reconcileSides(ctx, o.throttle, o.pauseFile);
   const started = ctx.clock();
   const progress = ctx.output.progress('reconcile run --all: pairs');
   try {
@@ -58,20 +51,12 @@ async function reconcileAll(
         concurrency: o.concurrency,
         leaseSeconds: o.leaseSeconds,
         size: o.size,
-        fcDatabase,
-        shDatabase,
+        ...databases,
       },
       {
-        ...{
-          fcDb: () => ctx.fcDb(),
-          shDb: () => ctx.shDb(),
-          signal: ctx.signal,
-          now: ctx.now,
-          host: hostname(),
-          owner: newClaimOwner(),
-          throttle,
-        },
-        paused: pauseCheck('reconcile run', ctx.shDb, o.pauseFile),
+        ...deps,
+        host: hostname(),
+        owner: newClaimOwner(),
         onPairs: (found) => {
           ctx.output.event('pairs', found);
           progress.setTotal(found.pairs);

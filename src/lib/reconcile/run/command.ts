@@ -1,16 +1,14 @@
-import { databaseIdentity } from '../../db/identity.js';
+import { reconcileSides } from '../command.js';
 import { UsageError } from '../../cli/exit.js';
 import type { Progress } from '../../cli/output.js';
 import { type RunOutcome, withRunMetrics } from '../../metrics/run-metrics.js';
-import { requireSetting } from '../../config/config.js';
 import { reconcileRunReport } from './decide.js';
 import { RECONCILE_COMMAND, singlePairSeries } from '../metrics.js';
 import { runReconcile } from './run.js';
 import type { ReconcileRunOptions as RunnerOptions, ReconcileRunResult, RunPhase } from './types.js';
-import { commandThrottles, type Ctx, recordRows } from '../../cli/context.js';
+import { type Ctx, recordRows } from '../../cli/context.js';
 import { type ReconcileAllOptions, runReconcileAllCommand } from '../all/command.js';
 import { type ThrottleLimits, throttledSeconds } from '../../db/throttle.js';
-import { pauseCheck } from '../../pause/run.js';
 
 export interface ReconcileRunOptions extends Omit<RunnerOptions, 'fcDatabase' | 'shDatabase'> {
   /** a school and form with no rows on either side is expected: exit 0, not 1 */
@@ -49,12 +47,7 @@ export async function runReconcileRun(options: RunOptions, ctx: Ctx): Promise<nu
 }
 
 async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOutcome> {
-  const fcDatabase = databaseIdentity(requireSetting(ctx.config, 'fcDatabaseUrl'));
-  const shDatabase = databaseIdentity(requireSetting(ctx.config, 'shDatabaseUrl'));
-  const throttle = await commandThrottles(ctx, options.throttle, {
-    fc: { db: ctx.fcDb, label: 'FC database' },
-    sh: { db: ctx.shDb, label: 'SH database' },
-  });
+  const { databases, throttle, deps } = await reconcileSides(ctx, options.throttle, options.pauseFile);
   const started = ctx.clock();
   let progress: Progress | undefined;
   let result: ReconcileRunResult;
@@ -66,16 +59,10 @@ async function reconcile(options: ReconcileRunOptions, ctx: Ctx): Promise<RunOut
         outDir: options.outDir,
         size: options.size,
         restart: options.restart,
-        fcDatabase,
-        shDatabase,
+        ...databases,
       },
       {
-        fcDb: () => ctx.fcDb(),
-        shDb: () => ctx.shDb(),
-        signal: ctx.signal,
-        now: ctx.now,
-        paused: pauseCheck('reconcile run', ctx.shDb, options.pauseFile),
-        throttle,
+        ...deps,
         onPhase: (p, detail) => {
           ctx.output.event('phase', { phase: p, ...detail });
           const label = PHASE_LABELS[p];

@@ -2,6 +2,7 @@
  * `retire-absent prove`: what a run comes to, pure — its exit code and its summary. Which
  * candidate goes into the proof is `../decide.ts` ({@link candidateExclusion}).
  */
+import type { SummaryWithCounts } from '../../cli/output.js';
 import { ExitCode } from '../../cli/exit.js';
 import { EXCLUSION_REASONS } from '../decide.js';
 import type { RetireProof } from '../decide.js';
@@ -29,14 +30,7 @@ export function proveExitCode(end: ProveEnd): ExitCode {
  * order; on a terminal the non-zero ones go to `counts`), or why nothing was written.
  * @example summarizeProve({ kind: 'no-candidates' }, 0.1, true).summary.written // false
  */
-export function summarizeProve(
-  end: ProveEnd,
-  seconds: number,
-  json: boolean,
-): {
-  summary: { command: string; exitCode: number; [key: string]: unknown };
-  counts: Record<string, number> | undefined;
-} {
+export function summarizeProve(end: ProveEnd, seconds: number, json: boolean): SummaryWithCounts {
   const command = 'retire-absent prove';
   const exitCode = proveExitCode(end);
   if (end.kind === 'no-candidates')

@@ -2,6 +2,7 @@
  * `retire-absent --proof F`: what a run comes to, pure — its outcomes, exit code, the counts of
  * its evidence end line and its summary. The per-entry decisions are `../decide.ts`.
  */
+import type { SummaryWithCounts } from '../../cli/output.js';
 import { ExitCode } from '../../cli/exit.js';
 import {
   type ProofRefusalReason,
@@ -23,7 +24,7 @@ export interface EntryOutcome {
 
 /**
  * Whether an outcome is only counted (`alreadyRetired` in the summary), printed as no `result` line
- * (README "Output"): the row was retired by this proof before, so nothing changed. The evidence
+ * (docs/output.md): the row was retired by this proof before, so nothing changed. The evidence
  * file still records every decision.
  * @example countedOnly({ result: 'ALREADY_RETIRED' }) // true
  */
@@ -98,14 +99,7 @@ export interface RetireRunFacts {
  * output carries `byReason`; on a terminal (`json` false) the non-zero reasons go to `counts`.
  * @example summarizeRetire({ ...facts, result: { kind: 'done', outcomes: [], notRun: 0, stoppedBy: 'done' } }, 0.1, true).summary.refused // 0
  */
-export function summarizeRetire(
-  f: RetireRunFacts,
-  seconds: number,
-  json: boolean,
-): {
-  summary: { command: string; exitCode: number; [key: string]: unknown };
-  counts: Record<string, number> | undefined;
-} {
+export function summarizeRetire(f: RetireRunFacts, seconds: number, json: boolean): SummaryWithCounts {
   const { result } = f;
   const byReason: Record<string, number> = Object.fromEntries(REFUSAL_REASONS.map((c) => [c, 0]));
   for (const r of result.outcomes) if (r.reason) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;

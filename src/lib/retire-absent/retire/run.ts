@@ -237,7 +237,7 @@ async function retireEntries(
     const entry = entryOf(p, e);
     const fcNow = await lookupFc(fc, entry.answerUuid, deps.now);
     const expected = expectedOf(p, e);
-    const step = await settle(sh, entry, fcNow, expected, p, o, host);
+    const step = await settle(sh, { entry, fcNow, expected, p, o, host });
     const outcome: EntryOutcome = {
       answerUuid: entry.answerUuid,
       result: step.decision.result,

@@ -147,20 +147,23 @@ interface Settled {
   readonly retiredAt: string | null;
 }
 
+/** One entry's local step: the entry, FC's answer as just looked up, and the run it belongs to. */
+export interface SettleStep {
+  readonly entry: RetireEntry;
+  readonly fcNow: FcNow;
+  readonly expected: Expected;
+  readonly p: RetireProof;
+  readonly o: RetireRunOptions;
+  readonly host: string;
+}
+
 /**
  * The local step of one entry. Dry run: read, decide, write nothing. Execute: one transaction —
  * lock the row (`FOR UPDATE`), decide on what is locked, the guarded UPDATE for a RETIRED
  * decision (exactly one row, or the transaction is retried), one audit row for every decision.
  */
-export async function settle(
-  sh: Db,
-  entry: RetireEntry,
-  fcNow: FcNow,
-  expected: Expected,
-  p: RetireProof,
-  o: RetireRunOptions,
-  host: string,
-): Promise<Settled> {
+export async function settle(sh: Db, step: SettleStep): Promise<Settled> {
+  const { entry, fcNow, p, o } = step;
   if (!o.execute) {
     const q = retireSql.localRow(entry.answerUuid, entry.schId, false);
     const row = (await sh.query<LocalDbRow>(q.sql, q.params))[0];
@@ -169,7 +172,7 @@ export async function settle(
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      return await sh.transaction((conn) => settleInTransaction(conn, entry, fcNow, expected, p, o, host));
+      return await sh.transaction((conn) => settleInTransaction(conn, step));
     } catch (err) {
       if (err instanceof RowMoved && attempt < MAX_ATTEMPTS) continue;
       throw err;
@@ -177,15 +180,8 @@ export async function settle(
   }
 }
 
-async function settleInTransaction(
-  conn: PoolConnection,
-  entry: RetireEntry,
-  fcNow: FcNow,
-  expected: Expected,
-  p: RetireProof,
-  o: RetireRunOptions,
-  host: string,
-): Promise<Settled> {
+async function settleInTransaction(conn: PoolConnection, step: SettleStep): Promise<Settled> {
+  const { entry, fcNow, expected, p, o, host } = step;
   const run = async <T>(q: Statement) => (await conn.query(q.sql, q.params))[0] as T;
   const row = (await run<LocalDbRow[]>(retireSql.localRow(entry.answerUuid, entry.schId, true)))[0];
   const local = await localWithRetirement(row, entry, (a) => run<RetiredAuditDbRow[]>(a));

@@ -1,0 +1,39 @@
+/**
+ * A read-only report's sections (`fcctl explain`, `fcctl status`): each reads one database, and a
+ * side that is not configured or does not answer is that section's state, never the whole report's.
+ */
+import type { Db } from '../db/connect.js';
+import type { Ctx } from './context.js';
+import { UsageError } from './exit.js';
+
+/** A section that could not be read: its side is not configured, or did not answer. */
+export type Unread = { readonly status: 'not configured' } | { readonly status: 'unreachable'; readonly error: string };
+
+/** A section as shown: its rows, or why there are none. */
+export type Section<T> = ({ readonly status: 'ok' } & T) | Unread;
+
+export const NOT_CONFIGURED: Unread = { status: 'not configured' };
+
+/** Reads one section; a failure is the section's (its first line), a usage error still the command's. */
+export async function readSection<T extends object>(
+  open: (() => Promise<Db>) | null,
+  read: (db: Db) => Promise<T>,
+): Promise<Section<T>> {
+  if (open === null) return NOT_CONFIGURED;
+  try {
+    return { status: 'ok', ...(await read(await open())) };
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    return { status: 'unreachable', error: (err as Error).message.split('\n')[0] ?? '' };
+  }
+}
+
+/** The databases a report may read: a side without a URL is null ("not configured", never guessed); neither is exit 2. */
+export function configuredDatabases(ctx: Ctx): { fcDb: (() => Promise<Db>) | null; shDb: (() => Promise<Db>) | null } {
+  const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl') => Boolean(ctx.config[name].value);
+  if (!has('fcDatabaseUrl') && !has('shDatabaseUrl'))
+    throw new UsageError(
+      'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
+    );
+  return { fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null, shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null };
+}

@@ -1,0 +1,35 @@
+/**
+ * `fcctl status`'s run function: the sides from the config (a side without a URL is "not
+ * configured", never guessed), then one snapshot rendered, or the live view under `--watch`.
+ */
+import { configuredDatabases } from '../cli/section.js';
+import { UsageError } from '../cli/exit.js';
+import { statusMode } from './decide.js';
+import { renderStatus } from './render.js';
+import { readStatus, type StatusDeps, type StatusOptions } from './run.js';
+import { watchStatus } from './watch.js';
+import type { Ctx } from '../cli/context.js';
+
+/** PENDING apply commands count as due after this, as `apply-command scan`'s default `--pending-grace`. */
+const PENDING_GRACE_SECONDS = 600;
+
+function depsOf(ctx: Ctx): StatusDeps {
+  return { ...configuredDatabases(ctx), now: ctx.now };
+}
+
+export async function runStatus(
+  o: Omit<StatusOptions, 'pendingGraceSeconds'> & { readonly watch: boolean; readonly json: boolean },
+  ctx: Ctx,
+): Promise<number> {
+  const mode = statusMode({ watch: o.watch, json: o.json, interactive: ctx.io.interactive });
+  if (!mode.ok) throw new UsageError(mode.message);
+  const deps = depsOf(ctx);
+  const options: StatusOptions = { failIf: o.failIf, pendingGraceSeconds: PENDING_GRACE_SECONDS };
+  if (mode.mode === 'watch') {
+    await watchStatus(() => readStatus(options, deps), ctx.io, ctx.signal);
+    return 0;
+  }
+  const doc = await readStatus(options, deps);
+  renderStatus(doc, ctx.io, ctx.output.json);
+  return doc.exitCode;
+}

@@ -1,0 +1,169 @@
+/**
+ * `fcctl status`'s decisions, pure (issue 29 §2): the `--fail-if` list, which conditions hold in a
+ * snapshot, the exit code, a run's ETA, and the raw counts shaped into a section. Tested without I/O.
+ */
+import { ExitCode } from '../cli/exit.js';
+import type { Section } from '../explain/types.js';
+import {
+  type ClaimOwner,
+  FAIL_CONDITIONS,
+  type FailCondition,
+  type QueueFacts,
+  type ReasonCount,
+  type ReconcileRunFacts,
+  type Sides,
+  type Worker,
+} from './types.js';
+
+/**
+ * The conditions `--fail-if` names, comma-separated, or why the list is refused.
+ * @example parseFailIf('dead,stale-workers') // { ok: true, conditions: ['dead', 'stale-workers'] }
+ */
+export function parseFailIf(value: string): { ok: true; conditions: FailCondition[] } | { ok: false; message: string } {
+  const names = value.split(',').map((s) => s.trim());
+  const unknown = names.filter((n) => !(FAIL_CONDITIONS as readonly string[]).includes(n));
+  if (unknown.length > 0 || names.length === 0)
+    return {
+      ok: false,
+      message: `unknown condition ${JSON.stringify(unknown[0] ?? value)}: expected a comma-separated list of ${FAIL_CONDITIONS.join(', ')}`,
+    };
+  return { ok: true, conditions: [...new Set(names as FailCondition[])] };
+}
+
+const rowsOf = <T extends object>(s: Section<T>): (T & { status: 'ok' }) | null => (s.status === 'ok' ? s : null);
+const both = <T extends object>(s: Sides<T>) => [rowsOf(s.fc), rowsOf(s.sh)].filter((x) => x !== null);
+
+/** What the conditions are decided from: the snapshot's sections (a section not read holds none). */
+export interface ConditionFacts {
+  readonly outbox: Section<Pick<QueueFacts, 'states'>>;
+  readonly applyCommands: Section<Pick<QueueFacts, 'states'>>;
+  readonly fleet: Sides<{ readonly workers: readonly Pick<Worker, 'stale'>[] }>;
+  readonly pauses: Sides<{ readonly pauses: readonly unknown[] }>;
+  readonly reconcile: Section<{ readonly run: Pick<ReconcileRunFacts, 'failed'> | null }>;
+}
+
+/**
+ * Whether each `--fail-if` condition holds: a DEAD outbox row or apply command, a pause in force
+ * on either database, a stale registry row on either, a failed pair in the newest `--all` run.
+ */
+export function conditionsOf(f: ConditionFacts): Record<FailCondition, boolean> {
+  const dead = (s: Section<Pick<QueueFacts, 'states'>>) => (rowsOf(s)?.states['DEAD'] ?? 0) > 0;
+  return {
+    dead: dead(f.outbox) || dead(f.applyCommands),
+    paused: both(f.pauses).some((s) => s.pauses.length > 0),
+    'stale-workers': both(f.fleet).some((s) => s.workers.some((w) => w.stale)),
+    'failed-pairs': (rowsOf(f.reconcile)?.run?.failed ?? 0) > 0,
+  };
+}
+
+/** The conditions asked for that hold, in `--fail-if`'s order. */
+export function failingOf(
+  conditions: Readonly<Record<FailCondition, boolean>>,
+  wanted: readonly FailCondition[],
+): FailCondition[] {
+  return wanted.filter((c) => conditions[c]);
+}
+
+/**
+ * 3 when a section's side did not answer (the health cannot be judged), else 1 when a `--fail-if`
+ * condition holds, else 0.
+ * @example statusExitCode({ unreachable: 0, failing: ['dead'] }) // 1
+ */
+export function statusExitCode(s: { unreachable: number; failing: readonly FailCondition[] }): number {
+  if (s.unreachable > 0) return ExitCode.ENVIRONMENT;
+  return s.failing.length > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
+}
+
+/**
+ * Seconds until a run's remaining pairs are finished, at the rate its finished pairs took since it
+ * began: 0 with none remaining, null before any is finished.
+ * @example runEta({ total: 10, finished: 4, elapsedSeconds: 60 }) // 90
+ */
+export function runEta(r: { total: number; finished: number; elapsedSeconds: number }): number | null {
+  const remaining = r.total - r.finished;
+  if (remaining <= 0) return 0;
+  if (r.finished === 0 || r.elapsedSeconds <= 0) return null;
+  return Math.round((remaining * r.elapsedSeconds) / r.finished);
+}
+
+/** The process of a reconcile claim token `owner:n` (one process makes many claims). */
+export const processOfToken = (token: string) => token.replace(/:\d+$/, '');
+
+/** The run's facts from its counts per state and its live claims. */
+export function reconcileRunOf(
+  runId: string,
+  counts: ReadonlyArray<{ state: string; n: number; withDifferences: number; started: string | null; elapsed: number }>,
+  claimTokens: readonly string[],
+): ReconcileRunFacts {
+  const n = (state: string) => counts.find((c) => c.state === state)?.n ?? 0;
+  const total = counts.reduce((a, c) => a + c.n, 0);
+  const started = counts.map((c) => c.started).filter((s): s is string => s !== null);
+  const done = n('DONE');
+  const failed = n('FAILED');
+  return {
+    runId,
+    startedAt: started.sort()[0] ?? null,
+    total,
+    done,
+    failed,
+    pending: n('PENDING'),
+    claimed: n('CLAIMED'),
+    withDifferences: counts.reduce((a, c) => a + (c.state === 'DONE' ? c.withDifferences : 0), 0),
+    processes: [...new Set(claimTokens.map(processOfToken))].sort(),
+    etaSeconds: runEta({
+      total,
+      finished: done + failed,
+      elapsedSeconds: Math.max(0, ...counts.map((c) => c.elapsed)),
+    }),
+  };
+}
+
+/** The raw counts of the outbox or the apply commands as one section's facts. */
+export function queueOf(
+  allStates: readonly string[],
+  raw: {
+    states: ReadonlyArray<{ state: string; n: number; last5m: number; last1h: number }>;
+    due: number;
+    held: number | null;
+    stuck: number;
+    oldestDueAgeSeconds: number | null;
+    dead: readonly ReasonCount[];
+    failed: readonly ReasonCount[];
+  },
+): QueueFacts {
+  const states: Record<string, number> = Object.fromEntries(allStates.map((s) => [s, 0]));
+  for (const s of raw.states) states[s.state] = s.n;
+  return {
+    states,
+    due: raw.due,
+    held: raw.held,
+    stuck: raw.stuck,
+    oldestDueAgeSeconds: raw.oldestDueAgeSeconds,
+    reasons: { DEAD: raw.dead, FAILED: raw.failed },
+    accepted: {
+      last5m: raw.states.reduce((a, s) => a + s.last5m, 0),
+      last1h: raw.states.reduce((a, s) => a + s.last1h, 0),
+    },
+  };
+}
+
+/** A claim owner `host:pid:random` split into its host and pid (another shape keeps neither). */
+export function claimOwnerOf(owner: string, rows: number, expiresAt: string): ClaimOwner {
+  const m = /^(.*):(\d{1,9}):[0-9a-f]+$/.exec(owner);
+  return { owner, host: m ? m[1]! : null, pid: m ? Number(m[2]) : null, rows, expiresAt };
+}
+
+/**
+ * What `status` does: one snapshot, the live view (`--watch` on a terminal), or refuses `--watch`
+ * off a terminal without `--json` (nothing to redraw, and a script asked for no JSON).
+ * @example statusMode({ watch: true, json: false, interactive: false }) // { ok: false, message: … }
+ */
+export function statusMode(o: {
+  watch: boolean;
+  json: boolean;
+  interactive: boolean;
+}): { ok: true; mode: 'watch' | 'snapshot' } | { ok: false; message: string } {
+  if (!o.watch || o.json) return { ok: true, mode: 'snapshot' };
+  if (!o.interactive) return { ok: false, message: '--watch needs a terminal: off one, pass --json for one snapshot' };
+  return { ok: true, mode: 'watch' };
+}

@@ -1,0 +1,66 @@
+/**
+ * `fcctl status` (issue 29 §2): one snapshot of the fleet — the outbox and the apply commands, the
+ * registry of `--follow` processes and the live claim owners of batch runs on both databases, the
+ * pauses in force, and the newest `reconcile run --all` run. Read-only; each part is its own short
+ * read (store.ts): a side not configured is shown so, a side that fails is shown so and the others
+ * still are (exit 3). `--watch` calls {@link readStatus} again every 2 s.
+ */
+import { readSection } from '../cli/section.js';
+import type { Db } from '../db/connect.js';
+import { conditionsOf, failingOf, statusExitCode } from './decide.js';
+import { readApplyCommands, readClaimOwners, readOutbox, readPauses, readReconcileRun, readWorkers } from './store.js';
+import type { FailCondition, Sides, StatusDocument } from './types.js';
+
+/** A side's connection, or null when it is not configured. */
+export interface StatusDeps {
+  readonly fcDb: (() => Promise<Db>) | null;
+  readonly shDb: (() => Promise<Db>) | null;
+  /** the local clock: the snapshot's `takenAt` */
+  readonly now: () => Date;
+}
+
+export interface StatusOptions {
+  readonly failIf: readonly FailCondition[];
+  /** PENDING apply commands count as due after this, as `apply-command scan` (seconds) */
+  readonly pendingGraceSeconds: number;
+}
+
+const section = readSection;
+
+/** The same read on both databases. */
+async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'fc' | 'sh') => Promise<T>) {
+  return {
+    fc: await section(deps.fcDb, (db) => read(db, 'fc')),
+    sh: await section(deps.shDb, (db) => read(db, 'sh')),
+  } satisfies Sides<T>;
+}
+
+/**
+ * One snapshot document, the `--fail-if` conditions decided over it.
+ * @example const doc = await readStatus({ failIf: ['dead'], pendingGraceSeconds: 600 }, { fcDb, shDb: null, now })
+ */
+export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<StatusDocument> {
+  const takenAt = deps.now().toISOString();
+  const outbox = await section(deps.fcDb, readOutbox);
+  const applyCommands = await section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds));
+  const fleet = await sides(deps, async (db) => ({ workers: await readWorkers(db) }));
+  const claims = await sides(deps, async (db, side) => ({ owners: await readClaimOwners(db, side) }));
+  const pauses = await sides(deps, async (db) => ({ pauses: await readPauses(db) }));
+  const reconcile = await section(deps.shDb, async (db) => ({ run: await readReconcileRun(db) }));
+  const conditions = conditionsOf({ outbox, applyCommands, fleet, pauses, reconcile });
+  const failing = failingOf(conditions, o.failIf);
+  const all = [outbox, applyCommands, reconcile, ...[fleet, claims, pauses].flatMap((s) => [s.fc, s.sh])];
+  const unreachable = all.filter((s) => s.status === 'unreachable').length;
+  return {
+    takenAt,
+    outbox,
+    applyCommands,
+    fleet,
+    claims,
+    pauses,
+    reconcile,
+    conditions,
+    failing,
+    exitCode: statusExitCode({ unreachable, failing }),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * Executes `fcctl status`'s statements — its own (sql.ts) and those it reuses from `deliveries
+ * scan`, `apply-command scan`, the fleet registry and the pause switch — and maps their rows to
+ * the facts of types.ts. Reads only, each its own short statement; no transaction, no lock.
+ */
+import { applyScanSql } from '../apply-command/scan/sql.js';
+import { APPLY_COMMAND_STATES } from '../apply-command/types.js';
+import type { Db } from '../db/connect.js';
+import { scanSql } from '../deliveries/scan/sql.js';
+import { DELIVERY_STATES } from '../deliveries/types.js';
+import { pauseOfRow } from '../pause/decide.js';
+import { listPauses } from '../pause/store.js';
+import { workerSql } from '../service/sql.js';
+import { claimOwnerOf, queueOf, reconcileRunOf } from './decide.js';
+import { LIST_LIMIT, statusSql } from './sql.js';
+import type { ClaimOwner, PauseInForce, QueueFacts, ReasonCount, ReconcileRunFacts, Worker } from './types.js';
+
+type Row = Record<string, unknown>;
+const num = (v: unknown): number => Number(v ?? 0);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const one = async (db: Db, s: { sql: string; params: unknown[] }) => (await db.query<Row>(s.sql, s.params))[0] ?? {};
+const rows = (db: Db, s: { sql: string; params: unknown[] }) => db.query<Row>(s.sql, s.params);
+
+const statesOf = (rs: Row[]) =>
+  rs.map((r) => ({ state: String(r['state']), n: num(r['n']), last5m: num(r['last_5m']), last1h: num(r['last_1h']) }));
+const reasonsOf = (rs: Row[]): ReasonCount[] =>
+  rs.map((r) => ({ reason: r['reason'] === null ? null : String(r['reason']), n: num(r['n']) }));
+
+/** The database's NOW(), read once: every count of a section is of that instant. */
+async function nowOf(db: Db): Promise<string> {
+  return String((await one(db, scanSql.now()))['now']);
+}
+
+/** The outbox: states with the accepted windows, scan's held/due/stuck, the oldest due, the top reasons. */
+export async function readOutbox(fc: Db): Promise<QueueFacts> {
+  const now = await nowOf(fc);
+  const states = statesOf(await rows(fc, statusSql.outboxStates(now)));
+  const open = await one(fc, scanSql.open(now));
+  const oldest = await one(fc, statusSql.outboxOldestDue(now));
+  return queueOf(DELIVERY_STATES, {
+    states,
+    due: num(open['due']),
+    held: num(open['held']),
+    stuck: num(open['stuck']),
+    oldestDueAgeSeconds: numOrNull(oldest['age']),
+    dead: reasonsOf(await rows(fc, statusSql.outboxReasons('DEAD'))),
+    failed: reasonsOf(await rows(fc, statusSql.outboxReasons('FAILED'))),
+  });
+}
+
+/** The apply commands: the same, due as `apply-command scan` counts it with `graceSeconds`. */
+export async function readApplyCommands(sh: Db, graceSeconds: number): Promise<QueueFacts> {
+  const now = await nowOf(sh);
+  const states = statesOf(await rows(sh, statusSql.applyStates(now)));
+  const open = await one(sh, applyScanSql.open(now, graceSeconds));
+  const oldest = await one(sh, statusSql.applyOldestDue(now, graceSeconds));
+  return queueOf(APPLY_COMMAND_STATES, {
+    states,
+    due: num(open['due']),
+    held: null,
+    stuck: num(open['stuck']),
+    oldestDueAgeSeconds: numOrNull(oldest['age']),
+    dead: reasonsOf(await rows(sh, statusSql.applyReasons('DEAD'))),
+    failed: reasonsOf(await rows(sh, statusSql.applyReasons('FAILED'))),
+  });
+}
+
+/** The fleet registry of one database (bounded). */
+export async function readWorkers(db: Db): Promise<Worker[]> {
+  return (await rows(db, workerSql.list(LIST_LIMIT))).map((r) => ({
+    workerId: String(r['worker_id']),
+    command: String(r['command']),
+    host: String(r['host']),
+    pid: num(r['pid']),
+    version: String(r['version']),
+    state: String(r['state']),
+    rowsPerSecond: num(r['rows_per_second']),
+    startedAt: String(r['started_at']),
+    lastBeatAt: String(r['last_beat_at']),
+    heartbeatSeconds: num(r['heartbeat_seconds']),
+    stale: num(r['stale']) === 1,
+  }));
+}
+
+/** Live claim owners: of outbox rows on FC, of apply commands on SH. */
+export async function readClaimOwners(db: Db, side: 'fc' | 'sh'): Promise<ClaimOwner[]> {
+  const now = await nowOf(db);
+  const s = side === 'fc' ? statusSql.outboxClaims(now) : statusSql.applyClaims(now);
+  return (await rows(db, s)).map((r) => claimOwnerOf(String(r['owner']), num(r['n']), String(r['expires'])));
+}
+
+/** The pauses in force on one database (an expired one, by the database's clock, is left out). */
+export async function readPauses(db: Db): Promise<PauseInForce[]> {
+  return (await listPauses(db))
+    .map((r) => pauseOfRow(r))
+    .filter((p) => p !== null)
+    .map(({ source: _source, ...p }) => p);
+}
+
+/** The newest default-named `reconcile run --all` run, or null when there has been none. */
+export async function readReconcileRun(sh: Db): Promise<ReconcileRunFacts | null> {
+  const latest = (await rows(sh, statusSql.latestRun()))[0];
+  if (latest === undefined) return null;
+  const runId = String(latest['run_id']);
+  const counts = (await rows(sh, statusSql.runCounts(runId))).map((r) => ({
+    state: String(r['state']),
+    n: num(r['n']),
+    withDifferences: num(r['with_differences']),
+    started: r['started'] === null ? null : String(r['started']),
+    elapsed: num(r['elapsed']),
+  }));
+  const claims = (await rows(sh, statusSql.runClaims(runId))).map((r) => String(r['owner']));
+  return reconcileRunOf(runId, counts, claims);
+}

@@ -1,0 +1,112 @@
+/**
+ * What `fcctl status` reads and shows (issue 29 §2): the sections of the one snapshot document,
+ * with stable names (docs/commands/status.md). A section of a side that is not configured or did
+ * not answer says so (the same `Section` as `fcctl explain`).
+ */
+import type { Section } from '../explain/types.js';
+
+export type { Section, Unread } from '../explain/types.js';
+
+/** One reason and how many rows carry it. */
+export interface ReasonCount {
+  readonly reason: string | null;
+  readonly n: number;
+}
+
+/** The outbox or the apply commands: counts of one instant of its database's clock. */
+export interface QueueFacts {
+  /** every state's row count (0 for a state with none) */
+  readonly states: Readonly<Record<string, number>>;
+  /** rows the next claim would take */
+  readonly due: number;
+  /** outbox rows held by push_allowed = 0; null for apply commands (nothing holds them) */
+  readonly held: number | null;
+  /** rows claimed by a process whose lease expired */
+  readonly stuck: number;
+  /** seconds the oldest due row has been due; null with none due */
+  readonly oldestDueAgeSeconds: number | null;
+  /** the top reasons of DEAD and of FAILED rows, most frequent first */
+  readonly reasons: { readonly DEAD: readonly ReasonCount[]; readonly FAILED: readonly ReasonCount[] };
+  /** accepted by the broker (outbox) or DONE (apply commands) in the last 5 minutes and the last hour */
+  readonly accepted: { readonly last5m: number; readonly last1h: number };
+}
+
+/** A process of the fleet registry `fcctl_worker`. */
+export interface Worker {
+  readonly workerId: string;
+  readonly command: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly version: string;
+  readonly state: string;
+  readonly rowsPerSecond: number;
+  readonly startedAt: string;
+  readonly lastBeatAt: string;
+  readonly heartbeatSeconds: number;
+  /** last beat older than three of its own intervals */
+  readonly stale: boolean;
+}
+
+/** The owner of live claims, with how many rows it holds. */
+export interface ClaimOwner {
+  readonly owner: string;
+  /** `host` and `pid` from the owner id `host:pid:random`, null for another shape */
+  readonly host: string | null;
+  readonly pid: number | null;
+  readonly rows: number;
+  readonly expiresAt: string;
+}
+
+/** A pause switch in force. */
+export interface PauseInForce {
+  readonly command: string;
+  readonly reason: string;
+  readonly pausedBy: string;
+  readonly pausedAt: string | null;
+  /** null: until resumed */
+  readonly until: string | null;
+}
+
+/** The newest `reconcile run --all` run: its pairs and who is working on them. */
+export interface ReconcileRunFacts {
+  readonly runId: string;
+  readonly startedAt: string | null;
+  readonly total: number;
+  readonly done: number;
+  readonly failed: number;
+  readonly pending: number;
+  readonly claimed: number;
+  readonly withDifferences: number;
+  /** the processes holding a live claim of the run (claim tokens without their per-claim suffix) */
+  readonly processes: readonly string[];
+  /** at the rate finished so far; 0 when every pair is finished, null before any */
+  readonly etaSeconds: number | null;
+}
+
+/** Both databases' view of one kind of thing. */
+export interface Sides<T extends object> {
+  readonly fc: Section<T>;
+  readonly sh: Section<T>;
+}
+
+/** The named conditions of `--fail-if`. */
+export const FAIL_CONDITIONS = ['dead', 'paused', 'stale-workers', 'failed-pairs'] as const;
+export type FailCondition = (typeof FAIL_CONDITIONS)[number];
+
+/** `--json`'s one document (docs/commands/status.md). */
+export interface StatusDocument {
+  /** ISO 8601, the local clock when the snapshot was taken */
+  readonly takenAt: string;
+  readonly outbox: Section<QueueFacts>;
+  readonly applyCommands: Section<QueueFacts>;
+  readonly fleet: Sides<{ readonly workers: readonly Worker[] }>;
+  /** live claim owners of batch runs: outbox rows (FC), apply commands (SH) */
+  readonly claims: Sides<{ readonly owners: readonly ClaimOwner[] }>;
+  readonly pauses: Sides<{ readonly pauses: readonly PauseInForce[] }>;
+  readonly reconcile: Section<{ readonly run: ReconcileRunFacts | null }>;
+  /** each `--fail-if` condition, whether it holds now */
+  readonly conditions: Readonly<Record<FailCondition, boolean>>;
+  /** the conditions named by `--fail-if` that hold */
+  readonly failing: readonly FailCondition[];
+  readonly exitCode: number;
+}

@@ -1,0 +1,157 @@
+/**
+ * `fcctl status`'s pure decisions (issue 29 §2): `--fail-if` parsed, each condition over every
+ * combination of the facts it reads (sections read, not configured, unreachable), the exit code over
+ * every subset of conditions held × asked, the run's ETA, and the mode `--watch` runs in.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  claimOwnerOf,
+  conditionsOf,
+  type ConditionFacts,
+  failingOf,
+  parseFailIf,
+  processOfToken,
+  reconcileRunOf,
+  runEta,
+  statusExitCode,
+  statusMode,
+} from '../../src/lib/status/decide.js';
+import { FAIL_CONDITIONS, type FailCondition } from '../../src/lib/status/types.js';
+
+const subsets = <T>(xs: readonly T[]): T[][] => {
+  const out: T[][] = [[]];
+  for (const x of xs) for (const s of out.slice()) out.push([...s, x]);
+  return out;
+};
+
+type Read = 'ok' | 'not configured' | 'unreachable';
+const READS: Read[] = ['ok', 'not configured', 'unreachable'];
+const sec = <T extends object>(r: Read, body: T) =>
+  r === 'ok'
+    ? ({ status: 'ok', ...body } as const)
+    : r === 'unreachable'
+      ? ({ status: 'unreachable', error: 'x' } as const)
+      : ({ status: 'not configured' } as const);
+
+/** Facts where exactly the conditions in `on` are present, each section read as `read`. */
+function facts(on: readonly FailCondition[], read: Read, side: 'fc' | 'sh'): ConditionFacts {
+  const other = side === 'fc' ? 'sh' : 'fc';
+  const states = (dead: boolean) => ({ states: { DEAD: dead ? 2 : 0, PENDING: 7 } });
+  const deadHere = on.includes('dead');
+  return {
+    outbox: sec(side === 'fc' ? read : 'ok', states(side === 'fc' && deadHere)),
+    applyCommands: sec(side === 'sh' ? read : 'ok', states(side === 'sh' && deadHere)),
+    fleet: {
+      [side]: sec(read, { workers: [{ stale: false }, { stale: on.includes('stale-workers') }] }),
+      [other]: sec('ok', { workers: [{ stale: false }] }),
+    } as unknown as ConditionFacts['fleet'],
+    pauses: {
+      [side]: sec(read, { pauses: on.includes('paused') ? [{}] : [] }),
+      [other]: sec('ok', { pauses: [] }),
+    } as unknown as ConditionFacts['pauses'],
+    reconcile: sec(read, { run: { failed: on.includes('failed-pairs') ? 1 : 0 } }),
+  };
+}
+
+describe('parseFailIf', () => {
+  it('takes every subset of the names, in any order, duplicates once', () => {
+    for (const s of subsets(FAIL_CONDITIONS).filter((x) => x.length > 0)) {
+      expect(parseFailIf(s.join(','))).toEqual({ ok: true, conditions: s });
+      expect(parseFailIf([...s].reverse().join(', '))).toEqual({ ok: true, conditions: [...s].reverse() });
+    }
+    expect(parseFailIf('dead,dead')).toEqual({ ok: true, conditions: ['dead'] });
+  });
+  it('refuses an unknown name, an empty one, and other spellings', () => {
+    for (const bad of ['bogus', 'dead,bogus', '', 'dead,', 'DEAD', 'stale_workers', 'failed-pair'])
+      expect(parseFailIf(bad)).toMatchObject({ ok: false, message: expect.stringMatching(/^unknown condition /) });
+  });
+});
+
+describe('conditionsOf', () => {
+  it('each condition holds exactly when its fact is present in a section that was read', () => {
+    for (const on of subsets(FAIL_CONDITIONS))
+      for (const read of READS)
+        for (const side of ['fc', 'sh'] as const) {
+          const c = conditionsOf(facts(on, read, side));
+          for (const name of FAIL_CONDITIONS)
+            expect(c[name], `${name} ${on} ${read} ${side}`).toBe(read === 'ok' && on.includes(name));
+        }
+  });
+  it('no run at all: no failed pairs', () => {
+    const f = facts([], 'ok', 'fc');
+    expect(conditionsOf({ ...f, reconcile: { status: 'ok', run: null } })['failed-pairs']).toBe(false);
+  });
+});
+
+describe('failingOf and statusExitCode', () => {
+  it('1 exactly when an asked condition holds, 3 whenever a side did not answer, else 0', () => {
+    for (const held of subsets(FAIL_CONDITIONS))
+      for (const asked of subsets(FAIL_CONDITIONS)) {
+        const conditions = Object.fromEntries(FAIL_CONDITIONS.map((c) => [c, held.includes(c)])) as Record<
+          FailCondition,
+          boolean
+        >;
+        const failing = failingOf(conditions, asked);
+        expect(failing).toEqual(asked.filter((c) => held.includes(c)));
+        expect(statusExitCode({ unreachable: 0, failing })).toBe(failing.length > 0 ? 1 : 0);
+        expect(statusExitCode({ unreachable: 1, failing })).toBe(3);
+      }
+  });
+});
+
+describe('the reconcile run', () => {
+  it('ETA at the rate finished so far; 0 when all are finished; unknown before any', () => {
+    expect(runEta({ total: 10, finished: 4, elapsedSeconds: 60 })).toBe(90);
+    expect(runEta({ total: 10, finished: 10, elapsedSeconds: 60 })).toBe(0);
+    expect(runEta({ total: 10, finished: 0, elapsedSeconds: 60 })).toBeNull();
+    expect(runEta({ total: 0, finished: 0, elapsedSeconds: 0 })).toBe(0);
+  });
+  it('pairs by state, differences of done pairs, processes without their claim numbers', () => {
+    const run = reconcileRunOf(
+      'r1',
+      [
+        { state: 'DONE', n: 6, withDifferences: 2, started: '2026-12-01 01:00:00', elapsed: 120 },
+        { state: 'FAILED', n: 1, withDifferences: 0, started: '2026-12-01 01:00:05', elapsed: 115 },
+        { state: 'CLAIMED', n: 2, withDifferences: 0, started: '2026-12-01 00:59:59', elapsed: 121 },
+        { state: 'PENDING', n: 5, withDifferences: 0, started: null, elapsed: 0 },
+      ],
+      ['h1:10:ab:3', 'h1:10:ab:4', 'h2:11:cd:1'],
+    );
+    expect(run).toEqual({
+      runId: 'r1',
+      startedAt: '2026-12-01 00:59:59',
+      total: 14,
+      done: 6,
+      failed: 1,
+      pending: 5,
+      claimed: 2,
+      withDifferences: 2,
+      processes: ['h1:10:ab', 'h2:11:cd'],
+      etaSeconds: Math.round((7 * 121) / 7),
+    });
+    expect(processOfToken('host:1:ff')).toBe('host:1:ff');
+  });
+});
+
+describe('claim owners and the mode', () => {
+  it('host and pid from host:pid:random', () => {
+    expect(claimOwnerOf('web-1.x:4242:9fa0', 3, 't')).toEqual({
+      owner: 'web-1.x:4242:9fa0',
+      host: 'web-1.x',
+      pid: 4242,
+      rows: 3,
+      expiresAt: 't',
+    });
+    expect(claimOwnerOf('legacy', 1, 't')).toMatchObject({ host: null, pid: null });
+  });
+  it('--watch: the live view on a terminal, one snapshot with --json, refused off a terminal without it', () => {
+    for (const watch of [false, true])
+      for (const json of [false, true])
+        for (const interactive of [false, true]) {
+          const m = statusMode({ watch, json, interactive });
+          if (watch && !json && !interactive)
+            expect(m).toMatchObject({ ok: false, message: expect.stringContaining('--watch') });
+          else expect(m).toEqual({ ok: true, mode: watch && !json ? 'watch' : 'snapshot' });
+        }
+  });
+});

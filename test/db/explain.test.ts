@@ -4,6 +4,7 @@
  * EXPLAINed exactly as the code builds it, and ANALYZEd (run, with the rows it really read). A schema
  * change that drops or reshapes an index turns one of these into a scan, and this file fails.
  */
+import { planAccesses } from '../helpers/plans.js';
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect } from 'vitest';
 import {
@@ -28,32 +29,10 @@ const FAILED_LATER = 300;
 const OPEN = PENDING + FAILED_DUE + FAILED_LATER;
 const LIMIT = 500;
 
-/** Every table access of a plan (EXPLAIN or ANALYZE FORMAT=JSON), depth first. */
-interface Access {
-  table_name: string;
-  access_type: string;
-  key?: string;
-  rows?: number;
-  r_rows?: number;
-}
-function accesses(node: unknown, out: Access[] = []): Access[] {
-  if (Array.isArray(node)) for (const n of node) accesses(n, out);
-  else if (node && typeof node === 'object') {
-    const o = node as Record<string, unknown>;
-    if (typeof o['table_name'] === 'string' && typeof o['access_type'] === 'string') out.push(o as unknown as Access);
-    for (const v of Object.values(o)) accesses(v, out);
-  }
-  return out;
-}
-
 describe('claim plans on a table with history (real MariaDB)', () => {
   let fc: mysql.Connection;
   let sh: mysql.Connection;
-  const plan = async (conn: mysql.Connection, q: Statement, how: 'EXPLAIN' | 'ANALYZE'): Promise<Access[]> => {
-    const [rows] = await conn.query(`${how} FORMAT=JSON ${q.sql}`, q.params);
-    const text = Object.values((rows as Array<Record<string, string>>)[0]!)[0]!;
-    return accesses(JSON.parse(text)).filter((a) => !a.table_name.startsWith('<'));
-  };
+  const plan = planAccesses;
   /** Every access of `table` (one per branch of a UNION or subquery), EXPLAIN's estimate and ANALYZE's real count of rows read. */
   const accessesOf = async (conn: mysql.Connection, q: Statement, table: string) => {
     const e = (await plan(conn, q, 'EXPLAIN')).filter((a) => a.table_name === table);

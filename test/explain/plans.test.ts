@@ -4,6 +4,7 @@
  * drops or reshapes an index turns one of these into a scan, and this file fails. The indexes are
  * listed in docs/commands/explain.md.
  */
+import { planAccesses } from '../helpers/plans.js';
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect } from 'vitest';
 import type { Statement } from '../../src/lib/db/statement.js';
@@ -16,31 +17,10 @@ const FORM = '00000000-0000-4000-8000-00000000f001';
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const A = uuid(4242);
 
-interface Access {
-  table_name: string;
-  access_type: string;
-  key?: string;
-  rows?: number;
-  r_rows?: number;
-}
-function accesses(node: unknown, out: Access[] = []): Access[] {
-  if (Array.isArray(node)) for (const n of node) accesses(n, out);
-  else if (node && typeof node === 'object') {
-    const o = node as Record<string, unknown>;
-    if (typeof o['table_name'] === 'string' && typeof o['access_type'] === 'string') out.push(o as unknown as Access);
-    for (const v of Object.values(o)) accesses(v, out);
-  }
-  return out;
-}
-
 describe('explain: every section is an indexed lookup (real MariaDB)', () => {
   let fc: mysql.Connection;
   let sh: mysql.Connection;
-  const plan = async (conn: mysql.Connection, q: Statement, how: 'EXPLAIN' | 'ANALYZE') => {
-    const [rows] = await conn.query(`${how} FORMAT=JSON ${q.sql}`, q.params);
-    const text = Object.values((rows as Array<Record<string, string>>)[0]!)[0]!;
-    return accesses(JSON.parse(text)).filter((a) => !a.table_name.startsWith('<'));
-  };
+  const plan = planAccesses;
   /** The access of `table`: its type and key, and how many rows ANALYZE really read. */
   const access = async (conn: mysql.Connection, q: Statement, table: string) => {
     const e = (await plan(conn, q, 'EXPLAIN')).filter((a) => a.table_name === table);

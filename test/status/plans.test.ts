@@ -4,6 +4,7 @@
  * each is EXPLAINed and ANALYZEd exactly as sql.ts builds it. The counts per state read one index
  * alone; every other statement reads only the open rows, one state's reasons, or one run's pairs.
  */
+import { planAccesses } from '../helpers/plans.js';
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect } from 'vitest';
 import type { Statement } from '../../src/lib/db/statement.js';
@@ -14,32 +15,12 @@ const test = servicesTest({ prefix: 'statusplan', init: 'all' });
 const N = 50_000;
 const NOW = '2026-12-02 01:00:00';
 
-interface Access {
-  table_name: string;
-  access_type: string;
-  key?: string;
-  using_index?: boolean;
-  r_rows?: number;
-}
-function accesses(node: unknown, out: Access[] = []): Access[] {
-  if (Array.isArray(node)) for (const n of node) accesses(n, out);
-  else if (node && typeof node === 'object') {
-    const o = node as Record<string, unknown>;
-    if (typeof o['table_name'] === 'string' && typeof o['access_type'] === 'string') out.push(o as unknown as Access);
-    for (const v of Object.values(o)) accesses(v, out);
-  }
-  return out;
-}
-
 describe('status: indexed counts and bounded lists (real MariaDB)', () => {
   let fc: mysql.Connection;
   let sh: mysql.Connection;
   const access = async (conn: mysql.Connection, q: Statement, table: string) => {
-    const plan = async (how: string) => {
-      const [rows] = await conn.query(`${how} FORMAT=JSON ${q.sql}`, q.params);
-      const text = Object.values((rows as Array<Record<string, string>>)[0]!)[0]!;
-      return accesses(JSON.parse(text)).filter((a) => a.table_name === table);
-    };
+    const plan = async (how: 'EXPLAIN' | 'ANALYZE') =>
+      (await planAccesses(conn, q, how)).filter((a) => a.table_name === table);
     const e = await plan('EXPLAIN');
     const a = await plan('ANALYZE');
     expect(e).toHaveLength(1);

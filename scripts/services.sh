@@ -58,6 +58,9 @@ install_packages() {
   # systemd-analyze (Debian's systemd package, with the standard units) verifies docs/systemd/;
   # `verify --root` needs no systemd running.
   [ -x /usr/bin/systemd-analyze ] || missing+=(systemd)
+  # chromium: the report's browser tests (test/report/) drive Debian's Chromium with playwright-core,
+  # which never downloads a browser of its own.
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} from Debian packages"
   # Keep the packages' own init scripts from starting system-wide servers on default ports.

@@ -69,7 +69,10 @@ CREATE TABLE IF NOT EXISTS flow_apply_command (
   KEY idx_apply_command_due (state, next_retry_at),
   -- fcctl's own (schema version 5, `db init` adds it to an existing table): `apply-command scan`'s
   -- reasons and newest DEAD rows read it alone, never the DONE history (test/db/explain.test.ts)
-  KEY idx_apply_command_state_error (state, last_error, last_branch, update_time, create_time)
+  KEY idx_apply_command_state_error (state, last_error, last_branch, update_time, create_time),
+  -- fcctl's own (schema version 7, added like the one above): `fcctl status`'s commands DONE in the
+  -- last 5 minutes and hour, a range of the newest entries, never the DONE history
+  KEY idx_apply_command_state_time (state, update_time)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
 CREATE TABLE IF NOT EXISTS fc_reconcile_audit (

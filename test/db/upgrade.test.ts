@@ -14,13 +14,14 @@ describe('db init on a version-4 FC database', () => {
   test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({
     dbs,
   }) => {
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(SCHEMA_VERSION).toBe(7);
     const t = `\`${dbs.fcName}\`.answer_delivery`;
     await dbs.admin.query(
       `INSERT INTO ${t} (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, create_time) ` +
         "VALUES ('e1', 'UPSERT', 'a', 'k', 1, 1, 'f', 1, 'u1', 1, REPEAT('0', 64), NOW(), '{}', 'DEAD', 'NACK: x', NOW())",
     );
-    await dbs.admin.query(`ALTER TABLE ${t} DROP INDEX idx_delivery_state_error`);
+    // a version-4 table has neither the version-5 nor the version-7 index
+    await dbs.admin.query(`ALTER TABLE ${t} DROP INDEX idx_delivery_state_error, DROP INDEX idx_delivery_state_time`);
     await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 4`);
 
     const before = await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() });
@@ -44,16 +45,24 @@ describe('db init on a version-4 FC database', () => {
       "SELECT INDEX_NAME AS i, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) AS c FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'answer_delivery' AND INDEX_NAME LIKE 'idx_delivery_state%' GROUP BY INDEX_NAME ORDER BY INDEX_NAME",
       [dbs.fcName],
     );
-    expect(idx).toEqual([{ i: 'idx_delivery_state_error', c: 'state,last_error,update_time,create_time' }]);
+    expect(idx).toEqual([
+      { i: 'idx_delivery_state_error', c: 'state,last_error,update_time,create_time' },
+      { i: 'idx_delivery_state_time', c: 'state,update_time' },
+    ]);
     expect((await runCli(['db', 'check', '--side', 'fc'], { env: dbs.env() })).code).toBe(0);
 
     // the SH side the same way: its one version-5 index, on flow_apply_command
-    await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_error`);
+    await dbs.admin.query(
+      `ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_error, DROP INDEX idx_apply_command_state_time`,
+    );
     await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_schema_version SET version = 4`);
     const sh = await runCli(['--json', 'db', 'init', '--side', 'sh'], { env: dbs.env() });
     expect(jsonLines(sh.stdout).find((l) => l['type'] === 'schema')).toMatchObject({
       side: 'sh',
-      indexesAdded: ['flow_apply_command.idx_apply_command_state_error'],
+      indexesAdded: [
+        'flow_apply_command.idx_apply_command_state_error',
+        'flow_apply_command.idx_apply_command_state_time',
+      ],
       versionRecorded: true,
     });
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
@@ -80,6 +89,31 @@ describe('db init on a version-4 FC database', () => {
     expect(schema.find((l) => l['side'] === 'fc')).toMatchObject({ created: ['fcctl_worker'], versionRecorded: true });
     expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({
       created: ['fcctl_reconcile_join', 'fcctl_worker'],
+      versionRecorded: true,
+    });
+    expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+  });
+
+  test('version 7 on a version-6 database: db init adds the status window indexes, db check names them missing before', async ({
+    dbs,
+  }) => {
+    await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX idx_delivery_state_time`);
+    await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_time`);
+    for (const name of [dbs.fcName, dbs.shName]) {
+      await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 6`);
+    }
+    const before = await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() });
+    expect(before.code).toBe(3);
+    expect(before.stderr).toContain('missing index answer_delivery.idx_delivery_state_time');
+    const init = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
+    expect(init.code).toBe(0);
+    const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
+    expect(schema.find((l) => l['side'] === 'fc')).toMatchObject({
+      indexesAdded: ['answer_delivery.idx_delivery_state_time'],
+      versionRecorded: true,
+    });
+    expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({
+      indexesAdded: ['flow_apply_command.idx_apply_command_state_time'],
       versionRecorded: true,
     });
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);

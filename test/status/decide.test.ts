@@ -5,6 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  countMode,
+  EXACT_BELOW_ROWS,
+  queueOf,
   claimOwnerOf,
   conditionsOf,
   type ConditionFacts,
@@ -153,5 +156,51 @@ describe('claim owners and the mode', () => {
             expect(m).toMatchObject({ ok: false, message: expect.stringContaining('--watch') });
           else expect(m).toEqual({ ok: true, mode: watch && !json ? 'watch' : 'snapshot' });
         }
+  });
+});
+
+describe('rows by state: exact, or the history state estimated', () => {
+  const base = {
+    accepted: { last5m: 1, last1h: 2 },
+    due: 0,
+    held: 0,
+    stuck: 0,
+    oldestDueAgeSeconds: null,
+    dead: [],
+    failed: [],
+  };
+  const STATES = ['PENDING', 'BROKER_ACCEPTED', 'FAILED', 'DEAD', 'GRANT_REVOKED'];
+
+  it('counts exactly below 200,000 estimated rows or when asked, else estimates', () => {
+    expect(countMode(0, false)).toBe('exact');
+    expect(countMode(EXACT_BELOW_ROWS - 1, false)).toBe('exact');
+    expect(countMode(EXACT_BELOW_ROWS, false)).toBe('estimate');
+    expect(countMode(5_000_000, true)).toBe('exact');
+  });
+
+  it('exact counts: every state as read, a state with none 0, nothing marked estimated', () => {
+    const q = queueOf(STATES, 'BROKER_ACCEPTED', {
+      ...base,
+      counts: [
+        { state: 'BROKER_ACCEPTED', n: 9 },
+        { state: 'DEAD', n: 2 },
+      ],
+      estimatedTableRows: null,
+    });
+    expect(q.states).toEqual({ PENDING: 0, BROKER_ACCEPTED: 9, FAILED: 0, DEAD: 2, GRANT_REVOKED: 0 });
+    expect(q.estimated).toEqual([]);
+    expect(q.accepted).toEqual({ last5m: 1, last1h: 2 });
+  });
+
+  it('estimated: the table estimate less the exact open states, never below 0, and named', () => {
+    const counts = [
+      { state: 'PENDING', n: 100 },
+      { state: 'DEAD', n: 50 },
+    ];
+    const q = queueOf(STATES, 'BROKER_ACCEPTED', { ...base, counts, estimatedTableRows: 1_000_000 });
+    expect(q.states).toEqual({ PENDING: 100, BROKER_ACCEPTED: 999_850, FAILED: 0, DEAD: 50, GRANT_REVOKED: 0 });
+    expect(q.estimated).toEqual(['BROKER_ACCEPTED']);
+    const low = queueOf(STATES, 'BROKER_ACCEPTED', { ...base, counts, estimatedTableRows: 120 });
+    expect(low.states['BROKER_ACCEPTED']).toBe(0);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * `fcctl status`'s own statements, pinned to their indexes (issue 29 §2): on an outbox of 100,000
- * BROKER_ACCEPTED rows and a few open ones, 50,000 DONE apply commands and 30,000 reconcile tasks,
- * each is EXPLAINed and ANALYZEd exactly as sql.ts builds it. The counts per state read one index
- * alone; every other statement reads only the open rows, one state's reasons, or one run's pairs.
+ * BROKER_ACCEPTED rows (one a minute back from NOW) and a few open ones, 50,000 DONE apply commands
+ * and 30,000 reconcile tasks, each is EXPLAINed and ANALYZEd exactly as sql.ts builds it. No
+ * statement reads the history: the open states, the last hour's accepted rows, one state's reasons,
+ * one run's pairs; only `--exact-counts` reads one index whole.
  */
 import { planAccesses } from '../helpers/plans.js';
 import mysql from 'mysql2/promise';
@@ -42,13 +43,13 @@ describe('status: indexed counts and bounded lists (real MariaDB)', () => {
         'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, claim_owner, claim_expires_at, create_time, update_time) ' +
         "SELECT UUID(), 'created', 'p', CONCAT('k', seq % 2), 1 + seq % 100, 1, UUID(), 1, UUID(), 1, REPEAT('0', 64), NOW(), '{}', " +
         "ELT(1 + (seq < 40) * (1 + seq % 3), 'BROKER_ACCEPTED', 'PENDING', 'FAILED', 'DEAD'), IF(seq < 40, 'NACK: x', NULL), " +
-        `IF(seq < 40, CONCAT('h:', seq, ':ab'), NULL), IF(seq < 40, ? + INTERVAL 1 HOUR, NULL), ?, ? FROM seq_0_to_${2 * N}`,
+        `IF(seq < 40, CONCAT('h:', seq, ':ab'), NULL), IF(seq < 40, ? + INTERVAL 1 HOUR, NULL), ?, ? - INTERVAL seq MINUTE FROM seq_0_to_${2 * N}`,
       [NOW, NOW, NOW],
     );
     await sh.query(
       'INSERT INTO flow_apply_command (biz_type, biz_id, apply_app_key, submitter_id, flow_guid, request_token, state, last_error, create_time, update_time) ' +
         "SELECT 'T', seq, 'a', 1, 'g', CONCAT('t', seq), ELT(1 + (seq < 30) * (1 + seq % 3), 'DONE', 'UNKNOWN', 'FAILED', 'DEAD'), " +
-        `IF(seq < 30, 'LOOKUP_TIMEOUT: x', NULL), ?, ? FROM seq_0_to_${N}`,
+        `IF(seq < 30, 'LOOKUP_TIMEOUT: x', NULL), ?, ? - INTERVAL seq MINUTE FROM seq_0_to_${N}`,
       [NOW, NOW],
     );
     // 60 nights of 500 pairs
@@ -67,11 +68,30 @@ describe('status: indexed counts and bounded lists (real MariaDB)', () => {
     await sh?.end();
   });
 
-  test('outbox: states and accepted windows from idx_delivery_state_error alone; reasons a range of it', async () => {
-    expect(await access(fc, statusSql.outboxStates(NOW), 'answer_delivery')).toMatchObject({
-      key: 'idx_delivery_state_error',
-      indexOnly: true,
+  test('outbox: the open states and the accepted windows read only their rows; reasons a range of idx_delivery_state_error', async () => {
+    // every state but the history's: ranges reading the 40 open rows, none of the 100,000 accepted
+    const open = await access(
+      fc,
+      statusSql.outboxOpenStates(['PENDING', 'FAILED', 'DEAD', 'GRANT_REVOKED']),
+      'answer_delivery',
+    );
+    expect(open).toMatchObject({ type: 'range', indexOnly: true });
+    expect(open.read).toBeLessThan(100);
+    // the last hour of BROKER_ACCEPTED (one row a minute in the seed): idx_delivery_state_time's range
+    const recent = await access(fc, statusSql.outboxAccepted(NOW), 'answer_delivery');
+    expect(recent).toMatchObject({ type: 'range', key: 'idx_delivery_state_time', indexOnly: true });
+    expect(recent.read).toBeLessThanOrEqual(70);
+    const [[windows]] = (await fc.query(
+      statusSql.outboxAccepted(NOW).sql,
+      statusSql.outboxAccepted(NOW).params,
+    )) as unknown as [Array<Record<string, unknown>>];
+    // seq 40..60 are accepted rows at NOW - seq minutes within the hour; seq 40 is 40 minutes old
+    expect({ last5m: Number(windows!['last_5m']), last1h: Number(windows!['last_1h']) }).toEqual({
+      last5m: 0,
+      last1h: 21,
     });
+    // --exact-counts: one pass of an index alone
+    expect(await access(fc, statusSql.outboxAllStates(), 'answer_delivery')).toMatchObject({ indexOnly: true });
     const r = await access(fc, statusSql.outboxReasons('FAILED'), 'answer_delivery');
     expect(r).toMatchObject({ type: 'ref', key: 'idx_delivery_state_error', indexOnly: true });
     expect(r.read).toBeLessThan(100);
@@ -85,11 +105,17 @@ describe('status: indexed counts and bounded lists (real MariaDB)', () => {
     }
   });
 
-  test('apply commands: states from idx_apply_command_state_error alone; oldest due and claims the open range', async () => {
-    expect(await access(sh, statusSql.applyStates(NOW), 'flow_apply_command')).toMatchObject({
-      key: 'idx_apply_command_state_error',
-      indexOnly: true,
-    });
+  test('apply commands: open states and DONE windows read only their rows; oldest due and claims the open range', async () => {
+    const open = await access(
+      sh,
+      statusSql.applyOpenStates(['PENDING', 'UNKNOWN', 'FAILED', 'DEAD']),
+      'flow_apply_command',
+    );
+    expect(open).toMatchObject({ type: 'range', indexOnly: true });
+    expect(open.read).toBeLessThan(100);
+    const recent = await access(sh, statusSql.applyDone(NOW), 'flow_apply_command');
+    expect(recent).toMatchObject({ type: 'range', key: 'idx_apply_command_state_time', indexOnly: true });
+    expect(recent.read).toBeLessThanOrEqual(70);
     const r = await access(sh, statusSql.applyReasons('DEAD'), 'flow_apply_command');
     expect(r).toMatchObject({ type: 'ref', key: 'idx_apply_command_state_error', indexOnly: true });
     for (const q of [statusSql.applyOldestDue(NOW, 600), statusSql.applyClaims(NOW)]) {

@@ -14,6 +14,7 @@ import { waitFor } from '../helpers/wait.js';
 const queue = {
   status: 'ok' as const,
   states: { PENDING: 1, BROKER_ACCEPTED: 9, FAILED: 0, DEAD: 2, GRANT_REVOKED: 0 },
+  estimated: [] as string[],
   due: 1,
   held: 0,
   stuck: 0,
@@ -76,6 +77,14 @@ describe('status report view', () => {
     expect(frame).toMatch(/fleet \(SH\)\nunreachable: connect ECONNREFUSED/);
     expect(frame).toContain('deliveries send: broker upgrade — by ops@h, until resumed');
     expect(frame).toMatch(/live claims \(FC\)\nnone/);
+    expect(frame).not.toContain('≈');
+  });
+
+  it('marks an estimated count and says how to count it', () => {
+    const estimated = { ...doc, outbox: { ...queue, estimated: ['BROKER_ACCEPTED'] } };
+    const frame = render(<ReportView blocks={statusBlocks(estimated)} />).lastFrame() ?? '';
+    expect(frame).toContain('BROKER_ACCEPTED ≈9 · FAILED 0');
+    expect(frame).toContain('(≈ estimated: --exact-counts to');
   });
 });
 

@@ -32,6 +32,10 @@ export function createStatusCommand(
       'exit 1 when any of these holds, comma-separated: dead, paused, stale-workers, failed-pairs',
       failIfArg,
     )
+    .option(
+      '--exact-counts',
+      'count BROKER_ACCEPTED and DONE exactly (reads the whole history); by default estimated on tables of 200,000 rows or more',
+    )
     .action((o, cmd) =>
       commandAction(
         deps,
@@ -40,6 +44,7 @@ export function createStatusCommand(
           watch: o.watch ?? false,
           json: cmd.optsWithGlobals()['json'] === true,
           failIf: o.failIf ?? [],
+          exactCounts: o.exactCounts ?? false,
         }),
         runF,
       )(o, cmd),

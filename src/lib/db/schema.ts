@@ -26,9 +26,11 @@ export type Side = 'fc' | 'sh';
  * `apply-command scan` without reading the history, issue 20), which `db init` adds to an existing
  * table ({@link ADDED_INDEXES}). 6: `fcctl_worker` on both sides (the fleet registry of `--follow`
  * services, issue 27) and SH `fcctl_reconcile_join` (a process choosing a default run is activity,
- * issue 26 §3), created by `db init` on an older database.
+ * issue 26 §3), created by `db init` on an older database. 7: FC `answer_delivery` index
+ * `idx_delivery_state_time` and SH `flow_apply_command` index `idx_apply_command_state_time`
+ * (`fcctl status`'s accepted/DONE windows read as a range, issue 29 §2), added like version 5's.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Indexes a later version added to a table an older `db init` had already created. `db init` adds
@@ -37,8 +39,14 @@ export const SCHEMA_VERSION = 6;
  */
 export const ADDED_INDEXES: Readonly<Record<Side, ReadonlyArray<{ readonly table: string; readonly index: string }>>> =
   {
-    fc: [{ table: 'answer_delivery', index: 'idx_delivery_state_error' }],
-    sh: [{ table: 'flow_apply_command', index: 'idx_apply_command_state_error' }],
+    fc: [
+      { table: 'answer_delivery', index: 'idx_delivery_state_error' },
+      { table: 'answer_delivery', index: 'idx_delivery_state_time' },
+    ],
+    sh: [
+      { table: 'flow_apply_command', index: 'idx_apply_command_state_error' },
+      { table: 'flow_apply_command', index: 'idx_apply_command_state_time' },
+    ],
   };
 
 /** One table of the reference schema as its SQL file declares it. */

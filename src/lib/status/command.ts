@@ -24,7 +24,11 @@ export async function runStatus(
   const mode = statusMode({ watch: o.watch, json: o.json, interactive: ctx.io.interactive });
   if (!mode.ok) throw new UsageError(mode.message);
   const deps = depsOf(ctx);
-  const options: StatusOptions = { failIf: o.failIf, pendingGraceSeconds: PENDING_GRACE_SECONDS };
+  const options: StatusOptions = {
+    failIf: o.failIf,
+    exactCounts: o.exactCounts,
+    pendingGraceSeconds: PENDING_GRACE_SECONDS,
+  };
   if (mode.mode === 'watch') {
     await watchStatus(() => readStatus(options, deps), ctx.io, ctx.signal);
     return 0;

@@ -118,11 +118,30 @@ export function reconcileRunOf(
   };
 }
 
-/** The raw counts of the outbox or the apply commands as one section's facts. */
+/**
+ * Below this many rows (InnoDB's estimate) the history state is counted exactly: reading the whole
+ * index then costs tens of milliseconds, and an estimate would only puzzle.
+ */
+export const EXACT_BELOW_ROWS = 200_000;
+
+/** Whether the history state is counted exactly or estimated from the table's estimated rows. */
+export function countMode(tableRows: number, exactCounts: boolean): 'exact' | 'estimate' {
+  return exactCounts || tableRows < EXACT_BELOW_ROWS ? 'exact' : 'estimate';
+}
+
+/**
+ * The raw counts of the outbox or the apply commands as one section's facts. `counts`: exact rows
+ * per state, of every state or of the open ones only; then the history state is the table's
+ * estimated rows less the open ones (never below 0), and is named in `estimated`.
+ */
 export function queueOf(
   allStates: readonly string[],
+  historyState: string,
   raw: {
-    states: ReadonlyArray<{ state: string; n: number; last5m: number; last1h: number }>;
+    counts: ReadonlyArray<{ state: string; n: number }>;
+    /** InnoDB's estimate of the table's rows when the history state was not counted, else null */
+    estimatedTableRows: number | null;
+    accepted: { last5m: number; last1h: number };
     due: number;
     held: number | null;
     stuck: number;
@@ -132,18 +151,21 @@ export function queueOf(
   },
 ): QueueFacts {
   const states: Record<string, number> = Object.fromEntries(allStates.map((s) => [s, 0]));
-  for (const s of raw.states) states[s.state] = s.n;
+  for (const s of raw.counts) states[s.state] = s.n;
+  const estimate = raw.estimatedTableRows;
+  if (estimate !== null) {
+    const open = raw.counts.filter((c) => c.state !== historyState).reduce((a, c) => a + c.n, 0);
+    states[historyState] = Math.max(0, estimate - open);
+  }
   return {
     states,
+    estimated: estimate === null ? [] : [historyState],
     due: raw.due,
     held: raw.held,
     stuck: raw.stuck,
     oldestDueAgeSeconds: raw.oldestDueAgeSeconds,
     reasons: { DEAD: raw.dead, FAILED: raw.failed },
-    accepted: {
-      last5m: raw.states.reduce((a, s) => a + s.last5m, 0),
-      last1h: raw.states.reduce((a, s) => a + s.last1h, 0),
-    },
+    accepted: raw.accepted,
   };
 }
 

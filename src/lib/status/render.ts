@@ -57,8 +57,8 @@ function queueLines(q: QueueFacts, acceptedWord: string): string[] {
       : [`${state} reasons: ${q.reasons[state].map((r) => `${r.reason ?? '(none)'} ×${r.n}`).join(' · ')}`];
   return [
     Object.entries(q.states)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(' · '),
+      .map(([k, v]) => `${k} ${q.estimated.includes(k) ? '≈' : ''}${v}`)
+      .join(' · ') + (q.estimated.length > 0 ? ' (≈ estimated: --exact-counts to count)' : ''),
     `due ${q.due}${q.held === null ? '' : ` · held ${q.held}`} · stuck ${q.stuck} · oldest due ${ago(q.oldestDueAgeSeconds)}`,
     `${acceptedWord}: ${q.accepted.last5m} in the last 5 min · ${q.accepted.last1h} in the last hour`,
     ...reasons('DEAD'),

@@ -23,16 +23,19 @@ export interface StatusOptions {
   readonly failIf: readonly FailCondition[];
   /** PENDING apply commands count as due after this, as `apply-command scan` (seconds) */
   readonly pendingGraceSeconds: number;
+  /** count the history states (BROKER_ACCEPTED, DONE) exactly, whatever the table's size */
+  readonly exactCounts: boolean;
 }
 
 const section = readSection;
 
 /** The same read on both databases. */
 async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'fc' | 'sh') => Promise<T>) {
-  return {
-    fc: await section(deps.fcDb, (db) => read(db, 'fc')),
-    sh: await section(deps.shDb, (db) => read(db, 'sh')),
-  } satisfies Sides<T>;
+  const [fc, sh] = await Promise.all([
+    section(deps.fcDb, (db) => read(db, 'fc')),
+    section(deps.shDb, (db) => read(db, 'sh')),
+  ]);
+  return { fc, sh } satisfies Sides<T>;
 }
 
 /**
@@ -41,12 +44,15 @@ async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'f
  */
 export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<StatusDocument> {
   const takenAt = deps.now().toISOString();
-  const outbox = await section(deps.fcDb, readOutbox);
-  const applyCommands = await section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds));
-  const fleet = await sides(deps, async (db) => ({ workers: await readWorkers(db) }));
-  const claims = await sides(deps, async (db, side) => ({ owners: await readClaimOwners(db, side) }));
-  const pauses = await sides(deps, async (db) => ({ pauses: await readPauses(db) }));
-  const reconcile = await section(deps.shDb, async (db) => ({ run: await readReconcileRun(db) }));
+  // independent reads: sent at once (each database's pool), so the snapshot takes its slowest read
+  const [outbox, applyCommands, fleet, claims, pauses, reconcile] = await Promise.all([
+    section(deps.fcDb, (db) => readOutbox(db, o.exactCounts)),
+    section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds, o.exactCounts)),
+    sides(deps, async (db) => ({ workers: await readWorkers(db) })),
+    sides(deps, async (db, side) => ({ owners: await readClaimOwners(db, side) })),
+    sides(deps, async (db) => ({ pauses: await readPauses(db) })),
+    section(deps.shDb, async (db) => ({ run: await readReconcileRun(db) })),
+  ]);
   const conditions = conditionsOf({ outbox, applyCommands, fleet, pauses, reconcile });
   const failing = failingOf(conditions, o.failIf);
   const all = [outbox, applyCommands, reconcile, ...[fleet, claims, pauses].flatMap((s) => [s.fc, s.sh])];

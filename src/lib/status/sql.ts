@@ -20,24 +20,58 @@ const DUE = dueRule('d.', '?');
 const DUE_NOWS = DUE.split('?').length - 1;
 const REASON = "NULLIF(SUBSTRING_INDEX(last_error, ':', 1), '')";
 
-/** Rows by state, and those of `acceptedState` written in the last 5 minutes and hour, in one pass. */
-function statesWithRecent(table: string, acceptedState: string, now: string): Statement {
+/**
+ * Exact rows of the open states (every state but the one history grows in): a range per state of
+ * the `(state, …)` index, so its cost follows the open rows, never the history.
+ */
+function openStates(table: string, states: readonly string[]): Statement {
+  return {
+    sql: `SELECT state, COUNT(*) AS n FROM ${table} WHERE state IN (${states.map(() => '?').join(', ')}) GROUP BY state`,
+    params: [...states],
+  };
+}
+
+/** Every state's rows, exactly: one pass over a whole index (`--exact-counts`; the cost grows with the history). */
+function allStates(table: string): Statement {
+  return { sql: `SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`, params: [] };
+}
+
+/**
+ * Rows of `state` written in the last 5 minutes and hour: the last hour's range of
+ * `(state, update_time)` (schema version 7), the index alone.
+ */
+function recent(table: string, index: string, state: string, now: string): Statement {
   return {
     sql:
-      `SELECT state, COUNT(*) AS n, COALESCE(SUM(state = ? AND update_time >= ? - INTERVAL 300 SECOND), 0) AS last_5m, ` +
-      `COALESCE(SUM(state = ? AND update_time >= ? - INTERVAL 3600 SECOND), 0) AS last_1h FROM ${table} GROUP BY state`,
-    params: [acceptedState, now, acceptedState, now],
+      `SELECT COALESCE(SUM(update_time >= ? - INTERVAL 300 SECOND), 0) AS last_5m, COUNT(*) AS last_1h FROM ${table} FORCE INDEX (${index}) ` +
+      'WHERE state = ? AND update_time >= ? - INTERVAL 3600 SECOND',
+    params: [now, state, now],
+  };
+}
+
+/**
+ * InnoDB's own estimate of a table's rows (kept current as rows are written; a few per cent off):
+ * the history state's count is this less the exact open ones, as gh-ost shows an estimated row
+ * count unless asked for `--exact-rowcount`.
+ */
+function tableRows(table: string): Statement {
+  return {
+    sql: 'SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+    params: [table],
   };
 }
 
 /** @example const { sql, params } = statusSql.outboxReasons('DEAD') */
 export const statusSql = {
-  /**
-   * Outbox rows by state, with BROKER_ACCEPTED in the last 5 minutes and hour (its `update_time`,
-   * which the accept write sets): idx_delivery_state_error read whole, the index alone — the
-   * same one pass as `deliveries scan`'s count per state, the two windows at no extra read.
-   */
-  outboxStates: (now: string): Statement => statesWithRecent('answer_delivery', 'BROKER_ACCEPTED', now),
+  /** The outbox's open states (all but BROKER_ACCEPTED), exactly: ranges of idx_delivery_due. */
+  outboxOpenStates: (states: readonly string[]): Statement => openStates('answer_delivery', states),
+  /** Every outbox state exactly (`--exact-counts`): idx_delivery_due read whole, the index alone, as `deliveries scan` counts. */
+  outboxAllStates: (): Statement => allStates('answer_delivery'),
+  /** BROKER_ACCEPTED in the last 5 minutes and hour (`update_time`, which the accept write sets): idx_delivery_state_time. */
+  outboxAccepted: (now: string): Statement =>
+    recent('answer_delivery', 'idx_delivery_state_time', 'BROKER_ACCEPTED', now),
+  /** The outbox's estimated rows (information_schema, no table read). */
+  outboxTableRows: (): Statement => tableRows('answer_delivery'),
 
   /**
    * How long the oldest due row has been due (since its next retry, or its creation): the
@@ -64,8 +98,13 @@ export const statusSql = {
     params: [now, LIST_LIMIT],
   }),
 
-  /** Apply commands by state, with DONE in the last 5 minutes and hour: idx_apply_command_state_error, the index alone. */
-  applyStates: (now: string): Statement => statesWithRecent('flow_apply_command', 'DONE', now),
+  /** Apply commands of the open states (all but DONE), exactly: ranges of idx_apply_command_due. */
+  applyOpenStates: (states: readonly string[]): Statement => openStates('flow_apply_command', states),
+  /** Every apply-command state exactly (`--exact-counts`). */
+  applyAllStates: (): Statement => allStates('flow_apply_command'),
+  /** DONE in the last 5 minutes and hour: idx_apply_command_state_time. */
+  applyDone: (now: string): Statement => recent('flow_apply_command', 'idx_apply_command_state_time', 'DONE', now),
+  applyTableRows: (): Statement => tableRows('flow_apply_command'),
 
   /** How long the oldest due apply command has been due: the open states' range of idx_apply_command_due. */
   applyOldestDue: (now: string, graceSeconds: number): Statement => ({

@@ -6,12 +6,13 @@
 import { applyScanSql } from '../apply-command/scan/sql.js';
 import { APPLY_COMMAND_STATES } from '../apply-command/types.js';
 import type { Db } from '../db/connect.js';
+import type { Statement } from '../db/statement.js';
 import { scanSql } from '../deliveries/scan/sql.js';
 import { DELIVERY_STATES } from '../deliveries/types.js';
 import { pauseOfRow } from '../pause/decide.js';
 import { listPauses } from '../pause/store.js';
 import { workerSql } from '../service/sql.js';
-import { claimOwnerOf, queueOf, reconcileRunOf } from './decide.js';
+import { claimOwnerOf, countMode, queueOf, reconcileRunOf } from './decide.js';
 import { LIST_LIMIT, statusSql } from './sql.js';
 import type { ClaimOwner, PauseInForce, QueueFacts, ReasonCount, ReconcileRunFacts, Worker } from './types.js';
 
@@ -21,8 +22,7 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 const one = async (db: Db, s: { sql: string; params: unknown[] }) => (await db.query<Row>(s.sql, s.params))[0] ?? {};
 const rows = (db: Db, s: { sql: string; params: unknown[] }) => db.query<Row>(s.sql, s.params);
 
-const statesOf = (rs: Row[]) =>
-  rs.map((r) => ({ state: String(r['state']), n: num(r['n']), last5m: num(r['last_5m']), last1h: num(r['last_1h']) }));
+const countsOf = (rs: Row[]) => rs.map((r) => ({ state: String(r['state']), n: num(r['n']) }));
 const reasonsOf = (rs: Row[]): ReasonCount[] =>
   rs.map((r) => ({ reason: r['reason'] === null ? null : String(r['reason']), n: num(r['n']) }));
 
@@ -31,37 +31,89 @@ async function nowOf(db: Db): Promise<string> {
   return String((await one(db, scanSql.now()))['now']);
 }
 
-/** The outbox: states with the accepted windows, scan's held/due/stuck, the oldest due, the top reasons. */
-export async function readOutbox(fc: Db): Promise<QueueFacts> {
+/** One queue's statements: the outbox's or the apply commands'. */
+interface QueueSql {
+  readonly states: readonly string[];
+  readonly historyState: string;
+  readonly tableRows: () => Statement;
+  readonly openStates: (states: readonly string[]) => Statement;
+  readonly allStates: () => Statement;
+  readonly recent: (now: string) => Statement;
+}
+
+/**
+ * Rows by state (see ./decide.ts `countMode`) and the history state's last 5 minutes and hour.
+ * The statements are independent reads of one instant's `now`: sent at once, on the pool.
+ */
+async function readCounts(db: Db, q: QueueSql, now: string, exactCounts: boolean) {
+  const open = q.states.filter((s) => s !== q.historyState);
+  const [estimate, recentRow] = await Promise.all([one(db, q.tableRows()), one(db, q.recent(now))]);
+  const mode = countMode(num(estimate['n']), exactCounts);
+  const counts = countsOf(await rows(db, mode === 'exact' ? q.allStates() : q.openStates(open)));
+  return {
+    counts,
+    estimatedTableRows: mode === 'exact' ? null : num(estimate['n']),
+    accepted: { last5m: num(recentRow['last_5m']), last1h: num(recentRow['last_1h']) },
+  };
+}
+
+const OUTBOX: QueueSql = {
+  states: DELIVERY_STATES,
+  historyState: 'BROKER_ACCEPTED',
+  tableRows: statusSql.outboxTableRows,
+  openStates: statusSql.outboxOpenStates,
+  allStates: statusSql.outboxAllStates,
+  recent: statusSql.outboxAccepted,
+};
+
+const APPLY_COMMANDS: QueueSql = {
+  states: APPLY_COMMAND_STATES,
+  historyState: 'DONE',
+  tableRows: statusSql.applyTableRows,
+  openStates: statusSql.applyOpenStates,
+  allStates: statusSql.applyAllStates,
+  recent: statusSql.applyDone,
+};
+
+/** The outbox: rows by state, the accepted windows, scan's held/due/stuck, the oldest due, the top reasons. */
+export async function readOutbox(fc: Db, exactCounts: boolean): Promise<QueueFacts> {
   const now = await nowOf(fc);
-  const states = statesOf(await rows(fc, statusSql.outboxStates(now)));
-  const open = await one(fc, scanSql.open(now));
-  const oldest = await one(fc, statusSql.outboxOldestDue(now));
-  return queueOf(DELIVERY_STATES, {
-    states,
+  const [counts, open, oldest, dead, failed] = await Promise.all([
+    readCounts(fc, OUTBOX, now, exactCounts),
+    one(fc, scanSql.open(now)),
+    one(fc, statusSql.outboxOldestDue(now)),
+    rows(fc, statusSql.outboxReasons('DEAD')),
+    rows(fc, statusSql.outboxReasons('FAILED')),
+  ]);
+  return queueOf(OUTBOX.states, OUTBOX.historyState, {
+    ...counts,
     due: num(open['due']),
     held: num(open['held']),
     stuck: num(open['stuck']),
     oldestDueAgeSeconds: numOrNull(oldest['age']),
-    dead: reasonsOf(await rows(fc, statusSql.outboxReasons('DEAD'))),
-    failed: reasonsOf(await rows(fc, statusSql.outboxReasons('FAILED'))),
+    dead: reasonsOf(dead),
+    failed: reasonsOf(failed),
   });
 }
 
 /** The apply commands: the same, due as `apply-command scan` counts it with `graceSeconds`. */
-export async function readApplyCommands(sh: Db, graceSeconds: number): Promise<QueueFacts> {
+export async function readApplyCommands(sh: Db, graceSeconds: number, exactCounts: boolean): Promise<QueueFacts> {
   const now = await nowOf(sh);
-  const states = statesOf(await rows(sh, statusSql.applyStates(now)));
-  const open = await one(sh, applyScanSql.open(now, graceSeconds));
-  const oldest = await one(sh, statusSql.applyOldestDue(now, graceSeconds));
-  return queueOf(APPLY_COMMAND_STATES, {
-    states,
+  const [counts, open, oldest, dead, failed] = await Promise.all([
+    readCounts(sh, APPLY_COMMANDS, now, exactCounts),
+    one(sh, applyScanSql.open(now, graceSeconds)),
+    one(sh, statusSql.applyOldestDue(now, graceSeconds)),
+    rows(sh, statusSql.applyReasons('DEAD')),
+    rows(sh, statusSql.applyReasons('FAILED')),
+  ]);
+  return queueOf(APPLY_COMMANDS.states, APPLY_COMMANDS.historyState, {
+    ...counts,
     due: num(open['due']),
     held: null,
     stuck: num(open['stuck']),
     oldestDueAgeSeconds: numOrNull(oldest['age']),
-    dead: reasonsOf(await rows(sh, statusSql.applyReasons('DEAD'))),
-    failed: reasonsOf(await rows(sh, statusSql.applyReasons('FAILED'))),
+    dead: reasonsOf(dead),
+    failed: reasonsOf(failed),
   });
 }
 

@@ -17,6 +17,11 @@ export interface ReasonCount {
 export interface QueueFacts {
   /** every state's row count (0 for a state with none) */
   readonly states: Readonly<Record<string, number>>;
+  /**
+   * the states whose count is an estimate (the history state — BROKER_ACCEPTED, DONE — on a table
+   * of 200,000 rows or more, unless `--exact-counts`); the others are exact
+   */
+  readonly estimated: readonly string[];
   /** rows the next claim would take */
   readonly due: number;
   /** outbox rows held by push_allowed = 0; null for apply commands (nothing holds them) */

@@ -295,6 +295,8 @@ function verdictsOf(
   for (const r of outbox) add(r.consumerAppKey, r.schId);
   for (const g of grants ?? []) add(g.consumerAppKey, g.schId);
   if (pairs.size === 0) for (const p of sh?.projections ?? []) add(o.consumer ?? '-', p.schId);
+  // the consumers each school's one projection is compared with (all of them without --consumer)
+  const atSchool = (schId: string) => [...pairs.values()].filter((p) => p.schId === schId).map((p) => p.consumer);
   return [...pairs.values()].map(({ consumer, schId }) => {
     const projection = sh?.projections.find((p) => p.schId === schId);
     return verdictOf({
@@ -310,6 +312,7 @@ function verdictsOf(
         grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
       newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,
       outboxCut: o.outboxCut,
+      shConsumers: atSchool(schId),
       sh: sh === null ? { kind: 'unread' } : projection ? { kind: 'found', row: projection } : { kind: 'absent' },
     });
   });

@@ -1,7 +1,8 @@
 /**
  * `fcctl explain` against the real services, the review's findings: an SH projection compared with
  * several consumers of its school (and a repair the grant would refuse), a GRANT_REVOKED row whose
- * grant is valid again — each suggested command run as printed.
+ * grant is valid again, an answer uuid pasted in upper case or in braces — each suggested command run
+ * as printed.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect } from 'vitest';
@@ -146,5 +147,33 @@ describe('fcctl explain: the review findings, from real rows', () => {
       text: 'GRANT_REVOKED (GRANT_REVOKED) at grant version 1; now: grant revoked (version 3); `deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed)',
       command: null,
     });
+  });
+
+  test('an answer uuid pasted in upper case, in braces or with spaces: explained; found nowhere: one line naming both forms', async ({
+    dbs,
+  }) => {
+    const env = { ...dbs.env(), FCCTL_SH_DATABASE_URL: undefined };
+    const formUuid = randomUUID();
+    const a = await insertFcAnswer(dbs.admin, dbs.fcName, { formUuid, schId: 5, revision: 4 });
+    const upper = a.answerUuid.toUpperCase();
+    for (const pasted of [upper, `{${upper}}`, ` ${a.answerUuid} `, `{${a.answerUuid}}`]) {
+      const r = await explain(['answer', pasted], env);
+      expect(r.code, `${pasted}: ${r.stderr}`).toBe(0);
+      expect(r.doc!['fc'].answer.answerUuid, pasted).toBe(a.answerUuid);
+      expect(r.doc!['subject'], pasted).toEqual(
+        pasted.includes(upper) ? { answerUuid: a.answerUuid, given: upper } : { answerUuid: a.answerUuid },
+      );
+    }
+    const missing = randomUUID().toUpperCase();
+    const none = await explain(['answer', missing], env);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toBe(
+      `fcctl: answer ${missing}: not found at FC, in the outbox or at SH (nor as ${missing.toLowerCase()}: uuids are matched exactly)\n`,
+    );
+    // still not a uuid inside the braces: exit 2, one line
+    const bad = await runCli(['explain', 'answer', '{not-a-uuid}'], { env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
 });

@@ -181,6 +181,23 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
   return documentOf(o, fcRead, grants, sh, applyCommands);
 }
 
+/**
+ * `explain answer` of a uuid as pasted: looked up exactly as given first (the uuid columns compare
+ * case-sensitively, and nothing in the schema makes FC's uuids lower-case); found nowhere, and
+ * given with upper-case letters, its lower-case form — what FC's producer (Java `UUID.toString()`)
+ * writes — is explained instead, the document's `subject.given` keeping what was typed.
+ * @example (await explainAnswerAsPasted({ answerUuid: 'A1B2…' }, deps)).subject // { answerUuid: 'a1b2…', given: 'A1B2…' }
+ */
+export async function explainAnswerAsPasted(o: ExplainAnswerOptions, deps: ExplainDeps): Promise<ExplainDocument> {
+  const doc = await explainAnswer(o, deps);
+  const lower = o.answerUuid.toLowerCase();
+  // only "found nowhere that was read" is retried: a side unreachable is no evidence of absence
+  if (doc.found || doc.exitCode !== explainExitCode({ found: false, unreachable: 0 }) || lower === o.answerUuid)
+    return doc;
+  const again = await explainAnswer({ ...o, answerUuid: lower }, deps);
+  return again.found ? { ...again, subject: { ...again.subject, given: o.answerUuid } } : doc;
+}
+
 /** The SH section: projections, audit rows, and the last reconcile run of each projection's pair. */
 async function readSh(db: Db, o: ExplainAnswerOptions): Promise<ShSection> {
   const projections = await readProjections(db, o.answerUuid, o.schId);

@@ -378,6 +378,17 @@ describe('verdictOf: one row per situation', () => {
       null,
     ],
     [
+      "applied, SH stale at a school other than the answer's: none suggested",
+      {
+        fc: { kind: 'found', schId: '9', revision: '4', contentHash: HASH, isDeleted: false },
+        newest: applied,
+        sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) },
+      },
+      'SH_STALE',
+      "SH stale (revision 3, FC 4); a repair under k1 would be DEFERRED: FC's answer belongs to school 9 (SCHOOL_MISMATCH)",
+      null,
+    ],
+    [
       'applied, SH missing, no grant: none suggested',
       { newest: applied, grant: null, sh: { kind: 'absent' } },
       'SH_MISSING',

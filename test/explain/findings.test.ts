@@ -17,7 +17,11 @@ type Dbs = { admin: any; fcName: string; shName: string };
 
 let appId = 3000;
 /** A registered, granted consumer of the form at school 5. */
-async function consumer(dbs: Dbs, formUuid: string, grant: { grantVersion?: number; revoked?: number } = {}) {
+async function consumer(
+  dbs: Dbs,
+  formUuid: string,
+  grant: { grantVersion?: number; revoked?: number; schoolId?: number } = {},
+) {
   const key = uniqueConsumerKey('exf');
   await dbs.admin.query(
     `INSERT INTO \`${dbs.fcName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`,
@@ -113,6 +117,37 @@ describe('fcctl explain: the review findings, from real rows', () => {
     expect(r.stdout).toContain('"code":"STALE_REPAIRED"');
     const after = await explain(['answer', a.answerUuid, '--consumer', k2], env);
     expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null });
+  });
+
+  test("SH stale at a consumer school other than the answer's: no repair, which would be DEFERRED (SCHOOL_MISMATCH)", async ({
+    dbs,
+    tmp,
+  }) => {
+    const env = dbs.env();
+    const formUuid = randomUUID();
+    const a = { ...(await insertFcAnswer(dbs.admin, dbs.fcName, { formUuid, schId: 5, revision: 4 })), formUuid };
+    // a consumer of school 6 granted the form of an answer of school 5 (seed 000: the school is the caller's)
+    const k = await consumer(dbs, formUuid, { schoolId: 6 });
+    const eventId = await outboxRow(dbs, a, k, APPLIED_2H);
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.answer_delivery SET consumer_school_id = 6 WHERE event_id = ?`, [
+      eventId,
+    ]);
+    await insertProjection(dbs.admin, dbs.shName, { answerUuid: a.answerUuid, formUuid, schId: 6, revision: 3 });
+    const x = await explain(['answer', a.answerUuid], env);
+    expect(x.doc!['verdicts']).toEqual([
+      {
+        consumerAppKey: k,
+        schId: '6',
+        kind: 'SH_STALE',
+        text: `SH stale (revision 3, FC 4); a repair under ${k} would be DEFERRED: FC's answer belongs to school 5 (SCHOOL_MISMATCH)`,
+        command: null,
+      },
+    ]);
+    // what that repair answers
+    const repair = `fcctl projection repair-authoritative --consumer ${k} --school 6 --answer ${a.answerUuid} --expected-revision 3 --expected-hash ${x.doc!['sh'].projections[0].contentHash} --expected-is-deleted 0 --proof-id t`;
+    const r = await runAsPrinted(repair, env, tmp, false);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('"code":"SCHOOL_MISMATCH"');
   });
 
   test('a GRANT_REVOKED row whose grant is valid again (newer version): not "revoked", and no replay, as replay answers', async ({

@@ -292,14 +292,21 @@ function shVerdict(f: VerdictFacts, fcRevision: string, make: Make): Verdict | n
 }
 
 /**
- * What stands before `projection repair-authoritative` under this consumer: its grant, read now,
- * must let the repair through (SPEC §6: present, not revoked, read and subscribe — the version is
- * the grant's own when the snapshot is built from FC), else the repair is DEFERRED and none is
- * suggested (`refused`). With several consumers compared with the one SH projection the
+ * What stands before `projection repair-authoritative` under this consumer: the projection's school
+ * must be the answer's own, and the grant, read now, must let the repair through (SPEC §6: present,
+ * not revoked, read and subscribe — the version is the grant's own when the snapshot is built from
+ * FC), else the repair is DEFERRED and none is suggested (`refused`). With several consumers compared with the one SH projection the
  * suggestion is one per consumer, and `note` says only SH's own consumer's is the one to run.
  */
 function repairStop(f: VerdictFacts): { readonly refused: string | null; readonly note: string } {
-  const problem = f.grant === 'unread' ? 'the grant was not read' : grantProblem(f.grant, null);
+  const answerSchool = f.fc.kind === 'found' ? f.fc.schId : undefined;
+  // repair-authoritative builds the snapshot of the answer's own school only (SCHOOL_MISMATCH)
+  const problem =
+    answerSchool !== undefined && answerSchool !== f.schId
+      ? `FC's answer belongs to school ${answerSchool} (SCHOOL_MISMATCH)`
+      : f.grant === 'unread'
+        ? 'the grant was not read'
+        : grantProblem(f.grant, null);
   if (problem !== null)
     return { refused: `a repair under ${f.consumerAppKey} would be DEFERRED: ${problem}`, note: '' };
   const all = f.shConsumers ?? [];

@@ -324,7 +324,13 @@ function verdictsOf(
         ? { kind: 'unread' }
         : answer === null
           ? { kind: 'absent' }
-          : { kind: 'found', revision: answer.revision, contentHash: answer.contentHash, isDeleted: answer.isDeleted },
+          : {
+              kind: 'found',
+              schId: answer.schId,
+              revision: answer.revision,
+              contentHash: answer.contentHash,
+              isDeleted: answer.isDeleted,
+            },
       grant:
         grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
       newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,

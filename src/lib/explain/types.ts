@@ -150,6 +150,8 @@ export interface VerdictFacts {
   readonly fc:
     | {
         readonly kind: 'found';
+        /** the answer's own school (`answer.sch_id`): repair-authoritative repairs only that school's projection */
+        readonly schId?: string;
         readonly revision: string;
         readonly contentHash: string | null;
         readonly isDeleted: boolean;

@@ -16,6 +16,7 @@ import {
 import type { GrantFacts, OutboxRow, ProjectionFacts, VerdictFacts } from '../../src/lib/explain/types.js';
 import { decideReplay, type ReplayRow } from '../../src/lib/deliveries/replay/decide.js';
 import type { GrantRow } from '../../src/lib/deliveries/types.js';
+import { grantRefusal as repairGrantRefusal } from '../../src/lib/projection/repair-authoritative/decide.js';
 
 const A = '0a0b0c0d-0000-4000-8000-00000000000a';
 const HASH = 'a'.repeat(64);
@@ -286,10 +287,48 @@ describe('verdictOf: one row per situation', () => {
       null,
     ],
     [
+      'GRANT_REVOKED, the grant still revoked',
+      { newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_REVOKED: revoked' }), grant: grant({ revoked: true }) },
       'GRANT_REVOKED',
-      { newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_REVOKED: revoked' }) },
+      'GRANT_REVOKED (GRANT_REVOKED) at grant version 1; now: grant revoked (version 1); `deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed)',
+      null,
+    ],
+    [
+      'GRANT_REVOKED, no grant now',
+      { newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_MISSING' }), grant: null },
       'GRANT_REVOKED',
-      'never replayed under an old grant',
+      'GRANT_REVOKED (GRANT_MISSING) at grant version 1; now: no grant;',
+      null,
+    ],
+    [
+      'GRANT_REVOKED, re-granted at the same version',
+      { newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_REVOKED' }) },
+      'REGRANTED',
+      'GRANT_REVOKED (GRANT_REVOKED) at grant version 1; the grant is valid again at version 1: `deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed); revision 4 goes out only in a new outbox row the producer writes under version 1',
+      null,
+    ],
+    [
+      'GRANT_REVOKED, re-granted at a newer version',
+      {
+        newest: row({ state: 'GRANT_REVOKED', lastError: 'GRANT_VERSION_CHANGED' }),
+        grant: grant({ grantVersion: '3' }),
+      },
+      'REGRANTED',
+      'GRANT_REVOKED (GRANT_VERSION_CHANGED) at grant version 1; the grant is valid again at version 3:',
+      null,
+    ],
+    [
+      'GRANT_REVOKED, but applied by the consumer',
+      {
+        newest: row({
+          state: 'GRANT_REVOKED',
+          lastError: 'GRANT_REVOKED',
+          consumerAppliedAt: 't',
+          consumerOutcome: 'APPLIED',
+        }),
+      },
+      'REGRANTED',
+      '`deliveries replay` would answer ALREADY_DELIVERED (APPLIED at t)',
       null,
     ],
     [
@@ -325,6 +364,46 @@ describe('verdictOf: one row per situation', () => {
       { newest: applied, sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) } },
       'SH_STALE',
       'SH stale (revision 3, FC 4)',
+      repair(`--expected-revision 3 --expected-hash ${OTHER} --expected-is-deleted 0`),
+    ],
+    [
+      'applied, SH stale, the grant revoked since: the repair would be DEFERRED, none suggested',
+      {
+        newest: applied,
+        grant: grant({ revoked: true }),
+        sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) },
+      },
+      'SH_STALE',
+      'SH stale (revision 3, FC 4); a repair under k1 would be DEFERRED: grant revoked (version 1)',
+      null,
+    ],
+    [
+      "applied, SH stale at a school other than the answer's: none suggested",
+      {
+        fc: { kind: 'found', schId: '9', revision: '4', contentHash: HASH, isDeleted: false },
+        newest: applied,
+        sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) },
+      },
+      'SH_STALE',
+      "SH stale (revision 3, FC 4); a repair under k1 would be DEFERRED: FC's answer belongs to school 9 (SCHOOL_MISMATCH)",
+      null,
+    ],
+    [
+      'applied, SH missing, no grant: none suggested',
+      { newest: applied, grant: null, sh: { kind: 'absent' } },
+      'SH_MISSING',
+      'SH has no projection (FC revision 4); a repair under k1 would be DEFERRED: no grant',
+      null,
+    ],
+    [
+      'applied, SH stale, two consumers compared with it: the repair under this one, said to be one of two',
+      {
+        newest: applied,
+        shConsumers: ['k1', 'k2'],
+        sh: { kind: 'found', row: proj({ revision: '3', contentHash: OTHER }) },
+      },
+      'SH_STALE',
+      "SH stale (revision 3, FC 4) — if SH is k1's: SH serves one consumer, and 2 at school 5 are compared with it (k1, k2); run only the repair under SH's own consumer key (or explain again with --consumer)",
       repair(`--expected-revision 3 --expected-hash ${OTHER} --expected-is-deleted 0`),
     ],
     [
@@ -479,6 +558,12 @@ describe('verdictOf: every state × grant × SH situation', () => {
       expect(['SH_STALE', 'SH_MISSING', 'SH_DIFFERS'], name).toContain(v.kind);
       expect(f.newest?.state, name).toBe('BROKER_ACCEPTED');
       expect(f.newest?.consumerAppliedAt !== null || (f.newest?.acceptedAgoSeconds ?? 0) >= 3600, name).toBe(true);
+      // the repair's own grant check (SPEC §6), the snapshot built from FC under the grant's version
+      const g = f.grant === null || f.grant === 'unread' ? null : grantRowOf(f.grant);
+      expect(
+        repairGrantRefusal(g, { formUuid: 'f', schId: '5', grantVersion: g?.grant_version ?? '' }, 'k1'),
+        name,
+      ).toBeNull();
     }
     const kinds = new Set(all.map(([, f]) => verdictOf(f).kind));
     for (const k of ['SH_STALE', 'SH_MISSING', 'SH_DIFFERS', 'SH_AHEAD', 'HELD', 'DEAD', 'WAITING', 'ABSENT_AT_FC'])

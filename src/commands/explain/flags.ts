@@ -1,5 +1,16 @@
 import { type Command, InvalidArgumentError } from '@commander-js/extra-typings';
-import { consumerArg, pathArg, schoolArg } from '../options.js';
+import { consumerArg, pathArg, schoolArg, uuidArg } from '../options.js';
+
+/**
+ * An answer uuid as pasted from a ticket: surrounding spaces and one pair of braces (`{…}`, the
+ * GUID form) taken off — neither can be part of a 36-character uuid column — then a UUID, any case.
+ * @example pastedUuidArg(' {8C1F3A52-0D6E-4B7A-9C2E-5F4D3B2A1C0E} ') // '8C1F3A52-0D6E-4B7A-9C2E-5F4D3B2A1C0E'
+ */
+export const pastedUuidArg = (value: string) => {
+  const trimmed = value.trim();
+  const bare = /^\{.*\}$/s.test(trimmed) ? trimmed.slice(1, -1).trim() : trimmed;
+  return uuidArg(bare);
+};
 
 /** A value of at most `max` characters, not empty and without control characters (a key column's width). */
 export const textArg = (max: number) => (value: string) => {

@@ -4,7 +4,13 @@
  */
 import { configuredDatabases } from '../cli/section.js';
 import { ExitCode, FcctlError } from '../cli/exit.js';
-import { type ExplainAnswerOptions, type ExplainDeps, explainAnswer, explainCommand, explainEvent } from './run.js';
+import {
+  type ExplainAnswerOptions,
+  type ExplainDeps,
+  explainAnswerAsPasted,
+  explainCommand,
+  explainEvent,
+} from './run.js';
 import { type ExplainOutput, renderExplain } from './render.js';
 import type { Ctx } from '../cli/context.js';
 
@@ -19,9 +25,9 @@ function depsOf(ctx: Ctx): ExplainDeps {
 }
 
 /** Prints the document; found nowhere (and nothing unreachable) is one line and exit 1. */
-function finish(command: string, doc: ExplainOutput, ctx: Ctx, what: string): number {
+function finish(command: string, doc: ExplainOutput, ctx: Ctx, what: string, hint = ''): number {
   if (doc.exitCode === ExitCode.ITEMS_FAILED)
-    throw new FcctlError(`${what}: not found ${NOT_FOUND_WHERE[command]}`, ExitCode.ITEMS_FAILED);
+    throw new FcctlError(`${what}: not found ${NOT_FOUND_WHERE[command]}${hint}`, ExitCode.ITEMS_FAILED);
   renderExplain({ command, ...doc }, ctx.io, ctx.output.json);
   return doc.exitCode;
 }
@@ -33,8 +39,11 @@ const NOT_FOUND_WHERE: Record<string, string> = {
 };
 
 export async function runExplainAnswer(options: ExplainAnswerOptions, ctx: Ctx): Promise<number> {
-  const doc = await explainAnswer(options, depsOf(ctx));
-  return finish('explain answer', doc, ctx, `answer ${options.answerUuid}`);
+  const doc = await explainAnswerAsPasted(options, depsOf(ctx));
+  const lower = options.answerUuid.toLowerCase();
+  // found nowhere as given nor in lower case (explainAnswerAsPasted): the line says both were looked up
+  const what = lower === options.answerUuid ? '' : ` (nor as ${lower}: uuids are matched exactly)`;
+  return finish('explain answer', doc, ctx, `answer ${options.answerUuid}`, what);
 }
 
 export async function runExplainEvent(

@@ -160,7 +160,7 @@ export function verdictOf(f: VerdictFacts): Verdict {
       `outbox behind FC: newest row revision ${row.revision} (${row.state}), FC ${fc.revision}: the producer has not written revision ${fc.revision}`,
     );
   if (row.state === 'BROKER_ACCEPTED') return acceptedVerdict(f, row, fc.revision, make);
-  return pendingVerdict(f.answerUuid, row, grant, make);
+  return pendingVerdict(f.answerUuid, row, f.grant, make);
 }
 
 /** FC has no answer row: what SH holds decides. */
@@ -178,14 +178,31 @@ function absentVerdict(f: VerdictFacts, make: Make): Verdict {
   return make('ABSENT_AT_FC', `absent at FC${outbox}; ${f.sh.kind === 'unread' ? 'SH not read' : 'absent at SH'}`);
 }
 
+/**
+ * The newest row is GRANT_REVOKED (terminal, SPEC §5): said against the grant as it is now. A grant
+ * valid again (re-granted, maybe at a newer version) does not revive the row — `deliveries replay`
+ * answers GRANT_REVOKED for it — so no replay is suggested; only a new row from the producer goes out.
+ */
+function revokedVerdict(row: OutboxRow, grant: GrantFacts | null | 'unread', make: Make): Verdict {
+  const at = `GRANT_REVOKED (${errorCode(row.lastError)}) at grant version ${row.grantVersion}`;
+  // replay asks about the consumer's receipt before the row's state (replay/decide.ts)
+  const never = takenIn(row)
+    ? `\`deliveries replay\` would answer ALREADY_DELIVERED (${row.consumerOutcome ?? 'a receipt'} at ${row.consumerAppliedAt})`
+    : '`deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed)';
+  if (grant === 'unread') return make('GRANT_REVOKED', `${at}; the grant was not read: ${never}`);
+  const problem = grantProblem(grant, null);
+  if (grant === null || problem !== null) return make('GRANT_REVOKED', `${at}; now: ${problem}; ${never}`);
+  return make(
+    'REGRANTED',
+    `${at}; the grant is valid again at version ${grant.grantVersion}: ${never}; revision ${row.revision} goes out only in a new outbox row the producer writes under version ${grant.grantVersion}`,
+  );
+}
+
 /** The newest row is PENDING, FAILED, DEAD or GRANT_REVOKED. */
-function pendingVerdict(answerUuid: string, row: OutboxRow, grant: GrantFacts | null, make: Make): Verdict {
+function pendingVerdict(answerUuid: string, row: OutboxRow, grants: GrantFacts | null | 'unread', make: Make): Verdict {
   const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
-  if (row.state === 'GRANT_REVOKED')
-    return make(
-      'GRANT_REVOKED',
-      `GRANT_REVOKED (${errorCode(row.lastError)}): never replayed under an old grant; a new grant gets a new row from the producer`,
-    );
+  if (row.state === 'GRANT_REVOKED') return revokedVerdict(row, grants, make);
+  const grant = grants === 'unread' ? null : grants;
   const problem = grantProblem(grant, row.grantVersion);
   if (row.state === 'DEAD') {
     if (takenIn(row))
@@ -249,10 +266,12 @@ function refusedVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
 function shVerdict(f: VerdictFacts, fcRevision: string, make: Make): Verdict | null {
   if (f.fc.kind !== 'found' || f.sh.kind === 'unread') return null;
   const fc = f.fc;
-  const repair = (local: ProjectionFacts | null) =>
-    repairCommand(f.consumerAppKey, f.schId, f.answerUuid, local, fcRevision);
-  if (f.sh.kind === 'absent')
-    return make('SH_MISSING', `SH has no projection (FC revision ${fcRevision})`, repair(null));
+  const stop = repairStop(f);
+  const withRepair = (kind: VerdictKind, text: string, local: ProjectionFacts | null) =>
+    stop.refused !== null
+      ? make(kind, `${text}; ${stop.refused}`)
+      : make(kind, `${text}${stop.note}`, repairCommand(f.consumerAppKey, f.schId, f.answerUuid, local, fcRevision));
+  if (f.sh.kind === 'absent') return withRepair('SH_MISSING', `SH has no projection (FC revision ${fcRevision})`, null);
   const sh = f.sh.row;
   if (sh.retiredAt !== null)
     return make(
@@ -260,16 +279,42 @@ function shVerdict(f: VerdictFacts, fcRevision: string, make: Make): Verdict | n
       `retired at SH (proof ${sh.retireProofId ?? 'none'}) but present at FC (revision ${fcRevision}): a person decides`,
     );
   const c = cmp(sh.revision, fcRevision);
-  if (c < 0) return make('SH_STALE', `SH stale (revision ${sh.revision}, FC ${fcRevision})`, repair(sh));
+  if (c < 0) return withRepair('SH_STALE', `SH stale (revision ${sh.revision}, FC ${fcRevision})`, sh);
   if (c > 0)
     return make('SH_AHEAD', `SH ahead (revision ${sh.revision}, FC ${fcRevision}): never downgraded; a person decides`);
   if ((fc.contentHash !== null && sh.contentHash !== fc.contentHash) || sh.isDeleted !== fc.isDeleted)
-    return make(
+    return withRepair(
       'SH_DIFFERS',
       `SH differs at revision ${sh.revision} (hash ${sh.contentHash.slice(0, 12)}…, FC ${(fc.contentHash ?? '').slice(0, 12)}…)`,
-      repair(sh),
+      sh,
     );
   return null;
+}
+
+/**
+ * What stands before `projection repair-authoritative` under this consumer: the projection's school
+ * must be the answer's own, and the grant, read now, must let the repair through (SPEC §6: present,
+ * not revoked, read and subscribe — the version is the grant's own when the snapshot is built from
+ * FC), else the repair is DEFERRED and none is suggested (`refused`). With several consumers compared with the one SH projection the
+ * suggestion is one per consumer, and `note` says only SH's own consumer's is the one to run.
+ */
+function repairStop(f: VerdictFacts): { readonly refused: string | null; readonly note: string } {
+  const answerSchool = f.fc.kind === 'found' ? f.fc.schId : undefined;
+  // repair-authoritative builds the snapshot of the answer's own school only (SCHOOL_MISMATCH)
+  const problem =
+    answerSchool !== undefined && answerSchool !== f.schId
+      ? `FC's answer belongs to school ${answerSchool} (SCHOOL_MISMATCH)`
+      : f.grant === 'unread'
+        ? 'the grant was not read'
+        : grantProblem(f.grant, null);
+  if (problem !== null)
+    return { refused: `a repair under ${f.consumerAppKey} would be DEFERRED: ${problem}`, note: '' };
+  const all = f.shConsumers ?? [];
+  if (all.length < 2) return { refused: null, note: '' };
+  return {
+    refused: null,
+    note: ` — if SH is ${f.consumerAppKey}'s: SH serves one consumer, and ${all.length} at school ${f.schId} are compared with it (${all.join(', ')}); run only the repair under SH's own consumer key (or explain again with --consumer)`,
+  };
 }
 
 /**

@@ -181,6 +181,23 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
   return documentOf(o, fcRead, grants, sh, applyCommands);
 }
 
+/**
+ * `explain answer` of a uuid as pasted: looked up exactly as given first (the uuid columns compare
+ * case-sensitively, and nothing in the schema makes FC's uuids lower-case); found nowhere, and
+ * given with upper-case letters, its lower-case form — what FC's producer (Java `UUID.toString()`)
+ * writes — is explained instead, the document's `subject.given` keeping what was typed.
+ * @example (await explainAnswerAsPasted({ answerUuid: 'A1B2…' }, deps)).subject // { answerUuid: 'a1b2…', given: 'A1B2…' }
+ */
+export async function explainAnswerAsPasted(o: ExplainAnswerOptions, deps: ExplainDeps): Promise<ExplainDocument> {
+  const doc = await explainAnswer(o, deps);
+  const lower = o.answerUuid.toLowerCase();
+  // only "found nowhere that was read" is retried: a side unreachable is no evidence of absence
+  if (doc.found || doc.exitCode !== explainExitCode({ found: false, unreachable: 0 }) || lower === o.answerUuid)
+    return doc;
+  const again = await explainAnswer({ ...o, answerUuid: lower }, deps);
+  return again.found ? { ...again, subject: { ...again.subject, given: o.answerUuid } } : doc;
+}
+
 /** The SH section: projections, audit rows, and the last reconcile run of each projection's pair. */
 async function readSh(db: Db, o: ExplainAnswerOptions): Promise<ShSection> {
   const projections = await readProjections(db, o.answerUuid, o.schId);
@@ -295,6 +312,8 @@ function verdictsOf(
   for (const r of outbox) add(r.consumerAppKey, r.schId);
   for (const g of grants ?? []) add(g.consumerAppKey, g.schId);
   if (pairs.size === 0) for (const p of sh?.projections ?? []) add(o.consumer ?? '-', p.schId);
+  // the consumers each school's one projection is compared with (all of them without --consumer)
+  const atSchool = (schId: string) => [...pairs.values()].filter((p) => p.schId === schId).map((p) => p.consumer);
   return [...pairs.values()].map(({ consumer, schId }) => {
     const projection = sh?.projections.find((p) => p.schId === schId);
     return verdictOf({
@@ -305,11 +324,18 @@ function verdictsOf(
         ? { kind: 'unread' }
         : answer === null
           ? { kind: 'absent' }
-          : { kind: 'found', revision: answer.revision, contentHash: answer.contentHash, isDeleted: answer.isDeleted },
+          : {
+              kind: 'found',
+              schId: answer.schId,
+              revision: answer.revision,
+              contentHash: answer.contentHash,
+              isDeleted: answer.isDeleted,
+            },
       grant:
         grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
       newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,
       outboxCut: o.outboxCut,
+      shConsumers: atSchool(schId),
       sh: sh === null ? { kind: 'unread' } : projection ? { kind: 'found', row: projection } : { kind: 'absent' },
     });
   });

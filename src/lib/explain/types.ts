@@ -150,6 +150,8 @@ export interface VerdictFacts {
   readonly fc:
     | {
         readonly kind: 'found';
+        /** the answer's own school (`answer.sch_id`): repair-authoritative repairs only that school's projection */
+        readonly schId?: string;
         readonly revision: string;
         readonly contentHash: string | null;
         readonly isDeleted: boolean;
@@ -162,6 +164,11 @@ export interface VerdictFacts {
   readonly newest: OutboxRow | null;
   /** the outbox list was cut at its limit: a pair without a listed row may still have rows */
   readonly outboxCut?: boolean;
+  /**
+   * every consumer of this school compared with the one SH projection (no `--consumer`): SH is one
+   * consumer's deployment, so with more than one a repair is right only under SH's own key
+   */
+  readonly shConsumers?: readonly string[];
   /** the projection, when SH speaks for this consumer and school (see docs) */
   readonly sh:
     | { readonly kind: 'found'; readonly row: ProjectionFacts }
@@ -189,6 +196,7 @@ export type VerdictKind =
   | 'RETIRED_PRESENT_AT_FC'
   | 'ABSENT_AT_FC'
   | 'RETIRED'
+  | 'REGRANTED'
   | 'UNKNOWN';
 
 /** One line per consumer and school: what is the case, and the exact next command where one helps. */

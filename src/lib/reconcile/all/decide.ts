@@ -358,6 +358,7 @@ export function allReport(
             pairsWithDifferences: r.summary.pairsWithDifferences.length,
           },
     summaryFile: o.summaryFile,
+    ...(r.pruned ? { pruned: r.pruned } : {}),
     seconds: Math.round(elapsedMs / 100) / 10,
   };
   const outcome: RunOutcome = {

@@ -31,6 +31,7 @@ import { RUN_FILES } from '../run/types.js';
 // an outage is no fault of the pair: given back for a later run, never marked FAILED
 import { isOutage } from '../../db/outage.js';
 import { differencesOf } from '../diff/decide.js';
+import { pruneNights } from '../ledger/store.js';
 import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import {
   claimPair,
@@ -144,7 +145,10 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
+  // --keep-nights: after the summary, by a process that finished its share (one stopped leaves it to the next)
+  const keep = o.keepNights;
+  const pruned = keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep) : null;
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned };
 }
 
 /**

@@ -340,3 +340,16 @@ test('bad input: --last 0 or not a number, an unknown format, --keep-nights belo
     );
   expect(existsSync(join(dir, 'bad'))).toBe(false);
 });
+
+test("--keep-nights never prunes the pruning process's own run, however old (a night retried by --run-id)", async () => {
+  // n3 again: its FAILED pair is tried again (refused again: its row replaced, still one per pair)
+  const again = await night('n3', '--keep-nights', '1');
+  expect(again.pairs.map((p) => p['result'])).toEqual(['failed']);
+  const [left] = await dbs.admin.query(
+    `SELECT run_id FROM \`${dbs.shName}\`.fcctl_reconcile_ledger GROUP BY run_id ORDER BY run_id`,
+  );
+  // 'ad' is the newest night; n4, n5 and tx are gone; n3 is this process's own
+  expect((left as Array<{ run_id: string }>).map((r) => r.run_id)).toEqual(['ad', 'n3']);
+  expect(again.line['pruned']).toMatchObject({ nights: 3 });
+  expect(await ledgerRows('n3')).toHaveLength(6);
+});

@@ -147,7 +147,8 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   });
   // --keep-nights: after the summary, by a process that finished its share (one stopped leaves it to the next)
   const keep = o.keepNights;
-  const pruned = keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep) : null;
+  const pruned =
+    keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep, runId) : null;
   return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned };
 }
 

@@ -88,10 +88,11 @@ describe('db init on a version-4 FC database', () => {
     }
   });
 
-  test('a database a newer fcctl set up (SCHEMA_VERSION + 1): db init refuses, exit 3, one line, nothing changed', async ({
+  test('a database a newer fcctl set up (a version above this one): db init refuses, exit 3, one line, nothing changed', async ({
     dbs,
   }) => {
-    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = ${SCHEMA_VERSION + 1}`);
+    const newer = SCHEMA_VERSION + 1;
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = ?`, [newer]);
     await dbs.admin.query(
       `ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IF EXISTS idx_delivery_state_error`,
     );
@@ -101,12 +102,12 @@ describe('db init on a version-4 FC database', () => {
       expect(r.stderr.trim().split('\n')).toEqual([
         expect.stringMatching(
           new RegExp(
-            `fc database is at fcctl schema version ${SCHEMA_VERSION + 1}, newer than this fcctl's ${SCHEMA_VERSION}.*nothing was changed`,
+            `fc database is at fcctl schema version ${newer}, newer than this fcctl's ${SCHEMA_VERSION}.*nothing was changed`,
           ),
         ),
       ]);
     }
-    expect(await fcVersion(dbs)).toBe(SCHEMA_VERSION + 1);
+    expect(await fcVersion(dbs)).toBe(newer);
     const [idx] = await dbs.admin.query(
       `SHOW INDEX FROM \`${dbs.fcName}\`.answer_delivery WHERE Key_name = 'idx_delivery_state_error'`,
     );

@@ -94,17 +94,21 @@ describe('db init on a version-4 FC database', () => {
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 
-  test('version 7 on a version-6 database: db init adds the status window indexes, db check names them missing before', async ({
+  test('version 7 on a version-6 database: db init adds the status window indexes and creates SH fcctl_reconcile_ledger, db check names them missing before', async ({
     dbs,
   }) => {
     await dbs.admin.query(`ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX idx_delivery_state_time`);
     await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP INDEX idx_apply_command_state_time`);
+    await dbs.admin.query(`DROP TABLE \`${dbs.shName}\`.fcctl_reconcile_ledger`);
     for (const name of [dbs.fcName, dbs.shName]) {
       await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 6`);
     }
     const before = await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() });
     expect(before.code).toBe(3);
     expect(before.stderr).toContain('missing index answer_delivery.idx_delivery_state_time');
+    expect((await runCli(['db', 'check', '--side', 'sh'], { env: dbs.env() })).stderr).toContain(
+      'missing table fcctl_reconcile_ledger',
+    );
     const init = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(init.code).toBe(0);
     const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
@@ -113,9 +117,14 @@ describe('db init on a version-4 FC database', () => {
       versionRecorded: true,
     });
     expect(schema.find((l) => l['side'] === 'sh')).toMatchObject({
+      created: ['fcctl_reconcile_ledger'],
       indexesAdded: ['flow_apply_command.idx_apply_command_state_time'],
       versionRecorded: true,
     });
+    for (const name of [dbs.fcName, dbs.shName]) {
+      const [v] = await dbs.admin.query(`SELECT version FROM \`${name}\`.fcctl_schema_version`);
+      expect((v as Array<{ version: number }>)[0]!.version).toBe(7);
+    }
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 

@@ -28,7 +28,9 @@ export type Side = 'fc' | 'sh';
  * services, issue 27) and SH `fcctl_reconcile_join` (a process choosing a default run is activity,
  * issue 26 §3), created by `db init` on an older database. 7: FC `answer_delivery` index
  * `idx_delivery_state_time` and SH `flow_apply_command` index `idx_apply_command_state_time`
- * (`fcctl status`'s accepted/DONE windows read as a range, issue 29 §2), added like version 5's.
+ * (`fcctl status`'s accepted/DONE windows read as a range, issue 29 §2), added like version 5's;
+ * SH `fcctl_reconcile_ledger` (the drift ledger of `reconcile run --all`: one row per pair per
+ * night, issue 30 §2), created like version 6's tables.
  */
 export const SCHEMA_VERSION = 7;
 
@@ -84,7 +86,7 @@ export function parseSchema(sql: string): TableSpec[] {
         indexes[key[1]!] = key[2]!.split(',').map((c) => c.trim());
         continue;
       }
-      const col = /^(\w+)\s+(?:BIGINT|INT|TINYINT|VARCHAR|CHAR|LONGTEXT|TEXT|DATETIME)/.exec(line);
+      const col = /^(\w+)\s+(?:BIGINT|INT|TINYINT|VARCHAR|CHAR|LONGTEXT|TEXT|DATETIME|DOUBLE)/.exec(line);
       if (col) {
         columns.push(col[1]!);
         if (/PRIMARY KEY/.test(line)) indexes['PRIMARY'] = [col[1]!];

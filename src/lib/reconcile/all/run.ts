@@ -31,7 +31,8 @@ import { RUN_FILES } from '../run/types.js';
 // an outage is no fault of the pair: given back for a later run, never marked FAILED
 import { isOutage } from '../../db/outage.js';
 import { differencesOf } from '../diff/decide.js';
-import { defaultRunId, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
+import { pruneNights } from '../ledger/store.js';
+import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import {
   claimPair,
   findPairs,
@@ -71,6 +72,8 @@ interface Shared {
   readonly startedUtc: string;
   readonly outDir: string;
   readonly shDb: Db;
+  /** this host's name, on the ledger rows of the pairs it finishes */
+  readonly host: string;
   readonly now: () => Date;
   readonly taskStart: () => Promise<{ local: string; utc: string } | null>;
   stop: StopReason | null;
@@ -132,6 +135,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     startedUtc,
     outDir,
     shDb,
+    host: deps.host,
     now,
     taskStart: sharedTaskStart(shDb, deps.signal, now),
     stop: null,
@@ -141,7 +145,11 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop };
+  // --keep-nights: after the summary, by a process that finished its share (one stopped leaves it to the next)
+  const keep = o.keepNights;
+  const pruned =
+    keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep, runId) : null;
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned };
 }
 
 /**
@@ -353,11 +361,13 @@ async function runPair(
 /** The pair's end (or its release) under its claim; false when the claim was lost meanwhile (nothing written). */
 async function recordPair(
   shared: Shared,
-  task: { id: string | number; token: string; generation: string },
+  task: TaskRow & { token: string; generation: string },
   result: PairResult,
 ): Promise<boolean> {
   const w = taskWriteOf(result);
-  if ((await writeTask(shared.shDb, task, w)).affectedRows === 1) return true;
+  const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
+  const ledger = ledgerEntryOf(shared.runId, pair, result, shared.host);
+  if ((await writeTask(shared.shDb, task, w, ledger)).affectedRows === 1) return true;
   // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
   // claim writes under its generation (a new claim increments it), so the row in the wanted
   // state under that generation, unowned, is this write.

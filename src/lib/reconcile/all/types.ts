@@ -2,6 +2,7 @@
 import type { PauseState } from '../../pause/decide.js';
 import type { Category } from '../diff/decide.js';
 import type { ReconcileRunDeps } from '../run/types.js';
+import type { Pruned } from '../ledger/types.js';
 
 export const ALL_SUMMARY_FORMAT = 'fcctl.reconcile.all.v1';
 
@@ -78,6 +79,8 @@ export interface RunAllOptions {
   readonly size: number;
   readonly fcDatabase: string;
   readonly shDatabase: string;
+  /** `--keep-nights`: after the summary, the drift ledger's nights older than the newest N pruned (none when absent) */
+  readonly keepNights?: number;
 }
 
 export interface RunAllDeps extends Pick<ReconcileRunDeps, 'fcDb' | 'shDb' | 'signal' | 'now' | 'paused' | 'throttle'> {
@@ -130,4 +133,6 @@ export type RunAllResult = {
   /** null when the task table could not be read at the end (the outage that stopped the run) */
   readonly summary: RunAllSummary | null;
   readonly stop: StopReason | null;
+  /** what `--keep-nights` pruned; null when not pruned (stopped, or no `keepNights`) */
+  readonly pruned?: Pruned | null;
 };

@@ -186,3 +186,40 @@ CREATE TABLE IF NOT EXISTS fcctl_worker (
   KEY idx_worker_command (command, last_beat_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;
+-- The drift ledger (schema version 7, issue 30 §2): one row per pair per night of `reconcile run
+-- --all` (a night = one run id), written in the same transaction as the pair's guarded DONE or FAILED
+-- in fcctl_reconcile_task, so a ledger row exists only for a finished pair; a pair finished again in
+-- the same run (a FAILED pair retried) updates its row. run_started_at is the night's start (UTC:
+-- MIN(create_time) of the run's tasks), the same on every row of a run. One column per category of
+-- the diff; `reconcile history` and the report read it by night (idx_reconcile_ledger_night: the
+-- newest nights, then each night's pairs by uk_reconcile_ledger_pair) or by pair; `--keep-nights`
+-- prunes whole nights.
+CREATE TABLE IF NOT EXISTS fcctl_reconcile_ledger (
+  id                              BIGINT        NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  run_id                          VARCHAR(64)   NOT NULL,
+  run_started_at                  DATETIME      NOT NULL,
+  sch_id                          BIGINT        NOT NULL,
+  form_uuid                       CHAR(36)      NOT NULL,
+  result                          VARCHAR(16)   NOT NULL,
+  in_sync                         BIGINT        NOT NULL DEFAULT 0,
+  missing_local                   BIGINT        NOT NULL DEFAULT 0,
+  stale_local                     BIGINT        NOT NULL DEFAULT 0,
+  hash_conflict                   BIGINT        NOT NULL DEFAULT 0,
+  local_ahead                     BIGINT        NOT NULL DEFAULT 0,
+  retired_present_at_fc           BIGINT        NOT NULL DEFAULT 0,
+  absent_at_fc                    BIGINT        NOT NULL DEFAULT 0,
+  absent_created_after_task_start BIGINT        NOT NULL DEFAULT 0,
+  absent_create_time_null         BIGINT        NOT NULL DEFAULT 0,
+  retired                         BIGINT        NOT NULL DEFAULT 0,
+  differences                     BIGINT        NOT NULL DEFAULT 0,
+  fc_rows                         BIGINT        NULL,
+  sh_rows                         BIGINT        NULL,
+  error                           VARCHAR(1024) NULL,
+  seconds                         DOUBLE        NOT NULL DEFAULT 0,
+  host                            VARCHAR(255)  NULL,
+  finished_at                     DATETIME      NOT NULL,
+  UNIQUE KEY uk_reconcile_ledger_pair (run_id, sch_id, form_uuid),
+  KEY idx_reconcile_ledger_pair (sch_id, form_uuid, run_started_at),
+  KEY idx_reconcile_ledger_night (run_started_at, run_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;

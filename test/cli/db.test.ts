@@ -33,7 +33,10 @@ describe('reference schema files', () => {
       'fcctl_reconcile_task',
       'fcctl_reconcile_join',
       'fcctl_worker',
+      'fcctl_reconcile_ledger',
     ]);
+    // DOUBLE is a column type the check reads too (the ledger's seconds)
+    expect(sh.find((t) => t.name === 'fcctl_reconcile_ledger')!.columns).toContain('seconds');
     expect(sh.find((t) => t.name === 'fcctl_requeue_operation')!.indexes['uk_requeue_op_command']).toEqual([
       'op_digest',
       'biz_type',
@@ -109,7 +112,7 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     const first = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
     expect(first.code).toBe(0);
     const summary1 = jsonLines(first.stdout).at(-1)!;
-    expect(summary1).toMatchObject({ type: 'summary', command: 'db init', exitCode: 0, created: 20, changed: true });
+    expect(summary1).toMatchObject({ type: 'summary', command: 'db init', exitCode: 0, created: 21, changed: true });
     const before = (await tableChecksum(dbs.fcName)) + (await tableChecksum(dbs.shName));
 
     const second = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });

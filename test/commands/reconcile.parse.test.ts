@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createReconcileDiffCommand } from '../../src/commands/reconcile/diff.js';
+import { createReconcileHistoryCommand } from '../../src/commands/reconcile/history.js';
 import { createReconcileRunCommand } from '../../src/commands/reconcile/run.js';
 import { parseError, parseWith } from '../helpers/parse.js';
 
@@ -150,6 +151,7 @@ describe('reconcile run --all: flags → options', () => {
         size: 200,
         allowEmpty: false,
         failIfDiff: false,
+        keepNights: 90,
         throttle: { maxLoad: [], maxLagSeconds: null },
       },
     });
@@ -179,6 +181,8 @@ describe('reconcile run --all: flags → options', () => {
       'p',
       '--max-load',
       'Threads_running=9',
+      '--keep-nights',
+      '7',
     ]);
     expect(options).toEqual({
       all: {
@@ -191,6 +195,7 @@ describe('reconcile run --all: flags → options', () => {
         size: 50,
         allowEmpty: true,
         failIfDiff: true,
+        keepNights: 7,
         metricsFile: 'm.prom',
         pauseFile: 'p',
         throttle: { maxLoad: [{ variable: 'Threads_running', max: 9 }], maxLagSeconds: null },
@@ -201,6 +206,8 @@ describe('reconcile run --all: flags → options', () => {
     expect(await parseError(createReconcileRunCommand, [...all, '--concurrency', '65'])).toMatch(/--concurrency/);
     expect(await parseError(createReconcileRunCommand, [...all, '--lease-seconds', '2'])).toMatch(/--lease-seconds/);
     expect(await parseError(createReconcileRunCommand, [...all, '--school', '5', '--school', 'x'])).toMatch(/--school/);
+    for (const bad of ['0', '-1', 'x', '1.5'])
+      expect(await parseError(createReconcileRunCommand, [...all, '--keep-nights', bad])).toMatch(/--keep-nights/);
     await expect(
       parseWith(createReconcileRunCommand, ['run', '--school', '5', '--school', '6', '--form', FORM, '--out-dir', 'x']),
     ).rejects.toThrow(/--school given 2 times/);
@@ -213,5 +220,34 @@ describe('reconcile run --all: flags → options', () => {
     await expect(parseWith(createReconcileRunCommand, [...all, '--restart'])).rejects.toThrow(
       /--restart is for one pair/,
     );
+  });
+});
+
+describe('reconcile history: flags → options', () => {
+  it('defaults: every school and form, the last 30 nights, a table', async () => {
+    const { options } = await parseWith(createReconcileHistoryCommand, ['history']);
+    expect(options).toEqual({ schools: [], forms: [], last: 30, format: 'table' });
+  });
+  it('every flag reaches its option; --school and --form repeat', async () => {
+    const { options } = await parseWith(createReconcileHistoryCommand, [
+      'history',
+      '--school',
+      '5',
+      '--school',
+      '7',
+      '--form',
+      FORM,
+      '--last',
+      '3',
+      '--format',
+      'csv',
+    ]);
+    expect(options).toEqual({ schools: ['5', '7'], forms: [FORM], last: 3, format: 'csv' });
+  });
+  it('--last 0, --last not a number, an unknown format, a bad school are refused', async () => {
+    for (const bad of ['0', 'x', '-2', '2.5'])
+      expect(await parseError(createReconcileHistoryCommand, ['history', '--last', bad])).toMatch(/--last/);
+    expect(await parseError(createReconcileHistoryCommand, ['history', '--format', 'xml'])).toMatch(/--format/);
+    expect(await parseError(createReconcileHistoryCommand, ['history', '--school', 'x'])).toMatch(/--school/);
   });
 });

@@ -14,7 +14,7 @@ describe('db init on a version-4 FC database', () => {
   test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({
     dbs,
   }) => {
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(SCHEMA_VERSION).toBe(7);
     const t = `\`${dbs.fcName}\`.answer_delivery`;
     await dbs.admin.query(
       `INSERT INTO ${t} (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, create_time) ` +
@@ -82,6 +82,26 @@ describe('db init on a version-4 FC database', () => {
       created: ['fcctl_reconcile_join', 'fcctl_worker'],
       versionRecorded: true,
     });
+    expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+  });
+
+  test('version 7 on a version-6 database: db init creates SH fcctl_reconcile_ledger, db check names it missing before', async ({
+    dbs,
+  }) => {
+    await dbs.admin.query(`DROP TABLE \`${dbs.shName}\`.fcctl_reconcile_ledger`);
+    await dbs.admin.query(`UPDATE \`${dbs.shName}\`.fcctl_schema_version SET version = 6`);
+    const before = await runCli(['db', 'check', '--side', 'sh'], { env: dbs.env() });
+    expect(before.code).toBe(3);
+    expect(before.stderr).toContain('missing table fcctl_reconcile_ledger');
+    const init = await runCli(['--json', 'db', 'init', '--side', 'sh'], { env: dbs.env() });
+    expect(init.code).toBe(0);
+    expect(jsonLines(init.stdout).find((l) => l['type'] === 'schema')).toMatchObject({
+      side: 'sh',
+      created: ['fcctl_reconcile_ledger'],
+      versionRecorded: true,
+    });
+    const [v] = await dbs.admin.query(`SELECT version FROM \`${dbs.shName}\`.fcctl_schema_version WHERE side = 'sh'`);
+    expect((v as Array<{ version: number }>)[0]!.version).toBe(7);
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
 

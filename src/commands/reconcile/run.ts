@@ -71,7 +71,15 @@ function runFlags(parent: Command) {
       'with --all (required): the consumer app key whose FC grants name the pairs',
       opt.consumerArg,
     )
-    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false);
+    .option('--fail-if-diff', 'with --all: exit 1 when a pair has a difference', false)
+    .addOption(
+      new Option(
+        '--keep-nights <n>',
+        "with --all: after the run's summary, the drift ledger keeps the newest N nights (older nights' ledger and task rows deleted)",
+      )
+        .argParser(opt.intArg(1, 100_000))
+        .default(90),
+    );
 }
 
 export function createReconcileRunCommand(parent: Command, deps: Deps, resources: Resources, runF = runReconcileRun) {

@@ -26,9 +26,10 @@ export type Side = 'fc' | 'sh';
  * `apply-command scan` without reading the history, issue 20), which `db init` adds to an existing
  * table ({@link ADDED_INDEXES}). 6: `fcctl_worker` on both sides (the fleet registry of `--follow`
  * services, issue 27) and SH `fcctl_reconcile_join` (a process choosing a default run is activity,
- * issue 26 §3), created by `db init` on an older database.
+ * issue 26 §3), created by `db init` on an older database. 7: SH `fcctl_reconcile_ledger` (the drift
+ * ledger of `reconcile run --all`: one row per pair per night, issue 30 §2), created the same way.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Indexes a later version added to a table an older `db init` had already created. `db init` adds
@@ -76,7 +77,7 @@ export function parseSchema(sql: string): TableSpec[] {
         indexes[key[1]!] = key[2]!.split(',').map((c) => c.trim());
         continue;
       }
-      const col = /^(\w+)\s+(?:BIGINT|INT|TINYINT|VARCHAR|CHAR|LONGTEXT|TEXT|DATETIME)/.exec(line);
+      const col = /^(\w+)\s+(?:BIGINT|INT|TINYINT|VARCHAR|CHAR|LONGTEXT|TEXT|DATETIME|DOUBLE)/.exec(line);
       if (col) {
         columns.push(col[1]!);
         if (/PRIMARY KEY/.test(line)) indexes['PRIMARY'] = [col[1]!];

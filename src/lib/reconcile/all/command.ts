@@ -21,6 +21,8 @@ export interface ReconcileAllOptions {
   readonly size: number;
   readonly allowEmpty: boolean;
   readonly failIfDiff: boolean;
+  /** `--keep-nights`: the drift ledger keeps the newest N nights */
+  readonly keepNights: number;
   readonly throttle: ThrottleLimits;
   readonly metricsFile?: string;
   readonly pauseFile?: string;
@@ -51,6 +53,7 @@ async function reconcileAll(
         concurrency: o.concurrency,
         leaseSeconds: o.leaseSeconds,
         size: o.size,
+        keepNights: o.keepNights,
         ...databases,
       },
       {

@@ -10,6 +10,7 @@ import type { ReconcilePairResult } from '../metrics.js';
 import { runPlan } from '../run/decide.js';
 import type { ReconcileRunResult, RunState } from '../run/types.js';
 import { CATEGORIES, type Category, differencesOf, emptyCounts } from '../diff/decide.js';
+import type { LedgerEntry } from '../ledger/types.js';
 
 import {
   ALL_SUMMARY_FORMAT,
@@ -157,6 +158,39 @@ export function taskWriteOf(
       resultJson: JSON.stringify({ exitCode: r.exitCode, error: r.error.slice(0, 2000), seconds: r.seconds }),
     };
   return { kind: 'release' };
+}
+
+/** The ledger's VARCHAR(1024) `error`. */
+const LEDGER_ERROR_CHARS = 1024;
+
+/**
+ * The drift ledger's row of a pair's end (../ledger/types.ts), or null for a pair given back
+ * unfinished: a pair done or adopted (its row counts unknown then: null) is DONE, a failed one FAILED.
+ * @example ledgerEntryOf('2026-12-01T18-30Z', { schId: '5', formUuid: f }, result, 'host-a')?.result // 'DONE'
+ */
+export function ledgerEntryOf(runId: string, pair: Pair, r: PairResult, host: string | null): LedgerEntry | null {
+  const base = { runId, schId: pair.schId, formUuid: pair.formUuid, seconds: r.seconds, host };
+  if (r.result === 'done' || r.result === 'adopted')
+    return {
+      ...base,
+      result: 'DONE',
+      counts: { ...emptyCounts(), ...r.counts },
+      differences: r.differences,
+      fcRows: r.result === 'done' ? r.fcRows : null,
+      shRows: r.result === 'done' ? r.shRows : null,
+      error: null,
+    };
+  if (r.result === 'failed')
+    return {
+      ...base,
+      result: 'FAILED',
+      counts: emptyCounts(),
+      differences: 0,
+      fcRows: null,
+      shRows: null,
+      error: Array.from(r.error).slice(0, LEDGER_ERROR_CHARS).join(''),
+    };
+  return null;
 }
 
 function parseResult(json: string | null): { counts?: Record<string, number>; differences?: number; error?: string } {
@@ -324,6 +358,7 @@ export function allReport(
             pairsWithDifferences: r.summary.pairsWithDifferences.length,
           },
     summaryFile: o.summaryFile,
+    ...(r.pruned ? { pruned: r.pruned } : {}),
     seconds: Math.round(elapsedMs / 100) / 10,
   };
   const outcome: RunOutcome = {

@@ -33,7 +33,8 @@ import { isOutage } from '../../db/outage.js';
 import { differencesOf } from '../diff/decide.js';
 import { runFinished } from '../report/decide.js';
 import { writeRunReport } from '../report/run.js';
-import { defaultRunId, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
+import { pruneNights } from '../ledger/store.js';
+import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import {
   claimPair,
   findPairs,
@@ -73,6 +74,8 @@ interface Shared {
   readonly startedUtc: string;
   readonly outDir: string;
   readonly shDb: Db;
+  /** this host's name, on the ledger rows of the pairs it finishes */
+  readonly host: string;
   readonly now: () => Date;
   readonly taskStart: () => Promise<{ local: string; utc: string } | null>;
   stop: StopReason | null;
@@ -134,6 +137,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     startedUtc,
     outDir,
     shDb,
+    host: deps.host,
     now,
     taskStart: sharedTaskStart(shDb, deps.signal, now),
     stop: null,
@@ -143,8 +147,11 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
+  // --keep-nights: after the summary, by a process that finished its share (one stopped leaves it to the next)
+  const keep = o.keepNights;
+  const pruned = keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep) : null;
   const report = await lastReport(summary, { outDir, runId, consumer: o.consumerAppKey }, deps.shDb, now);
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, report };
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned, report };
 }
 
 /**
@@ -356,11 +363,13 @@ async function runPair(
 /** The pair's end (or its release) under its claim; false when the claim was lost meanwhile (nothing written). */
 async function recordPair(
   shared: Shared,
-  task: { id: string | number; token: string; generation: string },
+  task: TaskRow & { token: string; generation: string },
   result: PairResult,
 ): Promise<boolean> {
   const w = taskWriteOf(result);
-  if ((await writeTask(shared.shDb, task, w)).affectedRows === 1) return true;
+  const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
+  const ledger = ledgerEntryOf(shared.runId, pair, result, shared.host);
+  if ((await writeTask(shared.shDb, task, w, ledger)).affectedRows === 1) return true;
   // 0 rows: lost — unless this very write was made by an attempt whose reply was lost. Only this
   // claim writes under its generation (a new claim increments it), so the row in the wanted
   // state under that generation, unowned, is this write.

@@ -6,6 +6,8 @@ import type { Statement } from '../../db/statement.js';
 import { isOutage } from '../../db/outage.js';
 import { defaultRunIdCandidates, mergePairs, newDefaultRunId, summarizeRun } from './decide.js';
 import { allSql } from './sql.js';
+import { recordLedgerRow } from '../ledger/store.js';
+import type { LedgerEntry } from '../ledger/types.js';
 import type { Pair, PairFilter, PairFound, RunAllOptions, RunAllSummary, TaskRow } from './types.js';
 
 /** Pairs registered per INSERT. */
@@ -113,18 +115,27 @@ export async function renewLease(
   return shDb.execute(renew.sql, renew.params);
 }
 
-/** A pair's end (`finish`) or its release, written under its claim; 0 rows: no longer this claim's. */
+/**
+ * A pair's end (`finish`) or its release, written under its claim; 0 rows: no longer this claim's.
+ * A finish writes the pair's ledger row (`ledger`) in the same transaction, only when the guarded
+ * UPDATE matched its row: a lost claim writes neither, and a crash leaves both or neither.
+ */
 export async function writeTask(
   shDb: Db,
   task: { id: string | number; token: string; generation: string },
   w: { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' },
+  ledger: LedgerEntry | null = null,
 ): Promise<{ affectedRows: number }> {
   const id = String(task.id);
-  return execute(
-    shDb,
-    w.kind === 'finish'
-      ? allSql.finish(id, task.token, task.generation, w.state, w.resultJson)
-      : allSql.release(id, task.token, task.generation),
+  if (w.kind === 'release') return execute(shDb, allSql.release(id, task.token, task.generation));
+  const finish = allSql.finish(id, task.token, task.generation, w.state, w.resultJson);
+  return retrying(() =>
+    shDb.transaction(async (conn) => {
+      const [r] = await conn.query(finish.sql, finish.params);
+      const affectedRows = (r as { affectedRows: number }).affectedRows;
+      if (affectedRows === 1 && ledger !== null) await recordLedgerRow(conn, ledger);
+      return { affectedRows };
+    }),
   );
 }
 

@@ -2,6 +2,7 @@
 import type { PauseState } from '../../pause/decide.js';
 import type { Category } from '../diff/decide.js';
 import type { ReconcileRunDeps } from '../run/types.js';
+import type { Pruned } from '../ledger/types.js';
 
 export const ALL_SUMMARY_FORMAT = 'fcctl.reconcile.all.v1';
 
@@ -78,6 +79,8 @@ export interface RunAllOptions {
   readonly size: number;
   readonly fcDatabase: string;
   readonly shDatabase: string;
+  /** `--keep-nights`: after the summary, the drift ledger's nights older than the newest N pruned (none when absent) */
+  readonly keepNights?: number;
 }
 
 export interface RunAllDeps extends Pick<ReconcileRunDeps, 'fcDb' | 'shDb' | 'signal' | 'now' | 'paused' | 'throttle'> {
@@ -132,4 +135,6 @@ export type RunAllResult = {
   readonly stop: StopReason | null;
   /** report.html written by this process (the last of the run to finish), or why it could not be; null: not this process's to write */
   readonly report?: { readonly file: string } | { readonly error: string } | null;
+  /** what `--keep-nights` pruned; null when not pruned (stopped, or no `keepNights`) */
+  readonly pruned?: Pruned | null;
 };

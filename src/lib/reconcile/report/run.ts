@@ -28,6 +28,7 @@ import {
   trendOf,
   type TrendPairNight,
 } from './decide.js';
+import { ledgerNights, ledgerPairs } from '../ledger/store.js';
 import { renderReport } from './render.js';
 import { reportTasks } from './store.js';
 import {
@@ -49,14 +50,8 @@ export interface TrendSource {
   ledgerPairs(db: Db, o: { runIds: string[] }): Promise<readonly TrendPairNight[]>;
 }
 
-/**
- * The drift ledger's reads (src/lib/reconcile/ledger/store.ts): none until the ledger is merged —
- * the report then shows no trend and no change from the previous night.
- */
-export const LEDGER_TREND: TrendSource = {
-  ledgerNights: async () => [],
-  ledgerPairs: async () => [],
-};
+/** The drift ledger's reads (src/lib/reconcile/ledger/store.ts): the nights and their pairs. */
+export const LEDGER_TREND: TrendSource = { ledgerNights, ledgerPairs };
 
 export interface ReportDeps {
   readonly shDb: () => Promise<Db>;

@@ -103,6 +103,7 @@ export interface ReconcileRunFlags {
   readonly leaseSeconds: number;
   readonly consumer?: string | undefined;
   readonly failIfDiff: boolean;
+  readonly keepNights: number;
 }
 
 /**
@@ -128,10 +129,10 @@ export function reconcileRunOptions(o: ReconcileRunFlags, throttle: ThrottleLimi
     throw new UsageError(
       'reconcile run --all needs --consumer KEY: the consumer app key whose FC grants name the pairs',
     );
-  const { outDir, consumer, concurrency, leaseSeconds } = o;
+  const { outDir, consumer, concurrency, leaseSeconds, keepNights } = o;
   return {
     all: {
-      ...{ ...common, consumer, outDir, concurrency, leaseSeconds, failIfDiff: o.failIfDiff === true },
+      ...{ ...common, consumer, outDir, concurrency, leaseSeconds, keepNights, failIfDiff: o.failIfDiff === true },
       ...{ filter: { schools: o.school ?? [], forms: o.form ?? [] }, runId: o.runId ?? null },
     },
   };

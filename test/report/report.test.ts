@@ -339,3 +339,33 @@ test('bad input: one line, exit 2 or 3, nothing written', async () => {
   expect(r.stderr).toMatch(/holds no summary.json of reconcile run --all/);
   expect(existsSync(join(empty, 'report.html'))).toBe(false);
 });
+
+test('a second night: the headline shows the change since the first, the trend charts both nights (fleet and pair)', async () => {
+  const r = await runCli(
+    ['--json', 'reconcile', 'run', '--all', '--consumer', CONSUMER, '--run-id', 'night-2', '--out-dir', out],
+    { env },
+  );
+  expect([0, 1], r.stderr).toContain(r.code);
+  const w = await openPage(pathToFileURL(join(out, 'report.html')).href, { width: 390 });
+  try {
+    const { page } = w;
+    await page.waitForSelector('html[data-ready="1"]');
+    // the previous night is the ledger's newest before this one (this database's other runs are nights too)
+    expect(await page.textContent('#headline .cats thead')).toMatch(/change since (night-1|partial)/);
+    expect(
+      await page.$$eval('#headline .cats tbody td:nth-child(3)', (t) => t.map((x) => x.textContent)),
+    ).toContainEqual(expect.stringMatching(/^(±0|[+−][\d,]+)$/));
+    expect(await page.$$eval('#fleet-chart circle title', (t) => t.map((x) => x.textContent!.split(':')[0]))).toEqual(
+      expect.arrayContaining(['night-1', 'night-2']),
+    );
+    await page.click('#pairs-table tbody tr:first-child');
+    expect(await page.$$('#pair-chart polyline')).not.toHaveLength(0);
+    // readable at phone width: nothing wider than the screen but the tables' own scrollers
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await page.screenshot({ path: join(ARTIFACTS, 'phone.png'), fullPage: false });
+    expect(w.errors).toEqual([]);
+    expect(w.outside).toEqual([]);
+  } finally {
+    await w.close();
+  }
+}, 120_000);

@@ -161,7 +161,7 @@ export function headlineHtml(d: ReportData): string {
     `<dt>processes</dt><dd>${processes}</dd>`,
     `<dt>consumer</dt><dd>${d.consumer === null ? 'not recorded' : e(d.consumer)}</dd>`,
     '</dl>',
-    `<table class="cats"><caption>Rows by category</caption><thead><tr><th scope="col">category</th><th scope="col">rows</th><th scope="col">${since}</th></tr></thead><tbody>${rows}</tbody></table>`,
+    `<div class="scroll"><table class="cats"><caption>Rows by category</caption><thead><tr><th scope="col">category</th><th scope="col">rows</th><th scope="col">${since}</th></tr></thead><tbody>${rows}</tbody></table></div>`,
     '</section>',
   ].join('\n');
 }

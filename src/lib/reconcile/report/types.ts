@@ -10,7 +10,7 @@ export const TREND_NIGHTS = 30;
  * Sample rows over the whole report: 10,000 pairs with 50 rows in each category would be hundreds of
  * megabytes; the pairs with the most differences get theirs first, the others link to report.csv.
  */
-export const SAMPLE_BUDGET = 10_000;
+export const SAMPLE_BUDGET = 8_000;
 
 export interface ReconcileReportOptions {
   /** the `--all` run's directory (`reconcile run --all --out-dir`) */

@@ -149,7 +149,8 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   });
   // --keep-nights: after the summary, by a process that finished its share (one stopped leaves it to the next)
   const keep = o.keepNights;
-  const pruned = keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep) : null;
+  const pruned =
+    keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep, runId) : null;
   const report = await lastReport(summary, { outDir, runId, consumer: o.consumerAppKey }, deps.shDb, now);
   return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned, report };
 }

@@ -153,9 +153,11 @@ async function deleteAll(db: Db, s: () => { sql: string; params: unknown[] }): P
  * `--keep-nights`: every night older than the newest `keep` removed — its ledger rows, its task
  * rows and its join row — in short DELETEs of at most {@link PRUNE_CHUNK} rows. A run with no
  * ledger row (none of its pairs finished, or run before schema version 7) is not a night: left as it is.
+ * `spare`: a run never pruned, whatever its start (the pruning process's own: an old run retried by
+ * `--run-id` keeps the rows its other processes still write).
  * @example await pruneNights(shDb, 90) // { nights: 1, ledgerRows: 10000, taskRows: 10000 }
  */
-export async function pruneNights(db: Db, keep: number): Promise<Pruned> {
+export async function pruneNights(db: Db, keep: number, spare: string | null = null): Promise<Pruned> {
   if (!Number.isInteger(keep) || keep < 1) throw new RangeError('keep must be a whole number ≥ 1');
   let nights = 0;
   let ledgerRows = 0;
@@ -164,6 +166,7 @@ export async function pruneNights(db: Db, keep: number): Promise<Pruned> {
     const q = ledgerSql.nightsBeyond(keep, PRUNE_NIGHTS);
     const runIds = (await db.query<Raw>(q.sql, q.params)).map((r) => String(r['run_id']));
     for (const runId of runIds) {
+      if (runId === spare) continue;
       // the tasks first: a night whose ledger rows are gone is no longer found to prune again
       taskRows += await deleteAll(db, () => ledgerSql.deleteNightTasks(runId, PRUNE_CHUNK));
       const join = ledgerSql.deleteNightJoin(runId);

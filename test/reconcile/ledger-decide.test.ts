@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { ledgerEntryOf } from '../../src/lib/reconcile/all/decide.js';
+import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
+import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from '../../src/lib/reconcile/history/decide.js';
+import type { LedgerPair } from '../../src/lib/reconcile/ledger/types.js';
+
+const FORM = '11111111-2222-3333-4444-555555555555';
+const pair = { schId: '5', formUuid: FORM };
+const counts = { ...emptyCounts(), IN_SYNC: 10, MISSING_LOCAL: 2 };
+
+describe('ledgerEntryOf: what a pair end writes into the drift ledger', () => {
+  it('done: DONE with its counts, differences and row counts', () => {
+    const done = {
+      result: 'done',
+      counts,
+      differences: 2,
+      fcRows: 12,
+      shRows: 10,
+      pairRunId: 'p',
+      resumed: false,
+      seconds: 1.5,
+    } as const;
+    expect(ledgerEntryOf('n1', pair, done, 'h')).toEqual({
+      runId: 'n1',
+      schId: '5',
+      formUuid: FORM,
+      result: 'DONE',
+      counts,
+      differences: 2,
+      fcRows: 12,
+      shRows: 10,
+      error: null,
+      seconds: 1.5,
+      host: 'h',
+    });
+  });
+  it('adopted: DONE, its row counts unknown (null); a category missing from an older run.json is 0', () => {
+    const { MISSING_LOCAL: _, ...partial } = counts;
+    const e = ledgerEntryOf(
+      'n1',
+      pair,
+      { result: 'adopted', counts: partial as typeof counts, differences: 0, pairRunId: 'p', seconds: 0 },
+      null,
+    );
+    expect(e).toMatchObject({ result: 'DONE', fcRows: null, shRows: null, host: null });
+    expect(Object.keys(e!.counts)).toEqual([...CATEGORIES]);
+    expect(e!.counts.MISSING_LOCAL).toBe(0);
+  });
+  it('failed: FAILED, counts 0, its error cut to the column (1024 characters, never half a character)', () => {
+    const error = `${'é'.repeat(1000)}${'😀'.repeat(100)}`;
+    const e = ledgerEntryOf('n1', pair, { result: 'failed', exitCode: 4, error, seconds: 0 }, 'h')!;
+    expect(e).toMatchObject({ result: 'FAILED', differences: 0, counts: emptyCounts(), fcRows: null });
+    expect(Array.from(e.error!)).toHaveLength(1024);
+    expect(e.error!.endsWith('😀')).toBe(true);
+  });
+  it('a pair given back (paused, stopped, lost) writes no ledger row', () => {
+    for (const result of ['paused', 'stopped', 'lost'] as const)
+      expect(ledgerEntryOf('n1', pair, { result, seconds: 1 }, 'h')).toBeNull();
+  });
+});
+
+describe('reconcile history rows and columns', () => {
+  const p: LedgerPair = {
+    runId: 'n2',
+    runStartedAt: '2026-12-01 18:30:00',
+    schId: '5',
+    formUuid: FORM,
+    result: 'DONE',
+    counts,
+    differences: 2,
+    fcRows: 12,
+    shRows: 10,
+    error: null,
+    seconds: 1.5,
+    host: 'h',
+    finishedAt: '2026-12-01 18:31:00',
+  };
+  it('a row holds every csv column, a member per category', () => {
+    const row = historyRow(p);
+    expect(Object.keys(row)).toEqual(HISTORY_COLUMNS.map((c) => c.key));
+    expect(row).toMatchObject({ runId: 'n2', school: '5', form: FORM, IN_SYNC: 10, MISSING_LOCAL: 2, RETIRED: 0 });
+  });
+  it('the table shows only the categories some listed pair counts; nights are distinct run ids', () => {
+    const failed: LedgerPair = { ...p, runId: 'n1', result: 'FAILED', counts: emptyCounts(), error: 'x' };
+    expect(tableColumns([p, failed]).map((c) => c.key)).toEqual([
+      'runId',
+      'runStartedAt',
+      'school',
+      'form',
+      'result',
+      'differences',
+      'IN_SYNC',
+      'MISSING_LOCAL',
+      'error',
+    ]);
+    expect(nightsOf([p, p, failed])).toBe(2);
+  });
+});

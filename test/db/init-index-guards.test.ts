@@ -6,6 +6,7 @@
  */
 import mysql from 'mysql2/promise';
 import { describe, expect } from 'vitest';
+import { SCHEMA_VERSION } from '../../src/lib/db/schema.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import { servicesTest } from '../helpers/services.js';
 
@@ -87,10 +88,11 @@ describe('db init on a version-4 FC database', () => {
     }
   });
 
-  test('a database a newer fcctl set up (version 7): db init refuses, exit 3, one line, nothing changed', async ({
+  test('a database a newer fcctl set up (a version above this one): db init refuses, exit 3, one line, nothing changed', async ({
     dbs,
   }) => {
-    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = 7`);
+    const newer = SCHEMA_VERSION + 1;
+    await dbs.admin.query(`UPDATE \`${dbs.fcName}\`.fcctl_schema_version SET version = ?`, [newer]);
     await dbs.admin.query(
       `ALTER TABLE \`${dbs.fcName}\`.answer_delivery DROP INDEX IF EXISTS idx_delivery_state_error`,
     );
@@ -99,11 +101,13 @@ describe('db init on a version-4 FC database', () => {
       expect(r.code).toBe(3);
       expect(r.stderr.trim().split('\n')).toEqual([
         expect.stringMatching(
-          /fc database is at fcctl schema version 7, newer than this fcctl's 6.*nothing was changed/,
+          new RegExp(
+            `fc database is at fcctl schema version ${newer}, newer than this fcctl's ${SCHEMA_VERSION}.*nothing was changed`,
+          ),
         ),
       ]);
     }
-    expect(await fcVersion(dbs)).toBe(7);
+    expect(await fcVersion(dbs)).toBe(newer);
     const [idx] = await dbs.admin.query(
       `SHOW INDEX FROM \`${dbs.fcName}\`.answer_delivery WHERE Key_name = 'idx_delivery_state_error'`,
     );

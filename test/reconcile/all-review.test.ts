@@ -179,10 +179,13 @@ test("§9 a single-pair run pointed at an --all directory, or --all at a pair's 
   expect(await tasks(dbs, 'mix-pair')).toEqual([]);
 });
 
-/** Throws a lost-connection error once `when` matches, after the real call succeeded (its COMMIT made). */
+/**
+ * Throws a lost-connection error, after the real call succeeded (its COMMIT made), once for each
+ * name `when` gives a call (null: none).
+ */
 function replyLostOnce(
   db: Db,
-  when: { transaction?: (r: unknown) => boolean; execute?: (sql: string) => boolean },
+  when: { transaction?: (r: unknown) => string | null; execute?: (sql: string) => string | null },
 ): Db & { lost: string[] } {
   const lost: string[] = [];
   const drop = (what: string) => {
@@ -200,12 +203,14 @@ function replyLostOnce(
     close: () => db.close(),
     transaction: async (fn) => {
       const r = await db.transaction(fn);
-      if (when.transaction?.(r) && !lost.includes('transaction')) throw drop('transaction');
+      const what = when.transaction?.(r) ?? null;
+      if (what !== null && !lost.includes(what)) throw drop(what);
       return r;
     },
     execute: async (sql, params) => {
       const r = await db.execute(sql, params);
-      if (when.execute?.(sql) && !lost.includes('execute')) throw drop('execute');
+      const what = when.execute?.(sql) ?? null;
+      if (what !== null && !lost.includes(what)) throw drop(what);
       return r;
     },
   };
@@ -214,10 +219,11 @@ function replyLostOnce(
 test('§6 a claim and a finish whose COMMIT reply was lost and that are retried: no pair orphaned CLAIMED, none reported lost', async () => {
   const fcDb = await openDb('FC database', dbs.fcUrl);
   const realSh = await openDb('SH database', dbs.shUrl);
-  // the first claim's reply and the first finish's reply are lost after their COMMIT
+  // the first claim's reply and the first finish's reply (its transaction: the task row and its
+  // ledger row) are lost after their COMMIT
   const shDb = replyLostOnce(realSh, {
-    transaction: (r) => r !== null,
-    execute: (sql) => sql.startsWith('UPDATE fcctl_reconcile_task SET state = ?'),
+    transaction: (r) =>
+      r === null || typeof r !== 'object' ? null : 'token' in r ? 'claim' : 'affectedRows' in r ? 'finish' : null,
   });
   try {
     const r = await runReconcileAll(
@@ -240,10 +246,17 @@ test('§6 a claim and a finish whose COMMIT reply was lost and that are retried:
         owner: 'test-host:1:lost',
       },
     );
-    expect(shDb.lost).toEqual(['transaction', 'execute']);
+    expect(shDb.lost).toEqual(['claim', 'finish']);
     expect(r.outcomes.map((o) => o.result)).toEqual(Array(6).fill('done'));
     expect(r.summary).toMatchObject({ pairs: 6, byState: { DONE: 6, CLAIMED: 0, PENDING: 0, FAILED: 0 } });
     expect((await tasks(dbs, 'lost-reply')).every((t) => t.state === 'DONE')).toBe(true);
+    // the finish retried after its lost reply wrote its ledger row once: one per pair
+    const [ledger] = await dbs.admin.query(
+      `SELECT COUNT(*) AS n, COUNT(DISTINCT sch_id, form_uuid) AS pairs FROM \`${dbs.shName}\`.fcctl_reconcile_ledger WHERE run_id = 'lost-reply'`,
+    );
+    expect((ledger as Array<{ n: unknown; pairs: unknown }>).map((l) => [Number(l.n), Number(l.pairs)])).toEqual([
+      [6, 6],
+    ]);
   } finally {
     await fcDb.close();
     await realSh.close();

@@ -117,6 +117,15 @@ export const ROWS = {
         'none set',
         '—',
       ]),
+  report: (r) => [
+    [
+      `reconcile report page, ${n(r.pairs)} pairs × ${n(r.nights)} nights (synthetic)`,
+      `**${f(r.mb, 2)} MB**, written in ${n(r.writeMs)} ms; Chromium interactive **${n(r.interactiveMs)} ms**; search ${n(r.filterMs)}, sort ${n(r.sortMs)}, category ${n(r.categoryMs)} ms`,
+      '—',
+      '≤ 5 MB, < 5 s, < 2 s, < 200 ms',
+      met(r.met),
+    ],
+  ],
   'reconcile-all': (r) => [
     [
       `reconcile run --all, ${n(r.pairs)} pairs × ~${n(Math.round(r.answers / r.pairs))} answers`,

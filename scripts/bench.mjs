@@ -47,6 +47,11 @@ const BENCHES = {
     about:
       '`reconcile run --all` over ~200 pairs × ~500 answers vs one `reconcile run` process per pair in turn (goal ≥ 3×), its peak RSS at ~50 and ~200 pairs (goal ≤ +20 %)',
   },
+  report: {
+    script: 'bench/report.mjs',
+    about:
+      '`reconcile report` page of 10,000 pairs × 30 nights (synthetic): size (goal ≤ 5 MB), render and write (< 5 s), Chromium load to interactive (< 2 s), search, sort and category filter (< 200 ms)',
+  },
   startup: {
     script: 'bench/startup.mjs',
     about:

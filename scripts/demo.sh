@@ -91,7 +91,7 @@ reconcile_all() { # $1: before|after
     --metrics-file "$DEMO/fcctl_reconcile.prom")
   if [ "$TTY" = 1 ]; then
     run "${args[@]}"
-    echo "every difference, per pair: $(short "$DEMO/$1")/<school>/<form>/report.csv"
+    echo "every difference, per pair: $(short "$DEMO/$1")/<school>/<form>/report.csv; the page: $(short "$DEMO/$1")/report.html"
   else
     # one line per pair as it finishes, progress every 2 s (demo-watch: never silent), then the totals
     fcctl --json --progress-interval 2 "${args[@]}" 2>&1 | node scripts/demo-reconcile.mjs
@@ -178,9 +178,9 @@ echo
 echo "demo: done in $(( $(date +%s) - started ))s"
 first=$(find "$DEMO/after" -mindepth 2 -maxdepth 2 -type d | sort | head -n 1)
 if [ "$TTY" = 1 ]; then printf '\n\033[1mWhere to look next\033[0m\n'; else printf '\nWhere to look next\n'; fi
+echo "  reconcile report  $(short "$DEMO/after/report.html")  (open it in a browser: one file, no network)"
 echo "  reconcile output  $(short "$DEMO/after")/summary.json, and per pair <school>/<form>/:"
 (cd "$first" && ls) | tr '\n' ' ' | fold -s -w 96 | sed 's/^/                    /'
 echo
-[ ! -f "$DEMO/after/report.html" ] || echo "  reconcile report  $(short "$DEMO/after/report.html")"
 echo "  the outbox        eval \"\$(bash scripts/services.sh env)\"; node bin/fcctl deliveries scan"
 echo "  how it fits       docs/ARCHITECTURE.md"

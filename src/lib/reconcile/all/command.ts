@@ -78,8 +78,14 @@ async function reconcileAll(
       ctx.clock() - started,
     );
     if (report.warning !== null) ctx.io.stderr.write(`fcctl: ${report.warning}\n`);
+    if (result.report && 'error' in result.report)
+      ctx.io.stderr.write(`fcctl: warning: report.html not written: ${result.report.error}\n`);
     ctx.output.summary(
-      { ...report.fields, throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]) },
+      {
+        ...report.fields,
+        throttledSeconds: throttledSeconds([throttle.fc, throttle.sh]),
+        ...(result.report && 'file' in result.report ? { reportFile: result.report.file } : {}),
+      },
       report.counts,
     );
     return report.outcome;

@@ -31,6 +31,8 @@ import { RUN_FILES } from '../run/types.js';
 // an outage is no fault of the pair: given back for a later run, never marked FAILED
 import { isOutage } from '../../db/outage.js';
 import { differencesOf } from '../diff/decide.js';
+import { runFinished } from '../report/decide.js';
+import { writeRunReport } from '../report/run.js';
 import { pruneNights } from '../ledger/store.js';
 import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
 import {
@@ -111,7 +113,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const before = await runSummary(shDb, runId, now);
   // summary.json from the start, not only at the end: it is what tells a single-pair run pointed at
   // this root, while the run is still going, that the directory is an --all root (issue 26 §9)
-  await writeSummaryFile(outDir, before);
+  await writeSummaryFile(outDir, before, o.consumerAppKey);
   const completeAtStart =
     before.pairs > 0 &&
     before.byState['PENDING'] === 0 &&
@@ -141,7 +143,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     stop: null,
   };
   const outcomes = await workPairs(o, deps, shared);
-  const summary = await writeSummary(runId, outDir, shDb, now).catch((err: Error) => {
+  const summary = await writeSummary(runId, outDir, shDb, now, o.consumerAppKey).catch((err: Error) => {
     if (shared.stop?.by === 'error') return null; // the outage that stopped the run; its message stands
     throw err;
   });
@@ -149,7 +151,8 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const keep = o.keepNights;
   const pruned =
     keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep, runId) : null;
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned };
+  const report = await lastReport(summary, { outDir, runId, consumer: o.consumerAppKey }, deps.shDb, now);
+  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned, report };
 }
 
 /**
@@ -405,13 +408,38 @@ async function refusePairDir(outDir: string): Promise<void> {
     );
 }
 
-async function writeSummary(runId: string, outDir: string, shDb: Db, now: () => Date): Promise<RunAllSummary> {
+async function writeSummary(
+  runId: string,
+  outDir: string,
+  shDb: Db,
+  now: () => Date,
+  consumer: string,
+): Promise<RunAllSummary> {
   const summary = await runSummary(shDb, runId, now);
-  await writeSummaryFile(outDir, summary);
+  await writeSummaryFile(outDir, summary, consumer);
   return summary;
 }
 
-async function writeSummaryFile(outDir: string, summary: RunAllSummary): Promise<void> {
+/** summary.json, with the consumer key (`reconcile report` prints the commands of a pair with it). */
+async function writeSummaryFile(outDir: string, summary: RunAllSummary, consumer: string): Promise<void> {
   await refusePairDir(outDir);
-  await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`, 0o600);
+  await writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify({ ...summary, consumer }, null, 2)}\n`, 0o600);
+}
+
+/**
+ * DIR/report.html, written by the process that finds, after its summary, no pair of the run
+ * pending or held: the last one to finish (two finishing together both write it, atomically,
+ * from the same task rows). A report that cannot be written is said, not the run's failure.
+ */
+async function lastReport(
+  summary: RunAllSummary | null,
+  o: { outDir: string; runId: string; consumer: string },
+  shDb: () => Promise<Db>,
+  now: () => Date,
+): Promise<RunAllResult['report']> {
+  if (summary === null || !runFinished(summary.byState)) return null;
+  return writeRunReport(o, { shDb, now }).then(
+    (file) => ({ file }),
+    (err: Error) => ({ error: err.message }),
+  );
 }

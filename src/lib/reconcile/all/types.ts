@@ -133,6 +133,8 @@ export type RunAllResult = {
   /** null when the task table could not be read at the end (the outage that stopped the run) */
   readonly summary: RunAllSummary | null;
   readonly stop: StopReason | null;
+  /** report.html written by this process (the last of the run to finish), or why it could not be; null: not this process's to write */
+  readonly report?: { readonly file: string } | { readonly error: string } | null;
   /** what `--keep-nights` pruned; null when not pruned (stopped, or no `keepNights`) */
   readonly pruned?: Pruned | null;
 };

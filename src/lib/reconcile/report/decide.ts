@@ -1,0 +1,261 @@
+/**
+ * The decisions of `reconcile report`, pure: what each task row says of its pair, the sample rows of
+ * a report.csv, the commands that act on a pair's files, the trend, and when a run is finished.
+ */
+import { formulaRead } from '../../files/csv-cell.js';
+import { CATEGORIES, type Category, differencesOf, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../diff/decide.js';
+import type { PairCommand, Sample, Trend, TrendNight } from './types.js';
+
+/** A task row of the run, as `reportTasks` reads it (./sql.ts). */
+export interface ReportTask {
+  readonly sch_id: string;
+  readonly form_uuid: string;
+  readonly state: string;
+  readonly claim_owner: string | null;
+  readonly host: string | null;
+  readonly result_json: string | null;
+  readonly create_time: string;
+  readonly finished_at: string | null;
+  readonly held: boolean;
+}
+
+/** What a task's `result_json` records (all/decide.ts `taskWriteOf`); anything else read as nothing. */
+export function taskResultOf(json: string | null): {
+  counts: Record<Category, number> | null;
+  error: string | null;
+  seconds: number | null;
+} {
+  let v: { counts?: Record<string, unknown>; error?: unknown; seconds?: unknown } = {};
+  try {
+    const parsed = json === null ? null : (JSON.parse(json) as unknown);
+    if (typeof parsed === 'object' && parsed !== null) v = parsed as typeof v;
+  } catch {
+    v = {};
+  }
+  const counts =
+    typeof v.counts === 'object' && v.counts !== null
+      ? (Object.fromEntries(CATEGORIES.map((c) => [c, Number(v.counts?.[c] ?? 0) || 0])) as Record<Category, number>)
+      : null;
+  return {
+    counts,
+    error: typeof v.error === 'string' ? v.error : null,
+    seconds: typeof v.seconds === 'number' ? v.seconds : null,
+  };
+}
+
+/** The categories that are differences listed in report.csv, in report order. */
+export const SAMPLE_CATEGORIES: readonly Category[] = CATEGORIES.filter((c) => !SETTLED_CATEGORIES.includes(c));
+
+/** Differences of counts (0 for none recorded). */
+export const differencesIn = (counts: Readonly<Record<Category, number>> | null): number =>
+  counts === null ? 0 : differencesOf(counts);
+
+/**
+ * The fields of one CSV line (RFC 4180: quoted fields, "" inside quotes; a line holds no newline,
+ * as report.csv's cells never do); each cell's formula mark taken off (csv-cell.ts).
+ * @example csvFields('a,"b,""c""",d') // ['a', 'b,"c"', 'd']
+ */
+export function csvFields(line: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i <= line.length) {
+    if (line[i] === '"') {
+      let cell = '';
+      i++;
+      while (i < line.length) {
+        if (line[i] === '"' && line[i + 1] === '"') {
+          cell += '"';
+          i += 2;
+        } else if (line[i] === '"') break;
+        else cell += line[i++];
+      }
+      out.push(formulaRead(cell));
+      i += 2; // the closing quote and the comma
+    } else {
+      const end = line.indexOf(',', i);
+      const stop = end === -1 ? line.length : end;
+      out.push(formulaRead(line.slice(i, stop)));
+      i = stop + 1;
+    }
+  }
+  return out;
+}
+
+/**
+ * A report.csv line as a sample, under the columns of the header (diff/types.ts REPORT_COLUMNS);
+ * null for a line of no category wanted.
+ */
+export function sampleOf(
+  fields: readonly string[],
+  columns: readonly string[],
+): { category: Category; sample: Sample } | null {
+  const at = (name: string) => fields[columns.indexOf(name)] ?? '';
+  const category = at('category') as Category;
+  if (!SAMPLE_CATEGORIES.includes(category)) return null;
+  return {
+    category,
+    sample: {
+      answerUuid: at('answerUuid'),
+      fcRevision: at('fcRevision'),
+      fcHash: at('fcContentHash'),
+      fcDeleted: at('fcIsDeleted'),
+      localRevision: at('localRevision'),
+      localHash: at('localContentHash'),
+      localDeleted: at('localIsDeleted'),
+      localCreateTime: at('localCreateTime'),
+    },
+  };
+}
+
+/**
+ * A word the shell reads as itself: left bare when it holds only safe characters, else in single
+ * quotes (a value from the database, such as a form uuid, can hold anything).
+ * @example shellWord("it's") // "'it'\\''s'"
+ */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+const cmd = (...words: string[]) => ['fcctl', ...words.map(shellWord)].join(' ');
+
+/** A proof/operation id of this run and pair within the 128 (repair) and 64 characters of the audit columns. */
+export function actionId(runId: string, schId: string): string {
+  return `rc-${runId}-${schId}`.slice(0, 64);
+}
+
+/**
+ * What to do about a pair's differences, as commands that run as printed (docs/commands/*.md),
+ * each dry run first: the repair plan (missing, stale, conflicting rows, repaired from FC), the
+ * retire candidates (rows FC no longer has: `prove`, then `retire-absent` on the proof), and for
+ * rows FC has that the consumer never received, the school's failed deliveries replayed.
+ */
+export function pairCommands(p: {
+  schId: string;
+  absDir: string;
+  counts: Readonly<Record<Category, number>> | null;
+  consumer: string | null;
+  runId: string;
+  hasRepairPlan: boolean;
+  hasRetireCandidates: boolean;
+}): PairCommand[] {
+  if (p.counts === null) return [];
+  const counts = p.counts;
+  const consumer = p.consumer ?? '<consumer-key>';
+  const file = (name: string) => `${p.absDir}/${name}`;
+  const out: PairCommand[] = [];
+  const id = actionId(p.runId, p.schId);
+  if (p.hasRepairPlan && REPAIR_CATEGORIES.some((c) => counts[c] > 0)) {
+    const base = cmd('projection', 'repair-authoritative', '--consumer', consumer, '--proof-id', id);
+    const plan = `${base} --school ${shellWord(p.schId)} --plan ${shellWord(file('repair-plan.jsonl'))}`;
+    out.push({
+      title: 'Repair from FC',
+      why: `${REPAIR_CATEGORIES.map((c) => counts[c]).reduce((a, b) => a + b, 0)} rows missing, stale or in conflict locally`,
+      dryRun: [plan],
+      execute: `${plan} --execute`,
+    });
+  }
+  if (p.hasRetireCandidates && counts.ABSENT_AT_FC > 0) {
+    const proof = file(`retire-proof-${p.runId}.json`);
+    out.push({
+      title: 'Retire rows FC no longer has',
+      why: `${counts.ABSENT_AT_FC} local rows absent at FC: prove (reads FC, writes the proof), then retire on the proof`,
+      dryRun: [
+        cmd(
+          'retire-absent',
+          'prove',
+          '--candidates',
+          file('retire-candidates.jsonl'),
+          '--fc-manifest',
+          file('fc-manifest.jsonl'),
+          '--out',
+          proof,
+        ),
+        cmd('retire-absent', '--proof', proof),
+      ],
+      execute: `${cmd('retire-absent', '--proof', proof)} --execute`,
+    });
+  }
+  if (counts.MISSING_LOCAL > 0) {
+    const replay = cmd(
+      'deliveries',
+      'replay',
+      '--consumer',
+      consumer,
+      '--school',
+      p.schId,
+      '--failed',
+      '--operation-prefix',
+      id,
+    );
+    out.push({
+      title: 'Replay failed deliveries',
+      why: `${counts.MISSING_LOCAL} rows FC has that the consumer never received: the school's FAILED/DEAD deliveries sent again (the repair plan covers the rest)`,
+      dryRun: [replay],
+      execute: `${replay} --execute`,
+    });
+  }
+  return out;
+}
+
+/** A ledger pair-night as the trend reads it (the contract's LedgerPair). */
+export interface TrendPairNight {
+  readonly runId: string;
+  readonly schId: string;
+  readonly formUuid: string;
+  readonly counts: Readonly<Record<Category, number>>;
+}
+
+/** The key of a pair in the trend and the page's data. */
+export const pairKey = (schId: string, formUuid: string) => `${schId}/${formUuid}`;
+
+/**
+ * The trend from the ledger's nights (oldest first) and their pairs: per pair, only the categories
+ * with a count on some night (most pairs are in sync every night: their trend is IN_SYNC alone).
+ */
+export function trendOf(nights: readonly TrendNight[], pairNights: readonly TrendPairNight[]): Trend {
+  const index = new Map(nights.map((n, i) => [n.runId, i]));
+  const pairs: Record<string, Partial<Record<Category, (number | null)[]>>> = {};
+  for (const pn of pairNights) {
+    const i = index.get(pn.runId);
+    if (i === undefined) continue;
+    const key = pairKey(pn.schId, pn.formUuid);
+    const series = (pairs[key] ??= {});
+    for (const c of CATEGORIES) {
+      if ((pn.counts[c] ?? 0) === 0 && series[c] === undefined) continue;
+      const s = (series[c] ??= nights.map(() => null));
+      s[i] = pn.counts[c] ?? 0;
+    }
+  }
+  return { nights, pairs };
+}
+
+/** Whether the run is over: no pair waits or is held (the process that sees it writes report.html). */
+export function runFinished(byState: Readonly<Record<string, number>>): boolean {
+  return (byState['PENDING'] ?? 0) === 0 && (byState['CLAIMED'] ?? 0) === 0;
+}
+
+/** The run's pairs by state, its hosts, and the processes holding pairs now (claim owner before its `:n`). */
+export function runShape(tasks: readonly ReportTask[]): {
+  byState: Record<string, number>;
+  hosts: string[];
+  holders: { owner: string; host: string | null; pairs: number }[];
+  startedAt: string | null;
+  finishedAt: string | null;
+} {
+  const byState: Record<string, number> = { PENDING: 0, CLAIMED: 0, DONE: 0, FAILED: 0 };
+  const holders = new Map<string, { owner: string; host: string | null; pairs: number }>();
+  let startedAt: string | null = null;
+  let finishedAt: string | null = null;
+  for (const t of tasks) {
+    byState[t.state] = (byState[t.state] ?? 0) + 1;
+    if (startedAt === null || t.create_time < startedAt) startedAt = t.create_time;
+    if (t.finished_at !== null && (finishedAt === null || t.finished_at > finishedAt)) finishedAt = t.finished_at;
+    if (t.held && t.claim_owner !== null) {
+      const owner = t.claim_owner.replace(/:\d+$/, '');
+      const h = holders.get(owner) ?? { owner, host: t.host, pairs: 0 };
+      holders.set(owner, { ...h, pairs: h.pairs + 1 });
+    }
+  }
+  const hosts = [...new Set(tasks.map((t) => t.host).filter((h): h is string => h !== null))].sort();
+  return { byState, hosts, holders: [...holders.values()], startedAt, finishedAt };
+}

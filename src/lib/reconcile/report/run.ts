@@ -1,0 +1,259 @@
+/**
+ * `reconcile report`: the data of one `--all` run read once — its task rows (SH), each pair's
+ * directory (which files it holds, sample rows of report.csv), the ledger's nights — then rendered
+ * by the pure {@link renderReport} into one self-contained HTML file, written atomically.
+ *
+ * A pair's directory is rewritten by each night run into the same `--out-dir`: its files are shown
+ * only when its run.json names this run (`allRunId`); an older run's report says they are gone.
+ */
+import { createReadStream } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { createInterface } from 'node:readline';
+import { EnvironmentError, UsageError } from '../../cli/exit.js';
+import type { Db } from '../../db/connect.js';
+import { writeFileAtomic } from '../../files/atomic.js';
+import { CATEGORIES, type Category, emptyCounts } from '../diff/decide.js';
+import { DIFF_FILES } from '../diff/types.js';
+import { RUN_FILES, RUN_MANIFESTS } from '../run/types.js';
+import {
+  csvFields,
+  differencesIn,
+  pairCommands,
+  type ReportTask,
+  runShape,
+  SAMPLE_CATEGORIES,
+  sampleOf,
+  taskResultOf,
+  trendOf,
+  type TrendPairNight,
+} from './decide.js';
+import { ledgerNights, ledgerPairs } from '../ledger/store.js';
+import { renderReport } from './render.js';
+import { reportTasks } from './store.js';
+import {
+  type PairFiles,
+  REPORT_FILE,
+  type ReportData,
+  type ReportPair,
+  SAMPLE_BUDGET,
+  SAMPLES_PER_CATEGORY,
+  type Sample,
+  TREND_NIGHTS,
+  type Trend,
+  type TrendNight,
+} from './types.js';
+
+/** The ledger's read functions the trend needs (src/lib/reconcile/ledger/store.ts, the contract of issue 30). */
+export interface TrendSource {
+  ledgerNights(db: Db, o: { last: number; upTo?: string }): Promise<readonly TrendNight[]>;
+  ledgerPairs(db: Db, o: { runIds: string[] }): Promise<readonly TrendPairNight[]>;
+}
+
+/** The drift ledger's reads (src/lib/reconcile/ledger/store.ts): the nights and their pairs. */
+export const LEDGER_TREND: TrendSource = { ledgerNights, ledgerPairs };
+
+export interface ReportDeps {
+  readonly shDb: () => Promise<Db>;
+  readonly now: () => Date;
+  readonly trend: TrendSource;
+}
+
+/** The run DIR/summary.json names, and the consumer it recorded; null when DIR holds none. */
+export async function runOfDir(outDir: string): Promise<{ runId: string; consumer: string | null } | null> {
+  const text = await readFile(join(outDir, 'summary.json'), 'utf8').catch(() => null);
+  if (text === null) return null;
+  try {
+    const v = JSON.parse(text) as { runId?: unknown; consumer?: unknown };
+    if (typeof v.runId !== 'string') return null;
+    return { runId: v.runId, consumer: typeof v.consumer === 'string' ? v.consumer : null };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The trend of the last {@link TREND_NIGHTS} nights up to this run, from the drift ledger: the one
+ * place the report reads it.
+ */
+export async function readTrend(source: TrendSource, shDb: Db, runId: string): Promise<Trend> {
+  const nights = await source.ledgerNights(shDb, { last: TREND_NIGHTS, upTo: runId });
+  const pairs = nights.length === 0 ? [] : await source.ledgerPairs(shDb, { runIds: nights.map((n) => n.runId) });
+  return trendOf(nights, pairs);
+}
+
+/**
+ * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
+ * must exist (exit 2), the run must be known (exit 2).
+ */
+export async function reportTarget(o: {
+  outDir: string;
+  runId: string | null;
+  out: string | null;
+}): Promise<{ outDir: string; runId: string; consumer: string | null; outFile: string }> {
+  const outDir = resolve(o.outDir);
+  const outFile = resolve(o.out ?? join(outDir, REPORT_FILE));
+  const folder = await stat(dirname(outFile)).catch(() => null);
+  if (folder === null || !folder.isDirectory())
+    throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
+  const recorded = await runOfDir(outDir);
+  if (o.runId === null && recorded === null)
+    throw new UsageError(`${outDir} holds no summary.json of reconcile run --all: give the run's --out-dir`);
+  const runId = o.runId ?? recorded!.runId;
+  return { outDir, runId, consumer: recorded?.consumer ?? null, outFile };
+}
+
+/** Builds the report's data: the run's tasks, its pairs' files and samples, the trend. */
+export async function buildReportData(
+  t: { outDir: string; runId: string; consumer: string | null; outFile: string },
+  deps: ReportDeps,
+): Promise<ReportData> {
+  const shDb = await deps.shDb();
+  const tasks = await reportTasks(shDb, t.runId);
+  if (tasks.length === 0)
+    throw new UsageError(`no run ${JSON.stringify(t.runId)} in the task table (fcctl_reconcile_task)`);
+  const shape = runShape(tasks);
+  const pairs = await Promise.all(tasks.map((task) => pairOf(task, t)));
+  await addSamples(pairs);
+  const trend = await readTrend(deps.trend, shDb, t.runId);
+  const counts = emptyCounts();
+  for (const p of pairs) for (const c of CATEGORIES) counts[c] += p.counts?.[c] ?? 0;
+  const before = trend.nights.filter((n) => n.runId !== t.runId);
+  const previous = before.at(-1);
+  return {
+    runId: t.runId,
+    generatedAt: deps.now().toISOString(),
+    outDir: t.outDir,
+    consumer: t.consumer,
+    startedAt: shape.startedAt,
+    finishedAt: shape.finishedAt,
+    throttledSeconds: null,
+    hosts: shape.hosts,
+    byState: shape.byState,
+    holders: shape.holders,
+    counts,
+    previous: previous ? { runId: previous.runId, counts: previous.counts } : null,
+    pairs,
+    trend,
+  };
+}
+
+type Building = ReportPair & { samples: Partial<Record<Category, Sample[]>>; samplesLeftOut: boolean };
+
+/** One pair: its task row's result, and which of its files are this run's. */
+async function pairOf(
+  task: ReportTask,
+  t: { outDir: string; runId: string; consumer: string | null; outFile: string },
+): Promise<Building> {
+  const absDir = join(t.outDir, task.sch_id, task.form_uuid);
+  const r = taskResultOf(task.result_json);
+  const run = await readFile(join(absDir, RUN_FILES.run), 'utf8').then(
+    (s) => JSON.parse(s) as { allRunId?: unknown },
+    () => null,
+  );
+  const filesOfRun = run !== null && run.allRunId === t.runId;
+  const names = filesOfRun ? new Set(await readdir(absDir).catch(() => [])) : new Set<string>();
+  const rel = relative(dirname(t.outFile), absDir).split(sep).join('/');
+  const has = (name: string) => (names.has(name) ? name : null);
+  const files: PairFiles | null = filesOfRun
+    ? {
+        dir: rel,
+        report: has(DIFF_FILES.report),
+        repairPlan: has(DIFF_FILES.repairPlan),
+        retireCandidates: has(DIFF_FILES.retireCandidates),
+        summary: has(DIFF_FILES.summary),
+        fcManifest: has(RUN_MANIFESTS.fc.manifest),
+      }
+    : null;
+  return {
+    schId: task.sch_id,
+    formUuid: task.form_uuid,
+    state: task.state,
+    counts: task.state === 'DONE' ? r.counts : null,
+    differences: task.state === 'DONE' ? differencesIn(r.counts) : 0,
+    error: task.state === 'FAILED' ? (r.error ?? 'unknown') : null,
+    seconds: r.seconds,
+    host: task.host,
+    filesOfRun,
+    files,
+    absDir,
+    samples: {},
+    samplesLeftOut: false,
+    commands:
+      task.state === 'DONE' && filesOfRun
+        ? pairCommands({
+            schId: task.sch_id,
+            absDir,
+            counts: r.counts,
+            consumer: t.consumer,
+            runId: t.runId,
+            hasRepairPlan: files?.repairPlan !== null,
+            hasRetireCandidates: files?.retireCandidates !== null,
+          })
+        : [],
+  };
+}
+
+/** Sample rows for the pairs with the most differences first, within {@link SAMPLE_BUDGET}. */
+async function addSamples(pairs: Building[]): Promise<void> {
+  let budget = SAMPLE_BUDGET;
+  const order = pairs.filter((p) => p.differences > 0 && p.files?.report).sort((a, b) => b.differences - a.differences);
+  for (const p of order) {
+    if (budget <= 0) {
+      p.samplesLeftOut = true;
+      continue;
+    }
+    p.samples = await readSamples(join(p.absDir, DIFF_FILES.report), p.counts!);
+    budget -= Object.values(p.samples).reduce((n, s) => n + s.length, 0);
+  }
+}
+
+/** Up to {@link SAMPLES_PER_CATEGORY} rows per difference category of a report.csv, read until each has them. */
+async function readSamples(
+  file: string,
+  counts: Readonly<Record<Category, number>>,
+): Promise<Partial<Record<Category, Sample[]>>> {
+  const want = (c: Category) => Math.min(counts[c] ?? 0, SAMPLES_PER_CATEGORY);
+  let missing = SAMPLE_CATEGORIES.reduce((n, c) => n + want(c), 0);
+  const out: Partial<Record<Category, Sample[]>> = {};
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Number.POSITIVE_INFINITY });
+  let columns: string[] | null = null;
+  try {
+    for await (const line of lines) {
+      if (columns === null) {
+        columns = csvFields(line);
+        continue;
+      }
+      const s = line === '' ? null : sampleOf(csvFields(line), columns);
+      if (s === null || (out[s.category]?.length ?? 0) >= want(s.category)) continue;
+      (out[s.category] ??= []).push(s.sample);
+      if (--missing <= 0) break;
+    }
+  } finally {
+    lines.close();
+  }
+  return out;
+}
+
+/** Writes the report atomically; a file that cannot be written is exit 3. */
+export async function writeReport(outFile: string, data: ReportData): Promise<{ bytes: number }> {
+  const html = renderReport(data);
+  await writeFileAtomic(outFile, html, 0o600).catch((err: NodeJS.ErrnoException) => {
+    throw new EnvironmentError(`cannot write ${outFile}: ${err.code ?? err.message}`);
+  });
+  return { bytes: Buffer.byteLength(html) };
+}
+
+/**
+ * report.html at the end of a `reconcile run --all` process that found no pair pending or held
+ * (the last one of the run to finish): the run's directory, its run id and consumer.
+ */
+export async function writeRunReport(
+  o: { outDir: string; runId: string; consumer: string },
+  deps: { shDb: () => Promise<Db>; now: () => Date },
+): Promise<string> {
+  const target = await reportTarget({ outDir: o.outDir, runId: o.runId, out: null });
+  const data = await buildReportData({ ...target, consumer: o.consumer }, { ...deps, trend: LEDGER_TREND });
+  await writeReport(target.outFile, data);
+  return target.outFile;
+}

@@ -40,6 +40,9 @@ expect_exit() { # $1: the command; $2: its exit code; $3: the one expected; $4: 
   if [ "$2" = "$3" ]; then expected "$1 exit $3: $4"; else echo "$1 exited $2 ($3 expected: $4)"; fi
 }
 started=$(date +%s)
+DEMO="$SVCDIR/demo"
+# The page a person opens first: said before anything runs, and again at the end.
+echo "demo: the reconcile report it writes is $(short "$DEMO/after/report.html") (one file, no network: open it in a browser when the demo ends)"
 
 step "db init --side all --dev" "create the reference schema (idempotent); mark both databases as development ones"
 run db init --side all --dev
@@ -81,7 +84,6 @@ step "metrics" "what deliveries send wrote for node_exporter's textfile collecto
 show grep -E "'^fcctl_(rows|run_exit_code|last_success_timestamp_seconds)\{'" "$SVCDIR/fcctl_send.prom"
 grep -E '^fcctl_(rows|run_exit_code|last_success_timestamp_seconds)\{' "$SVCDIR/fcctl_send.prom"
 
-DEMO="$SVCDIR/demo"
 rm -rf "$DEMO"; mkdir -p "$DEMO"
 # A run id of its own for each reconcile (the default, today's UTC date, would find a second demo
 # run of the day already done); every pair the FC grants of the first consumer name, or SH holds.

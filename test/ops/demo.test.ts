@@ -117,6 +117,10 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     // what an operator sees on a terminal: tables and live views, never a raw JSON line
     // (a summary table's cell may hold an object: a value, not a line of its own)
     expect(text.split('\n').filter((l) => /^\s*\{"(ts|type)":/.test(l))).toEqual([]);
+    // the demo opens with the report's path, the page a person opens first
+    expect(text.trimStart().split('\n')[0]).toMatch(
+      new RegExp(`^demo: the reconcile report it writes is ${ttyDir}/demo/after/report\\.html `),
+    );
     expect(text).toMatch(/^deliveries send 1803\/1803 · /m);
     expect(text).toMatch(/^accepted\s+1499$/m);
     // every step's header, in order, with its one line of what and why

@@ -219,6 +219,7 @@ CREATE TABLE IF NOT EXISTS fcctl_reconcile_ledger (
   sh_rows                         BIGINT        NULL,
   error                           VARCHAR(1024) NULL,
   seconds                         DOUBLE        NOT NULL DEFAULT 0,
+  throttled_seconds               DOUBLE        NOT NULL DEFAULT 0,
   host                            VARCHAR(255)  NULL,
   finished_at                     DATETIME      NOT NULL,
   UNIQUE KEY uk_reconcile_ledger_pair (run_id, sch_id, form_uuid),

@@ -438,7 +438,9 @@ describe('allReport and pairLine', () => {
       dir: '/d/6',
       exitCode: 4,
       error: 'refused',
+      throttledSeconds: 0,
     });
+    expect(pairLine({ ...failed('6'), throttledSeconds: 2.5 } as PairOutcome)['throttledSeconds']).toBe(2.5);
     expect(pairLine({ schId: '7', formUuid: F1, attempt: 2, outDir: '/d/7', result: 'lost', seconds: 3 })).toEqual({
       school: '7',
       form: F1,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ledgerEntryOf } from '../../src/lib/reconcile/all/decide.js';
+import { ledgerEntryOf, withThrottled } from '../../src/lib/reconcile/all/decide.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from '../../src/lib/reconcile/history/decide.js';
 import type { LedgerPair } from '../../src/lib/reconcile/ledger/types.js';
@@ -19,6 +19,7 @@ describe('ledgerEntryOf: what a pair end writes into the drift ledger', () => {
       pairRunId: 'p',
       resumed: false,
       seconds: 1.5,
+      throttledSeconds: 0.5,
     } as const;
     expect(ledgerEntryOf('n1', pair, done, 'h')).toEqual({
       runId: 'n1',
@@ -31,8 +32,17 @@ describe('ledgerEntryOf: what a pair end writes into the drift ledger', () => {
       shRows: 10,
       error: null,
       seconds: 1.5,
+      throttledSeconds: 0.5,
       host: 'h',
     });
+    // a result recorded before the throttled time was (an older task row's): 0
+    const { throttledSeconds: _t, ...older } = done;
+    expect(ledgerEntryOf('n1', pair, older, 'h')?.throttledSeconds).toBe(0);
+  });
+  it('withThrottled: a pair done or failed records its wait; one given back is left as it is', () => {
+    const failed = { result: 'failed', exitCode: 4, error: 'x', seconds: 2 } as const;
+    expect(withThrottled(failed, 1.2)).toEqual({ ...failed, throttledSeconds: 1.2 });
+    expect(withThrottled({ result: 'stopped', seconds: 3 }, 1.2)).toEqual({ result: 'stopped', seconds: 3 });
   });
   it('adopted: DONE, its row counts unknown (null); a category missing from an older run.json is 0', () => {
     const { MISSING_LOCAL: _, ...partial } = counts;
@@ -72,6 +82,7 @@ describe('reconcile history rows and columns', () => {
     shRows: 10,
     error: null,
     seconds: 1.5,
+    throttledSeconds: 0,
     host: 'h',
     finishedAt: '2026-12-01 18:31:00',
   };

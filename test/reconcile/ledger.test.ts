@@ -7,6 +7,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { afterAll, expect } from 'vitest';
 import { type Db, openDb } from '../../src/lib/db/connect.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
@@ -19,6 +20,8 @@ import { jsonLines, runCli } from '../helpers/cli.js';
 import { parseCsv } from '../helpers/csv.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
+import { testMysqlUrl } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 const test = servicesTest({ prefix: 'ledger' });
 const CONSUMER = 'svc-hall';
@@ -295,6 +298,7 @@ test('the ledger row is written in the guarded finish transaction: a lost claim 
     shRows: 5,
     error: null,
     seconds: 0.4,
+    throttledSeconds: 0.1,
     host: 'h',
   };
   const finish = { kind: 'finish', state: 'DONE', resultJson: '{}' } as const;
@@ -352,4 +356,39 @@ test("--keep-nights never prunes the pruning process's own run, however old (a n
   expect((left as Array<{ run_id: string }>).map((r) => r.run_id)).toEqual(['ad', 'n3']);
   expect(again.line['pruned']).toMatchObject({ nights: 3 });
   expect(await ledgerRows('n3')).toHaveLength(6);
+});
+
+test("the throttled time: a night run under --max-load while another query runs records each pair's wait, summed in the ledger and on the report", async () => {
+  const other = await mysql.createConnection(testMysqlUrl());
+  const [[{ id }]] = (await other.query('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
+  const sleeping = other.query('SELECT SLEEP(3)').catch(() => undefined);
+  await waitFor(
+    'the SLEEP to run',
+    async () =>
+      (
+        (await dbs.admin.query(
+          "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE 'SELECT SLEEP%'",
+          [id],
+        )) as unknown as [unknown[]]
+      )[0].length > 0,
+    5000,
+    10,
+  );
+  const n = await night('thr', '--max-load', 'Threads_running=1', '--keep-nights', '1000');
+  await sleeping;
+  await other.end();
+  const waits = n.pairs.map((p) => Number(p['throttledSeconds']));
+  expect(waits.every((w) => Number.isFinite(w) && w >= 0)).toBe(true);
+  expect(waits.reduce((a, b) => a + b, 0)).toBeGreaterThan(0.5);
+  const [rows] = (await dbs.admin.query(
+    `SELECT SUM(throttled_seconds) AS s FROM \`${dbs.shName}\`.fcctl_reconcile_ledger WHERE run_id = 'thr'`,
+  )) as unknown as [Array<{ s: number }>];
+  expect(Number(rows[0]!.s)).toBeCloseTo(
+    waits.reduce((a, b) => a + b, 0),
+    1,
+  );
+  const recorded = (await ledgerNights(shDb, { last: 50 })).find((x) => x.runId === 'thr')!;
+  expect(recorded.throttledSeconds).toBeCloseTo(Number(rows[0]!.s), 5);
+  const html = readFileSync(join(dir, 'thr', 'report.html'), 'utf8');
+  expect(html).toMatch(/<dt>throttled<\/dt><dd>[^<]+ waiting on --max-load\/--max-lag \(summed over pairs\)<\/dd>/);
 });

@@ -113,6 +113,11 @@ export function pairResultOf(
   };
 }
 
+/** A pair's end with the seconds it waited on the throttle: recorded for a pair done or failed, the others as they are. */
+export function withThrottled(r: PairResult, throttledSeconds: number): PairResult {
+  return r.result === 'done' || r.result === 'failed' ? { ...r, throttledSeconds } : r;
+}
+
 /**
  * What to do with a pair before running it, from its directory's run.json: a run of other
  * parameters (other FC or SH databases) is refused as `reconcile run` refuses it, the folder left
@@ -149,13 +154,19 @@ export function taskWriteOf(
         differences: r.differences,
         pairRunId: r.pairRunId,
         seconds: r.seconds,
+        ...(r.result === 'done' ? { throttledSeconds: r.throttledSeconds ?? 0 } : {}),
       }),
     };
   if (r.result === 'failed')
     return {
       kind: 'finish',
       state: 'FAILED',
-      resultJson: JSON.stringify({ exitCode: r.exitCode, error: r.error.slice(0, 2000), seconds: r.seconds }),
+      resultJson: JSON.stringify({
+        exitCode: r.exitCode,
+        error: r.error.slice(0, 2000),
+        seconds: r.seconds,
+        throttledSeconds: r.throttledSeconds ?? 0,
+      }),
     };
   return { kind: 'release' };
 }
@@ -169,7 +180,8 @@ const LEDGER_ERROR_CHARS = 1024;
  * @example ledgerEntryOf('2026-12-01T18-30Z', { schId: '5', formUuid: f }, result, 'host-a')?.result // 'DONE'
  */
 export function ledgerEntryOf(runId: string, pair: Pair, r: PairResult, host: string | null): LedgerEntry | null {
-  const base = { runId, schId: pair.schId, formUuid: pair.formUuid, seconds: r.seconds, host };
+  const throttledSeconds = 'throttledSeconds' in r ? (r.throttledSeconds ?? 0) : 0;
+  const base = { runId, schId: pair.schId, formUuid: pair.formUuid, seconds: r.seconds, throttledSeconds, host };
   if (r.result === 'done' || r.result === 'adopted')
     return {
       ...base,
@@ -389,9 +401,11 @@ export function pairLine(p: PairOutcome): Record<string, unknown> {
       fcRows: p.fcRows,
       shRows: p.shRows,
       resumed: p.resumed,
+      throttledSeconds: p.throttledSeconds ?? 0,
     };
   if (p.result === 'adopted') return { ...base, differences: p.differences, counts: p.counts };
-  if (p.result === 'failed') return { ...base, exitCode: p.exitCode, error: p.error };
+  if (p.result === 'failed')
+    return { ...base, exitCode: p.exitCode, error: p.error, throttledSeconds: p.throttledSeconds ?? 0 };
   return p.error !== undefined ? { ...base, error: p.error } : base;
 }
 

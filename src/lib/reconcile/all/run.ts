@@ -34,7 +34,8 @@ import { differencesOf } from '../diff/decide.js';
 import { runFinished } from '../report/decide.js';
 import { writeRunReport } from '../report/run.js';
 import { pruneNights } from '../ledger/store.js';
-import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf } from './decide.js';
+import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf, withThrottled } from './decide.js';
+import { throttledSeconds } from '../../db/throttle.js';
 import {
   claimPair,
   findPairs,
@@ -292,6 +293,9 @@ async function runPair(
   const outDir = join(shared.outDir, pair.schId, pair.formUuid);
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
+  // this process's throttle wait while the pair ran (pairs run at once each count the same wait)
+  const waited = () => throttledSeconds([deps.throttle?.fc, deps.throttle?.sh]);
+  const waitedBefore = waited();
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
   const paramsDigest = digestOf({
     schId: pair.schId,
@@ -347,7 +351,7 @@ async function runPair(
       result =
         lease.lost.aborted && !deps.signal.aborted
           ? { result: 'lost', seconds: seconds() }
-          : pairResultOf(run, seconds());
+          : withThrottled(pairResultOf(run, seconds()), Math.round((waited() - waitedBefore) * 10) / 10);
     } finally {
       lease.stop();
     }

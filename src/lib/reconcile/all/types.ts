@@ -45,8 +45,16 @@ export type PairResult =
       readonly pairRunId: string;
       readonly resumed: boolean;
       readonly seconds: number;
+      /** of `seconds`, waiting on `--max-load`/`--max-lag` (this process's wait while the pair ran) */
+      readonly throttledSeconds?: number;
     }
-  | { readonly result: 'failed'; readonly exitCode: number; readonly error: string; readonly seconds: number }
+  | {
+      readonly result: 'failed';
+      readonly exitCode: number;
+      readonly error: string;
+      readonly seconds: number;
+      readonly throttledSeconds?: number;
+    }
   /**
    * not finished here, given back (or taken by another): paused, stopped by a signal or by an
    * outage (`error`: a database or disk this process cannot use, not the pair's fault), the lease lost

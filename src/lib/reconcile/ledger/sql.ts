@@ -25,6 +25,7 @@ const PAIR_COLUMNS = [
   'sh_rows',
   'error',
   'seconds',
+  'throttled_seconds',
   'host',
   'CAST(finished_at AS CHAR) AS finished_at',
 ].join(', ');
@@ -74,6 +75,7 @@ export const ledgerSql = {
       'sh_rows',
       'error',
       'seconds',
+      'throttled_seconds',
       'host',
     ];
     const updated = columns.filter((c) => !['run_id', 'run_started_at', 'sch_id', 'form_uuid'].includes(c));
@@ -93,6 +95,7 @@ export const ledgerSql = {
         e.shRows,
         e.error,
         e.seconds,
+        e.throttledSeconds,
         e.host,
       ],
     };
@@ -114,7 +117,7 @@ export const ledgerSql = {
     sql:
       'SELECT run_id, CAST(MIN(run_started_at) AS CHAR) AS run_started_at, COUNT(*) AS pairs, SUM(differences > 0) AS with_differences, ' +
       `SUM(result = 'FAILED') AS failed, ${COUNT_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}, SUM(differences) AS differences, ` +
-      'TIMESTAMPDIFF(SECOND, MIN(run_started_at), MAX(finished_at)) AS seconds ' +
+      'TIMESTAMPDIFF(SECOND, MIN(run_started_at), MAX(finished_at)) AS seconds, SUM(throttled_seconds) AS throttled_seconds ' +
       `FROM fcctl_reconcile_ledger FORCE INDEX (uk_reconcile_ledger_pair) WHERE run_id IN (${marks(runIds.length)}) GROUP BY run_id`,
     params: [...runIds],
   }),

@@ -35,6 +35,7 @@ function pairOf(r: Raw): LedgerPair {
     shRows: numOrNull(r['sh_rows']),
     error: r['error'] === null ? null : String(r['error']),
     seconds: num(r['seconds']),
+    throttledSeconds: num(r['throttled_seconds']),
     host: r['host'] === null ? null : String(r['host']),
     finishedAt: String(r['finished_at']),
   };
@@ -50,6 +51,7 @@ function nightOf(r: Raw): LedgerNight {
     counts: countsOf(r),
     differences: num(r['differences']),
     seconds: num(r['seconds']),
+    throttledSeconds: num(r['throttled_seconds']),
   };
 }
 

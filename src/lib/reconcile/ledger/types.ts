@@ -21,6 +21,8 @@ export interface LedgerPair {
   readonly shRows: number | null;
   readonly error: string | null;
   readonly seconds: number;
+  /** of `seconds`, waiting on the throttle (`--max-load`/`--max-lag`) */
+  readonly throttledSeconds: number;
   readonly host: string | null;
   /** 'YYYY-MM-DD HH:MM:SS', UTC */
   readonly finishedAt: string;
@@ -37,6 +39,8 @@ export interface LedgerNight {
   readonly differences: number;
   /** wall-clock seconds from the night's start to its last pair finished */
   readonly seconds: number;
+  /** the pairs' throttled seconds, summed (pairs run at once each count their own wait) */
+  readonly throttledSeconds: number;
 }
 
 /** What a finished pair writes (the night's start and the finish time are the database's). */
@@ -51,6 +55,7 @@ export interface LedgerEntry {
   readonly shRows: number | null;
   readonly error: string | null;
   readonly seconds: number;
+  readonly throttledSeconds: number;
   readonly host: string | null;
 }
 

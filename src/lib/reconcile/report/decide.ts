@@ -24,8 +24,9 @@ export function taskResultOf(json: string | null): {
   counts: Record<Category, number> | null;
   error: string | null;
   seconds: number | null;
+  throttledSeconds: number | null;
 } {
-  let v: { counts?: Record<string, unknown>; error?: unknown; seconds?: unknown } = {};
+  let v: { counts?: Record<string, unknown>; error?: unknown; seconds?: unknown; throttledSeconds?: unknown } = {};
   try {
     const parsed = json === null ? null : (JSON.parse(json) as unknown);
     if (typeof parsed === 'object' && parsed !== null) v = parsed as typeof v;
@@ -40,7 +41,17 @@ export function taskResultOf(json: string | null): {
     counts,
     error: typeof v.error === 'string' ? v.error : null,
     seconds: typeof v.seconds === 'number' ? v.seconds : null,
+    throttledSeconds: typeof v.throttledSeconds === 'number' ? v.throttledSeconds : null,
   };
+}
+
+/**
+ * The run's throttled time: its finished pairs' waits summed (pairs run at once each count their
+ * own), or null when no pair recorded one (a run of an fcctl before the throttled time was kept).
+ */
+export function throttledOf(results: ReadonlyArray<{ throttledSeconds: number | null }>): number | null {
+  const waits = results.map((r) => r.throttledSeconds).filter((s): s is number => s !== null);
+  return waits.length === 0 ? null : Math.round(waits.reduce((a, b) => a + b, 0) * 10) / 10;
 }
 
 /** The categories that are differences listed in report.csv, in report order. */

@@ -156,7 +156,7 @@ export function headlineHtml(d: ReportData): string {
     '</div>',
     '<dl class="facts">',
     `<dt>time taken</dt><dd>${e(duration(secondsBetween(d.startedAt, d.finishedAt)))} (${e(d.startedAt ?? '?')} → ${e(d.finishedAt ?? '…')} UTC)</dd>`,
-    `<dt>throttled</dt><dd>${d.throttledSeconds === null ? 'not recorded by the run' : e(duration(d.throttledSeconds))}</dd>`,
+    `<dt>throttled</dt><dd>${d.throttledSeconds === null ? 'not recorded by the run' : `${e(duration(d.throttledSeconds))} waiting on --max-load/--max-lag (summed over pairs)`}</dd>`,
     `<dt>hosts</dt><dd>${d.hosts.length > 0 ? d.hosts.map(e).join(', ') : 'none yet'}</dd>`,
     `<dt>processes</dt><dd>${processes}</dd>`,
     `<dt>consumer</dt><dd>${d.consumer === null ? 'not recorded' : e(d.consumer)}</dd>`,

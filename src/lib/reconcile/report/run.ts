@@ -25,6 +25,7 @@ import {
   SAMPLE_CATEGORIES,
   sampleOf,
   taskResultOf,
+  throttledOf,
   trendOf,
   type TrendPairNight,
 } from './decide.js';
@@ -127,7 +128,7 @@ export async function buildReportData(
     consumer: t.consumer,
     startedAt: shape.startedAt,
     finishedAt: shape.finishedAt,
-    throttledSeconds: null,
+    throttledSeconds: throttledOf(tasks.map((task) => taskResultOf(task.result_json))),
     hosts: shape.hosts,
     byState: shape.byState,
     holders: shape.holders,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ledgerEntryOf } from '../../src/lib/reconcile/all/decide.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from '../../src/lib/reconcile/history/decide.js';
+import { mayPruneNight } from '../../src/lib/reconcile/ledger/decide.js';
 import type { LedgerPair } from '../../src/lib/reconcile/ledger/types.js';
 
 const FORM = '11111111-2222-3333-4444-555555555555';
@@ -94,5 +95,24 @@ describe('reconcile history rows and columns', () => {
       'error',
     ]);
     expect(nightsOf([p, p, failed])).toBe(2);
+  });
+});
+
+describe('mayPruneNight: --keep-nights never prunes a night still being written', () => {
+  const quiet = { liveLeases: 0, pending: 0, recent: false };
+  it('a finished night, even one finished a moment ago, may go', () => {
+    expect(mayPruneNight('n1', 'n9', quiet)).toBe(true);
+    expect(mayPruneNight('n1', 'n9', { ...quiet, recent: true })).toBe(true);
+  });
+  it("the pruner's own run never goes", () => {
+    expect(mayPruneNight('n9', 'n9', quiet)).toBe(false);
+  });
+  it('a lease running: a process holds a pair of it', () => {
+    expect(mayPruneNight('n1', 'n9', { ...quiet, liveLeases: 1 })).toBe(false);
+    expect(mayPruneNight('n1', null, { ...quiet, liveLeases: 1 })).toBe(false);
+  });
+  it('pairs waiting with recent activity: a process may be between claims; once quiet, abandoned', () => {
+    expect(mayPruneNight('n1', 'n9', { liveLeases: 0, pending: 3, recent: true })).toBe(false);
+    expect(mayPruneNight('n1', 'n9', { liveLeases: 0, pending: 3, recent: false })).toBe(true);
   });
 });

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ledgerEntryOf } from '../../src/lib/reconcile/all/decide.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
-import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from '../../src/lib/reconcile/history/decide.js';
+import { formatTable } from '../../src/lib/cli/table.js';
+import {
+  HISTORY_COLUMNS,
+  historyRow,
+  nightsOf,
+  TABLE_ERROR_CHARS,
+  tableColumns,
+  tableRow,
+} from '../../src/lib/reconcile/history/decide.js';
 import { mayPruneNight } from '../../src/lib/reconcile/ledger/decide.js';
 import type { LedgerPair } from '../../src/lib/reconcile/ledger/types.js';
 
@@ -76,6 +84,21 @@ describe('reconcile history rows and columns', () => {
     host: 'h',
     finishedAt: '2026-12-01 18:31:00',
   };
+  it('the terminal table: one line per pair, no control character reaches the terminal, a long error cut', () => {
+    const bad: LedgerPair = {
+      ...p,
+      formUuid: 'f\u001b[2J',
+      result: 'FAILED',
+      error: `boom\nsecond line\r\u001b]0;title\u0007 ${'x'.repeat(1000)}`,
+    };
+    const lines = formatTable([bad, p].map(tableRow), tableColumns([bad, p]));
+    expect(lines).toHaveLength(3);
+    for (const l of lines) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(lines[1]).toContain('boom\\u000asecond line\\u000d\\u001b]0;title\\u0007 xx');
+    expect(Array.from(String(tableRow(bad)['error']))).toHaveLength(TABLE_ERROR_CHARS);
+    // json and csv keep it whole
+    expect(historyRow(bad)['error']).toBe(bad.error);
+  });
   it('a row holds every csv column, a member per category', () => {
     const row = historyRow(p);
     expect(Object.keys(row)).toEqual(HISTORY_COLUMNS.map((c) => c.key));

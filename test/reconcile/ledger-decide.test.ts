@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ledgerEntryOf, withThrottled } from '../../src/lib/reconcile/all/decide.js';
 import { CATEGORIES, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
-import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from '../../src/lib/reconcile/history/decide.js';
+import { formatTable } from '../../src/lib/cli/table.js';
+import {
+  HISTORY_COLUMNS,
+  historyRow,
+  nightsOf,
+  TABLE_ERROR_CHARS,
+  tableColumns,
+  tableRow,
+} from '../../src/lib/reconcile/history/decide.js';
+import { mayPruneNight } from '../../src/lib/reconcile/ledger/decide.js';
 import type { LedgerPair } from '../../src/lib/reconcile/ledger/types.js';
 
 const FORM = '11111111-2222-3333-4444-555555555555';
@@ -86,6 +95,21 @@ describe('reconcile history rows and columns', () => {
     host: 'h',
     finishedAt: '2026-12-01 18:31:00',
   };
+  it('the terminal table: one line per pair, no control character reaches the terminal, a long error cut', () => {
+    const bad: LedgerPair = {
+      ...p,
+      formUuid: 'f\u001b[2J',
+      result: 'FAILED',
+      error: `boom\nsecond line\r\u001b]0;title\u0007 ${'x'.repeat(1000)}`,
+    };
+    const lines = formatTable([bad, p].map(tableRow), tableColumns([bad, p]));
+    expect(lines).toHaveLength(3);
+    for (const l of lines) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(lines[1]).toContain('boom\\u000asecond line\\u000d\\u001b]0;title\\u0007 xx');
+    expect(Array.from(String(tableRow(bad)['error']))).toHaveLength(TABLE_ERROR_CHARS);
+    // json and csv keep it whole
+    expect(historyRow(bad)['error']).toBe(bad.error);
+  });
   it('a row holds every csv column, a member per category', () => {
     const row = historyRow(p);
     expect(Object.keys(row)).toEqual(HISTORY_COLUMNS.map((c) => c.key));
@@ -105,5 +129,24 @@ describe('reconcile history rows and columns', () => {
       'error',
     ]);
     expect(nightsOf([p, p, failed])).toBe(2);
+  });
+});
+
+describe('mayPruneNight: --keep-nights never prunes a night still being written', () => {
+  const quiet = { liveLeases: 0, pending: 0, recent: false };
+  it('a finished night, even one finished a moment ago, may go', () => {
+    expect(mayPruneNight('n1', 'n9', quiet)).toBe(true);
+    expect(mayPruneNight('n1', 'n9', { ...quiet, recent: true })).toBe(true);
+  });
+  it("the pruner's own run never goes", () => {
+    expect(mayPruneNight('n9', 'n9', quiet)).toBe(false);
+  });
+  it('a lease running: a process holds a pair of it', () => {
+    expect(mayPruneNight('n1', 'n9', { ...quiet, liveLeases: 1 })).toBe(false);
+    expect(mayPruneNight('n1', null, { ...quiet, liveLeases: 1 })).toBe(false);
+  });
+  it('pairs waiting with recent activity: a process may be between claims; once quiet, abandoned', () => {
+    expect(mayPruneNight('n1', 'n9', { liveLeases: 0, pending: 3, recent: true })).toBe(false);
+    expect(mayPruneNight('n1', 'n9', { liveLeases: 0, pending: 3, recent: false })).toBe(true);
   });
 });

@@ -103,5 +103,9 @@ describe('drift ledger: every statement indexed (real MariaDB)', () => {
       expect(a.key).toBe(key);
       expect(['range', 'ref', 'const']).toContain(a.type);
     }
+    // weighing a night before pruning it: that night's task rows only
+    const weigh = await access(ledgerSql.nightActivity('run-59', 30), 'fcctl_reconcile_task');
+    expect(weigh).toMatchObject({ type: 'ref', key: 'uk_reconcile_task_pair' });
+    expect(weigh.read).toBeLessThanOrEqual(PAIRS);
   });
 });

@@ -1,7 +1,7 @@
 import { ExitCode } from '../../cli/exit.js';
 import type { Ctx } from '../../cli/context.js';
 import { ledgerHistory } from '../ledger/store.js';
-import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns } from './decide.js';
+import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns, tableRow } from './decide.js';
 
 /** `reconcile history`'s options. */
 export interface ReconcileHistoryOptions {
@@ -31,7 +31,7 @@ export async function runReconcileHistory(o: ReconcileHistoryOptions, ctx: Ctx):
   const title = `reconcile history — the last ${o.last} night(s), newest first`;
   if (out.json) out.rows(rows, HISTORY_COLUMNS, 'json');
   else if (rows.length === 0) out.note('no night recorded (reconcile run --all records each pair it finishes)');
-  else out.rows(rows, tableColumns(pairs), 'table', title);
+  else out.rows(pairs.map(tableRow), tableColumns(pairs), 'table', title);
   out.summary({ command: COMMAND, exitCode, last: o.last, nights: nightsOf(pairs), pairs: rows.length });
   return exitCode;
 }

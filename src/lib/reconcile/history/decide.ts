@@ -32,6 +32,34 @@ export function historyRow(p: LedgerPair): Row {
   };
 }
 
+/** The error's characters a terminal table shows (json and csv carry it whole). */
+export const TABLE_ERROR_CHARS = 120;
+
+/** One line of printable text: control characters (a newline, an escape sequence) shown as `\uXXXX`, never sent to the terminal. */
+function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A pair as a terminal table row: {@link historyRow} with the form and error on one printable line
+ * (a newline would split the row, an escape sequence would drive the terminal) and the error cut
+ * to {@link TABLE_ERROR_CHARS} characters (a 1,024-character error would wrap every row).
+ * @example tableRow({ ...pair, error: 'a\nb' }).error // 'a\\u000ab'
+ */
+export function tableRow(p: LedgerPair): Row {
+  const error = p.error === null ? null : Array.from(printable(p.error));
+  return {
+    ...historyRow(p),
+    form: printable(p.formUuid),
+    error:
+      error === null
+        ? null
+        : error.length > TABLE_ERROR_CHARS
+          ? `${error.slice(0, TABLE_ERROR_CHARS - 1).join('')}…`
+          : error.join(''),
+  };
+}
+
 /** Every column of {@link historyRow}, in order: the csv header. */
 export const HISTORY_COLUMNS: readonly Column[] = [
   'runId',

@@ -143,9 +143,25 @@ export const ledgerSql = {
     sql: 'DELETE FROM fcctl_reconcile_ledger WHERE run_id = ? LIMIT ?',
     params: [runId, limit],
   }),
-  /** A pruned night's task rows, `limit` at a time. */
+  /**
+   * A night's work queue as the pruner weighs it (./decide.ts `mayPruneNight`): leases running,
+   * pairs waiting, a pair registered or finished within `quietMinutes` (the run's rows by
+   * `uk_reconcile_task_pair`'s prefix).
+   */
+  nightActivity: (runId: string, quietMinutes: number): Statement => ({
+    sql:
+      "SELECT COALESCE(SUM(state = 'CLAIMED' AND claim_expires_at > UTC_TIMESTAMP()), 0) AS live_leases, " +
+      "COALESCE(SUM(state = 'PENDING'), 0) AS pending, " +
+      'COALESCE(MAX(GREATEST(create_time, COALESCE(finished_at, create_time))) > UTC_TIMESTAMP() - INTERVAL ? MINUTE, 0) AS recent ' +
+      'FROM fcctl_reconcile_task WHERE run_id = ?',
+    params: [quietMinutes, runId],
+  }),
+  /**
+   * A pruned night's task rows, `limit` at a time; a pair claimed since the night was weighed keeps
+   * its row (its process still finishes it under its claim).
+   */
   deleteNightTasks: (runId: string, limit: number): Statement => ({
-    sql: 'DELETE FROM fcctl_reconcile_task WHERE run_id = ? LIMIT ?',
+    sql: "DELETE FROM fcctl_reconcile_task WHERE run_id = ? AND NOT (state = 'CLAIMED' AND COALESCE(claim_expires_at > UTC_TIMESTAMP(), FALSE)) LIMIT ?",
     params: [runId, limit],
   }),
   /** A pruned night's join row (a default-named run's last choice). */

@@ -6,6 +6,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { Db } from '../../db/connect.js';
 import { CATEGORIES, type Category } from '../diff/decide.js';
+import { mayPruneNight, NIGHT_QUIET_MINUTES } from './decide.js';
 import { categoryColumn, ledgerSql } from './sql.js';
 import type { HistoryFilter, LedgerEntry, LedgerNight, LedgerPair, Pruned } from './types.js';
 
@@ -151,12 +152,20 @@ async function deleteAll(db: Db, s: () => { sql: string; params: unknown[] }): P
   }
 }
 
+/** A night's work queue as {@link mayPruneNight} weighs it. */
+async function nightActivity(db: Db, runId: string): Promise<{ liveLeases: number; pending: number; recent: boolean }> {
+  const s = ledgerSql.nightActivity(runId, NIGHT_QUIET_MINUTES);
+  const r = (await db.query<Raw>(s.sql, s.params))[0];
+  return { liveLeases: num(r?.['live_leases']), pending: num(r?.['pending']), recent: num(r?.['recent']) === 1 };
+}
+
 /**
  * `--keep-nights`: every night older than the newest `keep` removed — its ledger rows, its task
  * rows and its join row — in short DELETEs of at most {@link PRUNE_CHUNK} rows. A run with no
  * ledger row (none of its pairs finished, or run before schema version 7) is not a night: left as it is.
  * `spare`: a run never pruned, whatever its start (the pruning process's own: an old run retried by
- * `--run-id` keeps the rows its other processes still write).
+ * `--run-id` keeps the rows its other processes still write); nor is a night another process is
+ * still writing (./decide.ts `mayPruneNight`): it is counted again by the next pruner.
  * @example await pruneNights(shDb, 90) // { nights: 1, ledgerRows: 10000, taskRows: 10000 }
  */
 export async function pruneNights(db: Db, keep: number, spare: string | null = null): Promise<Pruned> {
@@ -167,15 +176,18 @@ export async function pruneNights(db: Db, keep: number, spare: string | null = n
   for (;;) {
     const q = ledgerSql.nightsBeyond(keep, PRUNE_NIGHTS);
     const runIds = (await db.query<Raw>(q.sql, q.params)).map((r) => String(r['run_id']));
+    let pruned = 0;
     for (const runId of runIds) {
-      if (runId === spare) continue;
+      if (!mayPruneNight(runId, spare, await nightActivity(db, runId))) continue;
       // the tasks first: a night whose ledger rows are gone is no longer found to prune again
       taskRows += await deleteAll(db, () => ledgerSql.deleteNightTasks(runId, PRUNE_CHUNK));
       const join = ledgerSql.deleteNightJoin(runId);
       await db.execute(join.sql, join.params);
       ledgerRows += await deleteAll(db, () => ledgerSql.deleteNight(runId, PRUNE_CHUNK));
       nights++;
+      pruned++;
     }
-    if (runIds.length < PRUNE_NIGHTS) return { nights, ledgerRows, taskRows };
+    // a full round of nights all spared would be found again: done
+    if (runIds.length < PRUNE_NIGHTS || pruned === 0) return { nights, ledgerRows, taskRows };
   }
 }

@@ -7,7 +7,7 @@
 import { describe, expect } from 'vitest';
 import { insertCommands } from '../helpers/apply-commands.js';
 import { checksumTables } from '../helpers/checksum.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl } from '../helpers/db.js';
 import {
   bindQueue,
@@ -212,6 +212,20 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
     expect(s.doc!['fleet'].sh.status).toBe('unreachable');
     expect(s.doc!['fleet'].fc.status).toBe('ok');
     expect(s.doc!['outbox'].status).toBe('ok');
+  });
+
+  test('a malformed URL of one side: one line without the password, exit 2, and the process exits', async ({ dbs }) => {
+    // the other side's pool is still opening when the bad URL is refused: it must be closed too
+    for (const side of ['FC', 'SH'] as const) {
+      const r = await spawnCli(['--json', 'status'], {
+        env: dbs.env({ [`FCCTL_${side}_DATABASE_URL`]: 'mysql://bob:S3cretPW@[bad/x' }),
+        timeoutMs: 15_000,
+      });
+      expect(r.code, side).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toEqual([`fcctl: ${side} database URL is not a valid URL: ***`]);
+      expect(r.stderr).not.toContain('S3cretPW');
+    }
   });
 
   test('bad input: --watch off a terminal without --json, an unknown --fail-if condition: one line, exit 2', async ({

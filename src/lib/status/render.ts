@@ -108,7 +108,7 @@ export function statusBlocks(doc: StatusDocument, watching = false): ReportBlock
         run === null
           ? []
           : [
-              `run ${run.runId} · pairs ${run.done + run.failed}/${run.total} · failed ${run.failed} · with differences ${run.withDifferences}`,
+              `run ${run.runId}${run.startedAt === null ? '' : ` (begun ${run.startedAt} UTC)`} · pairs ${run.done + run.failed}/${run.total} · failed ${run.failed} · with differences ${run.withDifferences}`,
               `processes ${run.processes.length}${run.processes.length > 0 ? ` (${run.processes.join(', ')})` : ''} · ETA ${run.etaSeconds === null ? '-' : formatDuration(run.etaSeconds)}`,
             ],
       ({ run }) => ((run?.failed ?? 0) > 0 ? 'warn' : 'plain'),

@@ -29,9 +29,27 @@ export interface StatusOptions {
 
 const section = readSection;
 
+type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> };
+
+/**
+ * Promise.all that waits for every read to end before it throws the first error (a usage error,
+ * such as a malformed URL of one side): a pool the other side is still opening would otherwise be
+ * opened after the command closed its resources, and keep the process from exiting.
+ */
+async function allSettledThenThrow<T extends readonly unknown[]>(
+  reads: readonly [...T],
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results = (await Promise.allSettled(reads)) as Settled<T>;
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
 /** The same read on both databases. */
 async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'fc' | 'sh') => Promise<T>) {
-  const [fc, sh] = await Promise.all([
+  const [fc, sh] = await allSettledThenThrow([
     section(deps.fcDb, (db) => read(db, 'fc')),
     section(deps.shDb, (db) => read(db, 'sh')),
   ]);
@@ -45,7 +63,7 @@ async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'f
 export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<StatusDocument> {
   const takenAt = deps.now().toISOString();
   // independent reads: sent at once (each database's pool), so the snapshot takes its slowest read
-  const [outbox, applyCommands, fleet, claims, pauses, reconcile] = await Promise.all([
+  const [outbox, applyCommands, fleet, claims, pauses, reconcile] = await allSettledThenThrow([
     section(deps.fcDb, (db) => readOutbox(db, o.exactCounts)),
     section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds, o.exactCounts)),
     sides(deps, async (db) => ({ workers: await readWorkers(db) })),

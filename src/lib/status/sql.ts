@@ -130,9 +130,13 @@ export const statusSql = {
     params: [now, LIST_LIMIT],
   }),
 
-  /** The newest default-named `reconcile run --all` run: `fcctl_reconcile_join`, one row per run (a night). */
+  /**
+   * The newest `reconcile run --all` run, default-named or given by `--run-id` (the night's cron
+   * line may name its own, docs/commands/reconcile.md): the run of the pair registered last, the
+   * primary key read backwards, one entry.
+   */
   latestRun: (): Statement => ({
-    sql: 'SELECT run_id FROM fcctl_reconcile_join ORDER BY joined_at DESC, run_id DESC LIMIT 1',
+    sql: 'SELECT run_id FROM fcctl_reconcile_task ORDER BY id DESC LIMIT 1',
     params: [],
   }),
 

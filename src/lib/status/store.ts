@@ -149,7 +149,7 @@ export async function readPauses(db: Db): Promise<PauseInForce[]> {
     .map(({ source: _source, ...p }) => p);
 }
 
-/** The newest default-named `reconcile run --all` run, or null when there has been none. */
+/** The newest `reconcile run --all` run (whatever its id), or null when there has been none. */
 export async function readReconcileRun(sh: Db): Promise<ReconcileRunFacts | null> {
   const latest = (await rows(sh, statusSql.latestRun()))[0];
   if (latest === undefined) return null;

@@ -282,6 +282,13 @@ function keepLease(
   return { lost: lost.signal, stop: () => clearInterval(timer) };
 }
 
+/** This process's throttle wait from now on, in seconds (pairs run at once each count the same wait). */
+function waitSince(deps: RunAllDeps): () => number {
+  const waited = () => throttledSeconds([deps.throttle?.fc, deps.throttle?.sh]);
+  const before = waited();
+  return () => Math.round((waited() - before) * 10) / 10;
+}
+
 /** One pair under its lease: adopted, or run (afresh when its directory holds another night's run); its end recorded under the claim. */
 async function runPair(
   task: TaskRow & { token: string; generation: string },
@@ -293,9 +300,7 @@ async function runPair(
   const outDir = join(shared.outDir, pair.schId, pair.formUuid);
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
-  // this process's throttle wait while the pair ran (pairs run at once each count the same wait)
-  const waited = () => throttledSeconds([deps.throttle?.fc, deps.throttle?.sh]);
-  const waitedBefore = waited();
+  const throttled = waitSince(deps);
   const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
   const paramsDigest = digestOf({
     schId: pair.schId,
@@ -351,7 +356,7 @@ async function runPair(
       result =
         lease.lost.aborted && !deps.signal.aborted
           ? { result: 'lost', seconds: seconds() }
-          : withThrottled(pairResultOf(run, seconds()), Math.round((waited() - waitedBefore) * 10) / 10);
+          : withThrottled(pairResultOf(run, seconds()), throttled());
     } finally {
       lease.stop();
     }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
@@ -126,6 +127,28 @@ function poolOptionsOf(label: string, url: string, options: { connectionLimit?: 
   };
 }
 
+/**
+ * How long {@link Pools.close} waits for a statement still in flight (a database that stopped
+ * answering) before it drops the connections: the server rolls back what they held, and the
+ * process can end instead of waiting for ever.
+ */
+export const CLOSE_GRACE_MS = 5000;
+
+/**
+ * Every connection a pool holds, those still connecting included: mysql2 keeps them in its
+ * callback pool's `_allConnections` (no public accessor); empty if a later mysql2 moves it.
+ */
+function connectionsOf(p: mysql.Pool | null): Array<{ destroy(): void }> {
+  const all = (p as unknown as { pool?: { _allConnections?: { length: number; get(i: number): unknown } } } | null)
+    ?.pool?._allConnections;
+  if (!all || typeof all.get !== 'function') return [];
+  // a connection whose socket is gone has ended (the pool keeps it listed after its end)
+  return Array.from(
+    { length: all.length },
+    (_, i) => all.get(i) as { destroy(): void; stream?: { destroyed?: boolean } },
+  ).filter((c) => c.stream?.destroyed !== true);
+}
+
 function preparePool(p: mysql.Pool): mysql.Pool {
   return p.on('connection', (conn) => {
     // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
@@ -172,9 +195,17 @@ class Pools {
       );
     });
   }
-  async close(): Promise<void> {
+  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
     this.closed = true;
-    await Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
+    const ended = Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
+    const left = () => [...connectionsOf(this.pool), ...connectionsOf(this.batchPool)];
+    const deadline = Date.now() + graceMs;
+    // A pool's end waits for each connection's statement in flight, and may report itself done
+    // while one still waits (its count shrinks as the idle ones end): a connection left after the
+    // grace never answered, and is dropped.
+    await Promise.race([ended, delay(graceMs, undefined, { ref: false })]);
+    while (left().length > 0 && Date.now() < deadline) await delay(25);
+    for (const conn of left()) conn.destroy();
   }
 }
 

@@ -34,21 +34,28 @@ export async function watchStatus(
   if (stdin.isTTY) stdin.setRawMode(true);
   stdin.on('data', onData);
   stdin.resume();
-  const view = terminal().liveReport(io.stdout as NodeJS.WriteStream, stdin, statusBlocks(await read(), true));
+  // a quit key leaves at once, even while a snapshot is being read (a database slow to answer)
+  const readOrQuit = () => Promise.race([read(), quitting.then(() => null)]);
   let timer: NodeJS.Timeout | undefined;
+  let view: ReturnType<ReturnType<typeof terminal>['liveReport']> | undefined;
   try {
+    const first = await readOrQuit();
+    if (first === null) return;
+    view = terminal().liveReport(io.stdout as NodeJS.WriteStream, stdin, statusBlocks(first, true));
     for (;;) {
       const tick = new Promise<'tick'>((resolve) => {
         timer = setTimeout(() => resolve('tick'), intervalMs);
       });
       if ((await Promise.race([quitting.then(() => 'quit' as const), tick])) === 'quit') break;
-      view.update(statusBlocks(await read(), true));
+      const doc = await readOrQuit();
+      if (doc === null) break;
+      view.update(statusBlocks(doc, true));
     }
   } finally {
     clearTimeout(timer);
     stdin.off('data', onData);
     if (stdin.isTTY) stdin.setRawMode(false);
     stdin.pause();
-    view.unmount();
+    view?.unmount();
   }
 }

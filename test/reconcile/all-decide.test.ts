@@ -8,6 +8,7 @@ import {
   NOT_DIFFERENCES,
 } from '../../src/lib/reconcile/diff/decide.js';
 import {
+  afterNoClaim,
   allExit,
   allReport,
   defaultRunId,
@@ -480,6 +481,19 @@ describe('pairMetricsOf: the pairs as the metrics name them', () => {
       finishedAtSeconds: 1000,
       durationSeconds: 2,
     });
+  });
+});
+
+describe('afterNoClaim: a claim that found no pair', () => {
+  it('tries again while pairs are claimable (SKIP LOCKED passed rows held for a moment), whichever worker', () => {
+    expect(afterNoClaim(0, { claimable: 9, heldByOthers: 1 })).toBe('retry');
+    expect(afterNoClaim(0, { claimable: 1, heldByOthers: 0 })).toBe('retry');
+    expect(afterNoClaim(3, { claimable: 2, heldByOthers: 0 })).toBe('retry');
+  });
+  it('none claimable: worker 0 waits while other processes hold pairs; the others, or with none held, leave', () => {
+    expect(afterNoClaim(0, { claimable: 0, heldByOthers: 2 })).toBe('wait');
+    expect(afterNoClaim(1, { claimable: 0, heldByOthers: 2 })).toBe('leave');
+    expect(afterNoClaim(0, { claimable: 0, heldByOthers: 0 })).toBe('leave');
   });
 });
 

@@ -141,6 +141,22 @@ export function pairStartOf(
   return { kind: 'run' };
 }
 
+/**
+ * What a worker does when its claim found no pair (`SKIP LOCKED` read nothing), from the run's pairs
+ * as committed: `retry` soon while some are claimable — the claim skipped rows another transaction
+ * held for a moment (a process registering the same pairs, another claim), it must not leave them
+ * PENDING; else worker 0 `wait`s while other processes hold pairs (one may be killed, its lease
+ * expire), so the run is finished when its processes end; else `leave`.
+ * @example afterNoClaim(1, { claimable: 3, heldByOthers: 0 }) // 'retry'
+ */
+export function afterNoClaim(
+  worker: number,
+  open: { claimable: number; heldByOthers: number },
+): 'retry' | 'wait' | 'leave' {
+  if (open.claimable > 0) return 'retry';
+  return worker === 0 && open.heldByOthers > 0 ? 'wait' : 'leave';
+}
+
 /** What the task table records of a pair's result: its end, or the pair given back unfinished. */
 export function taskWriteOf(
   r: PairResult,

@@ -34,14 +34,22 @@ import { differencesOf } from '../diff/decide.js';
 import { runFinished } from '../report/decide.js';
 import { writeRunReport } from '../report/run.js';
 import { pruneNights } from '../ledger/store.js';
-import { defaultRunId, ledgerEntryOf, pairResultOf, pairStartOf, taskWriteOf, withThrottled } from './decide.js';
+import {
+  afterNoClaim,
+  defaultRunId,
+  ledgerEntryOf,
+  pairResultOf,
+  pairStartOf,
+  taskWriteOf,
+  withThrottled,
+} from './decide.js';
 import { throttledSeconds } from '../../db/throttle.js';
 import {
   claimPair,
   findPairs,
-  heldByOthers,
   joinableRun,
   joinOrBeginDefaultRun,
+  openPairs,
   readTaskClaim,
   registerPairs,
   renewLease,
@@ -67,6 +75,8 @@ import {
 const TASK_START_SHARE_MS = 10_000;
 /** How often a process with nothing left to claim looks again at the pairs other processes hold (at most). */
 const HELD_POLL_MS = 2000;
+/** A claim that skipped claimable rows (locked for a moment by another transaction) is tried again after this. */
+const CLAIM_RETRY_MS = 200;
 /** A lease not renewed for this share of its length is given up: another process may take it soon. */
 const LEASE_GIVE_UP = 0.8;
 
@@ -177,11 +187,11 @@ async function workPairs(o: RunAllOptions, deps: RunAllDeps, shared: Shared): Pr
           startedUtc,
         );
         if (task === null) {
-          // Pairs other processes hold may yet come free (a process killed): one worker waits for
-          // them, so the run is finished when its processes end.
-          if (index > 0 || (await heldByOthers(shDb, runId, deps.owner, o.filter)) === 0) break;
-          if (!(await sleep(Math.min((o.leaseSeconds * 1000) / 3, HELD_POLL_MS), deps.signal)))
-            shared.stop ??= { by: 'signal' };
+          // nothing read is not nothing left: SKIP LOCKED passes rows held for a moment (./decide.ts)
+          const next = afterNoClaim(index, await openPairs(shDb, runId, deps.owner, o.filter, startedUtc));
+          if (next === 'leave') break;
+          const ms = next === 'retry' ? CLAIM_RETRY_MS : Math.min((o.leaseSeconds * 1000) / 3, HELD_POLL_MS);
+          if (!(await sleep(ms, deps.signal))) shared.stop ??= { by: 'signal' };
           continue;
         }
         const outcome = await runPair(task, o, deps, shared);

@@ -150,14 +150,20 @@ export const allSql = {
     params: [id, token, generation],
   }),
   /**
-   * How many pairs of the run, within the filters, other processes hold under a lease (claim tokens
-   * not starting with this process's owner): a process with none left to claim waits for them.
+   * The run's pairs within the filters as committed, by a plain read (it waits on no lock and skips
+   * none): those a claim may take ({@link CLAIMABLE}) and those other processes hold under a lease
+   * (claim tokens not starting with this process's owner). A claim that found nothing while some
+   * are claimable had skipped rows another transaction held for a moment (a process registering the
+   * same pairs: INSERT IGNORE's shared locks; another claim), not a run with nothing left.
    */
-  heldByOthers: (runId: string, owner: string, f: PairFilter): Statement => {
+  openPairs: (runId: string, owner: string, f: PairFilter, startedUtc: string): Statement => {
     const w = filterSql('sch_id', 'form_uuid', f);
     return {
-      sql: `SELECT COUNT(*) AS n FROM fcctl_reconcile_task WHERE run_id = ? AND state = 'CLAIMED' AND LEFT(claim_owner, ?) <> ?${w.sql}`,
-      params: [runId, owner.length + 1, `${owner}:`, ...w.params],
+      sql:
+        `SELECT COALESCE(SUM(${CLAIMABLE}), 0) AS claimable, ` +
+        "COALESCE(SUM(state = 'CLAIMED' AND LEFT(claim_owner, ?) <> ?), 0) AS held " +
+        `FROM fcctl_reconcile_task FORCE INDEX (uk_reconcile_task_pair) WHERE run_id = ?${w.sql}`,
+      params: [startedUtc, owner.length + 1, `${owner}:`, runId, ...w.params],
     };
   },
   /** Every pair of a run, for summary.json (small rows: the result is a short JSON object). */

@@ -199,9 +199,19 @@ export async function claimPair(
   );
 }
 
-export async function heldByOthers(shDb: Db, runId: string, owner: string, f: PairFilter): Promise<number> {
-  const s = allSql.heldByOthers(runId, owner, f);
-  return Number((await retrying(() => shDb.query<{ n: number | string }>(s.sql, s.params)))[0]?.n ?? 0);
+/** The run's pairs within the filters a claim may take, and those other processes hold, as committed (see {@link allSql.openPairs}). */
+export async function openPairs(
+  shDb: Db,
+  runId: string,
+  owner: string,
+  f: PairFilter,
+  startedUtc: string,
+): Promise<{ claimable: number; heldByOthers: number }> {
+  const s = allSql.openPairs(runId, owner, f, startedUtc);
+  const [row] = await retrying(() =>
+    shDb.query<{ claimable: number | string; held: number | string }>(s.sql, s.params),
+  );
+  return { claimable: Number(row?.claimable ?? 0), heldByOthers: Number(row?.held ?? 0) };
 }
 
 export async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {

@@ -16,9 +16,11 @@ import { writeFileAtomic } from '../../files/atomic.js';
 import { CATEGORIES, type Category, emptyCounts } from '../diff/decide.js';
 import { DIFF_FILES } from '../diff/types.js';
 import { RUN_FILES, RUN_MANIFESTS } from '../run/types.js';
+import { pairFolderProblem } from '../all/decide.js';
 import {
   csvFields,
   differencesIn,
+  outOverwritesRun,
   pairCommands,
   type ReportTask,
   runShape,
@@ -85,7 +87,7 @@ export async function readTrend(source: TrendSource, shDb: Db, runId: string): P
 
 /**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
- * must exist (exit 2), the run must be known (exit 2).
+ * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
  */
 export async function reportTarget(o: {
   outDir: string;
@@ -97,6 +99,8 @@ export async function reportTarget(o: {
   const folder = await stat(dirname(outFile)).catch(() => null);
   if (folder === null || !folder.isDirectory())
     throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
+  const overwrites = outOverwritesRun(outDir, outFile);
+  if (overwrites !== null) throw new UsageError(`--out ${outFile}: ${overwrites}, not a place for the report`);
   const recorded = await runOfDir(outDir);
   if (o.runId === null && recorded === null)
     throw new UsageError(`${outDir} holds no summary.json of reconcile run --all: give the run's --out-dir`);
@@ -148,10 +152,14 @@ async function pairOf(
 ): Promise<Building> {
   const absDir = join(t.outDir, task.sch_id, task.form_uuid);
   const r = taskResultOf(task.result_json);
-  const run = await readFile(join(absDir, RUN_FILES.run), 'utf8').then(
-    (s) => JSON.parse(s) as { allRunId?: unknown },
-    () => null,
-  );
+  // a form uuid that is no folder name (`../..`) points outside the run: nothing read there
+  const run =
+    pairFolderProblem(task.form_uuid) !== null
+      ? null
+      : await readFile(join(absDir, RUN_FILES.run), 'utf8').then(
+          (s) => JSON.parse(s) as { allRunId?: unknown },
+          () => null,
+        );
   const filesOfRun = run !== null && run.allRunId === t.runId;
   const names = filesOfRun ? new Set(await readdir(absDir).catch(() => [])) : new Set<string>();
   const rel = relative(dirname(t.outFile), absDir).split(sep).join('/');

@@ -438,3 +438,31 @@ test("a form uuid with a .. segment (an SH-only pair): the pair fails, nothing i
   expect(summaryOf(r.stdout)).toMatchObject({ byResult: { failed: 1 } });
   expect(readFileSync(join(d, 'report.html'), 'utf8')).toMatch(/cannot name the pair&#39;s folder/);
 });
+
+test('a run that found no pair: report.html of 0 pairs (the run DIR/summary.json names is known); another id stays exit 2', async () => {
+  const d = join(dir, 'zero');
+  const r = await runCli(
+    [
+      '--json',
+      'reconcile',
+      'run',
+      '--all',
+      '--consumer',
+      CONSUMER,
+      '--run-id',
+      'zero-1',
+      '--out-dir',
+      d,
+      '--school',
+      '998',
+    ],
+    { env },
+  );
+  expect(r.code, r.stderr).toBe(1); // no pair found: a warning
+  expect(r.stderr).not.toMatch(/report\.html not written/);
+  expect(summaryOf(r.stdout)).toMatchObject({ pairsFound: 0, reportFile: join(d, 'report.html') });
+  expect(readFileSync(join(d, 'report.html'), 'utf8')).toContain('<b>0</b><span>pairs in the run (0 done)');
+  const other = await runCli(['reconcile', 'report', '--out-dir', d, '--run-id', 'zero-2'], { env });
+  expect(other.code).toBe(2);
+  expect(other.stderr).toMatch(/no run "zero-2"/);
+});

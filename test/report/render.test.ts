@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
 import {
+  actionId,
   csvFields,
   fileWordOf,
   outOverwritesRun,
@@ -136,6 +137,12 @@ describe('decisions', () => {
     expect(outOverwritesRun('/r', '/r/dec1.html')).toBeNull();
     expect(outOverwritesRun('/r', '/tmp/summary.json')).toBeNull();
     expect(outOverwritesRun('/r', '/r2/x/summary.json')).toBeNull();
+  });
+
+  it("keeps the school in a pair's proof id and operation prefix, however long the run id (64 characters)", () => {
+    const long = 'r'.repeat(64);
+    expect(actionId(long, '5')).not.toBe(actionId(long, '6'));
+    expect(actionId(long, '9223372036854775807')).toHaveLength(87); // within replay's 91 and repair's 128
   });
 
   it('keeps in a pair trend only the categories with a count on some night', () => {

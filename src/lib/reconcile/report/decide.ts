@@ -132,9 +132,13 @@ export function shellWord(s: string): string {
 
 const cmd = (...words: string[]) => ['fcctl', ...words.map(shellWord)].join(' ');
 
-/** A proof/operation id of this run and pair within the 128 (repair) and 64 characters of the audit columns. */
+/**
+ * The proof id (repair, ≤ 128) and operation prefix (replay, ≤ 91) of this run and school: at most
+ * 3 + 64 (a run id) + 1 + 19 (a school) = 87 characters, whole — cut to 64, a long run id lost the
+ * school and every school's repairs and replays shared one id.
+ */
 export function actionId(runId: string, schId: string): string {
-  return `rc-${runId}-${schId}`.slice(0, 64);
+  return `rc-${runId}-${schId}`;
 }
 
 /**

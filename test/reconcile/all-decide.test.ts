@@ -16,6 +16,7 @@ import {
   pairLine,
   pairMetricsOf,
   pairResultOf,
+  pairFolderProblem,
   pairStartOf,
   summarizeRun,
   taskWriteOf,
@@ -528,6 +529,21 @@ describe("pairStartOf: what a pair directory's run.json says to do", () => {
           '/d/5 holds a run of other parameters (school 5, form f, FC fc-staging, SH sh-staging); use another --out-dir or pass --restart',
       });
     }
+  });
+});
+
+describe("pairFolderProblem: a form uuid that cannot name its pair's folder", () => {
+  it("refuses ., .. and empty path segments (outside the run directory, or another pair's folder); keeps the rest", () => {
+    for (const f of ['../../etc', '..', '.', 'a/../b', '/abs', 'a//b', 'a/', 'a\0b'])
+      expect(pairFolderProblem(f), f).toMatch(/cannot name the pair's folder/);
+    for (const f of [
+      '8c1f3a52-0d6e-4b7a-9c2e-5f4d3b2a1c0e',
+      '</script><img src=x onerror=alert()>',
+      '..a',
+      'a..b',
+      '...',
+    ])
+      expect(pairFolderProblem(f), f).toBeNull();
   });
 });
 

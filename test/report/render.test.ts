@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
-import { csvFields, pairCommands, shellWord, trendOf } from '../../src/lib/reconcile/report/decide.js';
+import {
+  actionId,
+  csvFields,
+  fileWordOf,
+  outOverwritesRun,
+  pairCommands,
+  shellWord,
+  trendOf,
+} from '../../src/lib/reconcile/report/decide.js';
 import { escapeHtml, renderReport, scriptJson } from '../../src/lib/reconcile/report/render.js';
 import type { ReportData } from '../../src/lib/reconcile/report/types.js';
 
@@ -101,6 +109,40 @@ describe('decisions', () => {
         hasRetireCandidates: true,
       }),
     ).toEqual([]);
+  });
+
+  it("names the retire proof by a file word of the run id: a run id's / or quotes never make it a path elsewhere", () => {
+    const runId = `n1'"</script><!--/../../../../tmp/x`;
+    const cmds = pairCommands({
+      schId: '5',
+      absDir: '/runs/5/f',
+      counts: { ...emptyCounts(), ABSENT_AT_FC: 1 },
+      consumer: 'svc',
+      runId,
+      hasRepairPlan: true,
+      hasRetireCandidates: true,
+    });
+    const out = /--out (\S+)$/.exec(cmds[0]!.dryRun[0]!)?.[1];
+    // one file in the pair's folder: no / after it, nothing the shell must quote
+    expect(out).toMatch(/^\/runs\/5\/f\/retire-proof-[A-Za-z0-9._-]+-[0-9a-f]{8}\.json$/);
+    expect(cmds[0]!.dryRun[1]).toBe(`fcctl retire-absent --proof ${out}`);
+    expect(fileWordOf('2026-12-01T01-00Z')).toBe('2026-12-01T01-00Z');
+    expect(fileWordOf('a/b')).not.toBe(fileWordOf('a_b'));
+  });
+
+  it("refuses an --out that is one of the run's files (its summary.json, anything in a pair's folder)", () => {
+    expect(outOverwritesRun('/r', '/r/summary.json')).toMatch(/summary\.json/);
+    expect(outOverwritesRun('/r', '/r/5/f/report.csv')).toMatch(/pair's folder/);
+    expect(outOverwritesRun('/r', '/r/report.html')).toBeNull();
+    expect(outOverwritesRun('/r', '/r/dec1.html')).toBeNull();
+    expect(outOverwritesRun('/r', '/tmp/summary.json')).toBeNull();
+    expect(outOverwritesRun('/r', '/r2/x/summary.json')).toBeNull();
+  });
+
+  it("keeps the school in a pair's proof id and operation prefix, however long the run id (64 characters)", () => {
+    const long = 'r'.repeat(64);
+    expect(actionId(long, '5')).not.toBe(actionId(long, '6'));
+    expect(actionId(long, '9223372036854775807')).toHaveLength(87); // within replay's 91 and repair's 128
   });
 
   it('keeps in a pair trend only the categories with a count on some night', () => {

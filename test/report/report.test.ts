@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'vitest';
@@ -331,6 +331,20 @@ test('bad input: one line, exit 2 or 3, nothing written', async () => {
     expect(r.stderr).toMatch(c.err);
     if (c.file) expect(existsSync(c.file)).toBe(false);
   }
+  // --out onto the run's own files: its summary.json, a pair's report.csv — refused, left as they were
+  const school = readdirSync(out).find((n) => /^\d+$/.test(n) && n !== XSS_SCHOOL)!;
+  const pairCsv = join(out, school, readdirSync(join(out, school))[0]!, 'report.csv');
+  for (const [file, why] of [
+    [join(out, 'summary.json'), /it is the run's summary\.json/],
+    [pairCsv, /inside a pair's folder/],
+  ] as const) {
+    const before = readFileSync(file, 'utf8');
+    const r = await runCli(['reconcile', 'report', '--out-dir', out, '--out', file], { env });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(why);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+  }
   // a folder with no run of --all in it, and no --run-id
   const empty = join(dir, 'empty');
   mkdirSync(empty);
@@ -369,3 +383,86 @@ test('a second night: the headline shows the change since the first, the trend c
     await w.close();
   }
 }, 120_000);
+
+test('the pairs table by keyboard: Tab reaches a row, Enter opens its drill-down, Close gives the row its focus back', async () => {
+  const w = await openPage(pathToFileURL(join(out, 'report.html')).href);
+  try {
+    const { page } = w;
+    await page.waitForSelector('html[data-ready="1"]');
+    await page.focus('button[data-sort="t"]'); // the last control before the table's rows
+    await page.keyboard.press('Tab');
+    const row = await page.evaluate<string | null>(
+      "document.activeElement.closest('#pairs-table tbody tr')?.getAttribute('data-i') ?? null",
+    );
+    expect(row).toMatch(/^\d+$/);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#detail:not([hidden])');
+    expect(await page.evaluate<boolean>("document.activeElement === document.querySelector('#detail h2')")).toBe(true);
+    await page.focus('#detail-close');
+    await page.keyboard.press('Space');
+    expect(await page.isHidden('#detail')).toBe(true);
+    expect(await page.evaluate<string | null>("document.activeElement.getAttribute('data-i')")).toBe(row);
+    expect(w.errors).toEqual([]);
+  } finally {
+    await w.close();
+  }
+}, 60_000);
+
+test("a form uuid with a .. segment (an SH-only pair): the pair fails, nothing is written outside the run's folder", async () => {
+  const outside = '../../escaped-by-form';
+  await insertProjections(dbs.admin, dbs.shName, [
+    { answerUuid: testUuid('report', 'escape', 1), schId: 905, formUuid: outside, createTime: '2026-10-01 08:00:00' },
+  ]);
+  const d = join(dir, 'esc');
+  const r = await runCli(
+    [
+      '--json',
+      'reconcile',
+      'run',
+      '--all',
+      '--consumer',
+      CONSUMER,
+      '--run-id',
+      'esc-1',
+      '--out-dir',
+      d,
+      '--school',
+      '905',
+      '--allow-empty',
+    ],
+    { env },
+  );
+  expect(r.code, r.stderr).toBe(4); // a safety check refused the pair, as a folder of another run's parameters is
+  expect(existsSync(join(d, '905', outside))).toBe(false); // = DIR/../escaped-by-form
+  expect(existsSync(join(dir, 'escaped-by-form'))).toBe(false);
+  expect(summaryOf(r.stdout)).toMatchObject({ byResult: { failed: 1 } });
+  expect(readFileSync(join(d, 'report.html'), 'utf8')).toMatch(/cannot name the pair&#39;s folder/);
+});
+
+test('a run that found no pair: report.html of 0 pairs (the run DIR/summary.json names is known); another id stays exit 2', async () => {
+  const d = join(dir, 'zero');
+  const r = await runCli(
+    [
+      '--json',
+      'reconcile',
+      'run',
+      '--all',
+      '--consumer',
+      CONSUMER,
+      '--run-id',
+      'zero-1',
+      '--out-dir',
+      d,
+      '--school',
+      '998',
+    ],
+    { env },
+  );
+  expect(r.code, r.stderr).toBe(1); // no pair found: a warning
+  expect(r.stderr).not.toMatch(/report\.html not written/);
+  expect(summaryOf(r.stdout)).toMatchObject({ pairsFound: 0, reportFile: join(d, 'report.html') });
+  expect(readFileSync(join(d, 'report.html'), 'utf8')).toContain('<b>0</b><span>pairs in the run (0 done)');
+  const other = await runCli(['reconcile', 'report', '--out-dir', d, '--run-id', 'zero-2'], { env });
+  expect(other.code).toBe(2);
+  expect(other.stderr).toMatch(/no run "zero-2"/);
+});

@@ -119,6 +119,19 @@ export function withThrottled(r: PairResult, throttledSeconds: number): PairResu
 }
 
 /**
+ * Why a form uuid cannot name its pair's folder `<out-dir>/<school>/<form>/`, or null. A stored form
+ * uuid may hold anything (an SH-only pair's is never checked): a `.`, `..` or empty path segment would
+ * put the pair's files in another folder — outside the run directory (`../../etc`), or another pair's.
+ * @example pairFolderProblem('../../tmp/x') // 'form uuid "../../tmp/x" cannot name …'
+ */
+export function pairFolderProblem(formUuid: string): string | null {
+  const bad = formUuid.includes('\0') || formUuid.split('/').some((s) => s === '' || s === '.' || s === '..');
+  return bad
+    ? `form uuid ${JSON.stringify(formUuid)} cannot name the pair's folder (a ., .. or empty path segment): not run, nothing written`
+    : null;
+}
+
+/**
  * What to do with a pair before running it, from its directory's run.json: a run of other
  * parameters (other FC or SH databases) is refused as `reconcile run` refuses it, the folder left
  * as it is; a completed diff of this same `--all` run is adopted (the process that made it died

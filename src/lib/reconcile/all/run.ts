@@ -38,6 +38,7 @@ import {
   afterNoClaim,
   defaultRunId,
   ledgerEntryOf,
+  pairFolderProblem,
   pairResultOf,
   pairStartOf,
   taskWriteOf,
@@ -299,6 +300,27 @@ function waitSince(deps: RunAllDeps): () => number {
   return () => Math.round((waited() - before) * 10) / 10;
 }
 
+/**
+ * How a pair starts (./decide.ts `pairStartOf`) from its folder's run.json; a form uuid that cannot
+ * name a folder (`../..`) is refused before anything is read or written there.
+ */
+async function pairStart(pair: { schId: string; formUuid: string }, outDir: string, o: RunAllOptions, shared: Shared) {
+  const folderProblem = pairFolderProblem(pair.formUuid);
+  const previous = folderProblem
+    ? null
+    : await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
+  const paramsDigest = digestOf({
+    schId: pair.schId,
+    formUuid: pair.formUuid,
+    fcDatabase: o.fcDatabase,
+    shDatabase: o.shDatabase,
+  });
+  const start = folderProblem
+    ? { kind: 'refuse' as const, message: folderProblem }
+    : pairStartOf(previous, shared.runId, paramsDigest, outDir);
+  return { previous, start };
+}
+
 /** One pair under its lease: adopted, or run (afresh when its directory holds another night's run); its end recorded under the claim. */
 async function runPair(
   task: TaskRow & { token: string; generation: string },
@@ -311,17 +333,10 @@ async function runPair(
   const started = shared.now().getTime();
   const seconds = () => Math.round((shared.now().getTime() - started) / 100) / 10;
   const throttled = waitSince(deps);
-  const previous = await readRunState(join(outDir, RUN_FILES.run), false, shared.now).catch(() => null);
-  const paramsDigest = digestOf({
-    schId: pair.schId,
-    formUuid: pair.formUuid,
-    fcDatabase: o.fcDatabase,
-    shDatabase: o.shDatabase,
-  });
-  const start = pairStartOf(previous, shared.runId, paramsDigest, outDir);
+  const { previous, start } = await pairStart(pair, outDir, o, shared);
   let result: PairResult;
   if (start.kind === 'refuse') {
-    // another environment's folder: neither adopted nor touched, as `reconcile run` refuses it
+    // another environment's folder (or none that can be the pair's): neither adopted nor touched
     result = { result: 'failed', exitCode: ExitCode.SAFETY, error: start.message, seconds: 0 };
   } else if (start.kind === 'adopt' && previous?.counts) {
     result = {

@@ -34,7 +34,8 @@ caption{text-align:left;font-weight:600;padding:6px 0}
 .controls input,.controls select{font:inherit;padding:4px 6px;min-width:140px}
 .scroll{overflow-x:auto}
 #pairs-table th button{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer}
-#pairs-table tbody tr{cursor:pointer}#pairs-table tbody tr:hover{background:var(--chip)}
+#pairs-table tbody tr{cursor:pointer}#pairs-table tbody tr:hover,#pairs-table tbody tr:focus{background:var(--chip)}
+#pairs-table tbody tr:focus{outline:2px solid #0969da;outline-offset:-2px}
 tr.failed td{color:var(--bad)}
 .form{overflow-wrap:anywhere;max-width:22em}
 .more{margin:8px 0}
@@ -114,7 +115,7 @@ function renderRows() {
   var n = Math.min(st.shown, st.rows.length);
   for (var j = 0; j < n; j++) {
     var p = st.rows[j];
-    var tr = el('tr', { 'data-i': String(p.i), 'class': p.st === 'FAILED' ? 'failed' : '' }, [
+    var tr = el('tr', { 'data-i': String(p.i), 'class': p.st === 'FAILED' ? 'failed' : '', tabindex: '0' }, [
       el('td', { text: p.s }),
       el('td', { 'class': 'form', text: p.f }),
       el('td', { text: p.st }),
@@ -162,6 +163,13 @@ function buildTable() {
     var tr = ev.target.closest('tr');
     if (tr) showDetail(P[Number(tr.getAttribute('data-i'))]);
   });
+  // a row is reached with Tab and opened with Enter or Space, as a button is
+  tbody.addEventListener('keydown', function (ev) {
+    var tr = ev.target.closest('tr');
+    if (!tr || (ev.key !== 'Enter' && ev.key !== ' ')) return;
+    ev.preventDefault();
+    showDetail(P[Number(tr.getAttribute('data-i'))]);
+  });
   sec.appendChild(el('div', { 'class': 'scroll' }, [el('table', { id: 'pairs-table' }, [el('thead', null, [head]), tbody])]));
   moreBtn = el('button', { type: 'button', 'class': 'more', text: 'Show more' });
   moreBtn.addEventListener('click', function () { st.shown += PAGE * 5; renderRows(); });
@@ -192,8 +200,13 @@ function showDetail(p) {
   detail.textContent = '';
   detail.hidden = false;
   var close = el('button', { type: 'button', id: 'detail-close', text: 'Close' });
-  close.addEventListener('click', function () { detail.hidden = true; });
-  detail.appendChild(el('h2', null, ['School ' + p.s + ' · form ', el('code', { text: p.f })]));
+  close.addEventListener('click', function () {
+    detail.hidden = true;
+    var row = tbody.querySelector('tr[data-i="' + p.i + '"]');
+    if (row) row.focus();
+  });
+  var title = el('h2', { tabindex: '-1' }, ['School ' + p.s + ' · form ', el('code', { text: p.f })]);
+  detail.appendChild(title);
   detail.appendChild(el('p', { text: 'state ' + p.st + (p.t !== undefined ? ' · ' + p.t + ' s' : '') + (p.h ? ' · host ' + p.h : '') }));
   detail.appendChild(close);
   if (p.e) detail.appendChild(el('pre', { 'class': 'err', text: p.e }));
@@ -216,6 +229,7 @@ function showDetail(p) {
   detail.appendChild(el('h3', { text: 'Trend of this pair (last ' + NIGHTS.length + ' nights)' }));
   detail.appendChild(series ? chart(series, 'pair-chart') : el('p', { text: 'No nights of this pair in the ledger.' }));
   detail.scrollIntoView({ block: 'start' });
+  title.focus({ preventScroll: true });
 }
 
 function chart(series, id) {

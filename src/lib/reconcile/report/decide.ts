@@ -2,8 +2,11 @@
  * The decisions of `reconcile report`, pure: what each task row says of its pair, the sample rows of
  * a report.csv, the commands that act on a pair's files, the trend, and when a run is finished.
  */
+import { createHash } from 'node:crypto';
+import { isAbsolute, relative, sep } from 'node:path';
 import { formulaRead } from '../../files/csv-cell.js';
 import { CATEGORIES, type Category, differencesOf, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../diff/decide.js';
+import { DIFF_FILES } from '../diff/types.js';
 import type { PairCommand, Sample, Trend, TrendNight } from './types.js';
 
 /** A task row of the run, as `reportTasks` reads it (./sql.ts). */
@@ -129,9 +132,37 @@ export function shellWord(s: string): string {
 
 const cmd = (...words: string[]) => ['fcctl', ...words.map(shellWord)].join(' ');
 
-/** A proof/operation id of this run and pair within the 128 (repair) and 64 characters of the audit columns. */
+/**
+ * The proof id (repair, ≤ 128) and operation prefix (replay, ≤ 91) of this run and school: at most
+ * 3 + 64 (a run id) + 1 + 19 (a school) = 87 characters, whole — cut to 64, a long run id lost the
+ * school and every school's repairs and replays shared one id.
+ */
 export function actionId(runId: string, schId: string): string {
-  return `rc-${runId}-${schId}`.slice(0, 64);
+  return `rc-${runId}-${schId}`;
+}
+
+/**
+ * A run id as one word of a file name: characters other than `A-Z a-z 0-9 . _ -` (a run id may hold
+ * `/`, quotes, spaces) become `_`, and a changed id gets 8 hex of its SHA-256 so two ids stay apart —
+ * the retire proof of run `a/../b` is a file in the pair's folder, never a path elsewhere.
+ * @example fileWordOf('2026-12-01T01-00Z') // '2026-12-01T01-00Z'; fileWordOf('a/b') // 'a_b-…'
+ */
+export function fileWordOf(runId: string): string {
+  const safe = runId.replace(/[^A-Za-z0-9._-]/g, '_');
+  return safe === runId ? runId : `${safe}-${createHash('sha256').update(runId, 'utf8').digest('hex').slice(0, 8)}`;
+}
+
+/**
+ * Whether `--out` would overwrite a file of the run it reports: DIR/summary.json (the run's record,
+ * which the next report and a resumed `--all` read) or anything inside a pair's folder (report.csv,
+ * plans, manifests). Paths absolute and resolved; the reason, or null when the target is free.
+ * @example outOverwritesRun('/r', '/r/summary.json') // 'it is the run's summary.json'
+ */
+export function outOverwritesRun(outDir: string, outFile: string): string | null {
+  const rel = relative(outDir, outFile);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return null;
+  if (rel.includes(sep)) return "it is inside a pair's folder of the run";
+  return rel === DIFF_FILES.summary ? "it is the run's summary.json" : null;
 }
 
 /**
@@ -166,7 +197,7 @@ export function pairCommands(p: {
     });
   }
   if (p.hasRetireCandidates && counts.ABSENT_AT_FC > 0) {
-    const proof = file(`retire-proof-${p.runId}.json`);
+    const proof = file(`retire-proof-${fileWordOf(p.runId)}.json`);
     out.push({
       title: 'Retire rows FC no longer has',
       why: `${counts.ABSENT_AT_FC} local rows absent at FC: prove (reads FC, writes the proof), then retire on the proof`,

@@ -16,9 +16,11 @@ import { writeFileAtomic } from '../../files/atomic.js';
 import { CATEGORIES, type Category, emptyCounts } from '../diff/decide.js';
 import { DIFF_FILES } from '../diff/types.js';
 import { RUN_FILES, RUN_MANIFESTS } from '../run/types.js';
+import { pairFolderProblem } from '../all/decide.js';
 import {
   csvFields,
   differencesIn,
+  outOverwritesRun,
   pairCommands,
   type ReportTask,
   runShape,
@@ -60,6 +62,15 @@ export interface ReportDeps {
   readonly trend: TrendSource;
 }
 
+/** Where a report goes and which run it shows; `ofDir`: the run is the one DIR/summary.json names. */
+export interface ReportTarget {
+  readonly outDir: string;
+  readonly runId: string;
+  readonly consumer: string | null;
+  readonly outFile: string;
+  readonly ofDir: boolean;
+}
+
 /** The run DIR/summary.json names, and the consumer it recorded; null when DIR holds none. */
 export async function runOfDir(outDir: string): Promise<{ runId: string; consumer: string | null } | null> {
   const text = await readFile(join(outDir, 'summary.json'), 'utf8').catch(() => null);
@@ -85,33 +96,33 @@ export async function readTrend(source: TrendSource, shDb: Db, runId: string): P
 
 /**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
- * must exist (exit 2), the run must be known (exit 2).
+ * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
  */
 export async function reportTarget(o: {
   outDir: string;
   runId: string | null;
   out: string | null;
-}): Promise<{ outDir: string; runId: string; consumer: string | null; outFile: string }> {
+}): Promise<ReportTarget> {
   const outDir = resolve(o.outDir);
   const outFile = resolve(o.out ?? join(outDir, REPORT_FILE));
   const folder = await stat(dirname(outFile)).catch(() => null);
   if (folder === null || !folder.isDirectory())
     throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
+  const overwrites = outOverwritesRun(outDir, outFile);
+  if (overwrites !== null) throw new UsageError(`--out ${outFile}: ${overwrites}, not a place for the report`);
   const recorded = await runOfDir(outDir);
   if (o.runId === null && recorded === null)
     throw new UsageError(`${outDir} holds no summary.json of reconcile run --all: give the run's --out-dir`);
   const runId = o.runId ?? recorded!.runId;
-  return { outDir, runId, consumer: recorded?.consumer ?? null, outFile };
+  return { outDir, runId, consumer: recorded?.consumer ?? null, outFile, ofDir: recorded?.runId === runId };
 }
 
 /** Builds the report's data: the run's tasks, its pairs' files and samples, the trend. */
-export async function buildReportData(
-  t: { outDir: string; runId: string; consumer: string | null; outFile: string },
-  deps: ReportDeps,
-): Promise<ReportData> {
+export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promise<ReportData> {
   const shDb = await deps.shDb();
   const tasks = await reportTasks(shDb, t.runId);
-  if (tasks.length === 0)
+  // a run DIR/summary.json names is known even with no pair (nothing found to compare): a page of 0 pairs
+  if (tasks.length === 0 && !t.ofDir)
     throw new UsageError(`no run ${JSON.stringify(t.runId)} in the task table (fcctl_reconcile_task)`);
   const shape = runShape(tasks);
   const pairs = await Promise.all(tasks.map((task) => pairOf(task, t)));
@@ -142,16 +153,17 @@ export async function buildReportData(
 type Building = ReportPair & { samples: Partial<Record<Category, Sample[]>>; samplesLeftOut: boolean };
 
 /** One pair: its task row's result, and which of its files are this run's. */
-async function pairOf(
-  task: ReportTask,
-  t: { outDir: string; runId: string; consumer: string | null; outFile: string },
-): Promise<Building> {
+async function pairOf(task: ReportTask, t: ReportTarget): Promise<Building> {
   const absDir = join(t.outDir, task.sch_id, task.form_uuid);
   const r = taskResultOf(task.result_json);
-  const run = await readFile(join(absDir, RUN_FILES.run), 'utf8').then(
-    (s) => JSON.parse(s) as { allRunId?: unknown },
-    () => null,
-  );
+  // a form uuid that is no folder name (`../..`) points outside the run: nothing read there
+  const run =
+    pairFolderProblem(task.form_uuid) !== null
+      ? null
+      : await readFile(join(absDir, RUN_FILES.run), 'utf8').then(
+          (s) => JSON.parse(s) as { allRunId?: unknown },
+          () => null,
+        );
   const filesOfRun = run !== null && run.allRunId === t.runId;
   const names = filesOfRun ? new Set(await readdir(absDir).catch(() => [])) : new Set<string>();
   const rel = relative(dirname(t.outFile), absDir).split(sep).join('/');

@@ -40,7 +40,7 @@ const CASES =
       ];
 const dist = (p) => import(join(ROOT, 'dist/lib', p));
 const { CATEGORIES, emptyCounts } = await dist('reconcile/diff/decide.js');
-const { pairCommands, trendOf } = await dist('reconcile/report/decide.js');
+const { pairActions, trendOf } = await dist('reconcile/report/decide.js');
 const { renderReport } = await dist('reconcile/report/render.js');
 const { writeFileAtomic } = await dist('files/atomic.js');
 const { SAMPLE_BUDGET } = await dist('reconcile/report/types.js');
@@ -133,18 +133,7 @@ function synthetic({ differing: fraction, worst }) {
         ]),
       ),
       samplesLeftOut: differences > 0 && Object.keys(samples).length === 0,
-      commands:
-        counts === null
-          ? []
-          : pairCommands({
-              schId,
-              absDir,
-              counts,
-              consumer,
-              runId,
-              hasRepairPlan: true,
-              hasRetireCandidates: true,
-            }),
+      actions: pairActions({ counts, hasRepairPlan: true, hasRetireCandidates: true }),
     };
   });
   const counts = emptyCounts();
@@ -233,9 +222,9 @@ async function measure(kase) {
   const part = (v) => Math.round((Buffer.byteLength(JSON.stringify(v ?? null)) / 1e6) * 100) / 100;
   const parts = {
     samples: part(json.pairs.map((p) => p.sm ?? 0)),
-    commands: part(json.pairs.map((p) => [p.cm ?? 0, p.a ?? 0, p.ad ?? 0])),
-    pairs: part(json.pairs.map(({ sm, cm, ...rest }) => rest)),
-    trend: part(json.trend),
+    commands: part([json.cmd, json.pairs.map((p) => [p.a ?? 0, p.ad ?? 0])]),
+    pairs: part(json.pairs.map(({ sm, a, ad, tr, ...rest }) => rest)),
+    trend: part([json.nights, json.pairs.map((p) => p.tr ?? 0)]),
   };
   const r = {
     differing: kase.differing,
@@ -259,7 +248,7 @@ async function measure(kase) {
     Math.max(r.filterMs, r.clearMs, r.sortMs, r.categoryMs, r.detailMs) < 200;
   if (!args.json) {
     console.log(
-      `report.html, ${PAIRS} pairs × ${NIGHTS} nights, ${kase.worst ? 'worst case (every pair differs, 5 categories)' : `${kase.differing} of pairs differing`}: ${r.mb} MB (goal ≤ 5; samples ${parts.samples}, commands ${parts.commands}, pairs ${parts.pairs}, trend ${parts.trend}; ${r.sampleRows} sample rows), written in ${r.writeMs} ms (goal < 5000)`,
+      `report.html, ${PAIRS} pairs × ${NIGHTS} nights, ${kase.worst ? 'worst case (every pair differs, 5 categories)' : `${kase.differing} of pairs differing`}: ${r.mb} MB (goal ≤ 5; samples ${parts.samples}, commands ${parts.commands}, pairs ${parts.pairs}, trend ${parts.trend}; ${r.sampleRows} sample rows; left out: samples of ${json.left.samples} pairs, trend of ${json.left.trend}), written in ${r.writeMs} ms (goal < 5000)`,
     );
     console.log(
       `  Chromium: interactive ${r.interactiveMs} ms (goal < 2000); search ${r.filterMs} ms, clear ${r.clearMs} ms, sort ${r.sortMs} ms, category ${r.categoryMs} ms, drill-down ${r.detailMs} ms (goal < 200)${args.keep ? `; kept ${file}` : ''}`,

@@ -53,7 +53,7 @@ const DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_
 /**
  * A pair's counts per night as text, about 2 characters a night (a JSON array takes 4): 10,000 pairs
  * differing in 5 categories for 30 nights are 1.5 million numbers. ./client.ts `series` reads it back.
- * @example packSeries([0, 31, 32, null]) // '0V0W1.'
+ * @example packSeries([0, 31, 32, null]) // '0VW1.'
  */
 export function packSeries(values: readonly (number | null)[]): string {
   let out = '';

@@ -117,15 +117,14 @@ export const ROWS = {
         'none set',
         '—',
       ]),
-  report: (r) => [
-    [
-      `reconcile report page, ${n(r.pairs)} pairs × ${n(r.nights)} nights (synthetic)`,
-      `**${f(r.mb, 2)} MB**, written in ${n(r.writeMs)} ms; Chromium interactive **${n(r.interactiveMs)} ms**; search ${n(r.filterMs)}, sort ${n(r.sortMs)}, category ${n(r.categoryMs)} ms`,
+  report: (r) =>
+    (r.cases ?? [r]).map((c) => [
+      `reconcile report page, ${n(r.pairs)} pairs × ${n(r.nights)} nights (synthetic), ${c.worst ? 'worst case: every pair differing in 5 categories' : `${c.differing ?? 0.1} of pairs differing`}`,
+      `**${f(c.mb, 2)} MB**, written in ${n(c.writeMs)} ms; Chromium interactive **${n(c.interactiveMs)} ms**; search ${n(c.filterMs)}, sort ${n(c.sortMs)}, category ${n(c.categoryMs)}${c.detailMs === undefined ? '' : `, drill-down ${n(c.detailMs)}`} ms`,
       '—',
       '≤ 5 MB, < 5 s, < 2 s, < 200 ms',
-      met(r.met),
-    ],
-  ],
+      met(c.met ?? r.met),
+    ]),
   'reconcile-all': (r) => [
     [
       `reconcile run --all, ${n(r.pairs)} pairs × ~${n(Math.round(r.answers / r.pairs))} answers`,

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
+import { type Category, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
+import { DATA_SCRIPT } from '../../src/lib/reconcile/report/client.js';
 import {
   actionId,
+  pairActions,
   csvFields,
   fileWordOf,
   outOverwritesRun,
@@ -10,8 +12,15 @@ import {
   shellWord,
   trendOf,
 } from '../../src/lib/reconcile/report/decide.js';
-import { escapeHtml, renderReport, scriptJson } from '../../src/lib/reconcile/report/render.js';
-import type { ReportData } from '../../src/lib/reconcile/report/types.js';
+import {
+  escapeHtml,
+  packSeries,
+  pageData,
+  REPORT_MAX_BYTES,
+  renderReport,
+  scriptJson,
+} from '../../src/lib/reconcile/report/render.js';
+import type { ReportData, ReportPair, Sample } from '../../src/lib/reconcile/report/types.js';
 
 const MARKUP = '</script><img src=x onerror=alert(1)><!--';
 
@@ -162,5 +171,150 @@ describe('decisions', () => {
       ],
     );
     expect(t.pairs).toEqual({ '5/f': { IN_SYNC: [9, 8], STALE_LOCAL: [null, 1] } });
+  });
+});
+
+/** The page's own functions that rebuild what its data keeps compact (./client.ts DATA_SCRIPT), run here. */
+const page = new Function(`${DATA_SCRIPT}; return { commandsOf, unpack };`)() as {
+  commandsOf(d: unknown, p: unknown): [string, string, string[], string | null][];
+  unpack(text: string): (number | null)[];
+};
+
+/** A pair of a run under `outDir`, with its actions decided as run.ts decides them. */
+function pair(
+  outDir: string,
+  schId: string,
+  formUuid: string,
+  counts: Partial<Record<Category, number>>,
+  o: { repairPlan?: boolean; absDir?: string; samples?: number } = {},
+): ReportPair {
+  const c = { ...emptyCounts(), ...counts };
+  const differences = Object.entries(counts).reduce((n, [k, v]) => (k === 'IN_SYNC' ? n : n + v!), 0);
+  const row = (i: number): Sample => ({
+    answerUuid: `a${i}`,
+    fcRevision: '3',
+    fcHash: 'f'.repeat(64),
+    fcDeleted: '0',
+    localRevision: '2',
+    localHash: 'e'.repeat(64),
+    localDeleted: '0',
+    localCreateTime: '2026-11-20 10:11:12',
+  });
+  return {
+    schId,
+    formUuid,
+    state: 'DONE',
+    counts: c,
+    differences,
+    error: null,
+    seconds: 1,
+    host: 'h1',
+    filesOfRun: true,
+    files: null,
+    absDir: o.absDir ?? `${outDir}/${schId}/${formUuid}`,
+    samples: o.samples ? { STALE_LOCAL: Array.from({ length: o.samples }, (_, i) => row(i)) } : {},
+    samplesLeftOut: false,
+    actions: pairActions({ counts: c, hasRepairPlan: o.repairPlan ?? true, hasRetireCandidates: true }),
+  };
+}
+
+describe('the page rebuilds what its data keeps compact', () => {
+  it("rebuilds each pair's commands exactly as decide.ts prints them (quoting, proof file names, consumer)", () => {
+    const cases = [
+      { outDir: '/runs/night 1', runId: '2026-12-01T01-00Z', consumer: 'svc' },
+      { outDir: `/srv/it's "here"/$HOME`, runId: `n1'"</script><!--/../../tmp/x y`, consumer: 'svc hall' },
+      { outDir: '/r', runId: 'r'.repeat(64), consumer: null },
+    ];
+    let compared = 0;
+    for (const k of cases) {
+      const pairs = [
+        pair(k.outDir, '5', 'f-1', { STALE_LOCAL: 2, ABSENT_AT_FC: 1, MISSING_LOCAL: 3, IN_SYNC: 9 }),
+        pair(k.outDir, '12', "it's a form", { HASH_CONFLICT: 4 }),
+        pair(k.outDir, '7', 'f-2', { ABSENT_AT_FC: 5, MISSING_LOCAL: 1 }, { repairPlan: false }),
+        pair(k.outDir, '8', 'f-3', { MISSING_LOCAL: 1 }, { absDir: '/elsewhere/8 x/f-3' }),
+        pair(k.outDir, '9', 'f-4', { IN_SYNC: 4 }),
+      ];
+      const d = data({ runId: k.runId, outDir: k.outDir, consumer: k.consumer, pairs });
+      // as the page reads it: the JSON block parsed back
+      const json = JSON.parse(scriptJson(pageData(d))) as { pairs: unknown[] };
+      pairs.forEach((p, i) => {
+        const printed = pairCommands({
+          ...p,
+          consumer: k.consumer,
+          runId: k.runId,
+          hasRepairPlan: p.schId !== '7',
+          hasRetireCandidates: true,
+        });
+        expect(page.commandsOf(json, json.pairs[i])).toEqual(printed.map((c) => [c.title, c.why, c.dryRun, c.execute]));
+        compared += printed.length;
+      });
+    }
+    // 5: repair, retire, replay; 12: repair; 7 (no plan): retire, replay; 8: repair, replay; 9: nothing
+    expect(compared).toBe(3 * 8);
+  });
+
+  it('reads back the packed trend: nulls, 0, the 5-bit edges, large counts', () => {
+    const values = [0, null, 1, 31, 32, 1023, 1024, 99_999, 2 ** 31 + 5, null];
+    expect(page.unpack(packSeries(values))).toEqual(values);
+    expect(packSeries([0, 31, 32, null])).toBe('0VW1.');
+  });
+});
+
+describe('size', () => {
+  it('keeps a night where every one of 10,000 pairs differs in five categories within 5 MB, samples of the most-differing first', () => {
+    const outDir = '/var/lib/fcctl/reconcile/nightly-fleet-comparison/region-north-east/2026';
+    const nights = Array.from({ length: 30 }, (_, i) => ({
+      runId: `2026-11-${String(i + 1).padStart(2, '0')}T01-00Z`,
+      runStartedAt: `2026-11-${String(i + 1).padStart(2, '0')} 01:00:00`,
+      counts: emptyCounts(),
+      pairs: 10_000,
+      pairsWithDifferences: 10_000,
+      failed: 0,
+    }));
+    const big = (i: number, k: number) => 50 + ((i * 7919 + k * 104_729) % 950);
+    const pairs = Array.from({ length: 10_000 }, (_, i) =>
+      pair(
+        outDir,
+        String(1000 + Math.floor(i / 5)),
+        `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        {
+          MISSING_LOCAL: big(i, 1),
+          STALE_LOCAL: big(i, 2),
+          HASH_CONFLICT: big(i, 3),
+          LOCAL_AHEAD: big(i, 4),
+          ABSENT_AT_FC: big(i, 5),
+        },
+        { samples: i < 160 ? 50 : 0 },
+      ),
+    );
+    const trendPairs = Object.fromEntries(
+      pairs.map((p, i) => [
+        `${p.schId}/${p.formUuid}`,
+        Object.fromEntries(
+          (['MISSING_LOCAL', 'STALE_LOCAL', 'HASH_CONFLICT', 'LOCAL_AHEAD', 'ABSENT_AT_FC'] as const).map((c, k) => [
+            c,
+            nights.map((_, n) => big(i + n, k)),
+          ]),
+        ),
+      ]),
+    );
+    const d = data({
+      runId: nights.at(-1)!.runId,
+      outDir,
+      consumer: 'svc-hall-of-residence-projection-primary',
+      pairs,
+      trend: { nights, pairs: trendPairs },
+    });
+    const html = renderReport(d);
+    expect(Buffer.byteLength(html)).toBeLessThanOrEqual(REPORT_MAX_BYTES);
+    const json = JSON.parse(/id="report-data">([\s\S]*?)<\/script>/.exec(html)![1]!) as {
+      pairs: Array<{ d: number; sm?: unknown; so?: number }>;
+      left: { samples: number; trend: number };
+    };
+    const kept = json.pairs.filter((p) => p.sm !== undefined);
+    const leftOut = json.pairs.filter((p) => p.so === 1 && p.sm === undefined);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(json.left.samples).toBe(leftOut.length);
+    expect(Math.min(...kept.map((p) => p.d))).toBeGreaterThanOrEqual(Math.max(...leftOut.map((p) => p.d)));
   });
 });

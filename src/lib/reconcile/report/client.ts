@@ -50,9 +50,55 @@ tr.failed td{color:var(--bad)}
 @media (max-width:640px){.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
 `;
 
-export const CLIENT_SCRIPT = String.raw`
+/**
+ * What the page's data keeps compact, rebuilt by the page (tested equal to render.ts and decide.ts):
+ * a pair's counts per night (`unpack` of `packSeries`), and a pair's "What to do" commands
+ * (`commandsOf`: [title, why, dry-run lines, execute], the text of decide.ts `commandsOf`). The data
+ * keeps per pair only which actions apply (bits 1 repair, 2 retire, 4 replay) and its counts, and
+ * the run's folder, consumer and proof file word once: the full lines of every pair of a bad night
+ * were most of the file (21 MB of 31 for 10,000 pairs).
+ */
+export const DATA_SCRIPT = String.raw`
+function shellWord(s) { return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : "'" + s.split("'").join("'\\''") + "'"; }
+function commandsOf(D, p) {
+  var out = [], a = p.a || 0;
+  if (!a || !p.c) return out;
+  var run = D.cmd, dir = p.ad !== undefined ? p.ad : run.dir + p.s + '/' + p.f;
+  var consumer = run.consumer === null ? '<consumer-key>' : run.consumer, id = 'rc-' + D.runId + '-' + p.s;
+  var n = function (name) { return p.c[D.categories.indexOf(name)]; };
+  var line = function (words) { return ['fcctl'].concat(words).map(shellWord).join(' '); };
+  var file = function (name) { return dir + '/' + name; };
+  if (a & 1) {
+    var plan = line(['projection', 'repair-authoritative', '--consumer', consumer, '--proof-id', id]) + ' --school ' + shellWord(p.s) + ' --plan ' + shellWord(file('repair-plan.jsonl'));
+    out.push(['Repair from FC', (n('MISSING_LOCAL') + n('STALE_LOCAL') + n('HASH_CONFLICT')) + ' rows missing, stale or in conflict locally', [plan], plan + ' --execute']);
+  }
+  if (a & 2) {
+    var proof = file('retire-proof-' + run.proof + '.json'), retire = line(['retire-absent', '--proof', proof]);
+    out.push(['Retire rows FC no longer has', n('ABSENT_AT_FC') + ' local rows absent at FC: prove (reads FC, writes the proof), then retire on the proof',
+      [line(['retire-absent', 'prove', '--candidates', file('retire-candidates.jsonl'), '--fc-manifest', file('fc-manifest.jsonl'), '--out', proof]), retire], retire + ' --execute']);
+  }
+  if (a & 4) {
+    var replay = line(['deliveries', 'replay', '--consumer', consumer, '--school', p.s, '--failed', '--operation-prefix', id]);
+    out.push(['Replay failed deliveries', n('MISSING_LOCAL') + ' rows FC has that the consumer never received: the school\'s FAILED/DEAD deliveries sent again (the repair plan covers the rest)', [replay], replay + ' --execute']);
+  }
+  return out;
+}
+// a pair's counts per night, as render.ts packSeries wrote them
+var DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
+function unpack(text) {
+  var out = [], v = 0, m = 1;
+  for (var j = 0; j < text.length; j++) {
+    if (text[j] === '.') { out.push(null); continue; }
+    var d = DIGITS.indexOf(text[j]);
+    if (d >= 32) { v += (d - 32) * m; m *= 32; } else { out.push(v + d * m); v = 0; m = 1; }
+  }
+  return out;
+}
+`;
+
+export const CLIENT_SCRIPT = `
 (function () {
-'use strict';
+'use strict';${DATA_SCRIPT}${String.raw`
 var D = JSON.parse(document.getElementById('report-data').textContent);
 var CATS = D.categories, P = D.pairs, NIGHTS = D.nights;
 var DIFF = [];
@@ -145,6 +191,8 @@ function buildTable() {
   cat.addEventListener('change', function () { st.cat = cat.value; update(); });
   q.addEventListener('input', function () { st.q = q.value.trim().toLowerCase(); update(); });
   sec.appendChild(el('div', { 'class': 'controls' }, [control('school', school), control('form', form), control('category', cat), control('search', q)]));
+  if (D.left.samples > 0 || D.left.trend > 0)
+    sec.appendChild(el('p', { id: 'left-out', 'class': 'notice', text: 'To keep this file under 5 MB: ' + [D.left.samples > 0 ? 'sample rows are left out for the ' + fmt(D.left.samples) + ' pairs with the fewest differences (see their report.csv)' : '', D.left.trend > 0 ? 'the own trend of ' + fmt(D.left.trend) + ' pairs with the fewest differences is left out (see fcctl reconcile history)' : ''].filter(Boolean).join('; ') + '.' }));
   countEl = el('p', { id: 'pairs-count', 'aria-live': 'polite' });
   sec.appendChild(countEl);
   var head = el('tr');
@@ -207,7 +255,7 @@ function showDetail(p) {
   });
   var title = el('h2', { tabindex: '-1' }, ['School ' + p.s + ' · form ', el('code', { text: p.f })]);
   detail.appendChild(title);
-  detail.appendChild(el('p', { text: 'state ' + p.st + (p.t !== undefined ? ' · ' + p.t + ' s' : '') + (p.h ? ' · host ' + p.h : '') }));
+  detail.appendChild(el('p', { text: 'state ' + p.st + (p.t !== undefined ? ' · ' + p.t + ' s' : '') + (p.h !== undefined ? ' · host ' + (typeof p.h === 'number' ? D.hosts[p.h] : p.h) : '') }));
   detail.appendChild(close);
   if (p.e) detail.appendChild(el('pre', { 'class': 'err', text: p.e }));
   if (p.c) {
@@ -220,14 +268,19 @@ function showDetail(p) {
     FILES.forEach(function (f) { if (p.fl & f[1]) links.appendChild(el('a', { href: href(dirOf(p) + '/' + f[0]), text: f[0] })); });
     detail.appendChild(links);
   } else if (p.st === 'DONE') detail.appendChild(el('p', { text: 'The pair\'s folder no longer holds this run\'s files (a later run rewrote it).' }));
-  if (p.cm) { detail.appendChild(el('h3', { text: 'What to do' })); p.cm.forEach(function (c) { detail.appendChild(commandBlock(c)); }); }
+  var cm = commandsOf(D, p);
+  if (cm.length) { detail.appendChild(el('h3', { text: 'What to do' })); cm.forEach(function (c) { detail.appendChild(commandBlock(c)); }); }
   if (p.sm) {
     detail.appendChild(el('h3', { text: 'Sample rows (up to 50 per category)' }));
     Object.keys(p.sm).forEach(function (k) { detail.appendChild(el('h4', { text: CATS[Number(k)] + ' (' + fmt(p.c[Number(k)]) + ' rows)' })); detail.appendChild(samplesTable(p.sm[k])); });
-  } else if (p.so) detail.appendChild(el('p', { text: 'Sample rows left out to keep this file small: see report.csv.' }));
-  var series = D.trend[p.s + '/' + p.f];
+  } else if (p.so) detail.appendChild(el('p', { text: 'Sample rows left out to keep this file under 5 MB (the pairs with the most differences have theirs): see report.csv.' }));
   detail.appendChild(el('h3', { text: 'Trend of this pair (last ' + NIGHTS.length + ' nights)' }));
-  detail.appendChild(series ? chart(series, 'pair-chart') : el('p', { text: 'No nights of this pair in the ledger.' }));
+  if (p.tl) detail.appendChild(el('p', { text: 'Left out to keep this file under 5 MB: fcctl reconcile history --school ' + shellWord(p.s) + ' --form ' + shellWord(p.f) + ' lists its nights.' }));
+  else {
+    var series = {};
+    for (var k in p.tr || {}) series[k] = unpack(p.tr[k]);
+    detail.appendChild(p.tr ? chart(series, 'pair-chart') : el('p', { text: 'No nights of this pair in the ledger.' }));
+  }
   detail.scrollIntoView({ block: 'start' });
   title.focus({ preventScroll: true });
 }
@@ -277,4 +330,4 @@ update();
 buildTrend();
 document.documentElement.setAttribute('data-ready', '1');
 })();
-`;
+`}`;

@@ -165,11 +165,32 @@ export function outOverwritesRun(outDir: string, outFile: string): string | null
   return rel === DIFF_FILES.summary ? "it is the run's summary.json" : null;
 }
 
+/** The actions a pair's commands take, as bits (what the page stores per pair; ./client.ts builds the text). */
+export const ACTIONS = { repair: 1, retire: 2, replay: 4 } as const;
+
+/**
+ * Which actions a pair's differences call for: the repair plan (missing, stale, conflicting rows,
+ * repaired from FC), the retire candidates (rows FC no longer has), and for rows FC has that the
+ * consumer never received, the school's failed deliveries replayed.
+ */
+export function pairActions(p: {
+  counts: Readonly<Record<Category, number>> | null;
+  hasRepairPlan: boolean;
+  hasRetireCandidates: boolean;
+}): number {
+  const c = p.counts;
+  if (c === null) return 0;
+  return (
+    (p.hasRepairPlan && REPAIR_CATEGORIES.some((k) => c[k] > 0) ? ACTIONS.repair : 0) |
+    (p.hasRetireCandidates && c.ABSENT_AT_FC > 0 ? ACTIONS.retire : 0) |
+    (c.MISSING_LOCAL > 0 ? ACTIONS.replay : 0)
+  );
+}
+
 /**
  * What to do about a pair's differences, as commands that run as printed (docs/commands/*.md),
- * each dry run first: the repair plan (missing, stale, conflicting rows, repaired from FC), the
- * retire candidates (rows FC no longer has: `prove`, then `retire-absent` on the proof), and for
- * rows FC has that the consumer never received, the school's failed deliveries replayed.
+ * each dry run first: repair on the plan, retire-absent `prove` then retire on the proof, replay.
+ * The page rebuilds the same text from the actions (./client.ts `commandsOf`, tested equal).
  */
 export function pairCommands(p: {
   schId: string;
@@ -180,13 +201,27 @@ export function pairCommands(p: {
   hasRepairPlan: boolean;
   hasRetireCandidates: boolean;
 }): PairCommand[] {
+  return commandsOf(p, pairActions(p));
+}
+
+/** The commands of {@link pairActions}' bits. */
+export function commandsOf(
+  p: {
+    schId: string;
+    absDir: string;
+    counts: Readonly<Record<Category, number>> | null;
+    consumer: string | null;
+    runId: string;
+  },
+  actions: number,
+): PairCommand[] {
   if (p.counts === null) return [];
   const counts = p.counts;
   const consumer = p.consumer ?? '<consumer-key>';
   const file = (name: string) => `${p.absDir}/${name}`;
   const out: PairCommand[] = [];
   const id = actionId(p.runId, p.schId);
-  if (p.hasRepairPlan && REPAIR_CATEGORIES.some((c) => counts[c] > 0)) {
+  if (actions & ACTIONS.repair) {
     const base = cmd('projection', 'repair-authoritative', '--consumer', consumer, '--proof-id', id);
     const plan = `${base} --school ${shellWord(p.schId)} --plan ${shellWord(file('repair-plan.jsonl'))}`;
     out.push({
@@ -196,7 +231,7 @@ export function pairCommands(p: {
       execute: `${plan} --execute`,
     });
   }
-  if (p.hasRetireCandidates && counts.ABSENT_AT_FC > 0) {
+  if (actions & ACTIONS.retire) {
     const proof = file(`retire-proof-${fileWordOf(p.runId)}.json`);
     out.push({
       title: 'Retire rows FC no longer has',
@@ -217,7 +252,7 @@ export function pairCommands(p: {
       execute: `${cmd('retire-absent', '--proof', proof)} --execute`,
     });
   }
-  if (counts.MISSING_LOCAL > 0) {
+  if (actions & ACTIONS.replay) {
     const replay = cmd(
       'deliveries',
       'replay',

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { CATEGORIES, type Category, differencesOf, SETTLED_CATEGORIES } from '../diff/decide.js';
 import { CLIENT_SCRIPT, PAGE_STYLE } from './client.js';
+import { fileWordOf, pairKey } from './decide.js';
 import type { ReportData, ReportPair } from './types.js';
 
 /** Text as HTML (element content and quoted attribute values). */
@@ -43,71 +44,147 @@ export function contentSecurityPolicy(script: string, style: string): string {
 
 const FILE_BITS = ['report', 'repairPlan', 'retireCandidates', 'summary', 'fcManifest'] as const;
 
+/** The most a report may weigh (issue 30 §3: 10,000 pairs × 30 nights in at most 5 MB, the worst night too). */
+export const REPORT_MAX_BYTES = 5_000_000;
+
+/** Varint digits: 0–31 end a number, 32–63 carry 5 more bits; `.` is a night the pair was not run. */
+const DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
+
+/**
+ * A pair's counts per night as text, about 2 characters a night (a JSON array takes 4): 10,000 pairs
+ * differing in 5 categories for 30 nights are 1.5 million numbers. ./client.ts `series` reads it back.
+ * @example packSeries([0, 31, 32, null]) // '0VW1.'
+ */
+export function packSeries(values: readonly (number | null)[]): string {
+  let out = '';
+  for (const value of values) {
+    if (value === null) {
+      out += '.';
+      continue;
+    }
+    let v = Math.max(0, Math.floor(value));
+    while (v >= 32) {
+      out += DIGITS[32 + (v % 32)];
+      v = Math.floor(v / 32);
+    }
+    out += DIGITS[v];
+  }
+  return out;
+}
+
+const bytesOf = (v: unknown) => Buffer.byteLength(scriptJson(v));
+
 /** A pair in the page's data: short keys, counts in {@link CATEGORIES} order (10,000 pairs must stay small). */
-function pairData(p: ReportPair, defaultDir: (p: ReportPair) => string): Record<string, unknown> {
+function pairData(
+  p: ReportPair,
+  at: { defaultDir: (p: ReportPair) => string; absDir: (p: ReportPair) => string; hosts: readonly string[] },
+  trend: ReportData['trend']['pairs'][string] | undefined,
+): Record<string, unknown> {
   const d: Record<string, unknown> = { s: p.schId, f: p.formUuid, st: p.state, d: p.differences };
   if (p.counts !== null) d['c'] = CATEGORIES.map((c) => p.counts![c]);
   if (p.error !== null) d['e'] = p.error;
   if (p.seconds !== null) d['t'] = p.seconds;
-  if (p.host !== null) d['h'] = p.host;
+  if (p.host !== null) d['h'] = at.hosts.indexOf(p.host) >= 0 ? at.hosts.indexOf(p.host) : p.host;
   if (p.files !== null) {
     d['fl'] = FILE_BITS.reduce((bits, k, i) => (p.files![k] !== null ? bits | (1 << i) : bits), 0);
-    if (p.files.dir !== defaultDir(p)) d['dir'] = p.files.dir;
+    if (p.files.dir !== at.defaultDir(p)) d['dir'] = p.files.dir;
   }
-  const samples = Object.entries(p.samples);
-  if (samples.length > 0)
-    d['sm'] = Object.fromEntries(
-      samples.map(([c, rows]) => [
-        CATEGORIES.indexOf(c as Category),
-        rows!.map((r) => [
-          r.answerUuid,
-          r.fcRevision,
-          r.fcHash,
-          r.fcDeleted,
-          r.localRevision,
-          r.localHash,
-          r.localDeleted,
-          r.localCreateTime,
-        ]),
-      ]),
-    );
   if (p.samplesLeftOut) d['so'] = 1;
-  if (p.commands.length > 0) d['cm'] = p.commands.map((c) => [c.title, c.why, c.dryRun, c.execute]);
+  // the commands' text is rebuilt by the page from these bits and the run's folder, consumer and id
+  if (p.actions !== 0) {
+    d['a'] = p.actions;
+    if (p.absDir !== at.absDir(p)) d['ad'] = p.absDir;
+  }
+  // the pair's chart draws the difference categories only (IN_SYNC and RETIRED would flatten it)
+  const series = Object.entries(trend ?? {}).filter(([c]) => !SETTLED_CATEGORIES.includes(c as Category));
+  if (series.length > 0)
+    d['tr'] = Object.fromEntries(series.map(([c, s]) => [CATEGORIES.indexOf(c as Category), packSeries(s!)]));
   return d;
 }
 
-/** The page's data block (what ./client.ts reads). */
-export function pageData(data: ReportData): Record<string, unknown> {
+const sampleData = (samples: ReportPair['samples']) =>
+  Object.fromEntries(
+    Object.entries(samples).map(([c, rows]) => [
+      CATEGORIES.indexOf(c as Category),
+      rows!.map((r) => [
+        r.answerUuid,
+        r.fcRevision,
+        r.fcHash,
+        r.fcDeleted,
+        r.localRevision,
+        r.localHash,
+        r.localDeleted,
+        r.localCreateTime,
+      ]),
+    ]),
+  );
+
+/**
+ * The page's data block (what ./client.ts reads), at most `maxBytes` of JSON: the pairs, the
+ * fleet's trend and the run's command parts always; then the pairs' own trends and sample rows,
+ * the pairs with the most differences first, as long as they fit — on a night where every pair
+ * differs the sample rows alone would pass 5 MB. What was left out is counted (`left`) and the
+ * page says so.
+ */
+export function pageData(data: ReportData, maxBytes = Number.POSITIVE_INFINITY): Record<string, unknown> {
   const sample = data.pairs.find((p) => p.files !== null);
   // pair folders sit at <prefix><school>/<form>: the prefix is stored once, not per pair
   const prefix = sample
     ? sample.files!.dir.slice(0, sample.files!.dir.length - `${sample.schId}/${sample.formUuid}`.length)
     : '';
-  const defaultDir = (p: ReportPair) => `${prefix}${p.schId}/${p.formUuid}`;
+  const withActions = data.pairs.find((p) => p.actions !== 0);
+  const absPrefix = withActions
+    ? withActions.absDir.slice(0, withActions.absDir.length - `${withActions.schId}/${withActions.formUuid}`.length)
+    : '';
+  const at = {
+    defaultDir: (p: ReportPair) => `${prefix}${p.schId}/${p.formUuid}`,
+    absDir: (p: ReportPair) => `${absPrefix}${p.schId}/${p.formUuid}`,
+    hosts: data.hosts,
+  };
   const idx = (c: Category) => CATEGORIES.indexOf(c);
-  return {
+  const pairs = data.pairs.map((p) => pairData(p, at, data.trend.pairs[pairKey(p.schId, p.formUuid)]));
+  const out: Record<string, unknown> = {
     runId: data.runId,
     categories: CATEGORIES,
     settled: SETTLED_CATEGORIES.map(idx),
     prefix,
-    pairs: data.pairs.map((p) => pairData(p, defaultDir)),
+    hosts: data.hosts,
+    // what every pair's commands share: folder, consumer, the retire proof's file word of the run id
+    cmd: { dir: absPrefix, consumer: data.consumer, proof: fileWordOf(data.runId) },
+    pairs,
     nights: data.trend.nights.map((n) => ({
       r: n.runId,
       at: n.runStartedAt,
       c: CATEGORIES.map((c) => n.counts[c] ?? 0),
     })),
-    // a pair's IN_SYNC count every night would be most of the file; its chart shows the differences
-    trend: Object.fromEntries(
-      Object.entries(data.trend.pairs).map(([k, series]) => [
-        k,
-        Object.fromEntries(
-          Object.entries(series)
-            .filter(([c]) => c !== 'IN_SYNC')
-            .map(([c, s]) => [idx(c as Category), s]),
-        ),
-      ]),
-    ),
+    left: { trend: 0, samples: 0 },
   };
+  const order = data.pairs.map((_, i) => i).sort((a, b) => data.pairs[b]!.differences - data.pairs[a]!.differences);
+  // `,"left":{"trend":…,"samples":…}` grows by a few digits at most
+  let size = bytesOf(out) + 16;
+  // the fewest-differing pairs' trends go first when even they do not fit
+  for (let j = order.length - 1; j >= 0 && size > maxBytes; j--) {
+    const d = pairs[order[j]!]!;
+    if (d['tr'] === undefined) continue;
+    size -= bytesOf(d['tr']) + 6;
+    delete d['tr'];
+    d['tl'] = 1;
+    (out['left'] as { trend: number }).trend++;
+  }
+  for (const i of order) {
+    const p = data.pairs[i]!;
+    if (Object.keys(p.samples).length === 0) continue;
+    const sm = sampleData(p.samples);
+    const more = bytesOf(sm) + 6;
+    if (size + more > maxBytes) {
+      pairs[i]!['so'] = 1;
+      continue;
+    }
+    pairs[i]!['sm'] = sm;
+    size += more;
+  }
+  (out['left'] as { samples: number }).samples = pairs.filter((d) => d['so'] === 1).length;
+  return out;
 }
 
 const num = (n: number) => n.toLocaleString('en-US');
@@ -192,7 +269,7 @@ export function failedHtml(d: ReportData): string {
 export function renderReport(data: ReportData): string {
   const csp = contentSecurityPolicy(CLIENT_SCRIPT, PAGE_STYLE);
   const title = `fcctl reconcile report — ${data.runId}`;
-  return [
+  const before = [
     '<!doctype html>',
     '<html lang="en"><head><meta charset="utf-8">',
     `<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">`,
@@ -210,9 +287,10 @@ export function renderReport(data: ReportData): string {
     '<section id="detail" aria-label="Pair detail" hidden></section>',
     '<section id="trend" aria-label="Trend"><h2>Trend</h2></section>',
     '</main>',
-    `<script type="application/json" id="report-data">${scriptJson(pageData(data))}</script>`,
-    `<script>${CLIENT_SCRIPT}</script>`,
-    '</body></html>',
-    '',
+    '<script type="application/json" id="report-data">',
   ].join('\n');
+  const after = ['</script>', `<script>${CLIENT_SCRIPT}</script>`, '</body></html>', ''].join('\n');
+  // the data gets what the page around it leaves of the limit
+  const room = REPORT_MAX_BYTES - Buffer.byteLength(before) - Buffer.byteLength(after);
+  return `${before}${scriptJson(pageData(data, room))}${after}`;
 }

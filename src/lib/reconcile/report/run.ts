@@ -21,7 +21,7 @@ import {
   csvFields,
   differencesIn,
   outOverwritesRun,
-  pairCommands,
+  pairActions,
   type ReportTask,
   runShape,
   SAMPLE_CATEGORIES,
@@ -192,18 +192,14 @@ async function pairOf(task: ReportTask, t: ReportTarget): Promise<Building> {
     absDir,
     samples: {},
     samplesLeftOut: false,
-    commands:
+    actions:
       task.state === 'DONE' && filesOfRun
-        ? pairCommands({
-            schId: task.sch_id,
-            absDir,
+        ? pairActions({
             counts: r.counts,
-            consumer: t.consumer,
-            runId: t.runId,
             hasRepairPlan: files?.repairPlan !== null,
             hasRetireCandidates: files?.retireCandidates !== null,
           })
-        : [],
+        : 0,
   };
 }
 

@@ -61,7 +61,8 @@ export interface ReportPair {
   readonly samples: Readonly<Partial<Record<Category, readonly Sample[]>>>;
   /** samples left out by {@link SAMPLE_BUDGET} */
   readonly samplesLeftOut: boolean;
-  readonly commands: readonly PairCommand[];
+  /** what to do, as decide.ts `pairActions` bits (0: nothing); the text is `commandsOf` this */
+  readonly actions: number;
 }
 
 /** A command shown under "What to do": dry run first, then the one that writes. */

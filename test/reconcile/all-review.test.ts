@@ -10,6 +10,7 @@ import { cleanEnv, FCCTL_BIN, jsonLines, runCli } from '../helpers/cli.js';
 import { freshDatabases, type TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 // Issue 26 §1, §2, §9: `reconcile run --all` against the real databases.
 const test = servicesTest({ prefix: 'allrev' });
@@ -23,17 +24,7 @@ let dir: string;
 type Line = Record<string, unknown>;
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const all = (out: string, ...more: string[]) => [
-  '--json',
-  'reconcile',
-  'run',
-  '--all',
-  '--consumer',
-  CONSUMER,
-  '--out-dir',
-  out,
-  ...more,
-];
+const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 
 async function seeded(d: TestDatabases): Promise<void> {
   expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env: d.env() })).code).toBe(0);

@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import { jsonLines, runCli } from '../helpers/cli.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 // Issue 26 §3 reviewed again: the default run id of `reconcile run --all` near its join window's edge.
 const test = servicesTest({ prefix: 'allrev2' });
@@ -13,17 +14,7 @@ let dir: string;
 
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const all = (out: string, ...more: string[]) => [
-  '--json',
-  'reconcile',
-  'run',
-  '--all',
-  '--consumer',
-  CONSUMER,
-  '--out-dir',
-  out,
-  ...more,
-];
+const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 
 /** Moves every row of the task table `minutes` into the past, as the SH clock would see them later. */
 async function age(minutes: number): Promise<void> {

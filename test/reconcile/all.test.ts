@@ -8,6 +8,7 @@ import { insertProjections, testUuid } from '../helpers/manifest.js';
 import { servicesTest } from '../helpers/services.js';
 import { collectTextfiles } from '../helpers/textfile.js';
 import { waitFor } from '../helpers/wait.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 // Issue 19 §1: `reconcile run --all` over 40 pairs, one process and several sharing one run id.
 const test = servicesTest({ prefix: 'all' });
@@ -24,17 +25,7 @@ type Line = Record<string, unknown>;
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
 const key = (l: Line) => `${String(l['school'])}/${String(l['form'])}`;
-const all = (out: string, ...more: string[]) => [
-  '--json',
-  'reconcile',
-  'run',
-  '--all',
-  '--consumer',
-  CONSUMER,
-  '--out-dir',
-  out,
-  ...more,
-];
+const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 const text = (p: string) => readFileSync(p, 'utf8');
 const readdirSafe = (d: string) => (existsSync(d) && statSync(d).isDirectory() ? readdirSync(d) : []);
 

@@ -16,6 +16,7 @@ import { parseCsv } from '../helpers/csv.js';
 import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 const test = servicesTest({ prefix: 'ledgerbrk' });
 const CONSUMER = 'svc-hall';
@@ -24,17 +25,7 @@ let dbs: TestDatabases;
 let dir: string;
 
 type Row = Record<string, string | number | null>;
-const all = (out: string, ...more: string[]) => [
-  '--json',
-  'reconcile',
-  'run',
-  '--all',
-  '--consumer',
-  CONSUMER,
-  '--out-dir',
-  out,
-  ...more,
-];
+const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 
 /** A real `fcctl` process in the background, its stdout collected. */
 function start(argv: readonly string[]): { child: ChildProcess; out: () => string; exited: Promise<number> } {

@@ -22,6 +22,7 @@ import type { TestDatabases } from '../helpers/db.js';
 import { servicesTest } from '../helpers/services.js';
 import { testMysqlUrl } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 const test = servicesTest({ prefix: 'ledger' });
 const CONSUMER = 'svc-hall';
@@ -50,17 +51,7 @@ type Listed = {
 
 const pairsOf = (stdout: string) => jsonLines(stdout).filter((l) => l['type'] === 'pair');
 const summaryLine = (stdout: string) => jsonLines(stdout).find((l) => l['type'] === 'summary')!;
-const all = (out: string, ...more: string[]) => [
-  '--json',
-  'reconcile',
-  'run',
-  '--all',
-  '--consumer',
-  CONSUMER,
-  '--out-dir',
-  out,
-  ...more,
-];
+const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 
 async function ledgerRows(runId: string): Promise<Array<Record<string, string | number | null>>> {
   const [rows] = await dbs.admin.query(

@@ -161,6 +161,7 @@ async function measure(kase) {
       DONE: PAIRS - s.pairs.filter((p) => p.state === 'FAILED').length,
       FAILED: s.pairs.filter((p) => p.state === 'FAILED').length,
     },
+    processes: [],
     holders: [],
     counts: s.counts,
     previous: { runId: s.nights.at(-2).runId, counts: s.nights.at(-2).counts },

@@ -145,6 +145,10 @@ describe('pairResultOf and taskWriteOf: what a pair came to, what the task table
       differences: 1,
       counts: { STALE_LOCAL: 1 },
     });
+    expect(JSON.parse((w as { resultJson: string }).resultJson)).not.toHaveProperty('process');
+    // the process that finished it, kept (the finish clears the claim owner)
+    const by = taskWriteOf(r, 'host-a:42:abc') as { resultJson: string };
+    expect(JSON.parse(by.resultJson)).toMatchObject({ process: 'host-a:42:abc', differences: 1 });
   });
   it('an error → FAILED with its exit code and message (cut to 2000 characters)', () => {
     const r = pairResultOf({ kind: 'error', exitCode: 4, message: 'x'.repeat(5000), outage: false }, 0);

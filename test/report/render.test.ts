@@ -9,6 +9,9 @@ import {
   fileWordOf,
   outOverwritesRun,
   pairCommands,
+  processesOf,
+  taskResultOf,
+  throttledOf,
   shellWord,
   trendOf,
 } from '../../src/lib/reconcile/report/decide.js';
@@ -35,6 +38,7 @@ function data(over: Partial<ReportData> = {}): ReportData {
     throttledSeconds: null,
     hosts: ['h1'],
     byState: { PENDING: 0, CLAIMED: 0, DONE: 1, FAILED: 0 },
+    processes: [],
     holders: [],
     counts: emptyCounts(),
     previous: null,
@@ -316,5 +320,30 @@ describe('size', () => {
     expect(kept.length).toBeGreaterThan(0);
     expect(json.left.samples).toBe(leftOut.length);
     expect(Math.min(...kept.map((p) => p.d))).toBeGreaterThanOrEqual(Math.max(...leftOut.map((p) => p.d)));
+  });
+});
+
+describe('the run recorded by its task results', () => {
+  it('processes: the distinct processes that finished pairs, sorted; none recorded for an older run', () => {
+    const results = [
+      '{"process":"b:2:ff","seconds":1}',
+      '{"process":"a:1:ee"}',
+      '{"process":"b:2:ff"}',
+      '{}',
+      null,
+    ].map(taskResultOf);
+    expect(processesOf(results)).toEqual(['a:1:ee', 'b:2:ff']);
+    expect(processesOf([taskResultOf('{"seconds":1}')])).toEqual([]);
+  });
+  it('throttled: the waits summed; null when no pair recorded one', () => {
+    expect(throttledOf(['{"throttledSeconds":1.25}', '{"throttledSeconds":2}', '{}'].map(taskResultOf))).toBe(3.3);
+    expect(throttledOf(['{}', null].map(taskResultOf))).toBeNull();
+  });
+  it('the headline names the processes that took part and those holding pairs now', () => {
+    const html = renderReport(data({ processes: ['a:1:ee', 'b:2:ff'] }));
+    expect(html).toContain('<dt>processes</dt><dd>2 took part: a:1:ee, b:2:ff; none holding pairs now</dd>');
+    expect(renderReport(data())).toContain(
+      '<dt>processes</dt><dd>not recorded by the run; none holding pairs now</dd>',
+    );
   });
 });

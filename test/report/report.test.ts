@@ -228,6 +228,10 @@ test('with JavaScript off the headline and the failed pairs show', async () => {
   try {
     expect(await w.page.isVisible('#headline .tiles')).toBe(true);
     expect(await w.page.textContent('#headline')).toMatch(/pairs in the run/);
+    // the process that ran the pairs, from the task results (the claim owner is cleared at the finish)
+    expect(await w.page.textContent('#headline')).toMatch(
+      /processes\s*1 took part: [^:\s]+:\d+:[0-9a-f]+; none holding pairs now/,
+    );
     expect(await w.page.textContent('#failed h2')).toBe('Failed pairs (1)');
     expect(await w.page.isVisible('#failed li')).toBe(true);
     expect(await w.page.$('#pairs-table')).toBeNull();

@@ -173,7 +173,10 @@ export function afterNoClaim(
 /** What the task table records of a pair's result: its end, or the pair given back unfinished. */
 export function taskWriteOf(
   r: PairResult,
+  /** the process that finished the pair (the claim owner, cleared by the finish): kept in the result */
+  process: string | null = null,
 ): { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' } {
+  const by = process === null ? {} : { process };
   if (r.result === 'done' || r.result === 'adopted')
     return {
       kind: 'finish',
@@ -184,6 +187,7 @@ export function taskWriteOf(
         pairRunId: r.pairRunId,
         seconds: r.seconds,
         ...(r.result === 'done' ? { throttledSeconds: r.throttledSeconds ?? 0 } : {}),
+        ...by,
       }),
     };
   if (r.result === 'failed')
@@ -195,6 +199,7 @@ export function taskWriteOf(
         error: r.error.slice(0, 2000),
         seconds: r.seconds,
         throttledSeconds: r.throttledSeconds ?? 0,
+        ...by,
       }),
     };
   return { kind: 'release' };

@@ -88,6 +88,8 @@ interface Shared {
   readonly shDb: Db;
   /** this host's name, on the ledger rows of the pairs it finishes */
   readonly host: string;
+  /** this process (`deps.owner`): recorded with each pair it finishes, for the report's processes */
+  readonly owner: string;
   readonly now: () => Date;
   readonly taskStart: () => Promise<{ local: string; utc: string } | null>;
   stop: StopReason | null;
@@ -150,6 +152,7 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
     outDir,
     shDb,
     host: deps.host,
+    owner: deps.owner,
     now,
     taskStart: sharedTaskStart(shDb, deps.signal, now),
     stop: null,
@@ -401,7 +404,7 @@ async function recordPair(
   task: TaskRow & { token: string; generation: string },
   result: PairResult,
 ): Promise<boolean> {
-  const w = taskWriteOf(result);
+  const w = taskWriteOf(result, shared.owner);
   const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
   const ledger = ledgerEntryOf(shared.runId, pair, result, shared.host);
   if ((await writeTask(shared.shDb, task, w, ledger)).affectedRows === 1) return true;

@@ -28,8 +28,15 @@ export function taskResultOf(json: string | null): {
   error: string | null;
   seconds: number | null;
   throttledSeconds: number | null;
+  process: string | null;
 } {
-  let v: { counts?: Record<string, unknown>; error?: unknown; seconds?: unknown; throttledSeconds?: unknown } = {};
+  let v: {
+    counts?: Record<string, unknown>;
+    error?: unknown;
+    seconds?: unknown;
+    throttledSeconds?: unknown;
+    process?: unknown;
+  } = {};
   try {
     const parsed = json === null ? null : (JSON.parse(json) as unknown);
     if (typeof parsed === 'object' && parsed !== null) v = parsed as typeof v;
@@ -45,7 +52,13 @@ export function taskResultOf(json: string | null): {
     error: typeof v.error === 'string' ? v.error : null,
     seconds: typeof v.seconds === 'number' ? v.seconds : null,
     throttledSeconds: typeof v.throttledSeconds === 'number' ? v.throttledSeconds : null,
+    process: typeof v.process === 'string' ? v.process : null,
   };
+}
+
+/** The processes that finished the run's pairs (as their results recorded them), sorted. */
+export function processesOf(results: ReadonlyArray<{ process: string | null }>): string[] {
+  return [...new Set(results.map((r) => r.process).filter((p): p is string => p !== null))].sort();
 }
 
 /**

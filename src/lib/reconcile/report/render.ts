@@ -220,10 +220,14 @@ export function headlineHtml(d: ReportData): string {
     return `<tr class="${cls}"><th scope="row">${e(c)}</th><td>${num(d.counts[c])}</td><td>${e(change(d.counts[c], d.previous?.counts[c]))}</td></tr>`;
   }).join('');
   const since = d.previous ? `change since ${e(d.previous.runId)}` : 'change (no earlier night in the ledger)';
+  const took =
+    d.processes.length === 0
+      ? 'not recorded by the run'
+      : `${d.processes.length} took part: ${d.processes.slice(0, 20).map(e).join(', ')}${d.processes.length > 20 ? ', …' : ''}`;
   const processes =
     d.holders.length > 0
-      ? `${d.holders.length} holding pairs now: ${d.holders.map((h) => `${e(h.owner)} (${h.pairs})`).join(', ')}`
-      : 'none holding pairs';
+      ? `${took}; ${d.holders.length} holding pairs now: ${d.holders.map((h) => `${e(h.owner)} (${h.pairs})`).join(', ')}`
+      : `${took}; none holding pairs now`;
   return [
     '<section id="headline" aria-label="Headline">',
     '<div class="tiles">',

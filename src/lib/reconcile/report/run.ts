@@ -28,6 +28,7 @@ import {
   sampleOf,
   taskResultOf,
   throttledOf,
+  processesOf,
   trendOf,
   type TrendPairNight,
 } from './decide.js';
@@ -125,6 +126,7 @@ export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promis
   if (tasks.length === 0 && !t.ofDir)
     throw new UsageError(`no run ${JSON.stringify(t.runId)} in the task table (fcctl_reconcile_task)`);
   const shape = runShape(tasks);
+  const results = tasks.map((task) => taskResultOf(task.result_json));
   const pairs = await Promise.all(tasks.map((task) => pairOf(task, t)));
   await addSamples(pairs);
   const trend = await readTrend(deps.trend, shDb, t.runId);
@@ -139,7 +141,8 @@ export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promis
     consumer: t.consumer,
     startedAt: shape.startedAt,
     finishedAt: shape.finishedAt,
-    throttledSeconds: throttledOf(tasks.map((task) => taskResultOf(task.result_json))),
+    throttledSeconds: throttledOf(results),
+    processes: processesOf(results),
     hosts: shape.hosts,
     byState: shape.byState,
     holders: shape.holders,

@@ -104,6 +104,8 @@ export interface ReportData {
   readonly hosts: readonly string[];
   readonly byState: Readonly<Record<string, number>>;
   /** claim owners (processes) holding pairs now, with their host */
+  /** the processes that finished pairs of the run (empty for a run of an fcctl before they were kept) */
+  readonly processes: readonly string[];
   readonly holders: readonly { readonly owner: string; readonly host: string | null; readonly pairs: number }[];
   readonly counts: Readonly<Record<Category, number>>;
   /** the previous night's fleet counts (null: none in the ledger) */

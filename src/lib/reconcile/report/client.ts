@@ -25,7 +25,7 @@ code,pre{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.cats{max-width:760px}.cats thead th{white-space:nowrap}.cats tbody th{overflow-wrap:anywhere}.cats td{text-align:right}.cats tr.settled{color:var(--mute)}.cats tr.diff th{color:var(--warn)}
+.cats{max-width:760px}.cats thead th{white-space:nowrap}.cats tbody th{overflow-wrap:anywhere}@media (min-width:700px){.cats tbody th{white-space:nowrap}}.cats td{text-align:right}.cats tr.settled{color:var(--mute)}.cats tr.diff th{color:var(--warn)}
 caption{text-align:left;font-weight:600;padding:6px 0}
 .notice{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
 .failed li{margin:6px 0}.err{white-space:pre-wrap;overflow-wrap:anywhere;color:var(--bad);margin:4px 0}

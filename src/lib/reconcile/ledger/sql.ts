@@ -12,12 +12,8 @@ export const categoryColumn = (c: Category): string => c.toLowerCase();
 
 const COUNT_COLUMNS = CATEGORIES.map(categoryColumn);
 
-/** The columns a pair is read back with (times as text, ids as text). */
-const PAIR_COLUMNS = [
-  'run_id',
-  'CAST(run_started_at AS CHAR) AS run_started_at',
-  'CAST(sch_id AS CHAR) AS sch_id',
-  'form_uuid',
+/** What a finished pair found: the columns its row is written with and replaced by, after its key. */
+const RESULT_COLUMNS = [
   'result',
   ...COUNT_COLUMNS,
   'differences',
@@ -27,6 +23,15 @@ const PAIR_COLUMNS = [
   'seconds',
   'throttled_seconds',
   'host',
+];
+
+/** The columns a pair is read back with (times as text, ids as text). */
+const PAIR_COLUMNS = [
+  'run_id',
+  'CAST(run_started_at AS CHAR) AS run_started_at',
+  'CAST(sch_id AS CHAR) AS sch_id',
+  'form_uuid',
+  ...RESULT_COLUMNS,
   'CAST(finished_at AS CHAR) AS finished_at',
 ].join(', ');
 
@@ -63,22 +68,8 @@ export const ledgerSql = {
    * replaces its result, its night's start kept.
    */
   record: (e: LedgerEntry, runStartedAt: string): Statement => {
-    const columns = [
-      'run_id',
-      'run_started_at',
-      'sch_id',
-      'form_uuid',
-      'result',
-      ...COUNT_COLUMNS,
-      'differences',
-      'fc_rows',
-      'sh_rows',
-      'error',
-      'seconds',
-      'throttled_seconds',
-      'host',
-    ];
-    const updated = columns.filter((c) => !['run_id', 'run_started_at', 'sch_id', 'form_uuid'].includes(c));
+    const columns = ['run_id', 'run_started_at', 'sch_id', 'form_uuid', ...RESULT_COLUMNS];
+    const updated = RESULT_COLUMNS;
     return {
       sql:
         `INSERT INTO fcctl_reconcile_ledger (${columns.join(', ')}, finished_at) VALUES (${marks(columns.length)}, UTC_TIMESTAMP()) ` +

@@ -5,11 +5,9 @@
  */
 import type { Category } from '../diff/decide.js';
 
-/** One pair of one night. */
-export interface LedgerPair {
+/** What a finished pair writes (the night's start and the finish time are the database's). */
+export interface LedgerEntry {
   readonly runId: string;
-  /** 'YYYY-MM-DD HH:MM:SS', UTC: MIN(create_time) of the run's tasks */
-  readonly runStartedAt: string;
   readonly schId: string;
   readonly formUuid: string;
   readonly result: 'DONE' | 'FAILED';
@@ -24,6 +22,12 @@ export interface LedgerPair {
   /** of `seconds`, waiting on the throttle (`--max-load`/`--max-lag`) */
   readonly throttledSeconds: number;
   readonly host: string | null;
+}
+
+/** One pair of one night, as read back. */
+export interface LedgerPair extends LedgerEntry {
+  /** 'YYYY-MM-DD HH:MM:SS', UTC: MIN(create_time) of the run's tasks */
+  readonly runStartedAt: string;
   /** 'YYYY-MM-DD HH:MM:SS', UTC */
   readonly finishedAt: string;
 }
@@ -41,22 +45,6 @@ export interface LedgerNight {
   readonly seconds: number;
   /** the pairs' throttled seconds, summed (pairs run at once each count their own wait) */
   readonly throttledSeconds: number;
-}
-
-/** What a finished pair writes (the night's start and the finish time are the database's). */
-export interface LedgerEntry {
-  readonly runId: string;
-  readonly schId: string;
-  readonly formUuid: string;
-  readonly result: 'DONE' | 'FAILED';
-  readonly counts: Readonly<Record<Category, number>>;
-  readonly differences: number;
-  readonly fcRows: number | null;
-  readonly shRows: number | null;
-  readonly error: string | null;
-  readonly seconds: number;
-  readonly throttledSeconds: number;
-  readonly host: string | null;
 }
 
 /** `reconcile history`'s selection: the last `last` nights, their pairs within the filters (empty: all). */

@@ -8,6 +8,7 @@ import type { TestDatabases } from '../helpers/db.js';
 import { insertProjections, testUuid } from '../helpers/manifest.js';
 import { servicesTest } from '../helpers/services.js';
 import { openPage } from './browser.js';
+import { allArgv } from '../helpers/reconcile-all.js';
 
 // Issue 30 §1, §3: report.html of a real `reconcile run --all` over seeded drift, in Chromium.
 const test = servicesTest({ prefix: 'report' });
@@ -267,44 +268,11 @@ test('--all: only the process that sees no pair pending or held writes report.ht
     `INSERT INTO \`${dbs.shName}\`.fcctl_reconcile_task (run_id, sch_id, form_uuid, state, create_time) VALUES ('partial', 77, ?, 'PENDING', UTC_TIMESTAMP())`,
     [testUuid('partial', 77)],
   );
-  const first = await runCli(
-    [
-      '--json',
-      'reconcile',
-      'run',
-      '--all',
-      '--consumer',
-      CONSUMER,
-      '--run-id',
-      'partial',
-      '--out-dir',
-      d,
-      '--school',
-      XSS_SCHOOL,
-    ],
-    { env },
-  );
+  const first = await runCli(allArgv(CONSUMER, d, '--run-id', 'partial', '--school', XSS_SCHOOL), { env });
   expect(first.code, first.stderr).toBeLessThanOrEqual(1);
   expect(existsSync(join(d, 'report.html'))).toBe(false);
   expect(summaryOf(first.stdout)['reportFile']).toBeUndefined();
-  const last = await runCli(
-    [
-      '--json',
-      'reconcile',
-      'run',
-      '--all',
-      '--consumer',
-      CONSUMER,
-      '--run-id',
-      'partial',
-      '--out-dir',
-      d,
-      '--school',
-      '77',
-      '--allow-empty',
-    ],
-    { env },
-  );
+  const last = await runCli(allArgv(CONSUMER, d, '--run-id', 'partial', '--school', '77', '--allow-empty'), { env });
   expect(last.code, last.stderr).toBeLessThanOrEqual(1);
   expect(summaryOf(last.stdout)).toMatchObject({ reportFile: join(d, 'report.html') });
   expect(readFileSync(join(d, 'report.html'), 'utf8')).toContain('<code>partial</code>');
@@ -418,24 +386,7 @@ test("a form uuid with a .. segment (an SH-only pair): the pair fails, nothing i
     { answerUuid: testUuid('report', 'escape', 1), schId: 905, formUuid: outside, createTime: '2026-10-01 08:00:00' },
   ]);
   const d = join(dir, 'esc');
-  const r = await runCli(
-    [
-      '--json',
-      'reconcile',
-      'run',
-      '--all',
-      '--consumer',
-      CONSUMER,
-      '--run-id',
-      'esc-1',
-      '--out-dir',
-      d,
-      '--school',
-      '905',
-      '--allow-empty',
-    ],
-    { env },
-  );
+  const r = await runCli(allArgv(CONSUMER, d, '--run-id', 'esc-1', '--school', '905', '--allow-empty'), { env });
   expect(r.code, r.stderr).toBe(4); // a safety check refused the pair, as a folder of another run's parameters is
   expect(existsSync(join(d, '905', outside))).toBe(false); // = DIR/../escaped-by-form
   expect(existsSync(join(dir, 'escaped-by-form'))).toBe(false);
@@ -445,23 +396,7 @@ test("a form uuid with a .. segment (an SH-only pair): the pair fails, nothing i
 
 test('a run that found no pair: report.html of 0 pairs (the run DIR/summary.json names is known); another id stays exit 2', async () => {
   const d = join(dir, 'zero');
-  const r = await runCli(
-    [
-      '--json',
-      'reconcile',
-      'run',
-      '--all',
-      '--consumer',
-      CONSUMER,
-      '--run-id',
-      'zero-1',
-      '--out-dir',
-      d,
-      '--school',
-      '998',
-    ],
-    { env },
-  );
+  const r = await runCli(allArgv(CONSUMER, d, '--run-id', 'zero-1', '--school', '998'), { env });
   expect(r.code, r.stderr).toBe(1); // no pair found: a warning
   expect(r.stderr).not.toMatch(/report\.html not written/);
   expect(summaryOf(r.stdout)).toMatchObject({ pairsFound: 0, reportFile: join(d, 'report.html') });

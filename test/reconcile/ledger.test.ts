@@ -6,6 +6,7 @@
  * transaction; bad input is refused before anything is read or written.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, expect } from 'vitest';
@@ -142,7 +143,8 @@ test('a real --all run writes one ledger row per pair, matching its summary.json
     const row = rows.find((r) => r['sch_id'] === p['school'] && r['form_uuid'] === p['form'])!;
     expect(listedOfRow(row)).toMatchObject({ result: 'DONE', differences: p['differences'], counts: p['counts'] });
     expect({ fc: Number(row['fc_rows']), sh: Number(row['sh_rows']) }).toEqual({ fc: p['fcRows'], sh: p['shRows'] });
-    expect(row['host']).toBeTruthy();
+    // the host that finished it: this machine, as the run's summary line names it
+    expect(row['host']).toBe(hostname());
   }
   // the night's start: the run's first task registered, the same on every row
   const [start] = await dbs.admin.query(

@@ -61,6 +61,24 @@ function tableRows(table: string): Statement {
   };
 }
 
+/** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
+function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
+  return {
+    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
+    params: [state, TOP_REASONS],
+  };
+}
+
+/** Owners of live claims (lease not expired) on the open rows of `openStates`: their range of the table's due index, bounded. */
+function liveClaims(table: string, openStates: readonly string[], now: string): Statement {
+  return {
+    sql:
+      `SELECT claim_owner AS owner, COUNT(*) AS n, CAST(MAX(claim_expires_at) AS CHAR) AS expires FROM ${table} WHERE state IN (${openStates.map(() => '?').join(', ')}) ` +
+      'AND claim_owner IS NOT NULL AND claim_expires_at >= ? GROUP BY claim_owner ORDER BY n DESC, owner LIMIT ?',
+    params: [...openStates, now, LIST_LIMIT],
+  };
+}
+
 /** @example const { sql, params } = statusSql.outboxReasons('DEAD') */
 export const statusSql = {
   /** The outbox's open states (all but BROKER_ACCEPTED), exactly: ranges of idx_delivery_due. */
@@ -85,18 +103,10 @@ export const statusSql = {
   }),
 
   /** The top reason codes (last_error before its first colon) of one state: a range of idx_delivery_state_error (state, last_error, …), the index alone. */
-  outboxReasons: (state: 'DEAD' | 'FAILED'): Statement => ({
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM answer_delivery WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
-    params: [state, TOP_REASONS],
-  }),
+  outboxReasons: (state: 'DEAD' | 'FAILED'): Statement => reasons('answer_delivery', state),
 
   /** Owners of live claims (lease not expired) on open rows: the PENDING/FAILED range of idx_delivery_due. */
-  outboxClaims: (now: string): Statement => ({
-    sql:
-      "SELECT claim_owner AS owner, COUNT(*) AS n, CAST(MAX(claim_expires_at) AS CHAR) AS expires FROM answer_delivery WHERE state IN ('PENDING', 'FAILED') " +
-      'AND claim_owner IS NOT NULL AND claim_expires_at >= ? GROUP BY claim_owner ORDER BY n DESC, owner LIMIT ?',
-    params: [now, LIST_LIMIT],
-  }),
+  outboxClaims: (now: string): Statement => liveClaims('answer_delivery', ['PENDING', 'FAILED'], now),
 
   /** Apply commands of the open states (all but DONE), exactly: ranges of idx_apply_command_due. */
   applyOpenStates: (states: readonly string[]): Statement => openStates('flow_apply_command', states),
@@ -117,18 +127,10 @@ export const statusSql = {
   }),
 
   /** The top reason codes of one state: a range of idx_apply_command_state_error, the index alone. */
-  applyReasons: (state: 'DEAD' | 'FAILED'): Statement => ({
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM flow_apply_command WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
-    params: [state, TOP_REASONS],
-  }),
+  applyReasons: (state: 'DEAD' | 'FAILED'): Statement => reasons('flow_apply_command', state),
 
   /** Owners of live claims on open apply commands: the open states' range of idx_apply_command_due. */
-  applyClaims: (now: string): Statement => ({
-    sql:
-      "SELECT claim_owner AS owner, COUNT(*) AS n, CAST(MAX(claim_expires_at) AS CHAR) AS expires FROM flow_apply_command WHERE state IN ('PENDING', 'UNKNOWN', 'FAILED') " +
-      'AND claim_owner IS NOT NULL AND claim_expires_at >= ? GROUP BY claim_owner ORDER BY n DESC, owner LIMIT ?',
-    params: [now, LIST_LIMIT],
-  }),
+  applyClaims: (now: string): Statement => liveClaims('flow_apply_command', ['PENDING', 'UNKNOWN', 'FAILED'], now),
 
   /**
    * The newest `reconcile run --all` run, default-named or given by `--run-id` (the night's cron

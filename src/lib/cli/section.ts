@@ -14,14 +14,33 @@ export type Section<T> = ({ readonly status: 'ok' } & T) | Unread;
 
 export const NOT_CONFIGURED: Unread = { status: 'not configured' };
 
-/** Reads one section; a failure is the section's (its first line), a usage error still the command's. */
+/** The read, or its failure once `ms` have passed without an answer (the read itself is left to the pool's close). */
+export async function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads one section; a failure is the section's (its first line), a usage error still the
+ * command's. With `deadlineMs`, a connect and reads that have not answered by then fail the section ("no answer
+ * in N s"): a database that stops answering without refusing cannot hold the whole report.
+ */
 export async function readSection<T extends object>(
   open: (() => Promise<Db>) | null,
   read: (db: Db) => Promise<T>,
+  deadlineMs: number | null = null,
 ): Promise<Section<T>> {
   if (open === null) return NOT_CONFIGURED;
   try {
-    return { status: 'ok', ...(await read(await open())) };
+    const reading = open().then(read);
+    return { status: 'ok', ...(await (deadlineMs === null ? reading : withDeadline(reading, deadlineMs))) };
   } catch (err) {
     if (err instanceof UsageError) throw err;
     return { status: 'unreachable', error: (err as Error).message.split('\n')[0] ?? '' };

@@ -34,21 +34,8 @@ export interface StatusOptions {
  */
 export const SECTION_DEADLINE_MS = 10_000;
 
-/** The read, or its failure once `ms` have passed without an answer (the read itself is left to the pool's close). */
-export async function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
-  });
-  try {
-    return await Promise.race([read, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 function section<T extends object>(open: (() => Promise<Db>) | null, read: (db: Db) => Promise<T>) {
-  return readSection(open, (db) => withDeadline(read(db), SECTION_DEADLINE_MS));
+  return readSection(open, read, SECTION_DEADLINE_MS);
 }
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> };

@@ -5,12 +5,28 @@
 # `N passed, N failed` for CI.
 #   scripts/test.sh [vitest args]   main suite + bounded fault suite
 #   scripts/test.sh --faults        fault suite only (npm run test:faults: FCCTL_FAULT_SIZE=full)
+# Node versions (issue 35 §7): the main and fault suites run on FCCTL_TEST_NODE (default 24, the
+# active LTS); then the unit files (scripts/unit-tests.mjs) and the demo run on each of
+# FCCTL_OTHER_NODES (default "20 22"). Each is installed from the npm registry by scripts/node.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 eval "$(bash scripts/services.sh env)"
 export FCCTL_FAULT_TOTALS="$PWD/.fault-totals.jsonl"
-rm -f .test-results.json .test-results-faults.json "$FCCTL_FAULT_TOTALS"
+rm -f .test-results*.json "$FCCTL_FAULT_TOTALS"
 rc=0
+MAIN_NODE=${FCCTL_TEST_NODE:-24}
+OTHER_NODES=${FCCTL_OTHER_NODES-20 22}
+# The machine's own PATH, before a Node version is put first.
+BASE_PATH=$PATH
+on_node() { # $1: major; sets PATH so that `node`, npx and every process the tests start use it
+  local bin
+  bin=$(bash scripts/node.sh "$1") || return 1
+  export PATH="$bin:$BASE_PATH"
+  echo "test: Node $(node --version)" >&2
+}
+# The result files that must exist at the end: a pass that wrote none (crashed) is a failure.
+results=()
+if ! on_node "$MAIN_NODE"; then echo "test: Node $MAIN_NODE could not be installed" >&2; rc=1; fi
 # The tests are type-checked too (their expectTypeOf checks, helpers' types): a type error fails the run.
 export FCCTL_TYPECHECK=passed
 if ! npx tsc -p tsconfig.test.json; then echo "test: the type check of src/ and test/ failed (npx tsc -p tsconfig.test.json)" >&2; FCCTL_TYPECHECK=failed; rc=1; fi
@@ -19,13 +35,25 @@ export FCCTL_LINT=passed
 if ! npx biome ci --reporter=summary .; then echo "test: formatting or lint failed (npx biome check --write . fixes the formatting)" >&2; FCCTL_LINT=failed; rc=1; fi
 if [ "${1:-}" = "--faults" ]; then
   shift
+  results+=(.test-results-faults.json)
   npx vitest run --config vitest.faults.config.ts --reporter=default --reporter=json --outputFile=.test-results-faults.json "$@" || rc=1
 else
+  results+=(.test-results.json)
   npx vitest run --reporter=default --reporter=json --outputFile=.test-results.json "$@" || rc=1
   # Filters given for the main suite (a file, -t) are not meant for the fault suite.
   if [ $# -eq 0 ]; then
+    results+=(.test-results-faults.json)
     npx vitest run --config vitest.faults.config.ts --reporter=default --reporter=json --outputFile=.test-results-faults.json || rc=1
+    # The other supported Nodes: every unit file and the demo (the main job end to end).
+    for v in $OTHER_NODES; do
+      out=".test-results-node$v.json"
+      results+=("$out")
+      if ! on_node "$v"; then echo "test: Node $v could not be installed" >&2; rc=1; continue; fi
+      # shellcheck disable=SC2046
+      npx vitest run --reporter=default --reporter=json --outputFile="$out" $(node scripts/unit-tests.mjs) test/ops/demo.test.ts || rc=1
+    done
   fi
 fi
-node scripts/test-summary.mjs .test-results.json .test-results-faults.json || rc=1
+export PATH=$BASE_PATH
+node scripts/test-summary.mjs "${results[@]}" || rc=1
 exit $rc

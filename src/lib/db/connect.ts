@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
+import { versionProblem } from './version.js';
 
 /** A pool on one database; `label` names it in errors ("FC database"). */
 export interface Db {
@@ -95,11 +96,19 @@ export async function openDb(label: string, url: string, options: { connectionLi
   driver ??= (await import('mysql2/promise')).default;
   const pools = new Pools(label, driver, poolOptions);
   const db = dbOn(label, url, pools);
+  let version: string;
   try {
-    await db.query('SELECT 1');
+    // One round trip both proves the pool answers and gates the server's version (issue 35 §4).
+    const rows = await db.query<{ v: string }>('SELECT VERSION() AS v');
+    version = String(rows[0]?.v ?? '');
   } catch (err) {
     await db.close();
     throw err;
+  }
+  const problem = versionProblem(version);
+  if (problem !== null) {
+    await db.close();
+    throw new EnvironmentError(`${label}: ${problem}`);
   }
   return db;
 }
@@ -119,6 +128,8 @@ function poolOptionsOf(label: string, url: string, options: { connectionLimit?: 
     connectionLimit: options.connectionLimit ?? 10,
     connectTimeout: 5000,
     dateStrings: true,
+    // MySQL 8's JSON columns as the text the server holds, never parsed: canon hashes text (issue 35 §4).
+    jsonStrings: true,
     supportBigNumbers: true,
     bigNumberStrings: true,
     decimalNumbers: false,

@@ -64,7 +64,7 @@ function tableRows(table: string): Statement {
 /** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
 function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
   return {
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
+    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY reason ORDER BY n DESC, reason LIMIT ?`,
     params: [state, TOP_REASONS],
   };
 }

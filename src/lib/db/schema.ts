@@ -8,6 +8,7 @@ import {
   insertSchemaVersion,
   markDevDatabase,
   selectAnyRow,
+  selectKeyColumns,
   selectLiveColumns,
   selectLiveIndexes,
   selectSchemaVersion,
@@ -107,7 +108,52 @@ export type SchemaProblem =
       readonly index: string;
       readonly expected: readonly string[];
       readonly actual: readonly string[];
+    }
+  | {
+      readonly kind: 'key-order';
+      readonly table: string;
+      readonly column: string;
+      readonly type: string;
+      readonly collation: string | null;
     };
+
+/**
+ * The columns manifest pages are ordered by (keyset on `answer_uuid` within a school and form) and
+ * the reconcile merge-join compares byte for byte: they must be strings ordered and compared by
+ * their bytes. A case-insensitive collation (`utf8mb4_unicode_ci`, `utf8mb4_0900_ai_ci`) orders
+ * `A` with `a`, so the database's pages come in an order the merge-join refuses only after a whole
+ * scan; `db check` and `doctor` say so first (issue 35 §4).
+ */
+export const KEY_ORDER_COLUMNS: Readonly<Record<Side, ReadonlyArray<{ table: string; column: string }>>> = {
+  fc: [
+    { table: 'answer', column: 'answer_uuid' },
+    { table: 'answer', column: 'form_uuid' },
+    { table: 'form_consumer_grant', column: 'form_uuid' },
+  ],
+  sh: [
+    { table: 'fc_answer_projection', column: 'answer_uuid' },
+    { table: 'fc_answer_projection', column: 'form_uuid' },
+  ],
+};
+
+/**
+ * Whether a key column is ordered by its bytes: a CHAR/VARCHAR with a binary collation (`…_bin`),
+ * or a BINARY/VARBINARY (no collation).
+ * @example keyOrderProblem({ table: 'answer', column: 'answer_uuid', type: 'char', collation: 'utf8mb4_bin' }) // null
+ */
+export function keyOrderProblem(live: {
+  table: string;
+  column: string;
+  type: string;
+  collation: string | null;
+}): SchemaProblem | null {
+  const type = live.type.toLowerCase();
+  const ok =
+    ((type === 'char' || type === 'varchar') && live.collation !== null && /_bin$/i.test(live.collation)) ||
+    type === 'binary' ||
+    type === 'varbinary';
+  return ok ? null : { kind: 'key-order', ...live };
+}
 
 export function describeProblem(p: SchemaProblem): string {
   switch (p.kind) {
@@ -119,6 +165,11 @@ export function describeProblem(p: SchemaProblem): string {
       return `missing index ${p.table}.${p.index}`;
     case 'index-columns':
       return `index ${p.table}.${p.index} is on (${p.actual.join(', ')}), expected (${p.expected.join(', ')})`;
+    case 'key-order':
+      return (
+        `column ${p.table}.${p.column} is ${p.type}${p.collation ? ` ${p.collation}` : ''}: keyset pages and the reconcile ` +
+        'merge-join need it ordered by its bytes (CHAR/VARCHAR with a binary collation such as utf8mb4_bin, or BINARY)'
+      );
   }
 }
 
@@ -178,10 +229,21 @@ async function liveSchema(db: Db) {
   return { liveColumns, liveIndexes };
 }
 
-/** Reports every missing table, column or index of one side. */
+/**
+ * Reports every missing table, column or index of one side, and each key column not ordered by
+ * its bytes ({@link KEY_ORDER_COLUMNS}).
+ */
 export async function checkSchema(db: Db, side: Side): Promise<SchemaProblem[]> {
   const { liveColumns, liveIndexes } = await liveSchema(db);
-  return compareSchema(parseSchema(schemaSql(side)), liveColumns, liveIndexes);
+  const keys = selectKeyColumns(KEY_ORDER_COLUMNS[side]);
+  const keyColumns = await db.query<{ t: string; c: string; type: string; collation: string | null }>(
+    keys.sql,
+    keys.params,
+  );
+  const keyProblems = keyColumns
+    .map((k) => keyOrderProblem({ table: k.t, column: k.c, type: k.type, collation: k.collation }))
+    .filter((p): p is SchemaProblem => p !== null);
+  return [...compareSchema(parseSchema(schemaSql(side)), liveColumns, liveIndexes), ...keyProblems];
 }
 
 export interface InitResult {

@@ -21,4 +21,15 @@ describe('keyOrderProblem: key columns ordered by their bytes (issue 35 §4)', (
     expect(p === null).toBe(ok);
     if (!ok) expect(p).toEqual({ kind: 'key-order', table: 'answer', column: 'answer_uuid', type, collation });
   });
+
+  it.each([
+    ['answer', 'values_json', 'longtext', null],
+    ['answer_delivery', 'snapshot_json', 'longtext', null],
+    ['answer_delivery', 'snapshot_json', 'json', 'json-type'],
+    ['fc_answer_projection', 'snapshot_json', 'json', 'json-type'],
+    ['answer', 'values_json', 'json', 'json-type'],
+  ] as const)('%s.%s as %s → %s', (table, column, type, kind) => {
+    const p = keyOrderProblem({ table, column, type, collation: 'utf8mb4_bin' });
+    expect(p === null ? null : p.kind).toBe(kind);
+  });
 });

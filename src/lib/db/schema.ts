@@ -110,6 +110,11 @@ export type SchemaProblem =
       readonly actual: readonly string[];
     }
   | {
+      readonly kind: 'json-type';
+      readonly table: string;
+      readonly column: string;
+    }
+  | {
       readonly kind: 'key-order';
       readonly table: string;
       readonly column: string;
@@ -137,8 +142,23 @@ export const KEY_ORDER_COLUMNS: Readonly<Record<Side, ReadonlyArray<{ table: str
 };
 
 /**
+ * The JSON documents whose text is hashed (fc.canon.v1): MySQL 8's `JSON` type keeps a binary form
+ * and gives back its own serialisation (decimals through doubles), so a snapshot stored there no
+ * longer hashes to its `content_hash` (SNAPSHOT_HASH_MISMATCH → FAILED → DEAD), and values read
+ * from there no longer hash as FC did. They must be text (`LONGTEXT`), as the reference schema has them.
+ */
+export const HASHED_TEXT_COLUMNS: Readonly<Record<Side, ReadonlyArray<{ table: string; column: string }>>> = {
+  fc: [
+    { table: 'answer', column: 'values_json' },
+    { table: 'answer_delivery', column: 'snapshot_json' },
+  ],
+  sh: [{ table: 'fc_answer_projection', column: 'snapshot_json' }],
+};
+
+/**
  * Whether a key column is ordered by its bytes: a CHAR/VARCHAR with a binary collation (`…_bin`),
- * or a BINARY/VARBINARY (no collation).
+ * or a BINARY/VARBINARY (no collation); for a hashed document ({@link HASHED_TEXT_COLUMNS}),
+ * whether it is text rather than MySQL's `JSON`.
  * @example keyOrderProblem({ table: 'answer', column: 'answer_uuid', type: 'char', collation: 'utf8mb4_bin' }) // null
  */
 export function keyOrderProblem(live: {
@@ -148,6 +168,12 @@ export function keyOrderProblem(live: {
   collation: string | null;
 }): SchemaProblem | null {
   const type = live.type.toLowerCase();
+  if (
+    HASHED_TEXT_COLUMNS.fc
+      .concat(HASHED_TEXT_COLUMNS.sh)
+      .some((h) => h.table === live.table && h.column === live.column)
+  )
+    return type === 'json' ? { kind: 'json-type', table: live.table, column: live.column } : null;
   const ok =
     ((type === 'char' || type === 'varchar') && live.collation !== null && /_bin$/i.test(live.collation)) ||
     type === 'binary' ||
@@ -165,6 +191,11 @@ export function describeProblem(p: SchemaProblem): string {
       return `missing index ${p.table}.${p.index}`;
     case 'index-columns':
       return `index ${p.table}.${p.index} is on (${p.actual.join(', ')}), expected (${p.expected.join(', ')})`;
+    case 'json-type':
+      return (
+        `column ${p.table}.${p.column} is JSON: the server re-serialises it (numbers through doubles), so its text no ` +
+        'longer hashes as written; it must be LONGTEXT'
+      );
     case 'key-order':
       return (
         `column ${p.table}.${p.column} is ${p.type}${p.collation ? ` ${p.collation}` : ''}: keyset pages and the reconcile ` +
@@ -235,7 +266,7 @@ async function liveSchema(db: Db) {
  */
 export async function checkSchema(db: Db, side: Side): Promise<SchemaProblem[]> {
   const { liveColumns, liveIndexes } = await liveSchema(db);
-  const keys = selectKeyColumns(KEY_ORDER_COLUMNS[side]);
+  const keys = selectKeyColumns([...KEY_ORDER_COLUMNS[side], ...HASHED_TEXT_COLUMNS[side]]);
   const keyColumns = await db.query<{ t: string; c: string; type: string; collation: string | null }>(
     keys.sql,
     keys.params,

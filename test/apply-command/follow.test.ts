@@ -19,7 +19,7 @@ import {
   ownedInstance as owned,
   uniquePrefix,
 } from '../helpers/apply-commands.js';
-import type { FlowCenter } from '../helpers/flow-center.js';
+import type { Fault, FlowCenter } from '../helpers/flow-center.js';
 import { runCli } from '../helpers/cli.js';
 import { costOver, MysqlCommandCounter } from '../helpers/cost.js';
 import { viaProxy } from '../helpers/proxy.js';
@@ -163,45 +163,53 @@ describe('apply-command resolve-unknown --follow', () => {
     expect((await r.stop()).code).toBe(0);
   });
 
-  test('a flow-center outage that begins after start: outage and /readyz 503, no row charged, settled once it answers (issue 34 §1)', async () => {
-    const port = await freePort();
-    const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '4']);
-    await r.waitForLine('running', isState('running'));
-    await fc.faults([{ path: '*', kind: 'status', status: 503 }]);
-    const p = uniquePrefix('rx');
-    await insertCommands(
-      admin,
-      shName,
-      [1, 2, 3].map((i) => ({ bizId: `${p}-${i}`, state: 'UNKNOWN' as const })),
-    );
-    const inserted = Date.now();
-    await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 10_000, 100);
-    // before issue 34 all three were DEAD (retry_count 6) within ~15 s, /readyz 200 all along
-    await sleep(Math.max(inserted + 15_000 - Date.now(), 0));
-    const ready = await httpGet(port, '/readyz');
-    expect(ready.status).toBe(503);
-    expect(ready.body).toMatch(/^outage: .*503/);
-    const metrics = (await httpGet(port, '/metrics')).body;
-    expect(sample(metrics, 'fcctl_service_ready', LABEL)).toBe(0);
-    expect(sample(metrics, 'fcctl_service_connection_up', `${LABEL},target="flow_center"`)).toBe(0);
-    const rows = await commandsOf(admin, shName, p);
-    expect(rows.map((c) => [c.state, c.retry_count])).toEqual([
-      ['UNKNOWN', 0],
-      ['UNKNOWN', 0],
-      ['UNKNOWN', 0],
-    ]);
-    expect(r.lines().some(isState('outage'))).toBe(true);
-    await fc.clearFaults();
-    await waitFor(
-      'all 3 DONE after the outage',
-      async () => (await commandsOf(admin, shName, p)).every((c) => c.state === 'DONE'),
-      40_000,
-      200,
-    );
-    expect((await httpGet(port, '/readyz')).status).toBe(200);
-    expect(sample((await httpGet(port, '/metrics')).body, 'fcctl_service_ready', LABEL)).toBe(1);
-    expect((await r.stop()).code).toBe(0);
-  });
+  // before issue 34, 503s turned all three rows DEAD (retry_count 6) within ~15 s and timeouts
+  // charged them every few seconds, with /readyz 200 all along
+  const outages: Array<{ what: string; fault: Fault; holdMs: number; reason: RegExp }> = [
+    { what: 'every request 503', fault: { path: '*', kind: 'status', status: 503 }, holdMs: 15_000, reason: /503/ },
+    { what: 'every request timing out', fault: { path: '*', kind: 'timeout' }, holdMs: 8_000, reason: /timeout/ },
+    { what: 'every connection dropped', fault: { path: '*', kind: 'drop' }, holdMs: 8_000, reason: /network/ },
+  ];
+  for (const { what, fault, holdMs, reason } of outages)
+    test(`a flow-center outage that begins after start (${what}): outage and /readyz 503, no row charged, settled once it answers (issue 34 §1)`, async () => {
+      const port = await freePort();
+      const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '4']);
+      await r.waitForLine('running', isState('running'));
+      await fc.faults([fault]);
+      const p = uniquePrefix('rx');
+      await insertCommands(
+        admin,
+        shName,
+        [1, 2, 3].map((i) => ({ bizId: `${p}-${i}`, state: 'UNKNOWN' as const })),
+      );
+      const inserted = Date.now();
+      await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 10_000, 100);
+      await sleep(Math.max(inserted + holdMs - Date.now(), 0));
+      const ready = await httpGet(port, '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatch(/^outage: /);
+      expect(ready.body).toMatch(reason);
+      const metrics = (await httpGet(port, '/metrics')).body;
+      expect(sample(metrics, 'fcctl_service_ready', LABEL)).toBe(0);
+      expect(sample(metrics, 'fcctl_service_connection_up', `${LABEL},target="flow_center"`)).toBe(0);
+      const rows = await commandsOf(admin, shName, p);
+      expect(rows.map((c) => [c.state, c.retry_count])).toEqual([
+        ['UNKNOWN', 0],
+        ['UNKNOWN', 0],
+        ['UNKNOWN', 0],
+      ]);
+      expect(r.lines().some(isState('outage'))).toBe(true);
+      await fc.clearFaults();
+      await waitFor(
+        'all 3 DONE after the outage',
+        async () => (await commandsOf(admin, shName, p)).every((c) => c.state === 'DONE'),
+        40_000,
+        200,
+      );
+      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      expect(sample((await httpGet(port, '/metrics')).body, 'fcctl_service_ready', LABEL)).toBe(1);
+      expect((await r.stop()).code).toBe(0);
+    });
 
   test("one row's 5xx among answers is that row's failure: FAILED with its retry charged, the service stays running", async () => {
     const port = await freePort();

@@ -383,12 +383,19 @@ export function allReport(
 ): AllReport {
   const { exitCode, warning, reason } = allExit(r, o);
   const t = tallyOutcomes(r.outcomes);
+  const joined = joinedComplete(r);
   const fields: Summary = {
     command: 'reconcile run',
     all: true,
     runId: r.runId,
     exitCode,
     ...(reason !== null ? { reason } : {}),
+    ...(joined
+      ? {
+          joined: true,
+          note: `run ${r.runId} was complete before this process began: joined it and ran nothing; its numbers (summary.json, the metrics file) are left as they are`,
+        }
+      : {}),
     ...(r.stop !== null ? { stoppedBy: r.stop.by } : {}),
     ...(r.stop?.by === 'paused' && r.stop.paused ? { paused: pauseFields(r.stop.paused) } : {}),
     pairsFound: r.found.pairs,
@@ -413,8 +420,20 @@ export function allReport(
     interrupted: r.stop !== null,
     suspect: warning !== null,
     paused: r.stop?.by === 'paused',
+    ...(joined ? { unchanged: true } : {}),
   };
   return { warning, exitCode, fields, counts: t.counts, outcome };
+}
+
+/**
+ * A default run joined complete, with nothing run by this process: a same-night re-run (cron
+ * twice, a person checking). Its metrics must not be rewritten without the night's pairs, which
+ * would clear FcctlReconcileDifferences with nothing fixed (issue 36 §7).
+ */
+export function joinedComplete(
+  r: Pick<RunAllResult, 'completeAtStart' | 'runIdGiven' | 'outcomes' | 'stop'>,
+): boolean {
+  return r.completeAtStart === true && r.runIdGiven === false && r.outcomes.length === 0 && r.stop === null;
 }
 
 /** A pair's JSON line (`event: "pair"`): what it came to, where its files are. */

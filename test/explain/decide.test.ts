@@ -10,9 +10,9 @@ import {
   relative,
   repairCommand,
   replayCommand,
-  shellWord,
   verdictOf,
 } from '../../src/lib/explain/decide.js';
+import { shellWord } from '../../src/lib/cli/shell.js';
 import type { GrantFacts, OutboxRow, ProjectionFacts, VerdictFacts } from '../../src/lib/explain/types.js';
 import { decideReplay, type ReplayRow } from '../../src/lib/deliveries/replay/decide.js';
 import type { GrantRow } from '../../src/lib/deliveries/types.js';
@@ -23,6 +23,7 @@ const HASH = 'a'.repeat(64);
 const OTHER = 'b'.repeat(64);
 
 const grant = (g: Partial<GrantFacts> = {}): GrantFacts => ({
+  formUuid: 'f',
   consumerAppKey: 'k1',
   schId: '5',
   grantVersion: '1',
@@ -541,7 +542,7 @@ describe('verdictOf: every state × grant × SH situation', () => {
       if (v.command?.startsWith('fcctl deliveries replay')) {
         expect(f.newest?.state === 'DEAD' || f.newest?.consumerOutcome === 'REJECTED', name).toBe(true);
         expect(f.fc.kind).toBe('found');
-        expect(v.command).toBe(replayCommand(f.newest!, A));
+        expect(v.command).toBe(replayCommand(f.newest!, A).command);
       }
       if (f.fc.kind === 'found' && f.newest?.state === 'DEAD' && f.grant !== null && f.grant !== 'unread') {
         const g = f.grant;
@@ -598,7 +599,7 @@ describe('helpers', () => {
     expect(errorCode(null)).toBe('no error recorded');
   });
   it('repairCommand of a missing row', () => {
-    expect(repairCommand('k1', '5', A, null, '4')).toBe(repair('--expect-missing'));
+    expect(repairCommand('k1', '5', A, null, '4').command).toBe(repair('--expect-missing'));
   });
   it('explainExitCode', () => {
     expect(explainExitCode({ found: true, unreachable: 0 })).toBe(0);

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { jsonLine, printable } from '../../src/lib/cli/printable.js';
+import { Output } from '../../src/lib/cli/output.js';
 import { formatTable } from '../../src/lib/cli/table.js';
+import { testIo } from '../helpers/io.js';
 
 // every control: C0, DEL, C1
 const CONTROLS = [
@@ -48,5 +50,13 @@ describe('jsonLine', () => {
     expect(JSON.parse(line)).toEqual(value);
     expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/);
     expect(jsonLine({ a: 'é张' })).toBe('{"a":"é张"}');
+  });
+});
+
+describe('Output.note on a terminal', () => {
+  it('shows a value with escape sequences printable, line by line', () => {
+    const t = testIo({ tty: true });
+    new Output(t.io).note('excluded a1: \u001b]0;TITLE\u0007x\nsecond \u009b2J');
+    expect(t.stdout()).toBe('excluded a1: \\u001b]0;TITLE\\u0007x\nsecond \\u009b2J\n');
   });
 });

@@ -328,6 +328,10 @@ describe("allExit: the exit code of this process's share", () => {
       exitCode: 1,
       reason: '1 pair(s) of run r failed (run it again with --run-id r to retry them)',
     });
+    // a run id a shell would read: the flag to paste quotes it (issue 34 §11)
+    expect(allExit(result({ runId: "r '$(id)", outcomes: [], summary: failedRun }), o)).toMatchObject({
+      reason: `1 pair(s) of run r '$(id) failed (run it again with --run-id 'r '\\''$(id)' to retry them)`,
+    });
   });
   it('1 with a warning when a filter value matched nothing, or the run was complete before this process began', () => {
     expect(allExit(result({ found: { pairs: 2, atFc: 2, atSh: 2, unmatched: ['--school 66'] } }), o)).toMatchObject({

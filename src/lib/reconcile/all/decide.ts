@@ -2,6 +2,7 @@
  * The decisions of `reconcile run --all`, pure: which pairs there are, the default run id, what a
  * pair's run came to and what the task table records of it, the run's summary and exit code.
  */
+import { shellWord } from '../../cli/shell.js';
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
 import type { RunOutcome } from '../../metrics/run-metrics.js';
@@ -328,7 +329,7 @@ export function allExit(
     (t.byResult['failed'] ?? 0) > 0
       ? `${t.byResult['failed']} pair(s) failed${refused ? ' (refused by a safety check: see its pair line)' : ''}`
       : runFailed > 0
-        ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
+        ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${shellWord(r.runId)} to retry them)`
         : null;
   const exitOf = (reason: string | null) =>
     reason === null ? ExitCode.OK : refused ? ExitCode.SAFETY : ExitCode.ITEMS_FAILED;

@@ -54,6 +54,8 @@ export interface FollowEvents {
   readonly onConnection?: (target: 'broker' | 'fc_database', up: boolean) => void;
   /** the session's publisher while it runs (null between sessions): for the in-flight gauge */
   readonly onPublisher?: (publisher: ConfirmPublisher | null) => void;
+  /** the broker blocking the connection (its reason) or no longer (null), the moment it says so: for `/readyz` */
+  readonly onBlocked?: (reason: string | null) => void;
 }
 
 /**
@@ -99,6 +101,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   const dropBroker = async () => {
     await broker?.close().catch(() => undefined);
     broker = null;
+    deps.onBlocked?.(null);
     deps.onConnection?.('broker', false);
   };
   let failures = 0;
@@ -152,6 +155,13 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       if (session.kind === 'stopped') break;
       if (session.kind === 'outage') deps.onConnection?.(session.target, false);
       if (session.kind === 'paused') continue;
+      // Blocked by an alarm: the connection is kept, so its `unblocked` is heard and the next
+      // session starts then, not a backoff later.
+      if (broker?.blocked && !broker.closed) {
+        setState('outage', session.why);
+        if (!(await unblocked(broker, deps))) break;
+        continue;
+      }
       if (session.kind === 'outage') await dropBroker();
       if (!(await failed(session.kind, session.why))) break;
     }
@@ -166,8 +176,15 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
 
 async function connect(deps: FollowDeps): Promise<Broker> {
   const broker = await deps.connectBroker();
+  broker.onBlocked((reason) => deps.onBlocked?.(reason));
   deps.onReconnect?.('broker');
   return broker;
+}
+
+/** Waits while the broker blocks the connection: true once unblocked (or the connection ended), false on the stop signal. */
+async function unblocked(broker: Broker, deps: FollowDeps): Promise<boolean> {
+  while (broker.blocked !== null && !broker.closed) if (!(await waitStepping(250, deps))) return false;
+  return true;
 }
 
 /** How a session ended: by the signal or a budget (the service ends), a pause, or a failure to wait out. */
@@ -326,6 +343,7 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
       clock: ctx.clock,
       db: ctx.fcDb,
       onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      onBlocked: (reason) => ctx.output.event('blocked', { blocked: reason !== null, ...(reason ? { reason } : {}) }),
       backlog: async () => backlog(await ctx.fcDb()),
     },
     (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc) }),
@@ -377,6 +395,7 @@ async function followSession(
       ...(throttle ? { throttle } : {}),
       onState: svc.onState,
       onProgress: svc.onProgress,
+      onBlocked: svc.onBlocked,
       ...metrics,
       onSettled: (batch) => {
         metrics.onSettled?.(batch);

@@ -1,0 +1,117 @@
+import type mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
+import {
+  bindQueue,
+  ensureExchange,
+  insertDeliveries,
+  insertGrant,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
+import { brokerMemoryAlarm, replaceableConnection } from '../helpers/faults.js';
+import { freePort, httpGet, startService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Issue 34 §7: `deliveries send --follow` under a broker memory alarm says so on `/readyz` as soon
+ * as the connection is blocked (not after its confirms time out), and is ready again once the alarm
+ * clears. In the fault suite: it raises a real alarm on the local broker.
+ */
+
+const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
+let dbs: TestDatabases;
+let admin: mysql.Connection;
+let env: Record<string, string | undefined>;
+
+beforeAll(async () => {
+  dbs = await freshDatabases('falarm');
+  await dbs.admin.end();
+  admin = await replaceableConnection(dbs.fcName);
+  env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
+  await insertRegistry(admin, dbs.fcName);
+  await ensureExchange();
+});
+afterAll(async () => {
+  await admin?.query(`DROP DATABASE IF EXISTS \`${dbs.fcName}\``).catch(() => undefined);
+  await admin?.query(`DROP DATABASE IF EXISTS \`${dbs.shName}\``).catch(() => undefined);
+  await admin?.end().catch(() => undefined);
+});
+
+const readyz = (port: number) => httpGet(port, '/readyz').catch(() => ({ status: -1, body: '' }));
+
+describe('a follow relay under a broker memory alarm', () => {
+  it('answers /readyz 503 "blocked" within a second of the broker blocking it, 200 once unblocked', async () => {
+    const key = uniqueConsumerKey('fbl');
+    const queue = await bindQueue(key, { durable: true });
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const port = await freePort();
+    // the default confirm timeout: before, /readyz stayed 200 until the claimed rows' confirms timed out
+    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`], {
+      env,
+      timeoutMs: 300_000,
+    });
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      expect((await readyz(port)).status).toBe(200);
+      await brokerMemoryAlarm(true);
+      let unready: { status: number; body: string } | undefined;
+      let blockedMs = -1;
+      try {
+        // the broker blocks a connection when it next publishes: rows due make it publish
+        const inserted = Date.now();
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 50);
+        await waitFor(
+          'unready during the alarm',
+          async () => {
+            const r = await readyz(port);
+            if (r.status !== 503) return false;
+            unready = r;
+            return true;
+          },
+          60_000,
+          20,
+        ).catch((e: Error) => {
+          throw new Error(`${e.message}; relay said: ${JSON.stringify(relay.lines().slice(-8))} ${relay.stderr()}`);
+        });
+        blockedMs = Date.now() - inserted;
+        console.log(`memory alarm: rows due to /readyz 503 in ${blockedMs} ms: ${unready?.body.trim()}`);
+        expect(unready!.body).toMatch(/^blocked: .*low on memory/);
+        // the relay's poll (0.2 s) and the broker's answer to the first publish, with room for a busy host
+        expect(blockedMs).toBeLessThan(2000);
+        const metrics = await httpGet(port, '/metrics');
+        expect(metrics.body).toMatch(/^fcctl_service_ready\{command="deliveries send"\} 0$/m);
+        // it stays unready for as long as the alarm lasts
+        await new Promise((r) => setTimeout(r, 3000));
+        expect((await readyz(port)).status).toBe(503);
+        expect(relay.child.exitCode).toBeNull();
+        expect((await httpGet(port, '/healthz')).status).toBe(200);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
+      const cleared = Date.now();
+      await waitFor('ready again', async () => (await readyz(port)).status === 200, 90_000, 50);
+      console.log(`memory alarm cleared: /readyz 200 again in ${Date.now() - cleared} ms`);
+      await waitFor(
+        'all 50 accepted',
+        async () => {
+          const [rows] = await admin.query(
+            `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+            [key],
+          );
+          return Number((rows as Array<{ n: number }>)[0]!.n) === 50;
+        },
+        90_000,
+        200,
+      );
+      const stopped = await relay.stop('SIGTERM');
+      expect(stopped.code).toBe(0);
+    } finally {
+      await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
+});

@@ -12,13 +12,16 @@ import {
   uniqueConsumerKey,
 } from '../helpers/deliveries.js';
 import { brokerMemoryAlarm, replaceableConnection } from '../helpers/faults.js';
+import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, startService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
  * Issue 34 §7: `deliveries send --follow` under a broker memory alarm says so on `/readyz` as soon
  * as the connection is blocked (not after its confirms time out), and is ready again once the alarm
- * clears. In the fault suite: it raises a real alarm on the local broker.
+ * clears. §9: the FC server's `time_zone` changed under a running relay reaches `occurredAt` within
+ * a minute, and at once at a reconnect. In the fault suite: they raise a real alarm on the local
+ * broker and change the local MariaDB's global `time_zone` (restored after).
  */
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
@@ -111,6 +114,86 @@ describe('a follow relay under a broker memory alarm', () => {
       expect(stopped.code).toBe(0);
     } finally {
       await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
+});
+
+describe('a follow relay after the FC server changes its time_zone', () => {
+  it('stamps occurredAt with the new offset within a minute, and at once after a reconnect', async () => {
+    const key = uniqueConsumerKey('fzn');
+    const queue = await bindQueue(key);
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const [[global]] = (await admin.query('SELECT @@global.time_zone AS tz')) as unknown as [[{ tz: string }]];
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(testAmqpUrl()).port));
+    const setZone = (tz: string) => admin.query('SET GLOBAL time_zone = ?', [tz]);
+    // occurredAt of the next row published: the rows' occurred_at is 2026-10-21 10:05:00 in the server's zone
+    const nextStamp = async (): Promise<string> => {
+      await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 1);
+      let got: string | undefined;
+      await waitFor(
+        'a message',
+        async () => {
+          const m = await queue.drain();
+          got = m.length ? (JSON.parse(m[m.length - 1]!.content.toString()) as { occurredAt: string }).occurredAt : got;
+          return m.length > 0;
+        },
+        30_000,
+        50,
+      );
+      return got!;
+    };
+    await setZone('+00:00');
+    await proxy.start();
+    const relay = startService(['--json', 'deliveries', 'send', '--follow'], {
+      env: { ...env, FCCTL_AMQP_URL: viaProxy(testAmqpUrl(), proxy.port) },
+      timeoutMs: 300_000,
+    });
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      expect(await nextStamp()).toBe('2026-10-21T10:05:00+00:00');
+      // the operator (or a DST change of a zone known by its offset only) moves the server's zone
+      await setZone('+05:00');
+      const changed = Date.now();
+      let stamp = await nextStamp();
+      while (stamp !== '2026-10-21T10:05:00+05:00' && Date.now() - changed < 75_000) {
+        expect(stamp).toBe('2026-10-21T10:05:00+00:00');
+        await new Promise((r) => setTimeout(r, 2000));
+        stamp = await nextStamp();
+      }
+      const tookMs = Date.now() - changed;
+      console.log(`time zone: SET GLOBAL time_zone to occurredAt +05:00 in ${tookMs} ms`);
+      expect(stamp).toBe('2026-10-21T10:05:00+05:00');
+      expect(tookMs).toBeLessThan(65_000);
+      const seen = Date.now();
+      expect(relay.lines().some((l) => l['type'] === 'zone' && l['zone'] === '+05:00' && l['was'] === '+00:00')).toBe(
+        true,
+      );
+      // a reconnect reads it again at once: well within the minute the last read is good for
+      await setZone('+03:00');
+      proxy.cut();
+      await relay.waitForLine('outage', (l) => l['type'] === 'state' && l['state'] === 'outage');
+      const after = relay.lines().length;
+      await waitFor(
+        'running again',
+        async () =>
+          relay
+            .lines()
+            .slice(after)
+            .some((l) => l['type'] === 'state' && l['state'] === 'running'),
+        45_000,
+        50,
+      );
+      expect(await nextStamp()).toBe('2026-10-21T10:05:00+03:00');
+      const reconnectMs = Date.now() - seen;
+      console.log(`time zone: a reconnect ${reconnectMs} ms after the last read stamped the new offset at once`);
+      expect(reconnectMs).toBeLessThan(55_000);
+      const stopped = await relay.stop('SIGTERM');
+      expect(stopped.code).toBe(0);
+    } finally {
+      await setZone(global.tz);
+      await relay.stop('SIGKILL');
+      await proxy.stop();
       await queue.close().catch(() => undefined);
     }
   }, 300_000);

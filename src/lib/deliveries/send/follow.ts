@@ -19,7 +19,7 @@ import { pauseCheck } from '../../pause/run.js';
 import { followStatus, relayMetrics } from './metrics.js';
 import { connectPatiently } from '../../service/loop.js';
 import { runService, type ServiceHandle } from '../../service/run.js';
-import { resolveServiceTimeZone } from '../../time/service-zone.js';
+import { serviceZoneReader } from '../../time/service-zone.js';
 import { commandThrottles, type Ctx } from '../../cli/context.js';
 import type { DeliveriesSendOptions } from './command.js';
 import type { Broker } from '../../amqp/connect.js';
@@ -78,8 +78,11 @@ export function outageTarget(err: unknown): 'broker' | 'fc_database' {
 export interface FollowDeps extends Omit<SendDeps, 'broker'>, FollowEvents {
   /** a new broker connection (the previous one is closed or given up first) */
   readonly connectBroker: () => Promise<Broker>;
-  /** the service's zone for occurredAt (read from the FC database when not configured: it may be down at start) */
-  readonly zone: () => Promise<string>;
+  /**
+   * the service's zone for occurredAt (read from the FC database when not configured: it may be down
+   * at start): `fresh` at each session's start, else as recently read (`serviceZoneReader`)
+   */
+  readonly zone: (fresh?: boolean) => Promise<string>;
   /** the random source of the backoff's jitter (tests pin it) */
   readonly random?: () => number;
 }
@@ -205,7 +208,8 @@ async function runSession(
   onReady: () => void,
   onOutage: (why: string) => void,
 ): Promise<SessionEnd> {
-  const options = { ...given, serviceTimeZone: await deps.zone() };
+  // read again at each session: a reconnect may follow a server restarted in another zone
+  const options = { ...given, serviceTimeZone: await deps.zone(true) };
   await verifiedPublisher(deps.db, deps.publisher);
   await prepareExchange(broker, { declare: options.declare, dryRun: false });
   const publisher = await openPublisher(broker, options, deps.clock);
@@ -221,6 +225,7 @@ async function runSession(
       idle: () => idle(options, deps, broker, publisher, deadline),
       // outcomes written again through a database outage: not ready meanwhile, ready once they land
       onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
+      zone: () => deps.zone(),
     },
   };
   const drain = drainOnSignal(deps, options.drainMs, publisher);
@@ -382,12 +387,17 @@ async function followSession(
   });
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;
+  // the FC server's zone, read again at each reconnect and once a minute: its time_zone may change under a running relay
+  const readZone = serviceZoneReader(ctx.config, ctx.fcDb, {
+    clock: ctx.clock,
+    onChange: (z, was) => was && ctx.output.event('zone', { zone: z.zone, was: was.zone, from: z.from }),
+  });
   return followSend(
     { ...options, serviceTimeZone: '', pollMs: options.service.pollMs, drainMs: options.service.drainMs },
     {
       db,
       connectBroker: () => openBroker(requireSetting(ctx.config, 'amqpUrl')),
-      zone: async () => (run.zone.value ??= (await resolveServiceTimeZone(ctx.config, ctx.fcDb)).zone),
+      zone: async (fresh) => (run.zone.value = (await readZone(fresh)).zone),
       publisher: run.publisher,
       signal: ctx.signal,
       clock: ctx.clock,

@@ -110,8 +110,24 @@ describe('a follow relay under a broker memory alarm', () => {
         90_000,
         200,
       );
-      const stopped = await relay.stop('SIGTERM');
-      expect(stopped.code).toBe(0);
+      expect(relay.lines().filter((l) => l['type'] === 'blocked')).toEqual([
+        expect.objectContaining({ blocked: true, reason: 'low on memory' }),
+        expect.objectContaining({ blocked: false }),
+      ]);
+      // a stop during an alarm, with rows claimed and unconfirmed: within the drain (30 s) and 10 s more
+      await brokerMemoryAlarm(true);
+      try {
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
+        await waitFor('blocked again', async () => (await readyz(port)).status === 503, 30_000, 20);
+        const signalled = Date.now();
+        const stopped = await relay.stop('SIGTERM');
+        const stopMs = Date.now() - signalled;
+        console.log(`memory alarm: SIGTERM to exit ${stopMs} ms`);
+        expect(stopped.code).toBe(0);
+        expect(stopMs).toBeLessThan(40_000);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
     } finally {
       await relay.stop('SIGKILL');
       await queue.close().catch(() => undefined);

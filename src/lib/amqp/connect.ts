@@ -28,6 +28,13 @@ export interface Broker {
    * While blocked it reads nothing from the connection, so a publish is never confirmed.
    */
   readonly blocked: string | null;
+  /** the connection has ended (closed by either side, or lost) */
+  readonly closed: boolean;
+  /**
+   * Hears each change of {@link blocked} as the broker says it (`connection.blocked` comes the moment
+   * a publish meets an alarm, `connection.unblocked` when it clears), and null when the connection ends.
+   */
+  onBlocked(listener: (reason: string | null) => void): void;
   /** Closes the connection; bounded, since a broker that blocks it never answers the close. */
   close(): Promise<void>;
 }
@@ -116,20 +123,28 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
   connection.on('error', () => undefined);
   let closed = false;
   let blocked: string | null = null;
+  const listeners: Array<(reason: string | null) => void> = [];
+  const setBlocked = (reason: string | null) => {
+    blocked = reason;
+    for (const listener of listeners) listener(reason);
+  };
   connection.on('close', () => {
     closed = true;
+    if (blocked !== null) setBlocked(null);
   });
-  connection.on('blocked', (reason: string) => {
-    blocked = reason || 'blocked by the broker';
-  });
-  connection.on('unblocked', () => {
-    blocked = null;
-  });
+  connection.on('blocked', (reason: string) => setBlocked(reason || 'blocked by the broker'));
+  connection.on('unblocked', () => setBlocked(null));
   return {
     connection,
     url,
     get blocked() {
       return blocked;
+    },
+    get closed() {
+      return closed;
+    },
+    onBlocked: (listener) => {
+      listeners.push(listener);
     },
     confirmChannel: async () => {
       const ch = await connection.createConfirmChannel();

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +144,8 @@ export async function startTlsBroker(): Promise<TlsBroker> {
   const port = Number(process.env['FCCTL_TEST_TLS_AMQP_PORT'] ?? 47005);
   for (const p of [port, port + 1, port + 2])
     if (await portOpen(p)) throw new Error(`port ${p} is in use: set FCCTL_TEST_TLS_AMQP_PORT to a free base port`);
+  if (!existsSync(join(RMQ_BIN, 'rabbitmq-server')))
+    throw new Error(`no rabbitmq-server in ${RMQ_BIN}: scripts/services.sh up installs it (or set FCCTL_RABBITMQ_BIN)`);
   const dir = mkdtempSync(join(tmpdir(), 'fcctl-tls-mq-'));
   const certs = join(dir, 'certs');
   mkdirSync(certs);

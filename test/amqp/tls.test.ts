@@ -212,6 +212,33 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     expect(rows).toEqual([{ state: 'PENDING', claim_owner: null }]);
   });
 
+  test('EXTERNAL refused: a certificate whose CN is no user, or a vhost the user may not use: exit 3 naming it', async () => {
+    const nobody = await runCli(['deliveries', 'send'], {
+      env: env(
+        mq.url(
+          {
+            cacertfile: mq.files.ca,
+            certfile: mq.files.nobodyCert,
+            keyfile: mq.files.nobodyKey,
+            auth_mechanism: 'external',
+          },
+          null,
+        ),
+      ),
+    });
+    expect(nobody.code).toBe(3);
+    expect(nobody.stderr).toMatch(
+      /^fcctl: cannot connect to RabbitMQ at [^\n]*ACCESS_REFUSED - Login was refused using authentication mechanism EXTERNAL[^\n]*\n$/,
+    );
+    const vhost = await runCli(['deliveries', 'send'], {
+      env: env(mq.url({ ...mutual(), auth_mechanism: 'external' }, null).replace('/fcctl?', '/fcctl-elsewhere?')),
+    });
+    expect(vhost.code).toBe(3);
+    expect(vhost.stderr).toMatch(
+      /: vhost "fcctl-elsewhere" not found or not permitted for the client certificate's user\n$/,
+    );
+  });
+
   test("verify=verify_none connects whatever signed the broker's certificate", async () => {
     const b = await open(mq.url({ ...mutual(), cacertfile: mq.files.otherCa, verify: 'verify_none' }));
     expect((await brokerView(b))['ssl']).toBe('true');

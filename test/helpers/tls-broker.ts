@@ -33,6 +33,9 @@ export interface TlsFiles {
   /** a client certificate and key signed by `otherCa`: the broker does not trust them */
   readonly strangerCert: string;
   readonly strangerKey: string;
+  /** a client certificate signed by `ca` whose CN no user of the broker has */
+  readonly nobodyCert: string;
+  readonly nobodyKey: string;
 }
 
 export interface TlsBroker {
@@ -117,6 +120,7 @@ async function makeCertificates(dir: string): Promise<TlsFiles> {
   );
   await makeSigned(dir, 'ca', 'client', CLIENT_CN, 'extendedKeyUsage = clientAuth');
   await makeSigned(dir, 'other-ca', 'stranger', CLIENT_CN, 'extendedKeyUsage = clientAuth');
+  await makeSigned(dir, 'ca', 'nobody', 'fcctl-nobody', 'extendedKeyUsage = clientAuth');
   const f = (n: string) => join(dir, n);
   return {
     ca: f('ca.pem'),
@@ -125,6 +129,8 @@ async function makeCertificates(dir: string): Promise<TlsFiles> {
     otherCa: f('other-ca.pem'),
     strangerCert: f('stranger.pem'),
     strangerKey: f('stranger.key'),
+    nobodyCert: f('nobody.pem'),
+    nobodyKey: f('nobody.key'),
   };
 }
 

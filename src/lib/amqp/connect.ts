@@ -86,6 +86,13 @@ export class BrokerUnreachableError extends EnvironmentError {}
 /** amqplib's words (no error code) for a handshake cut short or timed out. */
 const HANDSHAKE_LOST = /^(connect ETIMEDOUT|Socket closed abruptly during opening handshake)/;
 
+/** Who the broker logged in: the URL's user, or with EXTERNAL the client certificate's (not in the URL). */
+function loginOf(url: string): string {
+  const u = new URL(url);
+  if (u.searchParams.get('auth_mechanism')?.toLowerCase() === 'external') return "the client certificate's user";
+  return `user "${decodeURIComponent(u.username) || 'guest'}"`;
+}
+
 /** One line, password masked, for anything that went wrong talking to the broker. */
 export function brokerError(url: string, what: string, err: unknown): EnvironmentError {
   const e = err as { code?: string | number; message?: string };
@@ -93,7 +100,7 @@ export function brokerError(url: string, what: string, err: unknown): Environmen
   // amqplib reports RabbitMQ's 530 NOT_ALLOWED answer to connection.open (no such vhost, or no
   // permission on it) only as the frame it did not expect.
   if (/^Expected ConnectionOpenOk; got <ConnectionClose\b/.test(detail ?? '')) {
-    detail = `vhost "${vhostOf(url)}" not found or not permitted for user "${decodeURIComponent(new URL(url).username) || 'guest'}"`;
+    detail = `vhost "${vhostOf(url)}" not found or not permitted for ${loginOf(url)}`;
   }
   return new EnvironmentError(`${what} at ${maskUrl(url)}: ${detail}`, { cause: err });
 }

@@ -127,7 +127,11 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     await conn.close();
     const r = await runCli(['--json', 'doctor', '--probe'], { env: env(url) });
     const c = checks(r.stdout);
-    expect(c['broker']).toMatchObject({ status: 'ok', detail: 'connected' });
+    expect(c['broker']).toMatchObject({
+      status: 'ok',
+      detail:
+        "connected over TLS: the broker's certificate checked (verify_peer), a client certificate, login EXTERNAL, heartbeat 15 s",
+    });
     expect(c['delivery exchange']).toMatchObject({ status: 'ok' });
     expect(c['mandatory return probe']).toMatchObject({ status: 'ok' });
     expect(r.code, r.stdout).toBe(0);

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { UsageError } from '../../src/lib/cli/exit.js';
+import { brokerConnectedCheck, type CheckResult } from '../../src/lib/doctor/decide.js';
 import { type AmqpUrlSettings, parseAmqpUrl, tlsCause } from '../../src/lib/amqp/url.js';
 
 const TLS = 'amqps://pub:s3cret@mq.example:5671/fcctl';
@@ -134,5 +135,35 @@ describe('tlsCause: a TLS failure named by what to change in the URL', () => {
     ['ECONNREFUSED', s(''), null],
   ])('%s', (code, settings, expected) => {
     expect(tlsCause(code, settings, 'mq.example')).toBe(expected);
+  });
+});
+
+describe("doctor's broker line once connected (brokerConnectedCheck)", () => {
+  test.each<[string, string, number | undefined, CheckResult]>([
+    ['plaintext: as before', 'amqp://u:p@h/v', 15, { check: 'broker', status: 'ok', detail: 'connected' }],
+    [
+      'mutual TLS, EXTERNAL',
+      `${TLS}?certfile=/c.pem&keyfile=/c.key&auth_mechanism=external`,
+      15,
+      {
+        check: 'broker',
+        status: 'ok',
+        detail:
+          "connected over TLS: the broker's certificate checked (verify_peer), a client certificate, login EXTERNAL, heartbeat 15 s",
+      },
+    ],
+    [
+      'verify_none: a warning',
+      `${TLS}?verify=verify_none&heartbeat=30`,
+      30,
+      {
+        check: 'broker',
+        status: 'warn',
+        detail:
+          "connected over TLS: the broker's certificate NOT checked (verify=verify_none), no client certificate, login PLAIN, heartbeat 30 s",
+      },
+    ],
+  ])('%s', (_name, url, heartbeat, expected) => {
+    expect(brokerConnectedCheck(url, heartbeat)).toEqual(expected);
   });
 });

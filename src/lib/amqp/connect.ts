@@ -234,6 +234,11 @@ function connectError(url: string, settings: AmqpUrlSettings, err: unknown): Err
     : e;
 }
 
+/** The heartbeat the connection runs with, in seconds, as negotiated with the broker (amqplib's own field). */
+export function negotiatedHeartbeat(broker: Broker): number | undefined {
+  return (broker.connection as unknown as { connection?: { heartbeat?: number } }).connection?.heartbeat;
+}
+
 /**
  * Checks that an exchange exists (passively: declares nothing). Returns false when the broker
  * answers 404; other failures throw.

@@ -13,7 +13,9 @@ import {
   PUBLISHER,
   uniqueConsumerKey,
 } from '../helpers/deliveries.js';
+import { freePort, httpGet, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
+import { waitFor } from '../helpers/wait.js';
 import { CLIENT_CN, startTlsBroker, type TlsBroker, TLS_PLAIN_USER } from '../helpers/tls-broker.js';
 
 /**
@@ -33,6 +35,14 @@ test.beforeAll(async ({ dbs: d }) => {
   dbs = d;
   mq = await startTlsBroker();
   await insertRegistry(dbs.admin, dbs.fcName);
+  // the delivery exchange, declared by an administrator over TLS
+  const conn = await amqp.connect(mq.url({}), {
+    ca: readFileSync(mq.files.ca),
+    cert: readFileSync(mq.files.cert),
+    key: readFileSync(mq.files.key),
+  });
+  await (await conn.createChannel()).assertExchange(EXCHANGE, 'topic', { durable: true });
+  await conn.close();
 }, 180_000);
 afterAll(async () => {
   await mq?.stop();
@@ -70,6 +80,20 @@ const checks = (stdout: string) =>
       .filter((l) => l['type'] === 'check')
       .map((l) => [l['check'], l]),
   );
+
+/** A queue bound to every school of `key` (declared over TLS, as a consumer would), to read back what was published. */
+async function bindOverTls(key: string) {
+  const conn = await amqp.connect(mq.url({}), {
+    ca: readFileSync(mq.files.ca),
+    cert: readFileSync(mq.files.cert),
+    key: readFileSync(mq.files.key),
+  });
+  const ch = await conn.createChannel();
+  const queue = `tls.${key}`;
+  await ch.assertQueue(queue, { durable: false });
+  await ch.bindQueue(queue, EXCHANGE, `fc.snapshot.v2.${key}.*`);
+  return { drain: () => drainQueue(ch, queue), close: () => conn.close() };
+}
 
 describe('RabbitMQ over TLS with client certificates (a private TLS node)', () => {
   test('mutual TLS with a PLAIN login: the broker sees TLS, the user, PLAIN, and the heartbeat the URL names', async () => {
@@ -116,15 +140,8 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     );
   });
 
-  test('doctor over mutual TLS with EXTERNAL: every check passes (the delivery exchange declared over TLS)', async () => {
+  test('doctor --probe over mutual TLS with EXTERNAL: every check passes, the broker line says how it connected', async () => {
     const url = mq.url({ ...mutual(), auth_mechanism: 'external' }, null);
-    const conn = await amqp.connect(mq.url({}), {
-      ca: readFileSync(mq.files.ca),
-      cert: readFileSync(mq.files.cert),
-      key: readFileSync(mq.files.key),
-    });
-    await (await conn.createChannel()).assertExchange(EXCHANGE, 'topic', { durable: true });
-    await conn.close();
     const r = await runCli(['--json', 'doctor', '--probe'], { env: env(url) });
     const c = checks(r.stdout);
     expect(c['broker']).toMatchObject({
@@ -145,21 +162,13 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
       consumerKey: key,
     });
     const ids = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 3);
-    const conn = await amqp.connect(mq.url({}), {
-      ca: readFileSync(mq.files.ca),
-      cert: readFileSync(mq.files.cert),
-      key: readFileSync(mq.files.key),
-    });
-    const ch = await conn.createChannel();
-    const queue = `tls.${key}`;
-    await ch.assertQueue(queue, { durable: false });
-    await ch.bindQueue(queue, EXCHANGE, `fc.snapshot.v2.${key}.*`);
+    const q = await bindOverTls(key);
     try {
       const r = await runCli(['--json', 'deliveries', 'send'], {
         env: env(mq.url({ ...mutual(), auth_mechanism: 'external' }, null)),
       });
       expect(r.code, r.stderr).toBe(0);
-      const got = await drainQueue(ch, queue);
+      const got = await q.drain();
       expect(got.map((m) => m.properties.messageId).sort()).toEqual([...ids].sort());
       const [rows] = await dbs.admin.query(
         `SELECT state FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`,
@@ -171,7 +180,7 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
         'BROKER_ACCEPTED',
       ]);
     } finally {
-      await conn.close();
+      await q.close();
     }
   });
 
@@ -242,6 +251,57 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
       /: vhost "fcctl-elsewhere" not found or not permitted for the client certificate's user\n$/,
     );
   });
+
+  test('deliveries send --follow over TLS: no client certificate is a misconfiguration (/readyz 503 naming it, nothing claimed); with one it relays', async () => {
+    const key = uniqueConsumerKey('tlsf');
+    await insertGrant(dbs.admin, dbs.fcName, {
+      formUuid: '0f0e0d0c-0000-4000-8000-000000000001',
+      schoolId: 5,
+      consumerKey: key,
+    });
+    const ids = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key }, 2);
+    const port = await freePort();
+    const broken = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`], {
+      env: env(mq.url({ cacertfile: mq.files.ca })),
+    });
+    const line = await broken.waitForLine(
+      'misconfigured',
+      (l) => l['type'] === 'state' && l['state'] === 'misconfigured',
+    );
+    expect(String(line['detail'])).toMatch(/the broker requires a client certificate and none was given/);
+    const ready = await httpGet(port, '/readyz');
+    expect([ready.status, ready.body]).toEqual([
+      503,
+      expect.stringMatching(/^misconfigured: .*requires a client certificate/),
+    ]);
+    expect((await broken.stop()).code).toBe(0);
+    const state = async () => {
+      const [rows] = await dbs.admin.query(
+        `SELECT state, claim_owner FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ?`,
+        [key],
+      );
+      return rows as { state: string; claim_owner: string | null }[];
+    };
+    expect(await state()).toEqual([
+      { state: 'PENDING', claim_owner: null },
+      { state: 'PENDING', claim_owner: null },
+    ]);
+    const q = await bindOverTls(key);
+    const relay = startService(['--json', 'deliveries', 'send', '--follow'], {
+      env: env(mq.url({ ...mutual(), auth_mechanism: 'external' }, null)),
+    });
+    await waitFor(
+      'both rows accepted over TLS',
+      async () => (await state()).every((r) => r.state === 'BROKER_ACCEPTED'),
+      30_000,
+      100,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${JSON.stringify(relay.lines().slice(-5))} ${relay.stderr()}`);
+    });
+    expect((await relay.stop()).code).toBe(0);
+    expect((await q.drain()).map((m) => m.properties.messageId).sort()).toEqual([...ids].sort());
+    await q.close();
+  }, 90_000);
 
   test("verify=verify_none connects whatever signed the broker's certificate", async () => {
     const b = await open(mq.url({ ...mutual(), cacertfile: mq.files.otherCa, verify: 'verify_none' }));

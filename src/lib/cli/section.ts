@@ -14,11 +14,15 @@ export type Section<T> = ({ readonly status: 'ok' } & T) | Unread;
 
 export const NOT_CONFIGURED: Unread = { status: 'not configured' };
 
-/** The read, or its failure once `ms` have passed without an answer (the read itself is left to the pool's close). */
+/**
+ * The read, or its failure once `ms` have passed without an answer (the read itself is left to the
+ * pool's close). The timer holds no process open: a read still waiting holds its socket, and one a
+ * command stopped waiting for (a view left by q) must not keep the process for the rest of `ms`.
+ */
 export async function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms).unref();
   });
   try {
     return await Promise.race([read, late]);
@@ -47,6 +51,13 @@ export async function readSection<T extends object>(
   }
 }
 
+/**
+ * How long a report's close waits for a statement still in flight: a read it stopped waiting for
+ * (past its deadline, or a view left by q) holds nothing worth waiting for, and the process ends
+ * at once rather than after the pools' usual grace.
+ */
+export const REPORT_CLOSE_GRACE_MS = 500;
+
 /** The databases a report may read: a side without a URL is null ("not configured", never guessed); neither is exit 2. */
 export function configuredDatabases(ctx: Ctx): { fcDb: (() => Promise<Db>) | null; shDb: (() => Promise<Db>) | null } {
   const has = (name: 'fcDatabaseUrl' | 'shDatabaseUrl') => Boolean(ctx.config[name].value);
@@ -54,5 +65,9 @@ export function configuredDatabases(ctx: Ctx): { fcDb: (() => Promise<Db>) | nul
     throw new UsageError(
       'neither the FC nor the SH database is configured (FCCTL_FC_DATABASE_URL, FCCTL_SH_DATABASE_URL)',
     );
-  return { fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb() : null, shDb: has('shDatabaseUrl') ? () => ctx.shDb() : null };
+  const options = { closeGraceMs: REPORT_CLOSE_GRACE_MS };
+  return {
+    fcDb: has('fcDatabaseUrl') ? () => ctx.fcDb(options) : null,
+    shDb: has('shDatabaseUrl') ? () => ctx.shDb(options) : null,
+  };
 }

@@ -7,8 +7,16 @@
  */
 import { type ReadSection, sectionReader } from '../cli/section.js';
 import type { Db } from '../db/connect.js';
-import { conditionsOf, failingOf, statusExitCode } from './decide.js';
-import { readApplyCommands, readClaimOwners, readOutbox, readPauses, readReconcileRun, readWorkers } from './store.js';
+import { conditionsOf, failingOf, statusExitCode, unjudgedOf } from './decide.js';
+import {
+  readApplyCommands,
+  readClaimOwners,
+  readOutbox,
+  readPauses,
+  readReconcileRun,
+  readStaleWorkers,
+  readWorkers,
+} from './store.js';
 import type { FailCondition, Sides, StatusDocument } from './types.js';
 
 /** A side's connection, or null when it is not configured. */
@@ -70,13 +78,18 @@ export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<St
   const [outbox, applyCommands, fleet, claims, pauses, reconcile] = await allSettledThenThrow([
     section(deps.fcDb, (db) => readOutbox(db, o.exactCounts)),
     section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds, o.exactCounts)),
-    sides(section, deps, async (db) => ({ workers: await readWorkers(db) })),
+    sides(section, deps, async (db) => {
+      const [workers, stale] = await Promise.all([readWorkers(db), readStaleWorkers(db)]);
+      return { workers, stale };
+    }),
     sides(section, deps, async (db, side) => ({ owners: await readClaimOwners(db, side) })),
     sides(section, deps, async (db) => ({ pauses: await readPauses(db) })),
     section(deps.shDb, async (db) => ({ run: await readReconcileRun(db) })),
   ]);
-  const conditions = conditionsOf({ outbox, applyCommands, fleet, pauses, reconcile });
+  const facts = { outbox, applyCommands, fleet, pauses, reconcile };
+  const conditions = conditionsOf(facts);
   const failing = failingOf(conditions, o.failIf);
+  const unjudged = unjudgedOf(facts, o.failIf);
   const all = [outbox, applyCommands, reconcile, ...[fleet, claims, pauses].flatMap((s) => [s.fc, s.sh])];
   const unreachable = all.filter((s) => s.status === 'unreachable').length;
   return {
@@ -89,6 +102,7 @@ export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<St
     reconcile,
     conditions,
     failing,
-    exitCode: statusExitCode({ unreachable, failing }),
+    unjudged,
+    exitCode: statusExitCode({ unreachable, unjudged: unjudged.length, failing }),
   };
 }

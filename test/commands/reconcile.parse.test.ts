@@ -226,7 +226,7 @@ describe('reconcile run --all: flags → options', () => {
 describe('reconcile history: flags → options', () => {
   it('defaults: every school and form, the last 30 nights, a table', async () => {
     const { options } = await parseWith(createReconcileHistoryCommand, ['history']);
-    expect(options).toEqual({ schools: [], forms: [], last: 30, format: 'table' });
+    expect(options).toEqual({ schools: [], forms: [], last: 30, format: 'table', pairs: false });
   });
   it('every flag reaches its option; --school and --form repeat', async () => {
     const { options } = await parseWith(createReconcileHistoryCommand, [
@@ -241,8 +241,9 @@ describe('reconcile history: flags → options', () => {
       '3',
       '--format',
       'csv',
+      '--pairs',
     ]);
-    expect(options).toEqual({ schools: ['5', '7'], forms: [FORM], last: 3, format: 'csv' });
+    expect(options).toEqual({ schools: ['5', '7'], forms: [FORM], last: 3, format: 'csv', pairs: true });
   });
   it('--last 0, --last not a number, an unknown format, a bad school are refused', async () => {
     for (const bad of ['0', 'x', '-2', '2.5'])

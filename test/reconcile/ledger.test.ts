@@ -186,6 +186,18 @@ test('reconcile history over three nights (other drift each, one with a failed p
     expectMatchesSummary(listed, n.summary);
   }
   expect(summaryLine(h.stdout)).toMatchObject({ command: 'reconcile history', exitCode: 0, nights: 3, pairs: 18 });
+  // each night's totals (issue 36 §15): a `night` line per night, newest first, equal to its summary
+  const nightLines = jsonLines(h.stdout).filter((l) => l['type'] === 'night');
+  expect(nightLines.map((l) => l['runId'])).toEqual(['n3', 'n2', 'n1']);
+  for (const [i, n] of [...nights].reverse().entries()) {
+    expect(nightLines[i]).toMatchObject({
+      pairs: n.summary.pairs,
+      failed: n.summary.pairsFailed.length,
+      differing: n.summary.pairsWithDifferences.length,
+      differences: n.summary.pairsWithDifferences.reduce((t, p) => t + p.differences, 0),
+      ...n.summary.counts,
+    });
+  }
 
   // --last 2 and a school: the two newest nights, that school's pairs only
   const one = await runCli(['--json', 'reconcile', 'history', '--last', '2', '--school', a!.school], {

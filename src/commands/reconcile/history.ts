@@ -18,6 +18,7 @@ function historyFlags(parent: Command) {
         .argParser(intArg(1, 10_000))
         .default(DEFAULT_HISTORY_NIGHTS),
     )
+    .addOption(new Option('--pairs', "the terminal table lists each night's pairs, not a line a night"))
     .addOption(
       new Option('--format <format>', 'table (JSON lines off a terminal), json (JSON lines) or csv (the rows alone)')
         .choices(['table', 'json', 'csv'] as const)
@@ -28,5 +29,5 @@ function historyFlags(parent: Command) {
 export const createReconcileHistoryCommand = verbCommand(historyFlags, historyOptionsOf, runReconcileHistory);
 
 function historyOptionsOf(o: FlagsOf<typeof historyFlags>): ReconcileHistoryOptions {
-  return { schools: o.school ?? [], forms: o.form ?? [], last: o.last, format: o.format };
+  return { schools: o.school ?? [], forms: o.form ?? [], last: o.last, format: o.format, pairs: o.pairs === true };
 }

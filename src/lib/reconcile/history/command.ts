@@ -2,7 +2,16 @@ import { EnvironmentError, ExitCode } from '../../cli/exit.js';
 import type { Ctx } from '../../cli/context.js';
 import { REPORT_CLOSE_GRACE_MS, sectionReader } from '../../cli/section.js';
 import { ledgerHistory } from '../ledger/store.js';
-import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns, tableRow } from './decide.js';
+import {
+  HISTORY_COLUMNS,
+  historyRow,
+  NIGHT_COLUMNS,
+  nightRows,
+  nightsOf,
+  nightTableRow,
+  tableColumns,
+  tableRow,
+} from './decide.js';
 
 /** `reconcile history`'s options. */
 export interface ReconcileHistoryOptions {
@@ -11,6 +20,8 @@ export interface ReconcileHistoryOptions {
   /** the fleet's last N nights (a night: one run id of `reconcile run --all`) */
   readonly last: number;
   readonly format: 'table' | 'json' | 'csv';
+  /** the terminal table lists each pair (a line a pair) instead of each night (a line a night) */
+  readonly pairs: boolean;
 }
 
 const COMMAND = 'reconcile history';
@@ -42,9 +53,13 @@ export async function runReconcileHistory(o: ReconcileHistoryOptions, ctx: Ctx):
   }
   const out = o.format === 'json' ? ctx.output.asJson() : ctx.output;
   const title = `reconcile history — the last ${o.last} night(s), newest first`;
-  if (out.json) out.rows(rows, HISTORY_COLUMNS, 'json');
-  else if (rows.length === 0) out.note('no night recorded (reconcile run --all records each pair it finishes)');
-  else out.rows(pairs.map(tableRow), tableColumns(pairs), 'table', title);
+  if (out.json) {
+    // JSON lines carry both: each pair (`row`), then each night's totals (`night`)
+    out.rows(rows, HISTORY_COLUMNS, 'json');
+    for (const night of nightRows(pairs)) out.event('night', night);
+  } else if (rows.length === 0) out.note('no night recorded (reconcile run --all records each pair it finishes)');
+  else if (o.pairs) out.rows(pairs.map(tableRow), tableColumns(pairs), 'table', `${title}, each pair`);
+  else out.rows(nightRows(pairs).map(nightTableRow), NIGHT_COLUMNS, 'table', `${title} (--pairs: each pair)`);
   out.summary({ command: COMMAND, exitCode, last: o.last, nights: nightsOf(pairs), pairs: rows.length });
   return exitCode;
 }

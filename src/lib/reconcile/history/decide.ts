@@ -88,9 +88,72 @@ export function tableColumns(pairs: readonly LedgerPair[]): Column[] {
     { key: 'result' },
     { key: 'differences' },
     ...seen.map((c) => ({ key: c })),
-    { key: 'error' },
+    { key: 'error', flex: true },
   ];
 }
+
+/**
+ * The listed pairs summed by night, newest first as listed: the default view of a terminal, one line
+ * a night (issue 36 §15: a pair a line was ~230 characters, three lines at 120 columns, with no
+ * night's total). `differing`: pairs with a difference; `seconds`: the pairs' own seconds summed.
+ * @example nightRows(pairs)[0] // { runId: '2026-12-01T18-30Z', pairs: 40, failed: 1, differing: 6, differences: 311, MISSING_LOCAL: 300, … }
+ */
+export function nightRows(pairs: readonly LedgerPair[]): Row[] {
+  const nights = new Map<string, { first: LedgerPair; pairs: LedgerPair[] }>();
+  for (const p of pairs) {
+    const n = nights.get(p.runId);
+    if (n) n.pairs.push(p);
+    else nights.set(p.runId, { first: p, pairs: [p] });
+  }
+  return [...nights.values()].map(({ first, pairs: ps }) => ({
+    runId: first.runId,
+    runStartedAt: first.runStartedAt,
+    pairs: ps.length,
+    failed: ps.filter((p) => p.result === 'FAILED').length,
+    differing: ps.filter((p) => p.differences > 0).length,
+    differences: ps.reduce((n, p) => n + p.differences, 0),
+    ...Object.fromEntries(CATEGORIES.map((c) => [c, ps.reduce((n, p) => n + p.counts[c], 0)])),
+    seconds: Math.round(ps.reduce((n, p) => n + p.seconds, 0) * 10) / 10,
+  }));
+}
+
+/** A category as a night's line names it: short, a person's word (the JSON keeps the category names). */
+const SHORT: Readonly<Record<(typeof CATEGORIES)[number], string>> = {
+  IN_SYNC: 'in sync',
+  MISSING_LOCAL: 'missing',
+  STALE_LOCAL: 'stale',
+  HASH_CONFLICT: 'conflict',
+  LOCAL_AHEAD: 'ahead',
+  RETIRED_PRESENT_AT_FC: 'retired-but-at-fc',
+  ABSENT_AT_FC: 'absent',
+  ABSENT_CREATED_AFTER_TASK_START: 'absent-new',
+  ABSENT_CREATE_TIME_NULL: 'absent-no-time',
+  RETIRED: 'retired',
+};
+
+/**
+ * A night as its terminal line: the totals, then the categories other than IN_SYNC that count
+ * rows, as one text (`missing 30 · stale 30 · ahead 18`) — ten category columns would never fit a
+ * terminal; this one is cut with … when it must be.
+ */
+export function nightTableRow(n: Row): Row {
+  const byCategory = CATEGORIES.filter((c) => c !== 'IN_SYNC' && Number(n[c] ?? 0) > 0)
+    .map((c) => `${SHORT[c]} ${String(n[c])}`)
+    .join(' · ');
+  return { ...n, runId: printable(String(n['runId'])), byCategory: byCategory || '-' };
+}
+
+/** The night table's columns (rows of {@link nightTableRow}): the started time and the categories give way first. */
+export const NIGHT_COLUMNS: readonly Column[] = [
+  { key: 'runId', header: 'night' },
+  { key: 'pairs' },
+  { key: 'failed' },
+  { key: 'differing', header: 'differ' },
+  { key: 'differences', header: 'rows' },
+  { key: 'IN_SYNC', header: 'in sync' },
+  { key: 'byCategory', header: 'by category', flex: true },
+  { key: 'runStartedAt', header: 'started (UTC)', flex: true },
+];
 
 /** The nights among the listed pairs (distinct run ids). */
 export function nightsOf(pairs: readonly LedgerPair[]): number {

@@ -14,7 +14,7 @@ import { describe, expect } from 'vitest';
 import { CONSUMER_QUEUE } from '../../src/lib/doctor/isolation/types.js';
 import { APP, APP_FLOW, insertCommands, ownedInstance, uniquePrefix } from '../helpers/apply-commands.js';
 import { EXCHANGE, type HardenedBroker, hardenedBroker } from '../helpers/broker.js';
-import { type CliResult, cleanEnv, spawnCli } from '../helpers/cli.js';
+import { type CliResult, cleanEnv, jsonLines, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, testMysqlUrl } from '../helpers/db.js';
 import { testManagementUrl } from '../helpers/management.js';
 import { type CommandGrants, grantStatements, privilegesPage } from '../helpers/privileges.js';
@@ -67,14 +67,22 @@ async function userWith(grants: CommandGrants, names: { fc: string; sh: string }
     for (const s of grantStatements(grants, { ...names, user: account })) await w.admin.query(s);
     const [rows] = await w.admin.query(`SHOW GRANTS FOR ${account}`);
     const held = (rows as Array<Record<string, string>>).map((r) => Object.values(r)[0]!);
-    expect(held.filter((g) => !/^GRANT USAGE ON \*\.\* /.test(g))).toHaveLength(grants.grants.length);
+    // one SHOW GRANTS line per object granted on (the server merges two grants on one object)
+    const objects = new Set(grants.grants.map((g) => / ON (\S+) TO /.exec(g)![1]));
+    expect(held.filter((g) => !/^GRANT USAGE ON \*\.\* /.test(g))).toHaveLength(objects.size);
   } catch (err) {
     await drop();
     throw err;
   }
-  const env: Env = cleanEnv({
-    FCCTL_FC_DATABASE_URL: urlAs(user, names.fc),
-    FCCTL_SH_DATABASE_URL: urlAs(user, names.sh),
+  const env = envWith(urlAs(user, names.fc), urlAs(user, names.sh));
+  return { env, drop };
+}
+
+/** The environment of an fcctl run with these database URLs, the broker's publisher and the stand-in. */
+function envWith(fcUrl: string, shUrl: string): Env {
+  return cleanEnv({
+    FCCTL_FC_DATABASE_URL: fcUrl,
+    FCCTL_SH_DATABASE_URL: shUrl,
     FCCTL_AMQP_URL: w.broker.publisherUrl,
     FCCTL_AMQP_MANAGEMENT_URL: testManagementUrl(),
     FCCTL_FLOW_URL: w.flowUrl,
@@ -82,8 +90,15 @@ async function userWith(grants: CommandGrants, names: { fc: string; sh: string }
     FCCTL_APP_SECRET: APP.secret,
     FCCTL_APP_CODE: 'demo-publisher',
   });
-  return { env, drop };
 }
+
+/** doctor's check lines by name (`--json`). */
+const checksOf = (stdout: string): Record<string, Record<string, unknown>> =>
+  Object.fromEntries(
+    jsonLines(stdout)
+      .filter((l) => l['type'] === 'check')
+      .map((l) => [String(l['check']), l]),
+  );
 
 const grantsOf = (command: string): CommandGrants => {
   const g = PAGE.find((p) => p.command === command);
@@ -146,7 +161,9 @@ const CASES: ReadonlyArray<{ readonly command: string; run(env: Env): Promise<vo
   {
     command: 'doctor',
     run: async (env) => {
-      await expectRuns(['--json', 'doctor'], env, [0]);
+      const r = await expectRuns(['--json', 'doctor'], env, [0]);
+      // and no warning about its privileges: it holds what the page names
+      for (const side of ['FC', 'SH']) expect(checksOf(r.stdout)[`${side} database privileges`]?.['status']).toBe('ok');
       await expectRuns(['--json', 'doctor', '--probe'], env, [0]);
     },
   },
@@ -475,4 +492,34 @@ describe('least privilege: each command runs under exactly the grants docs/privi
       }
     });
   }
+});
+
+describe('doctor: a user holding far more than fcctl needs is warned about, never failed', () => {
+  test("the test server's own user (ALL PRIVILEGES ON *.* WITH GRANT OPTION): a warn line per database, exit 0", async ({
+    dbs,
+  }) => {
+    const r = await expectRuns(['--json', 'doctor'], envWith(dbs.fcUrl, dbs.shUrl), [0]);
+    for (const side of ['FC', 'SH']) {
+      const line = checksOf(r.stdout)[`${side} database privileges`];
+      expect(line?.['status'], r.stdout).toBe('warn');
+      expect(String(line?.['detail'])).toContain('global ALL PRIVILEGES');
+      expect(String(line?.['detail'])).toContain('GRANT OPTION on *.*');
+    }
+  });
+
+  test("doctor's own grants plus DELETE on the whole SH database: warned, naming it", async () => {
+    const doctor = grantsOf('doctor');
+    const { env, drop } = await userWith({
+      command: 'doctor',
+      grants: [...doctor.grants, 'GRANT DELETE ON {sh}.* TO {user}'],
+    });
+    try {
+      const r = await expectRuns(['--json', 'doctor'], env, [0]);
+      const line = checksOf(r.stdout)['SH database privileges'];
+      expect(line?.['status'], r.stdout).toBe('warn');
+      expect(String(line?.['detail'])).toContain(`DELETE on every table of ${w.shName}`);
+    } finally {
+      await drop();
+    }
+  });
 });

@@ -461,19 +461,47 @@ describe('least privilege: each command runs under exactly the grants docs/privi
     expect(PAGE.map((p) => p.command).sort()).toEqual([...CASES.map((c) => c.command), 'db init'].sort());
   });
 
-  test('db init: creates both schemas on empty databases with its CREATE/ALTER/INDEX grants', async () => {
+  test('db init: creates both schemas on empty databases, and upgrades an older one, with its CREATE/ALTER/INDEX grants', async () => {
     const empty = await freshDatabases('privinit');
     try {
       const { env, drop } = await userWith(grantsOf('db init'), { fc: empty.fcName, sh: empty.shName });
       try {
         await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
-        // and again: idempotent, the version read back
-        await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
+        // an upgrade: a schema version 6 database (no ledger table, no status index) gets both
+        await empty.admin.query(
+          `DROP TABLE \`${empty.shName}\`.fcctl_reconcile_ledger; ALTER TABLE \`${empty.fcName}\`.answer_delivery DROP KEY idx_delivery_state_time; ` +
+            `UPDATE \`${empty.fcName}\`.fcctl_schema_version SET version = 6; UPDATE \`${empty.shName}\`.fcctl_schema_version SET version = 6`,
+        );
+        const upgrade = await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
+        expect(upgrade.stdout, upgrade.stdout).toContain('answer_delivery.idx_delivery_state_time');
+        expect(upgrade.stdout).toContain('fcctl_reconcile_ledger');
       } finally {
         await drop();
       }
       const check = await spawnCli(['db', 'check'], { env: empty.env() });
       expect(check.code, check.stderr).toBe(0);
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  test('db init as a user that cannot see the tables it creates (no REFERENCES): exit 3 naming the grant, no version recorded', async () => {
+    const empty = await freshDatabases('privinit');
+    try {
+      const init = grantsOf('db init');
+      const blind = { command: 'db init', grants: init.grants.map((g) => g.replace(', REFERENCES ON', ' ON')) };
+      expect(blind.grants).not.toEqual(init.grants);
+      const { env, drop } = await userWith(blind, { fc: empty.fcName, sh: empty.shName });
+      try {
+        const r = await spawnCli(['db', 'init', '--side', 'fc'], { env });
+        expect(r.code, r.stderr).toBe(3);
+        expect(r.stderr).toMatch(/information_schema does not show them to this user: grant it REFERENCES/);
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      } finally {
+        await drop();
+      }
+      const [rows] = await empty.admin.query(`SELECT COUNT(*) AS n FROM \`${empty.fcName}\`.fcctl_schema_version`);
+      expect(Number((rows as Array<{ n: number }>)[0]!.n)).toBe(0);
     } finally {
       await empty.drop();
     }

@@ -13,11 +13,11 @@ import amqp from 'amqplib';
 import { describe, expect } from 'vitest';
 import { CONSUMER_QUEUE } from '../../src/lib/doctor/isolation/types.js';
 import { APP, APP_FLOW, insertCommands, ownedInstance, uniquePrefix } from '../helpers/apply-commands.js';
-import { EXCHANGE, type HardenedBroker, hardenedBroker } from '../helpers/broker.js';
+import { EXCHANGE, type HardenedBroker, hardenedBroker, mqCtl } from '../helpers/broker.js';
 import { type CliResult, cleanEnv, jsonLines, spawnCli } from '../helpers/cli.js';
 import { freshDatabases, testMysqlUrl } from '../helpers/db.js';
 import { testManagementUrl } from '../helpers/management.js';
-import { type CommandGrants, grantStatements, privilegesPage } from '../helpers/privileges.js';
+import { brokerPermissions, type CommandGrants, grantStatements, privilegesPage } from '../helpers/privileges.js';
 import { startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -427,7 +427,11 @@ test.beforeAll(async ({ dbs, tmp, flowCenter }) => {
   const seed = ['--json', 'dev', 'seed', '--answers', '60', '--schools', '1', '--consumer-keys', CONSUMERS.join(',')];
   const seeded = await spawnCli(seed, { env: admin });
   expect(seeded.code, seeded.stderr).toBe(0);
-  const broker = await hardenedBroker('^fc\\.snapshot\\.v2\\.');
+  const broker = await hardenedBroker('^$');
+  // the publisher holds exactly what the page's sh block gives it
+  const perms = brokerPermissions();
+  await mqCtl('set_permissions', '-p', broker.vhost, broker.publisher.name, ...perms.permissions);
+  await mqCtl('set_topic_permissions', '-p', broker.vhost, broker.publisher.name, ...perms.topic);
   await consumerQueues(broker);
   const [forms] = await dbs.admin.query(
     `SELECT form_uuid AS f FROM \`${dbs.fcName}\`.answer WHERE sch_id = ${SCHOOL} GROUP BY form_uuid ORDER BY COUNT(*) DESC LIMIT 1`,

@@ -50,3 +50,26 @@ export function grantStatements(
     s.replaceAll('{fc}', `\`${names.fc}\``).replaceAll('{sh}', `\`${names.sh}\``).replaceAll('{user}', names.user),
   );
 }
+
+/** The publisher's RabbitMQ permissions, read from the page's `sh` block (rabbitmqctl lines). */
+export interface BrokerPermissions {
+  /** configure, write, read regexes on the vhost */
+  readonly permissions: readonly [string, string, string];
+  /** the exchange, and its topic write and read regexes */
+  readonly topic: readonly [string, string, string];
+}
+
+/** The `sh` block of docs/privileges.md: `set_permissions` and `set_topic_permissions` for `{user}` on `{vhost}`. */
+export function brokerPermissions(markdown = readFileSync(PRIVILEGES_PAGE, 'utf8')): BrokerPermissions {
+  const block = /^```sh\n([\s\S]*?)^```$/m.exec(markdown)?.[1];
+  if (!block) throw new Error('docs/privileges.md: no sh block with the publisher permissions');
+  const args = (verb: string) => {
+    const line = block.split('\n').find((l) => l.startsWith(`rabbitmqctl ${verb} `));
+    if (!line) throw new Error(`docs/privileges.md: no rabbitmqctl ${verb} line`);
+    const rest = line.slice(`rabbitmqctl ${verb} -p {vhost} {user} `.length);
+    return [...rest.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+  };
+  const [c, w, r] = args('set_permissions') as [string, string, string];
+  const [x, tw, tr] = args('set_topic_permissions') as [string, string, string];
+  return { permissions: [c, w, r], topic: [x, tw, tr] };
+}

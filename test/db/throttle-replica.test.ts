@@ -275,4 +275,26 @@ describe('--max-lag against a real replica', () => {
     const summary = jsonLines(run.t.stdout()).find((l) => l['type'] === 'summary')!;
     expect(Number(summary['throttledSeconds'])).toBeGreaterThan(0);
   });
+
+  it('least privilege (docs/privileges.md): SELECT on the table at the primary, REPLICA MONITOR at the replica, --max-load needing nothing', async () => {
+    // a user of its own on each server (not in the binary log), no global privilege at the primary
+    const scanner = { name: 'fcctl_lag_scan', password: 'lag-scan-pw' };
+    const create = `SET sql_log_bin = 0; CREATE USER '${scanner.name}'@'%' IDENTIFIED BY '${scanner.password}'`;
+    // the same SELECT on both, as the primary's grants reach a replica in production
+    const select = `GRANT SELECT ON ${DB}.fc_answer_projection TO '${scanner.name}'@'%'`;
+    socketSql(primary, `${create}; ${select}`);
+    socketSql(replica, `${create}; ${select}`);
+    const as = (server: Server) => server.url.replace(`${USER}:${PASS}@`, `${scanner.name}:${scanner.password}@`);
+    const lagArgs = ['--max-lag', '5', '--replica-url', as(replica), '--max-load', 'Threads_running=1000'];
+    const scan = (out: string) =>
+      runCli(scanArgs(join(root, out), lagArgs), { env: { ...env, FCCTL_SH_DATABASE_URL: as(primary) } });
+    // without REPLICA MONITOR the replica's status is refused: exit 3 naming the privilege
+    const refused = await scan('lp-refused.jsonl');
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/SLAVE MONITOR|REPLICA MONITOR/);
+    socketSql(replica, `SET sql_log_bin = 0; GRANT REPLICA MONITOR ON *.* TO '${scanner.name}'@'%'`);
+    const r = await scan('lp.jsonl');
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(root, 'lp.jsonl')).equals(reference)).toBe(true);
+  });
 });

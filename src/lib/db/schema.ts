@@ -305,6 +305,7 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
     await db.execute(table.ddl);
     created.push(table.name);
   }
+  await refuseUnseenTables(db, created);
   const indexesAdded = await addIndexes(db, side, tables, existing, liveIndexes);
   const read = selectSchemaVersion(side, 'version, is_dev');
   const current = await db.query<{ version: number; is_dev: number }>(read.sql, read.params);
@@ -329,6 +330,22 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
     }
   }
   return { side, created, existing, indexesAdded, versionRecorded, markedDev };
+}
+
+/**
+ * A table `db init` just created that information_schema still does not show: the user holds no
+ * privilege on it (information_schema shows only those), so every later run would take the
+ * existing tables for missing and never add a newer version's indexes. Exit 3 naming the grant,
+ * before the version is recorded (docs/privileges.md).
+ */
+async function refuseUnseenTables(db: Db, created: readonly string[]): Promise<void> {
+  if (created.length === 0) return;
+  const { liveColumns } = await liveSchema(db);
+  const unseen = created.filter((t) => !liveColumns.has(t));
+  if (unseen.length === 0) return;
+  throw new EnvironmentError(
+    `db init created ${unseen.join(', ')} but information_schema does not show them to this user: grant it REFERENCES on the database (docs/privileges.md); schema version not recorded`,
+  );
 }
 
 /**

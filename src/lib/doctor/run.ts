@@ -10,6 +10,7 @@ import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from './flow-center.js';
 import { checkIsolation, isolationTarget } from './isolation/run.js';
 import { registeredAppKeys } from './isolation/store.js';
 import { CONSUMER_QUEUE } from './isolation/types.js';
+import { privilegeChecks } from './privileges.js';
 import { selectServerVersion } from './sql.js';
 
 export interface DoctorOptions {
@@ -48,6 +49,7 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
     : undefined;
   const results: CheckResult[] = [];
   for (const side of ['fc', 'sh'] as Side[]) results.push(...(await databaseChecks(side, deps)));
+  results.push(...(await privilegeChecks(deps)));
   results.push(await serviceTimeZoneCheck(deps.config, deps.fcDb, deps.message));
   results.push(...(await brokerChecks(options, deps)));
   if (isolation) {

@@ -7,3 +7,19 @@ import type { Statement } from '../db/statement.js';
 export function selectServerVersion(): Statement {
   return { sql: 'SELECT VERSION() AS v', params: [] };
 }
+
+/**
+ * The connection's own grants: needs no privilege (docs/privileges.md).
+ * @example showOwnGrants().sql // 'SHOW GRANTS'
+ */
+export function showOwnGrants(): Statement {
+  return { sql: 'SHOW GRANTS', params: [] };
+}
+
+/**
+ * The connection's database (its URL's path).
+ * @example selectCurrentDatabase().sql // 'SELECT DATABASE() AS d'
+ */
+export function selectCurrentDatabase(): Statement {
+  return { sql: 'SELECT DATABASE() AS d', params: [] };
+}

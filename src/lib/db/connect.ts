@@ -1,7 +1,11 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
-import { EnvironmentError, UsageError } from '../cli/exit.js';
+import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
+import { identityError, requiresTls, sslOptionsOf, tlsCauseOf } from './tls.js';
+import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl, type SslMode } from './url.js';
+
+export { parseDatabaseUrl };
 
 /** A pool on one database; `label` names it in errors ("FC database"). */
 export interface Db {
@@ -63,21 +67,20 @@ async function retryOnLockConflict<T>(fn: () => Promise<T>): Promise<T> {
 /** Turns a driver error into a one-line environment error that never shows the password. */
 export function dbError(label: string, url: string, err: unknown): Error {
   const e = err as { code?: string; message?: string };
+  const tls = tlsCauseOf(err, sslModeOf(url));
+  if (tls) return new EnvironmentError(`cannot connect to ${label} at ${maskUrl(url)}: ${tls}`, { cause: err });
   if (e.code && CONNECT_CODES.has(e.code)) {
     return new EnvironmentError(`cannot connect to ${label} at ${maskUrl(url)}: ${e.code}`, { cause: err });
   }
   return err instanceof Error ? err : new Error(String(err));
 }
 
-/**
- * The URL of a database setting, or bad input (exit 2) naming it with the password masked.
- * @example parseDatabaseUrl('FC database', 'mysql://u:p@db:3306/fc').hostname // 'db'
- */
-export function parseDatabaseUrl(label: string, url: string): URL {
+/** The `ssl-mode` a URL (already opened) asks for, for error messages. */
+function sslModeOf(url: string): SslMode {
   try {
-    return new URL(url);
+    return databaseAddressOf('database', url).tls.mode;
   } catch {
-    throw new UsageError(`${label} URL is not a valid URL: ${maskUrl(url)}`);
+    return 'DISABLED';
   }
 }
 
@@ -90,10 +93,37 @@ let driver: typeof mysql | undefined;
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
 export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
-  const poolOptions = poolOptionsOf(label, url, options);
+  const address = databaseAddressOf(label, url);
+  const poolOptions = poolOptionsOf(address, options);
+  const ssl = sslOptionsOf(label, address);
   // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
   driver ??= (await import('mysql2/promise')).default;
-  const pools = new Pools(label, driver, poolOptions);
+  try {
+    return await openChecked(label, url, driver, { ...poolOptions, ...(ssl ? { ssl } : {}) }, address);
+  } catch (err) {
+    const code = ((err as { cause?: unknown }).cause ?? err) as { code?: string };
+    // PREFERRED, as the mysql client: a server whose handshake offers no TLS is spoken to in plaintext.
+    if (address.tls.mode === 'PREFERRED' && code.code === 'HANDSHAKE_NO_SSL_SUPPORT')
+      return openChecked(label, url, driver, poolOptions, address);
+    if (
+      address.tls.mode === 'DISABLED' &&
+      code.code === 'ER_ACCESS_DENIED_ERROR' &&
+      (await requiresTls(driver, poolOptions))
+    )
+      throw dbError(label, url, Object.assign(new Error('plaintext refused'), { code: 'TLS_REQUIRED' }));
+    throw err;
+  }
+}
+
+/** Opens a pool with these options and checks it answers. */
+async function openChecked(
+  label: string,
+  url: string,
+  driver: typeof mysql,
+  poolOptions: mysql.PoolOptions,
+  address: DatabaseAddress,
+): Promise<Db> {
+  const pools = new Pools(label, driver, poolOptions, (conn) => identityError(address.tls, address.host, conn.stream));
   const db = dbOn(label, url, pools);
   try {
     await db.query('SELECT 1');
@@ -104,19 +134,15 @@ export async function openDb(label: string, url: string, options: { connectionLi
   return db;
 }
 
-/** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
-function poolOptionsOf(label: string, url: string, options: { connectionLimit?: number }): mysql.PoolOptions {
-  const parsed = parseDatabaseUrl(label, url);
-  if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
-    throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
-  }
+/** The driver's options for a database's address (TLS apart). */
+function poolOptionsOf(address: DatabaseAddress, options: { connectionLimit?: number }): mysql.PoolOptions {
   return {
-    host: parsed.hostname,
-    port: parsed.port ? Number(parsed.port) : 3306,
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')) || undefined,
-    connectionLimit: options.connectionLimit ?? 10,
+    host: address.host,
+    port: address.port,
+    user: address.user,
+    password: address.password,
+    database: address.database,
+    connectionLimit: options.connectionLimit ?? DEFAULT_POOL_SIZE,
     connectTimeout: 5000,
     dateStrings: true,
     supportBigNumbers: true,
@@ -149,10 +175,20 @@ function connectionsOf(p: mysql.Pool | null): Array<{ destroy(): void }> {
   ).filter((c) => c.stream?.destroyed !== true);
 }
 
-function preparePool(p: mysql.Pool): mysql.Pool {
+/** Why a new connection must not be used (a TLS identity check), or null. */
+type ConnectionCheck = (conn: { stream?: unknown }) => Error | null;
+
+function preparePool(p: mysql.Pool, check: ConnectionCheck, refuse: (err: Error) => void): mysql.Pool {
   return p.on('connection', (conn) => {
     // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
     conn.on('error', () => undefined);
+    const refused = check(conn as unknown as { stream?: unknown });
+    if (refused) {
+      // its first statement then fails, reported as this cause (Pools.failure)
+      refuse(refused);
+      conn.destroy();
+      return;
+    }
     // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
     // would read them differently, so every fcctl session turns it off.
     // (The event hands over the driver's callback connection; the command runs before any other.)
@@ -170,17 +206,30 @@ class Pools {
   readonly pool: mysql.Pool;
   private batchPool: mysql.Pool | null = null;
   private closed = false;
+  /** why the last refused connection was refused: the cause of the error its statement gets */
+  private failure: Error | null = null;
+  private readonly refuse = (err: Error) => {
+    this.failure = err;
+  };
+  takeFailure(): Error | null {
+    const failure = this.failure;
+    this.failure = null;
+    return failure;
+  }
   constructor(
     private readonly label: string,
     readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
+    private readonly check: ConnectionCheck = () => null,
   ) {
-    this.pool = preparePool(driver.createPool(options));
+    this.pool = preparePool(driver.createPool(options), check, this.refuse);
   }
   batchConnection(): Promise<mysql.PoolConnection> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
     this.batchPool ??= preparePool(
       this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }),
+      this.check,
+      this.refuse,
     );
     return this.batchPool.getConnection();
   }
@@ -210,6 +259,7 @@ class Pools {
 }
 
 function dbOn(label: string, url: string, pools: Pools): Db {
+  const fail = (err: unknown) => dbError(label, url, pools.takeFailure() ?? err);
   const db: Db = {
     label,
     pool: pools.pool,
@@ -218,7 +268,7 @@ function dbOn(label: string, url: string, pools: Pools): Db {
         const rows = await pools.run(sql, params);
         return rows as T[];
       } catch (err) {
-        throw dbError(label, url, err);
+        throw fail(err);
       }
     },
     async execute(sql, params = []) {
@@ -226,11 +276,11 @@ function dbOn(label: string, url: string, pools: Pools): Db {
         const r = (await retryOnLockConflict(() => pools.run(sql, params))) as mysql.ResultSetHeader;
         return { affectedRows: r.affectedRows, insertId: r.insertId };
       } catch (err) {
-        throw dbError(label, url, err);
+        throw fail(err);
       }
     },
-    batch: (statements) => runBatch(db, statements, pools, (err) => dbError(label, url, err)),
-    transaction: (fn) => runTransaction(pools.pool, fn, (err) => dbError(label, url, err)),
+    batch: (statements) => runBatch(db, statements, pools, fail),
+    transaction: (fn) => runTransaction(pools.pool, fn, fail),
     close: () => pools.close(),
   };
   return db;

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import mysql from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { identityCheck } from '../../src/lib/db/tls.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { testMysqlUrl } from '../helpers/db.js';
 import { startTlsMariaDb, type TlsMariaDb } from '../helpers/tls-mariadb.js';
@@ -18,6 +21,34 @@ async function doctorFc(url: string): Promise<{ code: number; status: string; de
 async function scan(url: string): Promise<{ code: number; errors: string[] }> {
   const r = await runCli(['deliveries', 'scan', '--json'], { env: cleanEnv({ FCCTL_FC_DATABASE_URL: url }) });
   return { code: r.code, errors: r.stderr.split('\n').filter(Boolean) };
+}
+
+/**
+ * The verdicts of {@link identityCheck} (VERIFY_IDENTITY at 127.0.0.1) on 4 connections one
+ * after another of one mysql2 pool, and whether each resumed the TLS session of an earlier one.
+ */
+async function identityVerdicts(db: TlsMariaDb): Promise<Array<{ resumed: boolean; refused: boolean }>> {
+  const check = identityCheck({ mode: 'VERIFY_IDENTITY' }, '127.0.0.1');
+  const ssl = { ca: readFileSync(db.files.ca), rejectUnauthorized: true };
+  const pool = mysql.createPool({
+    host: '127.0.0.1',
+    port: db.port,
+    user: 'fcctl',
+    password: 'fcctl-pw',
+    ssl,
+    connectionLimit: 4,
+  });
+  const verdicts: Array<{ resumed: boolean; refused: boolean }> = [];
+  pool.on('connection', (conn) => {
+    const stream = (conn as unknown as { stream: { isSessionReused(): boolean } }).stream;
+    verdicts.push({ resumed: stream.isSessionReused(), refused: check(stream) !== null });
+  });
+  const held: mysql.PoolConnection[] = [];
+  for (let i = 0; i < 4; i++)
+    held.push(await new Promise((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c)))));
+  for (const c of held) c.release();
+  await new Promise((resolve) => pool.end(resolve));
+  return verdicts;
 }
 
 // A private MariaDB that takes TLS only (require_secure_transport=ON), its certificate naming
@@ -49,6 +80,12 @@ describe('MySQL TLS: a server that requires it, certificate for IP:127.0.0.1', (
     const url = db.url('fcctl', 'fcctl-pw', query());
     expect(await doctorFc(url)).toMatchObject({ code: 0, status: 'ok' });
     expect(await scan(url)).toEqual({ code: 0, errors: [] });
+  });
+
+  it('identity checked on every connection of a pool: a resumed TLS session of a checked server passes', async () => {
+    const verdicts = await identityVerdicts(db);
+    expect(verdicts.some((v) => v.resumed)).toBe(true);
+    expect(verdicts).toEqual(verdicts.map((v) => ({ ...v, refused: false })));
   });
 
   it('DISABLED: exit 3, one line saying the server requires TLS, never a bare access denied', async () => {
@@ -137,6 +174,12 @@ describe('MySQL TLS: certificate for DNS:localhost only', () => {
     ]);
     const d = await doctorFc(db.url('fcctl', 'fcctl-pw', verifyIdentity));
     expect(d).toMatchObject({ code: 3, status: 'fail', detail: expect.stringMatching(/does not name/) });
+  });
+
+  it('a refused server stays refused on connections that resume its TLS session (they show no certificate)', async () => {
+    const verdicts = await identityVerdicts(db);
+    expect(verdicts.some((v) => v.resumed)).toBe(true);
+    expect(verdicts).toEqual(verdicts.map((v) => ({ ...v, refused: true })));
   });
 
   it('VERIFY_IDENTITY at localhost, the name it holds: the FC database connects (no schema here: doctor says so)', async () => {

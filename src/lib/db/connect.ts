@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
-import { identityError, requiresTls, sslOptionsOf, tlsCauseOf } from './tls.js';
+import { identityCheck, requiresTls, sslOptionsOf, tlsCauseOf } from './tls.js';
 import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl, type SslMode } from './url.js';
 
 export { parseDatabaseUrl };
@@ -123,7 +123,8 @@ async function openChecked(
   poolOptions: mysql.PoolOptions,
   address: DatabaseAddress,
 ): Promise<Db> {
-  const pools = new Pools(label, driver, poolOptions, (conn) => identityError(address.tls, address.host, conn.stream));
+  const identity = identityCheck(address.tls, address.host);
+  const pools = new Pools(label, driver, poolOptions, (conn) => identity(conn.stream));
   const db = dbOn(label, url, pools);
   try {
     await db.query('SELECT 1');

@@ -19,7 +19,7 @@ function pem(label: string, parameter: string, path: string, read: (p: string) =
 /**
  * mysql2's `ssl` option for a TLS choice; undefined for DISABLED. One object per pool: mysql2
  * builds one secure context per object. Under VERIFY_IDENTITY mysql2 checks the name itself only
- * for a DNS host: for an IP it checks the name "localhost" (mysql2 3.24.6), so {@link identityError}
+ * for a DNS host: for an IP it checks the name "localhost" (mysql2 3.24.6), so {@link identityCheck}
  * checks every connection against the URL's host.
  */
 export function sslOptionsOf(
@@ -45,17 +45,23 @@ export class TlsIdentityError extends Error {
 }
 
 /**
- * Under VERIFY_IDENTITY, why a new connection's certificate does not name `host` (null when it
- * does, or when the TLS session was resumed from one already checked). Run on each connection
- * before its first statement; for a DNS host mysql2 has also checked it before the login.
+ * Under VERIFY_IDENTITY, a check of each new connection of one pool (its sockets): why its
+ * certificate does not name `host`, or null. Run before the connection's first statement; for a
+ * DNS host mysql2 has also checked it before the login. A resumed TLS session shows no
+ * certificate: it is trusted only while no connection sharing the pool's TLS settings (and so
+ * mysql2's session cache) was refused, since the refused server may have handed out that session.
  */
-export function identityError(tls: TlsChoice, host: string, socket: unknown): TlsIdentityError | null {
-  if (tls.mode !== 'VERIFY_IDENTITY') return null;
-  const s = socket as Partial<TLSSocket> | undefined;
-  if (typeof s?.getPeerCertificate !== 'function') return new TlsIdentityError('the connection is not TLS');
-  if (s.isSessionReused?.()) return null;
-  const err = checkServerIdentity(host, s.getPeerCertificate(true) as PeerCertificate);
-  return err ? new TlsIdentityError(err.message, { cause: err }) : null;
+export function identityCheck(tls: TlsChoice, host: string): (socket: unknown) => TlsIdentityError | null {
+  if (tls.mode !== 'VERIFY_IDENTITY') return () => null;
+  let refused: TlsIdentityError | null = null;
+  return (socket) => {
+    const s = socket as Partial<TLSSocket> | undefined;
+    if (typeof s?.getPeerCertificate !== 'function') return new TlsIdentityError('the connection is not TLS');
+    if (s.isSessionReused?.()) return refused;
+    const err = checkServerIdentity(host, s.getPeerCertificate(true) as PeerCertificate);
+    if (err) refused = new TlsIdentityError(err.message, { cause: err });
+    return err ? refused : null;
+  };
 }
 
 /** What to do about a server that refused plaintext. */

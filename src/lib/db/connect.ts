@@ -2,8 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
-import { identityCheck, requiresTls, sslOptionsOf, tlsCauseOf } from './tls.js';
-import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl, type SslMode } from './url.js';
+import { identityCheck, openWithTls, sslModeOf, tlsCauseOf } from './tls.js';
+import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl } from './url.js';
 
 export { parseDatabaseUrl };
 
@@ -75,15 +75,6 @@ export function dbError(label: string, url: string, err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-/** The `ssl-mode` a URL (already opened) asks for, for error messages. */
-function sslModeOf(url: string): SslMode {
-  try {
-    return databaseAddressOf('database', url).tls.mode;
-  } catch {
-    return 'DISABLED';
-  }
-}
-
 /** mysql2, imported by the first {@link openDb}. */
 let driver: typeof mysql | undefined;
 
@@ -95,24 +86,12 @@ let driver: typeof mysql | undefined;
 export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
   const address = databaseAddressOf(label, url);
   const poolOptions = poolOptionsOf(address, options);
-  const ssl = sslOptionsOf(label, address);
   // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
-  driver ??= (await import('mysql2/promise')).default;
-  try {
-    return await openChecked(label, url, driver, { ...poolOptions, ...(ssl ? { ssl } : {}) }, address);
-  } catch (err) {
-    const code = ((err as { cause?: unknown }).cause ?? err) as { code?: string };
-    // PREFERRED, as the mysql client: a server whose handshake offers no TLS is spoken to in plaintext.
-    if (address.tls.mode === 'PREFERRED' && code.code === 'HANDSHAKE_NO_SSL_SUPPORT')
-      return openChecked(label, url, driver, poolOptions, address);
-    if (
-      address.tls.mode === 'DISABLED' &&
-      code.code === 'ER_ACCESS_DENIED_ERROR' &&
-      (await requiresTls(driver, poolOptions))
-    )
-      throw dbError(label, url, Object.assign(new Error('plaintext refused'), { code: 'TLS_REQUIRED' }));
-    throw err;
-  }
+  const d = (driver ??= (await import('mysql2/promise')).default);
+  return openWithTls(label, address, d, poolOptions, {
+    open: (o) => openChecked(label, url, d, o, address),
+    fail: (err) => dbError(label, url, err),
+  });
 }
 
 /** Opens a pool with these options and checks it answers. */

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import type mysql from 'mysql2/promise';
 import { UsageError } from '../cli/exit.js';
-import type { DatabaseAddress, SslMode, TlsChoice } from './url.js';
+import { type DatabaseAddress, databaseAddressOf, type SslMode, type TlsChoice } from './url.js';
 
 /** A PEM file named by a URL parameter; exit 2 naming it when it cannot be read. */
 function pem(label: string, parameter: string, path: string, read: (p: string) => Buffer): Buffer {
@@ -89,6 +89,44 @@ export function tlsCauseOf(err: unknown, mode: SslMode): string | null {
   if (e.errno === 3159)
     return `TLS: the server requires TLS (require_secure_transport) and ssl-mode=${mode}: ${USE_TLS}`;
   return null;
+}
+
+/** The `ssl-mode` a URL (already opened) asks for, for error messages. */
+export function sslModeOf(url: string): SslMode {
+  try {
+    return databaseAddressOf('database', url).tls.mode;
+  } catch {
+    return 'DISABLED';
+  }
+}
+
+/**
+ * Opens a database with the TLS its address asks for (`open` gets the driver's options with
+ * `ssl`). PREFERRED, as the mysql client: a server whose handshake offers no TLS is opened again
+ * in plaintext. DISABLED: an access denied from a server that takes the same login over TLS is
+ * reported as the server requiring TLS ({@link requiresTls}).
+ */
+export async function openWithTls<T>(
+  label: string,
+  address: DatabaseAddress,
+  driver: typeof mysql,
+  poolOptions: mysql.PoolOptions,
+  how: { open(options: mysql.PoolOptions): Promise<T>; fail(err: unknown): Error },
+): Promise<T> {
+  const ssl = sslOptionsOf(label, address);
+  try {
+    return await how.open(ssl ? { ...poolOptions, ssl } : poolOptions);
+  } catch (err) {
+    const code = (((err as { cause?: unknown }).cause ?? err) as { code?: string }).code;
+    if (address.tls.mode === 'PREFERRED' && code === 'HANDSHAKE_NO_SSL_SUPPORT') return how.open(poolOptions);
+    if (
+      address.tls.mode === 'DISABLED' &&
+      code === 'ER_ACCESS_DENIED_ERROR' &&
+      (await requiresTls(driver, poolOptions))
+    )
+      throw how.fail(Object.assign(new Error('plaintext refused'), { code: 'TLS_REQUIRED' }));
+    throw err;
+  }
 }
 
 /**

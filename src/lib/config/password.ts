@@ -29,7 +29,7 @@ export function withPassword(what: string, url: string, password: string): strin
 
 /**
  * A URL whose password is not percent-encoded fails to parse (`#`, `/`, `?`) or to decode (`%`):
- * exit 2 saying so, in one line with the URL masked.
+ * exit 2 saying so, in one line with the URL masked; any other URL is returned as it is.
  * @example checkUrlEncoding('amqpUrl', 'amqp://u:50%off@mq/') // throws UsageError
  */
 export function checkUrlEncoding(what: string, url: string): string {
@@ -38,6 +38,8 @@ export function checkUrlEncoding(what: string, url: string): string {
   try {
     parsed = new URL(url);
   } catch {
+    // without a user part the URL's own checks say what is wrong with it
+    if (!url.includes('@')) return url;
     throw new UsageError(`${what} is not a valid URL: ${maskUrl(url)} (${hint})`);
   }
   try {

@@ -91,7 +91,7 @@ describe('tlsCauseOf: the TLS cause of a connection error (pure)', () => {
     {
       err: { code: 'TLS_IDENTITY', message: "IP: 127.0.0.1 is not in the cert's list: " },
       mode: 'VERIFY_IDENTITY',
-      want: "TLS: the server's certificate does not name the URL's host (ssl-mode=VERIFY_IDENTITY): IP: 127.0.0.1 is not in the cert's list: ",
+      want: "TLS: the server's certificate does not name the URL's host (ssl-mode=VERIFY_IDENTITY): IP: 127.0.0.1 is not in the cert's list",
     },
     {
       err: { code: 'HANDSHAKE_NO_SSL_SUPPORT', message: 'Server does not support secure connection' },

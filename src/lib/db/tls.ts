@@ -74,7 +74,10 @@ const USE_TLS = 'set ssl-mode=VERIFY_IDENTITY (with ssl-ca) or REQUIRED in the U
  */
 export function tlsCauseOf(err: unknown, mode: SslMode): string | null {
   const e = err as { code?: string; errno?: number; message?: string };
-  const reason = String(e.message ?? '').split('\n')[0];
+  // Node's name mismatch ends with the certificate's (here empty) list of names: ": "
+  const reason = String(e.message ?? '')
+    .split('\n')[0]!
+    .replace(/[:\s]+$/, '');
   switch (e.code) {
     case 'HANDSHAKE_SSL_ERROR':
       return `TLS: the server's certificate was refused (ssl-mode=${mode}): ${reason}`;

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
 import { formulaSafe } from '../files/csv-cell.js';
 import type { Io } from './io.js';
+import { printable } from './printable.js';
 import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
 import { terminal } from './terminal.js';
@@ -123,7 +124,8 @@ export class Output {
 
   /** Free text for a person (terminal only); JSON mode stays machine-readable. */
   note(text: string): void {
-    if (!this.json) this.io.stdout.write(`${text}\n`);
+    // a note may carry a value read from a file or a database: its lines printable (lib/cli/printable.ts)
+    if (!this.json) this.io.stdout.write(`${text.split('\n').map(printable).join('\n')}\n`);
   }
 
   /**

@@ -1,3 +1,5 @@
+import { printable } from './printable.js';
+
 /** A column of a listing: the key in each row and its header. */
 export interface Column {
   readonly key: string;
@@ -36,11 +38,13 @@ function width(text: string): number {
 
 /**
  * Aligned plain-text table, header first; pure, so both the ink view and piped output use it.
+ * Cells are {@link printable} (a value's escape sequence or newline would drive the terminal or
+ * split the row) before the widths are measured, so the columns stay aligned.
  * @example formatTable([{ state: 'PENDING', n: 3 }], [{ key: 'state' }, { key: 'n' }])
  */
 export function formatTable(rows: readonly Row[], columns: readonly Column[]): string[] {
   const header = columns.map((c) => c.header ?? c.key);
-  const body = rows.map((r) => columns.map((c) => cellText(r[c.key])));
+  const body = rows.map((r) => columns.map((c) => printable(cellText(r[c.key]))));
   const widths = header.map((h, i) => Math.max(width(h), ...body.map((cells) => width(cells[i] ?? ''))));
   const line = (cells: string[]) =>
     cells

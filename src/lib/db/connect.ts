@@ -4,6 +4,7 @@ import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
 import { identityCheck, openWithTls, sslModeOf, tlsCauseOf } from './tls.js';
 import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl } from './url.js';
+import { versionProblem } from './version.js';
 
 export { parseDatabaseUrl };
 
@@ -105,11 +106,19 @@ async function openChecked(
   const identity = identityCheck(address.tls, address.host);
   const pools = new Pools(label, driver, poolOptions, (conn) => identity(conn.stream));
   const db = dbOn(label, url, pools);
+  let version: string;
   try {
-    await db.query('SELECT 1');
+    // One round trip both proves the pool answers and gates the server's version (issue 35 §4).
+    const rows = await db.query<{ v: string }>('SELECT VERSION() AS v');
+    version = String(rows[0]?.v ?? '');
   } catch (err) {
     await db.close();
     throw err;
+  }
+  const problem = versionProblem(version);
+  if (problem !== null) {
+    await db.close();
+    throw new EnvironmentError(`${label}: ${problem}`);
   }
   return db;
 }
@@ -125,6 +134,8 @@ function poolOptionsOf(address: DatabaseAddress, options: { connectionLimit?: nu
     connectionLimit: options.connectionLimit ?? DEFAULT_POOL_SIZE,
     connectTimeout: 5000,
     dateStrings: true,
+    // MySQL 8's JSON columns as the text the server holds, never parsed: canon hashes text (issue 35 §4).
+    jsonStrings: true,
     supportBigNumbers: true,
     bigNumberStrings: true,
     decimalNumbers: false,

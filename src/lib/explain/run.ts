@@ -236,7 +236,7 @@ async function readApplyCommands(db: Db, projections: readonly ProjectionFacts[]
     const key = await readApplyKey(db, p.applyId);
     if (key === null) continue;
     const cmd = await readApplyByKey(db, key.bizType, key.bizId);
-    if (cmd !== null) commands.push({ ...cmd, flow: await lookupFlow(deps, key.bizType, key.bizId) });
+    if (cmd !== null) commands.push({ ...cmd, schId: p.schId, flow: await lookupFlow(deps, key.bizType, key.bizId) });
   }
   return { commands };
 }
@@ -272,6 +272,7 @@ function documentOf(
     outboxRows,
     ok(grants)?.rows ?? null,
     ok(sh),
+    ok(applyCommands)?.commands ?? [],
   );
   const found = answer !== null || outboxRows.length > 0 || (ok(sh)?.projections.length ?? 0) > 0;
   const unreachable = [fcRead, sh, applyCommands, grants].filter((s) => s.status === 'unreachable').length;
@@ -306,6 +307,7 @@ function verdictsOf(
   outbox: readonly OutboxRow[],
   grants: readonly GrantFacts[] | null,
   sh: ShSection | null,
+  applyCommands: readonly ApplyCommandFacts[],
 ): Verdict[] {
   const pairs = new Map<string, { consumer: string; schId: string }>();
   const add = (consumer: string, schId: string) => pairs.set(`${consumer}\u0000${schId}`, { consumer, schId });
@@ -316,6 +318,10 @@ function verdictsOf(
   const atSchool = (schId: string) => [...pairs.values()].filter((p) => p.schId === schId).map((p) => p.consumer);
   return [...pairs.values()].map(({ consumer, schId }) => {
     const projection = sh?.projections.find((p) => p.schId === schId);
+    const newest = outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null;
+    // the grant of the answer's own form: another form's grant of the consumer and school is no stand-in
+    const form = answer?.formUuid ?? newest?.formUuid ?? projection?.formUuid;
+    const grant = (g: GrantFacts) => g.consumerAppKey === consumer && g.schId === schId && g.formUuid === form;
     return verdictOf({
       answerUuid: o.answerUuid,
       consumerAppKey: consumer,
@@ -331,12 +337,12 @@ function verdictsOf(
               contentHash: answer.contentHash,
               isDeleted: answer.isDeleted,
             },
-      grant:
-        grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
-      newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,
+      grant: grants === null ? 'unread' : (grants.find(grant) ?? null),
+      newest,
       outboxCut: o.outboxCut,
       shConsumers: atSchool(schId),
       sh: sh === null ? { kind: 'unread' } : projection ? { kind: 'found', row: projection } : { kind: 'absent' },
+      applyCommands: applyCommands.filter((c) => c.schId === schId),
     });
   });
 }

@@ -93,7 +93,8 @@ export async function runService<T>(
     },
     onProgress: () => {
       snapshot.lastProgressAt = deps.clock();
-      metrics?.lastProgress.set(label, Math.floor(snapshot.lastProgressAt / 1000));
+      // Unix time, whatever clock the loop keeps (the resolver's is monotonic: seconds since start)
+      metrics?.lastProgress.set(label, Math.floor(Date.now() / 1000));
     },
     countRows: (n) => {
       rows += n;

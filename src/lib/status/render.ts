@@ -4,6 +4,7 @@
  * redraws in place (watch.ts).
  */
 import type { Io } from '../cli/io.js';
+import { jsonLine } from '../cli/printable.js';
 import { formatDuration } from '../cli/progress.js';
 import { formatTable, type Row } from '../cli/table.js';
 import { terminal } from '../cli/terminal.js';
@@ -122,7 +123,7 @@ export function statusBlocks(doc: StatusDocument, watching = false): ReportBlock
  */
 export function renderStatus(doc: StatusDocument, io: Io, json: boolean): void {
   if (json) {
-    io.stdout.write(`${JSON.stringify(doc)}\n`);
+    io.stdout.write(`${jsonLine(doc)}\n`);
     return;
   }
   io.stdout.write(`${terminal().reportText(statusBlocks(doc))}\n`);

@@ -52,19 +52,19 @@ function recent(table: string, index: string, state: string, now: string): State
 /**
  * InnoDB's own estimate of a table's rows (kept current as rows are written; a few per cent off):
  * the history state's count is this less the exact open ones, as gh-ost shows an estimated row
- * count unless asked for `--exact-rowcount`.
+ * count unless asked for `--exact-rowcount`. Read as gh-ost reads it, from the plan's `rows` of a
+ * full scan (the scan is planned, never run), not from `information_schema.TABLES`: MySQL 8 caches
+ * that view's `TABLE_ROWS` for `information_schema_stats_expiry` (24 h by default), while the
+ * optimizer asks InnoDB (issue 35 §4). The row's `rows` column is the estimate.
  */
-function tableRows(table: string): Statement {
-  return {
-    sql: 'SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
-    params: [table],
-  };
+function tableRows(table: 'answer_delivery' | 'flow_apply_command'): Statement {
+  return { sql: `EXPLAIN SELECT * FROM ${table}`, params: [] };
 }
 
 /** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
 function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
   return {
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
+    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY reason ORDER BY n DESC, reason LIMIT ?`,
     params: [state, TOP_REASONS],
   };
 }

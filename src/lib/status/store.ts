@@ -48,11 +48,11 @@ interface QueueSql {
 async function readCounts(db: Db, q: QueueSql, now: string, exactCounts: boolean) {
   const open = q.states.filter((s) => s !== q.historyState);
   const [estimate, recentRow] = await Promise.all([one(db, q.tableRows()), one(db, q.recent(now))]);
-  const mode = countMode(num(estimate['n']), exactCounts);
+  const mode = countMode(num(estimate['rows']), exactCounts);
   const counts = countsOf(await rows(db, mode === 'exact' ? q.allStates() : q.openStates(open)));
   return {
     counts,
-    estimatedTableRows: mode === 'exact' ? null : num(estimate['n']),
+    estimatedTableRows: mode === 'exact' ? null : num(estimate['rows']),
     accepted: { last5m: num(recentRow['last_5m']), last1h: num(recentRow['last_1h']) },
   };
 }

@@ -78,7 +78,13 @@ describe('MySQL TLS: a server that requires it, certificate for IP:127.0.0.1', (
     },
   ])('$mode: doctor and deliveries scan connect (over TLS: the server takes nothing else)', async ({ query }) => {
     const url = db.url('fcctl', 'fcctl-pw', query());
-    expect(await doctorFc(url)).toMatchObject({ code: 0, status: 'ok' });
+    expect(await doctorFc(url)).toMatchObject({
+      code: 0,
+      status: 'ok',
+      detail: expect.stringMatching(
+        /^connected over TLSv1\.[23] \(ssl-mode=(PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY)\), server /,
+      ),
+    });
     expect(await scan(url)).toEqual({ code: 0, errors: [] });
   });
 
@@ -191,7 +197,10 @@ describe('MySQL TLS: certificate for DNS:localhost only', () => {
 describe('MySQL TLS against a server that offers none (the shared plaintext MariaDB)', () => {
   const url = (query: string) => `${testMysqlUrl()}/mysql?${query}`;
   it('PREFERRED (the default) goes on in plaintext, as the mysql client does', async () => {
-    expect(await doctorFc(url('ssl-mode=PREFERRED'))).toMatchObject({ status: 'ok' });
+    expect(await doctorFc(url('ssl-mode=PREFERRED'))).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(/^connected in plaintext \(ssl-mode=PREFERRED\), server /),
+    });
   });
   it('REQUIRED: exit 3, one line saying the server offers no TLS', async () => {
     const s = await scan(url('ssl-mode=REQUIRED'));

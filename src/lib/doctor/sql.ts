@@ -7,3 +7,13 @@ import type { Statement } from '../db/statement.js';
 export function selectServerVersion(): Statement {
   return { sql: 'SELECT VERSION() AS v', params: [] };
 }
+
+/**
+ * The TLS version of this session (`Value` empty in plaintext): doctor says how it connected.
+ * SHOW, not a SELECT: MySQL 8 has no information_schema.SESSION_STATUS, MariaDB no
+ * performance_schema status tables by default.
+ * @example selectSessionTls().sql // "SHOW SESSION STATUS LIKE 'Ssl_version'"
+ */
+export function selectSessionTls(): Statement {
+  return { sql: "SHOW SESSION STATUS LIKE 'Ssl_version'", params: [] };
+}

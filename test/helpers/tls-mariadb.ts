@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -139,10 +139,12 @@ export async function startTlsMariaDb(san: string): Promise<TlsMariaDb> {
       sql('SELECT 1');
       break;
     } catch (err) {
-      if (i > 120 || server.exitCode !== null)
-        throw new Error(`TLS MariaDB did not start: ${readFileSync(join(dir, 'error.log'), 'utf8').slice(-500)}`, {
-          cause: err,
-        });
+      if (i > 120 || server.exitCode !== null) {
+        const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8').slice(-500) : '';
+        server.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+        throw new Error(`TLS MariaDB did not start: ${log}`, { cause: err });
+      }
       await delay(250);
     }
   }

@@ -53,6 +53,8 @@ install_packages() {
   local missing=()
   command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server mariadb-client)
   [ -x "$RMQ_BIN/rabbitmq-server" ] || missing+=(rabbitmq-server)
+  # openssl: the TLS tests make their certificates with it (test/helpers/tls-broker.ts).
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   # tmux: the tests look at the live terminal view in a real terminal.
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   # promtool (in Debian's prometheus package) checks docs/prometheus/fcctl-alerts.yml and the .prom

@@ -79,33 +79,47 @@ export function dbError(label: string, url: string, err: unknown): Error {
 /** mysql2, imported by the first {@link openDb}. */
 let driver: typeof mysql | undefined;
 
+/** How a pool is opened: its size, its close grace, and who learns of it before it is checked. */
+export interface OpenDbOptions {
+  readonly connectionLimit?: number;
+  /** how long its close waits for a statement still in flight ({@link CLOSE_GRACE_MS} when not given) */
+  readonly closeGraceMs?: number;
+  /**
+   * Called with the pool as soon as it exists, before its first statement: a caller that gives up
+   * waiting for the check (a database that stops answering) can still close it.
+   */
+  readonly onPool?: (db: Db) => void;
+}
+
 /**
  * Opens a pool and checks it answers. Times are read as strings (`dateStrings`), big integers
  * as strings: never through a JS Date or a lossy number (SPEC §1).
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
-export async function openDb(label: string, url: string, options: { connectionLimit?: number } = {}): Promise<Db> {
+export async function openDb(label: string, url: string, options: OpenDbOptions = {}): Promise<Db> {
   const address = databaseAddressOf(label, url);
   const poolOptions = poolOptionsOf(address, options);
   // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
   const d = (driver ??= (await import('mysql2/promise')).default);
   return openWithTls(label, address, d, poolOptions, {
-    open: (o) => openChecked(label, url, d, o, address),
+    open: (o) => openChecked(label, url, d, o, address, options),
     fail: (err) => dbError(label, url, err),
   });
 }
 
-/** Opens a pool with these options and checks it answers. */
+/** Opens a pool with these options, checks it answers and gates the server's version. */
 async function openChecked(
   label: string,
   url: string,
   driver: typeof mysql,
   poolOptions: mysql.PoolOptions,
   address: DatabaseAddress,
+  options: OpenDbOptions,
 ): Promise<Db> {
   const identity = identityCheck(address.tls, address.host);
-  const pools = new Pools(label, driver, poolOptions, (conn) => identity(conn.stream));
+  const pools = new Pools(label, driver, poolOptions, options.closeGraceMs, (conn) => identity(conn.stream));
   const db = dbOn(label, url, pools);
+  options.onPool?.(db);
   let version: string;
   try {
     // One round trip both proves the pool answers and gates the server's version (issue 35 §4).
@@ -124,7 +138,7 @@ async function openChecked(
 }
 
 /** The driver's options for a database's address (TLS apart). */
-function poolOptionsOf(address: DatabaseAddress, options: { connectionLimit?: number }): mysql.PoolOptions {
+function poolOptionsOf(address: DatabaseAddress, options: OpenDbOptions): mysql.PoolOptions {
   return {
     host: address.host,
     port: address.port,
@@ -151,19 +165,19 @@ function poolOptionsOf(address: DatabaseAddress, options: { connectionLimit?: nu
  */
 export const CLOSE_GRACE_MS = 5000;
 
+/** A driver connection as the close needs it: its socket. */
+type Held = { stream?: { destroyed?: boolean; destroy(): void } };
+
 /**
  * Every connection a pool holds, those still connecting included: mysql2 keeps them in its
  * callback pool's `_allConnections` (no public accessor); empty if a later mysql2 moves it.
  */
-function connectionsOf(p: mysql.Pool | null): Array<{ destroy(): void }> {
+function connectionsOf(p: mysql.Pool | null): Held[] {
   const all = (p as unknown as { pool?: { _allConnections?: { length: number; get(i: number): unknown } } } | null)
     ?.pool?._allConnections;
   if (!all || typeof all.get !== 'function') return [];
   // a connection whose socket is gone has ended (the pool keeps it listed after its end)
-  return Array.from(
-    { length: all.length },
-    (_, i) => all.get(i) as { destroy(): void; stream?: { destroyed?: boolean } },
-  ).filter((c) => c.stream?.destroyed !== true);
+  return Array.from({ length: all.length }, (_, i) => all.get(i) as Held).filter((c) => c.stream?.destroyed !== true);
 }
 
 /** Why a new connection must not be used (a TLS identity check), or null. */
@@ -196,7 +210,7 @@ function preparePool(p: mysql.Pool, check: ConnectionCheck, refuse: (err: Error)
 class Pools {
   readonly pool: mysql.Pool;
   private batchPool: mysql.Pool | null = null;
-  private closed = false;
+  private closing: Promise<void> | null = null;
   /** why the last refused connection was refused: the cause of the error its statement gets */
   private failure: Error | null = null;
   private readonly refuse = (err: Error) => {
@@ -211,12 +225,13 @@ class Pools {
     private readonly label: string,
     readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
+    private readonly closeGraceMs = CLOSE_GRACE_MS,
     private readonly check: ConnectionCheck = () => null,
   ) {
     this.pool = preparePool(driver.createPool(options), check, this.refuse);
   }
   batchConnection(): Promise<mysql.PoolConnection> {
-    if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
+    if (this.closing !== null) return Promise.reject(new Error(`${this.label}: pool is closed`));
     this.batchPool ??= preparePool(
       this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }),
       this.check,
@@ -235,17 +250,23 @@ class Pools {
       );
     });
   }
-  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
-    this.closed = true;
+  /** Ends the pools, once (a second call waits for the first). */
+  close(): Promise<void> {
+    this.closing ??= this.end(this.closeGraceMs);
+    return this.closing;
+  }
+  private async end(graceMs: number): Promise<void> {
     const ended = Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
     const left = () => [...connectionsOf(this.pool), ...connectionsOf(this.batchPool)];
     const deadline = Date.now() + graceMs;
     // A pool's end waits for each connection's statement in flight, and may report itself done
     // while one still waits (its count shrinks as the idle ones end): a connection left after the
-    // grace never answered, and is dropped.
+    // grace never answered, and its socket is destroyed. Not the driver's destroy(), which only
+    // half-closes it: a server that stopped answering never closes its side, and the socket would
+    // keep the process alive for ever.
     await Promise.race([ended, delay(graceMs, undefined, { ref: false })]);
     while (left().length > 0 && Date.now() < deadline) await delay(25);
-    for (const conn of left()) conn.destroy();
+    for (const conn of left()) conn.stream?.destroy();
   }
 }
 

@@ -20,7 +20,9 @@ export function selectLiveColumns(): Statement {
 }
 
 /** The type and collation of the columns that keyset pages and the merge-join order by (`KEY_ORDER_COLUMNS`). */
-export function selectKeyColumns(columns: ReadonlyArray<{ readonly table: string; readonly column: string }>): Statement {
+export function selectKeyColumns(
+  columns: ReadonlyArray<{ readonly table: string; readonly column: string }>,
+): Statement {
   return {
     sql:
       'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, DATA_TYPE AS type, COLLATION_NAME AS collation FROM information_schema.COLUMNS ' +

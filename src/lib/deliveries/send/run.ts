@@ -110,6 +110,8 @@ export interface Run {
     readonly idle: () => Promise<boolean>;
     /** a guarded write waiting out a database outage (`why`), or over it (null): the service is not ready meanwhile */
     readonly onWriteOutage?: (why: string | null) => void;
+    /** the service's zone for each batch's occurredAt, kept fresh (a server's `time_zone` may change under a long run) */
+    readonly zone?: () => Promise<string>;
   };
 }
 
@@ -236,12 +238,10 @@ async function publishChecked(
 ) {
   const { options, deps } = run;
   const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
-  const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(
-    deps.db,
-    rows,
-    facts,
-    options.retry.maxRetries,
-  );
+  const [decided, zone]: [Array<Decided & { outcome?: Promise<BrokerOutcome> }>, string] = await Promise.all([
+    decideRows(deps.db, rows, facts, options.retry.maxRetries),
+    run.follow?.zone?.() ?? options.serviceTimeZone,
+  ]);
   let checkedAt = deps.clock();
   await turn.ready;
   if (await releasedForPause(run, owner, rows)) return null;
@@ -267,7 +267,7 @@ async function publishChecked(
       {
         exchange: DELIVERY_EXCHANGE,
         routingKey,
-        body: buildEnvelope(d.row, options.serviceTimeZone),
+        body: buildEnvelope(d.row, zone),
         options: messageOptions(d.row),
       },
       notAfter,

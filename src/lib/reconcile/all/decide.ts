@@ -431,9 +431,7 @@ export function allReport(
  * twice, a person checking). Its metrics must not be rewritten without the night's pairs, which
  * would clear FcctlReconcileDifferences with nothing fixed (issue 36 §7).
  */
-export function joinedComplete(
-  r: Pick<RunAllResult, 'completeAtStart' | 'runIdGiven' | 'outcomes' | 'stop'>,
-): boolean {
+export function joinedComplete(r: Pick<RunAllResult, 'completeAtStart' | 'runIdGiven' | 'outcomes' | 'stop'>): boolean {
   return r.completeAtStart === true && r.runIdGiven === false && r.outcomes.length === 0 && r.stop === null;
 }
 

@@ -4,6 +4,8 @@ import type { Ctx, DbOptions, Deps } from '../lib/cli/context.js';
 export type { Ctx, Deps } from '../lib/cli/context.js';
 import type { Command, CommandUnknownOpts, OptionValues } from '@commander-js/extra-typings';
 import { requireSetting, resolveConfig, secretsOf } from '../lib/config/config.js';
+import { checkUrlEncoding } from '../lib/config/password.js';
+import { poolSizeOf } from '../lib/db/url.js';
 import { Output, SummaryHold } from '../lib/cli/output.js';
 import { type Db, openDb } from '../lib/db/connect.js';
 import { UsageError } from '../lib/cli/exit.js';
@@ -68,23 +70,26 @@ export function makeContext(cmd: CommandUnknownOpts, deps: Deps, resources: Reso
   resources.lastSecrets = secretsOf(config);
   let broker: Promise<Broker> | undefined;
   const amqp = () =>
-    (broker ??= openBroker(requireSetting(config, 'amqpUrl')).then((b) => {
+    (broker ??= openBroker(checkUrlEncoding('amqpUrl', requireSetting(config, 'amqpUrl'))).then((b) => {
       resources.add(() => b.close());
       return b;
     }));
   const lazy = (label: string, name: 'fcDatabaseUrl' | 'shDatabaseUrl') => {
     let pending: Promise<Db> | undefined;
     return (options: DbOptions = {}) => {
-      let forget: () => void = () => undefined;
+      // every pool an open made (PREFERRED may make two: TLS first, then plaintext)
+      const forgets: Array<() => void> = [];
+      const connectionLimit = poolSizeOf(config.dbPoolSize.value);
       pending ??= openDb(label, requireSetting(config, name), {
+        connectionLimit,
         ...options,
         // closed with the command even if it stopped waiting for the pool's first answer
         onPool: (db) => {
-          forget = resources.add(() => db.close());
+          forgets.push(resources.add(() => db.close()));
         },
       }).catch((err: unknown) => {
         // not kept (openDb closed it): a --follow service asks again once the database is back
-        forget();
+        for (const forget of forgets) forget();
         pending = undefined;
         throw err;
       });

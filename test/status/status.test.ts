@@ -224,7 +224,9 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
       });
       expect(r.code, side).toBe(2);
       expect(r.stdout).toBe('');
-      expect(r.stderr.trim().split('\n')).toEqual([`fcctl: ${side} database URL is not a valid URL: ***`]);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        `fcctl: ${side} database URL is not a valid URL: *** (percent-encode % # / ? @ : in its user or password (%25 %23 %2F %3F %40 %3A), or give the password in a file)`,
+      ]);
       expect(r.stderr).not.toContain('S3cretPW');
     }
   });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../cli/exit.js';
 import { maskUrl } from './mask.js';
+import { withPassword } from './password.js';
 
 /**
  * Every setting fcctl reads, with where it may come from. Precedence (SPEC §2):
@@ -9,8 +10,13 @@ import { maskUrl } from './mask.js';
  */
 export const SETTINGS = {
   fcDatabaseUrl: { env: 'FCCTL_FC_DATABASE_URL', flag: 'fcDatabaseUrl', kind: 'url' },
+  // A URL's password kept apart from it (best from a `_FILE`: any characters, never in `ps`);
+  // filled into the URL's password (see PASSWORDS). Secrets have no flag.
+  fcDatabasePassword: { env: 'FCCTL_FC_DATABASE_PASSWORD', flag: null, kind: 'secret' },
   shDatabaseUrl: { env: 'FCCTL_SH_DATABASE_URL', flag: 'shDatabaseUrl', kind: 'url' },
+  shDatabasePassword: { env: 'FCCTL_SH_DATABASE_PASSWORD', flag: null, kind: 'secret' },
   amqpUrl: { env: 'FCCTL_AMQP_URL', flag: 'amqpUrl', kind: 'url' },
+  amqpPassword: { env: 'FCCTL_AMQP_PASSWORD', flag: null, kind: 'secret' },
   // RabbitMQ's management API (http://user:pass@host:15672), read by `doctor --isolation` only.
   amqpManagementUrl: { env: 'FCCTL_AMQP_MANAGEMENT_URL', flag: 'amqpManagementUrl', kind: 'url' },
   flowUrl: { env: 'FCCTL_FLOW_URL', flag: 'flowUrl', kind: 'url' },
@@ -22,7 +28,17 @@ export const SETTINGS = {
   serviceTimeZone: { env: 'FCCTL_SERVICE_TIME_ZONE', flag: 'serviceTimeZone', kind: 'text' },
   // Secrets have no flag: a flag shows in `ps` and shell history.
   appSecret: { env: 'FCCTL_APP_SECRET', flag: null, kind: 'secret' },
+  // Connections of each database's main pool (FC, SH), plus 2 for batched writes: a deployment's
+  // choice against the server's max_connections, so no flag.
+  dbPoolSize: { env: 'FCCTL_DB_POOL_SIZE', flag: null, kind: 'text' },
 } as const;
+
+/** Each URL setting whose password may come from a setting of its own. */
+const PASSWORDS = [
+  ['fcDatabaseUrl', 'fcDatabasePassword'],
+  ['shDatabaseUrl', 'shDatabasePassword'],
+  ['amqpUrl', 'amqpPassword'],
+] as const;
 
 export type SettingName = keyof typeof SETTINGS;
 export type SettingSource = 'flag' | 'env' | 'env-file' | 'config' | 'config-file' | 'unset';
@@ -108,6 +124,13 @@ export function resolveConfig(inputs: ConfigInputs): Config {
       setting = { value: readValueFile(readFile, fileFile, `${name}File`), source: 'config-file' };
     else setting = { value: undefined, source: 'unset' };
     out[name] = setting;
+  }
+  for (const [urlName, passwordName] of PASSWORDS) {
+    const url = out[urlName];
+    const password = out[passwordName].value;
+    // the URL keeps its source; `config show` lists the password's on its own row
+    if (url.value !== undefined && password !== undefined)
+      out[urlName] = { value: withPassword(urlName, url.value, password), source: url.source };
   }
   return out;
 }

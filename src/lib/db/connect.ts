@@ -1,8 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
-import { EnvironmentError, UsageError } from '../cli/exit.js';
+import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
+import { identityCheck, openWithTls, sslModeOf, tlsCauseOf } from './tls.js';
+import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl } from './url.js';
 import { versionProblem } from './version.js';
+
+export { parseDatabaseUrl };
 
 /** A pool on one database; `label` names it in errors ("FC database"). */
 export interface Db {
@@ -64,22 +68,12 @@ async function retryOnLockConflict<T>(fn: () => Promise<T>): Promise<T> {
 /** Turns a driver error into a one-line environment error that never shows the password. */
 export function dbError(label: string, url: string, err: unknown): Error {
   const e = err as { code?: string; message?: string };
+  const tls = tlsCauseOf(err, sslModeOf(url));
+  if (tls) return new EnvironmentError(`cannot connect to ${label} at ${maskUrl(url)}: ${tls}`, { cause: err });
   if (e.code && CONNECT_CODES.has(e.code)) {
     return new EnvironmentError(`cannot connect to ${label} at ${maskUrl(url)}: ${e.code}`, { cause: err });
   }
   return err instanceof Error ? err : new Error(String(err));
-}
-
-/**
- * The URL of a database setting, or bad input (exit 2) naming it with the password masked.
- * @example parseDatabaseUrl('FC database', 'mysql://u:p@db:3306/fc').hostname // 'db'
- */
-export function parseDatabaseUrl(label: string, url: string): URL {
-  try {
-    return new URL(url);
-  } catch {
-    throw new UsageError(`${label} URL is not a valid URL: ${maskUrl(url)}`);
-  }
 }
 
 /** mysql2, imported by the first {@link openDb}. */
@@ -103,10 +97,27 @@ export interface OpenDbOptions {
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
 export async function openDb(label: string, url: string, options: OpenDbOptions = {}): Promise<Db> {
-  const poolOptions = poolOptionsOf(label, url, options);
+  const address = databaseAddressOf(label, url);
+  const poolOptions = poolOptionsOf(address, options);
   // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
-  driver ??= (await import('mysql2/promise')).default;
-  const pools = new Pools(label, driver, poolOptions, options.closeGraceMs);
+  const d = (driver ??= (await import('mysql2/promise')).default);
+  return openWithTls(label, address, d, poolOptions, {
+    open: (o) => openChecked(label, url, d, o, address, options),
+    fail: (err) => dbError(label, url, err),
+  });
+}
+
+/** Opens a pool with these options, checks it answers and gates the server's version. */
+async function openChecked(
+  label: string,
+  url: string,
+  driver: typeof mysql,
+  poolOptions: mysql.PoolOptions,
+  address: DatabaseAddress,
+  options: OpenDbOptions,
+): Promise<Db> {
+  const identity = identityCheck(address.tls, address.host);
+  const pools = new Pools(label, driver, poolOptions, options.closeGraceMs, (conn) => identity(conn.stream));
   const db = dbOn(label, url, pools);
   options.onPool?.(db);
   let version: string;
@@ -126,19 +137,15 @@ export async function openDb(label: string, url: string, options: OpenDbOptions 
   return db;
 }
 
-/** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
-function poolOptionsOf(label: string, url: string, options: OpenDbOptions): mysql.PoolOptions {
-  const parsed = parseDatabaseUrl(label, url);
-  if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
-    throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
-  }
+/** The driver's options for a database's address (TLS apart). */
+function poolOptionsOf(address: DatabaseAddress, options: OpenDbOptions): mysql.PoolOptions {
   return {
-    host: parsed.hostname,
-    port: parsed.port ? Number(parsed.port) : 3306,
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')) || undefined,
-    connectionLimit: options.connectionLimit ?? 10,
+    host: address.host,
+    port: address.port,
+    user: address.user,
+    password: address.password,
+    database: address.database,
+    connectionLimit: options.connectionLimit ?? DEFAULT_POOL_SIZE,
     connectTimeout: 5000,
     dateStrings: true,
     // MySQL 8's JSON columns as the text the server holds, never parsed: canon hashes text (issue 35 §4).
@@ -173,10 +180,20 @@ function connectionsOf(p: mysql.Pool | null): Held[] {
   return Array.from({ length: all.length }, (_, i) => all.get(i) as Held).filter((c) => c.stream?.destroyed !== true);
 }
 
-function preparePool(p: mysql.Pool): mysql.Pool {
+/** Why a new connection must not be used (a TLS identity check), or null. */
+type ConnectionCheck = (conn: { stream?: unknown }) => Error | null;
+
+function preparePool(p: mysql.Pool, check: ConnectionCheck, refuse: (err: Error) => void): mysql.Pool {
   return p.on('connection', (conn) => {
     // mysql2 emits pool errors on idle connections; a dropped idle connection is not fatal.
     conn.on('error', () => undefined);
+    const refused = check(conn as unknown as { stream?: unknown });
+    if (refused) {
+      // its first statement then fails, reported as this cause (Pools.failure)
+      refuse(refused);
+      conn.destroy();
+      return;
+    }
     // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
     // would read them differently, so every fcctl session turns it off.
     // (The event hands over the driver's callback connection; the command runs before any other.)
@@ -194,18 +211,31 @@ class Pools {
   readonly pool: mysql.Pool;
   private batchPool: mysql.Pool | null = null;
   private closing: Promise<void> | null = null;
+  /** why the last refused connection was refused: the cause of the error its statement gets */
+  private failure: Error | null = null;
+  private readonly refuse = (err: Error) => {
+    this.failure = err;
+  };
+  takeFailure(): Error | null {
+    const failure = this.failure;
+    this.failure = null;
+    return failure;
+  }
   constructor(
     private readonly label: string,
     readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
     private readonly closeGraceMs = CLOSE_GRACE_MS,
+    private readonly check: ConnectionCheck = () => null,
   ) {
-    this.pool = preparePool(driver.createPool(options));
+    this.pool = preparePool(driver.createPool(options), check, this.refuse);
   }
   batchConnection(): Promise<mysql.PoolConnection> {
     if (this.closing !== null) return Promise.reject(new Error(`${this.label}: pool is closed`));
     this.batchPool ??= preparePool(
       this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }),
+      this.check,
+      this.refuse,
     );
     return this.batchPool.getConnection();
   }
@@ -241,6 +271,7 @@ class Pools {
 }
 
 function dbOn(label: string, url: string, pools: Pools): Db {
+  const fail = (err: unknown) => dbError(label, url, pools.takeFailure() ?? err);
   const db: Db = {
     label,
     pool: pools.pool,
@@ -249,7 +280,7 @@ function dbOn(label: string, url: string, pools: Pools): Db {
         const rows = await pools.run(sql, params);
         return rows as T[];
       } catch (err) {
-        throw dbError(label, url, err);
+        throw fail(err);
       }
     },
     async execute(sql, params = []) {
@@ -257,11 +288,11 @@ function dbOn(label: string, url: string, pools: Pools): Db {
         const r = (await retryOnLockConflict(() => pools.run(sql, params))) as mysql.ResultSetHeader;
         return { affectedRows: r.affectedRows, insertId: r.insertId };
       } catch (err) {
-        throw dbError(label, url, err);
+        throw fail(err);
       }
     },
-    batch: (statements) => runBatch(db, statements, pools, (err) => dbError(label, url, err)),
-    transaction: (fn) => runTransaction(pools.pool, fn, (err) => dbError(label, url, err)),
+    batch: (statements) => runBatch(db, statements, pools, fail),
+    transaction: (fn) => runTransaction(pools.pool, fn, fail),
     close: () => pools.close(),
   };
   return db;

@@ -3,6 +3,7 @@ import { probeReturnBeforeAck } from '../amqp/probe.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/connect.js';
 import { checkSchema, describeProblem, type Side } from '../db/schema.js';
+import { sslModeOf } from '../db/tls.js';
 import type { FlowClient } from '../flow/client.js';
 import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
 import { brokerConnectedCheck, type CheckResult, redeclareCheck, vhostCheck } from './decide.js';
@@ -11,7 +12,7 @@ import { checkIsolation, isolationTarget } from './isolation/run.js';
 import { registeredAppKeys } from './isolation/store.js';
 import { CONSUMER_QUEUE } from './isolation/types.js';
 import { privilegeChecks } from './privileges.js';
-import { selectServerVersion } from './sql.js';
+import { selectServerVersion, selectSessionTls } from './sql.js';
 
 export interface DoctorOptions {
   readonly probe: boolean;
@@ -73,7 +74,9 @@ async function databaseChecks(side: Side, deps: DoctorDeps): Promise<CheckResult
     const db = side === 'fc' ? await deps.fcDb() : await deps.shDb();
     const { sql, params } = selectServerVersion();
     const [version] = await db.query<{ v: string }>(sql, params);
-    results.push({ check: label, status: 'ok', detail: `connected, server ${version?.v ?? '?'}` });
+    const [tls] = await db.query<{ Value: string }>(selectSessionTls().sql);
+    const how = `${tls?.Value ? `over ${tls.Value}` : 'in plaintext'} (ssl-mode=${sslModeOf(deps.config[name].value ?? '')})`;
+    results.push({ check: label, status: 'ok', detail: `connected ${how}, server ${version?.v ?? '?'}` });
     const problems = await checkSchema(db, side);
     results.push(
       problems.length === 0

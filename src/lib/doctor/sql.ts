@@ -23,3 +23,13 @@ export function showOwnGrants(): Statement {
 export function selectCurrentDatabase(): Statement {
   return { sql: 'SELECT DATABASE() AS d', params: [] };
 }
+
+/**
+ * The TLS version of this session (`Value` empty in plaintext): doctor says how it connected.
+ * SHOW, not a SELECT: MySQL 8 has no information_schema.SESSION_STATUS, MariaDB no
+ * performance_schema status tables by default.
+ * @example selectSessionTls().sql // "SHOW SESSION STATUS LIKE 'Ssl_version'"
+ */
+export function selectSessionTls(): Statement {
+  return { sql: "SHOW SESSION STATUS LIKE 'Ssl_version'", params: [] };
+}

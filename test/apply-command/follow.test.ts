@@ -165,18 +165,55 @@ describe('apply-command resolve-unknown --follow', () => {
 
   // before issue 34, 503s turned all three rows DEAD (retry_count 6) within ~15 s and timeouts
   // charged them every few seconds, with /readyz 200 all along
-  const outages: Array<{ what: string; fault: Fault; holdMs: number; reason: RegExp }> = [
-    { what: 'every request 503', fault: { path: '*', kind: 'status', status: 503 }, holdMs: 15_000, reason: /503/ },
-    { what: 'every request timing out', fault: { path: '*', kind: 'timeout' }, holdMs: 8_000, reason: /timeout/ },
-    { what: 'every connection dropped', fault: { path: '*', kind: 'drop' }, holdMs: 8_000, reason: /network/ },
+  // A partial outage too: every POST apply failing while lookups answer, and the rows' lookups
+  // failing while the readiness lookup (biz type fcctl-probe) answers. Before, both charged every
+  // row (DEAD, or FAILED 5, within 15 s with --backoff-base 1) with /readyz 200 all along.
+  const outages: Array<{ what: string; faults: (p: string) => Fault[]; holdMs: number; reason: RegExp }> = [
+    {
+      what: 'every request 503',
+      faults: () => [{ path: '*', kind: 'status', status: 503 }],
+      holdMs: 15_000,
+      reason: /503/,
+    },
+    {
+      what: 'every request timing out',
+      faults: () => [{ path: '*', kind: 'timeout' }],
+      holdMs: 8_000,
+      reason: /timeout/,
+    },
+    { what: 'every connection dropped', faults: () => [{ path: '*', kind: 'drop' }], holdMs: 8_000, reason: /network/ },
+    {
+      what: 'every POST apply 503, lookups answering',
+      faults: () => [{ path: '/oapi/flow/apply', kind: 'status', status: 503 }],
+      holdMs: 15_000,
+      reason: /503/,
+    },
+    {
+      what: 'every POST apply timing out, lookups answering',
+      faults: () => [{ path: '/oapi/flow/apply', kind: 'timeout' }],
+      holdMs: 10_000,
+      reason: /timeout/,
+    },
+    {
+      what: "the rows' lookups 500, the readiness lookup answering",
+      faults: (p) =>
+        [1, 2, 3].map((i) => ({
+          path: '/oapi/flow/instance' as const,
+          kind: 'status' as const,
+          status: 500,
+          bizId: `${p}-${i}`,
+        })),
+      holdMs: 15_000,
+      reason: /500/,
+    },
   ];
-  for (const { what, fault, holdMs, reason } of outages)
+  for (const { what, faults, holdMs, reason } of outages)
     test(`a flow-center outage that begins after start (${what}): outage and /readyz 503, no row charged, settled once it answers (issue 34 §1)`, async () => {
       const port = await freePort();
       const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '4']);
       await r.waitForLine('running', isState('running'));
-      await fc.faults([fault]);
       const p = uniquePrefix('rx');
+      await fc.faults(faults(p));
       await insertCommands(
         admin,
         shName,

@@ -273,6 +273,38 @@ describe('apply-command resolve-unknown --follow', () => {
     expect((await r.stop()).code).toBe(0);
   });
 
+  test('a row whose lookup always 500s, and one whose POST apply always 500s, still go DEAD among good rows and alone; never an outage', async () => {
+    const port = await freePort();
+    const p = uniquePrefix('rd');
+    await fc.faults([
+      { path: '/oapi/flow/instance', kind: 'status', status: 500, bizId: `${p}-lookup` },
+      { path: '/oapi/flow/apply', kind: 'status', status: 500, bizId: `${p}-apply` },
+    ]);
+    const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '2', '--max-retries', '3']);
+    await r.waitForLine('running', isState('running'));
+    await insertCommands(
+      admin,
+      shName,
+      ['ok1', 'lookup', 'apply', 'ok2'].map((k) => ({ bizId: `${p}-${k}`, state: 'UNKNOWN' as const })),
+    );
+    await waitFor(
+      'the good rows DONE, the bad ones DEAD',
+      async () => (await commandsOf(admin, shName, p)).map((c) => c.state).join() === 'DONE,DEAD,DEAD,DONE',
+      30_000,
+      200,
+    );
+    const rows = await commandsOf(admin, shName, p);
+    expect(rows.map((c) => [c.retry_count, c.last_error?.split(':')[0] ?? null])).toEqual([
+      [0, null],
+      [3, 'LOOKUP_HTTP_500'],
+      [3, 'APPLY_HTTP_500'],
+      [0, null],
+    ]);
+    expect(r.lines().some(isState('outage'))).toBe(false);
+    expect((await httpGet(port, '/readyz')).status).toBe(200);
+    expect((await r.stop()).code).toBe(0);
+  });
+
   test('a due row locked by another transaction is polled, not spun on: CPU and statements as when idle (issue 34 §2)', async () => {
     const p = uniquePrefix('rl');
     await insertCommands(admin, shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);

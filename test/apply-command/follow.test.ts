@@ -243,7 +243,8 @@ describe('apply-command resolve-unknown --follow', () => {
         40_000,
         200,
       );
-      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      // ready again once the pass that settled them ends (after an outage the readiness lookup cannot see)
+      await waitFor('/readyz 200', async () => (await httpGet(port, '/readyz')).status === 200, 5_000, 50);
       expect(sample((await httpGet(port, '/metrics')).body, 'fcctl_service_ready', LABEL)).toBe(1);
       expect((await r.stop()).code).toBe(0);
     });
@@ -300,6 +301,18 @@ describe('apply-command resolve-unknown --follow', () => {
       [3, 'APPLY_HTTP_500'],
       [0, null],
     ]);
+    // then two more, one after the other, each alone: a row charged is no longer a suspect that
+    // makes the next one's failures an outage (it would never go DEAD)
+    for (const k of ['x', 'y']) {
+      await fc.faults([{ path: '/oapi/flow/instance', kind: 'status', status: 500, bizId: `${p}-${k}` }]);
+      await insertCommands(admin, shName, [{ bizId: `${p}-${k}`, state: 'UNKNOWN' }]);
+      await waitFor(
+        `the bad row ${k} DEAD`,
+        async () => (await commandsOf(admin, shName, `${p}-${k}`))[0]?.state === 'DEAD',
+        20_000,
+        200,
+      );
+    }
     expect(r.lines().some(isState('outage'))).toBe(false);
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await r.stop()).code).toBe(0);

@@ -246,6 +246,12 @@ export interface Suspects {
 
 export const noSuspects = (): Suspects => ({ lookup: new Set(), apply: new Set() });
 
+/** Empties both sets. */
+export function forget(suspects: Suspects): void {
+  suspects.lookup.clear();
+  suspects.apply.clear();
+}
+
 /**
  * The rule: a request of the same kind (lookup, apply) for another row answered well since the
  * row's request was sent makes the error the row's. Otherwise: the readiness lookup failing too,

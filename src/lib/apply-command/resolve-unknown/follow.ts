@@ -19,7 +19,7 @@ import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
-import { addSummary, emptySummary, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
+import { addSummary, emptySummary, forget, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
 import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
 import { backlog } from './store.js';
 
@@ -106,6 +106,8 @@ export async function followResolve(
       checked = true;
     }
     if (!flowDown || !due) running();
+    // nothing due: no suspect waits for a retry (settled, or by another resolver)
+    if (!due) forget(suspects);
     if (!due) {
       if (!(await waitStepping(options.pollMs, deps))) break;
       continue;
@@ -119,7 +121,8 @@ export async function followResolve(
     }
     addSummary(total, part);
     const problem = flowCenterStop(part);
-    flowDown = problem?.kind === 'outage';
+    if (problem) flowDown = problem.kind === 'outage';
+    else if (flowDown) running(); // the flow center answered a whole pass: ready again
     if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
     // due rows all locked by another transaction (SKIP LOCKED claims nothing): poll, never spin
     if (!problem && idleAfterPass(part) && !(await waitStepping(options.pollMs, deps))) break;

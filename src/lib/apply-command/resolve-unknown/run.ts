@@ -196,8 +196,10 @@ class ResolveRun {
         suspectBefore: suspects.has(id),
       });
       if (verdict === 'outage') this.tripped = true;
-      // failed with nothing answered since: the next pass judges it with the others
+      // failed with nothing answered since: the next pass judges it with the others; charged, it
+      // is the row's (kept, a row that went DEAD would make the next lone failure an outage)
       if (verdict === 'outage' || verdict === 'suspect') suspects.add(id);
+      else if (verdict === 'row') suspects.delete(id);
       if (verdict !== 'probe') return verdict;
       if (this.probe === null || this.probe.seq <= mark.sent) this.probe = this.askReadiness();
       probeFailed = await this.probe.failed;

@@ -446,22 +446,24 @@ describe('refusesCredentials: a 401 always stops the run, a 403 only before anyt
 });
 
 describe("errorVerdict: an error is the row's while the flow center answers others, an outage when it answers nothing (issue 34 §1)", () => {
-  const table: Array<[boolean, boolean, boolean, boolean, 'row' | 'outage' | 'probe']> = [
-    // answeredSince, probeFailed, tripped, leaseCovers → verdict
-    [true, false, false, true, 'row'], // another row answered: SPEC §9, FAILED and charged
-    [true, true, false, true, 'row'], // answered since, whatever the readiness lookup said
-    [true, false, true, false, 'row'],
-    [false, false, false, true, 'probe'], // nothing tells yet: ask the readiness lookup
-    [false, true, false, true, 'outage'], // the readiness lookup failed too: every request fails
-    [false, true, false, false, 'outage'],
-    [false, false, true, true, 'outage'], // the run tripped already (another row's outage, the streak)
-    [false, false, true, false, 'outage'],
-    [false, false, false, false, 'row'], // no lease left for the readiness lookup: charged as a batch run charges it
+  type V = 'row' | 'outage' | 'probe' | 'suspect';
+  const table: Array<[boolean, boolean, boolean, boolean, boolean, boolean, V]> = [
+    // answeredSince, probeFailed, tripped, otherSuspects, mayProbe, suspectBefore → verdict
+    [true, false, false, false, true, false, 'row'], // another row's request answered: SPEC §9, FAILED and charged
+    [true, true, false, true, true, false, 'row'], // answered since, whatever the readiness lookup said
+    [true, false, true, false, false, true, 'row'],
+    [false, false, false, false, true, false, 'probe'], // nothing tells yet: ask the readiness lookup
+    [false, true, false, false, false, false, 'outage'], // the readiness lookup failed too: every request fails
+    [false, false, true, false, true, false, 'outage'], // the run tripped already (another row's outage, the streak)
+    [false, false, false, true, true, false, 'outage'], // another row's request of this kind failed too, none answered
+    [false, false, false, true, false, true, 'outage'],
+    [false, false, false, false, false, false, 'suspect'], // alone, readiness lookup answers (or apply): released once
+    [false, false, false, false, false, true, 'row'], // alone again: the row's (it still goes DEAD)
   ];
   it.each(table)(
-    'answeredSince %s, probeFailed %s, tripped %s, leaseCovers %s → %s',
-    (answeredSince, probeFailed, tripped, leaseCovers, want) =>
-      expect(errorVerdict({ answeredSince, probeFailed, tripped, leaseCovers })).toBe(want),
+    'answeredSince %s, probeFailed %s, tripped %s, otherSuspects %s, mayProbe %s, suspectBefore %s → %s',
+    (answeredSince, probeFailed, tripped, otherSuspects, mayProbe, suspectBefore, want) =>
+      expect(errorVerdict({ answeredSince, probeFailed, tripped, otherSuspects, mayProbe, suspectBefore })).toBe(want),
   );
 });
 

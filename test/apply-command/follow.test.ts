@@ -165,18 +165,55 @@ describe('apply-command resolve-unknown --follow', () => {
 
   // before issue 34, 503s turned all three rows DEAD (retry_count 6) within ~15 s and timeouts
   // charged them every few seconds, with /readyz 200 all along
-  const outages: Array<{ what: string; fault: Fault; holdMs: number; reason: RegExp }> = [
-    { what: 'every request 503', fault: { path: '*', kind: 'status', status: 503 }, holdMs: 15_000, reason: /503/ },
-    { what: 'every request timing out', fault: { path: '*', kind: 'timeout' }, holdMs: 8_000, reason: /timeout/ },
-    { what: 'every connection dropped', fault: { path: '*', kind: 'drop' }, holdMs: 8_000, reason: /network/ },
+  // A partial outage too: every POST apply failing while lookups answer, and the rows' lookups
+  // failing while the readiness lookup (biz type fcctl-probe) answers. Before, both charged every
+  // row (DEAD, or FAILED 5, within 15 s with --backoff-base 1) with /readyz 200 all along.
+  const outages: Array<{ what: string; faults: (p: string) => Fault[]; holdMs: number; reason: RegExp }> = [
+    {
+      what: 'every request 503',
+      faults: () => [{ path: '*', kind: 'status', status: 503 }],
+      holdMs: 15_000,
+      reason: /503/,
+    },
+    {
+      what: 'every request timing out',
+      faults: () => [{ path: '*', kind: 'timeout' }],
+      holdMs: 8_000,
+      reason: /timeout/,
+    },
+    { what: 'every connection dropped', faults: () => [{ path: '*', kind: 'drop' }], holdMs: 8_000, reason: /network/ },
+    {
+      what: 'every POST apply 503, lookups answering',
+      faults: () => [{ path: '/oapi/flow/apply', kind: 'status', status: 503 }],
+      holdMs: 15_000,
+      reason: /503/,
+    },
+    {
+      what: 'every POST apply timing out, lookups answering',
+      faults: () => [{ path: '/oapi/flow/apply', kind: 'timeout' }],
+      holdMs: 10_000,
+      reason: /timeout/,
+    },
+    {
+      what: "the rows' lookups 500, the readiness lookup answering",
+      faults: (p) =>
+        [1, 2, 3].map((i) => ({
+          path: '/oapi/flow/instance' as const,
+          kind: 'status' as const,
+          status: 500,
+          bizId: `${p}-${i}`,
+        })),
+      holdMs: 15_000,
+      reason: /500/,
+    },
   ];
-  for (const { what, fault, holdMs, reason } of outages)
+  for (const { what, faults, holdMs, reason } of outages)
     test(`a flow-center outage that begins after start (${what}): outage and /readyz 503, no row charged, settled once it answers (issue 34 §1)`, async () => {
       const port = await freePort();
       const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '4']);
       await r.waitForLine('running', isState('running'));
-      await fc.faults([fault]);
       const p = uniquePrefix('rx');
+      await fc.faults(faults(p));
       await insertCommands(
         admin,
         shName,
@@ -206,7 +243,8 @@ describe('apply-command resolve-unknown --follow', () => {
         40_000,
         200,
       );
-      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      // ready again once the pass that settled them ends (after an outage the readiness lookup cannot see)
+      await waitFor('/readyz 200', async () => (await httpGet(port, '/readyz')).status === 200, 5_000, 50);
       expect(sample((await httpGet(port, '/metrics')).body, 'fcctl_service_ready', LABEL)).toBe(1);
       expect((await r.stop()).code).toBe(0);
     });
@@ -231,6 +269,50 @@ describe('apply-command resolve-unknown --follow', () => {
     const bad = (await commandsOf(admin, shName, p))[1]!;
     expect(bad).toMatchObject({ retry_count: 1, claim_owner: null });
     expect(bad.last_error).toMatch(/^LOOKUP_HTTP_500/);
+    expect(r.lines().some(isState('outage'))).toBe(false);
+    expect((await httpGet(port, '/readyz')).status).toBe(200);
+    expect((await r.stop()).code).toBe(0);
+  });
+
+  test('a row whose lookup always 500s, and one whose POST apply always 500s, still go DEAD among good rows and alone; never an outage', async () => {
+    const port = await freePort();
+    const p = uniquePrefix('rd');
+    await fc.faults([
+      { path: '/oapi/flow/instance', kind: 'status', status: 500, bizId: `${p}-lookup` },
+      { path: '/oapi/flow/apply', kind: 'status', status: 500, bizId: `${p}-apply` },
+    ]);
+    const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '2', '--max-retries', '3']);
+    await r.waitForLine('running', isState('running'));
+    await insertCommands(
+      admin,
+      shName,
+      ['ok1', 'lookup', 'apply', 'ok2'].map((k) => ({ bizId: `${p}-${k}`, state: 'UNKNOWN' as const })),
+    );
+    await waitFor(
+      'the good rows DONE, the bad ones DEAD',
+      async () => (await commandsOf(admin, shName, p)).map((c) => c.state).join() === 'DONE,DEAD,DEAD,DONE',
+      30_000,
+      200,
+    );
+    const rows = await commandsOf(admin, shName, p);
+    expect(rows.map((c) => [c.retry_count, c.last_error?.split(':')[0] ?? null])).toEqual([
+      [0, null],
+      [3, 'LOOKUP_HTTP_500'],
+      [3, 'APPLY_HTTP_500'],
+      [0, null],
+    ]);
+    // then two more, one after the other, each alone: a row charged is no longer a suspect that
+    // makes the next one's failures an outage (it would never go DEAD)
+    for (const k of ['x', 'y']) {
+      await fc.faults([{ path: '/oapi/flow/instance', kind: 'status', status: 500, bizId: `${p}-${k}` }]);
+      await insertCommands(admin, shName, [{ bizId: `${p}-${k}`, state: 'UNKNOWN' }]);
+      await waitFor(
+        `the bad row ${k} DEAD`,
+        async () => (await commandsOf(admin, shName, `${p}-${k}`))[0]?.state === 'DEAD',
+        20_000,
+        200,
+      );
+    }
     expect(r.lines().some(isState('outage'))).toBe(false);
     expect((await httpGet(port, '/readyz')).status).toBe(200);
     expect((await r.stop()).code).toBe(0);

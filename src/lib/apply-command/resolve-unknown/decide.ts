@@ -229,31 +229,57 @@ export function refusesCredentials(answer: LookupResult | ApplyResult, acceptedB
 /**
  * Whose fault a row's error answer is, in a follow resolver (issue 34 §1): the row's (FAILED with
  * backoff and its retry charged, SPEC §9), the flow center's (an outage: the row is released
- * uncharged and the service waits it out), or not known yet (ask the readiness lookup).
+ * uncharged and the service waits it out), not known yet (ask the readiness lookup), or a suspect:
+ * released uncharged this once and remembered, charged if it fails again alone.
  */
-export type ErrorVerdict = 'row' | 'outage' | 'probe';
+export type ErrorVerdict = 'row' | 'outage' | 'probe' | 'suspect';
 
 /**
- * The rule: the flow center answering anything well since the row's request was sent (another
- * row, the readiness lookup) makes the error the row's. Nothing answered well since and a
- * readiness lookup sent after the row's request failed too, or the run already tripped: the flow
- * center fails every request, an outage, whenever it began and however few rows a pass holds.
- * Otherwise the readiness lookup decides — unless the row's lease cannot cover one more request:
- * then the error is charged as a batch run charges it.
- * @example errorVerdict({ answeredSince: false, probeFailed: true, tripped: false, leaseCovers: true }) // 'outage'
+ * Rows whose lookup (or apply) failed with no lookup (or apply) of another row answered well
+ * since: a follow resolver keeps them across passes, so that an outage of real requests is seen
+ * even while the readiness lookup answers (it cannot vouch for POST apply at all).
+ */
+export interface Suspects {
+  readonly lookup: Set<string>;
+  readonly apply: Set<string>;
+}
+
+export const noSuspects = (): Suspects => ({ lookup: new Set(), apply: new Set() });
+
+/** Empties both sets. */
+export function forget(suspects: Suspects): void {
+  suspects.lookup.clear();
+  suspects.apply.clear();
+}
+
+/**
+ * The rule: a request of the same kind (lookup, apply) for another row answered well since the
+ * row's request was sent makes the error the row's. Otherwise: the readiness lookup failing too,
+ * the run already tripped, or another row's request of that kind failing with none answered well
+ * since (the flow center fails every real request, whatever the readiness lookup says) is an
+ * outage. Otherwise a lookup error asks the readiness lookup (when the lease covers one); then
+ * the row alone fails: charged if it failed so before, else a suspect (a row whose request always
+ * fails still goes DEAD, one retry later).
+ * @example errorVerdict({ answeredSince: false, probeFailed: true, tripped: false, otherSuspects: false, mayProbe: false, suspectBefore: false }) // 'outage'
  */
 export function errorVerdict(s: {
-  /** a well-formed answer (found, not found, a branch) came back after the row's request was sent */
+  /** a well-formed answer to a request of the same kind came back after the row's request was sent */
   readonly answeredSince: boolean;
   /** a readiness lookup sent after the row's request came back with an error */
   readonly probeFailed: boolean;
   /** the run stopped for the flow center's errors (or another row's verdict was an outage) */
   readonly tripped: boolean;
-  readonly leaseCovers: boolean;
+  /** another row is a {@link Suspects} of the same kind */
+  readonly otherSuspects: boolean;
+  /** a lookup error not yet checked by a readiness lookup, and the row's lease covers one */
+  readonly mayProbe: boolean;
+  /** the row is already a suspect of that kind (it failed so before, nothing answered well since) */
+  readonly suspectBefore: boolean;
 }): ErrorVerdict {
   if (s.answeredSince) return 'row';
-  if (s.probeFailed || s.tripped) return 'outage';
-  return s.leaseCovers ? 'probe' : 'row';
+  if (s.probeFailed || s.tripped || s.otherSuspects) return 'outage';
+  if (s.mayProbe) return 'probe';
+  return s.suspectBefore ? 'row' : 'suspect';
 }
 
 /**

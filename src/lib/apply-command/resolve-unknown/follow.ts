@@ -19,7 +19,7 @@ import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
 import { stateOnce, waitStepping } from '../../service/loop.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
-import { addSummary, emptySummary, idleAfterPass, type ResolveSummary } from './decide.js';
+import { addSummary, emptySummary, forget, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
 import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
 import { backlog } from './store.js';
 
@@ -60,6 +60,17 @@ export async function followResolve(
   const setState = stateOnce(deps.onState);
   let failures = 0;
   let checked = false;
+  // Rows whose requests failed alone (issue 34 §1), judged across passes; and whether the last pass
+  // stopped for an outage the readiness lookup may not see (POST apply failing, or rows' lookups
+  // while it answers): the state stays `outage` until a pass goes through.
+  const suspects = noSuspects();
+  let flowDown = false;
+  const running = () => {
+    flowDown = false;
+    failures = 0;
+    deps.onConnection?.('flow_center', true);
+    setState('running');
+  };
   const failed = async (kind: FailureKind, why: string, target: 'sh_database' | 'flow_center') => {
     failures += 1;
     checked = false;
@@ -93,37 +104,44 @@ export async function followResolve(
         continue;
       }
       checked = true;
-      failures = 0;
-      deps.onConnection?.('flow_center', true);
     }
-    setState('running');
+    if (!flowDown || !due) running();
+    // nothing due: no suspect waits for a retry (settled, or by another resolver)
+    if (!due) forget(suspects);
     if (!due) {
       if (!(await waitStepping(options.pollMs, deps))) break;
       continue;
     }
     let part: ResolveSummary;
     try {
-      part = await onePass(options, deps, total.claimed, deadline);
+      part = await onePass(options, { ...deps, suspects }, total.claimed, deadline);
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
       continue;
     }
     addSummary(total, part);
     const problem = flowCenterStop(part);
+    if (problem) flowDown = problem.kind === 'outage';
+    else if (flowDown) running(); // the flow center answered a whole pass: ready again
     if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
     // due rows all locked by another transaction (SKIP LOCKED claims nothing): poll, never spin
     if (!problem && idleAfterPass(part) && !(await waitStepping(options.pollMs, deps))) break;
   }
   setState('draining');
-  total.stoppedBy =
-    total.claimed >= options.maxRows
-      ? 'max-rows'
-      : deps.signal.aborted
-        ? 'signal'
-        : deps.clock() >= deadline
-          ? 'max-seconds'
-          : total.stoppedBy;
+  total.stoppedBy = followStop(total, options.maxRows, deps, deadline);
   return total;
+}
+
+/** Why the service loop ended. */
+function followStop(
+  total: ResolveSummary,
+  maxRows: number,
+  deps: ResolveFollowDeps,
+  deadline: number,
+): ResolveSummary['stoppedBy'] {
+  if (total.claimed >= maxRows) return 'max-rows';
+  if (deps.signal.aborted) return 'signal';
+  return deps.clock() >= deadline ? 'max-seconds' : total.stoppedBy;
 }
 
 /**

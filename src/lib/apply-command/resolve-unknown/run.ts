@@ -20,12 +20,14 @@ import {
   countReport,
   emptySummary,
   errorVerdict,
+  noSuspects,
   planWrite,
   refusesCredentials,
   resolve,
   type ResolveSummary,
   type RowReport,
   signatureAccepted,
+  type Suspects,
   type Transition,
 } from './decide.js';
 import { applyWrite, claimRows, claimStart, countOtherAppKey, peekRows } from './store.js';
@@ -73,6 +75,8 @@ export interface ResolveDeps {
   readonly onRow?: (row: ApplyCommandRow, report: RowReport) => void;
   /** the pause switch, read at start and before each claim or page (src/lib/pause/run.ts) */
   readonly paused?: () => Promise<PauseState | null>;
+  /** `confirmErrors`: the rows whose requests failed alone, kept across passes by a follow resolver */
+  readonly suspects?: Suspects;
 }
 
 /** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
@@ -81,7 +85,10 @@ const isError = (r: LookupResult | ApplyResult) =>
 
 type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
 
-/** Where a request stands among the run's others: how many were sent and well answered before it. */
+/** The requests a row makes; the readiness lookup is neither (it vouches for no row's request). */
+type RequestKind = 'lookup' | 'apply';
+
+/** Where a request stands among the run's others: how many were sent, and answered well (same kind), before it. */
 type Mark = { readonly sent: number; readonly answers: number };
 
 /** Margin a lease must keep beyond one more request. */
@@ -107,9 +114,10 @@ class ResolveRun {
   private refused: string | null = null;
   /** whether the flow center has accepted a signed request of this run (then a 403 is the row's) */
   private accepted = false;
-  /** flow-center requests sent, and well-formed answers back, so far ({@link Mark}) */
+  /** flow-center requests sent, and well-formed answers to rows' requests back, so far ({@link Mark}) */
   private sent = 0;
-  private answers = 0;
+  private readonly answers = { lookup: 0, apply: 0 };
+  private readonly suspects: Suspects;
   /** the last readiness lookup (`confirmErrors`): shared by the rows whose errors wait on it */
   private probe: { readonly seq: number; readonly failed: Promise<boolean> } | null = null;
 
@@ -120,6 +128,7 @@ class ResolveRun {
     this.deadline = deps.clock() + options.maxSeconds * 1000;
     this.http = pLimit(options.concurrency);
     this.writes = new WriteBatcher(deps.db, { lingerMs: 20 });
+    this.suspects = deps.suspects ?? noSuspects();
   }
 
   report(row: ApplyCommandRow, r: RowReport): void {
@@ -127,8 +136,11 @@ class ResolveRun {
     this.deps.onRow?.(row, r);
   }
 
-  /** Notes one flow-center answer: branches, the credentials refusal, the consecutive-error streak. */
-  noteAnswer(r: LookupResult | ApplyResult, what: string): void {
+  /**
+   * Notes one flow-center answer: branches, the credentials refusal, the consecutive-error streak;
+   * a row's request answered well clears the suspects of its kind.
+   */
+  noteAnswer(r: LookupResult | ApplyResult, what: string, kind?: RequestKind): void {
     if (r.kind === 'applied' || r.kind === 'unknown-branch')
       bump(this.summary.branches, cutText(r.branch, COLUMN_WIDTH.lastBranch));
     const refusal = refusesCredentials(r, this.accepted);
@@ -139,7 +151,10 @@ class ResolveRun {
     }
     if (!isError(r)) {
       this.errorStreak = 0;
-      this.answers += 1;
+      if (kind !== undefined) {
+        this.answers[kind] += 1;
+        this.suspects[kind].clear();
+      }
       return;
     }
     this.errorStreak += 1;
@@ -148,38 +163,53 @@ class ResolveRun {
   }
 
   /** Notes a request about to be sent. */
-  private mark(): Mark {
+  private mark(kind: RequestKind): Mark {
     this.sent += 1;
-    return { sent: this.sent, answers: this.answers };
+    return { sent: this.sent, answers: this.answers[kind] };
   }
 
   /**
-   * With `confirmErrors`, whether an error answer is the flow center's (an outage: the run stops,
-   * the row is released uncharged) rather than the row's. A readiness lookup is asked when nothing
-   * else tells: one at a time, shared by the rows whose requests went out before it.
+   * With `confirmErrors`, what an error answer of a row is ({@link errorVerdict}): the row's
+   * (`row`), the flow center's (`outage`: the run stops, the row is released uncharged) or a
+   * suspect's (released uncharged, remembered). A readiness lookup is asked for a lookup error
+   * when nothing else tells: one at a time, shared by the rows whose requests went out before it.
    */
-  private async outage(r: LookupResult | ApplyResult, mark: Mark, claimedAt: number): Promise<boolean> {
-    if (!this.options.confirmErrors || !isError(r)) return false;
+  private async verdict(
+    r: LookupResult | ApplyResult,
+    kind: RequestKind,
+    mark: Mark,
+    row: ApplyCommandRow,
+    claimedAt: number,
+  ): Promise<'row' | 'outage' | 'suspect'> {
+    if (!this.options.confirmErrors || !isError(r)) return 'row';
+    const id = String(row.id);
     let probeFailed = false;
+    let probed = kind === 'apply'; // a lookup answering says nothing about POST apply
     for (;;) {
+      const suspects = this.suspects[kind];
       const verdict = errorVerdict({
-        answeredSince: this.answers > mark.answers,
+        answeredSince: this.answers[kind] > mark.answers,
         probeFailed,
         tripped: this.tripped,
-        leaseCovers: this.leaseCovers(claimedAt),
+        otherSuspects: suspects.size > (suspects.has(id) ? 1 : 0),
+        mayProbe: !probed && this.leaseCovers(claimedAt),
+        suspectBefore: suspects.has(id),
       });
-      if (verdict === 'row') return false;
-      if (verdict === 'outage') {
-        this.tripped = true;
-        return true;
-      }
+      if (verdict === 'outage') this.tripped = true;
+      // failed with nothing answered since: the next pass judges it with the others; charged, it
+      // is the row's (kept, a row that went DEAD would make the next lone failure an outage)
+      if (verdict === 'outage' || verdict === 'suspect') suspects.add(id);
+      else if (verdict === 'row') suspects.delete(id);
+      if (verdict !== 'probe') return verdict;
       if (this.probe === null || this.probe.seq <= mark.sent) this.probe = this.askReadiness();
       probeFailed = await this.probe.failed;
+      probed = true;
     }
   }
 
   private askReadiness(): { seq: number; failed: Promise<boolean> } {
-    const { sent: seq } = this.mark();
+    this.sent += 1;
+    const seq = this.sent;
     const failed = this.deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId).then(
       (r) => {
         this.noteAnswer(r, 'the readiness lookup');
@@ -370,28 +400,35 @@ class ResolveRun {
     return null;
   }
 
+  /** A row released uncharged for an error that may be the flow center's (an unanswered apply is looked up first next time). */
+  private releaseFor(verdict: 'outage' | 'suspect'): Decided {
+    return { kind: 'release', reason: verdict === 'outage' ? this.haltReason() : 'UNCONFIRMED_ERROR' };
+  }
+
   /** Look up; resend only when not found, only while the lease is surely ours and the run goes on. */
   private async decideRow(row: ApplyCommandRow, claimedAt: number): Promise<Decided> {
     const before = this.holdBack(claimedAt);
     if (before) return before;
-    const sent = this.mark();
+    const sent = this.mark('lookup');
     const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id);
     this.summary.lookups += 1;
-    this.noteAnswer(lookup, 'GET /oapi/flow/instance');
+    this.noteAnswer(lookup, 'GET /oapi/flow/instance', 'lookup');
     if (this.releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
-    if (await this.outage(lookup, sent, claimedAt)) return { kind: 'release', reason: this.haltReason() };
+    const looked = await this.verdict(lookup, 'lookup', sent, row, claimedAt);
+    if (looked !== 'row') return this.releaseFor(looked);
     const step = resolve(row, lookup);
     if (step.kind !== 'post') return { kind: 'transition', t: step };
     // After a stop signal no new POST starts: the lookup found nothing, so the row is released as
     // it was and the next run looks again.
     const held = this.holdBack(claimedAt);
     if (held) return held;
-    const posted = this.mark();
+    const posted = this.mark('apply');
     const applied = await this.deps.flow.apply(step.request);
     this.summary.posts += 1;
-    this.noteAnswer(applied, 'POST /oapi/flow/apply');
+    this.noteAnswer(applied, 'POST /oapi/flow/apply', 'apply');
     if (this.releasedByRefusal(applied)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
-    if (await this.outage(applied, posted, claimedAt)) return { kind: 'release', reason: this.haltReason() };
+    const answered = await this.verdict(applied, 'apply', posted, row, claimedAt);
+    if (answered !== 'row') return this.releaseFor(answered);
     return { kind: 'transition', t: resolve(row, lookup, applied) };
   }
 

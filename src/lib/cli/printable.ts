@@ -2,11 +2,14 @@
  * Text read from a database, the broker or the flow center (a `last_error`, a reason, a host, a
  * flow instance) shown on a terminal: its control characters — C0, DEL and C1, which carry escape
  * sequences (`ESC ] 0 ; title BEL` retitles the window, `ESC [ … m` colours, `CSI` alone is U+009B)
- * and newlines that would split a line — shown as `\uXXXX`, never sent to the terminal.
+ * and newlines that would split a line — shown as `\uXXXX`, never sent to the terminal; so are the
+ * characters that reorder or hide text without being seen (bidi overrides and isolates such as
+ * U+202E, zero-width characters, the soft hyphen, U+2028/U+2029: "Trojan Source", CVE-2021-42574),
+ * so what is shown is what the value holds.
  */
 
 // eslint-disable-next-line no-control-regex
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 /**
  * One line of printable text.
@@ -14,6 +17,16 @@ const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
  */
 export function printable(text: string): string {
   return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Whether a terminal shows `text` as it is ({@link printable} leaves it unchanged): a word of a
+ * printed command must be, or the line a person copies from the screen names another value (the
+ * view shows U+0085 as the six characters `\u0085`, which the shell then passes on).
+ * @example shownAsIs('k-1') // true; shownAsIs('k\u0085') // false
+ */
+export function shownAsIs(text: string): boolean {
+  return printable(text) === text;
 }
 
 /**

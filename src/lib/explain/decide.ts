@@ -3,6 +3,7 @@
  * the exact next command it suggests, relative times and the exit code. No I/O.
  */
 import { ExitCode } from '../cli/exit.js';
+import { shownAsIs } from '../cli/printable.js';
 import { shellLine, shellWord } from '../cli/shell.js';
 import { consumerHasIt } from '../deliveries/replay/decide.js';
 import {
@@ -97,10 +98,17 @@ export type Suggestion =
 
 function suggestion(claims: readonly Claim[], words: () => string[]): Suggestion {
   const bad = claims.find((c) => !c.fits);
-  if (bad === undefined) return { command: shellLine(words()), problem: null };
+  if (bad !== undefined)
+    return {
+      command: null,
+      problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
+    };
+  // a word the terminal view shows escaped (U+0085 as `\u0085`) would be copied from the screen as another value
+  const hidden = words().find((w) => !shownAsIs(w));
+  if (hidden === undefined) return { command: shellLine(words()), problem: null };
   return {
     command: null,
-    problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
+    problem: `${shownValue(hidden)} holds characters a terminal cannot show as they are: no command is printed with it`,
   };
 }
 
@@ -229,7 +237,7 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
   if (row === null && f.outboxCut)
     return make(
       'UNKNOWN',
-      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${shellWord(f.schId)}`,
+      `no outbox row among those listed (the list is cut): explain again with ${shownAsIs(f.consumerAppKey) ? `--consumer ${shellWord(f.consumerAppKey)}` : 'that --consumer'} --school ${shellWord(f.schId)}`,
     );
   if (row === null) {
     const problem = grantProblem(grant, null);

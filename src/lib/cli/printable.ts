@@ -8,8 +8,12 @@
  * so what is shown is what the value holds.
  */
 
+/** Characters shown by no glyph that reorder or hide text: bidi controls, zero-width ones, U+2028/9. */
+const UNSEEN = '\\u00ad\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff';
 // eslint-disable-next-line no-control-regex
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+const CONTROLS = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${UNSEEN}]`, 'g');
+/** What a JSON line escapes beyond JSON's own C0: DEL, C1 and {@link UNSEEN}. */
+const JSON_EXTRA = new RegExp(`[\\u007f-\\u009f${UNSEEN}]`, 'g');
 
 /**
  * One line of printable text.
@@ -31,13 +35,11 @@ export function shownAsIs(text: string): boolean {
 
 /**
  * A value as one JSON line for a terminal or a pipe: `JSON.stringify`, which escapes C0 but leaves
- * DEL, C1 and the line separators U+2028/U+2029 raw, with those escaped too (`\u009b`): the same
- * value once parsed, and nothing a terminal acts on when the line is shown as it is.
+ * DEL, C1, the line separators U+2028/U+2029 and the bidi and zero-width characters raw, with those
+ * escaped too (`\u009b`): the same value once parsed, and nothing a terminal acts on when the line
+ * is shown as it is. Every JSON line fcctl writes goes through it (`Output`, status, explain).
  * @example jsonLine({ e: '\u009b31m' }) // '{"e":"\\u009b31m"}'
  */
 export function jsonLine(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u007f-\u009f\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(value).replace(JSON_EXTRA, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -134,6 +134,23 @@ describe('explain: the apply command after the projection', () => {
     );
   });
 
+  test("DEAD by a reason resolve-unknown never writes (its service's own): no requeue printed — a requeue would resend the apply", async ({
+    dbs,
+  }) => {
+    const a = await appliedWithCommand(
+      dbs,
+      'DEAD',
+      "retry_count = 0, last_error = 'CANCELLED: withdrawn by the applicant', update_time = '2026-12-01 10:00:00'",
+    );
+    const r = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env: dbs.env() });
+    expect(r.code, r.stderr).toBe(0);
+    const [v] = (JSON.parse(r.stdout) as Doc)['verdicts'];
+    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null });
+    expect(v.text).toContain(
+      `flow apply command ${BIZ_TYPE}/${a.bizId} is DEAD (CANCELLED ×0), not by a reason apply-command resolve-unknown writes: a person must find out why first`,
+    );
+  });
+
   test('PENDING and FAILED: who settles them and when; DONE stays delivered and applied', async ({ dbs }) => {
     const p = await appliedWithCommand(dbs, 'PENDING', 'retry_count = 0');
     const f = await appliedWithCommand(

@@ -5,6 +5,7 @@
 import { ExitCode } from '../cli/exit.js';
 import { shownAsIs } from '../cli/printable.js';
 import { shellLine, shellWord } from '../cli/shell.js';
+import { isReasonCode } from '../apply-command/resolve-unknown/decide.js';
 import { consumerHasIt } from '../deliveries/replay/decide.js';
 import {
   idProblem,
@@ -418,7 +419,7 @@ const PERSON_REASONS: Readonly<Record<string, string>> = {
   OWNERSHIP_MISMATCH:
     "the flow center's instance of this business key is someone else's (app key, submitter or flowGuid): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD",
   UNEXPECTED_BRANCH:
-    'the flow center answered a branch that does not settle it (a rejected or withdrawn instance, say): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD',
+    'the flow center answered a branch that does not settle it (a rejected or withdrawn instance, say): a person must look at the flow instance (shown under apply commands) first; a requeue would look it up and, finding it, settle the command DONE with its status as it is',
   INVALID_COMMAND: 'the command row cannot be sent as it is: a person must correct it (its service), then requeue it',
 };
 
@@ -490,6 +491,12 @@ function deadApplyVerdict(
 ): Verdict {
   const person = PERSON_REASONS[errorCode(c.lastError)];
   if (person !== undefined) return verdict('APPLY_DEAD', `is DEAD (${tries}): ${person}`);
+  // a reason resolve-unknown does not write: its service or a person put it there, for a cause fcctl cannot know
+  if (!isReasonCode(errorCode(c.lastError)))
+    return verdict(
+      'APPLY_DEAD',
+      `is DEAD (${tries}), not by a reason apply-command resolve-unknown writes: a person must find out why first — a requeue looks the instance up and resends the apply when the flow center has none`,
+    );
   const s = requeueCommand(c);
   // the flow center's faults spent the budget: once they are over, a requeue looks the instance up first
   const cause = /_(HTTP_4\d\d|MALFORMED)$/.test(errorCode(c.lastError))

@@ -141,4 +141,19 @@ describe('explain: a printed command is what the screen shows', () => {
     expect(v).toMatchObject({ consumerAppKey: key, kind: 'DEAD', command: null });
     expect(v.text).toContain('holds characters a terminal cannot show as they are: no command is printed with it');
   });
+
+  test('a DEAD outbox row of a consumer key `=node`: the replay prints it quoted — bare, zsh (macOS) pastes it as the path of node, another consumer', async ({
+    dbs,
+  }) => {
+    const env = dbs.env();
+    const formUuid = randomUUID();
+    const key = await consumer(dbs, formUuid, '=node');
+    const a = await answerWithRow(dbs, key, formUuid, "state = 'DEAD', retry_count = 8, last_error = 'NACK'");
+    const x = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env });
+    const [v] = (JSON.parse(x.stdout) as Doc)['verdicts'];
+    expect(v.command).toContain(" --consumer '=node' --school 5 ");
+    // bash (and zsh, where a bare =node would be /usr/bin/node) read it back as the key
+    const argv = execFileSync('bash', ['-c', `fcctl() { printf '%s\\0' "$@"; }\n${v.command}`], { encoding: 'utf8' });
+    expect(argv.split('\0')[3]).toBe('=node');
+  });
 });

@@ -4,6 +4,7 @@ import { type Deps, Resources } from './commands/context.js';
 import { progressIntervalOption } from './commands/options.js';
 import { commanderErrorLine, FcctlCommand } from './lib/cli/command.js';
 import { ExitCode, FcctlError } from './lib/cli/exit.js';
+import { printable } from './lib/cli/printable.js';
 import { loadTerminal } from './lib/cli/terminal.js';
 import { redact } from './lib/config/mask.js';
 
@@ -96,15 +97,13 @@ const bounded = (message: string) =>
 
 /**
  * An error message as exactly one line: control characters (a newline in a path) escaped as
- * `\u` and four hex digits, cut to {@link MAX_ERROR_CHARS}.
+ * `\u` and four hex digits, cut to {@link MAX_ERROR_CHARS}. C1 and the characters that reorder or
+ * hide text too ({@link printable}): a message may quote the flow center's answer or a database
+ * value (`HTTP 503: {"error":"<U+009B>2J"}` cleared the screen of a terminal that acts on C1).
  * @example oneLine('cannot read a\nb') // 'cannot read a\\u000ab'
  */
 export function oneLine(message: string): string {
-  // eslint-disable-next-line no-control-regex
-  const escaped = message.replace(
-    /[\u0000-\u001f\u007f]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  const escaped = printable(message);
   return escaped.length > MAX_ERROR_CHARS ? `${escaped.slice(0, MAX_ERROR_CHARS)}…` : escaped;
 }
 

@@ -3,7 +3,7 @@
  * as `\uXXXX`; JSON lines that parse back to the same value with DEL, C1 and U+2028/9 escaped too.
  */
 import { describe, expect, it } from 'vitest';
-import { jsonLine, printable } from '../../src/lib/cli/printable.js';
+import { jsonLine, printable, shownAsIs } from '../../src/lib/cli/printable.js';
 import { Output } from '../../src/lib/cli/output.js';
 import { formatTable } from '../../src/lib/cli/table.js';
 import { testIo } from '../helpers/io.js';
@@ -23,6 +23,9 @@ describe('printable', () => {
     ['\u009b2J', '\\u009b2J'],
     ['a\nb\r', 'a\\u000ab\\u000d'],
     ['张三 é', '张三 é'],
+    // text a terminal reorders or hides: bidi override and isolate, zero-width space, soft hyphen
+    ['a\u202eb\u2066c', 'a\\u202eb\\u2066c'],
+    ['k\u200bx\u00ad\ufeff', 'k\\u200bx\\u00ad\\ufeff'],
   ])('%j → %j', (text, shown) => expect(printable(text)).toBe(shown));
   it('leaves no control character', () => {
     const all = CONTROLS.join('');
@@ -41,6 +44,16 @@ describe('printable', () => {
     // the second column starts at one place on every line
     expect(new Set(lines.map((l) => l.search(/\S+$/))).size).toBe(1);
   });
+});
+
+describe('shownAsIs', () => {
+  it.each([
+    ['k-1', true],
+    ['张三', true],
+    ['X\u0085Y', false],
+    ['k\u202e1', false],
+    ['k\u200b', false],
+  ])('%j → %j', (text, shown) => expect(shownAsIs(text)).toBe(shown));
 });
 
 describe('jsonLine', () => {

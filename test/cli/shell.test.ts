@@ -36,12 +36,17 @@ const HOSTILE = [
   '',
   '-x',
   '张三',
+  '=ls',
 ];
 
 describe('shellWord and shellLine', () => {
   it('leave a plain word bare', () => {
     for (const w of ['explain:e1:g0', '5', 'honor_apply', '/runs/5/a-b.jsonl', 'k@x%y+z=1,2'])
       expect(shellWord(w)).toBe(w);
+  });
+  it('quote a word that starts with `=`: zsh reads a bare `=ls` as the path of ls', () => {
+    expect(shellWord('=ls')).toBe("'=ls'");
+    expect(shellWord('a=b')).toBe('a=b');
   });
   it.each(HOSTILE)('bash reads %j back as itself, one word', (w) => {
     expect(argvOf(shellLine(['x', w, 'y']))).toEqual(['x', w, 'y']);

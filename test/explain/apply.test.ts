@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import { BIZ_TYPE, insertCommands } from '../helpers/apply-commands.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, spawnCli } from '../helpers/cli.js';
 import { insertGrant, PUBLISHER, uniqueConsumerKey } from '../helpers/deliveries.js';
 import { insertFcAnswer, insertProjection } from '../helpers/projection.js';
 import { servicesTest } from '../helpers/services.js';
@@ -134,6 +134,23 @@ describe('explain: the apply command after the projection', () => {
     );
   });
 
+  test("DEAD by a reason resolve-unknown never writes (its service's own): no requeue printed — a requeue would resend the apply", async ({
+    dbs,
+  }) => {
+    const a = await appliedWithCommand(
+      dbs,
+      'DEAD',
+      "retry_count = 0, last_error = 'CANCELLED: withdrawn by the applicant', update_time = '2026-12-01 10:00:00'",
+    );
+    const r = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env: dbs.env() });
+    expect(r.code, r.stderr).toBe(0);
+    const [v] = (JSON.parse(r.stdout) as Doc)['verdicts'];
+    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null });
+    expect(v.text).toContain(
+      `flow apply command ${BIZ_TYPE}/${a.bizId} is DEAD (CANCELLED ×0), not by a reason apply-command resolve-unknown writes: a person must find out why first`,
+    );
+  });
+
   test('PENDING and FAILED: who settles them and when; DONE stays delivered and applied', async ({ dbs }) => {
     const p = await appliedWithCommand(dbs, 'PENDING', 'retry_count = 0');
     const f = await appliedWithCommand(
@@ -178,5 +195,48 @@ describe('explain: the grant of the answer’s own form', () => {
     ]);
     // the other form's grant is listed, as of its form
     expect(x.doc!['grants'].rows).toEqual([expect.objectContaining({ formUuid: otherForm, consumerAppKey: key })]);
+  });
+
+  test('a consumer past the first 200 grants of a busy form: its own grant is read for its verdict (it read "no grant": WILL_BE_REVOKED)', async ({
+    dbs,
+  }) => {
+    const formUuid = randomUUID();
+    const key = `zz-${uniqueConsumerKey('exa')}`;
+    await dbs.admin.query(
+      `INSERT INTO \`${dbs.fcName}\`.application_info (id, app_code, app_key, status) VALUES (?, ?, ?, 1)`,
+      [++appId, `code-${key}`, key],
+    );
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid, schoolId: 5, consumerKey: key });
+    // 201 other consumers of the form at school 5, listed before it (keys sort first)
+    await dbs.admin.query(
+      `INSERT INTO \`${dbs.fcName}\`.form_consumer_grant (form_uuid, consumer_school_id, consumer_app_key, grant_version, read_allowed, subscribe_allowed, push_allowed, revoked, create_time) VALUES ?`,
+      [
+        Array.from({ length: 201 }, (_, i) => [
+          formUuid,
+          5,
+          `a${String(i).padStart(3, '0')}`,
+          1,
+          1,
+          1,
+          1,
+          0,
+          new Date(),
+        ]),
+      ],
+    );
+    const a = await answerWithRow(dbs, formUuid, key, "state = 'PENDING'");
+    const r = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env: dbs.env() });
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as Doc;
+    expect(doc['grants']).toMatchObject({ status: 'ok', truncated: true });
+    expect(doc['grants'].rows).toHaveLength(200);
+    expect(doc['grants'].rows.map((g: Doc) => g.consumerAppKey)).not.toContain(key);
+    expect(doc['verdicts'].find((v: Doc) => v.consumerAppKey === key)).toEqual({
+      consumerAppKey: key,
+      schId: '5',
+      kind: 'WAITING',
+      text: 'waiting: due now (PENDING)',
+      command: null,
+    });
   });
 });

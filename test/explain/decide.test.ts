@@ -714,6 +714,9 @@ describe('applyVerdict: the apply command once delivered and applied', () => {
     ['DEAD', 'LOOKUP_HTTP_503', 'APPLY_DEAD', REQUEUE],
     ['DEAD', 'APPLY_HTTP_400: bad request', 'APPLY_DEAD', REQUEUE],
     ['DEAD', 'LOOKUP_MALFORMED: not JSON', 'APPLY_DEAD', REQUEUE],
+    // a reason resolve-unknown never writes (none, or its service's own): a person first, no requeue
+    ['DEAD', null, 'APPLY_DEAD', null],
+    ['DEAD', 'CANCELLED: withdrawn by the applicant', 'APPLY_DEAD', null],
     ['WEIRD', null, 'UNKNOWN', null],
   ] as const)('%s (%s): %s, command %s', (state, lastError, kind, cmd) => {
     const v = applyVerdict(command({ state, lastError, retryCount: 6 }), delivered);
@@ -727,7 +730,12 @@ describe('applyVerdict: the apply command once delivered and applied', () => {
   it('who acts on a DEAD one', () => {
     const text = (lastError: string) => applyVerdict(command({ state: 'DEAD', lastError }), delivered)!.text;
     expect(text('OWNERSHIP_MISMATCH: x')).toContain('a person must look at the flow instance');
-    expect(text('UNEXPECTED_BRANCH: x')).toContain('a requeue would find it again and end DEAD');
+    expect(text('UNEXPECTED_BRANCH: x')).toContain(
+      'a requeue would look it up and, finding it, settle the command DONE with its status as it is',
+    );
+    expect(text('CANCELLED: x')).toContain(
+      'not by a reason apply-command resolve-unknown writes: a person must find out why first',
+    );
     expect(text('INVALID_COMMAND: x')).toContain('a person must correct it (its service), then requeue it');
     expect(text('LOOKUP_TIMEOUT: x')).toContain('once it answers again, requeue it — a dry run first');
     expect(text('APPLY_HTTP_403: x')).toContain('a person finds why there, then requeues it');

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
 import { formulaSafe } from '../files/csv-cell.js';
 import type { Io } from './io.js';
-import { printable } from './printable.js';
+import { jsonLine, printable } from './printable.js';
 import { formatDuration, ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
 import { terminal } from './terminal.js';
@@ -272,7 +272,8 @@ export class Output {
   private line(obj: Readonly<Record<string, unknown>>, stream: NodeJS.WritableStream = this.io.stdout): void {
     const ts = isoWithOffset(this.now());
     // `ts` keeps its place and its value even if the data holds a member of that name
-    stream.write(`${JSON.stringify(Object.assign({ ts }, obj, { ts }))}\n`);
+    // jsonLine: a value read from a database or a server (a last_error) carries no raw C1 to a terminal
+    stream.write(`${jsonLine(Object.assign({ ts }, obj, { ts }))}\n`);
   }
 }
 

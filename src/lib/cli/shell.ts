@@ -11,7 +11,8 @@
  * @example shellWord('explain:e1:g0') // 'explain:e1:g0'; shellWord("a'$(b)") // `'a'\''$(b)'`
  */
 export function shellWord(s: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
+  // a leading `=` is quoted too: zsh (macOS's shell) reads a bare `=ls` as the path of `ls` (EQUALS)
+  return /^[A-Za-z0-9_@%+:,./-][A-Za-z0-9_@%+=:,./-]*$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
 
 /**

@@ -3,7 +3,9 @@
  * the exact next command it suggests, relative times and the exit code. No I/O.
  */
 import { ExitCode } from '../cli/exit.js';
+import { shownAsIs } from '../cli/printable.js';
 import { shellLine, shellWord } from '../cli/shell.js';
+import { isReasonCode } from '../apply-command/resolve-unknown/decide.js';
 import { consumerHasIt } from '../deliveries/replay/decide.js';
 import {
   idProblem,
@@ -97,10 +99,17 @@ export type Suggestion =
 
 function suggestion(claims: readonly Claim[], words: () => string[]): Suggestion {
   const bad = claims.find((c) => !c.fits);
-  if (bad === undefined) return { command: shellLine(words()), problem: null };
+  if (bad !== undefined)
+    return {
+      command: null,
+      problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
+    };
+  // a word the terminal view shows escaped (U+0085 as `\u0085`) would be copied from the screen as another value
+  const hidden = words().find((w) => !shownAsIs(w));
+  if (hidden === undefined) return { command: shellLine(words()), problem: null };
   return {
     command: null,
-    problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
+    problem: `${shownValue(hidden)} holds characters a terminal cannot show as they are: no command is printed with it`,
   };
 }
 
@@ -229,7 +238,7 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
   if (row === null && f.outboxCut)
     return make(
       'UNKNOWN',
-      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${shellWord(f.schId)}`,
+      `no outbox row among those listed (the list is cut): explain again with ${shownAsIs(f.consumerAppKey) ? `--consumer ${shellWord(f.consumerAppKey)}` : 'that --consumer'} --school ${shellWord(f.schId)}`,
     );
   if (row === null) {
     const problem = grantProblem(grant, null);
@@ -410,7 +419,7 @@ const PERSON_REASONS: Readonly<Record<string, string>> = {
   OWNERSHIP_MISMATCH:
     "the flow center's instance of this business key is someone else's (app key, submitter or flowGuid): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD",
   UNEXPECTED_BRANCH:
-    'the flow center answered a branch that does not settle it (a rejected or withdrawn instance, say): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD',
+    'the flow center answered a branch that does not settle it (a rejected or withdrawn instance, say): a person must look at the flow instance (shown under apply commands) first; a requeue would look it up and, finding it, settle the command DONE with its status as it is',
   INVALID_COMMAND: 'the command row cannot be sent as it is: a person must correct it (its service), then requeue it',
 };
 
@@ -482,6 +491,12 @@ function deadApplyVerdict(
 ): Verdict {
   const person = PERSON_REASONS[errorCode(c.lastError)];
   if (person !== undefined) return verdict('APPLY_DEAD', `is DEAD (${tries}): ${person}`);
+  // a reason resolve-unknown does not write: its service or a person put it there, for a cause fcctl cannot know
+  if (!isReasonCode(errorCode(c.lastError)))
+    return verdict(
+      'APPLY_DEAD',
+      `is DEAD (${tries}), not by a reason apply-command resolve-unknown writes: a person must find out why first — a requeue looks the instance up and resends the apply when the flow center has none`,
+    );
   const s = requeueCommand(c);
   // the flow center's faults spent the budget: once they are over, a requeue looks the instance up first
   const cause = /_(HTTP_4\d\d|MALFORMED)$/.test(errorCode(c.lastError))

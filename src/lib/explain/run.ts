@@ -174,11 +174,35 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
   const grants = await deps.section(deps.fcDb, async (db) => {
     const rows: GrantFacts[] = [];
     for (const form of forms) rows.push(...(await readGrants(db, form, [...schools], o.consumer)));
-    return { rows: rows.slice(0, SECTION_LIMIT), truncated: rows.length > SECTION_LIMIT };
+    const shown = rows.slice(0, SECTION_LIMIT);
+    const truncated = rows.length > SECTION_LIMIT;
+    return { rows: shown, truncated, unlisted: truncated ? await unlistedGrants(db, shown, fc) : [] };
   });
   refuseUnknownConsumer(o.consumer, registered, fc?.outbox ?? [], grants);
   const applyCommands = await deps.section(deps.shDb, (db) => readApplyCommands(db, ok(sh)?.projections ?? [], deps));
   return documentOf(o, fcRead, grants, sh, applyCommands);
+}
+
+/**
+ * The grants a cut list left out that a verdict needs: each outbox row's consumer and school, of the
+ * form its verdict takes (the answer's, else the row's), read by its unique key. Without them a
+ * consumer past the first {@link SECTION_LIMIT} grants of a busy form read as "no grant" (WILL_BE_REVOKED).
+ */
+async function unlistedGrants(
+  db: Db,
+  listed: readonly GrantFacts[],
+  fc: { readonly row: AnswerRow | null; readonly outbox: readonly OutboxRow[] } | null,
+): Promise<GrantFacts[]> {
+  const id = (form: string, consumer: string, schId: string) => `${form}\u0000${consumer}\u0000${schId}`;
+  const have = new Set(listed.map((g) => id(g.formUuid, g.consumerAppKey, g.schId)));
+  const found: GrantFacts[] = [];
+  for (const r of (fc?.outbox ?? []).slice(0, SECTION_LIMIT)) {
+    const form = fc?.row?.form_uuid ?? r.formUuid;
+    if (have.has(id(form, r.consumerAppKey, r.schId))) continue;
+    have.add(id(form, r.consumerAppKey, r.schId));
+    found.push(...(await readGrants(db, form, [r.schId], r.consumerAppKey)));
+  }
+  return found;
 }
 
 /**
@@ -257,11 +281,12 @@ export async function lookupFlow(deps: ExplainDeps, bizType: string, bizId: stri
 function documentOf(
   o: ExplainAnswerOptions,
   fcRead: Section<{ row: AnswerRow | null; outbox: OutboxRow[] }>,
-  grants: Section<{ rows: GrantFacts[]; truncated: boolean }>,
+  grants: Section<{ rows: GrantFacts[]; truncated: boolean; unlisted: GrantFacts[] }>,
   sh: Section<ShSection>,
   applyCommands: Section<ApplySection>,
 ): ExplainDocument {
   const fc = ok(fcRead);
+  const listedGrants = ok(grants);
   const outboxCut = (fc?.outbox.length ?? 0) > SECTION_LIMIT;
   const outboxRows = (fc?.outbox ?? []).slice(0, SECTION_LIMIT);
   const answer = fc?.row ? fcAnswerOf(fc.row, outboxRows) : null;
@@ -270,7 +295,7 @@ function documentOf(
     answer,
     fcRead.status === 'ok',
     outboxRows,
-    ok(grants)?.rows ?? null,
+    listedGrants ? [...listedGrants.rows, ...listedGrants.unlisted] : null,
     ok(sh),
     ok(applyCommands)?.commands ?? [],
   );
@@ -283,7 +308,10 @@ function documentOf(
       ...(o.schId ? { school: o.schId } : {}),
     },
     fc: fc ? { status: 'ok', answer } : (fcRead as Unread),
-    grants,
+    // the section as listed: the grants read for the verdicts past its cut are not rows of it
+    grants: listedGrants
+      ? { status: 'ok', rows: listedGrants.rows, truncated: listedGrants.truncated }
+      : (grants as Unread),
     outbox: fc
       ? {
           status: 'ok',

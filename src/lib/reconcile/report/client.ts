@@ -59,7 +59,7 @@ tr.failed td{color:var(--bad)}
  * were most of the file (21 MB of 31 for 10,000 pairs).
  */
 export const DATA_SCRIPT = String.raw`
-function shellWord(s) { return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : "'" + s.split("'").join("'\\''") + "'"; }
+function shellWord(s) { return /^[A-Za-z0-9_@%+:,./-][A-Za-z0-9_@%+=:,./-]*$/.test(s) ? s : "'" + s.split("'").join("'\\''") + "'"; }
 function commandsOf(D, p) {
   var out = [], a = p.a || 0;
   if (!a || !p.c) return out;

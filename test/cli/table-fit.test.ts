@@ -43,6 +43,20 @@ describe('formatTable with a terminal width', () => {
   });
 });
 
+describe('identifiers are never cut', () => {
+  it('a kept column stays whole; the others give way, and the table stays wider only when nothing else can', () => {
+    const rows = [{ id: 'a'.repeat(36), other: 'b'.repeat(36), note: 'c'.repeat(40) }];
+    const cols = [
+      { key: 'id', keep: true },
+      { key: 'other', keep: true },
+      { key: 'note', flex: true },
+    ];
+    const [, line] = formatTable(rows, cols, 90);
+    expect(line).toBe(`${'a'.repeat(36)}  ${'b'.repeat(36)}  ${'c'.repeat(13)}…`);
+    expect(formatTable(rows, cols, 60)[1]).toBe(`${'a'.repeat(36)}  ${'b'.repeat(36)}  ${'c'.repeat(7)}…`);
+  });
+});
+
 describe('durations on a terminal', () => {
   it.each([
     [59, '59s'],

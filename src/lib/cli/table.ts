@@ -6,6 +6,8 @@ export interface Column {
   readonly header?: string;
   /** free text (an error, a list of names): cut first when the table must fit a terminal */
   readonly flex?: boolean;
+  /** an identifier a person copies (an event id, an answer uuid): never cut */
+  readonly keep?: boolean;
 }
 
 export type Row = Readonly<Record<string, unknown>>;
@@ -46,9 +48,10 @@ const MIN_CUT_WIDTH = 8;
  * Cells are {@link printable} (a value's escape sequence or newline would drive the terminal or
  * split the row) before the widths are measured, so the columns stay aligned. With `maxWidth` (a
  * terminal's columns) a table wider than that is fitted, never wrapped: the widest free-text column
- * (`flex`), then the widest of any, is narrowed down to {@link MIN_CUT_WIDTH} (or its header), its
- * cells cut with `…` — a wrapped row is unreadable, a cut one still says what it is (the full
- * text: `--json`).
+ * (`flex`), then the widest of the others but identifiers (`keep`), is narrowed down to
+ * {@link MIN_CUT_WIDTH} (or its header), its cells cut with `…` — a wrapped row is unreadable, a cut
+ * one still says what it is (the full text: `--json`); an identifier is never cut (a person copies
+ * it), so a table of several may still be wider than the terminal.
  * @example formatTable([{ state: 'PENDING', n: 3 }], [{ key: 'state' }, { key: 'n' }])
  */
 export function formatTable(rows: readonly Row[], columns: readonly Column[], maxWidth?: number): string[] {
@@ -58,7 +61,7 @@ export function formatTable(rows: readonly Row[], columns: readonly Column[], ma
   if (maxWidth !== undefined) {
     // the free-text columns give way first, then any column, widest first
     fitWidths(widths, header, maxWidth, (i) => columns[i]?.flex === true);
-    fitWidths(widths, header, maxWidth, () => true);
+    fitWidths(widths, header, maxWidth, (i) => columns[i]?.keep !== true);
   }
   const line = (cells: string[]) =>
     cells

@@ -15,7 +15,7 @@ export async function runDevSeed(options: DevSeedOptions, ctx: Ctx): Promise<num
       faults,
       [
         { key: 'kind', header: 'fault' },
-        { key: 'eventId', header: 'event id' },
+        { key: 'eventId', header: 'event id', keep: true },
       ],
       'table',
       'rows built to fail the pre-publish checks',

@@ -18,11 +18,11 @@ const COMMAND = 'apply-command scan';
 const ROW_COLUMNS: readonly Column[] = [
   { key: 'id' },
   { key: 'bizType', header: 'biz type' },
-  { key: 'bizId', header: 'biz id' },
+  { key: 'bizId', header: 'biz id', keep: true },
   { key: 'applyAppKey', header: 'app key' },
   { key: 'attempt' },
   { key: 'retryCount', header: 'retries' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
   { key: 'lastBranch', header: 'branch' },
   { key: 'lastError', header: 'last error', flex: true },
   { key: 'createTime', header: 'created' },

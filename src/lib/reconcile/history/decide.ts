@@ -84,7 +84,7 @@ export function tableColumns(pairs: readonly LedgerPair[]): Column[] {
     { key: 'runId', header: 'night' },
     { key: 'runStartedAt', header: 'started (UTC)' },
     { key: 'school' },
-    { key: 'form' },
+    { key: 'form', keep: true },
     { key: 'result' },
     { key: 'differences' },
     ...seen.map((c) => ({ key: c })),

@@ -20,9 +20,9 @@ export interface RetireAbsentOptions {
   readonly runId?: string;
 }
 const RESULT_COLUMNS: readonly Column[] = [
-  { key: 'answerUuid', header: 'answer' },
+  { key: 'answerUuid', header: 'answer', keep: true },
   { key: 'result' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
   { key: 'detail', flex: true },
 ];
 

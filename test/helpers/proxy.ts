@@ -3,12 +3,15 @@ import net from 'node:net';
 /**
  * A TCP proxy on loopback between fcctl and a real server, for fault tests: `cut()` destroys every
  * open connection (as a broker or database crash would look from the client), `refuse(true)`
- * refuses new ones, `delayMs` holds each chunk.
+ * refuses new ones, `delayMs` holds each chunk, `stall(true)` stops forwarding anything while
+ * keeping every connection open and accepting new ones (a frozen server: no answer, no refusal, a
+ * close never acknowledged).
  */
 export class TcpProxy {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
   private refusing = false;
+  private stalled = false;
   delayMs = 0;
   port = 0;
 
@@ -18,19 +21,25 @@ export class TcpProxy {
   ) {}
 
   async start(): Promise<number> {
-    this.server = net.createServer((client) => {
+    // half-open allowed: a stalled server never answers a client's close
+    this.server = net.createServer({ allowHalfOpen: true }, (client) => {
       if (this.refusing) {
         client.destroy();
         return;
       }
-      const upstream = net.connect(this.targetPort, this.targetHost);
+      const upstream = net.connect({ port: this.targetPort, host: this.targetHost, allowHalfOpen: true });
       this.sockets.add(client);
       this.sockets.add(upstream);
       const pipe = (from: net.Socket, to: net.Socket) =>
-        from.on('data', (chunk) => {
-          if (this.delayMs > 0) setTimeout(() => to.writable && to.write(chunk), this.delayMs);
-          else if (to.writable) to.write(chunk);
-        });
+        from
+          .on('data', (chunk) => {
+            if (this.stalled) return;
+            if (this.delayMs > 0) setTimeout(() => to.writable && to.write(chunk), this.delayMs);
+            else if (to.writable) to.write(chunk);
+          })
+          .on('end', () => {
+            if (!this.stalled) to.end();
+          });
       pipe(client, upstream);
       pipe(upstream, client);
       const close = () => {
@@ -55,6 +64,11 @@ export class TcpProxy {
 
   refuse(on: boolean): void {
     this.refusing = on;
+  }
+
+  /** While on, nothing is forwarded either way and no close is passed on: a frozen server. */
+  stall(on: boolean): void {
+    this.stalled = on;
   }
 
   async stop(): Promise<void> {

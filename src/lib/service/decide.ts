@@ -3,7 +3,7 @@
  * process that never exits on an outage, how long to wait before trying again, whether the loop
  * is healthy and the service ready, and the `--listen` address.
  */
-import { isOutage } from '../db/outage.js';
+import { isDbMisconfiguration, isOutage } from '../db/outage.js';
 import { BrokerBlockedError, BrokerUnreachableError } from '../amqp/connect.js';
 import { EnvironmentError } from '../cli/exit.js';
 
@@ -48,12 +48,15 @@ export function backoffMs(
 
 /**
  * An error is an outage when it (or one of its causes) is a connection or server failure (a
- * database restarting, the broker gone); any other environment error is a misconfiguration (a
- * wrong key, a missing exchange, a failed return probe, a refused vhost). Anything else — a fault
- * fcctl does not know — is met as an outage: the process waits and tries again, and says what it was.
+ * database restarting or not answering, the broker gone); a database refusing the credentials or
+ * naming no database it has, and any other environment error, is a misconfiguration (a wrong key,
+ * a missing exchange, a failed return probe, a refused vhost). Anything else — a fault fcctl does
+ * not know — is met as an outage: the process waits and tries again, and says what it was.
  * @example failureKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })) // 'outage'
+ * @example failureKind(Object.assign(new Error('x'), { code: 'ER_ACCESS_DENIED_ERROR' })) // 'misconfigured'
  */
 export function failureKind(err: unknown): FailureKind {
+  if (isDbMisconfiguration(err)) return 'misconfigured';
   if (isOutage(err) || err instanceof BrokerBlockedError || err instanceof BrokerUnreachableError) return 'outage';
   if (err instanceof EnvironmentError) return 'misconfigured';
   return 'outage';

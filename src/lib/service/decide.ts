@@ -28,6 +28,17 @@ export type FailureKind = 'outage' | 'misconfigured';
 /** A misconfiguration is looked at again this often (issue 27 §1). */
 export const MISCONFIG_RECHECK_MS = 30_000;
 
+/**
+ * What a stop may take past its drain (issue 34 §5): a stop signal ends a service within
+ * `--drain-seconds` + 10 s, exit 0, whatever is down or frozen. At the drain's end what is still
+ * in flight is abandoned (the relay's channel closed under its batches, the resolver's requests
+ * aborted, a write retried through an outage given up); `databaseMs` later the service's database
+ * is closed under whatever still waits on it (a frozen server); the broker's close and the
+ * registry row's last beat and removal are each bounded. Rows left claimed go out again after
+ * their lease (docs/commands/deliveries.md, Stop).
+ */
+export const STOP_BUDGET = { databaseMs: 3000, heartbeatMs: 2000 } as const;
+
 /** The first wait after an outage, and the cap of its doubling. */
 export const BACKOFF = { baseMs: 1000, capMs: 30_000 } as const;
 

@@ -17,7 +17,8 @@ import { connectPatiently } from '../../service/loop.js';
 import { runService } from '../../service/run.js';
 import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
-import { stateOnce, waitStepping } from '../../service/loop.js';
+import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
+import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
 import { type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
@@ -25,6 +26,8 @@ import { backlog } from './store.js';
 
 export interface ResolveFollowOptions {
   readonly pollMs: number;
+  /** after a stop signal, how long requests in flight may take before they are abandoned (their rows released) */
+  readonly drainMs: number;
 }
 
 export interface ResolveFollowDeps extends ResolveDeps {
@@ -43,7 +46,7 @@ export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as
  * misconfiguration; no answer, a 5xx or a bad body an outage).
  */
 async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: FailureKind; why: string } | null> {
-  const r = await deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId);
+  const r = await deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId, deps.signal);
   if (r.kind === 'found' || r.kind === 'not-found') return null;
   const status = 'status' in r ? r.status : undefined;
   const why = `flow center lookup: ${r.kind}${status !== undefined ? ` ${status}` : ''}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
@@ -70,6 +73,9 @@ export async function followResolve(
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
+  // the end of a stop's drain: requests still in flight then are abandoned, their rows released (issue 34 §3)
+  const drain = drainEnd(deps.signal, options.drainMs);
+  const passDeps = { ...deps, drainEnd: drain.signal };
   setState('starting');
   while (!deps.signal.aborted && total.claimed < options.maxRows && deps.clock() < deadline) {
     deps.onProgress?.();
@@ -112,7 +118,7 @@ export async function followResolve(
           maxRows: options.maxRows - total.claimed,
           maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0),
         },
-        deps,
+        passDeps,
       );
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
@@ -122,6 +128,7 @@ export async function followResolve(
     const problem = flowCenterStop(part);
     if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
   }
+  drain.dispose();
   setState('draining');
   total.stoppedBy =
     total.claimed >= options.maxRows
@@ -165,6 +172,8 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   const reportRow = rowReporter(ctx, progress);
   // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
   const clock = () => performance.now();
+  // the SH database once open: closed under a stop that outlives its drain
+  const opened: { db?: Db } = {};
   const summary = await runService(
     {
       command: COMMAND,
@@ -172,10 +181,13 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
       heartbeatSeconds: options.service.heartbeatSeconds,
       stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
       version: fcctlVersion(),
+      drainMs: options.service.drainMs,
     },
     {
       clock,
       db: ctx.shDb,
+      signal: ctx.signal,
+      abandon: async () => opened.db?.close(0),
       onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
       backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds),
     },
@@ -193,8 +205,9 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
         onProgress: svc.onProgress,
       });
       if (db === null) return emptySummary();
+      opened.db = db;
       return followResolve(
-        { ...options, pollMs: options.service.pollMs },
+        { ...options, pollMs: options.service.pollMs, drainMs: options.service.drainMs },
         {
           db,
           flow,

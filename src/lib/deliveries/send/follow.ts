@@ -24,7 +24,8 @@ import { commandThrottles, type Ctx } from '../../cli/context.js';
 import type { DeliveriesSendOptions } from './command.js';
 import type { Broker } from '../../amqp/connect.js';
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
-import { stateOnce, waitStepping } from '../../service/loop.js';
+import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
+import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
 import { claimBatches, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
@@ -107,6 +108,8 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
+  // the end of a stop's drain: what is in flight then is abandoned (issue 34 §5)
+  const drain = drainEnd(deps.signal, options.drainMs);
   setState('starting');
   try {
     while (!deps.signal.aborted) {
@@ -132,7 +135,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         broker ??= await connect(deps);
         session = await runSession(
           options,
-          deps,
+          { ...deps, drainEnd: drain.signal },
           broker,
           summary,
           () => {
@@ -157,6 +160,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
     }
   } finally {
     setState('draining');
+    drain.dispose();
     await dropBroker();
   }
   summary.stoppedBy =
@@ -182,7 +186,7 @@ type SessionEnd =
  */
 async function runSession(
   given: SendOptions & FollowOptions,
-  deps: FollowDeps,
+  deps: FollowDeps & { readonly drainEnd: AbortSignal },
   broker: Broker,
   summary: SendSummary,
   onReady: () => void,
@@ -204,9 +208,10 @@ async function runSession(
       idle: () => idle(options, deps, broker, publisher, deadline),
       // outcomes written again through a database outage: not ready meanwhile, ready once they land
       onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
+      drainEnd: deps.drainEnd,
     },
   };
-  const drain = drainOnSignal(deps, options.drainMs, publisher);
+  const drain = drainOnSignal(deps, deps.drainEnd, publisher);
   deps.onPublisher?.(publisher);
   summary.stoppedBy = 'drained';
   try {
@@ -272,21 +277,20 @@ async function idle(
 
 /**
  * After a stop signal the claim loop claims no more and waits for its batches; if they are not done
- * within `drainMs`, the channel is closed under them: their unconfirmed rows are adjudicated as a
+ * by the drain's end, the channel is closed under them: their unconfirmed rows are adjudicated as a
  * closed channel (outcome unknown: FAILED, resent later) and nothing stays claimed past its lease.
  */
-function drainOnSignal(deps: FollowDeps, drainMs: number, publisher: ConfirmPublisher): { dispose: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  const onAbort = () => {
-    deps.onState?.('draining', null);
-    timer = setTimeout(() => void publisher.close().catch(() => undefined), drainMs);
-  };
+function drainOnSignal(deps: FollowDeps, drainEnd: AbortSignal, publisher: ConfirmPublisher): { dispose: () => void } {
+  const onAbort = () => deps.onState?.('draining', null);
+  const onDrained = () => void publisher.close().catch(() => undefined);
   if (deps.signal.aborted) onAbort();
   else deps.signal.addEventListener('abort', onAbort, { once: true });
+  if (drainEnd.aborted) onDrained();
+  else drainEnd.addEventListener('abort', onDrained, { once: true });
   return {
     dispose: () => {
       deps.signal.removeEventListener('abort', onAbort);
-      clearTimeout(timer);
+      drainEnd.removeEventListener('abort', onDrained);
     },
   };
 }
@@ -307,6 +311,8 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
   const { service } = options;
   const started = ctx.clock();
   const zone: { value?: string } = {};
+  // the FC database once open: closed under a stop that outlives its drain
+  const opened: { db?: Db } = {};
   const progress = ctx.output.progress('deliveries send --follow');
   const relayStatus = (svc: ServiceHandle) => {
     const s = followStatus(svc);
@@ -321,14 +327,17 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
       heartbeatSeconds: service.heartbeatSeconds,
       stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000,
       version: fcctlVersion(),
+      drainMs: service.drainMs,
     },
     {
       clock: ctx.clock,
       db: ctx.fcDb,
+      signal: ctx.signal,
+      abandon: async () => opened.db?.close(0),
       onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
       backlog: async () => backlog(await ctx.fcDb()),
     },
-    (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc) }),
+    (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc), opened }),
   );
   progress.stop();
   ctx.output.summary({
@@ -349,6 +358,7 @@ async function followSession(
     readonly zone: { value?: string };
     readonly progress: ReturnType<Ctx['output']['progress']>;
     readonly status: ReturnType<typeof followStatus>;
+    readonly opened: { db?: Db };
   },
 ): Promise<SendSummary> {
   const { svc, status, progress } = run;
@@ -364,6 +374,7 @@ async function followSession(
   });
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;
+  run.opened.db = db;
   return followSend(
     { ...options, serviceTimeZone: '', pollMs: options.service.pollMs, drainMs: options.service.drainMs },
     {

@@ -14,7 +14,7 @@ import { fcctlVersion } from '../../cli/version.js';
 import { requireSetting } from '../../config/config.js';
 import { pauseCheck } from '../../pause/run.js';
 import { connectPatiently } from '../../service/loop.js';
-import { runService } from '../../service/run.js';
+import { runService, type ServiceDeps, type ServiceOptions } from '../../service/run.js';
 import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
 import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
@@ -26,8 +26,6 @@ import { backlog } from './store.js';
 
 export interface ResolveFollowOptions {
   readonly pollMs: number;
-  /** after a stop signal, how long requests in flight may take before they are abandoned (their rows released) */
-  readonly drainMs: number;
 }
 
 export interface ResolveFollowDeps extends ResolveDeps {
@@ -73,9 +71,6 @@ export async function followResolve(
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
-  // the end of a stop's drain: requests still in flight then are abandoned, their rows released (issue 34 §3)
-  const drain = drainEnd(deps.signal, options.drainMs);
-  const passDeps = { ...deps, drainEnd: drain.signal };
   setState('starting');
   while (!deps.signal.aborted && total.claimed < options.maxRows && deps.clock() < deadline) {
     deps.onProgress?.();
@@ -118,7 +113,7 @@ export async function followResolve(
           maxRows: options.maxRows - total.claimed,
           maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0),
         },
-        passDeps,
+        deps,
       );
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
@@ -128,7 +123,6 @@ export async function followResolve(
     const problem = flowCenterStop(part);
     if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
   }
-  drain.dispose();
   setState('draining');
   total.stoppedBy =
     total.claimed >= options.maxRows
@@ -155,6 +149,32 @@ function flowCenterStop(part: ResolveSummary): { kind: FailureKind; why: string 
 
 const COMMAND = 'apply-command resolve-unknown';
 
+/** The resolver's service around its loop: endpoint, registry row on the SH database, the stop's budget. */
+function resolverService(
+  options: ApplyCommandResolveOptions,
+  ctx: Ctx,
+  d: { readonly clock: () => number; readonly appKey: string; readonly abandon: () => Promise<void> },
+): [ServiceOptions, ServiceDeps] {
+  return [
+    {
+      command: COMMAND,
+      listen: options.service.listen,
+      heartbeatSeconds: options.service.heartbeatSeconds,
+      stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
+      version: fcctlVersion(),
+      drainMs: options.service.drainMs,
+    },
+    {
+      clock: d.clock,
+      db: ctx.shDb,
+      signal: ctx.signal,
+      abandon: d.abandon,
+      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      backlog: async () => backlog(await ctx.shDb(), d.appKey, options.pendingGraceSeconds),
+    },
+  ];
+}
+
 /**
  * `fcctl apply-command resolve-unknown --follow`: the resolver as a service
  * ({@link followResolve}), with `--listen`'s endpoint and its row in the fleet
@@ -174,23 +194,10 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   const clock = () => performance.now();
   // the SH database once open: closed under a stop that outlives its drain
   const opened: { db?: Db } = {};
+  // the end of a stop's drain: requests still in flight then are abandoned, their rows released (issue 34 §3)
+  const drain = drainEnd(ctx.signal, options.service.drainMs);
   const summary = await runService(
-    {
-      command: COMMAND,
-      listen: options.service.listen,
-      heartbeatSeconds: options.service.heartbeatSeconds,
-      stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
-      version: fcctlVersion(),
-      drainMs: options.service.drainMs,
-    },
-    {
-      clock,
-      db: ctx.shDb,
-      signal: ctx.signal,
-      abandon: async () => opened.db?.close(0),
-      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
-      backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds),
-    },
+    ...resolverService(options, ctx, { clock, appKey, abandon: async () => opened.db?.close(0) }),
     async (svc) => {
       progress.setStatus(() => ({
         state: svc.state(),
@@ -207,10 +214,11 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
       if (db === null) return emptySummary();
       opened.db = db;
       return followResolve(
-        { ...options, pollMs: options.service.pollMs, drainMs: options.service.drainMs },
+        { ...options, pollMs: options.service.pollMs },
         {
           db,
           flow,
+          drainEnd: drain.signal,
           appKey,
           signal: ctx.signal,
           clock,
@@ -226,7 +234,10 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
         },
       );
     },
-  ).finally(() => progress.stop());
+  ).finally(() => {
+    progress.stop();
+    drain.dispose();
+  });
   ctx.output.summary({
     ...summarizeResolve(COMMAND, summary, {
       exitCode: 0,

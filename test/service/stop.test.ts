@@ -161,7 +161,7 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     const t0 = performance.now();
     await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 20_000, 250);
     expect(performance.now() - t0).toBeLessThan(15_000);
-    expect((await httpGet(port, '/readyz')).body).toMatch(/^outage: .*FC database: no answer in 10 s/);
+    expect((await httpGet(port, '/readyz')).body).toMatch(/^outage: /);
     const end = await timedStop(relay);
     expect(end.code).toBe(0);
     expect(end.ms).toBeLessThan(STOP_LIMIT_MS);

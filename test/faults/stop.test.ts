@@ -1,6 +1,8 @@
 import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APP, APP_FLOW, commandsOf, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { runCli } from '../helpers/cli.js';
+import { type FlowCenter, startFlowCenter } from '../helpers/flow-center.js';
 import { freshDatabases, testAmqpUrl, type TestDatabases } from '../helpers/db.js';
 import {
   bindQueue,
@@ -20,8 +22,10 @@ import { waitFor } from '../helpers/wait.js';
  * SIGTERM to exit of `deliveries send --follow` under each fault (issue 34 §5, §6), on the real
  * servers: idle, a drain that cannot finish (confirms slower than the drain), the broker down,
  * MariaDB down (restarting), MariaDB frozen (`kill -STOP`) and a broker memory alarm — the last
- * four with rows claimed and published whose outcome is not yet written. Every stop ends the
- * process with exit 0 within `--drain-seconds` + 10 s. The figures are printed for BENCHMARKS.md.
+ * four with rows claimed and published whose outcome is not yet written; and of
+ * `apply-command resolve-unknown --follow` idle, with lookups slower than the drain, and with MariaDB
+ * down or frozen while they are out. Every stop ends the process with exit 0 within
+ * `--drain-seconds` + 10 s. The figures are printed for BENCHMARKS.md.
  */
 
 const FORM = '0f0e0d0c-0000-4000-8000-000000000001';
@@ -31,16 +35,20 @@ let admin: mysql.Connection;
 let env: Record<string, string | undefined>;
 const connectAdmin = () => replaceableConnection(dbs.fcName);
 
+let flow: FlowCenter;
+
 beforeAll(async () => {
   dbs = await freshDatabases('fstop');
   await dbs.admin.end();
   admin = await connectAdmin();
   env = dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
-  expect((await runCli(['db', 'init', '--side', 'fc'], { env })).code).toBe(0);
+  expect((await runCli(['db', 'init', '--side', 'all'], { env })).code).toBe(0);
+  flow = await startFlowCenter({ apps: APP_FLOW });
   await insertRegistry(admin, dbs.fcName);
   await ensureExchange();
 });
 afterAll(async () => {
+  await flow?.stop();
   admin = await connectAdmin();
   await admin.query(`DROP DATABASE IF EXISTS \`${dbs.fcName}\``).catch(() => undefined);
   await admin.query(`DROP DATABASE IF EXISTS \`${dbs.shName}\``).catch(() => undefined);
@@ -93,12 +101,12 @@ async function rowsInFlight(mq: TcpProxy, key: string, holdMs: number): Promise<
 }
 
 /** SIGTERM; the seconds to exit, checked against the promise. */
-async function stopWithin(fault: string, relay: RunningService): Promise<number> {
+async function stopWithin(fault: string, relay: RunningService, command = 'deliveries send'): Promise<number> {
   const t0 = performance.now();
   const end = await relay.stop('SIGTERM', 120_000);
   const seconds = (performance.now() - t0) / 1000;
   console.log(
-    `stop: deliveries send --follow, ${fault}: SIGTERM to exit ${seconds.toFixed(1)} s (drain ${DRAIN_SECONDS} s)`,
+    `stop: ${command} --follow, ${fault}: SIGTERM to exit ${seconds.toFixed(1)} s (drain ${DRAIN_SECONDS} s)`,
   );
   expect(end.code).toBe(0);
   expect(seconds).toBeLessThanOrEqual(DRAIN_SECONDS + 10);
@@ -166,5 +174,91 @@ describe('SIGTERM to exit within --drain-seconds + 10 s under each fault', () =>
       await brokerMemoryAlarm(false);
     }
     await mq.stop();
+  });
+});
+
+/** A resolver running, with `n` due commands whose lookups take 60 s (claimed and out when it returns). */
+async function resolverWithLookupsOut(n: number): Promise<{ resolver: RunningService; prefix: string }> {
+  await flow.clearFaults();
+  const prefix = uniquePrefix('fst');
+  const resolver = startService(
+    [
+      '--json',
+      'apply-command',
+      'resolve-unknown',
+      '--follow',
+      '--drain-seconds',
+      String(DRAIN_SECONDS),
+      '--request-timeout',
+      '60',
+      '--lease-seconds',
+      '130',
+    ],
+    {
+      env: dbs.env({ FCCTL_FLOW_URL: flow.url, FCCTL_APP_KEY: APP.key, FCCTL_APP_SECRET: APP.secret }),
+      timeoutMs: 300_000,
+    },
+  );
+  await resolver.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+  if (n === 0) return { resolver, prefix };
+  await flow.faults([{ path: '/oapi/flow/instance', kind: 'latency', ms: 60_000 }]);
+  const shAdmin = await replaceableConnection(dbs.shName);
+  await insertCommands(
+    shAdmin,
+    dbs.shName,
+    Array.from({ length: n }, (_, i) => ({ bizId: `${prefix}-${i}`, state: 'UNKNOWN' as const })),
+  );
+  await waitFor(
+    'commands claimed',
+    async () => (await commandsOf(shAdmin, dbs.shName, prefix)).every((c) => c.claim_owner !== null),
+    30_000,
+    50,
+  );
+  await shAdmin.end();
+  return { resolver, prefix };
+}
+
+/** No command charged by the stop: all still UNKNOWN with no retry spent and no error (claims may remain, to expire). */
+async function unchargedAfterStop(prefix: string): Promise<void> {
+  const shAdmin = await replaceableConnection(dbs.shName);
+  const rows = await commandsOf(shAdmin, dbs.shName, prefix);
+  await shAdmin.end();
+  expect(rows.length).toBeGreaterThan(0);
+  for (const r of rows) expect(r).toMatchObject({ state: 'UNKNOWN', retry_count: 0, last_error: null });
+}
+
+describe('the resolver: SIGTERM to exit within --drain-seconds + 10 s, nothing charged', () => {
+  it('idle', async () => {
+    const { resolver } = await resolverWithLookupsOut(0);
+    await stopWithin('idle', resolver, 'apply-command resolve-unknown');
+  });
+
+  it('lookups slower than the drain: abandoned at its end, released uncharged', async () => {
+    const { resolver, prefix } = await resolverWithLookupsOut(4);
+    await stopWithin('drain (lookups take 60 s)', resolver, 'apply-command resolve-unknown');
+    await unchargedAfterStop(prefix);
+  });
+
+  it('the database down (restarting) while lookups are out', async () => {
+    const { resolver, prefix } = await resolverWithLookupsOut(4);
+    const restart = restartService('mariadb', 30);
+    await new Promise((r) => setTimeout(r, 2000));
+    await stopWithin('database down', resolver, 'apply-command resolve-unknown');
+    await restart;
+    admin = await connectAdmin();
+    await unchargedAfterStop(prefix);
+  });
+
+  it('the database frozen (kill -STOP) while lookups are out', async () => {
+    const { resolver, prefix } = await resolverWithLookupsOut(4);
+    freezeMariadb(true);
+    try {
+      await new Promise((r) => setTimeout(r, 2000));
+      await stopWithin('database hung', resolver, 'apply-command resolve-unknown');
+    } finally {
+      freezeMariadb(false);
+    }
+    admin = await connectAdmin();
+    await unchargedAfterStop(prefix);
   });
 });

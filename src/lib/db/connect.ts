@@ -278,7 +278,16 @@ class Pools {
       });
     });
   }
-  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
+  /**
+   * Ends both pools; a second close is the first one (a pool ended once never reports a second
+   * end done: it would wait out its grace for nothing — a service's stop closes its database early).
+   */
+  close(graceMs = CLOSE_GRACE_MS): Promise<void> {
+    this.closing ??= this.end(graceMs);
+    return this.closing;
+  }
+  private closing: Promise<void> | null = null;
+  private async end(graceMs: number): Promise<void> {
     this.closed = true;
     const ended = Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
     const left = () => [...connectionsOf(this.pool), ...connectionsOf(this.batchPool)];

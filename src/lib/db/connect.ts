@@ -31,7 +31,9 @@ export interface Db {
  * a free connection included: a database that takes connections and answers nothing (a frozen
  * server, a stalled network) then fails like one that refuses them — an outage the services see
  * and report — instead of holding a command, its `/readyz` and its stop for as long as it lasts.
- * No fcctl statement runs long: reads are paged, writes are by key.
+ * What goes through {@link Db} is short (reads are paged, writes by key); the long ones — the
+ * manifest scan's streamed read, `db init`'s index builds, `reconcile --all`'s run lock — run on
+ * connections of their own, outside this deadline.
  */
 export const STATEMENT_TIMEOUT_MS = 10_000;
 

@@ -25,6 +25,12 @@ MY_DIR="$BASE/mariadb"
 MQ_DIR="$BASE/rabbitmq"
 MY_SOCK="$MY_DIR/mysqld.sock"
 MQ_NODE="fcctl@localhost"
+# The server's sql_mode (issue 35 §4): MySQL 8.0's default, the mode most of fcctl's users run, so
+# that every test runs under ONLY_FULL_GROUP_BY and the zero-date rules. `sql-mode mariadb` switches
+# the running server to MariaDB 10.11's own default (scripts/test.sh runs a second pass under it).
+MYSQL8_SQL_MODE=ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION
+MARIADB_SQL_MODE=STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION
+MY_SQL_MODE=${FCCTL_LOCAL_MYSQL_SQL_MODE:-$MYSQL8_SQL_MODE}
 # Local development credentials only; never used for anything but these loopback servers.
 MY_USER=fcctl
 MY_PASS=fcctl-local
@@ -47,6 +53,8 @@ install_packages() {
   local missing=()
   command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server mariadb-client)
   [ -x "$RMQ_BIN/rabbitmq-server" ] || missing+=(rabbitmq-server)
+  # openssl: the TLS tests make their certificates with it (test/helpers/tls-broker.ts).
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   # tmux: the tests look at the live terminal view in a real terminal.
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   # promtool (in Debian's prometheus package) checks docs/prometheus/fcctl-alerts.yml and the .prom
@@ -103,7 +111,7 @@ mariadb_up() {
     --port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$MY_DIR/mysqld.pid" \
     --log-error="$MY_DIR/error.log" --character-set-server=utf8mb4 --collation-server=utf8mb4_bin \
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --max-connections=500 \
-    --skip-name-resolve </dev/null >/dev/null 2>&1 &
+    --skip-name-resolve --sql-mode="$MY_SQL_MODE" </dev/null >/dev/null 2>&1 &
   for _ in $(seq 1 120); do mariadb_running && port_open "$MY_PORT" && break; sleep 0.5; done
   mariadb_running || die "mariadb did not start: $(grep -m1 -E '\[ERROR\]' "$MY_DIR/error.log" 2>/dev/null | sed 's/^.*\[ERROR\] //' || true) (see $MY_DIR/error.log)"
   mariadb --socket="$MY_SOCK" -u"$ME" <<SQL
@@ -262,6 +270,19 @@ case "${1:-}" in
     exit $rc
     ;;
   env) print_env ;;
+  sql-mode)
+    # The running local server's global sql_mode, for the sessions opened from now on:
+    # `mysql8` (the default at start) or `mariadb` (MariaDB's own default). Local server only: an
+    # external server's mode is left as it is (said, not an error).
+    if external; then log "external servers: sql_mode left as it is"; exit 0; fi
+    case "${2:-}" in
+      mysql8) mode=$MYSQL8_SQL_MODE ;;
+      mariadb) mode=$MARIADB_SQL_MODE ;;
+      *) echo "usage: scripts/services.sh sql-mode mysql8|mariadb" >&2; exit 2 ;;
+    esac
+    mariadb --socket="$MY_SOCK" -u"$ME" -e "SET GLOBAL sql_mode = '$mode'"
+    log "sql_mode $2: $(mariadb --socket="$MY_SOCK" -u"$ME" -N -e 'SELECT @@GLOBAL.sql_mode')"
+    ;;
   mq-ctl)
     # For the fault suite: rabbitmqctl against the local node (e.g. a memory alarm that blocks
     # publishers: mq-ctl set_vm_memory_high_watermark absolute 1). Local broker only.

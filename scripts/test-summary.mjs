@@ -1,12 +1,16 @@
 // Prints vitest's JSON results (one file per suite run) as the one closing line CI reads:
 // `N passed, N failed`. Before it, the fault suite's totals (FCCTL_FAULT_TOTALS) when there are any.
+// Every file named must exist: a suite run that wrote none (it crashed, or its Node would not
+// install) counts as one failure.
 import { existsSync, readFileSync } from 'node:fs';
 
-const files = process.argv.slice(2).filter((f) => existsSync(f));
+const named = process.argv.slice(2);
+const files = named.filter((f) => existsSync(f));
 let passed = 0;
-let failed = 0;
+let failed = named.length - files.length;
 let skipped = 0;
-if (files.length === 0) failed = 1;
+for (const f of named) if (!existsSync(f)) console.log(`${f}: no results (the suite did not run to its end)`);
+if (named.length === 0) failed = 1;
 for (const file of files) {
   let results;
   try {

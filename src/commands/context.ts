@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Ctx, Deps } from '../lib/cli/context.js';
+import type { Ctx, DbOptions, Deps } from '../lib/cli/context.js';
 
 export type { Ctx, Deps } from '../lib/cli/context.js';
 import type { Command, CommandUnknownOpts, OptionValues } from '@commander-js/extra-typings';
@@ -14,11 +14,26 @@ import { type Broker, openBroker } from '../lib/amqp/connect.js';
 /** Contexts created in this process, so main can close what they opened. */
 export class Resources {
   private readonly closers: Array<() => Promise<void> | void> = [];
-  add(fn: () => Promise<void> | void): void {
-    this.closers.push(fn);
+  private closed = false;
+  /**
+   * Something to close when the command ends; closed at once when it has ended (a connection a
+   * command opened and stopped waiting for, such as a read past its deadline or a view left by q).
+   * Returns what takes it off the list (closed already by its owner).
+   */
+  add(fn: () => Promise<void> | void): () => void {
+    if (this.closed)
+      void Promise.resolve()
+        .then(fn)
+        .catch(() => undefined);
+    else this.closers.push(fn);
+    return () => {
+      const i = this.closers.indexOf(fn);
+      if (i >= 0) this.closers.splice(i, 1);
+    };
   }
   /** Closes in reverse order; a close that fails is ignored: the command's result is decided. */
   async closeAll(): Promise<void> {
+    this.closed = true;
     while (this.closers.length > 0) {
       try {
         await this.closers.pop()!();
@@ -59,18 +74,20 @@ export function makeContext(cmd: CommandUnknownOpts, deps: Deps, resources: Reso
     }));
   const lazy = (label: string, name: 'fcDatabaseUrl' | 'shDatabaseUrl') => {
     let pending: Promise<Db> | undefined;
-    return () => {
-      pending ??= openDb(label, requireSetting(config, name)).then(
-        (db) => {
-          resources.add(() => db.close());
-          return db;
+    return (options: DbOptions = {}) => {
+      let forget: () => void = () => undefined;
+      pending ??= openDb(label, requireSetting(config, name), {
+        ...options,
+        // closed with the command even if it stopped waiting for the pool's first answer
+        onPool: (db) => {
+          forget = resources.add(() => db.close());
         },
-        (err: unknown) => {
-          // not kept: a --follow service asks again once the database is back
-          pending = undefined;
-          throw err;
-        },
-      );
+      }).catch((err: unknown) => {
+        // not kept (openDb closed it): a --follow service asks again once the database is back
+        forget();
+        pending = undefined;
+        throw err;
+      });
       return pending;
     };
   };

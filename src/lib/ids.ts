@@ -45,6 +45,17 @@ export function isStoredUuid(value: unknown): value is string {
   );
 }
 
+/** A content hash (fc.canon.v1): 64 lowercase hex digits. */
+export const CONTENT_HASH_PATTERN = /^[0-9a-f]{64}$/;
+
+/**
+ * A content hash as the commands take it (`--expected-hash`): 64 lowercase hex digits.
+ * @example isContentHash('a'.repeat(64)) // true; isContentHash('A'.repeat(64)) // false
+ */
+export function isContentHash(value: unknown): value is string {
+  return typeof value === 'string' && CONTENT_HASH_PATTERN.test(value);
+}
+
 /**
  * A school id as text: a positive BIGINT in canonical decimal (no sign, no leading zero).
  * @example isSchoolId('5') // true; isSchoolId('05') // false; isSchoolId('9223372036854775808') // false

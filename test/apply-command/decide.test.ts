@@ -3,6 +3,8 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   APPLY_RETRY_POLICY,
   DONE_BRANCHES,
+  errorVerdict,
+  idleAfterPass,
   isReasonCode,
   planWrite,
   refusesCredentials,
@@ -441,6 +443,34 @@ describe('refusesCredentials: a 401 always stops the run, a 403 only before anyt
       backoffSeconds: 80,
     });
   });
+});
+
+describe("errorVerdict: an error is the row's while the flow center answers others, an outage when it answers nothing (issue 34 §1)", () => {
+  const table: Array<[boolean, boolean, boolean, boolean, 'row' | 'outage' | 'probe']> = [
+    // answeredSince, probeFailed, tripped, leaseCovers → verdict
+    [true, false, false, true, 'row'], // another row answered: SPEC §9, FAILED and charged
+    [true, true, false, true, 'row'], // answered since, whatever the readiness lookup said
+    [true, false, true, false, 'row'],
+    [false, false, false, true, 'probe'], // nothing tells yet: ask the readiness lookup
+    [false, true, false, true, 'outage'], // the readiness lookup failed too: every request fails
+    [false, true, false, false, 'outage'],
+    [false, false, true, true, 'outage'], // the run tripped already (another row's outage, the streak)
+    [false, false, true, false, 'outage'],
+    [false, false, false, false, 'row'], // no lease left for the readiness lookup: charged as a batch run charges it
+  ];
+  it.each(table)(
+    'answeredSince %s, probeFailed %s, tripped %s, leaseCovers %s → %s',
+    (answeredSince, probeFailed, tripped, leaseCovers, want) =>
+      expect(errorVerdict({ answeredSince, probeFailed, tripped, leaseCovers })).toBe(want),
+  );
+});
+
+describe('idleAfterPass: a pass that claimed nothing waits the poll interval (issue 34 §2)', () => {
+  it.each([
+    [0, true], // due rows locked by another transaction, or taken by another resolver
+    [1, false],
+    [100, false],
+  ])('claimed %i → %s', (claimed, want) => expect(idleAfterPass({ claimed })).toBe(want));
 });
 
 describe('SQL builders', () => {

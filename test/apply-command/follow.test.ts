@@ -3,8 +3,11 @@
  * real SH database and the flow-center stand-in: commands that become due while it runs are
  * settled (never resent when found), a flow center answering 5xx is waited out with /readyz 503
  * and the process stays up, a 401 is a misconfiguration that claims nothing, and SIGTERM ends it
- * with exit 0 and nothing claimed.
+ * with exit 0 and nothing claimed. Issue 34: an outage that begins after start is an outage (no
+ * row charged), a due row locked by another transaction is polled, not spun on, and the last
+ * progress is Unix time.
  */
+import mysql from 'mysql2/promise';
 import { beforeEach, describe, expect } from 'vitest';
 import {
   APP_FLOW,
@@ -16,8 +19,10 @@ import {
   ownedInstance as owned,
   uniquePrefix,
 } from '../helpers/apply-commands.js';
-import type { FlowCenter } from '../helpers/flow-center.js';
+import type { Fault, FlowCenter } from '../helpers/flow-center.js';
 import { runCli } from '../helpers/cli.js';
+import { costOver, MysqlCommandCounter } from '../helpers/cost.js';
+import { viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
@@ -53,6 +58,11 @@ const resolver = (args: string[] = [], e = env) => {
   return s;
 };
 const isState = (state: string) => (l: Record<string, unknown>) => l['type'] === 'state' && l['state'] === state;
+const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+/** The value of one sample in a /metrics body, or null. */
+const sample = (body: string, name: string, labels: string) =>
+  Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(body)?.[1] ?? Number.NaN);
+const LABEL = 'command="apply-command resolve-unknown"';
 
 describe('apply-command resolve-unknown --follow', () => {
   test('settles commands that become due while it runs, found ones with no POST; exit 0 on SIGTERM, nothing claimed', async () => {
@@ -150,6 +160,124 @@ describe('apply-command resolve-unknown --follow', () => {
       10_000,
       100,
     );
+    expect((await r.stop()).code).toBe(0);
+  });
+
+  // before issue 34, 503s turned all three rows DEAD (retry_count 6) within ~15 s and timeouts
+  // charged them every few seconds, with /readyz 200 all along
+  const outages: Array<{ what: string; fault: Fault; holdMs: number; reason: RegExp }> = [
+    { what: 'every request 503', fault: { path: '*', kind: 'status', status: 503 }, holdMs: 15_000, reason: /503/ },
+    { what: 'every request timing out', fault: { path: '*', kind: 'timeout' }, holdMs: 8_000, reason: /timeout/ },
+    { what: 'every connection dropped', fault: { path: '*', kind: 'drop' }, holdMs: 8_000, reason: /network/ },
+  ];
+  for (const { what, fault, holdMs, reason } of outages)
+    test(`a flow-center outage that begins after start (${what}): outage and /readyz 503, no row charged, settled once it answers (issue 34 §1)`, async () => {
+      const port = await freePort();
+      const r = resolver(['--listen', `:${port}`, '--backoff-base', '1', '--backoff-cap', '4']);
+      await r.waitForLine('running', isState('running'));
+      await fc.faults([fault]);
+      const p = uniquePrefix('rx');
+      await insertCommands(
+        admin,
+        shName,
+        [1, 2, 3].map((i) => ({ bizId: `${p}-${i}`, state: 'UNKNOWN' as const })),
+      );
+      const inserted = Date.now();
+      await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 10_000, 100);
+      await sleep(Math.max(inserted + holdMs - Date.now(), 0));
+      const ready = await httpGet(port, '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatch(/^outage: /);
+      expect(ready.body).toMatch(reason);
+      const metrics = (await httpGet(port, '/metrics')).body;
+      expect(sample(metrics, 'fcctl_service_ready', LABEL)).toBe(0);
+      expect(sample(metrics, 'fcctl_service_connection_up', `${LABEL},target="flow_center"`)).toBe(0);
+      const rows = await commandsOf(admin, shName, p);
+      expect(rows.map((c) => [c.state, c.retry_count])).toEqual([
+        ['UNKNOWN', 0],
+        ['UNKNOWN', 0],
+        ['UNKNOWN', 0],
+      ]);
+      expect(r.lines().some(isState('outage'))).toBe(true);
+      await fc.clearFaults();
+      await waitFor(
+        'all 3 DONE after the outage',
+        async () => (await commandsOf(admin, shName, p)).every((c) => c.state === 'DONE'),
+        40_000,
+        200,
+      );
+      expect((await httpGet(port, '/readyz')).status).toBe(200);
+      expect(sample((await httpGet(port, '/metrics')).body, 'fcctl_service_ready', LABEL)).toBe(1);
+      expect((await r.stop()).code).toBe(0);
+    });
+
+  test("one row's 5xx among answers is that row's failure: FAILED with its retry charged, the service stays running", async () => {
+    const port = await freePort();
+    const p = uniquePrefix('r5');
+    await fc.faults([{ path: '*', kind: 'status', status: 500, bizId: `${p}-bad` }]);
+    const r = resolver(['--listen', `:${port}`]);
+    await r.waitForLine('running', isState('running'));
+    await insertCommands(
+      admin,
+      shName,
+      ['ok1', 'bad', 'ok2'].map((k) => ({ bizId: `${p}-${k}`, state: 'UNKNOWN' as const })),
+    );
+    await waitFor(
+      'the good rows DONE, the bad one FAILED',
+      async () => (await commandsOf(admin, shName, p)).map((c) => c.state).join() === 'DONE,FAILED,DONE',
+      15_000,
+      100,
+    );
+    const bad = (await commandsOf(admin, shName, p))[1]!;
+    expect(bad).toMatchObject({ retry_count: 1, claim_owner: null });
+    expect(bad.last_error).toMatch(/^LOOKUP_HTTP_500/);
+    expect(r.lines().some(isState('outage'))).toBe(false);
+    expect((await httpGet(port, '/readyz')).status).toBe(200);
+    expect((await r.stop()).code).toBe(0);
+  });
+
+  test('a due row locked by another transaction is polled, not spun on: CPU and statements as when idle (issue 34 §2)', async () => {
+    const p = uniquePrefix('rl');
+    await insertCommands(admin, shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
+    const dbUrl = new URL(env['FCCTL_SH_DATABASE_URL']!);
+    const counter = new MysqlCommandCounter(dbUrl.hostname, Number(dbUrl.port || 3306));
+    await counter.start();
+    const locker = await mysql.createConnection({ uri: dbUrl.toString() });
+    try {
+      await locker.query('START TRANSACTION');
+      await locker.query('SELECT id FROM flow_apply_command WHERE biz_id = ? FOR UPDATE', [`${p}-1`]);
+      const r = resolver([], { ...env, FCCTL_SH_DATABASE_URL: viaProxy(dbUrl.toString(), counter.port) });
+      await r.waitForLine('running', isState('running'));
+      await sleep(2000); // rows earlier tests left due are settled first
+      const held = await costOver(r.child.pid!, counter, 5000);
+      await locker.query('ROLLBACK');
+      await waitFor(
+        'the row settled once the lock is gone',
+        async () => (await commandsOf(admin, shName, p))[0]?.state === 'DONE',
+        10_000,
+        100,
+      );
+      await sleep(1000);
+      const idle = await costOver(r.child.pid!, counter, 5000);
+      if (process.env['FCCTL_PRINT_COST']) console.info(JSON.stringify({ held, idle }));
+      // before issue 34: 35–45 % of a core and thousands of statements a second
+      expect(held.cpuPercent).toBeLessThan(5);
+      expect(held.commandsPerSecond).toBeLessThan(80);
+      expect(idle.cpuPercent).toBeLessThan(5);
+      expect((await r.stop()).code).toBe(0);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await counter.stop();
+    }
+  });
+
+  test('fcctl_service_last_progress_timestamp_seconds is Unix time (issue 34 §4)', async () => {
+    const port = await freePort();
+    const r = resolver(['--listen', `:${port}`]);
+    await r.waitForLine('running', isState('running'));
+    await sleep(500);
+    const at = sample((await httpGet(port, '/metrics')).body, 'fcctl_service_last_progress_timestamp_seconds', LABEL);
+    expect(Math.abs(at - Date.now() / 1000)).toBeLessThan(5);
     expect((await r.stop()).code).toBe(0);
   });
 });

@@ -138,6 +138,38 @@ describe('fcctl db init / db check (real MariaDB)', () => {
     expect(fcOnly.stderr).not.toContain('answer_delivery');
   });
 
+  test('check and doctor name a key column that is not ordered by its bytes (a _ci collation), before any scan', async () => {
+    await dbs.admin.query(
+      `ALTER TABLE \`${dbs.fcName}\`.answer MODIFY answer_uuid CHAR(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL`,
+    );
+    await dbs.admin.query(
+      `ALTER TABLE \`${dbs.shName}\`.fc_answer_projection MODIFY form_uuid VARCHAR(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL`,
+    );
+    try {
+      const check = await runCli(['db', 'check'], { env: dbs.env() });
+      expect(check.code).toBe(3);
+      expect(check.stderr.trim().split('\n')).toHaveLength(1);
+      expect(check.stderr).toContain(
+        'fc: column answer.answer_uuid is char utf8mb4_unicode_ci: keyset pages and the reconcile merge-join need it ordered by its bytes',
+      );
+      expect(check.stderr).toContain('sh: column fc_answer_projection.form_uuid is varchar utf8mb4_general_ci');
+      const doctor = await runCli(['--json', 'doctor'], { env: dbs.env() });
+      expect(doctor.stdout).toContain('column answer.answer_uuid is char utf8mb4_unicode_ci');
+      expect(doctor.code).toBe(3);
+    } finally {
+      await dbs.admin.query(
+        `ALTER TABLE \`${dbs.fcName}\`.answer MODIFY answer_uuid CHAR(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`,
+      );
+      await dbs.admin.query(
+        `ALTER TABLE \`${dbs.shName}\`.fc_answer_projection MODIFY form_uuid CHAR(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`,
+      );
+    }
+    // binary-ordered again: nothing said about either column
+    const again = await runCli(['db', 'check'], { env: dbs.env() });
+    expect(again.stderr).not.toContain('answer.answer_uuid');
+    expect(again.stderr).not.toContain('fc_answer_projection.form_uuid');
+  });
+
   test('init --dev marks the database as a development database', async () => {
     const r = await runCli(['--json', 'db', 'init', '--side', 'fc', '--dev'], { env: dbs.env() });
     expect(r.code).toBe(0);

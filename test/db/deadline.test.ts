@@ -33,7 +33,7 @@ describe('every statement has a deadline (issue 34 §6): a database that stops a
     db = await openDb('FC database', viaProxy(dbs.fcUrl, proxy.port), { statementTimeoutMs: 1500 });
     // a few connections in the pool, all answering
     await Promise.all([1, 2, 3].map(() => db.query('SELECT SLEEP(0.05)')));
-    proxy.stall(true);
+    proxy.freeze();
     // more statements than the pool has connections: with mysql2's own timeout, the connections
     // stay busy after it fires and later statements queue with no deadline at all
     const many = await Promise.all(Array.from({ length: 14 }, () => failure(db.query('SELECT 1'))));
@@ -56,11 +56,11 @@ describe('every statement has a deadline (issue 34 §6): a database that stops a
     expect(isOutage(batch.err)).toBe(true);
     expect(batch.ms).toBeLessThan(3000);
     // answering again: the pool works with fresh connections (none of the stalled ones is reused)
-    proxy.stall(false);
+    proxy.thaw();
     expect(await db.query<{ one: number }>('SELECT 1 AS one')).toEqual([{ one: 1 }]);
     await db.transaction(async (conn) => conn.query('SELECT 1'));
     // and a close with statements stalled does not wait for them
-    proxy.stall(true);
+    proxy.freeze();
     const pending = failure(db.query('SELECT 1'));
     const started = performance.now();
     await db.close(200);

@@ -10,6 +10,7 @@ import {
   deliveryExchangeCheck,
   isolationVhostCheck,
   permissionsCheck,
+  externalWithoutUser,
   publisherOf,
   queuesCheck,
   readersCheck,
@@ -122,6 +123,25 @@ describe('publisherOf: the user and vhost amqplib reads from an AMQP URL', () =>
   it('not a URL: null', () => {
     expect(publisherOf('*')).toBeNull();
     expect(publisherOf('amqp://u@mq/%E0%A4%A')).toBeNull();
+  });
+});
+
+describe('externalWithoutUser: --isolation cannot know an EXTERNAL login the URL does not name', () => {
+  it.each([
+    ['amqps://mq/fcctl?certfile=/c&keyfile=/k&auth_mechanism=external', true],
+    ['amqps://mq/fcctl?certfile=/c&keyfile=/k&auth_mechanism=EXTERNAL', true],
+    ['amqps://fcctl-client@mq/fcctl?certfile=/c&keyfile=/k&auth_mechanism=external', false],
+    ['amqps://mq/fcctl?certfile=/c&keyfile=/k', false],
+    ['amqp://mq/fcctl', false],
+    ['*', false],
+  ])('%s: %s', (url, expected) => {
+    expect(externalWithoutUser(url)).toBe(expected);
+  });
+  it("with the login as the URL's user, that user is the publisher checked", () => {
+    expect(publisherOf('amqps://fcctl-client@mq/fcctl?auth_mechanism=external')).toEqual({
+      user: 'fcctl-client',
+      vhost: 'fcctl',
+    });
   });
 });
 

@@ -4,16 +4,24 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  applyVerdict,
   duration,
   errorCode,
   explainExitCode,
   relative,
   repairCommand,
   replayCommand,
-  shellWord,
+  requeueCommand,
   verdictOf,
 } from '../../src/lib/explain/decide.js';
-import type { GrantFacts, OutboxRow, ProjectionFacts, VerdictFacts } from '../../src/lib/explain/types.js';
+import { shellWord } from '../../src/lib/cli/shell.js';
+import type {
+  ApplyCommandFacts,
+  GrantFacts,
+  OutboxRow,
+  ProjectionFacts,
+  VerdictFacts,
+} from '../../src/lib/explain/types.js';
 import { decideReplay, type ReplayRow } from '../../src/lib/deliveries/replay/decide.js';
 import type { GrantRow } from '../../src/lib/deliveries/types.js';
 import { grantRefusal as repairGrantRefusal } from '../../src/lib/projection/repair-authoritative/decide.js';
@@ -23,6 +31,7 @@ const HASH = 'a'.repeat(64);
 const OTHER = 'b'.repeat(64);
 
 const grant = (g: Partial<GrantFacts> = {}): GrantFacts => ({
+  formUuid: 'f',
   consumerAppKey: 'k1',
   schId: '5',
   grantVersion: '1',
@@ -541,7 +550,7 @@ describe('verdictOf: every state × grant × SH situation', () => {
       if (v.command?.startsWith('fcctl deliveries replay')) {
         expect(f.newest?.state === 'DEAD' || f.newest?.consumerOutcome === 'REJECTED', name).toBe(true);
         expect(f.fc.kind).toBe('found');
-        expect(v.command).toBe(replayCommand(f.newest!, A));
+        expect(v.command).toBe(replayCommand(f.newest!, A).command);
       }
       if (f.fc.kind === 'found' && f.newest?.state === 'DEAD' && f.grant !== null && f.grant !== 'unread') {
         const g = f.grant;
@@ -598,12 +607,166 @@ describe('helpers', () => {
     expect(errorCode(null)).toBe('no error recorded');
   });
   it('repairCommand of a missing row', () => {
-    expect(repairCommand('k1', '5', A, null, '4')).toBe(repair('--expect-missing'));
+    expect(repairCommand('k1', '5', A, null, '4').command).toBe(repair('--expect-missing'));
   });
   it('explainExitCode', () => {
     expect(explainExitCode({ found: true, unreachable: 0 })).toBe(0);
     expect(explainExitCode({ found: false, unreachable: 0 })).toBe(1);
     expect(explainExitCode({ found: true, unreachable: 1 })).toBe(3);
     expect(explainExitCode({ found: false, unreachable: 1 })).toBe(3);
+  });
+});
+
+describe('printed commands: a value that is not what it claims goes into none', () => {
+  const local = proj({ revision: '3' });
+  it.each([
+    ['the consumer key', { consumerAppKey: 'k 1' }, 'an app key of a routing key'],
+    ['the consumer key', { consumerAppKey: 'k.1' }, 'an app key of a routing key'],
+    ['the school', { schId: '0' }, 'a positive whole number'],
+    ['the school', { schId: '$(id)' }, 'a positive whole number'],
+    ['the revision', { revision: '4;id' }, 'a whole number'],
+    ['the event id', { eventId: 'e\u0007' }, 'fit for an operation id'],
+  ] as const)('replay: %s %j', (what, r, should) => {
+    const s = replayCommand(row(r), A);
+    expect(s.command).toBeNull();
+    const value = Object.values(r)[0]!;
+    expect(s.problem).toBe(`${what} ${JSON.stringify(value)} is not ${should}: no command is printed with it`);
+  });
+  it.each(['$(touch /tmp/y)', A.toUpperCase().replace('A', 'G'), '', `${A} `])(
+    'replay and repair: answer %j',
+    (answer) => {
+      expect(replayCommand(row(), answer)).toEqual({
+        command: null,
+        problem: `the answer uuid ${JSON.stringify(answer)} is not a UUID: no command is printed with it`,
+      });
+      expect(repairCommand('k1', '5', answer, local, '4').command).toBeNull();
+    },
+  );
+  it.each([
+    ["SH's content_hash", proj({ contentHash: '$(touch /tmp/x)' }), '64 lowercase hex digits'],
+    ["SH's content_hash", proj({ contentHash: 'A'.repeat(64) }), '64 lowercase hex digits'],
+    ["SH's content_hash", proj({ contentHash: 'a'.repeat(63) }), '64 lowercase hex digits'],
+    ["SH's revision", proj({ revision: '-1' }), 'a whole number'],
+  ] as const)('repair: %s of %j', (what, p, should) => {
+    const value = what === "SH's revision" ? p.revision : p.contentHash;
+    expect(repairCommand('k1', '5', A, p, '4')).toEqual({
+      command: null,
+      problem: `${what} ${JSON.stringify(value)} is not ${should}: no command is printed with it`,
+    });
+  });
+  it('repair: a key with a space, a school not a number', () => {
+    expect(repairCommand('k 1', '5', A, local, '4').problem).toContain('the consumer key "k 1" is not an app key');
+    expect(repairCommand('k1', '5x', A, local, '4').problem).toContain(
+      'the school "5x" is not a positive whole number',
+    );
+  });
+  it('a fit value a shell would read is quoted, the verdict keeps its command', () => {
+    const key = "k'$(id)`id`;x";
+    const v = verdictOf(
+      facts({ consumerAppKey: key, newest: row({ consumerAppKey: key, state: 'DEAD', retryCount: 8 }) }),
+    );
+    expect(v.command).toBe(
+      `fcctl deliveries replay --consumer 'k'\\''$(id)\`id\`;x' --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0 --execute`,
+    );
+  });
+  it('the verdict says why no command: the value as data', () => {
+    const v = verdictOf(facts({ sh: { kind: 'found', row: proj({ contentHash: "'$(x)'" }) }, newest: applied }));
+    expect(v).toMatchObject({ kind: 'SH_DIFFERS', command: null });
+    expect(v.text).toContain(
+      `SH's content_hash "'$(x)'" is not 64 lowercase hex digits: no command is printed with it`,
+    );
+  });
+});
+
+const command = (c: Partial<ApplyCommandFacts> = {}): ApplyCommandFacts => ({
+  id: '7',
+  bizType: 'honor_apply',
+  bizId: 'A-1',
+  state: 'DONE',
+  lastBranch: null,
+  remoteStatus: null,
+  remoteInstanceId: null,
+  retryCount: 0,
+  nextRetryAt: null,
+  nextRetryInSeconds: null,
+  lastError: null,
+  updateTime: '2026-12-01 10:00:00',
+  flowStatus: null,
+  schId: '5',
+  ...c,
+});
+const REQUEUE =
+  'fcctl apply-command requeue --biz-type honor_apply --biz-id A-1 --operation-id explain:requeue:7:20261201100000';
+
+describe('applyVerdict: the apply command once delivered and applied', () => {
+  const delivered = verdictOf(facts({ newest: applied, sh: { kind: 'found', row: proj() } }));
+  it.each([
+    ['DONE', null, null, null],
+    ['NO_COMMAND', null, null, null],
+    ['PENDING', null, 'APPLY_PENDING', null],
+    ['UNKNOWN', 'REQUEUED: was DEAD', 'APPLY_UNKNOWN', null],
+    ['FAILED', 'APPLY_HTTP_503: busy', 'APPLY_FAILED', null],
+    ['DEAD', 'OWNERSHIP_MISMATCH: FI-9', 'APPLY_DEAD', null],
+    ['DEAD', 'UNEXPECTED_BRANCH: RESTARTED', 'APPLY_DEAD', null],
+    ['DEAD', 'INVALID_COMMAND: no flowGuid', 'APPLY_DEAD', null],
+    ['DEAD', 'LOOKUP_TIMEOUT: 5000 ms', 'APPLY_DEAD', REQUEUE],
+    ['DEAD', 'APPLY_NETWORK: ECONNREFUSED', 'APPLY_DEAD', REQUEUE],
+    ['DEAD', 'LOOKUP_HTTP_503', 'APPLY_DEAD', REQUEUE],
+    ['DEAD', 'APPLY_HTTP_400: bad request', 'APPLY_DEAD', REQUEUE],
+    ['DEAD', 'LOOKUP_MALFORMED: not JSON', 'APPLY_DEAD', REQUEUE],
+    ['WEIRD', null, 'UNKNOWN', null],
+  ] as const)('%s (%s): %s, command %s', (state, lastError, kind, cmd) => {
+    const v = applyVerdict(command({ state, lastError, retryCount: 6 }), delivered);
+    if (kind === null) {
+      expect(v).toBeNull();
+      return;
+    }
+    expect(v).toMatchObject({ consumerAppKey: 'k1', schId: '5', kind, command: cmd });
+    expect(v!.text.startsWith(`${delivered.text}; flow apply command honor_apply/A-1 `)).toBe(true);
+  });
+  it('who acts on a DEAD one', () => {
+    const text = (lastError: string) => applyVerdict(command({ state: 'DEAD', lastError }), delivered)!.text;
+    expect(text('OWNERSHIP_MISMATCH: x')).toContain('a person must look at the flow instance');
+    expect(text('UNEXPECTED_BRANCH: x')).toContain('a requeue would find it again and end DEAD');
+    expect(text('INVALID_COMMAND: x')).toContain('a person must correct it (its service), then requeue it');
+    expect(text('LOOKUP_TIMEOUT: x')).toContain('once it answers again, requeue it — a dry run first');
+    expect(text('APPLY_HTTP_403: x')).toContain('a person finds why there, then requeues it');
+  });
+  it('when resolve-unknown takes an UNKNOWN or FAILED one', () => {
+    const text = (c: Partial<ApplyCommandFacts>) => applyVerdict(command(c), delivered)!.text;
+    expect(text({ state: 'UNKNOWN', nextRetryInSeconds: null })).toMatch(
+      /is UNKNOWN \(its send outcome unknown\): apply-command resolve-unknown settles it now \(due\)/,
+    );
+    expect(text({ state: 'FAILED', lastError: 'LOOKUP_NETWORK', retryCount: 2, nextRetryInSeconds: 180 })).toMatch(
+      /is FAILED \(LOOKUP_NETWORK ×2\): apply-command resolve-unknown tries it again in 3m$/,
+    );
+  });
+  it('a requeue: an operation id per DEAD episode; a key part requeue refuses goes into no command', () => {
+    expect(requeueCommand(command({ updateTime: '2026-12-02 08:00:00' })).command).toContain(
+      '--operation-id explain:requeue:7:20261202080000',
+    );
+    expect(requeueCommand(command({ bizId: ' A-1' }))).toEqual({
+      command: null,
+      problem: 'the biz id " A-1" is not a key part requeue takes: no command is printed with it',
+    });
+    expect(requeueCommand(command({ bizType: 'x'.repeat(33) })).command).toBeNull();
+    expect(requeueCommand(command({ bizId: "A'$(id)" })).command).toBe(
+      `fcctl apply-command requeue --biz-type honor_apply --biz-id 'A'\\''$(id)' --operation-id explain:requeue:7:20261201100000`,
+    );
+  });
+});
+
+describe('verdictOf with the apply commands', () => {
+  it('a DEAD command turns delivered and applied into APPLY_DEAD; any other verdict stays', () => {
+    const dead = command({ state: 'DEAD', lastError: 'OWNERSHIP_MISMATCH: x' });
+    const synced = { kind: 'found', row: proj() } as const;
+    expect(verdictOf(facts({ newest: applied, sh: synced, applyCommands: [dead] })).kind).toBe('APPLY_DEAD');
+    expect(verdictOf(facts({ newest: applied, sh: synced, applyCommands: [command(), dead] })).kind).toBe('APPLY_DEAD');
+    expect(verdictOf(facts({ newest: applied, sh: synced, applyCommands: [command()] })).kind).toBe(
+      'DELIVERED_APPLIED',
+    );
+    expect(verdictOf(facts({ newest: row(), applyCommands: [dead] })).kind).toBe('WAITING');
+    const stale = { kind: 'found', row: proj({ revision: '3' }) } as const;
+    expect(verdictOf(facts({ newest: applied, sh: stale, applyCommands: [dead] })).kind).toBe('SH_STALE');
   });
 });

@@ -9,6 +9,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret } from 'kubernetes-models/v1';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parseAmqpUrl } from '../../src/lib/amqp/url.js';
 
 // Issue 27 §4: docs/kubernetes/ is validated offline against the Kubernetes API schema
 // (kubernetes-models: the OpenAPI schema compiled to validators; no cluster here), and the rules
@@ -300,6 +301,23 @@ describe('docs/kubernetes manifests', () => {
       }
     } finally {
       rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("the relay reaches RabbitMQ over mutual TLS: amqp-url is amqps, and each file it names is mounted read-only from the Secret's keys", () => {
+    const settings = parseAmqpUrl(secret.stringData['amqp-url']);
+    expect([settings.tls, settings.verify]).toEqual([true, 'verify_peer']);
+    const pod = relay.spec.template.spec;
+    const c = pod.containers[0] as Obj;
+    const named = [settings.cacertfile, settings.certfile, settings.keyfile];
+    expect(named.every((f) => f !== undefined)).toBe(true);
+    for (const path of named as string[]) {
+      const mount = c.volumeMounts.find((m: Obj) => path.startsWith(`${m.mountPath}/`));
+      expect(mount?.readOnly, `${path} on a read-only mount`).toBe(true);
+      const volume = pod.volumes.find((v: Obj) => v.name === mount.name);
+      expect(volume.secret?.secretName, path).toBe(secret.metadata.name);
+      const key = volume.secret.items.find((i: Obj) => i.path === path.slice(mount.mountPath.length + 1))?.key;
+      expect(secret.stringData[key], `${path}: a key of the Secret`).toMatch(/^-----BEGIN [A-Z ]+-----\n/);
     }
   });
 

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseAmqpUrl } from '../../src/lib/amqp/url.js';
 
 const UNITS = fileURLToPath(new URL('../../docs/systemd/', import.meta.url));
 const ANALYZE = '/usr/bin/systemd-analyze';
@@ -164,6 +165,20 @@ describe('docs/systemd units', () => {
     // the batch units stay for batch mode
     for (const f of ['fcctl-deliveries-send.timer', 'fcctl-apply-resolve.timer', 'fcctl-reconcile.timer'])
       expect(files).toContain(f);
+  });
+
+  it('the relay units reach RabbitMQ over mutual TLS with EXTERNAL: the URL names only files they load as credentials', () => {
+    for (const f of ['fcctl-deliveries-relay.service', 'fcctl-deliveries-send.service']) {
+      const exec = values(text(f), 'ExecStart')[0]!;
+      const url = /^\/usr\/bin\/env FCCTL_AMQP_URL=(\S+) \/usr\/bin\/fcctl deliveries send /.exec(exec)?.[1];
+      expect(url, f).toBeDefined();
+      const settings = parseAmqpUrl(url!.replaceAll('%d', '/run/credentials/x'));
+      expect([settings.tls, settings.verify, settings.authMechanism], f).toEqual([true, 'verify_peer', 'external']);
+      expect(url, `${f}: no password in the unit`).not.toMatch(/:\/\/[^/]*@/);
+      const loaded = values(text(f), 'LoadCredential').map((c) => `/run/credentials/x/${c.split(':')[0]}`);
+      expect([settings.cacertfile, settings.certfile, settings.keyfile].sort(), f).toEqual(loaded.sort());
+      for (const c of values(text(f), 'LoadCredential')) expect(c, f).toMatch(/^[\w.-]+:\/etc\/fcctl\/tls\/[\w.-]+$/);
+    }
   });
 
   it('the time spans are read as systemd reads them', () => {

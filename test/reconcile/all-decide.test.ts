@@ -328,6 +328,10 @@ describe("allExit: the exit code of this process's share", () => {
       exitCode: 1,
       reason: '1 pair(s) of run r failed (run it again with --run-id r to retry them)',
     });
+    // a run id a shell would read: the flag to paste quotes it (issue 34 §11)
+    expect(allExit(result({ runId: "r '$(id)", outcomes: [], summary: failedRun }), o)).toMatchObject({
+      reason: `1 pair(s) of run r '$(id) failed (run it again with --run-id 'r '\\''$(id)' to retry them)`,
+    });
   });
   it('1 with a warning when a filter value matched nothing, or the run was complete before this process began', () => {
     expect(allExit(result({ found: { pairs: 2, atFc: 2, atSh: 2, unmatched: ['--school 66'] } }), o)).toMatchObject({
@@ -393,6 +397,23 @@ describe("allExit: the exit code of this process's share", () => {
       exitCode: 1,
       warning: expect.stringMatching(/was done before this process began/),
     });
+  });
+  it('a default run joined complete with nothing run: joined, a note, the metrics file left as it is (issue 36 §7)', () => {
+    const o2 = { failIfDiff: false, allowEmpty: false, summaryFile: '/d/summary.json' };
+    const joined = allReport(result({ outcomes: [], completeAtStart: true, runIdGiven: false }), o2, 10);
+    expect(joined.fields).toMatchObject({ joined: true, pairsRun: 0 });
+    expect(String(joined.fields['note'])).toMatch(/was complete before this process began: joined it and ran nothing/);
+    expect(joined.outcome.unchanged).toBe(true);
+    for (const other of [
+      result({ outcomes: [], completeAtStart: true, runIdGiven: true }),
+      result({ outcomes: [], completeAtStart: false, runIdGiven: false }),
+      result({ outcomes: [done('5', 1)], completeAtStart: true, runIdGiven: false }),
+      result({ outcomes: [], completeAtStart: true, runIdGiven: false, stop: { by: 'signal' } }),
+    ]) {
+      const r = allReport(other, o2, 10);
+      expect(r.fields['joined']).toBeUndefined();
+      expect(r.outcome.unchanged).toBeUndefined();
+    }
   });
   it('a process that found others had done every pair is 0', () => {
     expect(allExit(result({ outcomes: [] }), o).exitCode).toBe(0);

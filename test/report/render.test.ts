@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { type Category, emptyCounts } from '../../src/lib/reconcile/diff/decide.js';
+import { shellWord } from '../../src/lib/cli/shell.js';
 import { DATA_SCRIPT } from '../../src/lib/reconcile/report/client.js';
 import {
   actionId,
@@ -12,7 +13,6 @@ import {
   processesOf,
   taskResultOf,
   throttledOf,
-  shellWord,
   trendOf,
 } from '../../src/lib/reconcile/report/decide.js';
 import {

@@ -1,5 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'vitest';
@@ -324,6 +334,45 @@ test('bad input: one line, exit 2 or 3, nothing written', async () => {
   expect(r.code).toBe(2);
   expect(r.stderr).toMatch(/holds no summary.json of reconcile run --all/);
   expect(existsSync(join(empty, 'report.html'))).toBe(false);
+});
+
+test("--out onto the run's files through a symlink (the run folder, a folder inside it, or the file itself linked): exit 2, nothing changed", async () => {
+  const school = readdirSync(out).find((n) => /^\d+$/.test(n) && n !== XSS_SCHOOL)!;
+  const pair = readdirSync(join(out, school))[0]!;
+  const pairCsv = join(out, school, pair, 'report.csv');
+  const links = join(dir, 'links');
+  mkdirSync(links);
+  symlinkSync(out, join(links, 'run'));
+  symlinkSync(join(out, school), join(links, 'school'));
+  symlinkSync(join(out, 'summary.json'), join(links, 'summary-link.json'));
+  const cases: Array<{ outDir: string; file: string; protects: string; why: RegExp }> = [
+    // --out-dir a symlink to the run, --out the pair's CSV by its real path
+    { outDir: join(links, 'run'), file: pairCsv, protects: pairCsv, why: /inside a pair's folder/ },
+    // --out through a link to the run folder
+    {
+      outDir: out,
+      file: join(links, 'run', 'summary.json'),
+      protects: join(out, 'summary.json'),
+      why: /summary\.json/,
+    },
+    { outDir: out, file: join(links, 'school', pair, 'report.csv'), protects: pairCsv, why: /inside a pair's folder/ },
+    // --out a symlink to the summary
+    {
+      outDir: out,
+      file: join(links, 'summary-link.json'),
+      protects: join(out, 'summary.json'),
+      why: /summary\.json/,
+    },
+  ];
+  for (const c of cases) {
+    const before = readFileSync(c.protects, 'utf8');
+    const r = await runCli(['reconcile', 'report', '--out-dir', c.outDir, '--out', c.file], { env });
+    expect(r.code, `${c.outDir} ${c.file}: ${r.stderr}`).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(c.why);
+    expect(readFileSync(c.protects, 'utf8')).toBe(before);
+    expect(lstatSync(join(links, 'summary-link.json')).isSymbolicLink()).toBe(true);
+  }
 });
 
 test('a second night: the headline shows the change since the first, the trend charts both nights (fleet and pair)', async () => {

@@ -84,6 +84,22 @@ describe('health: healthy while the loop steps, ready only when running', () => 
     ],
     [at('starting'), { healthy: true, ready: false, reason: 'starting: connecting and checking' }],
     [at('draining'), { healthy: true, ready: false, reason: 'draining: stopping' }],
+    [
+      { ...at('running'), blocked: 'low on memory' },
+      { healthy: true, ready: false, reason: 'blocked: the broker is blocking publishes (low on memory)' },
+    ],
+    [
+      { ...at('outage', 0, 'the session ended'), blocked: 'low on disk space' },
+      { healthy: true, ready: false, reason: 'blocked: the broker is blocking publishes (low on disk space)' },
+    ],
+    [
+      { ...at('running'), blocked: null },
+      { healthy: true, ready: true, reason: 'ok' },
+    ],
+    [
+      { ...at('draining'), blocked: 'low on memory' },
+      { healthy: true, ready: false, reason: 'draining: stopping' },
+    ],
   ])('%j', (snapshot, expected) => expect(health(snapshot, 1000, 60_000)).toEqual(expected));
   it('stuck: no step for longer than stuckAfterMs is unhealthy (a restart helps), whatever the state', () => {
     expect(health(at('running', 0), 60_001, 60_000)).toMatchObject({ healthy: false, ready: false });

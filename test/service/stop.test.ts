@@ -157,7 +157,7 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     });
     await relay.waitForLine('running', isState('running'));
     expect((await httpGet(port, '/readyz')).status).toBe(200);
-    db.stall(true);
+    db.freeze();
     const t0 = performance.now();
     await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 20_000, 250);
     expect(performance.now() - t0).toBeLessThan(15_000);
@@ -179,7 +179,7 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
       FCCTL_SH_DATABASE_URL: viaProxy(dbs.shUrl, db.port),
     });
     await r.waitForLine('running', isState('running'));
-    db.stall(true);
+    db.freeze();
     const t0 = performance.now();
     await waitFor('/readyz 503', async () => (await httpGet(port, '/readyz')).status === 503, 20_000, 250);
     expect(performance.now() - t0).toBeLessThan(15_000);

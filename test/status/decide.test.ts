@@ -18,6 +18,8 @@ import {
   runEta,
   statusExitCode,
   statusMode,
+  unjudgedLine,
+  unjudgedOf,
 } from '../../src/lib/status/decide.js';
 import { FAIL_CONDITIONS, type FailCondition } from '../../src/lib/status/types.js';
 
@@ -45,8 +47,8 @@ function facts(on: readonly FailCondition[], read: Read, side: 'fc' | 'sh'): Con
     outbox: sec(side === 'fc' ? read : 'ok', states(side === 'fc' && deadHere)),
     applyCommands: sec(side === 'sh' ? read : 'ok', states(side === 'sh' && deadHere)),
     fleet: {
-      [side]: sec(read, { workers: [{ stale: false }, { stale: on.includes('stale-workers') }] }),
-      [other]: sec('ok', { workers: [{ stale: false }] }),
+      [side]: sec(read, { stale: on.includes('stale-workers') ? 1 : 0 }),
+      [other]: sec('ok', { stale: 0 }),
     } as unknown as ConditionFacts['fleet'],
     pauses: {
       [side]: sec(read, { pauses: on.includes('paused') ? [{}] : [] }),
@@ -96,9 +98,51 @@ describe('failingOf and statusExitCode', () => {
         >;
         const failing = failingOf(conditions, asked);
         expect(failing).toEqual(asked.filter((c) => held.includes(c)));
-        expect(statusExitCode({ unreachable: 0, failing })).toBe(failing.length > 0 ? 1 : 0);
-        expect(statusExitCode({ unreachable: 1, failing })).toBe(3);
+        expect(statusExitCode({ unreachable: 0, unjudged: 0, failing })).toBe(failing.length > 0 ? 1 : 0);
+        expect(statusExitCode({ unreachable: 1, unjudged: 0, failing })).toBe(3);
+        expect(statusExitCode({ unreachable: 0, unjudged: 1, failing })).toBe(3);
       }
+  });
+});
+
+describe('unjudgedOf: a condition asked for whose sections were not all read', () => {
+  const NEEDS: Record<FailCondition, { fc: boolean; sh: boolean }> = {
+    dead: { fc: true, sh: true },
+    paused: { fc: true, sh: true },
+    'stale-workers': { fc: true, sh: true },
+    // facts() reads the run's section (SH) as `read` whichever side it is given
+    'failed-pairs': { fc: true, sh: true },
+  };
+  it('is every asked condition that reads the side not read, and nothing when all was read', () => {
+    for (const asked of subsets(FAIL_CONDITIONS))
+      for (const read of READS)
+        for (const side of ['fc', 'sh'] as const) {
+          const u = unjudgedOf(facts([], read, side), asked);
+          const expected = read === 'ok' ? [] : asked.filter((c) => NEEDS[c][side]);
+          expect(
+            u.map((x) => x.condition),
+            `${asked} ${read} ${side}`,
+          ).toEqual(expected);
+        }
+  });
+  it('names the sections and says why, one line', () => {
+    const f = facts([], 'not configured', 'sh');
+    const u = unjudgedOf(f, ['dead', 'failed-pairs', 'stale-workers']);
+    expect(u).toEqual([
+      { condition: 'dead', sections: ['applyCommands'] },
+      { condition: 'failed-pairs', sections: ['reconcile'] },
+      { condition: 'stale-workers', sections: ['fleet.sh'] },
+    ]);
+    expect(unjudgedLine(u, f)).toBe(
+      '--fail-if dead cannot be judged: applyCommands not read (SH database not configured: FCCTL_SH_DATABASE_URL); ' +
+        'failed-pairs cannot be judged: reconcile not read (SH database not configured: FCCTL_SH_DATABASE_URL); ' +
+        'stale-workers cannot be judged: fleet.sh not read (SH database not configured: FCCTL_SH_DATABASE_URL)',
+    );
+    const down = facts([], 'unreachable', 'fc');
+    expect(unjudgedLine(unjudgedOf(down, ['paused']), down)).toBe(
+      '--fail-if paused cannot be judged: pauses.fc not read (FC database unreachable: x)',
+    );
+    expect(unjudgedLine([], f)).toBeNull();
   });
 });
 
@@ -168,6 +212,7 @@ describe('rows by state: exact, or the history state estimated', () => {
     oldestDueAgeSeconds: null,
     dead: [],
     failed: [],
+    warnings: [],
   };
   const STATES = ['PENDING', 'BROKER_ACCEPTED', 'FAILED', 'DEAD', 'GRANT_REVOKED'];
 

@@ -61,6 +61,7 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
       'reconcile',
       'conditions',
       'failing',
+      'unjudged',
       'exitCode',
     ]);
     expect(s.doc!['reconcile']).toEqual({ status: 'ok', run: null });
@@ -87,7 +88,7 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
         stale: false,
       }),
     ]);
-    expect(s.doc!['fleet'].sh).toEqual({ status: 'ok', workers: [] });
+    expect(s.doc!['fleet'].sh).toEqual({ status: 'ok', workers: [], stale: 0 });
     expect(s.doc!['outbox'].accepted).toEqual({ last5m: 3, last1h: 3 });
     // killed: no clean stop removes its row, which goes stale after three beats
     await relay.stop('SIGKILL');

@@ -21,6 +21,7 @@ const queue = {
   oldestDueAgeSeconds: 125,
   reasons: { DEAD: [{ reason: 'NO_ROUTE', n: 2 }], FAILED: [] },
   accepted: { last5m: 3, last1h: 9 },
+  warnings: [] as string[],
 };
 const doc: StatusDocument = {
   takenAt: '2026-12-02T01:00:00.000Z',
@@ -44,6 +45,7 @@ const doc: StatusDocument = {
           stale: true,
         },
       ],
+      stale: 1,
     },
     sh: { status: 'unreachable', error: 'connect ECONNREFUSED' },
   },
@@ -60,6 +62,7 @@ const doc: StatusDocument = {
   reconcile: { status: 'not configured' },
   conditions: { dead: true, paused: true, 'stale-workers': true, 'failed-pairs': false },
   failing: ['dead'],
+  unjudged: [],
   exitCode: 3,
 };
 

@@ -7,7 +7,9 @@ import {
   configuredServiceTimeZone,
   readServerZone,
   resolveServiceTimeZone,
+  SERVICE_ZONE_MAX_AGE_MS,
   type ServerZoneFacts,
+  serviceZoneReader,
   zoneFromServer,
 } from '../../src/lib/time/service-zone.js';
 import { selectServerZone } from '../../src/lib/time/sql.js';
@@ -242,5 +244,64 @@ describe("the server's zone, read from the real MariaDB", () => {
       offsetMinutes: before.offsetMinutes,
     });
     expect(zoneFromServer(after).zone).toBe(zoneFromServer(before).zone);
+  });
+});
+
+describe("serviceZoneReader: a long-running service reads the server's zone again (issue 34 §9)", () => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await openDb('FC database', testMysqlUrl(), { connectionLimit: 1 });
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('reads when fresh or older than a minute, keeps the last zone through a failed read, fails without one', async () => {
+    let now = 0;
+    let opens = 0;
+    let down = false;
+    const fcDb = async () => {
+      opens++;
+      if (down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      return db;
+    };
+    const changes: string[] = [];
+    const read = serviceZoneReader(resolveConfig({ flags: {}, env: {} }), fcDb, {
+      clock: () => now,
+      onChange: (z, was) => changes.push(`${was?.zone ?? '-'}→${z.zone}`),
+    });
+    const server = zoneFromServer(await readServerZone(db));
+    expect(await read(true)).toEqual(server);
+    expect(opens).toBe(1);
+    now = SERVICE_ZONE_MAX_AGE_MS - 1;
+    await read();
+    expect(opens).toBe(1);
+    now = SERVICE_ZONE_MAX_AGE_MS;
+    await read();
+    expect(opens).toBe(2);
+    await read(true);
+    expect(opens).toBe(3);
+    expect(changes).toEqual([`-→${server.zone}`]);
+    down = true;
+    now += SERVICE_ZONE_MAX_AGE_MS;
+    expect(await read()).toEqual(server);
+    await expect(read(true)).rejects.toThrow(/ECONNREFUSED/);
+    const cold = serviceZoneReader(resolveConfig({ flags: {}, env: {} }), fcDb, { clock: () => now });
+    await expect(cold()).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('a configured zone is never read from the server', async () => {
+    const never = async (): Promise<Db> => {
+      throw new Error('the FC database was opened');
+    };
+    const read = serviceZoneReader(
+      resolveConfig({ flags: {}, env: { FCCTL_SERVICE_TIME_ZONE: 'Asia/Shanghai' } }),
+      never,
+      {
+        clock: () => 0,
+      },
+    );
+    expect((await read(true)).zone).toBe('Asia/Shanghai');
+    expect((await read()).source).toBe('env');
   });
 });

@@ -1,8 +1,10 @@
 // amqplib is loaded when a broker is opened, not at start-up: most commands never open one
 // (its load is about a tenth of a second of every `deliveries scan`, issue 20).
+import { readFile } from 'node:fs/promises';
 import type amqp from 'amqplib';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
+import { type AmqpUrlSettings, parseAmqpUrl, tlsCause } from './url.js';
 
 /** The v2 delivery exchange (SPEC §4). */
 export const DELIVERY_EXCHANGE = 'fc.answer.delivery.v2';
@@ -28,6 +30,13 @@ export interface Broker {
    * While blocked it reads nothing from the connection, so a publish is never confirmed.
    */
   readonly blocked: string | null;
+  /** the connection has ended (closed by either side, or lost) */
+  readonly closed: boolean;
+  /**
+   * Hears each change of {@link blocked} as the broker says it (`connection.blocked` comes the moment
+   * a publish meets an alarm, `connection.unblocked` when it clears), and null when the connection ends.
+   */
+  onBlocked(listener: (reason: string | null) => void): void;
   /** Closes the connection; bounded, since a broker that blocks it never answers the close. */
   close(): Promise<void>;
 }
@@ -84,6 +93,13 @@ export class BrokerUnreachableError extends EnvironmentError {}
 /** amqplib's words (no error code) for a handshake cut short or timed out. */
 const HANDSHAKE_LOST = /^(connect ETIMEDOUT|Socket closed abruptly during opening handshake)/;
 
+/** Who the broker logged in: the URL's user, or with EXTERNAL the client certificate's (not in the URL). */
+function loginOf(url: string): string {
+  const u = new URL(url);
+  if (u.searchParams.get('auth_mechanism')?.toLowerCase() === 'external') return "the client certificate's user";
+  return `user "${decodeURIComponent(u.username) || 'guest'}"`;
+}
+
 /** One line, password masked, for anything that went wrong talking to the broker. */
 export function brokerError(url: string, what: string, err: unknown): EnvironmentError {
   const e = err as { code?: string | number; message?: string };
@@ -91,45 +107,52 @@ export function brokerError(url: string, what: string, err: unknown): Environmen
   // amqplib reports RabbitMQ's 530 NOT_ALLOWED answer to connection.open (no such vhost, or no
   // permission on it) only as the frame it did not expect.
   if (/^Expected ConnectionOpenOk; got <ConnectionClose\b/.test(detail ?? '')) {
-    detail = `vhost "${vhostOf(url)}" not found or not permitted for user "${decodeURIComponent(new URL(url).username) || 'guest'}"`;
+    detail = `vhost "${vhostOf(url)}" not found or not permitted for ${loginOf(url)}`;
   }
   return new EnvironmentError(`${what} at ${maskUrl(url)}: ${detail}`, { cause: err });
 }
 
 /**
- * Connects to RabbitMQ. Connection errors become exit 3 with the password masked.
+ * Connects to RabbitMQ, with the TLS material, login mechanism and heartbeat the URL's parameters
+ * name (`url.ts`). Connection errors become exit 3 with the password masked, a TLS failure named.
  * @example const broker = await openBroker(process.env.FCCTL_AMQP_URL!)
  */
-export async function openBroker(url: string, options: { heartbeatSeconds?: number } = {}): Promise<Broker> {
-  checkAmqpUrl(url);
+export async function openBroker(url: string): Promise<Broker> {
+  const settings = parseAmqpUrl(url);
   let connection: amqp.ChannelModel;
   try {
     const { default: client } = await import('amqplib');
-    connection = await client.connect(url, { timeout: 5000, heartbeat: options.heartbeatSeconds ?? 15 });
+    const socket = await socketOptions(url, settings, client.credentials);
+    connection = await quietIpServername(() => client.connect(settings.clientUrl, socket));
   } catch (err) {
-    const e = brokerError(url, 'cannot connect to RabbitMQ', err);
-    throw HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')
-      ? new BrokerUnreachableError(e.message, { cause: err })
-      : e;
+    throw connectError(url, settings, err);
   }
   // A lost connection surfaces through the channels' close events; keep it from crashing the process.
   connection.on('error', () => undefined);
   let closed = false;
   let blocked: string | null = null;
+  const listeners: Array<(reason: string | null) => void> = [];
+  const setBlocked = (reason: string | null) => {
+    blocked = reason;
+    for (const listener of listeners) listener(reason);
+  };
   connection.on('close', () => {
     closed = true;
+    if (blocked !== null) setBlocked(null);
   });
-  connection.on('blocked', (reason: string) => {
-    blocked = reason || 'blocked by the broker';
-  });
-  connection.on('unblocked', () => {
-    blocked = null;
-  });
+  connection.on('blocked', (reason: string) => setBlocked(reason || 'blocked by the broker'));
+  connection.on('unblocked', () => setBlocked(null));
   return {
     connection,
     url,
     get blocked() {
       return blocked;
+    },
+    get closed() {
+      return closed;
+    },
+    onBlocked: (listener) => {
+      listeners.push(listener);
     },
     confirmChannel: async () => {
       const ch = await connection.createConfirmChannel();
@@ -153,6 +176,82 @@ export async function openBroker(url: string, options: { heartbeatSeconds?: numb
       }
     },
   };
+}
+
+/** amqplib's socket options: the TLS material read from its files, and the login mechanism. */
+async function socketOptions(
+  url: string,
+  s: AmqpUrlSettings,
+  credentials: typeof amqp.credentials,
+): Promise<Record<string, unknown>> {
+  const read = async (name: string, path: string | undefined) => {
+    if (path === undefined) return undefined;
+    try {
+      return await readFile(path);
+    } catch (err) {
+      throw new EnvironmentError(`cannot read ${name} ${path} (amqpUrl): ${(err as { code?: string }).code ?? err}`);
+    }
+  };
+  const [ca, cert, key] = [
+    await read('cacertfile', s.cacertfile),
+    await read('certfile', s.certfile),
+    await read('keyfile', s.keyfile),
+  ];
+  let login: object | undefined;
+  if (s.authMechanism === 'external') login = credentials.external();
+  if (s.authMechanism === 'amqplain') login = credentials.amqplain(...userOf(url));
+  return {
+    timeout: s.connectionTimeoutMs,
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    ...(s.serverName !== undefined ? { servername: s.serverName } : {}),
+    ...(s.tls && s.verify === 'verify_none' ? { rejectUnauthorized: false } : {}),
+    ...(login ? { credentials: login } : {}),
+  };
+}
+
+/** The URL's user and password as amqplib reads them for PLAIN (guest/guest when both are absent). */
+function userOf(url: string): [string, string] {
+  const u = new URL(url);
+  if (u.username === '' && u.password === '') return ['guest', 'guest'];
+  try {
+    return [decodeURIComponent(u.username), decodeURIComponent(u.password)];
+  } catch {
+    throw new UsageError(`amqpUrl's user or password is not percent-encoded: ${maskUrl(url)}`);
+  }
+}
+
+/**
+ * amqplib sends the URL's host as SNI even when it is an IP address, and Node warns about that
+ * on stderr (DEP0123), a second line under a one-line error. The certificate is still checked
+ * against the IP; only that warning is silenced, during the synchronous start of the connect.
+ */
+function quietIpServername<T>(connect: () => T): T {
+  const was = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    return connect();
+  } finally {
+    process.noDeprecation = was;
+  }
+}
+
+/** The exit-3 error of a failed connect: a TLS failure in words naming the parameter to change. */
+function connectError(url: string, settings: AmqpUrlSettings, err: unknown): Error {
+  if (err instanceof EnvironmentError || err instanceof UsageError) return err;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  const cause = settings.tls && typeof code === 'string' ? tlsCause(code, settings, new URL(url).hostname) : null;
+  if (cause) return new EnvironmentError(`cannot connect to RabbitMQ at ${maskUrl(url)}: ${cause}`, { cause: err });
+  const e = brokerError(url, 'cannot connect to RabbitMQ', err);
+  return HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')
+    ? new BrokerUnreachableError(e.message, { cause: err })
+    : e;
+}
+
+/** The heartbeat the connection runs with, in seconds, as negotiated with the broker (amqplib's own field). */
+export function negotiatedHeartbeat(broker: Broker): number | undefined {
+  return (broker.connection as unknown as { connection?: { heartbeat?: number } }).connection?.heartbeat;
 }
 
 /**

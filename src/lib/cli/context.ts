@@ -9,6 +9,11 @@ import type { FlowClient } from '../flow/client.js';
 import type { Broker } from '../amqp/connect.js';
 import { openThrottles, type Throttle, type ThrottleLimits } from '../db/throttle.js';
 
+/** How a command's database is opened: a read-only report drops a statement still in flight at its end sooner. */
+export interface DbOptions {
+  readonly closeGraceMs?: number;
+}
+
 /** What the process gives every command: streams, environment, clock and the stop signal. */
 export interface Deps {
   readonly io: Io;
@@ -29,8 +34,9 @@ export interface Ctx extends Deps {
   readonly debug: boolean;
   /** this process run's id: the summary's `runId` when the command names no run of its own (docs/output.md) */
   readonly runId: string;
-  fcDb(): Promise<Db>;
-  shDb(): Promise<Db>;
+  /** the FC database, opened on first use (with that use's options) and closed when the command ends */
+  fcDb(options?: DbOptions): Promise<Db>;
+  shDb(options?: DbOptions): Promise<Db>;
   /** the broker at amqpUrl, opened on first use and closed when the command ends */
   amqp(): Promise<Broker>;
   /** milliseconds since the epoch, from the injected clock (commands never read Date.now) */

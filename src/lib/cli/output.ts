@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { stringify as csvStringify } from 'csv-stringify/sync';
 import { formulaSafe } from '../files/csv-cell.js';
 import type { Io } from './io.js';
-import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
+import { printable } from './printable.js';
+import { formatDuration, ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
 import { terminal } from './terminal.js';
 import { isoWithOffset } from './timestamp.js';
@@ -123,7 +124,8 @@ export class Output {
 
   /** Free text for a person (terminal only); JSON mode stays machine-readable. */
   note(text: string): void {
-    if (!this.json) this.io.stdout.write(`${text}\n`);
+    // a note may carry a value read from a file or a database: its lines printable (lib/cli/printable.ts)
+    if (!this.json) this.io.stdout.write(`${text.split('\n').map(printable).join('\n')}\n`);
   }
 
   /**
@@ -153,15 +155,19 @@ export class Output {
     }
     const rows: Row[] = Object.entries(summary)
       .filter(([k]) => k !== 'command')
-      .map(([key, value]) => ({ key, value: cellText(value) }));
+      .map(([key, value]) => ({ key, value: summaryValueText(key, value) }));
     for (const [key, value] of Object.entries(counts ?? {})) rows.push({ key, value });
     this.io.stdout.write(
       `${terminal().tableText(
         summary.command,
-        formatTable(rows, [
-          { key: 'key', header: 'summary' },
-          { key: 'value', header: '' },
-        ]),
+        formatTable(
+          rows,
+          [
+            { key: 'key', header: 'summary' },
+            { key: 'value', header: '' },
+          ],
+          this.io.stdout.columns,
+        ),
         this.io.stdout.columns,
       )}\n`,
     );
@@ -186,13 +192,14 @@ export class Output {
       for (const r of rows) this.line({ type: 'row', ...r });
       return;
     }
-    const lines = formatTable(rows, columns);
     if (this.io.interactive) {
+      // fitted to the terminal, never wrapped by it (issue 36 §16)
+      const lines = formatTable(rows, columns, this.io.stdout.columns);
       this.io.stdout.write(`${terminal().tableText(title, lines, this.io.stdout.columns)}\n`);
-    } else {
-      if (title) this.io.stdout.write(`${title}\n`);
-      this.io.stdout.write(`${lines.join('\n')}\n`);
+      return;
     }
+    if (title) this.io.stdout.write(`${title}\n`);
+    this.io.stdout.write(`${formatTable(rows, columns).join('\n')}\n`);
   }
 
   /**
@@ -267,4 +274,17 @@ export class Output {
     // `ts` keeps its place and its value even if the data holds a member of that name
     stream.write(`${JSON.stringify(Object.assign({ ts }, obj, { ts }))}\n`);
   }
+}
+
+/**
+ * A summary value as a person reads it on a terminal: a duration of a minute or more (a key named
+ * `…Seconds`; the run's own `seconds` aside) also as days, hours and minutes —
+ * `oldestPendingAgeSeconds 3890175` says nothing at a glance, `45d00h36m (3890175 s)` does (issue
+ * 36 §16). JSON keeps the number.
+ * @example summaryValueText('oldestPendingAgeSeconds', 3890175) // '45d00h36m (3890175 s)'
+ */
+export function summaryValueText(key: string, value: unknown): string {
+  if (/.Seconds$/.test(key) && typeof value === 'number' && Number.isFinite(value) && value >= 60)
+    return `${formatDuration(value)} (${value} s)`;
+  return cellText(value);
 }

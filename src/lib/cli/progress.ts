@@ -95,11 +95,13 @@ export function progressLine(s: ProgressSnapshot, previousDone: number): Record<
   };
 }
 
-/** `75` → `1m15s`. */
+/** `75` → `1m15s`, `5400` → `1h30m`, `3890175` → `45d00h36m`. */
 export function formatDuration(seconds: number): string {
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${String(m % 60).padStart(2, '0')}m`;
+  return `${Math.floor(h / 24)}d${String(h % 24).padStart(2, '0')}h${String(m % 60).padStart(2, '0')}m`;
 }

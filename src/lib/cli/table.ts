@@ -1,7 +1,11 @@
+import { printable } from './printable.js';
+
 /** A column of a listing: the key in each row and its header. */
 export interface Column {
   readonly key: string;
   readonly header?: string;
+  /** free text (an error, a list of names): cut first when the table must fit a terminal */
+  readonly flex?: boolean;
 }
 
 export type Row = Readonly<Record<string, unknown>>;
@@ -34,18 +38,60 @@ function width(text: string): number {
   return w;
 }
 
+/** The narrowest a column is cut to when a table must fit: room for a few characters and `…`. */
+const MIN_CUT_WIDTH = 8;
+
 /**
  * Aligned plain-text table, header first; pure, so both the ink view and piped output use it.
+ * Cells are {@link printable} (a value's escape sequence or newline would drive the terminal or
+ * split the row) before the widths are measured, so the columns stay aligned. With `maxWidth` (a
+ * terminal's columns) a table wider than that is fitted, never wrapped: the widest free-text column
+ * (`flex`), then the widest of any, is narrowed down to {@link MIN_CUT_WIDTH} (or its header), its
+ * cells cut with `…` — a wrapped row is unreadable, a cut one still says what it is (the full
+ * text: `--json`).
  * @example formatTable([{ state: 'PENDING', n: 3 }], [{ key: 'state' }, { key: 'n' }])
  */
-export function formatTable(rows: readonly Row[], columns: readonly Column[]): string[] {
+export function formatTable(rows: readonly Row[], columns: readonly Column[], maxWidth?: number): string[] {
   const header = columns.map((c) => c.header ?? c.key);
-  const body = rows.map((r) => columns.map((c) => cellText(r[c.key])));
+  const body = rows.map((r) => columns.map((c) => printable(cellText(r[c.key]))));
   const widths = header.map((h, i) => Math.max(width(h), ...body.map((cells) => width(cells[i] ?? ''))));
+  if (maxWidth !== undefined) {
+    // the free-text columns give way first, then any column, widest first
+    fitWidths(widths, header, maxWidth, (i) => columns[i]?.flex === true);
+    fitWidths(widths, header, maxWidth, () => true);
+  }
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => cell + ' '.repeat((widths[i] ?? 0) - width(cell)))
+      .map((cell, i) => {
+        const w = widths[i] ?? 0;
+        const shown = width(cell) > w ? cut(cell, w) : cell;
+        return shown + ' '.repeat(w - width(shown));
+      })
       .join('  ')
       .trimEnd();
   return [line(header), ...body.map(line)];
+}
+
+/** Narrows the widest column `may` cut, a character at a time, until the line fits or none can give more. */
+function fitWidths(widths: number[], header: readonly string[], maxWidth: number, may: (i: number) => boolean): void {
+  const total = () => widths.reduce((a, b) => a + b, 0) + 2 * Math.max(widths.length - 1, 0);
+  while (total() > maxWidth) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i++) {
+      const floor = Math.max(MIN_CUT_WIDTH, width(header[i] ?? ''));
+      if (may(i) && widths[i]! > floor && (widest < 0 || widths[i]! > widths[widest]!)) widest = i;
+    }
+    if (widest < 0) return;
+    widths[widest]! -= 1;
+  }
+}
+
+/** `text` cut to `w` display columns, the last one `…`. */
+function cut(text: string, w: number): string {
+  let out = '';
+  for (const ch of text) {
+    if (width(out + ch) > w - 1) break;
+    out += ch;
+  }
+  return `${out}…`;
 }

@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
+import { versionProblem } from './version.js';
 
 /** A pool on one database; `label` names it in errors ("FC database"). */
 export interface Db {
@@ -116,32 +117,54 @@ export function parseDatabaseUrl(label: string, url: string): URL {
 /** mysql2, imported by the first {@link openDb}. */
 let driver: typeof mysql | undefined;
 
+/** How a pool is opened: its size, its close grace, and who learns of it before it is checked. */
+export interface OpenDbOptions {
+  readonly connectionLimit?: number;
+  /** each statement's deadline ({@link STATEMENT_TIMEOUT_MS} when not given; 0: none) */
+  readonly statementTimeoutMs?: number;
+  /** how long its close waits for a statement still in flight ({@link CLOSE_GRACE_MS} when not given) */
+  readonly closeGraceMs?: number;
+  /**
+   * Called with the pool as soon as it exists, before its first statement: a caller that gives up
+   * waiting for the check (a database that stops answering) can still close it.
+   */
+  readonly onPool?: (db: Db) => void;
+}
+
 /**
  * Opens a pool and checks it answers. Times are read as strings (`dateStrings`), big integers
  * as strings: never through a JS Date or a lossy number (SPEC §1).
  * @example const fc = await openDb('FC database', process.env.FCCTL_FC_DATABASE_URL!)
  */
-export async function openDb(
-  label: string,
-  url: string,
-  options: { connectionLimit?: number; statementTimeoutMs?: number } = {},
-): Promise<Db> {
+export async function openDb(label: string, url: string, options: OpenDbOptions = {}): Promise<Db> {
   const poolOptions = poolOptionsOf(label, url, options);
   // Loaded with the first database a command opens: `--version`, help and `canon` never need it.
   driver ??= (await import('mysql2/promise')).default;
-  const pools = new Pools(label, driver, poolOptions, options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS);
+  const pools = new Pools(label, driver, poolOptions, {
+    timeoutMs: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS,
+    closeGraceMs: options.closeGraceMs ?? CLOSE_GRACE_MS,
+  });
   const db = dbOn(label, url, pools);
+  options.onPool?.(db);
+  let version: string;
   try {
-    await db.query('SELECT 1');
+    // One round trip both proves the pool answers and gates the server's version (issue 35 §4).
+    const rows = await db.query<{ v: string }>('SELECT VERSION() AS v');
+    version = String(rows[0]?.v ?? '');
   } catch (err) {
     await db.close();
     throw err;
+  }
+  const problem = versionProblem(version);
+  if (problem !== null) {
+    await db.close();
+    throw new EnvironmentError(`${label}: ${problem}`);
   }
   return db;
 }
 
 /** The driver's options for a database URL; bad input (exit 2) when it is not a mysql:// URL. */
-function poolOptionsOf(label: string, url: string, options: { connectionLimit?: number }): mysql.PoolOptions {
+function poolOptionsOf(label: string, url: string, options: OpenDbOptions): mysql.PoolOptions {
   const parsed = parseDatabaseUrl(label, url);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${label} URL must start with mysql://: ${maskUrl(url)}`);
@@ -155,6 +178,8 @@ function poolOptionsOf(label: string, url: string, options: { connectionLimit?: 
     connectionLimit: options.connectionLimit ?? 10,
     connectTimeout: 5000,
     dateStrings: true,
+    // MySQL 8's JSON columns as the text the server holds, never parsed: canon hashes text (issue 35 §4).
+    jsonStrings: true,
     supportBigNumbers: true,
     bigNumberStrings: true,
     decimalNumbers: false,
@@ -170,19 +195,19 @@ function poolOptionsOf(label: string, url: string, options: { connectionLimit?: 
  */
 export const CLOSE_GRACE_MS = 5000;
 
+/** A driver connection as the close needs it: its socket. */
+type Held = { stream?: { destroyed?: boolean; destroy(): void } };
+
 /**
  * Every connection a pool holds, those still connecting included: mysql2 keeps them in its
  * callback pool's `_allConnections` (no public accessor); empty if a later mysql2 moves it.
  */
-function connectionsOf(p: mysql.Pool | null): Array<{ destroy(): void }> {
+function connectionsOf(p: mysql.Pool | null): Held[] {
   const all = (p as unknown as { pool?: { _allConnections?: { length: number; get(i: number): unknown } } } | null)
     ?.pool?._allConnections;
   if (!all || typeof all.get !== 'function') return [];
   // a connection whose socket is gone has ended (the pool keeps it listed after its end)
-  return Array.from(
-    { length: all.length },
-    (_, i) => all.get(i) as { destroy(): void; stream?: { destroyed?: boolean } },
-  ).filter((c) => c.stream?.destroyed !== true);
+  return Array.from({ length: all.length }, (_, i) => all.get(i) as Held).filter((c) => c.stream?.destroyed !== true);
 }
 
 function preparePool(p: mysql.Pool): mysql.Pool {
@@ -205,16 +230,24 @@ function preparePool(p: mysql.Pool): mysql.Pool {
 class Pools {
   readonly pool: mysql.Pool;
   private batchPool: mysql.Pool | null = null;
-  private closed = false;
+  private closing: Promise<void> | null = null;
   constructor(
     private readonly label: string,
     readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
-    /** {@link STATEMENT_TIMEOUT_MS}, or what the opener set (0: none) */
-    readonly timeoutMs: number,
+    limits: {
+      /** {@link STATEMENT_TIMEOUT_MS}, or what the opener set (0: none) */
+      readonly timeoutMs: number;
+      readonly closeGraceMs: number;
+    },
   ) {
     this.pool = preparePool(driver.createPool(options));
+    this.timeoutMs = limits.timeoutMs;
+    this.closeGraceMs = limits.closeGraceMs;
   }
+  /** each statement's deadline (0: none) */
+  readonly timeoutMs: number;
+  private readonly closeGraceMs: number;
   /** The error of a statement past {@link timeoutMs}. */
   late(): Error {
     return noAnswerError(this.label, this.timeoutMs);
@@ -227,7 +260,7 @@ class Pools {
     });
   }
   batchConnection(): Promise<mysql.PoolConnection> {
-    if (this.closed) return Promise.reject(new Error(`${this.label}: pool is closed`));
+    if (this.closing !== null) return Promise.reject(new Error(`${this.label}: pool is closed`));
     this.batchPool ??= preparePool(
       this.driver.createPool({ ...this.options, multipleStatements: true, connectionLimit: 2 }),
     );
@@ -281,22 +314,23 @@ class Pools {
     });
   }
   /**
-   * Ends both pools; a second close is the first one (a pool ended once never reports a second
-   * end done: it would wait out its grace for nothing — a service's stop closes its database early).
+   * Ends both pools, once: a second call waits for the first (a pool ended once never reports a
+   * second end done). `graceMs` (the pool's close grace by default) is how long statements still
+   * in flight are waited for; a service's stop past its drain closes with 0.
    */
-  close(graceMs = CLOSE_GRACE_MS): Promise<void> {
+  close(graceMs = this.closeGraceMs): Promise<void> {
     this.closing ??= this.end(graceMs);
     return this.closing;
   }
-  private closing: Promise<void> | null = null;
   private async end(graceMs: number): Promise<void> {
-    this.closed = true;
     const ended = Promise.all([this.pool.end().catch(() => undefined), this.batchPool?.end().catch(() => undefined)]);
     const left = () => [...connectionsOf(this.pool), ...connectionsOf(this.batchPool)];
     const deadline = Date.now() + graceMs;
     // A pool's end waits for each connection's statement in flight, and may report itself done
     // while one still waits (its count shrinks as the idle ones end): a connection left after the
-    // grace never answered, and is dropped.
+    // grace never answered, and its socket is destroyed. Not the driver's destroy(), which only
+    // half-closes it: a server that stopped answering never closes its side, and the socket would
+    // keep the process alive for ever.
     await Promise.race([ended, delay(graceMs, undefined, { ref: false })]);
     while (left().length > 0 && Date.now() < deadline) await delay(25);
     for (const conn of left()) dropConnection(conn);

@@ -19,11 +19,15 @@ export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<numbe
     ctx.output.rows(
       results.map((r) => ({
         side: r.side,
-        created: [...r.created, ...r.indexesAdded].join(' ') || '-',
+        // a fresh database: every table, said in a word (the names wrapped any terminal); an upgrade: the few added
+        created:
+          r.existing.length === 0 && r.created.length > 0
+            ? `all ${r.created.length} tables`
+            : [...r.created, ...r.indexesAdded].join(' ') || '-',
         existing: r.existing.length,
         dev: r.markedDev ? 'marked' : '',
       })),
-      [{ key: 'side' }, { key: 'created' }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
+      [{ key: 'side' }, { key: 'created', flex: true }, { key: 'existing', header: 'already there' }, { key: 'dev' }],
       'table',
       'db init',
     );

@@ -8,6 +8,7 @@ import {
   insertSchemaVersion,
   markDevDatabase,
   selectAnyRow,
+  selectKeyColumns,
   selectLiveColumns,
   selectLiveIndexes,
   selectSchemaVersion,
@@ -107,7 +108,78 @@ export type SchemaProblem =
       readonly index: string;
       readonly expected: readonly string[];
       readonly actual: readonly string[];
+    }
+  | {
+      readonly kind: 'json-type';
+      readonly table: string;
+      readonly column: string;
+    }
+  | {
+      readonly kind: 'key-order';
+      readonly table: string;
+      readonly column: string;
+      readonly type: string;
+      readonly collation: string | null;
     };
+
+/**
+ * The columns manifest pages are ordered by (keyset on `answer_uuid` within a school and form) and
+ * the reconcile merge-join compares byte for byte: they must be strings ordered and compared by
+ * their bytes. A case-insensitive collation (`utf8mb4_unicode_ci`, `utf8mb4_0900_ai_ci`) orders
+ * `A` with `a`, so the database's pages come in an order the merge-join refuses only after a whole
+ * scan; `db check` and `doctor` say so first (issue 35 §4).
+ */
+export const KEY_ORDER_COLUMNS: Readonly<Record<Side, ReadonlyArray<{ table: string; column: string }>>> = {
+  fc: [
+    { table: 'answer', column: 'answer_uuid' },
+    { table: 'answer', column: 'form_uuid' },
+    { table: 'form_consumer_grant', column: 'form_uuid' },
+  ],
+  sh: [
+    { table: 'fc_answer_projection', column: 'answer_uuid' },
+    { table: 'fc_answer_projection', column: 'form_uuid' },
+  ],
+};
+
+/**
+ * The JSON documents whose text is hashed (fc.canon.v1): MySQL 8's `JSON` type keeps a binary form
+ * and gives back its own serialisation (decimals through doubles), so a snapshot stored there no
+ * longer hashes to its `content_hash` (SNAPSHOT_HASH_MISMATCH → FAILED → DEAD), and values read
+ * from there no longer hash as FC did. They must be text (`LONGTEXT`), as the reference schema has them.
+ */
+export const HASHED_TEXT_COLUMNS: Readonly<Record<Side, ReadonlyArray<{ table: string; column: string }>>> = {
+  fc: [
+    { table: 'answer', column: 'values_json' },
+    { table: 'answer_delivery', column: 'snapshot_json' },
+  ],
+  sh: [{ table: 'fc_answer_projection', column: 'snapshot_json' }],
+};
+
+/**
+ * Whether a key column is ordered by its bytes: a CHAR/VARCHAR with a binary collation (`…_bin`),
+ * or a BINARY/VARBINARY (no collation); for a hashed document ({@link HASHED_TEXT_COLUMNS}),
+ * whether it is text rather than MySQL's `JSON`.
+ * @example keyOrderProblem({ table: 'answer', column: 'answer_uuid', type: 'char', collation: 'utf8mb4_bin' }) // null
+ */
+export function keyOrderProblem(live: {
+  table: string;
+  column: string;
+  type: string;
+  collation: string | null;
+}): SchemaProblem | null {
+  const type = live.type.toLowerCase();
+  if (
+    HASHED_TEXT_COLUMNS.fc
+      .concat(HASHED_TEXT_COLUMNS.sh)
+      .some((h) => h.table === live.table && h.column === live.column)
+  )
+    return type === 'json' ? { kind: 'json-type', table: live.table, column: live.column } : null;
+  const ok =
+    ((type === 'char' || type === 'varchar') && live.collation !== null && /_bin$/i.test(live.collation)) ||
+    type === 'binary' ||
+    type === 'varbinary';
+  return ok ? null : { kind: 'key-order', ...live };
+}
 
 export function describeProblem(p: SchemaProblem): string {
   switch (p.kind) {
@@ -119,6 +191,16 @@ export function describeProblem(p: SchemaProblem): string {
       return `missing index ${p.table}.${p.index}`;
     case 'index-columns':
       return `index ${p.table}.${p.index} is on (${p.actual.join(', ')}), expected (${p.expected.join(', ')})`;
+    case 'json-type':
+      return (
+        `column ${p.table}.${p.column} is JSON: the server re-serialises it (numbers through doubles), so its text no ` +
+        'longer hashes as written; it must be LONGTEXT'
+      );
+    case 'key-order':
+      return (
+        `column ${p.table}.${p.column} is ${p.type}${p.collation ? ` ${p.collation}` : ''}: keyset pages and the reconcile ` +
+        'merge-join need it ordered by its bytes (CHAR/VARCHAR with a binary collation such as utf8mb4_bin, or BINARY)'
+      );
   }
 }
 
@@ -178,10 +260,21 @@ async function liveSchema(db: Db) {
   return { liveColumns, liveIndexes };
 }
 
-/** Reports every missing table, column or index of one side. */
+/**
+ * Reports every missing table, column or index of one side, and each key column not ordered by
+ * its bytes ({@link KEY_ORDER_COLUMNS}).
+ */
 export async function checkSchema(db: Db, side: Side): Promise<SchemaProblem[]> {
   const { liveColumns, liveIndexes } = await liveSchema(db);
-  return compareSchema(parseSchema(schemaSql(side)), liveColumns, liveIndexes);
+  const keys = selectKeyColumns([...KEY_ORDER_COLUMNS[side], ...HASHED_TEXT_COLUMNS[side]]);
+  const keyColumns = await db.query<{ t: string; c: string; type: string; collation: string | null }>(
+    keys.sql,
+    keys.params,
+  );
+  const keyProblems = keyColumns
+    .map((k) => keyOrderProblem({ table: k.t, column: k.c, type: k.type, collation: k.collation }))
+    .filter((p): p is SchemaProblem => p !== null);
+  return [...compareSchema(parseSchema(schemaSql(side)), liveColumns, liveIndexes), ...keyProblems];
 }
 
 export interface InitResult {

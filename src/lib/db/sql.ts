@@ -19,6 +19,18 @@ export function selectLiveColumns(): Statement {
   };
 }
 
+/** The type and collation of the columns that keyset pages and the merge-join order by (`KEY_ORDER_COLUMNS`). */
+export function selectKeyColumns(
+  columns: ReadonlyArray<{ readonly table: string; readonly column: string }>,
+): Statement {
+  return {
+    sql:
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, DATA_TYPE AS type, COLLATION_NAME AS collation FROM information_schema.COLUMNS ' +
+      `WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME, COLUMN_NAME) IN (${columns.map(() => '(?, ?)').join(', ')})`,
+    params: columns.flatMap((k) => [k.table, k.column]),
+  };
+}
+
 /** Every index column of the connection's database, each index's columns in order. */
 export function selectLiveIndexes(): Statement {
   return {

@@ -10,7 +10,7 @@ export const FAILED_ROW_COLUMNS: readonly Column[] = [
   { key: 'answerRevision', header: 'rev' },
   { key: 'retryCount', header: 'retries' },
   { key: 'nextRetryAt', header: 'next retry' },
-  { key: 'lastError', header: 'last error' },
+  { key: 'lastError', header: 'last error', flex: true },
   { key: 'updateTime', header: 'updated' },
 ];
 

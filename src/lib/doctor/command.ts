@@ -22,7 +22,7 @@ export async function runDoctor(options: DoctorOptions, ctx: Ctx): Promise<numbe
   if (!ctx.output.json)
     ctx.output.rows(
       results as unknown as Record<string, unknown>[],
-      [{ key: 'check' }, { key: 'status' }, { key: 'detail' }],
+      [{ key: 'check' }, { key: 'status' }, { key: 'detail', flex: true }],
       'table',
       'fcctl doctor',
     );

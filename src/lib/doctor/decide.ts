@@ -2,6 +2,7 @@
  * `doctor`'s check lines decided from what was read (pure); `run.ts` reads and calls them.
  */
 import { vhostOf } from '../amqp/connect.js';
+import { parseAmqpUrl } from '../amqp/url.js';
 
 /** One line of `fcctl doctor`. */
 export interface CheckResult {
@@ -29,6 +30,29 @@ export function vhostCheck(amqpUrl: string): CheckResult {
         detail: 'using the default vhost "/" (seed 004 B-03): use a separate vhost with its own accounts',
       }
     : { check: 'broker vhost', status: 'ok', detail: `vhost ${vhost}` };
+}
+
+/**
+ * The `broker` line once connected: over TLS, how (who is checked, which login) and the heartbeat
+ * the broker agreed to; a warning when the broker's certificate is not checked (`verify_none`).
+ * @example brokerConnectedCheck('amqps://mq/fc?certfile=/c&keyfile=/k&auth_mechanism=external', 15).detail // 'connected over TLS: the broker's certificate checked (verify_peer), a client certificate, login EXTERNAL, heartbeat 15 s'
+ */
+export function brokerConnectedCheck(amqpUrl: string, heartbeatSeconds: number | undefined): CheckResult {
+  const s = parseAmqpUrl(amqpUrl);
+  if (!s.tls) return { check: 'broker', status: 'ok', detail: 'connected' };
+  const parts = [
+    s.verify === 'verify_peer'
+      ? "the broker's certificate checked (verify_peer)"
+      : "the broker's certificate NOT checked (verify=verify_none)",
+    s.certfile !== undefined ? 'a client certificate' : 'no client certificate',
+    `login ${s.authMechanism.toUpperCase()}`,
+    ...(heartbeatSeconds !== undefined ? [`heartbeat ${heartbeatSeconds} s`] : []),
+  ];
+  return {
+    check: 'broker',
+    status: s.verify === 'verify_peer' ? 'ok' : 'warn',
+    detail: `connected over TLS: ${parts.join(', ')}`,
+  };
 }
 
 /** Exit code of a doctor run: any failed check is an environment problem. */

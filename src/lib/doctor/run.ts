@@ -1,11 +1,11 @@
-import { type Broker, DELIVERY_EXCHANGE, exchangeExists } from '../amqp/connect.js';
+import { type Broker, DELIVERY_EXCHANGE, exchangeExists, negotiatedHeartbeat } from '../amqp/connect.js';
 import { probeReturnBeforeAck } from '../amqp/probe.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/connect.js';
 import { checkSchema, describeProblem, type Side } from '../db/schema.js';
 import type { FlowClient } from '../flow/client.js';
 import { describeServiceTimeZone, resolveServiceTimeZone } from '../time/service-zone.js';
-import { type CheckResult, redeclareCheck, vhostCheck } from './decide.js';
+import { brokerConnectedCheck, type CheckResult, redeclareCheck, vhostCheck } from './decide.js';
 import { DOCTOR_LOOKUP_KEY, flowCenterCheck } from './flow-center.js';
 import { checkIsolation, isolationTarget } from './isolation/run.js';
 import { registeredAppKeys } from './isolation/store.js';
@@ -91,7 +91,7 @@ async function brokerChecks(options: DoctorOptions, deps: DoctorDeps): Promise<C
   const results: CheckResult[] = [];
   try {
     const broker = await deps.amqp();
-    results.push({ check: 'broker', status: 'ok', detail: 'connected' });
+    results.push(brokerConnectedCheck(amqpUrl, negotiatedHeartbeat(broker)));
     results.push(vhostCheck(amqpUrl));
     results.push(await exchangeCheck(broker, deps));
     if (options.probe) {

@@ -2,7 +2,7 @@
  * `fcctl explain`'s run functions: the sides from the config (a side without a URL is "not
  * configured", never guessed), one library call (run.ts), then the render.
  */
-import { configuredDatabases } from '../cli/section.js';
+import { configuredDatabases, sectionReader } from '../cli/section.js';
 import { ExitCode, FcctlError } from '../cli/exit.js';
 import {
   type ExplainAnswerOptions,
@@ -21,6 +21,8 @@ function depsOf(ctx: Ctx): ExplainDeps {
   return {
     ...configuredDatabases(ctx),
     flow: ctx.config.flowUrl.value ? () => ctx.flow({ timeoutMs: FLOW_TIMEOUT_MS }) : null,
+    // one reader for the command: a side that did not answer in 10 s is not waited for again
+    section: sectionReader(),
   };
 }
 

@@ -3,8 +3,27 @@
  * the exact next command it suggests, relative times and the exit code. No I/O.
  */
 import { ExitCode } from '../cli/exit.js';
+import { shellLine, shellWord } from '../cli/shell.js';
 import { consumerHasIt } from '../deliveries/replay/decide.js';
-import type { GrantFacts, OutboxRow, ProjectionFacts, Verdict, VerdictFacts, VerdictKind } from './types.js';
+import {
+  idProblem,
+  isAppKey,
+  isContentHash,
+  isRevisionText,
+  isRoutableAppKey,
+  isSchoolId,
+  isTidy,
+  isUuid,
+} from '../ids.js';
+import type {
+  ApplyCommandFacts,
+  GrantFacts,
+  OutboxRow,
+  ProjectionFacts,
+  Verdict,
+  VerdictFacts,
+  VerdictKind,
+} from './types.js';
 
 /**
  * A row accepted longer ago than this and still not applied is no longer "in flight": a stale SH
@@ -34,14 +53,6 @@ export function relative(secondsFromNow: number | null): string | null {
   return secondsFromNow > 0 ? `in ${duration(secondsFromNow)}` : `${duration(secondsFromNow)} ago`;
 }
 
-/**
- * A shell word: left bare when it holds only characters no shell reads specially, else single-quoted.
- * @example shellWord("a'b") // `'a'\''b'`
- */
-export function shellWord(s: string): string {
-  return /^[A-Za-z0-9._:/@%+=,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
 /** The stable code of a `last_error` (the text before the first ':'). */
 export function errorCode(lastError: string | null): string {
   if (lastError === null || lastError === '') return 'no error recorded';
@@ -60,21 +71,68 @@ const takenIn = (row: OutboxRow) =>
   consumerHasIt({ consumer_applied_at: row.consumerAppliedAt, consumer_outcome: row.consumerOutcome });
 
 /**
+ * A value as data in a sentence: JSON-quoted (a quote, `$` or backtick shown, never read by a
+ * shell), cut to 80 characters; control characters are escaped by the terminal view.
+ * @example shownValue('$(touch x)') // '"$(touch x)"'
+ */
+export const shownValue = (v: string) => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
+
+/** One value a printed command puts in a flag, and whether it is what the flag takes. */
+interface Claim {
+  readonly what: string;
+  readonly value: string;
+  readonly fits: boolean;
+  readonly should: string;
+}
+const claim = (what: string, value: string, fits: boolean, should: string): Claim => ({ what, value, fits, should });
+
+/**
+ * A command to print, every word shell-quoted, or why there is none: a value read from a database
+ * that cannot be what it claims (a hash that is not 64 hex, an answer uuid that is not a UUID) is
+ * shown as data and put into no command — the command would refuse it, and a person pastes it.
+ */
+export type Suggestion =
+  | { readonly command: string; readonly problem: null }
+  | { readonly command: null; readonly problem: string };
+
+function suggestion(claims: readonly Claim[], words: () => string[]): Suggestion {
+  const bad = claims.find((c) => !c.fits);
+  if (bad === undefined) return { command: shellLine(words()), problem: null };
+  return {
+    command: null,
+    problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
+  };
+}
+
+const schoolClaim = (schId: string) => claim('the school', schId, isSchoolId(schId), 'a positive whole number');
+const answerClaim = (answerUuid: string) => claim('the answer uuid', answerUuid, isUuid(answerUuid), 'a UUID');
+
+/**
  * `deliveries replay` of the row, as that command takes it, under an operation id that names the
  * row and its generation: the same suggestion twice is one operation, a later generation a new one.
- * @example replayCommand(row, 'a1…') // 'fcctl deliveries replay --consumer k --school 5 --answer a1… --expected-revision 4 --operation-id explain:<eventId>:g0 --execute'
+ * @example replayCommand(row, 'a1…').command // 'fcctl deliveries replay --consumer k --school 5 --answer a1… --expected-revision 4 --operation-id explain:<eventId>:g0 --execute'
  */
-export function replayCommand(row: OutboxRow, answerUuid: string): string {
+export function replayCommand(row: OutboxRow, answerUuid: string): Suggestion {
   const generation = row.generation === null ? 'g0' : `g${row.generation.slice(0, 12)}`;
-  return [
-    'fcctl deliveries replay',
-    `--consumer ${shellWord(row.consumerAppKey)}`,
-    `--school ${row.schId}`,
-    `--answer ${answerUuid}`,
-    `--expected-revision ${row.revision}`,
-    `--operation-id ${shellWord(`explain:${row.eventId}:${generation}`)}`,
-    '--execute',
-  ].join(' ');
+  const operationId = `explain:${row.eventId}:${generation}`;
+  return suggestion(
+    [
+      claim(
+        'the consumer key',
+        row.consumerAppKey,
+        isRoutableAppKey(row.consumerAppKey),
+        'an app key of a routing key',
+      ),
+      schoolClaim(row.schId),
+      answerClaim(answerUuid),
+      claim('the revision', row.revision, isRevisionText(row.revision), 'a whole number'),
+      claim('the event id', row.eventId, idProblem(operationId) === null, 'fit for an operation id'),
+    ],
+    () => [
+      ...['deliveries', 'replay', '--consumer', row.consumerAppKey, '--school', row.schId, '--answer', answerUuid],
+      ...['--expected-revision', row.revision, '--operation-id', operationId, '--execute'],
+    ],
+  );
 }
 
 /**
@@ -87,24 +145,33 @@ export function repairCommand(
   answerUuid: string,
   local: ProjectionFacts | null,
   fcRevision: string,
-): string {
+): Suggestion {
+  const proofId = `explain:${answerUuid}:${fcRevision}`;
   const expected =
     local === null
       ? ['--expect-missing']
       : [
-          `--expected-revision ${local.revision}`,
-          `--expected-hash ${local.contentHash}`,
-          `--expected-is-deleted ${local.isDeleted ? 1 : 0}`,
+          ...['--expected-revision', local.revision, '--expected-hash', local.contentHash],
+          ...['--expected-is-deleted', local.isDeleted ? '1' : '0'],
         ];
-  return [
-    'fcctl projection repair-authoritative',
-    `--consumer ${shellWord(consumerAppKey)}`,
-    `--school ${schId}`,
-    `--answer ${answerUuid}`,
-    ...expected,
-    `--proof-id ${shellWord(`explain:${answerUuid}:${fcRevision}`)}`,
-    '--execute',
-  ].join(' ');
+  return suggestion(
+    [
+      claim('the consumer key', consumerAppKey, isAppKey(consumerAppKey), 'an app key'),
+      schoolClaim(schId),
+      answerClaim(answerUuid),
+      ...(local === null
+        ? []
+        : [
+            claim("SH's revision", local.revision, isRevisionText(local.revision), 'a whole number'),
+            claim("SH's content_hash", local.contentHash, isContentHash(local.contentHash), '64 lowercase hex digits'),
+          ]),
+      claim("FC's revision", fcRevision, idProblem(proofId) === null, 'fit for a proof id'),
+    ],
+    () => [
+      ...['projection', 'repair-authoritative', '--consumer', consumerAppKey, '--school', schId],
+      ...['--answer', answerUuid, ...expected, '--proof-id', proofId, '--execute'],
+    ],
+  );
 }
 
 /** Why the grant does not let this row out, or null when it does (SPEC §5 check 2). */
@@ -125,12 +192,28 @@ const cmp = (a: string, b: string) => {
 
 type Make = (kind: VerdictKind, text: string, command?: string | null) => Verdict;
 
+/** A verdict with its command, or with why none is printed (a value that is not what it claims, as data). */
+const withSuggestion = (make: Make, kind: VerdictKind, text: string, s: Suggestion): Verdict =>
+  s.command !== null ? make(kind, text, s.command) : make(kind, `${text}; ${s.problem}`);
+
 /**
  * The verdict of one consumer and school of an answer: where the answer is and why, and the exact
  * next command where one helps. Decided in the chain's order: FC, grant, outbox, SH.
  * @example verdictOf(facts).text // 'waiting: next retry in 3m after NACK ×2'
  */
 export function verdictOf(f: VerdictFacts): Verdict {
+  const v = deliveryVerdict(f);
+  if (v.kind !== 'DELIVERED_APPLIED') return v;
+  // delivered and applied: the flow center's part decides what is left (the first command not DONE)
+  for (const c of f.applyCommands ?? []) {
+    const apply = applyVerdict(c, v);
+    if (apply !== null) return apply;
+  }
+  return v;
+}
+
+/** The verdict of the delivery and the projection: FC, grant, outbox, SH. */
+function deliveryVerdict(f: VerdictFacts): Verdict {
   const make: Make = (kind, text, command = null) => ({
     consumerAppKey: f.consumerAppKey,
     schId: f.schId,
@@ -146,7 +229,7 @@ export function verdictOf(f: VerdictFacts): Verdict {
   if (row === null && f.outboxCut)
     return make(
       'UNKNOWN',
-      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${f.schId}`,
+      `no outbox row among those listed (the list is cut): explain again with --consumer ${shellWord(f.consumerAppKey)} --school ${shellWord(f.schId)}`,
     );
   if (row === null) {
     const problem = grantProblem(grant, null);
@@ -210,7 +293,7 @@ function pendingVerdict(answerUuid: string, row: OutboxRow, grants: GrantFacts |
     if (problem !== null) return make('DEAD', `DEAD (${tries}); ${problem}: a replay would answer GRANT_REVOKED`);
     if (!routable(row.consumerAppKey))
       return make('DEAD', `DEAD (${tries}); the consumer key cannot make a routing key: no replay can send it`);
-    return make('DEAD', `DEAD (${tries})`, replayCommand(row, answerUuid));
+    return withSuggestion(make, 'DEAD', `DEAD (${tries})`, replayCommand(row, answerUuid));
   }
   if (problem !== null)
     return make('WILL_BE_REVOKED', `${row.state}, but ${problem}: the next send marks it GRANT_REVOKED`);
@@ -259,7 +342,7 @@ function refusedVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
       'CONSUMER_REFUSED',
       `${text}${problem === null ? '' : `; ${problem}: a replay would answer GRANT_REVOKED`}`,
     );
-  return make('CONSUMER_REFUSED', text, replayCommand(row, f.answerUuid));
+  return withSuggestion(make, 'CONSUMER_REFUSED', text, replayCommand(row, f.answerUuid));
 }
 
 /** SH against FC once the delivery is done: null when they agree or SH was not read. */
@@ -270,7 +353,12 @@ function shVerdict(f: VerdictFacts, fcRevision: string, make: Make): Verdict | n
   const withRepair = (kind: VerdictKind, text: string, local: ProjectionFacts | null) =>
     stop.refused !== null
       ? make(kind, `${text}; ${stop.refused}`)
-      : make(kind, `${text}${stop.note}`, repairCommand(f.consumerAppKey, f.schId, f.answerUuid, local, fcRevision));
+      : withSuggestion(
+          make,
+          kind,
+          `${text}${stop.note}`,
+          repairCommand(f.consumerAppKey, f.schId, f.answerUuid, local, fcRevision),
+        );
   if (f.sh.kind === 'absent') return withRepair('SH_MISSING', `SH has no projection (FC revision ${fcRevision})`, null);
   const sh = f.sh.row;
   if (sh.retiredAt !== null)
@@ -315,6 +403,92 @@ function repairStop(f: VerdictFacts): { readonly refused: string | null; readonl
     refused: null,
     note: ` — if SH is ${f.consumerAppKey}'s: SH serves one consumer, and ${all.length} at school ${f.schId} are compared with it (${all.join(', ')}); run only the repair under SH's own consumer key (or explain again with --consumer)`,
   };
+}
+
+/** Reasons after which a requeue ends DEAD again: the lookup finds the same instance, or the row cannot be sent. */
+const PERSON_REASONS: Readonly<Record<string, string>> = {
+  OWNERSHIP_MISMATCH:
+    "the flow center's instance of this business key is someone else's (app key, submitter or flowGuid): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD",
+  UNEXPECTED_BRANCH:
+    'the flow center answered a branch that does not settle it (a rejected or withdrawn instance, say): a person must look at the flow instance (shown under apply commands); a requeue would find it again and end DEAD',
+  INVALID_COMMAND: 'the command row cannot be sent as it is: a person must correct it (its service), then requeue it',
+};
+
+/**
+ * `apply-command requeue` of one command, as a dry run (it answers WOULD_REQUEUE; the same line
+ * with `--execute` requeues), under an operation id naming the row and when it last changed: the
+ * same DEAD row is one operation, a row DEAD again after a requeue a new one.
+ * @example requeueCommand(c).command // 'fcctl apply-command requeue --biz-type honor_apply --biz-id A-1 --operation-id explain:requeue:7:20261201100000'
+ */
+export function requeueCommand(c: ApplyCommandFacts): Suggestion {
+  const operationId = `explain:requeue:${c.id ?? ''}:${(c.updateTime ?? '').replace(/\D/g, '')}`;
+  const part = (what: string, value: string, width: number) =>
+    claim(what, value, value !== '' && [...value].length <= width && isTidy(value), 'a key part requeue takes');
+  return suggestion([part('the biz type', c.bizType, 32), part('the biz id', c.bizId, 64)], () => [
+    'apply-command',
+    'requeue',
+    '--biz-type',
+    c.bizType,
+    '--biz-id',
+    c.bizId,
+    '--operation-id',
+    operationId,
+  ]);
+}
+
+/**
+ * What is left at the flow center once the answer is delivered and applied, from the apply command
+ * of its projection (seed 000 §7.3): null when DONE (or none), else who or what settles it next.
+ * @example applyVerdict({ ...c, state: 'UNKNOWN' }, delivered)!.kind // 'APPLY_UNKNOWN'
+ */
+export function applyVerdict(c: ApplyCommandFacts, delivered: Verdict): Verdict | null {
+  const verdict = (kind: VerdictKind, text: string, command: string | null = null): Verdict => ({
+    ...delivered,
+    kind,
+    text: `${delivered.text}; flow apply command ${c.bizType}/${c.bizId} ${text}`,
+    command,
+  });
+  const tries = `${errorCode(c.lastError)} ×${c.retryCount}`;
+  const when =
+    c.nextRetryInSeconds === null || c.nextRetryInSeconds <= 0 ? 'now (due)' : relative(c.nextRetryInSeconds);
+  switch (c.state) {
+    case 'DONE':
+    case 'NO_COMMAND':
+      return null;
+    case 'PENDING':
+      return verdict(
+        'APPLY_PENDING',
+        'is PENDING: its service has not sent it yet; apply-command resolve-unknown takes it once it is older than --pending-grace',
+      );
+    case 'UNKNOWN':
+      return verdict(
+        'APPLY_UNKNOWN',
+        `is UNKNOWN (${c.lastError === null ? 'its send outcome unknown' : tries}): apply-command resolve-unknown settles it ${when} — it looks the instance up and resends only when there is none`,
+      );
+    case 'FAILED':
+      return verdict('APPLY_FAILED', `is FAILED (${tries}): apply-command resolve-unknown tries it again ${when}`);
+    case 'DEAD':
+      return deadApplyVerdict(c, tries, verdict);
+    default:
+      return verdict('UNKNOWN', `is in state ${shownValue(c.state)}, which fcctl does not know`);
+  }
+}
+
+/** A DEAD apply command: who must act, and the requeue where one would settle it. */
+function deadApplyVerdict(
+  c: ApplyCommandFacts,
+  tries: string,
+  verdict: (kind: VerdictKind, text: string, command?: string | null) => Verdict,
+): Verdict {
+  const person = PERSON_REASONS[errorCode(c.lastError)];
+  if (person !== undefined) return verdict('APPLY_DEAD', `is DEAD (${tries}): ${person}`);
+  const s = requeueCommand(c);
+  // the flow center's faults spent the budget: once they are over, a requeue looks the instance up first
+  const cause = /_(HTTP_4\d\d|MALFORMED)$/.test(errorCode(c.lastError))
+    ? 'the flow center refused or garbled its requests until the retry budget was spent: a person finds why there, then requeues it'
+    : 'the flow center did not answer (an outage, timeouts) until the retry budget was spent: once it answers again, requeue it';
+  const text = `is DEAD (${tries}): ${cause} — a dry run first, then the same line with --execute`;
+  return s.command === null ? verdict('APPLY_DEAD', `${text}; ${s.problem}`) : verdict('APPLY_DEAD', text, s.command);
 }
 
 /**

@@ -3,6 +3,7 @@
  * line; on a terminal an ink report (lib/cli/ui ReportView) of the same sections, verdicts first.
  */
 import type { Io } from '../cli/io.js';
+import { jsonLine } from '../cli/printable.js';
 import { formatTable, type Row } from '../cli/table.js';
 import { terminal } from '../cli/terminal.js';
 import type { ReportBlock } from '../cli/ui/views.js';
@@ -161,7 +162,7 @@ export function explainBlocks(doc: ExplainOutput): ReportBlock[] {
  */
 export function renderExplain(doc: ExplainOutput, io: Io, json: boolean): void {
   if (json) {
-    io.stdout.write(`${JSON.stringify(doc)}\n`);
+    io.stdout.write(`${jsonLine(doc)}\n`);
     return;
   }
   io.stdout.write(`${terminal().reportText(explainBlocks(doc), io.stdout.columns)}\n`);

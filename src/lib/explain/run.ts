@@ -4,7 +4,7 @@
  * Read-only: every section is its own short read (store.ts), none inside a transaction; a side
  * not configured is shown so, a side that fails is shown so and the others still are.
  */
-import { readSection } from '../cli/section.js';
+import type { OpenDb, ReadSection } from '../cli/section.js';
 import { AnswerSnapshotError, buildAnswerSnapshot } from '../answers/snapshot.js';
 import type { AnswerRow } from '../answers/sql.js';
 import { UsageError } from '../cli/exit.js';
@@ -41,9 +41,11 @@ import type {
 
 /** A side's connection, or null when it is not configured. */
 export interface ExplainDeps {
-  readonly fcDb: (() => Promise<Db>) | null;
-  readonly shDb: (() => Promise<Db>) | null;
+  readonly fcDb: OpenDb;
+  readonly shDb: OpenDb;
   readonly flow: (() => FlowClient) | null;
+  /** reads each section by the deadline, a side that failed once not asked again (lib/cli/section.ts `sectionReader`) */
+  readonly section: ReadSection;
 }
 
 export interface ExplainAnswerOptions {
@@ -81,8 +83,6 @@ export interface ExplainDocument {
   readonly found: boolean;
   readonly exitCode: number;
 }
-
-const section = readSection;
 
 const ok = <T extends object>(s: Section<T>): (T & { status: 'ok' }) | null => (s.status === 'ok' ? s : null);
 
@@ -122,12 +122,9 @@ function fcAnswerOf(row: AnswerRow, outbox: readonly OutboxRow[]): FcAnswer {
  * and outbox rows): {@link refuseUnknownConsumer} decides once those are read.
  */
 async function consumerRegistered(deps: ExplainDeps, consumer: string | undefined): Promise<boolean | null> {
-  if (consumer === undefined || deps.fcDb === null) return null;
-  try {
-    return await appKeyKnown(await deps.fcDb(), consumer);
-  } catch {
-    return null; // the FC section will say it is unreachable
-  }
+  if (consumer === undefined) return null;
+  const read = await deps.section(deps.fcDb, async (db) => ({ known: await appKeyKnown(db, consumer) }));
+  return read.status === 'ok' ? read.known : null; // else the FC section says why
 }
 
 /** An unknown `--consumer` (exit 2): in no registry row, no outbox row and no grant of the answer. */
@@ -148,17 +145,20 @@ function refuseUnknownConsumer(
  * @example const doc = await explainAnswer({ answerUuid }, { fcDb: ctx.fcDb, shDb: ctx.shDb, flow: null })
  */
 export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps): Promise<ExplainDocument> {
-  const registered = await consumerRegistered(deps, o.consumer);
   const only = {
     ...(o.consumer !== undefined ? { consumer: o.consumer } : {}),
     ...(o.schId ? { schId: o.schId } : {}),
   };
-  const fcRead = await section(deps.fcDb, async (db) => {
-    const row = await readAnswer(db, o.answerUuid);
-    const outbox = await readOutbox(db, o.answerUuid, only);
-    return { row, outbox };
-  });
-  const sh = await section(deps.shDb, (db) => readSh(db, o));
+  // independent reads of both sides at once: two databases that stop answering cost one deadline
+  const [registered, fcRead, sh] = await Promise.all([
+    consumerRegistered(deps, o.consumer),
+    deps.section(deps.fcDb, async (db) => {
+      const row = await readAnswer(db, o.answerUuid);
+      const outbox = await readOutbox(db, o.answerUuid, only);
+      return { row, outbox };
+    }),
+    deps.section(deps.shDb, (db) => readSh(db, o)),
+  ]);
   const fc = ok(fcRead);
   const forms = new Set([
     ...(fc?.row ? [fc.row.form_uuid] : []),
@@ -171,13 +171,13 @@ export async function explainAnswer(o: ExplainAnswerOptions, deps: ExplainDeps):
     ...(fc?.outbox.map((r) => r.schId) ?? []),
     ...(ok(sh)?.projections.map((p) => p.schId) ?? []),
   ]);
-  const grants = await section(deps.fcDb, async (db) => {
+  const grants = await deps.section(deps.fcDb, async (db) => {
     const rows: GrantFacts[] = [];
     for (const form of forms) rows.push(...(await readGrants(db, form, [...schools], o.consumer)));
     return { rows: rows.slice(0, SECTION_LIMIT), truncated: rows.length > SECTION_LIMIT };
   });
   refuseUnknownConsumer(o.consumer, registered, fc?.outbox ?? [], grants);
-  const applyCommands = await section(deps.shDb, (db) => readApplyCommands(db, ok(sh)?.projections ?? [], deps));
+  const applyCommands = await deps.section(deps.shDb, (db) => readApplyCommands(db, ok(sh)?.projections ?? [], deps));
   return documentOf(o, fcRead, grants, sh, applyCommands);
 }
 
@@ -236,7 +236,7 @@ async function readApplyCommands(db: Db, projections: readonly ProjectionFacts[]
     const key = await readApplyKey(db, p.applyId);
     if (key === null) continue;
     const cmd = await readApplyByKey(db, key.bizType, key.bizId);
-    if (cmd !== null) commands.push({ ...cmd, flow: await lookupFlow(deps, key.bizType, key.bizId) });
+    if (cmd !== null) commands.push({ ...cmd, schId: p.schId, flow: await lookupFlow(deps, key.bizType, key.bizId) });
   }
   return { commands };
 }
@@ -272,6 +272,7 @@ function documentOf(
     outboxRows,
     ok(grants)?.rows ?? null,
     ok(sh),
+    ok(applyCommands)?.commands ?? [],
   );
   const found = answer !== null || outboxRows.length > 0 || (ok(sh)?.projections.length ?? 0) > 0;
   const unreachable = [fcRead, sh, applyCommands, grants].filter((s) => s.status === 'unreachable').length;
@@ -306,6 +307,7 @@ function verdictsOf(
   outbox: readonly OutboxRow[],
   grants: readonly GrantFacts[] | null,
   sh: ShSection | null,
+  applyCommands: readonly ApplyCommandFacts[],
 ): Verdict[] {
   const pairs = new Map<string, { consumer: string; schId: string }>();
   const add = (consumer: string, schId: string) => pairs.set(`${consumer}\u0000${schId}`, { consumer, schId });
@@ -316,6 +318,10 @@ function verdictsOf(
   const atSchool = (schId: string) => [...pairs.values()].filter((p) => p.schId === schId).map((p) => p.consumer);
   return [...pairs.values()].map(({ consumer, schId }) => {
     const projection = sh?.projections.find((p) => p.schId === schId);
+    const newest = outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null;
+    // the grant of the answer's own form: another form's grant of the consumer and school is no stand-in
+    const form = answer?.formUuid ?? newest?.formUuid ?? projection?.formUuid;
+    const grant = (g: GrantFacts) => g.consumerAppKey === consumer && g.schId === schId && g.formUuid === form;
     return verdictOf({
       answerUuid: o.answerUuid,
       consumerAppKey: consumer,
@@ -331,12 +337,12 @@ function verdictsOf(
               contentHash: answer.contentHash,
               isDeleted: answer.isDeleted,
             },
-      grant:
-        grants === null ? 'unread' : (grants.find((g) => g.consumerAppKey === consumer && g.schId === schId) ?? null),
-      newest: outbox.find((r) => r.consumerAppKey === consumer && r.schId === schId) ?? null,
+      grant: grants === null ? 'unread' : (grants.find(grant) ?? null),
+      newest,
       outboxCut: o.outboxCut,
       shConsumers: atSchool(schId),
       sh: sh === null ? { kind: 'unread' } : projection ? { kind: 'found', row: projection } : { kind: 'absent' },
+      applyCommands: applyCommands.filter((c) => c.schId === schId),
     });
   });
 }
@@ -361,7 +367,7 @@ export async function explainEvent(
   // only the outbox knows an event id: without FC, "not found" would be a guess
   if (deps.fcDb === null)
     throw new UsageError('explain event reads the outbox: FCCTL_FC_DATABASE_URL is not configured');
-  const ev = await section(deps.fcDb, async (db) => ({ event: await readEvent(db, eventId) }));
+  const ev = await deps.section(deps.fcDb, async (db) => ({ event: await readEvent(db, eventId) }));
   const event = ok(ev)?.event ?? null;
   if (event === null)
     return {
@@ -393,7 +399,7 @@ export async function explainCommand(
   readonly found: boolean;
   readonly exitCode: number;
 }> {
-  const applyCommands = await section(deps.shDb, async (db) => {
+  const applyCommands = await deps.section(deps.shDb, async (db) => {
     const cmd = await readApplyByKey(db, key.bizType, key.bizId);
     return { commands: cmd === null ? [] : [{ ...cmd, flow: await lookupFlow(deps, key.bizType, key.bizId) }] };
   });

@@ -139,7 +139,8 @@ export const explainSql = {
   /** The apply command of a business key: uk_apply_command_biz (const). */
   applyCommand: (bizType: string, bizId: string): Statement => ({
     sql:
-      'SELECT biz_type, biz_id, state, last_branch, remote_status, remote_instance_id, retry_count, next_retry_at, last_error ' +
+      'SELECT CAST(id AS CHAR) AS id, biz_type, biz_id, state, last_branch, remote_status, remote_instance_id, retry_count, next_retry_at, ' +
+      'TIMESTAMPDIFF(SECOND, NOW(), next_retry_at) AS next_retry_in, last_error, CAST(update_time AS CHAR) AS update_time ' +
       'FROM flow_apply_command WHERE biz_type = ? AND biz_id = ?',
     params: [bizType, bizId],
   }),

@@ -116,6 +116,7 @@ export async function readGrants(
   if (schIds.length === 0) return [];
   const s = explainSql.grants(formUuid, schIds, consumer);
   return (await db.query<Row>(s.sql, s.params)).map((r) => ({
+    formUuid,
     consumerAppKey: str(r['consumer_app_key']),
     schId: str(r['consumer_school_id']),
     grantVersion: str(r['grant_version']),
@@ -207,6 +208,7 @@ export async function readApplyByKey(sh: Db, bizType: string, bizId: string): Pr
   const cmd = (await sh.query<Row>(c.sql, c.params))[0];
   if (cmd === undefined && apply === undefined) return null;
   return {
+    id: strOrNull(cmd?.['id']),
     bizType,
     bizId,
     state: cmd === undefined ? 'NO_COMMAND' : str(cmd['state']),
@@ -215,7 +217,9 @@ export async function readApplyByKey(sh: Db, bizType: string, bizId: string): Pr
     remoteInstanceId: strOrNull(cmd?.['remote_instance_id']),
     retryCount: Number(cmd?.['retry_count'] ?? 0),
     nextRetryAt: strOrNull(cmd?.['next_retry_at']),
+    nextRetryInSeconds: numOrNull(cmd?.['next_retry_in']),
     lastError: strOrNull(cmd?.['last_error']),
+    updateTime: strOrNull(cmd?.['update_time']),
     flowStatus: numOrNull(apply?.['flow_status']),
   };
 }

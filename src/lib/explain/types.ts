@@ -25,6 +25,8 @@ export interface FcAnswer {
 }
 
 export interface GrantFacts {
+  /** the form the grant is of: a verdict takes only its answer's form's grant */
+  readonly formUuid: string;
   readonly consumerAppKey: string;
   readonly schId: string;
   readonly grantVersion: string;
@@ -122,6 +124,8 @@ export interface ReconcileFacts {
 }
 
 export interface ApplyCommandFacts {
+  /** `flow_apply_command.id`, null when there is no command (state `NO_COMMAND`) */
+  readonly id: string | null;
   readonly bizType: string;
   readonly bizId: string;
   readonly state: string;
@@ -130,8 +134,14 @@ export interface ApplyCommandFacts {
   readonly remoteInstanceId: string | null;
   readonly retryCount: number;
   readonly nextRetryAt: string | null;
+  /** seconds from now to `next_retry_at` (negative: overdue), null without one */
+  readonly nextRetryInSeconds: number | null;
   readonly lastError: string | null;
+  /** when the row last changed: a requeue's operation id names it, so a later DEAD gets a new one */
+  readonly updateTime: string | null;
   readonly flowStatus: number | null;
+  /** the school of the projection linked to it (`explain answer`; absent for `explain command`) */
+  readonly schId?: string;
 }
 
 /** The flow instance looked up now (one signed GET), or why there is none. */
@@ -169,6 +179,11 @@ export interface VerdictFacts {
    * consumer's deployment, so with more than one a repair is right only under SH's own key
    */
   readonly shConsumers?: readonly string[];
+  /**
+   * the apply commands of the projection at this school (its `apply_id`): once the answer is
+   * delivered and applied, what is left to happen at the flow center; absent or empty: none read
+   */
+  readonly applyCommands?: readonly ApplyCommandFacts[];
   /** the projection, when SH speaks for this consumer and school (see docs) */
   readonly sh:
     | { readonly kind: 'found'; readonly row: ProjectionFacts }
@@ -197,6 +212,10 @@ export type VerdictKind =
   | 'ABSENT_AT_FC'
   | 'RETIRED'
   | 'REGRANTED'
+  | 'APPLY_PENDING'
+  | 'APPLY_UNKNOWN'
+  | 'APPLY_FAILED'
+  | 'APPLY_DEAD'
   | 'UNKNOWN';
 
 /** One line per consumer and school: what is the case, and the exact next command where one helps. */

@@ -19,6 +19,12 @@ export interface RunOutcome {
   readonly suspect?: boolean;
   /** the pause switch stopped it (for series functions that write `fcctl_paused` themselves) */
   readonly paused?: boolean;
+  /**
+   * it did nothing the file does not say already (a `reconcile run --all` process that joined a
+   * night's run complete before it began): the file is left as it is, so that the night's numbers,
+   * and the alerts on them, stay until something new is known (issue 36 §7)
+   */
+  readonly unchanged?: boolean;
 }
 
 /** What a series function gets: the run's facts (no last-success time yet), its outcome and the previous file. */
@@ -86,6 +92,6 @@ export async function withRunMetrics(
     await write({ exitCode, extraGauges: [...noted.values()] }).catch(() => undefined);
     throw err;
   }
-  await write(outcome);
+  if (!outcome.unchanged) await write(outcome);
   return outcome.exitCode;
 }

@@ -96,12 +96,19 @@ export interface ServiceSnapshot {
   readonly lastProgressAt: number;
   /** why the last failure happened, for a state of outage or misconfigured */
   readonly detail: string | null;
+  /**
+   * Why the broker is blocking the connection's publishes (a memory or disk alarm: amqplib's
+   * `blocked` event), until its `unblocked` or the connection's end; null or absent when not.
+   */
+  readonly blocked?: string | null;
 }
 
 /**
  * Healthy while the loop makes progress or idles normally (an outage waited out is normal: a
  * restart would not help); unhealthy when it has not stepped for `stuckAfterMs` (stuck: a restart
- * helps). Ready only when running: connected, checked, not paused.
+ * helps). Ready only when running: connected, checked, not paused, and not blocked by the broker
+ * (a blocked connection confirms nothing: `blocked` is said the moment the broker says it, not when
+ * the confirms time out, issue 34 §7).
  * @example health({ state: 'running', lastProgressAt: 0, detail: null }, 1000, 60000) // { healthy: true, ready: true, reason: 'ok' }
  */
 export function health(s: ServiceSnapshot, now: number, stuckAfterMs: number): Health {
@@ -112,6 +119,8 @@ export function health(s: ServiceSnapshot, now: number, stuckAfterMs: number): H
       ready: false,
       reason: `stuck: the loop has not made progress for ${Math.round(stuckFor / 1000)} s`,
     };
+  if (s.blocked && s.state !== 'draining')
+    return { healthy: true, ready: false, reason: `blocked: the broker is blocking publishes (${s.blocked})` };
   if (s.state === 'running') return { healthy: true, ready: true, reason: 'ok' };
   const why: Record<Exclude<ServiceState, 'running'>, string> = {
     starting: 'starting: connecting and checking',

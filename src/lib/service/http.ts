@@ -9,6 +9,23 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { EnvironmentError } from '../cli/exit.js';
 import type { Health } from './decide.js';
 
+/**
+ * What a client may hold of the endpoint (issue 34 §10): its requests are small GETs answered at
+ * once, so anything slower is a stuck or hostile client. Headers within 10 s, the whole request
+ * (a body trickled a byte at a time included) within 30 s, else 408 and closed; a connection that
+ * sends nothing for 10 s is closed, one kept alive after its answer for 5 s; at most 100 at once
+ * (the next are closed as they come). Node checks the first two every `checkEveryMs`, so a bound
+ * is kept to within a second (its default, 30 s, let a trickle live 330 s).
+ */
+export const HTTP_LIMITS = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5000,
+  maxConnections: 100,
+  checkEveryMs: 1000,
+} as const;
+
 export interface ServiceEndpoints {
   /** the exposition text and its content type */
   readonly metrics: () => Promise<{ contentType: string; body: string }>;
@@ -56,11 +73,16 @@ async function route(req: IncomingMessage, res: ServerResponse, endpoints: Servi
  * @example const server = await listen({ host: '127.0.0.1', port: 9464 }, endpoints); … await close(server)
  */
 export async function listen(address: { host: string; port: number }, endpoints: ServiceEndpoints): Promise<Server> {
-  const server = createServer((req, res) => {
+  const server = createServer({ connectionsCheckingInterval: HTTP_LIMITS.checkEveryMs }, (req, res) => {
     route(req, res, endpoints).catch((err: unknown) => reply(res, 500, `${(err as Error).message.split('\n')[0]}\n`));
   });
+  server.headersTimeout = HTTP_LIMITS.headersTimeoutMs;
+  server.requestTimeout = HTTP_LIMITS.requestTimeoutMs;
+  // a connection that never sends a byte is not a request yet: only the socket's idle timeout ends it
+  server.timeout = HTTP_LIMITS.idleTimeoutMs;
   // a slow or idle scraper never holds the process at its stop
-  server.keepAliveTimeout = 5000;
+  server.keepAliveTimeout = HTTP_LIMITS.keepAliveTimeoutMs;
+  server.maxConnections = HTTP_LIMITS.maxConnections;
   const shown = address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

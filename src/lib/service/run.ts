@@ -34,6 +34,8 @@ export interface ServiceDeps {
   readonly db: () => Promise<Db>;
   /** hears each change of state (the command logs it once) */
   readonly onState?: (state: ServiceState, detail: string | null) => void;
+  /** hears the broker blocking the connection (its reason) and unblocking it (null) (the command logs it) */
+  readonly onBlocked?: (reason: string | null) => void;
   /** read with each beat when metrics are served: the due rows and the oldest one's age */
   readonly backlog?: () => Promise<{ due: number; oldestAgeSeconds: number }>;
   /** the stop signal */
@@ -49,6 +51,8 @@ export interface ServiceDeps {
 export interface ServiceHandle {
   readonly onState: (state: ServiceState, detail: string | null) => void;
   readonly onProgress: () => void;
+  /** the broker blocking the connection's publishes (its reason), or no longer (null): `/readyz` at once */
+  readonly onBlocked: (reason: string | null) => void;
   /** rows (or commands) finished, for the registry's rows/s */
   readonly countRows: (n: number) => void;
   /** null without `--listen` */
@@ -78,6 +82,7 @@ export async function runService<T>(
     state: 'starting',
     lastProgressAt: deps.clock(),
     detail: null,
+    blocked: null,
   };
   const label = { command: o.command };
   let rows = 0;
@@ -86,6 +91,7 @@ export async function runService<T>(
   let beatNow: () => void = () => {};
   // each change said once: the loop announces its own start, as this does before the loop runs
   let said: string | null = null;
+  const setReady = () => metrics?.ready.set(label, snapshot.state === 'running' && !snapshot.blocked ? 1 : 0);
   const handle: ServiceHandle = {
     beat: () => lastBeat,
     metrics,
@@ -94,7 +100,7 @@ export async function runService<T>(
       snapshot.state = state;
       snapshot.detail = detail;
       if (changed) beatNow();
-      metrics?.ready.set(label, state === 'running' ? 1 : 0);
+      setReady();
       metrics?.paused.set(label, state === 'paused' ? 1 : 0);
       const saying = `${state}\n${detail ?? ''}`;
       if (saying === said) return;
@@ -103,7 +109,14 @@ export async function runService<T>(
     },
     onProgress: () => {
       snapshot.lastProgressAt = deps.clock();
-      metrics?.lastProgress.set(label, Math.floor(snapshot.lastProgressAt / 1000));
+      // Unix time, whatever clock the loop keeps (the resolver's is monotonic: seconds since start)
+      metrics?.lastProgress.set(label, Math.floor(Date.now() / 1000));
+    },
+    onBlocked: (reason) => {
+      if (reason === snapshot.blocked) return;
+      snapshot.blocked = reason;
+      setReady();
+      deps.onBlocked?.(reason);
     },
     countRows: (n) => {
       rows += n;

@@ -19,6 +19,9 @@ export interface WorkerBeat {
 /** A rate as DECIMAL(12,2) holds it. */
 const rate = (n: number) => Math.min(Math.max(Math.round(n * 100) / 100, 0), 9_999_999_999);
 
+/** A registry row is stale when its last beat is older than three of its own intervals (killed, or cut off from the database). */
+export const STALE_WORKER = '(last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND)';
+
 /** @example const { sql, params } = workerSql.beat(beat) */
 export const workerSql = {
   /** The process's row, made on its first beat and refreshed on every later one. */
@@ -54,7 +57,7 @@ export const workerSql = {
   list: (limit: number): Statement => ({
     sql:
       'SELECT worker_id, command, host, pid, version, CAST(started_at AS CHAR) AS started_at, CAST(last_beat_at AS CHAR) AS last_beat_at, heartbeat_seconds, state, ' +
-      'CAST(rows_per_second AS CHAR) AS rows_per_second, (last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND) AS stale ' +
+      `CAST(rows_per_second AS CHAR) AS rows_per_second, ${STALE_WORKER} AS stale ` +
       'FROM fcctl_worker ORDER BY command, host, pid LIMIT ?',
     params: [limit],
   }),

@@ -4,7 +4,7 @@
  */
 import { configuredDatabases } from '../cli/section.js';
 import { UsageError } from '../cli/exit.js';
-import { statusMode } from './decide.js';
+import { statusMode, unjudgedLine } from './decide.js';
 import { renderStatus } from './render.js';
 import { readStatus, type StatusDeps, type StatusOptions } from './run.js';
 import { watchStatus } from './watch.js';
@@ -35,5 +35,10 @@ export async function runStatus(
   }
   const doc = await readStatus(options, deps);
   renderStatus(doc, ctx.io, ctx.output.json);
+  // what a script must not miss, on stderr whatever the format: a condition not judged, the schema to fix
+  const unjudged = unjudgedLine(doc.unjudged, doc);
+  if (unjudged !== null) ctx.io.stderr.write(`fcctl: ${unjudged}\n`);
+  for (const [name, q] of [['outbox', doc.outbox] as const, ['apply commands', doc.applyCommands] as const])
+    if (q.status === 'ok') for (const w of q.warnings) ctx.io.stderr.write(`fcctl: ${name}: ${w}\n`);
   return doc.exitCode;
 }

@@ -8,11 +8,12 @@ import {
   type ClaimOwner,
   FAIL_CONDITIONS,
   type FailCondition,
+  type Fleet,
   type QueueFacts,
   type ReasonCount,
   type ReconcileRunFacts,
   type Sides,
-  type Worker,
+  type Unjudged,
 } from './types.js';
 
 /**
@@ -37,23 +38,76 @@ const both = <T extends object>(s: Sides<T>) => [rowsOf(s.fc), rowsOf(s.sh)].fil
 export interface ConditionFacts {
   readonly outbox: Section<Pick<QueueFacts, 'states'>>;
   readonly applyCommands: Section<Pick<QueueFacts, 'states'>>;
-  readonly fleet: Sides<{ readonly workers: readonly Pick<Worker, 'stale'>[] }>;
+  readonly fleet: Sides<Pick<Fleet, 'stale'>>;
   readonly pauses: Sides<{ readonly pauses: readonly unknown[] }>;
   readonly reconcile: Section<{ readonly run: Pick<ReconcileRunFacts, 'failed'> | null }>;
 }
 
 /**
  * Whether each `--fail-if` condition holds: a DEAD outbox row or apply command, a pause in force
- * on either database, a stale registry row on either, a failed pair in the newest `--all` run.
+ * on either database, a stale registry row on either (counted over the whole registry, not the
+ * listed rows), a failed pair in the newest `--all` run.
  */
 export function conditionsOf(f: ConditionFacts): Record<FailCondition, boolean> {
   const dead = (s: Section<Pick<QueueFacts, 'states'>>) => (rowsOf(s)?.states['DEAD'] ?? 0) > 0;
   return {
     dead: dead(f.outbox) || dead(f.applyCommands),
     paused: both(f.pauses).some((s) => s.pauses.length > 0),
-    'stale-workers': both(f.fleet).some((s) => s.workers.some((w) => w.stale)),
+    'stale-workers': both(f.fleet).some((s) => s.stale > 0),
     'failed-pairs': (rowsOf(f.reconcile)?.run?.failed ?? 0) > 0,
   };
+}
+
+/** The sections each condition is judged from, by their names in the document. */
+export const CONDITION_SECTIONS: Readonly<Record<FailCondition, readonly string[]>> = {
+  dead: ['outbox', 'applyCommands'],
+  paused: ['pauses.fc', 'pauses.sh'],
+  'stale-workers': ['fleet.fc', 'fleet.sh'],
+  'failed-pairs': ['reconcile'],
+};
+
+/** A section of the facts by its name in the document (`fleet.sh`). */
+function sectionNamed(f: ConditionFacts, name: string): Section<object> {
+  const [key, side] = name.split('.') as [keyof ConditionFacts, 'fc' | 'sh' | undefined];
+  const s = f[key];
+  return side === undefined ? (s as Section<object>) : (s as Sides<object>)[side];
+}
+
+/**
+ * The `--fail-if` conditions that cannot be judged: a section one needs was not read (its side
+ * not configured, or not answering). Such a condition is no pass: the exit code says so (3), as
+ * DEAD apply commands on an SH database nobody read would otherwise go unseen.
+ * @example unjudgedOf(shNotConfigured, ['dead']) // [{ condition: 'dead', sections: ['applyCommands'] }]
+ */
+export function unjudgedOf(f: ConditionFacts, wanted: readonly FailCondition[]): Unjudged[] {
+  return wanted
+    .map((condition) => ({
+      condition,
+      sections: CONDITION_SECTIONS[condition].filter((name) => sectionNamed(f, name).status !== 'ok'),
+    }))
+    .filter((u) => u.sections.length > 0);
+}
+
+/** The database a section is read from. */
+const sideOf = (section: string) => (section === 'outbox' || section.endsWith('.fc') ? 'FC' : 'SH');
+
+/**
+ * The one line that says which `--fail-if` conditions could not be judged and why, or null.
+ * @example unjudgedLine([{ condition: 'dead', sections: ['applyCommands'] }], doc) // '--fail-if dead cannot be judged: applyCommands not read (SH database not configured: FCCTL_SH_DATABASE_URL)'
+ */
+export function unjudgedLine(unjudged: readonly Unjudged[], f: ConditionFacts): string | null {
+  if (unjudged.length === 0) return null;
+  const why = (name: string) => {
+    const s = sectionNamed(f, name);
+    const side = sideOf(name);
+    return s.status === 'unreachable'
+      ? `${side} database unreachable: ${s.error}`
+      : `${side} database not configured: FCCTL_${side}_DATABASE_URL`;
+  };
+  const parts = unjudged.map(
+    (u) => `${u.condition} cannot be judged: ${u.sections.map((n) => `${n} not read (${why(n)})`).join(', ')}`,
+  );
+  return `--fail-if ${parts.join('; ')}`;
 }
 
 /** The conditions asked for that hold, in `--fail-if`'s order. */
@@ -65,12 +119,16 @@ export function failingOf(
 }
 
 /**
- * 3 when a section's side did not answer (the health cannot be judged), else 1 when a `--fail-if`
- * condition holds, else 0.
- * @example statusExitCode({ unreachable: 0, failing: ['dead'] }) // 1
+ * 3 when a section's side did not answer, or a `--fail-if` condition could not be judged (the
+ * health cannot be judged), else 1 when a `--fail-if` condition holds, else 0.
+ * @example statusExitCode({ unreachable: 0, unjudged: 0, failing: ['dead'] }) // 1
  */
-export function statusExitCode(s: { unreachable: number; failing: readonly FailCondition[] }): number {
-  if (s.unreachable > 0) return ExitCode.ENVIRONMENT;
+export function statusExitCode(s: {
+  unreachable: number;
+  unjudged: number;
+  failing: readonly FailCondition[];
+}): number {
+  if (s.unreachable > 0 || s.unjudged > 0) return ExitCode.ENVIRONMENT;
   return s.failing.length > 0 ? ExitCode.ITEMS_FAILED : ExitCode.OK;
 }
 
@@ -148,6 +206,7 @@ export function queueOf(
     oldestDueAgeSeconds: number | null;
     dead: readonly ReasonCount[];
     failed: readonly ReasonCount[];
+    warnings: readonly string[];
   },
 ): QueueFacts {
   const states: Record<string, number> = Object.fromEntries(allStates.map((s) => [s, 0]));
@@ -166,6 +225,7 @@ export function queueOf(
     oldestDueAgeSeconds: raw.oldestDueAgeSeconds,
     reasons: { DEAD: raw.dead, FAILED: raw.failed },
     accepted: raw.accepted,
+    warnings: raw.warnings,
   };
 }
 

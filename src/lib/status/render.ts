@@ -4,6 +4,7 @@
  * redraws in place (watch.ts).
  */
 import type { Io } from '../cli/io.js';
+import { jsonLine } from '../cli/printable.js';
 import { formatDuration } from '../cli/progress.js';
 import { formatTable, type Row } from '../cli/table.js';
 import { terminal } from '../cli/terminal.js';
@@ -63,6 +64,7 @@ function queueLines(q: QueueFacts, acceptedWord: string): string[] {
     `${acceptedWord}: ${q.accepted.last5m} in the last 5 min · ${q.accepted.last1h} in the last hour`,
     ...reasons('DEAD'),
     ...reasons('FAILED'),
+    ...q.warnings,
   ];
 }
 
@@ -79,20 +81,26 @@ export function statusBlocks(doc: StatusDocument, watching = false): ReportBlock
   return [
     {
       title: `fcctl status · ${doc.takenAt}${watching ? ' · every 2 s, q to leave' : ''}`,
-      lines: [holding.length === 0 ? 'no condition holds' : `conditions: ${holding.join(', ')}`],
-      tone: doc.failing.length > 0 ? 'bad' : holding.length > 0 ? 'warn' : 'good',
+      lines: [
+        holding.length === 0 ? 'no condition holds' : `conditions: ${holding.join(', ')}`,
+        ...(doc.unjudged.length === 0 ? [] : [`not judged: ${doc.unjudged.map((u) => u.condition).join(', ')}`]),
+      ],
+      tone: doc.failing.length > 0 || doc.unjudged.length > 0 ? 'bad' : holding.length > 0 ? 'warn' : 'good',
     },
     block('outbox', doc.outbox, (q) => queueLines(q, 'accepted by the broker'), deadTone),
     block('apply commands', doc.applyCommands, (q) => queueLines(q, 'done'), deadTone),
     ...sideBlocks(
       'fleet',
       doc.fleet,
-      (f) =>
-        table(
+      (f) => [
+        ...table(
           f.workers.map((w) => ({ ...w, stale: w.stale ? 'STALE' : '' })),
           ['command', 'host', 'pid', 'version', 'state', 'rowsPerSecond', 'lastBeatAt', 'stale'],
         ),
-      (f) => (f.workers.some((w) => w.stale) ? 'warn' : 'plain'),
+        // the list is bounded; the stale count is not
+        ...(f.stale > f.workers.filter((w) => w.stale).length ? [`${f.stale} stale in the whole registry`] : []),
+      ],
+      (f) => (f.stale > 0 ? 'warn' : 'plain'),
     ),
     ...sideBlocks('live claims', doc.claims, (c) => table(c.owners, ['owner', 'host', 'pid', 'rows', 'expiresAt'])),
     ...sideBlocks(
@@ -122,7 +130,7 @@ export function statusBlocks(doc: StatusDocument, watching = false): ReportBlock
  */
 export function renderStatus(doc: StatusDocument, io: Io, json: boolean): void {
   if (json) {
-    io.stdout.write(`${JSON.stringify(doc)}\n`);
+    io.stdout.write(`${jsonLine(doc)}\n`);
     return;
   }
   io.stdout.write(`${terminal().reportText(statusBlocks(doc))}\n`);

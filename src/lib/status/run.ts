@@ -5,10 +5,18 @@
  * read (store.ts): a side not configured is shown so, a side that fails is shown so and the others
  * still are (exit 3). `--watch` calls {@link readStatus} again every 2 s.
  */
-import { readSection } from '../cli/section.js';
+import { type ReadSection, sectionReader } from '../cli/section.js';
 import type { Db } from '../db/connect.js';
-import { conditionsOf, failingOf, statusExitCode } from './decide.js';
-import { readApplyCommands, readClaimOwners, readOutbox, readPauses, readReconcileRun, readWorkers } from './store.js';
+import { conditionsOf, failingOf, statusExitCode, unjudgedOf } from './decide.js';
+import {
+  readApplyCommands,
+  readClaimOwners,
+  readOutbox,
+  readPauses,
+  readReconcileRun,
+  readStaleWorkers,
+  readWorkers,
+} from './store.js';
 import type { FailCondition, Sides, StatusDocument } from './types.js';
 
 /** A side's connection, or null when it is not configured. */
@@ -25,17 +33,6 @@ export interface StatusOptions {
   readonly pendingGraceSeconds: number;
   /** count the history states (BROKER_ACCEPTED, DONE) exactly, whatever the table's size */
   readonly exactCounts: boolean;
-}
-
-/**
- * How long one section's reads may take. A database that refuses is known at once (the connect
- * fails); one that stopped answering mid-connection would hold the snapshot, and `--watch`, for
- * ever: its section says "no answer in 10 s" instead, the others are shown.
- */
-export const SECTION_DEADLINE_MS = 10_000;
-
-function section<T extends object>(open: (() => Promise<Db>) | null, read: (db: Db) => Promise<T>) {
-  return readSection(open, read, SECTION_DEADLINE_MS);
 }
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> };
@@ -57,7 +54,11 @@ async function allSettledThenThrow<T extends readonly unknown[]>(
 }
 
 /** The same read on both databases. */
-async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'fc' | 'sh') => Promise<T>) {
+async function sides<T extends object>(
+  section: ReadSection,
+  deps: StatusDeps,
+  read: (db: Db, side: 'fc' | 'sh') => Promise<T>,
+) {
   const [fc, sh] = await allSettledThenThrow([
     section(deps.fcDb, (db) => read(db, 'fc')),
     section(deps.shDb, (db) => read(db, 'sh')),
@@ -71,17 +72,24 @@ async function sides<T extends object>(deps: StatusDeps, read: (db: Db, side: 'f
  */
 export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<StatusDocument> {
   const takenAt = deps.now().toISOString();
+  // each section's reads end by the deadline (lib/cli/section.ts), its connect included
+  const section = sectionReader();
   // independent reads: sent at once (each database's pool), so the snapshot takes its slowest read
   const [outbox, applyCommands, fleet, claims, pauses, reconcile] = await allSettledThenThrow([
     section(deps.fcDb, (db) => readOutbox(db, o.exactCounts)),
     section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds, o.exactCounts)),
-    sides(deps, async (db) => ({ workers: await readWorkers(db) })),
-    sides(deps, async (db, side) => ({ owners: await readClaimOwners(db, side) })),
-    sides(deps, async (db) => ({ pauses: await readPauses(db) })),
+    sides(section, deps, async (db) => {
+      const [workers, stale] = await Promise.all([readWorkers(db), readStaleWorkers(db)]);
+      return { workers, stale };
+    }),
+    sides(section, deps, async (db, side) => ({ owners: await readClaimOwners(db, side) })),
+    sides(section, deps, async (db) => ({ pauses: await readPauses(db) })),
     section(deps.shDb, async (db) => ({ run: await readReconcileRun(db) })),
   ]);
-  const conditions = conditionsOf({ outbox, applyCommands, fleet, pauses, reconcile });
+  const facts = { outbox, applyCommands, fleet, pauses, reconcile };
+  const conditions = conditionsOf(facts);
   const failing = failingOf(conditions, o.failIf);
+  const unjudged = unjudgedOf(facts, o.failIf);
   const all = [outbox, applyCommands, reconcile, ...[fleet, claims, pauses].flatMap((s) => [s.fc, s.sh])];
   const unreachable = all.filter((s) => s.status === 'unreachable').length;
   return {
@@ -94,6 +102,7 @@ export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<St
     reconcile,
     conditions,
     failing,
-    exitCode: statusExitCode({ unreachable, failing }),
+    unjudged,
+    exitCode: statusExitCode({ unreachable, unjudged: unjudged.length, failing }),
   };
 }

@@ -7,6 +7,7 @@
 import type { Statement } from '../db/statement.js';
 import { dueRule } from '../deliveries/send/sql.js';
 import { HELD } from '../deliveries/scan/sql.js';
+import { STALE_WORKER } from '../service/sql.js';
 
 /** Most rows a list shows (reasons, claim owners, workers, a run's live claims). */
 export const LIST_LIMIT = 200;
@@ -38,33 +39,37 @@ function allStates(table: string): Statement {
 
 /**
  * Rows of `state` written in the last 5 minutes and hour: the last hour's range of
- * `(state, update_time)` (schema version 7), the index alone.
+ * `(state, update_time)` (schema version 7), the index alone. With `index` null, no index named:
+ * the statement of a database whose `db init` was not re-run since (the plan the server picks).
  */
-function recent(table: string, index: string, state: string, now: string): Statement {
+function recent(table: string, index: string | null, state: string, now: string): Statement {
   return {
     sql:
-      `SELECT COALESCE(SUM(update_time >= ? - INTERVAL 300 SECOND), 0) AS last_5m, COUNT(*) AS last_1h FROM ${table} FORCE INDEX (${index}) ` +
+      `SELECT COALESCE(SUM(update_time >= ? - INTERVAL 300 SECOND), 0) AS last_5m, COUNT(*) AS last_1h FROM ${table}${index === null ? '' : ` FORCE INDEX (${index})`} ` +
       'WHERE state = ? AND update_time >= ? - INTERVAL 3600 SECOND',
     params: [now, state, now],
   };
 }
 
+/** The index the last hour's counts name (schema version 7). */
+export const RECENT_INDEX = { outbox: 'idx_delivery_state_time', apply: 'idx_apply_command_state_time' } as const;
+
 /**
  * InnoDB's own estimate of a table's rows (kept current as rows are written; a few per cent off):
  * the history state's count is this less the exact open ones, as gh-ost shows an estimated row
- * count unless asked for `--exact-rowcount`.
+ * count unless asked for `--exact-rowcount`. Read as gh-ost reads it, from the plan's `rows` of a
+ * full scan (the scan is planned, never run), not from `information_schema.TABLES`: MySQL 8 caches
+ * that view's `TABLE_ROWS` for `information_schema_stats_expiry` (24 h by default), while the
+ * optimizer asks InnoDB (issue 35 §4). The row's `rows` column is the estimate.
  */
-function tableRows(table: string): Statement {
-  return {
-    sql: 'SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
-    params: [table],
-  };
+function tableRows(table: 'answer_delivery' | 'flow_apply_command'): Statement {
+  return { sql: `EXPLAIN SELECT * FROM ${table}`, params: [] };
 }
 
 /** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
 function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
   return {
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY ${REASON} ORDER BY n DESC, reason LIMIT ?`,
+    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY reason ORDER BY n DESC, reason LIMIT ?`,
     params: [state, TOP_REASONS],
   };
 }
@@ -86,8 +91,8 @@ export const statusSql = {
   /** Every outbox state exactly (`--exact-counts`): idx_delivery_due read whole, the index alone, as `deliveries scan` counts. */
   outboxAllStates: (): Statement => allStates('answer_delivery'),
   /** BROKER_ACCEPTED in the last 5 minutes and hour (`update_time`, which the accept write sets): idx_delivery_state_time. */
-  outboxAccepted: (now: string): Statement =>
-    recent('answer_delivery', 'idx_delivery_state_time', 'BROKER_ACCEPTED', now),
+  outboxAccepted: (now: string, index: string | null = RECENT_INDEX.outbox): Statement =>
+    recent('answer_delivery', index, 'BROKER_ACCEPTED', now),
   /** The outbox's estimated rows (information_schema, no table read). */
   outboxTableRows: (): Statement => tableRows('answer_delivery'),
 
@@ -113,7 +118,8 @@ export const statusSql = {
   /** Every apply-command state exactly (`--exact-counts`). */
   applyAllStates: (): Statement => allStates('flow_apply_command'),
   /** DONE in the last 5 minutes and hour: idx_apply_command_state_time. */
-  applyDone: (now: string): Statement => recent('flow_apply_command', 'idx_apply_command_state_time', 'DONE', now),
+  applyDone: (now: string, index: string | null = RECENT_INDEX.apply): Statement =>
+    recent('flow_apply_command', index, 'DONE', now),
   applyTableRows: (): Statement => tableRows('flow_apply_command'),
 
   /** How long the oldest due apply command has been due: the open states' range of idx_apply_command_due. */
@@ -131,6 +137,12 @@ export const statusSql = {
 
   /** Owners of live claims on open apply commands: the open states' range of idx_apply_command_due. */
   applyClaims: (now: string): Statement => liveClaims('flow_apply_command', ['PENDING', 'UNKNOWN', 'FAILED'], now),
+
+  /** Stale rows of the fleet registry, all of them counted (the list shows at most LIST_LIMIT): the table, one row per `--follow` process. */
+  staleWorkers: (): Statement => ({
+    sql: `SELECT COUNT(*) AS n FROM fcctl_worker WHERE ${STALE_WORKER}`,
+    params: [],
+  }),
 
   /**
    * The newest `reconcile run --all` run, default-named or given by `--run-id` (the night's cron

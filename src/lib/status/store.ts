@@ -13,7 +13,7 @@ import { pauseOfRow } from '../pause/decide.js';
 import { listPauses } from '../pause/store.js';
 import { workerSql } from '../service/sql.js';
 import { claimOwnerOf, countMode, queueOf, reconcileRunOf } from './decide.js';
-import { LIST_LIMIT, statusSql } from './sql.js';
+import { LIST_LIMIT, RECENT_INDEX, statusSql } from './sql.js';
 import type { ClaimOwner, PauseInForce, QueueFacts, ReasonCount, ReconcileRunFacts, Worker } from './types.js';
 
 type Row = Record<string, unknown>;
@@ -38,7 +38,29 @@ interface QueueSql {
   readonly tableRows: () => Statement;
   readonly openStates: (states: readonly string[]) => Statement;
   readonly allStates: () => Statement;
-  readonly recent: (now: string) => Statement;
+  /** the last hour's counts, on `index` (null: none named) */
+  readonly recent: (now: string, index: string | null) => Statement;
+  readonly recentIndex: string;
+}
+
+/** MariaDB/MySQL: an index named in FORCE INDEX does not exist. */
+const ER_KEY_DOES_NOT_EXITS = 1176;
+
+/**
+ * The last hour's counts on their index; on a database whose `db init` was not re-run since that
+ * index came (schema version 7), the same count without it, and the warning that says so: one
+ * missing index must not hide the section's DEAD rows.
+ */
+async function readRecent(db: Db, q: QueueSql, now: string): Promise<{ row: Row; warnings: string[] }> {
+  try {
+    return { row: await one(db, q.recent(now, q.recentIndex)), warnings: [] };
+  } catch (err) {
+    if ((err as { errno?: number }).errno !== ER_KEY_DOES_NOT_EXITS) throw err;
+    return {
+      row: await one(db, q.recent(now, null)),
+      warnings: [`${q.recentIndex} is missing: the last hour counted without it; run fcctl db init`],
+    };
+  }
 }
 
 /**
@@ -47,13 +69,14 @@ interface QueueSql {
  */
 async function readCounts(db: Db, q: QueueSql, now: string, exactCounts: boolean) {
   const open = q.states.filter((s) => s !== q.historyState);
-  const [estimate, recentRow] = await Promise.all([one(db, q.tableRows()), one(db, q.recent(now))]);
-  const mode = countMode(num(estimate['n']), exactCounts);
+  const [estimate, recent] = await Promise.all([one(db, q.tableRows()), readRecent(db, q, now)]);
+  const mode = countMode(num(estimate['rows']), exactCounts);
   const counts = countsOf(await rows(db, mode === 'exact' ? q.allStates() : q.openStates(open)));
   return {
     counts,
-    estimatedTableRows: mode === 'exact' ? null : num(estimate['n']),
-    accepted: { last5m: num(recentRow['last_5m']), last1h: num(recentRow['last_1h']) },
+    estimatedTableRows: mode === 'exact' ? null : num(estimate['rows']),
+    accepted: { last5m: num(recent.row['last_5m']), last1h: num(recent.row['last_1h']) },
+    warnings: recent.warnings,
   };
 }
 
@@ -64,6 +87,7 @@ const OUTBOX: QueueSql = {
   openStates: statusSql.outboxOpenStates,
   allStates: statusSql.outboxAllStates,
   recent: statusSql.outboxAccepted,
+  recentIndex: RECENT_INDEX.outbox,
 };
 
 const APPLY_COMMANDS: QueueSql = {
@@ -73,6 +97,7 @@ const APPLY_COMMANDS: QueueSql = {
   openStates: statusSql.applyOpenStates,
   allStates: statusSql.applyAllStates,
   recent: statusSql.applyDone,
+  recentIndex: RECENT_INDEX.apply,
 };
 
 /** The outbox: rows by state, the accepted windows, scan's held/due/stuck, the oldest due, the top reasons. */
@@ -132,6 +157,11 @@ export async function readWorkers(db: Db): Promise<Worker[]> {
     heartbeatSeconds: num(r['heartbeat_seconds']),
     stale: num(r['stale']) === 1,
   }));
+}
+
+/** The fleet registry's stale rows, all of them counted. */
+export async function readStaleWorkers(db: Db): Promise<number> {
+  return num((await one(db, statusSql.staleWorkers()))['n']);
 }
 
 /** Live claim owners: of outbox rows on FC, of apply commands on SH. */

@@ -34,6 +34,8 @@ export interface QueueFacts {
   readonly reasons: { readonly DEAD: readonly ReasonCount[]; readonly FAILED: readonly ReasonCount[] };
   /** accepted by the broker (outbox) or DONE (apply commands) in the last 5 minutes and the last hour */
   readonly accepted: { readonly last5m: number; readonly last1h: number };
+  /** what an operator should fix in the schema (an index `db init` adds, missing: read without it) */
+  readonly warnings: readonly string[];
 }
 
 /** A process of the fleet registry `fcctl_worker`. */
@@ -98,13 +100,26 @@ export interface Sides<T extends object> {
 export const FAIL_CONDITIONS = ['dead', 'paused', 'stale-workers', 'failed-pairs'] as const;
 export type FailCondition = (typeof FAIL_CONDITIONS)[number];
 
+/** A registry's rows: at most 200 listed, the stale ones counted over all of them. */
+export interface Fleet {
+  readonly workers: readonly Worker[];
+  /** rows whose last beat is older than three of their own intervals, all rows counted */
+  readonly stale: number;
+}
+
+/** A `--fail-if` condition that could not be judged: the sections it needs that were not read. */
+export interface Unjudged {
+  readonly condition: FailCondition;
+  readonly sections: readonly string[];
+}
+
 /** `--json`'s one document (docs/commands/status.md). */
 export interface StatusDocument {
   /** ISO 8601, the local clock when the snapshot was taken */
   readonly takenAt: string;
   readonly outbox: Section<QueueFacts>;
   readonly applyCommands: Section<QueueFacts>;
-  readonly fleet: Sides<{ readonly workers: readonly Worker[] }>;
+  readonly fleet: Sides<Fleet>;
   /** live claim owners of batch runs: outbox rows (FC), apply commands (SH) */
   readonly claims: Sides<{ readonly owners: readonly ClaimOwner[] }>;
   readonly pauses: Sides<{ readonly pauses: readonly PauseInForce[] }>;
@@ -113,5 +128,7 @@ export interface StatusDocument {
   readonly conditions: Readonly<Record<FailCondition, boolean>>;
   /** the conditions named by `--fail-if` that hold */
   readonly failing: readonly FailCondition[];
+  /** the conditions named by `--fail-if` that could not be judged (a section they need not read): exit 3 */
+  readonly unjudged: readonly Unjudged[];
   readonly exitCode: number;
 }

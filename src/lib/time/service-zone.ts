@@ -146,6 +146,50 @@ export async function resolveServiceTimeZone(config: Config, fcDb: () => Promise
 }
 
 /**
+ * How old a service's reading of the FC server's zone may be before it reads it again (issue 34
+ * §9): a `SET GLOBAL time_zone`, or the DST change of a server known only by its offset, reaches
+ * `occurredAt` within a minute — one query a minute, where a read per batch would be one per batch
+ * (up to 200 a second at the latency bench's rate). A reconnect always reads it again.
+ */
+export const SERVICE_ZONE_MAX_AGE_MS = 60_000;
+
+/**
+ * The zone of a process that runs for weeks (`--follow`): the configured one as is; else the FC
+ * server's, read again when `fresh` (a new session: a reconnect) or older than `maxAgeMs`. A read
+ * that fails keeps the last zone known (the database's outage is the loop's to notice), and fails
+ * only when none is. `onChange` hears each change of zone.
+ * @example const zone = serviceZoneReader(config, ctx.fcDb, { clock: Date.now }); await zone(true) // { zone: 'UTC', … }
+ */
+export function serviceZoneReader(
+  config: Config,
+  fcDb: () => Promise<Db>,
+  o: {
+    readonly clock: () => number;
+    readonly maxAgeMs?: number;
+    readonly onChange?: (zone: ServiceTimeZone, was: ServiceTimeZone | null) => void;
+  },
+): (fresh?: boolean) => Promise<ServiceTimeZone> {
+  const configured = configuredServiceTimeZone(config);
+  let last: ServiceTimeZone | null = null;
+  let readAt = 0;
+  return async (fresh = false) => {
+    if (configured) return configured;
+    if (last && !fresh && o.clock() - readAt < (o.maxAgeMs ?? SERVICE_ZONE_MAX_AGE_MS)) return last;
+    let zone: ServiceTimeZone;
+    try {
+      zone = zoneFromServer(await readServerZone(await fcDb()));
+    } catch (err) {
+      if (last && !fresh) return last;
+      throw err;
+    }
+    readAt = o.clock();
+    if (last?.zone !== zone.zone) o.onChange?.(zone, last);
+    last = zone;
+    return zone;
+  };
+}
+
+/**
  * `Asia/Shanghai (from the FC database: time_zone …)`.
  * @example describeServiceTimeZone({ zone: 'UTC', source: 'env', from: 'from FCCTL_SERVICE_TIME_ZONE' }) // 'UTC (from FCCTL_SERVICE_TIME_ZONE)'
  */

@@ -226,6 +226,46 @@ export function refusesCredentials(answer: LookupResult | ApplyResult, acceptedB
   return answer.status === 401 || (answer.status === 403 && !acceptedBefore);
 }
 
+/**
+ * Whose fault a row's error answer is, in a follow resolver (issue 34 §1): the row's (FAILED with
+ * backoff and its retry charged, SPEC §9), the flow center's (an outage: the row is released
+ * uncharged and the service waits it out), or not known yet (ask the readiness lookup).
+ */
+export type ErrorVerdict = 'row' | 'outage' | 'probe';
+
+/**
+ * The rule: the flow center answering anything well since the row's request was sent (another
+ * row, the readiness lookup) makes the error the row's. Nothing answered well since and a
+ * readiness lookup sent after the row's request failed too, or the run already tripped: the flow
+ * center fails every request, an outage, whenever it began and however few rows a pass holds.
+ * Otherwise the readiness lookup decides — unless the row's lease cannot cover one more request:
+ * then the error is charged as a batch run charges it.
+ * @example errorVerdict({ answeredSince: false, probeFailed: true, tripped: false, leaseCovers: true }) // 'outage'
+ */
+export function errorVerdict(s: {
+  /** a well-formed answer (found, not found, a branch) came back after the row's request was sent */
+  readonly answeredSince: boolean;
+  /** a readiness lookup sent after the row's request came back with an error */
+  readonly probeFailed: boolean;
+  /** the run stopped for the flow center's errors (or another row's verdict was an outage) */
+  readonly tripped: boolean;
+  readonly leaseCovers: boolean;
+}): ErrorVerdict {
+  if (s.answeredSince) return 'row';
+  if (s.probeFailed || s.tripped) return 'outage';
+  return s.leaseCovers ? 'probe' : 'row';
+}
+
+/**
+ * Whether a follow resolver waits the poll interval after a pass (issue 34 §2): when the pass
+ * claimed nothing though rows were due — another transaction holds them (`SKIP LOCKED` passes
+ * them by) or another resolver took them first — going round at once would only count them again.
+ * @example idleAfterPass({ claimed: 0 }) // true
+ */
+export function idleAfterPass(part: Pick<ResolveSummary, 'claimed'>): boolean {
+  return part.claimed === 0;
+}
+
 /** Backoff and budget of apply commands: 20 s × 2^n, capped at an hour, DEAD at the 6th failure. */
 export const APPLY_RETRY_POLICY: RetryPolicy = { baseSeconds: 20, capSeconds: 3600, maxRetries: 6 };
 

@@ -20,8 +20,8 @@ import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from 
 import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
 import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
-import { addSummary, emptySummary, type ResolveSummary } from './decide.js';
-import { type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
+import { addSummary, emptySummary, idleAfterPass, type ResolveSummary } from './decide.js';
+import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
 import { backlog } from './store.js';
 
 export interface ResolveFollowOptions {
@@ -35,9 +35,6 @@ export interface ResolveFollowDeps extends ResolveDeps {
   readonly onConnection?: (target: 'sh_database' | 'flow_center', up: boolean) => void;
   readonly random?: () => number;
 }
-
-/** The biz key of the readiness lookup: a signed GET no command can have (`fcctl-probe` is no biz type). */
-export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as const;
 
 /**
  * The flow center answers a signed lookup now: null, or how it failed (a 401/403 is a
@@ -107,14 +104,7 @@ export async function followResolve(
     }
     let part: ResolveSummary;
     try {
-      part = await runResolve(
-        {
-          ...options,
-          maxRows: options.maxRows - total.claimed,
-          maxSeconds: Math.max((deadline - deps.clock()) / 1000, 0),
-        },
-        deps,
-      );
+      part = await onePass(options, deps, total.claimed, deadline);
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
       continue;
@@ -122,6 +112,8 @@ export async function followResolve(
     addSummary(total, part);
     const problem = flowCenterStop(part);
     if (problem && !(await failed(problem.kind, problem.why, 'flow_center'))) break;
+    // due rows all locked by another transaction (SKIP LOCKED claims nothing): poll, never spin
+    if (!problem && idleAfterPass(part) && !(await waitStepping(options.pollMs, deps))) break;
   }
   setState('draining');
   total.stoppedBy =
@@ -136,6 +128,20 @@ export async function followResolve(
 }
 
 /**
+ * One pass over what is due: a batch run within what is left of the budgets, in which an error is
+ * the row's only while the flow center answers others (issue 34 §1: an outage charges nothing).
+ */
+function onePass(
+  options: ResolveOptions,
+  deps: ResolveFollowDeps,
+  claimedSoFar: number,
+  deadline: number,
+): Promise<ResolveSummary> {
+  const maxSeconds = Math.max((deadline - deps.clock()) / 1000, 0);
+  return runResolve({ ...options, confirmErrors: true, maxRows: options.maxRows - claimedSoFar, maxSeconds }, deps);
+}
+
+/**
  * A batch that stopped for the flow center: credentials refused is misconfiguration (claim nothing,
  * re-check), errors an outage (back off); the service never exits for either.
  */
@@ -143,7 +149,7 @@ function flowCenterStop(part: ResolveSummary): { kind: FailureKind; why: string 
   if (part.stoppedBy === 'credentials-refused')
     return { kind: 'misconfigured', why: part.credentialsRefused ?? 'credentials refused' };
   if (part.stoppedBy === 'flow-center-errors')
-    return { kind: 'outage', why: part.flowCenterErrors ?? 'flow center errors' };
+    return { kind: 'outage', why: `flow center answers nothing but errors (last: ${part.flowCenterErrors ?? '?'})` };
   return null;
 }
 

@@ -19,6 +19,7 @@ import {
   bump,
   countReport,
   emptySummary,
+  errorVerdict,
   planWrite,
   refusesCredentials,
   resolve,
@@ -50,7 +51,16 @@ export interface ResolveOptions {
   readonly requestTimeoutMs: number;
   /** this many flow-center errors in a row with no good answer between them stop the run */
   readonly maxConsecutiveErrors: number;
+  /**
+   * `--follow` (issue 34 §1): an error answer is charged to its row only when the flow center is
+   * seen answering meanwhile (another row, or the readiness lookup asked then); otherwise it is an
+   * outage: the run stops and the row is released uncharged ({@link errorVerdict}).
+   */
+  readonly confirmErrors?: boolean;
 }
+
+/** The biz key of the readiness lookup: a signed GET no command can have (`fcctl-probe` is no biz type). */
+export const READINESS_PROBE = { bizType: 'fcctl-probe', bizId: 'readiness' } as const;
 
 export interface ResolveDeps {
   readonly db: Db;
@@ -81,6 +91,9 @@ const isError = (r: LookupResult | ApplyResult) =>
 
 type Decided = { kind: 'transition'; t: Transition } | { kind: 'release'; reason: string };
 
+/** Where a request stands among the run's others: how many were sent and well answered before it. */
+type Mark = { readonly sent: number; readonly answers: number };
+
 /** Margin a lease must keep beyond one more request. */
 const LEASE_MARGIN_MS = 2000;
 
@@ -104,6 +117,11 @@ class ResolveRun {
   private refused: string | null = null;
   /** whether the flow center has accepted a signed request of this run (then a 403 is the row's) */
   private accepted = false;
+  /** flow-center requests sent, and well-formed answers back, so far ({@link Mark}) */
+  private sent = 0;
+  private answers = 0;
+  /** the last readiness lookup (`confirmErrors`): shared by the rows whose errors wait on it */
+  private probe: { readonly seq: number; readonly failed: Promise<boolean> } | null = null;
 
   constructor(
     private readonly options: ResolveOptions,
@@ -131,11 +149,56 @@ class ResolveRun {
     }
     if (!isError(r)) {
       this.errorStreak = 0;
+      this.answers += 1;
       return;
     }
     this.errorStreak += 1;
     this.lastError = `${r.kind}${'status' in r ? ` ${r.status}` : ''}: ${'detail' in r ? r.detail : ''}`;
     if (this.errorStreak >= this.options.maxConsecutiveErrors) this.tripped = true;
+  }
+
+  /** Notes a request about to be sent. */
+  private mark(): Mark {
+    this.sent += 1;
+    return { sent: this.sent, answers: this.answers };
+  }
+
+  /**
+   * With `confirmErrors`, whether an error answer is the flow center's (an outage: the run stops,
+   * the row is released uncharged) rather than the row's. A readiness lookup is asked when nothing
+   * else tells: one at a time, shared by the rows whose requests went out before it.
+   */
+  private async outage(r: LookupResult | ApplyResult, mark: Mark, claimedAt: number): Promise<boolean> {
+    if (!this.options.confirmErrors || !isError(r)) return false;
+    let probeFailed = false;
+    for (;;) {
+      const verdict = errorVerdict({
+        answeredSince: this.answers > mark.answers,
+        probeFailed,
+        tripped: this.tripped,
+        leaseCovers: this.leaseCovers(claimedAt),
+      });
+      if (verdict === 'row') return false;
+      if (verdict === 'outage') {
+        this.tripped = true;
+        return true;
+      }
+      if (this.probe === null || this.probe.seq <= mark.sent) this.probe = this.askReadiness();
+      probeFailed = await this.probe.failed;
+    }
+  }
+
+  private askReadiness(): { seq: number; failed: Promise<boolean> } {
+    const { sent: seq } = this.mark();
+    // abandoned at the drain's end too: an error then is no verdict on the row (released uncharged)
+    const failed = this.deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId, this.deps.drainEnd).then(
+      (r) => {
+        this.noteAnswer(r, 'the readiness lookup');
+        return isError(r);
+      },
+      () => true,
+    );
+    return { seq, failed };
   }
 
   /** After a refusal, an error answer says nothing about the row: it is released, not failed. */
@@ -322,23 +385,27 @@ class ResolveRun {
   private async decideRow(row: ApplyCommandRow, claimedAt: number): Promise<Decided> {
     const before = this.holdBack(claimedAt);
     if (before) return before;
+    const sent = this.mark();
     const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id, this.deps.drainEnd);
     this.summary.lookups += 1;
     if (abandoned(lookup)) return { kind: 'release', reason: 'STOPPED' };
     this.noteAnswer(lookup, 'GET /oapi/flow/instance');
     if (this.releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
+    if (await this.outage(lookup, sent, claimedAt)) return { kind: 'release', reason: this.haltReason() };
     const step = resolve(row, lookup);
     if (step.kind !== 'post') return { kind: 'transition', t: step };
     // After a stop signal no new POST starts: the lookup found nothing, so the row is released as
     // it was and the next run looks again.
     const held = this.holdBack(claimedAt);
     if (held) return held;
+    const posted = this.mark();
     const applied = await this.deps.flow.apply(step.request, this.deps.drainEnd);
     this.summary.posts += 1;
     // the POST's outcome is unknown, as for a timeout; released UNKNOWN, the next pass looks it up first
     if (abandoned(applied)) return { kind: 'release', reason: 'STOPPED' };
     this.noteAnswer(applied, 'POST /oapi/flow/apply');
     if (this.releasedByRefusal(applied)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
+    if (await this.outage(applied, posted, claimedAt)) return { kind: 'release', reason: this.haltReason() };
     return { kind: 'transition', t: resolve(row, lookup, applied) };
   }
 

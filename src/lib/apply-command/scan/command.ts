@@ -24,7 +24,7 @@ const ROW_COLUMNS: readonly Column[] = [
   { key: 'retryCount', header: 'retries' },
   { key: 'reason' },
   { key: 'lastBranch', header: 'branch' },
-  { key: 'lastError', header: 'last error' },
+  { key: 'lastError', header: 'last error', flex: true },
   { key: 'createTime', header: 'created' },
   { key: 'updateTime', header: 'updated' },
 ];

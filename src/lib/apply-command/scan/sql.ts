@@ -28,7 +28,7 @@ export const applyScanSql = {
   reasons: (): Statement => ({
     sql:
       `SELECT state, ${REASON} AS reason, last_branch, COUNT(*) AS n FROM flow_apply_command WHERE state IN ('FAILED', 'DEAD') ` +
-      `GROUP BY state, ${REASON}, last_branch ORDER BY n DESC, state, reason, last_branch`,
+      `GROUP BY state, reason, last_branch ORDER BY n DESC, state, reason, last_branch`,
     params: [],
   }),
   // The ids first, sorted from idx_apply_command_state_error alone (it holds update_time and

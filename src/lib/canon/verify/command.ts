@@ -11,7 +11,12 @@ export interface CanonVerifyOptions {
 
 const COMMAND = 'canon verify';
 
-const COLUMNS: readonly Column[] = [{ key: 'result' }, { key: 'file' }, { key: 'vector' }, { key: 'detail' }];
+const COLUMNS: readonly Column[] = [
+  { key: 'result' },
+  { key: 'file' },
+  { key: 'vector' },
+  { key: 'detail', flex: true },
+];
 
 /**
  * `fcctl canon verify FILE…`: runs every vector of each file (canonical text, hash, or expected

@@ -82,7 +82,7 @@ async function scan(options: DeliveriesScanOptions, ctx: Ctx): Promise<RunOutcom
   if (report.reasons.length > 0) {
     out.rows(
       report.reasons,
-      [{ key: 'state' }, { key: 'lastError', header: 'last error' }, { key: 'count', header: 'rows' }],
+      [{ key: 'state' }, { key: 'lastError', header: 'last error', flex: true }, { key: 'count', header: 'rows' }],
       'table',
       'FAILED/DEAD reasons',
     );

@@ -19,7 +19,7 @@ import { pauseCheck } from '../../pause/run.js';
 import { followStatus, relayMetrics } from './metrics.js';
 import { connectPatiently } from '../../service/loop.js';
 import { runService, type ServiceHandle } from '../../service/run.js';
-import { resolveServiceTimeZone } from '../../time/service-zone.js';
+import { serviceZoneReader } from '../../time/service-zone.js';
 import { commandThrottles, type Ctx } from '../../cli/context.js';
 import type { DeliveriesSendOptions } from './command.js';
 import type { Broker } from '../../amqp/connect.js';
@@ -55,6 +55,8 @@ export interface FollowEvents {
   readonly onConnection?: (target: 'broker' | 'fc_database', up: boolean) => void;
   /** the session's publisher while it runs (null between sessions): for the in-flight gauge */
   readonly onPublisher?: (publisher: ConfirmPublisher | null) => void;
+  /** the broker blocking the connection (its reason) or no longer (null), the moment it says so: for `/readyz` */
+  readonly onBlocked?: (reason: string | null) => void;
 }
 
 /**
@@ -77,8 +79,11 @@ export function outageTarget(err: unknown): 'broker' | 'fc_database' {
 export interface FollowDeps extends Omit<SendDeps, 'broker'>, FollowEvents {
   /** a new broker connection (the previous one is closed or given up first) */
   readonly connectBroker: () => Promise<Broker>;
-  /** the service's zone for occurredAt (read from the FC database when not configured: it may be down at start) */
-  readonly zone: () => Promise<string>;
+  /**
+   * the service's zone for occurredAt (read from the FC database when not configured: it may be down
+   * at start): `fresh` at each session's start, else as recently read (`serviceZoneReader`)
+   */
+  readonly zone: (fresh?: boolean) => Promise<string>;
   /** the random source of the backoff's jitter (tests pin it) */
   readonly random?: () => number;
 }
@@ -100,6 +105,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   const dropBroker = async () => {
     await broker?.close().catch(() => undefined);
     broker = null;
+    deps.onBlocked?.(null);
     deps.onConnection?.('broker', false);
   };
   let failures = 0;
@@ -108,8 +114,6 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
-  // the end of a stop's drain: what is in flight then is abandoned (issue 34 §5)
-  const drain = drainEnd(deps.signal, options.drainMs);
   setState('starting');
   try {
     while (!deps.signal.aborted) {
@@ -135,7 +139,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         broker ??= await connect(deps);
         session = await runSession(
           options,
-          { ...deps, drainEnd: drain.signal },
+          deps,
           broker,
           summary,
           () => {
@@ -155,12 +159,18 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       if (session.kind === 'stopped') break;
       if (session.kind === 'outage') deps.onConnection?.(session.target, false);
       if (session.kind === 'paused') continue;
+      // Blocked by an alarm: the connection is kept, so its `unblocked` is heard and the next
+      // session starts then, not a backoff later.
+      if (broker?.blocked && !broker.closed) {
+        setState('outage', session.why);
+        if (!(await unblocked(broker, deps))) break;
+        continue;
+      }
       if (session.kind === 'outage') await dropBroker();
       if (!(await failed(session.kind, session.why))) break;
     }
   } finally {
     setState('draining');
-    drain.dispose();
     await dropBroker();
   }
   summary.stoppedBy =
@@ -170,8 +180,15 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
 
 async function connect(deps: FollowDeps): Promise<Broker> {
   const broker = await deps.connectBroker();
+  broker.onBlocked((reason) => deps.onBlocked?.(reason));
   deps.onReconnect?.('broker');
   return broker;
+}
+
+/** Waits while the broker blocks the connection: true once unblocked (or the connection ended), false on the stop signal. */
+async function unblocked(broker: Broker, deps: FollowDeps): Promise<boolean> {
+  while (broker.blocked !== null && !broker.closed) if (!(await waitStepping(250, deps))) return false;
+  return true;
 }
 
 /** How a session ended: by the signal or a budget (the service ends), a pause, or a failure to wait out. */
@@ -186,18 +203,20 @@ type SessionEnd =
  */
 async function runSession(
   given: SendOptions & FollowOptions,
-  deps: FollowDeps & { readonly drainEnd: AbortSignal },
+  deps: FollowDeps,
   broker: Broker,
   summary: SendSummary,
   onReady: () => void,
   onOutage: (why: string) => void,
 ): Promise<SessionEnd> {
-  const options = { ...given, serviceTimeZone: await deps.zone() };
+  // read again at each session: a reconnect may follow a server restarted in another zone
+  const options = { ...given, serviceTimeZone: await deps.zone(true) };
   await verifiedPublisher(deps.db, deps.publisher);
   await prepareExchange(broker, { declare: options.declare, dryRun: false });
   const publisher = await openPublisher(broker, options, deps.clock);
   onReady();
   const deadline = deps.clock() + options.maxSeconds * 1000;
+  const drain = drainOnSignal(deps, options.drainMs, publisher);
   const run: Run = {
     options,
     deps: { ...deps, broker },
@@ -208,10 +227,10 @@ async function runSession(
       idle: () => idle(options, deps, broker, publisher, deadline),
       // outcomes written again through a database outage: not ready meanwhile, ready once they land
       onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
-      drainEnd: deps.drainEnd,
+      drainEnd: drain.signal,
+      zone: () => deps.zone(),
     },
   };
-  const drain = drainOnSignal(deps, deps.drainEnd, publisher);
   deps.onPublisher?.(publisher);
   summary.stoppedBy = 'drained';
   try {
@@ -277,20 +296,27 @@ async function idle(
 
 /**
  * After a stop signal the claim loop claims no more and waits for its batches; if they are not done
- * by the drain's end, the channel is closed under them: their unconfirmed rows are adjudicated as a
- * closed channel (outcome unknown: FAILED, resent later) and nothing stays claimed past its lease.
+ * by the drain's end (`drainMs` after the signal), the channel is closed under them: their
+ * unconfirmed rows are adjudicated as a closed channel (outcome unknown: FAILED, resent later) and
+ * nothing stays claimed past its lease. `signal` is the drain's end (issue 34 §5).
  */
-function drainOnSignal(deps: FollowDeps, drainEnd: AbortSignal, publisher: ConfirmPublisher): { dispose: () => void } {
+function drainOnSignal(
+  deps: FollowDeps,
+  drainMs: number,
+  publisher: ConfirmPublisher,
+): { readonly signal: AbortSignal; dispose: () => void } {
   const onAbort = () => deps.onState?.('draining', null);
+  const drained = drainEnd(deps.signal, drainMs);
   const onDrained = () => void publisher.close().catch(() => undefined);
   if (deps.signal.aborted) onAbort();
   else deps.signal.addEventListener('abort', onAbort, { once: true });
-  if (drainEnd.aborted) onDrained();
-  else drainEnd.addEventListener('abort', onDrained, { once: true });
+  drained.signal.addEventListener('abort', onDrained, { once: true });
   return {
+    signal: drained.signal,
     dispose: () => {
       deps.signal.removeEventListener('abort', onAbort);
-      drainEnd.removeEventListener('abort', onDrained);
+      drained.signal.removeEventListener('abort', onDrained);
+      drained.dispose();
     },
   };
 }
@@ -335,6 +361,7 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
       signal: ctx.signal,
       abandon: async () => opened.db?.close(0),
       onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      onBlocked: (reason) => ctx.output.event('blocked', { blocked: reason !== null, ...(reason ? { reason } : {}) }),
       backlog: async () => backlog(await ctx.fcDb()),
     },
     (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc), opened }),
@@ -375,12 +402,17 @@ async function followSession(
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;
   run.opened.db = db;
+  // the FC server's zone, read again at each reconnect and once a minute: its time_zone may change under a running relay
+  const readZone = serviceZoneReader(ctx.config, ctx.fcDb, {
+    clock: ctx.clock,
+    onChange: (z, was) => was && ctx.output.event('zone', { zone: z.zone, was: was.zone, from: z.from }),
+  });
   return followSend(
     { ...options, serviceTimeZone: '', pollMs: options.service.pollMs, drainMs: options.service.drainMs },
     {
       db,
       connectBroker: () => openBroker(requireSetting(ctx.config, 'amqpUrl')),
-      zone: async () => (run.zone.value ??= (await resolveServiceTimeZone(ctx.config, ctx.fcDb)).zone),
+      zone: async (fresh) => (run.zone.value = (await readZone(fresh)).zone),
       publisher: run.publisher,
       signal: ctx.signal,
       clock: ctx.clock,
@@ -388,6 +420,7 @@ async function followSession(
       ...(throttle ? { throttle } : {}),
       onState: svc.onState,
       onProgress: svc.onProgress,
+      onBlocked: svc.onBlocked,
       ...metrics,
       onSettled: (batch) => {
         metrics.onSettled?.(batch);

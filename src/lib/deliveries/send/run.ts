@@ -112,6 +112,8 @@ export interface Run {
     readonly onWriteOutage?: (why: string | null) => void;
     /** the end of a stop's drain: a write waiting out an outage is given up then (issue 34 §5) */
     readonly drainEnd?: AbortSignal;
+    /** the service's zone for each batch's occurredAt, kept fresh (a server's `time_zone` may change under a long run) */
+    readonly zone?: () => Promise<string>;
   };
 }
 
@@ -238,12 +240,10 @@ async function publishChecked(
 ) {
   const { options, deps } = run;
   const grantMaxAgeMs = options.grantMaxAgeMs ?? GRANT_MAX_AGE_MS;
-  const decided: Array<Decided & { outcome?: Promise<BrokerOutcome> }> = await decideRows(
-    deps.db,
-    rows,
-    facts,
-    options.retry.maxRetries,
-  );
+  const [decided, zone]: [Array<Decided & { outcome?: Promise<BrokerOutcome> }>, string] = await Promise.all([
+    decideRows(deps.db, rows, facts, options.retry.maxRetries),
+    run.follow?.zone?.() ?? options.serviceTimeZone,
+  ]);
   let checkedAt = deps.clock();
   await turn.ready;
   if (await releasedForPause(run, owner, rows)) return null;
@@ -269,7 +269,7 @@ async function publishChecked(
       {
         exchange: DELIVERY_EXCHANGE,
         routingKey,
-        body: buildEnvelope(d.row, options.serviceTimeZone),
+        body: buildEnvelope(d.row, zone),
         options: messageOptions(d.row),
       },
       notAfter,

@@ -70,6 +70,21 @@ export function publisherOf(amqpUrl: string): { user: string; vhost: string } | 
   return { user, vhost };
 }
 
+/**
+ * With `auth_mechanism=external` the broker takes the login from the client certificate and the
+ * URL's user is never sent: only a user written in the URL says which account --isolation checks
+ * (without one it would check `guest`).
+ * @example externalWithoutUser('amqps://mq/fcctl?certfile=/c&keyfile=/k&auth_mechanism=external') // true
+ */
+export function externalWithoutUser(amqpUrl: string): boolean {
+  try {
+    const url = new URL(amqpUrl);
+    return url.searchParams.get('auth_mechanism')?.toLowerCase() === 'external' && url.username === '';
+  } catch {
+    return false;
+  }
+}
+
 const WORST: readonly Status[] = ['fail', 'warn', 'ok'];
 const worst = (statuses: readonly Status[]): Status => WORST.find((s) => statuses.includes(s)) ?? 'ok';
 

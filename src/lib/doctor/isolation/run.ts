@@ -6,7 +6,7 @@ import { ManagementClient } from '../../amqp/management.js';
 import { UsageError } from '../../cli/exit.js';
 import { maskUrl } from '../../config/mask.js';
 import type { CheckResult } from '../decide.js';
-import { decideIsolation, publisherOf } from './decide.js';
+import { decideIsolation, externalWithoutUser, publisherOf } from './decide.js';
 import { inspectIsolation } from './store.js';
 import { type IsolationFacts, ISOLATION_CHECKS, type IsolationTarget } from './types.js';
 
@@ -30,6 +30,10 @@ export function isolationTarget(
   const api = new ManagementClient(settings.amqpManagementUrl, options);
   if (settings.amqpUrl === undefined)
     throw new UsageError('--isolation checks the publisher of FCCTL_AMQP_URL: set FCCTL_AMQP_URL (or --amqp-url)');
+  if (externalWithoutUser(settings.amqpUrl))
+    throw new UsageError(
+      "--isolation checks the publisher's account: with auth_mechanism=external write the certificate's login as the URL's user (amqps://LOGIN@host/vhost?…; EXTERNAL never sends it)",
+    );
   const publisher = publisherOf(settings.amqpUrl);
   if (publisher === null) throw new UsageError(`amqpUrl is not a valid URL: ${maskUrl(settings.amqpUrl)}`);
   const consumerUsers = [...new Set(options.consumerUsers ?? [])];

@@ -10,7 +10,15 @@ import { UsageError } from '../../cli/exit.js';
 import { readInput } from '../../files/input.js';
 import type { Io } from '../../cli/io.js';
 import { checkEnvelope } from '../../canon/check-envelope/decide.js';
-import { idProblem, isSchoolId, isTokenRunId, isUuid, MAX_RUN_ID_LENGTH, revisionOf } from '../../ids.js';
+import {
+  idProblem,
+  isContentHash,
+  isSchoolId,
+  isTokenRunId,
+  isUuid,
+  MAX_RUN_ID_LENGTH,
+  revisionOf,
+} from '../../ids.js';
 import { REPAIR_CATEGORIES, type Category } from '../../reconcile/diff/decide.js';
 import { LineError } from '../../files/record-file.js';
 import type { PlanLine } from '../../reconcile/diff/types.js';
@@ -40,8 +48,6 @@ export const MAX_PLAN_ITEMS = 500_000;
 export const MAX_ENVELOPE_BYTES = 16 * 1024 * 1024;
 /** Largest plan file read (about 330 bytes a line). */
 export const MAX_PLAN_BYTES = 256 * 1024 * 1024;
-
-const HASH = /^[0-9a-f]{64}$/;
 
 /**
  * A refused value as a message shows it: JSON of a scalar, cut to 64 characters; only the kind of
@@ -89,8 +95,7 @@ export function checkRevision(value: unknown, line: number, name: string): strin
  * @example checkHash('ABC', 0, '--expected-hash') // throws
  */
 export function checkHash(value: unknown, line: number, name: string): string {
-  if (typeof value !== 'string' || !HASH.test(value))
-    throw new LineError(line, `${name} must be 64 lowercase hex digits`);
+  if (!isContentHash(value)) throw new LineError(line, `${name} must be 64 lowercase hex digits`);
   return value;
 }
 

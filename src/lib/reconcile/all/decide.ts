@@ -2,6 +2,7 @@
  * The decisions of `reconcile run --all`, pure: which pairs there are, the default run id, what a
  * pair's run came to and what the task table records of it, the run's summary and exit code.
  */
+import { shellWord } from '../../cli/shell.js';
 import { ExitCode } from '../../cli/exit.js';
 import type { Summary } from '../../cli/output.js';
 import type { RunOutcome } from '../../metrics/run-metrics.js';
@@ -328,7 +329,7 @@ export function allExit(
     (t.byResult['failed'] ?? 0) > 0
       ? `${t.byResult['failed']} pair(s) failed${refused ? ' (refused by a safety check: see its pair line)' : ''}`
       : runFailed > 0
-        ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${r.runId} to retry them)`
+        ? `${runFailed} pair(s) of run ${r.runId} failed (run it again with --run-id ${shellWord(r.runId)} to retry them)`
         : null;
   const exitOf = (reason: string | null) =>
     reason === null ? ExitCode.OK : refused ? ExitCode.SAFETY : ExitCode.ITEMS_FAILED;
@@ -383,12 +384,19 @@ export function allReport(
 ): AllReport {
   const { exitCode, warning, reason } = allExit(r, o);
   const t = tallyOutcomes(r.outcomes);
+  const joined = joinedComplete(r);
   const fields: Summary = {
     command: 'reconcile run',
     all: true,
     runId: r.runId,
     exitCode,
     ...(reason !== null ? { reason } : {}),
+    ...(joined
+      ? {
+          joined: true,
+          note: `run ${r.runId} was complete before this process began: joined it and ran nothing; its numbers (summary.json, the metrics file) are left as they are`,
+        }
+      : {}),
     ...(r.stop !== null ? { stoppedBy: r.stop.by } : {}),
     ...(r.stop?.by === 'paused' && r.stop.paused ? { paused: pauseFields(r.stop.paused) } : {}),
     pairsFound: r.found.pairs,
@@ -413,8 +421,18 @@ export function allReport(
     interrupted: r.stop !== null,
     suspect: warning !== null,
     paused: r.stop?.by === 'paused',
+    ...(joined ? { unchanged: true } : {}),
   };
   return { warning, exitCode, fields, counts: t.counts, outcome };
+}
+
+/**
+ * A default run joined complete, with nothing run by this process: a same-night re-run (cron
+ * twice, a person checking). Its metrics must not be rewritten without the night's pairs, which
+ * would clear FcctlReconcileDifferences with nothing fixed (issue 36 §7).
+ */
+export function joinedComplete(r: Pick<RunAllResult, 'completeAtStart' | 'runIdGiven' | 'outcomes' | 'stop'>): boolean {
+  return r.completeAtStart === true && r.runIdGiven === false && r.outcomes.length === 0 && r.stop === null;
 }
 
 /** A pair's JSON line (`event: "pair"`): what it came to, where its files are. */

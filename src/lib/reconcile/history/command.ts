@@ -1,5 +1,6 @@
-import { ExitCode } from '../../cli/exit.js';
+import { EnvironmentError, ExitCode } from '../../cli/exit.js';
 import type { Ctx } from '../../cli/context.js';
+import { REPORT_CLOSE_GRACE_MS, sectionReader } from '../../cli/section.js';
 import { ledgerHistory } from '../ledger/store.js';
 import { HISTORY_COLUMNS, historyRow, nightsOf, tableColumns, tableRow } from './decide.js';
 
@@ -17,10 +18,22 @@ const COMMAND = 'reconcile history';
 /**
  * `fcctl reconcile history`: the drift ledger's last `--last` nights, newest first, each night's
  * pairs (within `--school`/`--form`) with their answers by category, differences, result and error.
- * Read-only (the SH database); exit 0. csv is the rows alone (stdout is the data).
+ * Read-only (the SH database); exit 0. csv is the rows alone (stdout is the data). The read, its
+ * connect included, ends by the reports' deadline (10 s): a database that stops answering is one
+ * line and exit 3, never a command that runs until it is killed.
  */
 export async function runReconcileHistory(o: ReconcileHistoryOptions, ctx: Ctx): Promise<number> {
-  const pairs = await ledgerHistory(await ctx.shDb(), { schools: o.schools, forms: o.forms, last: o.last });
+  const filter = { schools: o.schools, forms: o.forms, last: o.last };
+  const read = await sectionReader()(
+    () => ctx.shDb({ closeGraceMs: REPORT_CLOSE_GRACE_MS }),
+    async (db) => ({ pairs: await ledgerHistory(db, filter) }),
+  );
+  if (read.status !== 'ok') {
+    const error = read.status === 'unreachable' ? read.error : read.status;
+    // "no answer in 10 s" names no database; a connect error names it already
+    throw new EnvironmentError(error.includes('SH database') ? error : `SH database: ${error}`);
+  }
+  const { pairs } = read;
   const rows = pairs.map(historyRow);
   const exitCode = ExitCode.OK;
   if (o.format === 'csv') {

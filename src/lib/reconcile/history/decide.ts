@@ -2,6 +2,7 @@
  * `reconcile history`, the pure parts: a ledger pair as a listed row, and the columns of each format
  * (csv and json: every column, always the same; the terminal table: the categories some listed row has).
  */
+import { printable } from '../../cli/printable.js';
 import type { Column, Row } from '../../cli/table.js';
 import { CATEGORIES } from '../diff/decide.js';
 import type { LedgerPair } from '../ledger/types.js';
@@ -34,11 +35,6 @@ export function historyRow(p: LedgerPair): Row {
 
 /** The error's characters a terminal table shows (json and csv carry it whole). */
 export const TABLE_ERROR_CHARS = 120;
-
-/** One line of printable text: control characters (a newline, an escape sequence) shown as `\uXXXX`, never sent to the terminal. */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
 
 /**
  * A pair as a terminal table row: {@link historyRow} with the form and error on one printable line

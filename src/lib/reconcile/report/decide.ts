@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isAbsolute, relative, sep } from 'node:path';
+import { shellLine, shellWord } from '../../cli/shell.js';
 import { formulaRead } from '../../files/csv-cell.js';
 import { CATEGORIES, type Category, differencesOf, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../diff/decide.js';
 import { DIFF_FILES } from '../diff/types.js';
@@ -134,16 +135,8 @@ export function sampleOf(
   };
 }
 
-/**
- * A word the shell reads as itself: left bare when it holds only safe characters, else in single
- * quotes (a value from the database, such as a form uuid, can hold anything).
- * @example shellWord("it's") // "'it'\\''s'"
- */
-export function shellWord(s: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
-}
-
-const cmd = (...words: string[]) => ['fcctl', ...words.map(shellWord)].join(' ');
+// a value from the database, such as a form uuid or a folder, can hold anything: every word quoted
+const cmd = (...words: string[]) => shellLine(words);
 
 /**
  * The proof id (repair, ≤ 128) and operation prefix (replay, ≤ 91) of this run and school: at most

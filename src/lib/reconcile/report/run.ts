@@ -7,8 +7,8 @@
  * only when its run.json names this run (`allRunId`); an older run's report says they are gone.
  */
 import { createReadStream } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { EnvironmentError, UsageError } from '../../cli/exit.js';
 import type { Db } from '../../db/connect.js';
@@ -96,8 +96,22 @@ export async function readTrend(source: TrendSource, shDb: Db, runId: string): P
 }
 
 /**
+ * A path with every symlink followed: the file it names when it exists (a link to a file is that
+ * file), else its folder's real path and its name.
+ */
+async function realPathOf(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return join(await realpath(dirname(path)).catch(() => dirname(path)), basename(path));
+  }
+}
+
+/**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
  * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
+ * The run's files are compared by real paths: a symlink to the run folder, to a folder in it or to
+ * one of its files is no way round.
  */
 export async function reportTarget(o: {
   outDir: string;
@@ -109,7 +123,7 @@ export async function reportTarget(o: {
   const folder = await stat(dirname(outFile)).catch(() => null);
   if (folder === null || !folder.isDirectory())
     throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
-  const overwrites = outOverwritesRun(outDir, outFile);
+  const overwrites = outOverwritesRun(await realPathOf(outDir), await realPathOf(outFile));
   if (overwrites !== null) throw new UsageError(`--out ${outFile}: ${overwrites}, not a place for the report`);
   const recorded = await runOfDir(outDir);
   if (o.runId === null && recorded === null)

@@ -23,7 +23,7 @@ const RESULT_COLUMNS: readonly Column[] = [
   { key: 'answerUuid', header: 'answer' },
   { key: 'result' },
   { key: 'reason' },
-  { key: 'detail' },
+  { key: 'detail', flex: true },
 ];
 
 /**

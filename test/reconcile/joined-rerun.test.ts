@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { allArgv } from '../helpers/reconcile-all.js';
+import { servicesTest } from '../helpers/services.js';
+
+// Issue 36 §7: a same-night re-run of `reconcile run --all` (no --run-id) joins the night's run,
+// already complete: it says so, and leaves the night's numbers as they are — the metrics file
+// keeps its fcctl_reconcile_differences, so FcctlReconcileDifferences does not resolve with
+// nothing fixed.
+const test = servicesTest({ prefix: 'joinrerun' });
+const CONSUMER = 'svc-hall';
+
+test('a same-night re-run joins the complete run, says so, and leaves summary.json and the metrics file as they are', async ({
+  dbs,
+  tmp,
+}) => {
+  const env = dbs.env();
+  expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
+  const seed = await runCli(
+    ['--json', 'dev', 'seed', '--answers', '120', '--schools', '2', '--consumer-keys', CONSUMER, '--no-grant-mix'],
+    { env },
+  );
+  expect(seed.code, seed.stderr).toBe(0);
+  const out = join(tmp, 'night');
+  const prom = join(tmp, 'fcctl_reconcile.prom');
+  const first = await runCli(allArgv(CONSUMER, out, '--metrics-file', prom), { env });
+  expect(first.code, first.stderr).toBe(0);
+  const firstSummary = jsonLines(first.stdout).find((l) => l['type'] === 'summary')!;
+  expect(firstSummary['pairsRun']).toBeGreaterThan(0);
+  expect(firstSummary['joined']).toBeUndefined();
+  const metrics = readFileSync(prom, 'utf8');
+  // the night has differences (the seed's drift), and the file says so
+  expect(metrics).toMatch(/^fcctl_reconcile_differences\{[^}]*\} [1-9]\d*$/m);
+  const summaryJson = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as Record<string, unknown>;
+
+  const again = await runCli(allArgv(CONSUMER, out, '--metrics-file', prom), { env });
+  expect(again.code, again.stderr).toBe(0);
+  const summary = jsonLines(again.stdout).find((l) => l['type'] === 'summary')!;
+  expect(summary).toMatchObject({ runId: firstSummary['runId'], pairsRun: 0, joined: true });
+  expect(summary['note']).toBe(
+    `run ${String(firstSummary['runId'])} was complete before this process began: joined it and ran nothing; its numbers (summary.json, the metrics file) are left as they are`,
+  );
+  expect(readFileSync(prom, 'utf8')).toBe(metrics);
+  const after = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as Record<string, unknown>;
+  expect({ ...after, updatedAt: null }).toEqual({ ...summaryJson, updatedAt: null });
+
+  // --fail-if-diff on the re-run: the night's verdict stands (exit 1), the file still untouched
+  const strict = await runCli(allArgv(CONSUMER, out, '--metrics-file', prom, '--fail-if-diff'), { env });
+  expect(strict.code).toBe(1);
+  expect(readFileSync(prom, 'utf8')).toBe(metrics);
+});

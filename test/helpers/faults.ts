@@ -1,7 +1,8 @@
 import mysql from 'mysql2/promise';
 import { testMysqlUrl } from './db.js';
 import { execFile } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -61,6 +62,16 @@ export async function brokerMemoryAlarm(on: boolean): Promise<void> {
 /** A real restart of the local MariaDB or RabbitMQ (all connections drop), down for `downSeconds`. */
 export async function restartService(which: 'mariadb' | 'rabbitmq', downSeconds = 0): Promise<void> {
   await promisify(execFile)('bash', [SERVICES, 'restart', which, String(downSeconds)], { timeout: 180_000 });
+}
+
+/**
+ * Freezes (`kill -STOP`) or thaws the local MariaDB of scripts/services.sh (FCCTL_SERVICES_DIR's,
+ * else .services/): a server that takes connections and answers nothing. Fault suite only.
+ */
+export function freezeMariadb(on: boolean): void {
+  const dir = process.env['FCCTL_SERVICES_DIR'] ?? fileURLToPath(new URL('../../.services', import.meta.url));
+  const pid = Number(readFileSync(join(dir, 'mariadb', 'mysqld.pid'), 'utf8').trim());
+  process.kill(pid, on ? 'SIGSTOP' : 'SIGCONT');
 }
 
 /**

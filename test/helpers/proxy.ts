@@ -85,6 +85,11 @@ export class TcpProxy {
     this.frozen = true;
   }
 
+  /** Answering again: new connections are greeted (those frozen lost what was sent meanwhile). */
+  thaw(): void {
+    this.frozen = false;
+  }
+
   /** Freezes at the first statement any client sends (that names `text`, when given): see the class. */
   freezeAtStatement(text = ''): void {
     this.freezeOnStatement = text;

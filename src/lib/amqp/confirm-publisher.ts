@@ -432,6 +432,10 @@ export class ConfirmPublisher {
     this.wakeAll();
     // Bounded: a broker that blocks the connection never answers; the connection's close drops it.
     await within(this.channel.close(), CLOSE_TIMEOUT_MS);
+    // A close never answered (a blocked or stalled connection) leaves messages unconfirmed: their
+    // outcome is unknown now, as for a channel that went away — not at their confirm timeout, which
+    // would hold a service's stop past its drain (issue 34 §5).
+    for (const entry of [...this.outstanding.values()]) entry.settle({ kind: 'closed' });
   }
 
   /** Why the channel went away unexpectedly, or null. */

@@ -27,7 +27,39 @@ export interface Db {
   ): Promise<Array<PromiseSettledResult<number>>>;
   /** runs fn in one short transaction; never hold it across network I/O (SPEC §2) */
   transaction<T>(fn: (conn: mysql.PoolConnection) => Promise<T>): Promise<T>;
-  close(): Promise<void>;
+  /** closes the pools; statements still in flight after `graceMs` (default {@link CLOSE_GRACE_MS}) are dropped */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * The longest a statement (or a short transaction, or a batch) may wait for its answer, the wait for
+ * a free connection included: a database that takes connections and answers nothing (a frozen
+ * server, a stalled network) then fails like one that refuses them — an outage the services see
+ * and report — instead of holding a command, its `/readyz` and its stop for as long as it lasts.
+ * What goes through {@link Db} is short (reads are paged, writes by key); the long ones — the
+ * manifest scan's streamed read, `db init`'s index builds, `reconcile --all`'s run lock — run on
+ * connections of their own, outside this deadline.
+ */
+export const STATEMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * The error of a statement with no answer in time: an outage (its code is mysql2's own for a
+ * query timeout), and the connection it ran on is dropped, never reused for another statement.
+ */
+export function noAnswerError(label: string, ms: number): Error {
+  return Object.assign(new Error(`${label}: no answer in ${Math.round(ms / 1000)} s`), {
+    code: 'PROTOCOL_SEQUENCE_TIMEOUT',
+  });
+}
+
+/**
+ * Ends a connection at once, its socket destroyed: mysql2's destroy() only half-closes it, and a
+ * frozen server never answers the close, so the socket (and the process) would stay. Its commands
+ * still waiting fail as a lost connection, and the pool forgets it.
+ */
+function dropConnection(conn: unknown): void {
+  const c = conn as { stream?: { destroy?: () => void }; connection?: { stream?: { destroy?: () => void } } };
+  (c.stream ?? c.connection?.stream)?.destroy?.();
 }
 
 const CONNECT_CODES = new Set([
@@ -82,6 +114,8 @@ let driver: typeof mysql | undefined;
 /** How a pool is opened: its size, its close grace, and who learns of it before it is checked. */
 export interface OpenDbOptions {
   readonly connectionLimit?: number;
+  /** each statement's deadline ({@link STATEMENT_TIMEOUT_MS} when not given; 0: none) */
+  readonly statementTimeoutMs?: number;
   /** how long its close waits for a statement still in flight ({@link CLOSE_GRACE_MS} when not given) */
   readonly closeGraceMs?: number;
   /**
@@ -117,7 +151,16 @@ async function openChecked(
   options: OpenDbOptions,
 ): Promise<Db> {
   const identity = identityCheck(address.tls, address.host);
-  const pools = new Pools(label, driver, poolOptions, options.closeGraceMs, (conn) => identity(conn.stream));
+  const pools = new Pools(
+    label,
+    driver,
+    poolOptions,
+    {
+      timeoutMs: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS,
+      closeGraceMs: options.closeGraceMs ?? CLOSE_GRACE_MS,
+    },
+    (conn) => identity(conn.stream),
+  );
   const db = dbOn(label, url, pools);
   options.onPool?.(db);
   let version: string;
@@ -225,10 +268,30 @@ class Pools {
     private readonly label: string,
     readonly driver: typeof mysql,
     private readonly options: mysql.PoolOptions,
-    private readonly closeGraceMs = CLOSE_GRACE_MS,
+    limits: {
+      /** {@link STATEMENT_TIMEOUT_MS}, or what the opener set (0: none) */
+      readonly timeoutMs: number;
+      readonly closeGraceMs: number;
+    },
     private readonly check: ConnectionCheck = () => null,
   ) {
     this.pool = preparePool(driver.createPool(options), check, this.refuse);
+    this.timeoutMs = limits.timeoutMs;
+    this.closeGraceMs = limits.closeGraceMs;
+  }
+  /** each statement's deadline (0: none) */
+  readonly timeoutMs: number;
+  private readonly closeGraceMs: number;
+  /** The error of a statement past {@link timeoutMs}. */
+  late(): Error {
+    return noAnswerError(this.label, this.timeoutMs);
+  }
+  /** `work` on a connection, ended at the statement deadline: then the connection is dropped. */
+  within<T>(conn: mysql.PoolConnection, work: Promise<T>): Promise<T> {
+    return withDeadline(work, this.timeoutMs, () => {
+      dropConnection(conn);
+      return noAnswerError(this.label, this.timeoutMs);
+    });
   }
   batchConnection(): Promise<mysql.PoolConnection> {
     if (this.closing !== null) return Promise.reject(new Error(`${this.label}: pool is closed`));
@@ -240,19 +303,59 @@ class Pools {
     return this.batchPool.getConnection();
   }
   /**
-   * The driver's callback API: its promise wrapper captures a stack trace per statement, a tenth
-   * of the CPU of a single-row write, and fcctl never shows those stacks.
+   * One statement on a pooled connection, answered within {@link timeoutMs} (the wait for a free
+   * connection included), through the driver's callback API: its promise wrapper captures a stack
+   * trace per statement, a tenth of the CPU of a single-row write, and fcctl never shows those
+   * stacks. mysql2's own `timeout` option is not used: after it fires the pool keeps the connection
+   * busy for ever (the pool gives it back only at the statement's end), so ten of them would leave
+   * every later statement queued with no deadline. Here the connection is dropped instead.
    */
   run(sql: string, params: readonly unknown[]): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      this.pool.pool.query(sql, params as unknown[], (err: unknown, result: unknown) =>
-        err ? reject(err) : resolve(result),
-      );
+      let done = false;
+      let conn: mysql.PoolConnection | null = null;
+      const settle = (err: unknown, result?: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(result);
+      };
+      const timer =
+        this.timeoutMs > 0
+          ? setTimeout(() => {
+              if (conn) dropConnection(conn);
+              settle(noAnswerError(this.label, this.timeoutMs));
+            }, this.timeoutMs)
+          : undefined;
+      const core = this.pool.pool as unknown as {
+        getConnection(cb: (err: unknown, conn: mysql.PoolConnection) => void): void;
+      };
+      core.getConnection((err, c) => {
+        if (err) return settle(err);
+        // given after the deadline: back to the pool unused
+        if (done) return c.release();
+        conn = c;
+        const callback = c as unknown as {
+          query(sql: string, values: unknown[], cb: (err: unknown, result: unknown) => void): void;
+        };
+        callback.query(sql, params as unknown[], (qerr, result) => {
+          // a connection whose statement outlived its deadline was dropped, not given back
+          if (done) return;
+          if (isReadOnly(qerr)) c.destroy();
+          else c.release();
+          settle(qerr, result);
+        });
+      });
     });
   }
-  /** Ends the pools, once (a second call waits for the first). */
-  close(): Promise<void> {
-    this.closing ??= this.end(this.closeGraceMs);
+  /**
+   * Ends both pools, once: a second call waits for the first (a pool ended once never reports a
+   * second end done). `graceMs` (the pool's close grace by default) is how long statements still
+   * in flight are waited for; a service's stop past its drain closes with 0.
+   */
+  close(graceMs = this.closeGraceMs): Promise<void> {
+    this.closing ??= this.end(graceMs);
     return this.closing;
   }
   private async end(graceMs: number): Promise<void> {
@@ -266,8 +369,45 @@ class Pools {
     // keep the process alive for ever.
     await Promise.race([ended, delay(graceMs, undefined, { ref: false })]);
     while (left().length > 0 && Date.now() < deadline) await delay(25);
-    for (const conn of left()) conn.stream?.destroy();
+    for (const conn of left()) dropConnection(conn);
   }
+}
+
+/** A read-only server's refusal: mysql2's pool drops such a connection (a failover left it on a replica). */
+function isReadOnly(err: unknown): boolean {
+  const errno = (err as { errno?: number } | null)?.errno;
+  return errno === 1290 || errno === 1792 || errno === 1836;
+}
+
+/** A connection asked of a pool within `ms`; one that comes later goes back to the pool unused. */
+function acquireWithin(
+  acquiring: Promise<mysql.PoolConnection>,
+  ms: number,
+  onLate: () => Error,
+): Promise<mysql.PoolConnection> {
+  return withDeadline(acquiring, ms, () => {
+    acquiring.then(
+      (c) => c.release(),
+      () => undefined,
+    );
+    return onLate();
+  });
+}
+
+/** Whether a connection's socket was dropped ({@link dropConnection}, or lost). */
+function isDropped(conn: unknown): boolean {
+  const c = conn as { stream?: { destroyed?: boolean }; connection?: { stream?: { destroyed?: boolean } } };
+  return (c.stream ?? c.connection?.stream)?.destroyed === true;
+}
+
+/** `work`, or the error of `onLate()` once `ms` have passed (0: no deadline). */
+function withDeadline<T>(work: Promise<T>, ms: number, onLate: () => Error): Promise<T> {
+  if (ms <= 0) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onLate()), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 function dbOn(label: string, url: string, pools: Pools): Db {
@@ -292,8 +432,8 @@ function dbOn(label: string, url: string, pools: Pools): Db {
       }
     },
     batch: (statements) => runBatch(db, statements, pools, fail),
-    transaction: (fn) => runTransaction(pools.pool, fn, fail),
-    close: () => pools.close(),
+    transaction: (fn) => runTransaction(pools, fn, fail),
+    close: (graceMs) => pools.close(graceMs),
   };
   return db;
 }
@@ -315,16 +455,17 @@ async function runBatch(
   if (statements.length <= 1) return Promise.all(statements.map((_, i) => one(i)));
   let conn: mysql.PoolConnection;
   try {
-    conn = await pools.batchConnection();
+    conn = await acquireWithin(pools.batchConnection(), pools.timeoutMs, () => pools.late());
   } catch (err) {
     throw fail(err);
   }
   let counts: Array<number | null>;
   try {
-    counts = await batchCounts(db.label, conn, statements, pools.driver.format);
+    counts = await pools.within(conn, batchCounts(db.label, conn, statements, pools.driver.format));
     conn.release();
   } catch (err) {
     conn.destroy();
+    dropConnection(conn);
     throw fail(err);
   }
   const settled: Array<PromiseSettledResult<number>> = [];
@@ -372,29 +513,37 @@ async function batchCounts(
   }
 }
 
-/** {@link Db.transaction}: one short transaction, run again when InnoDB aborted it for a lock conflict. */
+/**
+ * {@link Db.transaction}: one short transaction, run again when InnoDB aborted it for a lock
+ * conflict, answered whole within the statement deadline (a transaction is a few statements by
+ * key): past it the connection is dropped and the server rolls the transaction back.
+ */
 function runTransaction<T>(
-  pool: mysql.Pool,
+  pools: Pools,
   fn: (conn: mysql.PoolConnection) => Promise<T>,
   fail: (err: unknown) => Error,
 ): Promise<T> {
   return retryOnLockConflict(async () => {
     let conn: mysql.PoolConnection;
     try {
-      conn = await pool.getConnection();
+      conn = await acquireWithin(pools.pool.getConnection(), pools.timeoutMs, () => pools.late());
     } catch (err) {
       throw fail(err);
     }
-    try {
+    const work = async () => {
       await conn.beginTransaction();
       const result = await fn(conn);
       await conn.commit();
       return result;
+    };
+    try {
+      return await pools.within(conn, work());
     } catch (err) {
-      await conn.rollback().catch(() => undefined);
+      if (!isDropped(conn)) await withDeadline(conn.rollback(), 1000, () => pools.late()).catch(() => undefined);
       throw isTransientLockError(err) ? err : fail(err);
     } finally {
-      conn.release();
+      if (isDropped(conn)) conn.destroy();
+      else conn.release();
     }
   });
 }

@@ -33,16 +33,43 @@ const OUTAGE_CODES = new Set([
 ]);
 
 /**
- * Whether an error (or one of its causes, five deep) carries an outage code.
- * @example isOutage(Object.assign(new Error('down'), { code: 'ECONNREFUSED' })) // true
+ * Error codes of a database that refuses this process's settings: a wrong user or password
+ * (1045), no grant on the database or a table (1044, 1142), a database that does not exist
+ * (1049). Waiting does not cure them — someone must fix a setting — so a service meets them as a
+ * misconfiguration (claims nothing, looks again every 30 s), not an outage (issue 34 §8). They
+ * stay in {@link OUTAGE_CODES} for the batch commands that give their work back on either.
  */
-export function isOutage(err: unknown): boolean {
+const MISCONFIG_CODES = new Set([
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  'ER_TABLEACCESS_DENIED_ERROR',
+  'ER_BAD_DB_ERROR',
+]);
+
+/** Whether an error or one of its causes (five deep) carries a code of `codes`. */
+function carries(err: unknown, codes: ReadonlySet<string>): boolean {
   for (
     let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
     e && depth < 5;
     e = e.cause as typeof e, depth++
   ) {
-    if (typeof e.code === 'string' && OUTAGE_CODES.has(e.code)) return true;
+    if (typeof e.code === 'string' && codes.has(e.code)) return true;
   }
   return false;
+}
+
+/**
+ * Whether an error (or one of its causes) is the database refusing this process's settings.
+ * @example isDbMisconfiguration(Object.assign(new Error('denied'), { code: 'ER_ACCESS_DENIED_ERROR' })) // true
+ */
+export function isDbMisconfiguration(err: unknown): boolean {
+  return carries(err, MISCONFIG_CODES);
+}
+
+/**
+ * Whether an error (or one of its causes, five deep) carries an outage code.
+ * @example isOutage(Object.assign(new Error('down'), { code: 'ECONNREFUSED' })) // true
+ */
+export function isOutage(err: unknown): boolean {
+  return carries(err, OUTAGE_CODES);
 }

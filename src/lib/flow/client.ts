@@ -96,6 +96,8 @@ export interface FlowClientOptions {
 }
 
 export const LOOKUP_PATH = '/oapi/flow/instance';
+/** The detail of a request abandoned by its caller's signal: it says nothing about the row. */
+export const ABANDONED = 'abandoned at the stop';
 export const APPLY_PATH = '/oapi/flow/apply';
 
 const INTEGER = /^-?(0|[1-9][0-9]*)$/;
@@ -370,29 +372,38 @@ export class FlowClient {
     return this.base.toString();
   }
 
-  /** `GET /oapi/flow/instance?bizType=…&bizId=…`. */
-  async lookup(bizType: string, bizId: string): Promise<LookupResult> {
+  /**
+   * `GET /oapi/flow/instance?bizType=…&bizId=…`. `signal` abandons the request (a service's stop
+   * past its drain): a `network` error whose detail says so, the request's socket destroyed.
+   */
+  async lookup(bizType: string, bizId: string, signal?: AbortSignal): Promise<LookupResult> {
     const query = canonicalQuery([
       ['bizType', bizType],
       ['bizId', bizId],
     ]);
-    const res = await this.send('GET', LOOKUP_PATH, query, '');
+    const res = await this.send('GET', LOOKUP_PATH, query, '', signal);
     if (res.kind !== 'response') return res;
     if (res.status !== 200) return { kind: 'http', status: res.status, detail: snippet(res.body) };
     return parseLookupBody(res.body, { bizType, bizId });
   }
 
-  /** `POST /oapi/flow/apply` with the command's token and attempt. */
-  async apply(req: ApplyRequest): Promise<ApplyResult> {
+  /** `POST /oapi/flow/apply` with the command's token and attempt; `signal` as for {@link lookup}. */
+  async apply(req: ApplyRequest, signal?: AbortSignal): Promise<ApplyResult> {
     const body = applyBody(req);
-    const res = await this.send('POST', APPLY_PATH, '', body);
+    const res = await this.send('POST', APPLY_PATH, '', body, signal);
     if (res.kind !== 'response') return res;
     if (res.status !== 200 && res.status !== 201)
       return { kind: 'http', status: res.status, detail: snippet(res.body) };
     return parseApplyBody(res.body, { bizType: req.bizType, bizId: req.bizId });
   }
 
-  private send(method: 'GET' | 'POST', apiPath: string, query: string, body: string): Promise<Exchange> {
+  private send(
+    method: 'GET' | 'POST',
+    apiPath: string,
+    query: string,
+    body: string,
+    signal?: AbortSignal,
+  ): Promise<Exchange> {
     const path = `${this.base.pathname.replace(/\/+$/, '')}${apiPath}`;
     const bytes = Buffer.from(body, 'utf8');
     const headers: Record<string, string> = {
@@ -417,13 +428,21 @@ export class FlowClient {
     return new Promise((resolve) => {
       let settled = false;
       let timer: NodeJS.Timeout | undefined;
+      let req: http.ClientRequest | undefined;
       // One timer covers the whole exchange, body included; the first outcome wins.
       const finish = (r: Exchange) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', abandon);
         resolve(r);
       };
+      const abandon = () => {
+        finish({ kind: 'network', detail: ABANDONED });
+        req?.destroy();
+      };
+      if (signal?.aborted) return abandon();
+      signal?.addEventListener('abort', abandon, { once: true });
       // hostname without the brackets of an IPv6 literal (http.request would look `[::1]` up by name)
       const target = {
         protocol: this.base.protocol,
@@ -431,22 +450,22 @@ export class FlowClient {
         port: this.base.port,
         path: query ? `${path}?${query}` : path,
       };
-      let req: http.ClientRequest;
       try {
         req = this.transport.request({ ...target, method, headers, agent: this.agent }, (res) =>
-          readResponse(res, max, finish, () => req.destroy()),
+          readResponse(res, max, finish, () => req?.destroy()),
         );
       } catch (err) {
         // A header value node refuses (a control character in the app key, say): a typed error too.
         finish(networkError(err as Error));
         return;
       }
+      const sent = req;
       timer = setTimeout(() => {
         finish({ kind: 'timeout', detail: `no complete answer within ${timeoutMs} ms` });
-        req.destroy();
+        sent.destroy();
       }, timeoutMs);
-      req.on('error', (err) => finish(networkError(err)));
-      req.end(method === 'POST' ? bytes : undefined);
+      sent.on('error', (err) => finish(networkError(err)));
+      sent.end(method === 'POST' ? bytes : undefined);
     });
   }
 }

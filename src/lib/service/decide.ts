@@ -3,7 +3,7 @@
  * process that never exits on an outage, how long to wait before trying again, whether the loop
  * is healthy and the service ready, and the `--listen` address.
  */
-import { isOutage } from '../db/outage.js';
+import { isDbMisconfiguration, isOutage } from '../db/outage.js';
 import { BrokerBlockedError, BrokerUnreachableError } from '../amqp/connect.js';
 import { EnvironmentError } from '../cli/exit.js';
 
@@ -28,6 +28,17 @@ export type FailureKind = 'outage' | 'misconfigured';
 /** A misconfiguration is looked at again this often (issue 27 §1). */
 export const MISCONFIG_RECHECK_MS = 30_000;
 
+/**
+ * What a stop may take past its drain (issue 34 §5): a stop signal ends a service within
+ * `--drain-seconds` + 10 s, exit 0, whatever is down or frozen. At the drain's end what is still
+ * in flight is abandoned (the relay's channel closed under its batches, the resolver's requests
+ * aborted, a write retried through an outage given up); `databaseMs` later the service's database
+ * is closed under whatever still waits on it (a frozen server); the broker's close and the
+ * registry row's last beat and removal are each bounded. Rows left claimed go out again after
+ * their lease (docs/commands/deliveries.md, Stop).
+ */
+export const STOP_BUDGET = { databaseMs: 3000, heartbeatMs: 2000 } as const;
+
 /** The first wait after an outage, and the cap of its doubling. */
 export const BACKOFF = { baseMs: 1000, capMs: 30_000 } as const;
 
@@ -48,12 +59,15 @@ export function backoffMs(
 
 /**
  * An error is an outage when it (or one of its causes) is a connection or server failure (a
- * database restarting, the broker gone); any other environment error is a misconfiguration (a
- * wrong key, a missing exchange, a failed return probe, a refused vhost). Anything else — a fault
- * fcctl does not know — is met as an outage: the process waits and tries again, and says what it was.
+ * database restarting or not answering, the broker gone); a database refusing the credentials or
+ * naming no database it has, and any other environment error, is a misconfiguration (a wrong key,
+ * a missing exchange, a failed return probe, a refused vhost). Anything else — a fault fcctl does
+ * not know — is met as an outage: the process waits and tries again, and says what it was.
  * @example failureKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })) // 'outage'
+ * @example failureKind(Object.assign(new Error('x'), { code: 'ER_ACCESS_DENIED_ERROR' })) // 'misconfigured'
  */
 export function failureKind(err: unknown): FailureKind {
+  if (isDbMisconfiguration(err)) return 'misconfigured';
   if (isOutage(err) || err instanceof BrokerBlockedError || err instanceof BrokerUnreachableError) return 'outage';
   if (err instanceof EnvironmentError) return 'misconfigured';
   return 'outage';

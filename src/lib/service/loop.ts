@@ -71,3 +71,34 @@ export async function connectPatiently<T>(
   }
   return null;
 }
+
+/**
+ * The end of a stop's drain: a signal aborted `drainMs` after `signal` is (issue 34 §3, §5). What
+ * is still in flight then is abandoned, not waited for.
+ * @example const drain = drainEnd(deps.signal, options.drainMs); try { … } finally { drain.dispose() }
+ */
+export function drainEnd(signal: AbortSignal, drainMs: number): { readonly signal: AbortSignal; dispose(): void } {
+  return afterStop(signal, drainMs, (c) => c.abort(new Error('the drain is over')));
+}
+
+/** Calls `fn` `ms` after `signal` aborts (once); dispose() forgets it. */
+export function afterStop(
+  signal: AbortSignal,
+  ms: number,
+  fn: (c: AbortController) => void,
+): { readonly signal: AbortSignal; dispose(): void } {
+  const c = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    timer = setTimeout(() => fn(c), ms);
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: c.signal,
+    dispose: () => {
+      signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+    },
+  };
+}

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { Db } from '../db/connect.js';
-import { health, type Health, type ServiceSnapshot, type ServiceState } from './decide.js';
+import { health, type Health, type ServiceSnapshot, type ServiceState, STOP_BUDGET } from './decide.js';
+import { afterStop } from './loop.js';
 import { close, listen } from './http.js';
 import { type ServiceMetrics, serviceMetrics } from './metrics.js';
 import { beatWorker, removeWorker } from './store.js';
@@ -23,6 +24,8 @@ export interface ServiceOptions {
   readonly stuckAfterMs: number;
   /** fcctl's version, for the registry */
   readonly version: string;
+  /** `--drain-seconds`: what is in flight after a stop signal may take this long */
+  readonly drainMs: number;
 }
 
 export interface ServiceDeps {
@@ -35,6 +38,13 @@ export interface ServiceDeps {
   readonly onBlocked?: (reason: string | null) => void;
   /** read with each beat when metrics are served: the due rows and the oldest one's age */
   readonly backlog?: () => Promise<{ due: number; oldestAgeSeconds: number }>;
+  /** the stop signal */
+  readonly signal: AbortSignal;
+  /**
+   * Closes the service's database at once (its statements still waiting fail): called
+   * {@link STOP_BUDGET}.databaseMs after the drain, so a frozen server does not hold the stop.
+   */
+  readonly abandon?: () => Promise<void>;
 }
 
 /** What the loop reports through. */
@@ -124,9 +134,14 @@ export async function runService<T>(
   }
   const beats = heartbeat(o, deps, handle, () => rows, lastBeat);
   beatNow = beats.now;
+  // past the drain and its margin, whatever still waits on the database fails (issue 34 §5)
+  const overdue = afterStop(deps.signal, o.drainMs + STOP_BUDGET.databaseMs, () => {
+    void deps.abandon?.().catch(() => undefined);
+  });
   try {
     return await loop(handle);
   } finally {
+    overdue.dispose();
     await beats.stop();
     if (server) await close(server);
   }
@@ -190,13 +205,17 @@ function heartbeat(
         busy = false;
       });
   };
-  const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
+  // the last beat and the removal share one budget: a database that is down does not hold the stop
+  let until = 0;
+  const bounded = (p: Promise<unknown>) =>
+    Promise.race([p, new Promise((r) => setTimeout(r, Math.max(until - Date.now(), 0)).unref())]);
   tick();
   const timer = setInterval(tick, o.heartbeatSeconds * 1000);
   return {
     now: tick,
     stop: async () => {
       clearInterval(timer);
+      until = Date.now() + STOP_BUDGET.heartbeatMs;
       await bounded(beating);
       const remove = (async () => {
         const db = await deps.db();

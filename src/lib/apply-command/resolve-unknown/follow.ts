@@ -14,10 +14,11 @@ import { fcctlVersion } from '../../cli/version.js';
 import { requireSetting } from '../../config/config.js';
 import { pauseCheck } from '../../pause/run.js';
 import { connectPatiently } from '../../service/loop.js';
-import { runService } from '../../service/run.js';
+import { runService, type ServiceDeps, type ServiceOptions } from '../../service/run.js';
 import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
-import { stateOnce, waitStepping } from '../../service/loop.js';
+import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
+import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, forget, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
 import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
@@ -40,7 +41,7 @@ export interface ResolveFollowDeps extends ResolveDeps {
  * misconfiguration; no answer, a 5xx or a bad body an outage).
  */
 async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: FailureKind; why: string } | null> {
-  const r = await deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId);
+  const r = await deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId, deps.signal);
   if (r.kind === 'found' || r.kind === 'not-found') return null;
   const status = 'status' in r ? r.status : undefined;
   const why = `flow center lookup: ${r.kind}${status !== undefined ? ` ${status}` : ''}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
@@ -172,6 +173,32 @@ function flowCenterStop(part: ResolveSummary): { kind: FailureKind; why: string 
 
 const COMMAND = 'apply-command resolve-unknown';
 
+/** The resolver's service around its loop: endpoint, registry row on the SH database, the stop's budget. */
+function resolverService(
+  options: ApplyCommandResolveOptions,
+  ctx: Ctx,
+  d: { readonly clock: () => number; readonly appKey: string; readonly abandon: () => Promise<void> },
+): [ServiceOptions, ServiceDeps] {
+  return [
+    {
+      command: COMMAND,
+      listen: options.service.listen,
+      heartbeatSeconds: options.service.heartbeatSeconds,
+      stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
+      version: fcctlVersion(),
+      drainMs: options.service.drainMs,
+    },
+    {
+      clock: d.clock,
+      db: ctx.shDb,
+      signal: ctx.signal,
+      abandon: d.abandon,
+      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
+      backlog: async () => backlog(await ctx.shDb(), d.appKey, options.pendingGraceSeconds),
+    },
+  ];
+}
+
 /**
  * `fcctl apply-command resolve-unknown --follow`: the resolver as a service
  * ({@link followResolve}), with `--listen`'s endpoint and its row in the fleet
@@ -189,20 +216,12 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
   const reportRow = rowReporter(ctx, progress);
   // leases and budgets want a monotonic clock: a wall-clock step must not expire or stretch them
   const clock = () => performance.now();
+  // the SH database once open: closed under a stop that outlives its drain
+  const opened: { db?: Db } = {};
+  // the end of a stop's drain: requests still in flight then are abandoned, their rows released (issue 34 §3)
+  const drain = drainEnd(ctx.signal, options.service.drainMs);
   const summary = await runService(
-    {
-      command: COMMAND,
-      listen: options.service.listen,
-      heartbeatSeconds: options.service.heartbeatSeconds,
-      stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
-      version: fcctlVersion(),
-    },
-    {
-      clock,
-      db: ctx.shDb,
-      onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
-      backlog: async () => backlog(await ctx.shDb(), appKey, options.pendingGraceSeconds),
-    },
+    ...resolverService(options, ctx, { clock, appKey, abandon: async () => opened.db?.close(0) }),
     async (svc) => {
       progress.setStatus(() => ({
         state: svc.state(),
@@ -217,11 +236,13 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
         onProgress: svc.onProgress,
       });
       if (db === null) return emptySummary();
+      opened.db = db;
       return followResolve(
         { ...options, pollMs: options.service.pollMs },
         {
           db,
           flow,
+          drainEnd: drain.signal,
           appKey,
           signal: ctx.signal,
           clock,
@@ -237,7 +258,10 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
         },
       );
     },
-  ).finally(() => progress.stop());
+  ).finally(() => {
+    progress.stop();
+    drain.dispose();
+  });
   ctx.output.summary({
     ...summarizeResolve(COMMAND, summary, {
       exitCode: 0,

@@ -14,7 +14,7 @@ import { InFlight } from '../../batch/in-flight.js';
 import { WriteBatcher } from '../../db/batch.js';
 import type { Db } from '../../db/connect.js';
 import type { PauseState } from '../../pause/decide.js';
-import type { ApplyRequest, ApplyResult, LookupResult } from '../../flow/client.js';
+import { ABANDONED, type ApplyRequest, type ApplyResult, type LookupResult } from '../../flow/client.js';
 import {
   bump,
   countReport,
@@ -35,8 +35,9 @@ import { type ApplyCommandRow, COLUMN_WIDTH, cutText, generationOf } from '../ty
 
 /** The two calls resolve makes; `FlowClient` is one, tests may pass another. */
 export interface FlowApi {
-  lookup(bizType: string, bizId: string): Promise<LookupResult>;
-  apply(req: ApplyRequest): Promise<ApplyResult>;
+  /** `signal` abandons the request: a `network` error with {@link ABANDONED} as its detail */
+  lookup(bizType: string, bizId: string, signal?: AbortSignal): Promise<LookupResult>;
+  apply(req: ApplyRequest, signal?: AbortSignal): Promise<ApplyResult>;
 }
 
 export interface ResolveOptions {
@@ -77,7 +78,16 @@ export interface ResolveDeps {
   readonly paused?: () => Promise<PauseState | null>;
   /** `confirmErrors`: the rows whose requests failed alone, kept across passes by a follow resolver */
   readonly suspects?: Suspects;
+  /**
+   * The end of a service's drain after a stop (`--drain-seconds`): requests still in flight are
+   * abandoned and their rows released as they were — no retry spent, no error recorded: an
+   * abandoned request says nothing about the row.
+   */
+  readonly drainEnd?: AbortSignal;
 }
+
+/** Whether a request was abandoned at the end of a stop's drain (not the flow center's answer). */
+const abandoned = (r: LookupResult | ApplyResult) => r.kind === 'network' && r.detail === ABANDONED;
 
 /** Whether a flow-center answer is an error (any kind): used for the consecutive-error stop. */
 const isError = (r: LookupResult | ApplyResult) =>
@@ -210,7 +220,8 @@ class ResolveRun {
   private askReadiness(): { seq: number; failed: Promise<boolean> } {
     this.sent += 1;
     const seq = this.sent;
-    const failed = this.deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId).then(
+    // abandoned at the drain's end too: an error then is no verdict on the row (released uncharged)
+    const failed = this.deps.flow.lookup(READINESS_PROBE.bizType, READINESS_PROBE.bizId, this.deps.drainEnd).then(
       (r) => {
         this.noteAnswer(r, 'the readiness lookup');
         return isError(r);
@@ -410,8 +421,9 @@ class ResolveRun {
     const before = this.holdBack(claimedAt);
     if (before) return before;
     const sent = this.mark('lookup');
-    const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id);
+    const lookup = await this.deps.flow.lookup(row.biz_type, row.biz_id, this.deps.drainEnd);
     this.summary.lookups += 1;
+    if (abandoned(lookup)) return { kind: 'release', reason: 'STOPPED' };
     this.noteAnswer(lookup, 'GET /oapi/flow/instance', 'lookup');
     if (this.releasedByRefusal(lookup)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
     const looked = await this.verdict(lookup, 'lookup', sent, row, claimedAt);
@@ -423,8 +435,10 @@ class ResolveRun {
     const held = this.holdBack(claimedAt);
     if (held) return held;
     const posted = this.mark('apply');
-    const applied = await this.deps.flow.apply(step.request);
+    const applied = await this.deps.flow.apply(step.request, this.deps.drainEnd);
     this.summary.posts += 1;
+    // the POST's outcome is unknown, as for a timeout; released UNKNOWN, the next pass looks it up first
+    if (abandoned(applied)) return { kind: 'release', reason: 'STOPPED' };
     this.noteAnswer(applied, 'POST /oapi/flow/apply', 'apply');
     if (this.releasedByRefusal(applied)) return { kind: 'release', reason: 'CREDENTIALS_REFUSED' };
     const answered = await this.verdict(applied, 'apply', posted, row, claimedAt);

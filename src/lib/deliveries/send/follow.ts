@@ -24,7 +24,8 @@ import { commandThrottles, type Ctx } from '../../cli/context.js';
 import type { DeliveriesSendOptions } from './command.js';
 import type { Broker } from '../../amqp/connect.js';
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
-import { stateOnce, waitStepping } from '../../service/loop.js';
+import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
+import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
 import { claimBatches, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
@@ -215,6 +216,7 @@ async function runSession(
   const publisher = await openPublisher(broker, options, deps.clock);
   onReady();
   const deadline = deps.clock() + options.maxSeconds * 1000;
+  const drain = drainOnSignal(deps, options.drainMs, publisher);
   const run: Run = {
     options,
     deps: { ...deps, broker },
@@ -225,10 +227,10 @@ async function runSession(
       idle: () => idle(options, deps, broker, publisher, deadline),
       // outcomes written again through a database outage: not ready meanwhile, ready once they land
       onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
+      drainEnd: drain.signal,
       zone: () => deps.zone(),
     },
   };
-  const drain = drainOnSignal(deps, options.drainMs, publisher);
   deps.onPublisher?.(publisher);
   summary.stoppedBy = 'drained';
   try {
@@ -294,21 +296,27 @@ async function idle(
 
 /**
  * After a stop signal the claim loop claims no more and waits for its batches; if they are not done
- * within `drainMs`, the channel is closed under them: their unconfirmed rows are adjudicated as a
- * closed channel (outcome unknown: FAILED, resent later) and nothing stays claimed past its lease.
+ * by the drain's end (`drainMs` after the signal), the channel is closed under them: their
+ * unconfirmed rows are adjudicated as a closed channel (outcome unknown: FAILED, resent later) and
+ * nothing stays claimed past its lease. `signal` is the drain's end (issue 34 §5).
  */
-function drainOnSignal(deps: FollowDeps, drainMs: number, publisher: ConfirmPublisher): { dispose: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  const onAbort = () => {
-    deps.onState?.('draining', null);
-    timer = setTimeout(() => void publisher.close().catch(() => undefined), drainMs);
-  };
+function drainOnSignal(
+  deps: FollowDeps,
+  drainMs: number,
+  publisher: ConfirmPublisher,
+): { readonly signal: AbortSignal; dispose: () => void } {
+  const onAbort = () => deps.onState?.('draining', null);
+  const drained = drainEnd(deps.signal, drainMs);
+  const onDrained = () => void publisher.close().catch(() => undefined);
   if (deps.signal.aborted) onAbort();
   else deps.signal.addEventListener('abort', onAbort, { once: true });
+  drained.signal.addEventListener('abort', onDrained, { once: true });
   return {
+    signal: drained.signal,
     dispose: () => {
       deps.signal.removeEventListener('abort', onAbort);
-      clearTimeout(timer);
+      drained.signal.removeEventListener('abort', onDrained);
+      drained.dispose();
     },
   };
 }
@@ -329,6 +337,8 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
   const { service } = options;
   const started = ctx.clock();
   const zone: { value?: string } = {};
+  // the FC database once open: closed under a stop that outlives its drain
+  const opened: { db?: Db } = {};
   const progress = ctx.output.progress('deliveries send --follow');
   const relayStatus = (svc: ServiceHandle) => {
     const s = followStatus(svc);
@@ -343,15 +353,18 @@ export async function runFollowSend(options: DeliveriesSendOptions, ctx: Ctx): P
       heartbeatSeconds: service.heartbeatSeconds,
       stuckAfterMs: Math.max(options.confirmTimeoutMs, options.leaseSeconds * 1000) + 60_000,
       version: fcctlVersion(),
+      drainMs: service.drainMs,
     },
     {
       clock: ctx.clock,
       db: ctx.fcDb,
+      signal: ctx.signal,
+      abandon: async () => opened.db?.close(0),
       onState: (state, detail) => ctx.output.event('state', { state, ...(detail ? { detail } : {}) }),
       onBlocked: (reason) => ctx.output.event('blocked', { blocked: reason !== null, ...(reason ? { reason } : {}) }),
       backlog: async () => backlog(await ctx.fcDb()),
     },
-    (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc) }),
+    (svc) => followSession(options, ctx, { svc, publisher, zone, progress, status: relayStatus(svc), opened }),
   );
   progress.stop();
   ctx.output.summary({
@@ -372,6 +385,7 @@ async function followSession(
     readonly zone: { value?: string };
     readonly progress: ReturnType<Ctx['output']['progress']>;
     readonly status: ReturnType<typeof followStatus>;
+    readonly opened: { db?: Db };
   },
 ): Promise<SendSummary> {
   const { svc, status, progress } = run;
@@ -387,6 +401,7 @@ async function followSession(
   });
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;
+  run.opened.db = db;
   // the FC server's zone, read again at each reconnect and once a minute: its time_zone may change under a running relay
   const readZone = serviceZoneReader(ctx.config, ctx.fcDb, {
     clock: ctx.clock,

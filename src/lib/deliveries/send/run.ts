@@ -110,6 +110,8 @@ export interface Run {
     readonly idle: () => Promise<boolean>;
     /** a guarded write waiting out a database outage (`why`), or over it (null): the service is not ready meanwhile */
     readonly onWriteOutage?: (why: string | null) => void;
+    /** the end of a stop's drain: a write waiting out an outage is given up then (issue 34 §5) */
+    readonly drainEnd?: AbortSignal;
     /** the service's zone for each batch's occurredAt, kept fresh (a server's `time_zone` may change under a long run) */
     readonly zone?: () => Promise<string>;
   };
@@ -314,7 +316,7 @@ async function publishBatch(
   // A follow relay rides out a short database outage here: the rows are published and their claim
   // is still ours, so the guarded write is tried again until the lease's end instead of leaving
   // them to be claimed and published again (a batch run exits 3 and leaves that to the next run).
-  const stale = run.follow ? await whileLeased(write, notAfter, deps, run.follow.onWriteOutage) : await write();
+  const stale = run.follow ? await whileLeased(write, notAfter, deps, run.follow) : await write();
   summary.stale += stale.size;
   report(
     run,
@@ -455,27 +457,30 @@ export async function claimBatches(
 
 /**
  * `fn`, tried again after an outage error (a dropped connection, a database restarting) with a
- * doubling pause, for as long as the next try still starts before `notAfter`; any other error, or
- * the deadline, throws. Safe only for writes guarded by claim and generation: a late try after the
- * lease changes nothing, and one whose first reply was lost finds its own write done.
+ * doubling pause, for as long as the next try still starts before `notAfter` and the drain of a
+ * stop is not over; any other error, the deadline or the drain's end throws (the rows stay claimed
+ * until their lease runs out, then go out again). Safe only for writes guarded by claim and
+ * generation: a late try after the lease changes nothing, and one whose first reply was lost finds
+ * its own write done.
  */
 async function whileLeased<T>(
   fn: () => Promise<T>,
   notAfter: number,
   deps: Pick<SendDeps, 'clock'>,
-  onOutage?: (why: string | null) => void,
+  follow: { readonly onWriteOutage?: (why: string | null) => void; readonly drainEnd?: AbortSignal },
 ): Promise<T> {
   let failed = false;
   for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
     try {
       const result = await fn();
-      if (failed) onOutage?.(null);
+      if (failed) follow.onWriteOutage?.(null);
       return result;
     } catch (err) {
-      if (!isOutage(err) || deps.clock() + pause >= notAfter) throw err;
+      if (!isOutage(err) || deps.clock() + pause >= notAfter || follow.drainEnd?.aborted) throw err;
       failed = true;
-      onOutage?.((err as Error).message);
-      await delay(pause);
+      follow.onWriteOutage?.((err as Error).message);
+      await delay(pause, undefined, follow.drainEnd ? { signal: follow.drainEnd } : undefined).catch(() => undefined);
+      if (follow.drainEnd?.aborted) throw err;
     }
   }
 }

@@ -168,8 +168,10 @@ test('history csv and json: a form and an error holding commas, quotes, newlines
   expect(table[1]!.at(-1)).toBe(`'${error}`);
   const json = await runCli(['--json', 'reconcile', 'history', '--last', '1'], { env: dbs.env() });
   const lines = json.stdout.trim().split('\n');
-  expect(lines).toHaveLength(2);
+  // the pair's row, the night's totals (issue 36 §15), the summary
+  expect(lines).toHaveLength(3);
   expect(jsonLines(json.stdout)[0]).toMatchObject({ type: 'row', form, error });
+  expect(jsonLines(json.stdout)[1]).toMatchObject({ type: 'night', runId: 'zz-newest', pairs: 1, failed: 1 });
   await q("DELETE FROM SH.fcctl_reconcile_ledger WHERE run_id = 'zz-newest'");
 });
 

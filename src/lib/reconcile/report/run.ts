@@ -108,10 +108,30 @@ async function realPathOf(path: string): Promise<string> {
 }
 
 /**
+ * `outFile`'s path inside the run folder `outDir`, found by the folders' identities (device and
+ * inode) from its real folder up, not by their names: a bind mount, or a second mount of the same
+ * folder, is no way round either (a symlink is, by {@link realPathOf}). null when it is outside.
+ */
+async function pathInRun(outDir: string, outFile: string): Promise<string | null> {
+  const run = await stat(outDir).catch(() => null);
+  if (run === null) return null;
+  const names = [basename(outFile)];
+  let dir = await realpath(dirname(outFile)).catch(() => dirname(outFile));
+  for (;;) {
+    const here = await stat(dir).catch(() => null);
+    if (here !== null && here.dev === run.dev && here.ino === run.ino) return join(outDir, ...names.reverse());
+    const up = dirname(dir);
+    if (up === dir) return null;
+    names.push(basename(dir));
+    dir = up;
+  }
+}
+
+/**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
  * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
- * The run's files are compared by real paths: a symlink to the run folder, to a folder in it or to
- * one of its files is no way round.
+ * The run's files are compared by real paths and by the folders' identities: a symlink to the run
+ * folder, to a folder in it or to one of its files, or a bind mount of it, is no way round.
  */
 export async function reportTarget(o: {
   outDir: string;
@@ -123,7 +143,10 @@ export async function reportTarget(o: {
   const folder = await stat(dirname(outFile)).catch(() => null);
   if (folder === null || !folder.isDirectory())
     throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
-  const overwrites = outOverwritesRun(await realPathOf(outDir), await realPathOf(outFile));
+  const inRun = await pathInRun(outDir, outFile);
+  const overwrites =
+    outOverwritesRun(await realPathOf(outDir), await realPathOf(outFile)) ??
+    (inRun === null ? null : outOverwritesRun(outDir, inRun));
   if (overwrites !== null) throw new UsageError(`--out ${outFile}: ${overwrites}, not a place for the report`);
   const recorded = await runOfDir(outDir);
   if (o.runId === null && recorded === null)

@@ -191,6 +191,38 @@ describe('a follow relay under a memory alarm that flaps', () => {
   }, 300_000);
 });
 
+describe('a follow relay stopped during a memory alarm with a short drain', () => {
+  it('exits 0 within --drain-seconds 2 + 10 s: the unconfirmed rows learn of the closed channel at the drain, not at their confirm timeout', async () => {
+    const key = uniqueConsumerKey('fsd');
+    const queue = await bindQueue(key, { durable: true });
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const port = await freePort();
+    const relay = startService(
+      ['--json', 'deliveries', 'send', '--follow', '--drain-seconds', '2', '--listen', `:${port}`],
+      { env, timeoutMs: 300_000 },
+    );
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      await brokerMemoryAlarm(true);
+      try {
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
+        await waitFor('blocked', async () => (await readyz(port)).status === 503, 30_000, 20);
+        const signalled = Date.now();
+        const stopped = await relay.stop('SIGTERM');
+        const stopMs = Date.now() - signalled;
+        console.log(`memory alarm, --drain-seconds 2: SIGTERM to exit ${stopMs} ms`);
+        expect(stopped.code).toBe(0);
+        expect(stopMs).toBeLessThan(12_000);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
+    } finally {
+      await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
+});
+
 describe('a follow relay after the FC server changes its time_zone', () => {
   it('stamps occurredAt with the new offset within a minute, and at once after a reconnect', async () => {
     const key = uniqueConsumerKey('fzn');

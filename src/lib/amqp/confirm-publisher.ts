@@ -432,6 +432,10 @@ export class ConfirmPublisher {
     this.wakeAll();
     // Bounded: a broker that blocks the connection never answers; the connection's close drops it.
     await within(this.channel.close(), CLOSE_TIMEOUT_MS);
+    // A close the broker did not answer (a connection it blocks is not read) never reaches the
+    // unconfirmed messages: they learn it here, not at their confirm timeout (a stop with
+    // --drain-seconds 2 during a memory alarm waited 15 s for it).
+    for (const entry of [...this.outstanding.values()]) entry.settle({ kind: 'closed' });
   }
 
   /** Why the channel went away unexpectedly, or null. */

@@ -135,6 +135,94 @@ describe('a follow relay under a broker memory alarm', () => {
   }, 300_000);
 });
 
+describe('a follow relay under a memory alarm that flaps', () => {
+  it('follows each block and unblock on /readyz, delivers every row once the alarm is gone, and a stop while blocked exits 0 within drain + 10 s', async () => {
+    const key = uniqueConsumerKey('ffl');
+    const queue = await bindQueue(key, { durable: true });
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const port = await freePort();
+    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`], {
+      env,
+      timeoutMs: 300_000,
+    });
+    const accepted = async () => {
+      const [rows] = await admin.query(
+        `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
+        [key],
+      );
+      return Number((rows as Array<{ n: number }>)[0]!.n);
+    };
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      for (let i = 0; i < 3; i++) {
+        await brokerMemoryAlarm(true);
+        try {
+          await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 20);
+          await waitFor(`blocked (${i + 1})`, async () => (await readyz(port)).status === 503, 30_000, 20);
+        } finally {
+          await brokerMemoryAlarm(false);
+        }
+        await waitFor(`ready again (${i + 1})`, async () => (await readyz(port)).status === 200, 60_000, 50);
+      }
+      await waitFor('all 60 accepted', async () => (await accepted()) === 60, 90_000, 200);
+      const blocked = relay
+        .lines()
+        .filter((l) => l['type'] === 'blocked')
+        .map((l) => l['blocked']);
+      expect(blocked).toEqual([true, false, true, false, true, false]);
+      expect((await queue.drain()).length).toBeGreaterThanOrEqual(60);
+      await brokerMemoryAlarm(true);
+      try {
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
+        await waitFor('blocked at the stop', async () => (await readyz(port)).status === 503, 30_000, 20);
+        const signalled = Date.now();
+        const stopped = await relay.stop('SIGTERM');
+        const stopMs = Date.now() - signalled;
+        console.log(`flapping memory alarm: SIGTERM while blocked to exit ${stopMs} ms`);
+        expect(stopped.code).toBe(0);
+        expect(stopMs).toBeLessThan(40_000);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
+    } finally {
+      await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
+});
+
+describe('a follow relay stopped during a memory alarm with a short drain', () => {
+  it('exits 0 within --drain-seconds 2 + 10 s: the unconfirmed rows learn of the closed channel at the drain, not at their confirm timeout', async () => {
+    const key = uniqueConsumerKey('fsd');
+    const queue = await bindQueue(key, { durable: true });
+    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+    const port = await freePort();
+    const relay = startService(
+      ['--json', 'deliveries', 'send', '--follow', '--drain-seconds', '2', '--listen', `:${port}`],
+      { env, timeoutMs: 300_000 },
+    );
+    try {
+      await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
+      await brokerMemoryAlarm(true);
+      try {
+        await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
+        await waitFor('blocked', async () => (await readyz(port)).status === 503, 30_000, 20);
+        const signalled = Date.now();
+        const stopped = await relay.stop('SIGTERM');
+        const stopMs = Date.now() - signalled;
+        console.log(`memory alarm, --drain-seconds 2: SIGTERM to exit ${stopMs} ms`);
+        expect(stopped.code).toBe(0);
+        expect(stopMs).toBeLessThan(12_000);
+      } finally {
+        await brokerMemoryAlarm(false);
+      }
+    } finally {
+      await relay.stop('SIGKILL');
+      await queue.close().catch(() => undefined);
+    }
+  }, 300_000);
+});
+
 describe('a follow relay after the FC server changes its time_zone', () => {
   it('stamps occurredAt with the new offset within a minute, and at once after a reconnect', async () => {
     const key = uniqueConsumerKey('fzn');

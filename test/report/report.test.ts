@@ -375,6 +375,73 @@ test("--out onto the run's files through a symlink (the run folder, a folder ins
   }
 });
 
+test("--out onto the run's files through a bind mount of the run folder (another route, no symlink): exit 2, nothing changed", async () => {
+  const school = readdirSync(out).find((n) => /^\d+$/.test(n) && n !== XSS_SCHOOL)!;
+  const pair = readdirSync(join(out, school))[0]!;
+  const mounted = join(dir, 'mounted');
+  mkdirSync(mounted);
+  // a mount namespace of its own (unprivileged, a user namespace): the run folder seen at a second path
+  const cases = [
+    { file: join(mounted, 'summary.json'), protects: join(out, 'summary.json'), why: /summary\.json/ },
+    {
+      file: join(mounted, school, pair, 'report.csv'),
+      protects: join(out, school, pair, 'report.csv'),
+      why: /pair's folder/,
+    },
+  ];
+  for (const c of cases) {
+    const before = readFileSync(c.protects, 'utf8');
+    const r = spawnSync(
+      'unshare',
+      [
+        '-rm',
+        'sh',
+        '-c',
+        'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+        'sh',
+        out,
+        mounted,
+        process.execPath,
+        FCCTL_BIN,
+        'reconcile',
+        'report',
+        '--out-dir',
+        out,
+        '--out',
+        c.file,
+      ],
+      { env: env as NodeJS.ProcessEnv, encoding: 'utf8' },
+    );
+    expect(r.status, `${c.file}: ${r.stderr}`).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(c.why);
+    expect(readFileSync(c.protects, 'utf8')).toBe(before);
+  }
+});
+
+test("--out onto a run's files with --run-id and another --out-dir (the pair's folder itself, or a folder outside the run): exit 2, nothing changed", async () => {
+  const school = readdirSync(out).find((n) => /^\d+$/.test(n) && n !== XSS_SCHOOL)!;
+  const pair = readdirSync(join(out, school))[0]!;
+  const pairCsv = join(out, school, pair, 'report.csv');
+  const elsewhere = join(dir, 'elsewhere');
+  mkdirSync(elsewhere, { recursive: true });
+  const cases = [
+    { outDir: join(out, school, pair), file: pairCsv, protects: pairCsv, why: /pair's folder/ },
+    { outDir: elsewhere, file: pairCsv, protects: pairCsv, why: /pair's folder/ },
+    { outDir: elsewhere, file: join(out, 'summary.json'), protects: join(out, 'summary.json'), why: /summary\.json/ },
+  ];
+  for (const c of cases) {
+    const before = readFileSync(c.protects, 'utf8');
+    const r = await runCli(['reconcile', 'report', '--out-dir', c.outDir, '--run-id', 'night-1', '--out', c.file], {
+      env,
+    });
+    expect(r.code, `${c.outDir} ${c.file}: ${r.stderr}`).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(c.why);
+    expect(readFileSync(c.protects, 'utf8')).toBe(before);
+  }
+});
+
 test('a second night: the headline shows the change since the first, the trend charts both nights (fleet and pair)', async () => {
   const r = await runCli(
     ['--json', 'reconcile', 'run', '--all', '--consumer', CONSUMER, '--run-id', 'night-2', '--out-dir', out],

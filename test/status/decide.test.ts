@@ -31,6 +31,7 @@ const subsets = <T>(xs: readonly T[]): T[][] => {
 
 type Read = 'ok' | 'not configured' | 'unreachable';
 const READS: Read[] = ['ok', 'not configured', 'unreachable'];
+const NOT_READ = { status: 'not configured' } as const;
 const sec = <T extends object>(r: Read, body: T) =>
   r === 'ok'
     ? ({ status: 'ok', ...body } as const)
@@ -124,6 +125,26 @@ describe('unjudgedOf: a condition asked for whose sections were not all read', (
             `${asked} ${read} ${side}`,
           ).toEqual(expected);
         }
+  });
+  it('is not a condition that holds on the side read: one DEAD row read is enough', () => {
+    for (const c of FAIL_CONDITIONS) {
+      // the condition holds on FC's sections (the run's, for failed-pairs); every other SH section not read
+      const f = facts([c], 'ok', 'fc');
+      const g: ConditionFacts = {
+        ...f,
+        applyCommands: NOT_READ,
+        fleet: { ...f.fleet, sh: NOT_READ },
+        pauses: { ...f.pauses, sh: NOT_READ },
+      };
+      expect(conditionsOf(g)[c], c).toBe(true);
+      expect(unjudgedOf(g, [c]), c).toEqual([]);
+    }
+    const deadOnSh = { ...facts(['dead'], 'ok', 'sh'), outbox: NOT_READ };
+    expect(conditionsOf(deadOnSh).dead).toBe(true);
+    expect(unjudgedOf(deadOnSh, ['dead'])).toEqual([]);
+    // a condition that does not hold on what was read is still not judged
+    const noFcPauses = { ...deadOnSh, pauses: { ...deadOnSh.pauses, fc: NOT_READ } };
+    expect(unjudgedOf(noFcPauses, ['dead', 'paused']).map((u) => u.condition)).toEqual(['paused']);
   });
   it('names the sections and says why, one line', () => {
     const f = facts([], 'not configured', 'sh');

@@ -42,6 +42,12 @@ describe('status --fail-if judges every failure or says it cannot', () => {
       'fcctl: --fail-if dead cannot be judged: applyCommands not read (SH database not configured: FCCTL_SH_DATABASE_URL); ' +
         'failed-pairs cannot be judged: reconcile not read (SH database not configured: FCCTL_SH_DATABASE_URL)\n',
     );
+    // a condition that holds on the side read is judged: FC not configured, SH's DEAD command fails it (exit 1)
+    const shOnly = await status(['--fail-if', 'dead'], dbs.env({ FCCTL_FC_DATABASE_URL: '' }));
+    expect(shOnly.code, shOnly.stderr).toBe(1);
+    expect(shOnly.doc!['failing']).toEqual(['dead']);
+    expect(shOnly.doc!['unjudged']).toEqual([]);
+    expect(shOnly.stderr).toBe('');
     // a condition FC alone answers for... none: paused and stale-workers read both sides
     expect((await status(['--fail-if', 'paused'], env)).code).toBe(3);
     // without --fail-if a side not configured is no failure (the document says so)

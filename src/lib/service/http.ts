@@ -6,6 +6,7 @@
  * shows a setting: the reasons are the loop's own one-line messages, URLs in them already masked.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Health } from './decide.js';
 
@@ -14,7 +15,8 @@ import type { Health } from './decide.js';
  * once, so anything slower is a stuck or hostile client. Headers within 10 s, the whole request
  * (a body trickled a byte at a time included) within 30 s, else 408 and closed; a connection that
  * sends nothing for 10 s is closed, one kept alive after its answer for 5 s; at most 100 at once
- * (the next are closed as they come). Node checks the first two every `checkEveryMs`, so a bound
+ * (at the cap a new one takes the place of the oldest with no request being answered:
+ * {@link capConnections}). Node checks the first two every `checkEveryMs`, so a bound
  * is kept to within a second (its default, 30 s, let a trickle live 330 s).
  */
 export const HTTP_LIMITS = {
@@ -82,7 +84,7 @@ export async function listen(address: { host: string; port: number }, endpoints:
   server.timeout = HTTP_LIMITS.idleTimeoutMs;
   // a slow or idle scraper never holds the process at its stop
   server.keepAliveTimeout = HTTP_LIMITS.keepAliveTimeoutMs;
-  server.maxConnections = HTTP_LIMITS.maxConnections;
+  capConnections(server, HTTP_LIMITS.maxConnections);
   const shown = address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -95,6 +97,35 @@ export async function listen(address: { host: string; port: number }, endpoints:
     server.listen(address.port, address.host, () => resolve());
   });
   return server;
+}
+
+/**
+ * At most `max` connections open. Not Node's `maxConnections`, which closes each new one at the
+ * cap: a client holding the cap (headers trickled, each connection opened again once its timeout
+ * closes it) then shuts out the kubelet's probes, and a healthy pod is restarted (9 probes in a
+ * row refused). Here the new connection takes the place of the oldest one that has no request
+ * being answered (trickling, idle, or kept alive): a probe answered in a millisecond gets in
+ * whatever a slow client holds; the new one is closed only when all `max` are being answered.
+ */
+function capConnections(server: Server, max: number): void {
+  // open connections, oldest first, each with its requests being answered
+  const open = new Map<Socket, { answering: number }>();
+  server.on('connection', (socket: Socket) => {
+    if (open.size >= max) {
+      const oldest = [...open].find(([, c]) => c.answering === 0)?.[0];
+      if (oldest === undefined) return void socket.destroy();
+      open.delete(oldest);
+      oldest.destroy();
+    }
+    open.set(socket, { answering: 0 });
+    socket.once('close', () => open.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const c = open.get(req.socket);
+    if (c === undefined) return;
+    c.answering++;
+    res.once('close', () => c.answering--);
+  });
 }
 
 /** Stops listening and drops the connections still open (a scraper's keep-alive). */

@@ -75,12 +75,15 @@ function sectionNamed(f: ConditionFacts, name: string): Section<object> {
 
 /**
  * The `--fail-if` conditions that cannot be judged: a section one needs was not read (its side
- * not configured, or not answering). Such a condition is no pass: the exit code says so (3), as
+ * not configured, or not answering) and what was read does not make it hold. Such a condition is no pass: the exit code says so (3), as
  * DEAD apply commands on an SH database nobody read would otherwise go unseen.
  * @example unjudgedOf(shNotConfigured, ['dead']) // [{ condition: 'dead', sections: ['applyCommands'] }]
  */
 export function unjudgedOf(f: ConditionFacts, wanted: readonly FailCondition[]): Unjudged[] {
+  // one DEAD row read is enough: a condition that holds on what was read is judged (it fails, exit 1)
+  const holds = conditionsOf(f);
   return wanted
+    .filter((condition) => !holds[condition])
     .map((condition) => ({
       condition,
       sections: CONDITION_SECTIONS[condition].filter((name) => sectionNamed(f, name).status !== 'ok'),

@@ -108,10 +108,36 @@ async function realPathOf(path: string): Promise<string> {
 }
 
 /**
+ * Whether `outFile` would overwrite a run's files, judged from its real folder up: each folder on
+ * the way that is `outDir` (by identity: device and inode, so a bind mount or a second mount of it
+ * is no way round) or holds a `reconcile run --all` summary.json (a run's folder, whatever
+ * `--out-dir` and `--run-id` name) is a run whose summary.json and pair folders are not for the
+ * report. The reason, or null.
+ */
+async function overwritesARun(outDir: string, outFile: string): Promise<string | null> {
+  const given = await stat(outDir).catch(() => null);
+  const names = [basename(outFile)];
+  let dir = await realpath(dirname(outFile)).catch(() => dirname(outFile));
+  for (;;) {
+    const here = await stat(dir).catch(() => null);
+    const isGiven = here !== null && given !== null && here.dev === given.dev && here.ino === given.ino;
+    if (isGiven || (await runOfDir(dir)) !== null) {
+      const why = outOverwritesRun(dir, join(dir, ...[...names].reverse()));
+      if (why !== null) return why;
+    }
+    const up = dirname(dir);
+    if (up === dir) return null;
+    names.push(basename(dir));
+    dir = up;
+  }
+}
+
+/**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
  * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
- * The run's files are compared by real paths: a symlink to the run folder, to a folder in it or to
- * one of its files is no way round.
+ * The run's files are compared by real paths and by the folders' identities: a symlink to the run
+ * folder, to a folder in it or to one of its files, a bind mount of it, or another `--out-dir`
+ * with `--run-id`, is no way round.
  */
 export async function reportTarget(o: {
   outDir: string;
@@ -123,7 +149,8 @@ export async function reportTarget(o: {
   const folder = await stat(dirname(outFile)).catch(() => null);
   if (folder === null || !folder.isDirectory())
     throw new UsageError(`--out ${outFile}: its folder ${dirname(outFile)} does not exist`);
-  const overwrites = outOverwritesRun(await realPathOf(outDir), await realPathOf(outFile));
+  const overwrites =
+    outOverwritesRun(await realPathOf(outDir), await realPathOf(outFile)) ?? (await overwritesARun(outDir, outFile));
   if (overwrites !== null) throw new UsageError(`--out ${outFile}: ${overwrites}, not a place for the report`);
   const recorded = await runOfDir(outDir);
   if (o.runId === null && recorded === null)

@@ -200,6 +200,17 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
       () => ({ cacertfile: mq.files.ca, certfile: mq.files.strangerCert, keyfile: mq.files.strangerKey }),
       /the broker does not trust the client certificate .*stranger\.pem \(ERR_SSL_TLSV1_ALERT_UNKNOWN_CA\)/,
     ],
+    // OpenSSL's own answer named neither the file nor the cause (ERR_OSSL_UNSUPPORTED, ERR_OSSL_PEM_NO_START_LINE)
+    [
+      'an encrypted key',
+      () => ({ ...mutual(), keyfile: mq.files.encryptedKey }),
+      /keyfile .*client-encrypted\.key \(amqpUrl\) is an encrypted key: give the key unencrypted/,
+    ],
+    [
+      'the certificate and key given the wrong way round',
+      () => ({ ...mutual(), certfile: mq.files.key, keyfile: mq.files.cert }),
+      /certfile .*client\.key \(amqpUrl\) holds no PEM certificate/,
+    ],
     [
       'a certificate file that is not there',
       () => ({ ...mutual(), certfile: '/nonexistent/client.pem' }),

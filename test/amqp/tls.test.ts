@@ -314,6 +314,18 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     await q.close();
   }, 90_000);
 
+  test('amqp:// to the TLS port: exit 3 at once, one line that names amqps:// (the node answers a TLS alert and closes)', async () => {
+    const plain = mq.url({}).replace(/^amqps:/, 'amqp:');
+    const started = Date.now();
+    const r = await runCli(['deliveries', 'send'], { env: env(plain) });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(
+      /^fcctl: cannot connect to RabbitMQ at amqp:\/\/fcctl-tls:\*\*\*@[^\n]*: Socket closed abruptly during opening handshake \(the broker restarting, or a TLS port: amqps:\/\/\)\n$/,
+    );
+    // not a hang: within the 5 s connection_timeout, plus a process start on a loaded machine
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   test("verify=verify_none connects whatever signed the broker's certificate", async () => {
     const b = await open(mq.url({ ...mutual(), cacertfile: mq.files.otherCa, verify: 'verify_none' }));
     expect((await brokerView(b))['ssl']).toBe('true');

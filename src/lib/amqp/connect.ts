@@ -270,9 +270,16 @@ function connectError(url: string, settings: AmqpUrlSettings, err: unknown): Err
   const cause = settings.tls && typeof code === 'string' ? tlsCause(code, settings, new URL(url).hostname) : null;
   if (cause) return new EnvironmentError(`cannot connect to RabbitMQ at ${maskUrl(url)}: ${cause}`, { cause: err });
   const e = brokerError(url, 'cannot connect to RabbitMQ', err);
-  return HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')
-    ? new BrokerUnreachableError(e.message, { cause: err })
-    : e;
+  if (!HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')) return e;
+  // A TLS-only listener answers amqp://'s protocol header with a TLS alert and closes: to amqplib,
+  // the same as a broker restarting (an outage still), so the line names both.
+  const tlsPort = !settings.tls && /closed abruptly/.test((err as Error).message);
+  return new BrokerUnreachableError(
+    `${e.message}${tlsPort ? ' (the broker restarting, or a TLS port: amqps://)' : ''}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /** The heartbeat the connection runs with, in seconds, as negotiated with the broker (amqplib's own field). */

@@ -124,7 +124,7 @@ describe('tlsCause: a TLS failure named by what to change in the URL', () => {
     [
       'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
       s(''),
-      'the broker\'s certificate is not signed by a trusted CA (no "cacertfile": the system\'s CAs) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+      'the broker\'s certificate is not signed by a trusted CA (no "cacertfile": Node\'s default CAs and NODE_EXTRA_CA_CERTS) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
     ],
     [
       'ERR_TLS_CERT_ALTNAME_INVALID',

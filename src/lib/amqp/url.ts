@@ -146,7 +146,7 @@ const TLS_CAUSES: readonly { codes: RegExp; say: (s: AmqpUrlSettings, host: stri
     codes:
       /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?)$/,
     say: (s) =>
-      `the broker's certificate is not signed by a trusted CA (${s.cacertfile !== undefined ? `cacertfile ${s.cacertfile}` : 'no "cacertfile": the system\'s CAs'})`,
+      `the broker's certificate is not signed by a trusted CA (${s.cacertfile !== undefined ? `cacertfile ${s.cacertfile}` : 'no "cacertfile": Node\'s default CAs and NODE_EXTRA_CA_CERTS'})`,
   },
   {
     codes: /^ERR_TLS_CERT_ALTNAME_INVALID$/,

@@ -116,6 +116,16 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     expect(await brokerView(b)).toMatchObject({ user: CLIENT_CN, auth_mechanism: 'EXTERNAL', timeout: '15' });
   });
 
+  test('a password beyond ASCII (percent-encoded UTF-8, as URLs write it) logs in with PLAIN, the default, as with AMQPLAIN', async () => {
+    const user = { name: 'fcctl-tls-utf8', password: 'pässwörd-密码' };
+    await mq.ctl('add_user', user.name, user.password);
+    await mq.ctl('set_permissions', '-p', 'fcctl', user.name, '.*', '.*', '.*');
+    const plain = await open(mq.url(mutual(), user));
+    expect(await brokerView(plain)).toMatchObject({ user: user.name, auth_mechanism: 'PLAIN' });
+    const amqplain = await open(mq.url({ ...mutual(), auth_mechanism: 'amqplain' }, user));
+    expect(await brokerView(amqplain)).toMatchObject({ user: user.name, auth_mechanism: 'AMQPLAIN' });
+  });
+
   test("auth_mechanism=amqplain logs in with the URL's user and password", async () => {
     const b = await open(mq.url({ ...mutual(), auth_mechanism: 'amqplain' }));
     expect(await brokerView(b)).toMatchObject({ user: TLS_PLAIN_USER.name, auth_mechanism: 'AMQPLAIN' });
@@ -335,6 +345,16 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     const typo = await runCli(['deliveries', 'send'], { env: env(mq.url({ ...mutual(), hearbeat: '5' })) });
     expect(typo.code).toBe(2);
     expect(typo.stderr).toMatch(/^fcctl: amqpUrl has an unknown parameter "hearbeat" \(known: [^\n]+\n$/);
+    // a "%" not followed by two hex digits: was amqplib's URIError, "URI malformed", exit 3
+    const malformed = await runCli(['deliveries', 'send'], {
+      env: env(mq.url(mutual(), { name: 'fcctl-tls', password: 'x' }).replace(':x@', ':50%off@')),
+    });
+    expect([malformed.code, malformed.stderr]).toEqual([
+      2,
+      expect.stringMatching(
+        /^fcctl: amqpUrl's user or password is not percent-encoded: amqps:\/\/fcctl-tls:\*\*\*@[^\n]+\n$/,
+      ),
+    ]);
     const verify = await runCli(['deliveries', 'send'], { env: env(mq.url({ ...mutual(), verify: 'yes' })) });
     expect(verify.code).toBe(2);
     expect(verify.stderr).toMatch(

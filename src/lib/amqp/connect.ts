@@ -190,9 +190,12 @@ async function socketOptions(
     await readPem('certfile', s.certfile),
     await readPem('keyfile', s.keyfile),
   ];
-  let login: object | undefined;
-  if (s.authMechanism === 'external') login = credentials.external();
-  if (s.authMechanism === 'amqplain') login = credentials.amqplain(...userOf(url));
+  // PLAIN too from the URL decoded here: amqplib's own reading (`unescape`) takes a percent-encoded
+  // UTF-8 password byte by byte, so a correct password beyond ASCII was refused.
+  const login =
+    s.authMechanism === 'external'
+      ? credentials.external()
+      : (s.authMechanism === 'amqplain' ? credentials.amqplain : credentials.plain)(...userOf(url));
   return {
     timeout: s.connectionTimeoutMs,
     ...(ca ? { ca } : {}),
@@ -200,7 +203,7 @@ async function socketOptions(
     ...(key ? { key } : {}),
     ...(s.serverName !== undefined ? { servername: s.serverName } : {}),
     ...(s.tls && s.verify === 'verify_none' ? { rejectUnauthorized: false } : {}),
-    ...(login ? { credentials: login } : {}),
+    credentials: login,
   };
 }
 

@@ -116,6 +116,16 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     expect(await brokerView(b)).toMatchObject({ user: CLIENT_CN, auth_mechanism: 'EXTERNAL', timeout: '15' });
   });
 
+  test('a password beyond ASCII (percent-encoded UTF-8, as URLs write it) logs in with PLAIN, the default, as with AMQPLAIN', async () => {
+    const user = { name: 'fcctl-tls-utf8', password: 'pässwörd-密码' };
+    await mq.ctl('add_user', user.name, user.password);
+    await mq.ctl('set_permissions', '-p', 'fcctl', user.name, '.*', '.*', '.*');
+    const plain = await open(mq.url(mutual(), user));
+    expect(await brokerView(plain)).toMatchObject({ user: user.name, auth_mechanism: 'PLAIN' });
+    const amqplain = await open(mq.url({ ...mutual(), auth_mechanism: 'amqplain' }, user));
+    expect(await brokerView(amqplain)).toMatchObject({ user: user.name, auth_mechanism: 'AMQPLAIN' });
+  });
+
   test("auth_mechanism=amqplain logs in with the URL's user and password", async () => {
     const b = await open(mq.url({ ...mutual(), auth_mechanism: 'amqplain' }));
     expect(await brokerView(b)).toMatchObject({ user: TLS_PLAIN_USER.name, auth_mechanism: 'AMQPLAIN' });
@@ -199,6 +209,17 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
       'a client certificate the broker does not trust',
       () => ({ cacertfile: mq.files.ca, certfile: mq.files.strangerCert, keyfile: mq.files.strangerKey }),
       /the broker does not trust the client certificate .*stranger\.pem \(ERR_SSL_TLSV1_ALERT_UNKNOWN_CA\)/,
+    ],
+    // OpenSSL's own answer named neither the file nor the cause (ERR_OSSL_UNSUPPORTED, ERR_OSSL_PEM_NO_START_LINE)
+    [
+      'an encrypted key',
+      () => ({ ...mutual(), keyfile: mq.files.encryptedKey }),
+      /keyfile .*client-encrypted\.key \(amqpUrl\) is an encrypted key: give the key unencrypted/,
+    ],
+    [
+      'the certificate and key given the wrong way round',
+      () => ({ ...mutual(), certfile: mq.files.key, keyfile: mq.files.cert }),
+      /certfile .*client\.key \(amqpUrl\) holds no PEM certificate/,
     ],
     [
       'a certificate file that is not there',
@@ -303,6 +324,18 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     await q.close();
   }, 90_000);
 
+  test('amqp:// to the TLS port: exit 3 at once, one line that names amqps:// (the node answers a TLS alert and closes)', async () => {
+    const plain = mq.url({}).replace(/^amqps:/, 'amqp:');
+    const started = Date.now();
+    const r = await runCli(['deliveries', 'send'], { env: env(plain) });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(
+      /^fcctl: cannot connect to RabbitMQ at amqp:\/\/fcctl-tls:\*\*\*@[^\n]*: Socket closed abruptly during opening handshake \(the broker restarting, or a TLS port: amqps:\/\/\)\n$/,
+    );
+    // not a hang: within the 5 s connection_timeout, plus a process start on a loaded machine
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   test("verify=verify_none connects whatever signed the broker's certificate", async () => {
     const b = await open(mq.url({ ...mutual(), cacertfile: mq.files.otherCa, verify: 'verify_none' }));
     expect((await brokerView(b))['ssl']).toBe('true');
@@ -312,6 +345,16 @@ describe('RabbitMQ over TLS with client certificates (a private TLS node)', () =
     const typo = await runCli(['deliveries', 'send'], { env: env(mq.url({ ...mutual(), hearbeat: '5' })) });
     expect(typo.code).toBe(2);
     expect(typo.stderr).toMatch(/^fcctl: amqpUrl has an unknown parameter "hearbeat" \(known: [^\n]+\n$/);
+    // a "%" not followed by two hex digits: was amqplib's URIError, "URI malformed", exit 3
+    const malformed = await runCli(['deliveries', 'send'], {
+      env: env(mq.url(mutual(), { name: 'fcctl-tls', password: 'x' }).replace(':x@', ':50%off@')),
+    });
+    expect([malformed.code, malformed.stderr]).toEqual([
+      2,
+      expect.stringMatching(
+        /^fcctl: amqpUrl's user or password is not percent-encoded: amqps:\/\/fcctl-tls:\*\*\*@[^\n]+\n$/,
+      ),
+    ]);
     const verify = await runCli(['deliveries', 'send'], { env: env(mq.url({ ...mutual(), verify: 'yes' })) });
     expect(verify.code).toBe(2);
     expect(verify.stderr).toMatch(

@@ -84,6 +84,16 @@ describe("parseAmqpUrl: the URL parameters, with RabbitMQ's names", () => {
       /auth_mechanism=external without a client certificate/,
     ],
     ['another scheme', 'http://h/v', /must start with amqp:\/\/ or amqps:\/\//],
+    // Read as written these were host "pub", port 2024 and a parameter (or fragment) holding the
+    // rest of the password: the error named that parameter and showed the URL unmasked.
+    [
+      'a raw "?" in the password',
+      'amqps://pub:2024?s3cret@mq.example/fcctl',
+      /before an "@": percent-encode it in the user or password/,
+    ],
+    ['a raw "#" in the password', 'amqps://pub:2024#s3cret@mq.example/fcctl', /before an "@"/],
+    ['a raw "/" in the password', 'amqp://pub:2024/s3cret@mq.example/fcctl', /before an "@"/],
+    ['a raw "?" in the user', 'amqps://p?ub:s3cret@mq.example/fcctl', /before an "@"/],
   ])('%s: exit 2, one line naming it, the password masked', (_name, url, message) => {
     let err: unknown;
     try {
@@ -114,7 +124,7 @@ describe('tlsCause: a TLS failure named by what to change in the URL', () => {
     [
       'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
       s(''),
-      'the broker\'s certificate is not signed by a trusted CA (no "cacertfile": the system\'s CAs) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+      'the broker\'s certificate is not signed by a trusted CA (no "cacertfile": Node\'s default CAs and NODE_EXTRA_CA_CERTS) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
     ],
     [
       'ERR_TLS_CERT_ALTNAME_INVALID',

@@ -75,10 +75,28 @@ describe('secrets are never shown', () => {
     }
   });
 
+  it('a password with a raw "?" or "#" (the URL parser reads it as a port and a query): never shown; the doctor broker line says to percent-encode it', async () => {
+    for (const sep of ['?', '#']) {
+      const amqpUrl = `amqps://fcctl:2024${sep}${secret}@mq.example/fc`;
+      const show = await runCli(['--json', 'config', 'show'], { env: cleanEnv({ FCCTL_AMQP_URL: amqpUrl }) });
+      expect(show.code).toBe(0);
+      expect(show.stdout + show.stderr).not.toContain(secret);
+      const doctor = await runCli(['--json', 'doctor'], { env: cleanEnv({ FCCTL_AMQP_URL: amqpUrl }) });
+      expect(doctor.stdout + doctor.stderr).not.toContain(secret);
+      const broker = jsonLines(doctor.stdout).find((l) => l['check'] === 'broker');
+      expect(broker).toMatchObject({ status: 'fail', detail: expect.stringMatching(/percent-encode it/) });
+    }
+  });
+
   it('mask helpers', () => {
     expect(maskUrl('mysql://u:pw@h:1/db')).toBe('mysql://u:***@h:1/db');
     expect(maskUrl('mysql://u@h/db')).toBe('mysql://u@h/db');
     expect(maskUrl('not a url with secret')).toBe('***');
+    // a raw "?", "#" or "/" in a password that parses (host "u", port 2024): still masked
+    expect(maskUrl('amqps://u:2024?Spring@mq/fc')).toBe('amqps://u:***@mq/fc');
+    expect(maskUrl('amqps://u:2024#Spring@mq/fc')).toBe('amqps://u:***@mq/fc');
+    expect(maskUrl('amqps://us?er:Spring@mq/fc')).toBe('amqps://us?er:***@mq/fc');
+    expect(maskUrl('amqps://mq:5671/fc?heartbeat=5')).toBe('amqps://mq:5671/fc?heartbeat=5');
     expect(redact('x amqp://a:b@c y', [])).toBe('x amqp://a:***@c y');
     expect(redact('token abcdef here', ['abcdef'])).toBe('token *** here');
     // Linear in the text: a 5 MB word (a pasted file in an argument) is redacted, not hung on.

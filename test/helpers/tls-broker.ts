@@ -36,6 +36,8 @@ export interface TlsFiles {
   /** a client certificate signed by `ca` whose CN no user of the broker has */
   readonly nobodyCert: string;
   readonly nobodyKey: string;
+  /** `key`, encrypted with a passphrase */
+  readonly encryptedKey: string;
 }
 
 export interface TlsBroker {
@@ -121,6 +123,7 @@ async function makeCertificates(dir: string): Promise<TlsFiles> {
   await makeSigned(dir, 'ca', 'client', CLIENT_CN, 'extendedKeyUsage = clientAuth');
   await makeSigned(dir, 'other-ca', 'stranger', CLIENT_CN, 'extendedKeyUsage = clientAuth');
   await makeSigned(dir, 'ca', 'nobody', 'fcctl-nobody', 'extendedKeyUsage = clientAuth');
+  await openssl(dir, 'pkey', '-in', 'client.key', '-aes256', '-passout', 'pass:fcctl', '-out', 'client-encrypted.key');
   const f = (n: string) => join(dir, n);
   return {
     ca: f('ca.pem'),
@@ -131,6 +134,7 @@ async function makeCertificates(dir: string): Promise<TlsFiles> {
     strangerKey: f('stranger.key'),
     nobodyCert: f('nobody.pem'),
     nobodyKey: f('nobody.key'),
+    encryptedKey: f('client-encrypted.key'),
   };
 }
 

@@ -1,5 +1,6 @@
 // amqplib is loaded when a broker is opened, not at start-up: most commands never open one
 // (its load is about a tenth of a second of every `deliveries scan`, issue 20).
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type amqp from 'amqplib';
 import { EnvironmentError, UsageError } from '../cli/exit.js';
@@ -184,22 +185,17 @@ async function socketOptions(
   s: AmqpUrlSettings,
   credentials: typeof amqp.credentials,
 ): Promise<Record<string, unknown>> {
-  const read = async (name: string, path: string | undefined) => {
-    if (path === undefined) return undefined;
-    try {
-      return await readFile(path);
-    } catch (err) {
-      throw new EnvironmentError(`cannot read ${name} ${path} (amqpUrl): ${(err as { code?: string }).code ?? err}`);
-    }
-  };
   const [ca, cert, key] = [
-    await read('cacertfile', s.cacertfile),
-    await read('certfile', s.certfile),
-    await read('keyfile', s.keyfile),
+    await readPem('cacertfile', s.cacertfile),
+    await readPem('certfile', s.certfile),
+    await readPem('keyfile', s.keyfile),
   ];
-  let login: object | undefined;
-  if (s.authMechanism === 'external') login = credentials.external();
-  if (s.authMechanism === 'amqplain') login = credentials.amqplain(...userOf(url));
+  // PLAIN too from the URL decoded here: amqplib's own reading (`unescape`) takes a percent-encoded
+  // UTF-8 password byte by byte, so a correct password beyond ASCII was refused.
+  const login =
+    s.authMechanism === 'external'
+      ? credentials.external()
+      : (s.authMechanism === 'amqplain' ? credentials.amqplain : credentials.plain)(...userOf(url));
   return {
     timeout: s.connectionTimeoutMs,
     ...(ca ? { ca } : {}),
@@ -207,8 +203,41 @@ async function socketOptions(
     ...(key ? { key } : {}),
     ...(s.serverName !== undefined ? { servername: s.serverName } : {}),
     ...(s.tls && s.verify === 'verify_none' ? { rejectUnauthorized: false } : {}),
-    ...(login ? { credentials: login } : {}),
+    credentials: login,
   };
+}
+
+/**
+ * A TLS file of the URL, read and checked for what its parameter needs: OpenSSL's own answer to a
+ * file it cannot use names neither the file nor the cause (`ERR_OSSL_UNSUPPORTED` for an encrypted
+ * or a garbled key, `ERR_OSSL_PEM_NO_START_LINE` for a certificate and key given the wrong way round).
+ */
+async function readPem(name: 'cacertfile' | 'certfile' | 'keyfile', path: string | undefined) {
+  if (path === undefined) return undefined;
+  let pem: Buffer;
+  try {
+    pem = await readFile(path);
+  } catch (err) {
+    throw new EnvironmentError(`cannot read ${name} ${path} (amqpUrl): ${(err as { code?: string }).code ?? err}`);
+  }
+  const unusable = (why: string) => new EnvironmentError(`${name} ${path} (amqpUrl) ${why}`);
+  if (name === 'keyfile') {
+    // Node never asks for a passphrase, and RabbitMQ's `password` parameter is not supported.
+    if (/^-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: 4,ENCRYPTED/m.test(pem.toString('latin1')))
+      throw unusable('is an encrypted key: give the key unencrypted (openssl pkey -in KEY -out KEY.pem)');
+    try {
+      createPrivateKey(pem);
+    } catch {
+      throw unusable('holds no PEM private key');
+    }
+  } else {
+    try {
+      new X509Certificate(pem);
+    } catch {
+      throw unusable('holds no PEM certificate');
+    }
+  }
+  return pem;
 }
 
 /** The URL's user and password as amqplib reads them for PLAIN (guest/guest when both are absent). */
@@ -244,9 +273,16 @@ function connectError(url: string, settings: AmqpUrlSettings, err: unknown): Err
   const cause = settings.tls && typeof code === 'string' ? tlsCause(code, settings, new URL(url).hostname) : null;
   if (cause) return new EnvironmentError(`cannot connect to RabbitMQ at ${maskUrl(url)}: ${cause}`, { cause: err });
   const e = brokerError(url, 'cannot connect to RabbitMQ', err);
-  return HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')
-    ? new BrokerUnreachableError(e.message, { cause: err })
-    : e;
+  if (!HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')) return e;
+  // A TLS-only listener answers amqp://'s protocol header with a TLS alert and closes: to amqplib,
+  // the same as a broker restarting (an outage still), so the line names both.
+  const tlsPort = !settings.tls && /closed abruptly/.test((err as Error).message);
+  return new BrokerUnreachableError(
+    `${e.message}${tlsPort ? ' (the broker restarting, or a TLS port: amqps://)' : ''}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /** The heartbeat the connection runs with, in seconds, as negotiated with the broker (amqplib's own field). */

@@ -4,7 +4,7 @@
  * the URL for the handshake and the TLS socket's options. Pure: reads no file (`connect.ts` does).
  */
 import { UsageError } from '../cli/exit.js';
-import { maskUrl } from '../config/mask.js';
+import { hasUnreadPassword, maskUrl } from '../config/mask.js';
 
 /** fcctl's heartbeat when the URL names none: a dead broker or path is noticed within ~30 s. */
 export const DEFAULT_HEARTBEAT_SECONDS = 15;
@@ -46,6 +46,12 @@ type Known = (typeof KNOWN)[number];
 export function parseAmqpUrl(url: string): AmqpUrlSettings {
   const bad = (what: string) => new UsageError(`amqpUrl ${what}: ${maskUrl(url)}`);
   if (!/^amqps?:\/\//.test(url)) throw bad('must start with amqp:// or amqps://');
+  // Read as written, such a password would be a host, a port and a query: its text in the
+  // error below (a parameter name), and a connection to the wrong host.
+  if (hasUnreadPassword(url))
+    throw bad(
+      'has a "?", "#" or "/" before an "@": percent-encode it in the user or password (%3F, %23, %2F), or the "@" (%40)',
+    );
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -140,7 +146,7 @@ const TLS_CAUSES: readonly { codes: RegExp; say: (s: AmqpUrlSettings, host: stri
     codes:
       /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?)$/,
     say: (s) =>
-      `the broker's certificate is not signed by a trusted CA (${s.cacertfile !== undefined ? `cacertfile ${s.cacertfile}` : 'no "cacertfile": the system\'s CAs'})`,
+      `the broker's certificate is not signed by a trusted CA (${s.cacertfile !== undefined ? `cacertfile ${s.cacertfile}` : 'no "cacertfile": Node\'s default CAs and NODE_EXTRA_CA_CERTS'})`,
   },
   {
     codes: /^ERR_TLS_CERT_ALTNAME_INVALID$/,

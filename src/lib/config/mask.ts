@@ -6,13 +6,31 @@
 export function maskUrl(value: string): string {
   try {
     const url = new URL(value);
-    if (!url.password) return value;
+    if (!url.password) return hasUnreadPassword(value) ? redact(value, []) : value;
     url.password = '***';
     return url.toString();
   } catch {
     return '***';
   }
 }
+
+/**
+ * A `user:password@` the URL parser did not read as one: a raw `?`, `#` or `/` in the password
+ * (or the user) ends the host early, so `amqps://u:2024?Spring@mq/fc` parses as host `u`, port
+ * 2024 and a query, with no password to mask — and was shown whole.
+ * @example hasUnreadPassword('amqps://u:2024?Spring@mq/fc') // true
+ */
+export function hasUnreadPassword(value: string): boolean {
+  try {
+    if (new URL(value).password) return false;
+  } catch {
+    return false;
+  }
+  return USERINFO.test(value);
+}
+
+/** `scheme://user:password@` as written, the user without `:`, `/` or `@` (as `redact` reads it). */
+const USERINFO = /^[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:[^@\s]*@/i;
 
 /**
  * Removes every known secret and URL password from a free text (error messages from drivers

@@ -273,10 +273,12 @@ function connectError(url: string, settings: AmqpUrlSettings, err: unknown): Err
   const cause = settings.tls && typeof code === 'string' ? tlsCause(code, settings, new URL(url).hostname) : null;
   if (cause) return new EnvironmentError(`cannot connect to RabbitMQ at ${maskUrl(url)}: ${cause}`, { cause: err });
   const e = brokerError(url, 'cannot connect to RabbitMQ', err);
-  if (!HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '')) return e;
+  // a reset instead of a close: the same TLS alert, raced by the peer's close on a busy machine
+  const reset = code === 'ECONNRESET';
+  if (!HANDSHAKE_LOST.test((err as Error | undefined)?.message ?? '') && !reset) return e;
   // A TLS-only listener answers amqp://'s protocol header with a TLS alert and closes: to amqplib,
   // the same as a broker restarting (an outage still), so the line names both.
-  const tlsPort = !settings.tls && /closed abruptly/.test((err as Error).message);
+  const tlsPort = !settings.tls && (reset || /closed abruptly/.test((err as Error).message));
   return new BrokerUnreachableError(
     `${e.message}${tlsPort ? ' (the broker restarting, or a TLS port: amqps://)' : ''}`,
     {

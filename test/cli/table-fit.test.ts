@@ -52,6 +52,14 @@ describe('formatTable with a terminal width', () => {
     expect(lines[1]).toMatch(/…$/);
   });
 
+  it('never cuts an identifier (whole): the other columns give way, and a table too wide without cutting it is left wider', () => {
+    const ids = [{ key: 'id', header: 'event id', whole: true }, { key: 'state' }, { key: 'error', flex: true }];
+    const lines = formatTable(rows, ids, 60);
+    expect(lines[1]).toContain('47782d69-eb02-4222-90f9-d1a0b2668feb');
+    expect(lines[1]).toMatch(/…$/);
+    expect(formatTable(rows, ids, 20)[1]).toMatch(/^47782d69-eb02-4222-90f9-d1a0b2668feb +FAILED +INVALID…$/);
+  });
+
   it('never cuts a column below 8 characters or its header: a table too wide for that is left wider', () => {
     const lines = formatTable(rows, columns, 10);
     expect(lines[0]).toMatch(/^event id/);

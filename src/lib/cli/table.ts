@@ -6,6 +6,11 @@ export interface Column {
   readonly header?: string;
   /** free text (an error, a list of names): cut first when the table must fit a terminal */
   readonly flex?: boolean;
+  /**
+   * an identifier a person pastes into the next command (an event id, an answer uuid): never cut —
+   * a cut one names nothing; a table too wide without cutting it is left to wrap
+   */
+  readonly whole?: boolean;
 }
 
 export type Row = Readonly<Record<string, unknown>>;
@@ -60,7 +65,7 @@ const MIN_CUT_WIDTH = 8;
  * Cells are {@link printable} (a value's escape sequence or newline would drive the terminal or
  * split the row) before the widths are measured, so the columns stay aligned. With `maxWidth` (a
  * terminal's columns) a table wider than that is fitted, never wrapped: the widest free-text column
- * (`flex`), then the widest of any, is narrowed down to {@link MIN_CUT_WIDTH} (or its header), its
+ * (`flex`), then the widest of any but an identifier (`whole`), is narrowed down to {@link MIN_CUT_WIDTH} (or its header), its
  * cells cut with `…` — a wrapped row is unreadable, a cut one still says what it is (the full
  * text: `--json`).
  * @example formatTable([{ state: 'PENDING', n: 3 }], [{ key: 'state' }, { key: 'n' }])
@@ -72,7 +77,7 @@ export function formatTable(rows: readonly Row[], columns: readonly Column[], ma
   if (maxWidth !== undefined) {
     // the free-text columns give way first, then any column, widest first
     fitWidths(widths, header, maxWidth, (i) => columns[i]?.flex === true);
-    fitWidths(widths, header, maxWidth, () => true);
+    fitWidths(widths, header, maxWidth, (i) => columns[i]?.whole !== true);
   }
   const line = (cells: string[]) =>
     cells

@@ -2,11 +2,11 @@ import type { Column } from '../cli/table.js';
 
 /** A FAILED/DEAD row's columns as `deliveries scan` lists them (CSV headers are these). */
 export const FAILED_ROW_COLUMNS: readonly Column[] = [
-  { key: 'eventId', header: 'event id' },
+  { key: 'eventId', header: 'event id', whole: true },
   { key: 'state' },
   { key: 'consumerAppKey', header: 'consumer' },
   { key: 'consumerSchoolId', header: 'school' },
-  { key: 'answerUuid', header: 'answer' },
+  { key: 'answerUuid', header: 'answer', whole: true },
   { key: 'answerRevision', header: 'rev' },
   { key: 'retryCount', header: 'retries' },
   { key: 'nextRetryAt', header: 'next retry' },

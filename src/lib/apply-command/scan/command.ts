@@ -18,7 +18,7 @@ const COMMAND = 'apply-command scan';
 const ROW_COLUMNS: readonly Column[] = [
   { key: 'id' },
   { key: 'bizType', header: 'biz type' },
-  { key: 'bizId', header: 'biz id' },
+  { key: 'bizId', header: 'biz id', whole: true },
   { key: 'applyAppKey', header: 'app key' },
   { key: 'attempt' },
   { key: 'retryCount', header: 'retries' },

@@ -20,7 +20,7 @@ const COLUMNS: readonly Column[] = [
   { key: 'command' },
   { key: 'database' },
   { key: 'state' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
   { key: 'pausedBy', header: 'paused by' },
   { key: 'pausedAt', header: 'paused at (UTC)' },
   { key: 'until', header: 'until (UTC)' },

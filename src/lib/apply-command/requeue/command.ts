@@ -7,9 +7,9 @@ import type { Ctx } from '../../cli/context.js';
 const COMMAND = 'apply-command requeue';
 const COLUMNS: readonly Column[] = [
   { key: 'bizType', header: 'biz type' },
-  { key: 'bizId', header: 'biz id' },
+  { key: 'bizId', header: 'biz id', whole: true },
   { key: 'code' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
 ];
 
 /**

@@ -22,11 +22,11 @@ export interface DeliveriesReplayOptions {
 const COMMAND = 'deliveries replay';
 const RESULT_COLUMNS: readonly Column[] = [
   { key: 'line' },
-  { key: 'answerUuid', header: 'answer' },
+  { key: 'answerUuid', header: 'answer', whole: true },
   { key: 'expectedRevision', header: 'rev' },
-  { key: 'operationId', header: 'operation' },
+  { key: 'operationId', header: 'operation', whole: true },
   { key: 'code' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
 ];
 
 /**

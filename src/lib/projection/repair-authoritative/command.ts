@@ -14,11 +14,11 @@ import type { Ctx } from '../../cli/context.js';
 const COMMAND = 'projection repair-authoritative';
 const RESULT_COLUMNS: readonly Column[] = [
   { key: 'line' },
-  { key: 'answerUuid', header: 'answer' },
+  { key: 'answerUuid', header: 'answer', whole: true },
   { key: 'category' },
   { key: 'result' },
   { key: 'rereads' },
-  { key: 'reason' },
+  { key: 'reason', flex: true },
 ];
 
 /**

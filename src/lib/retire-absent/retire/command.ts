@@ -20,7 +20,7 @@ export interface RetireAbsentOptions {
   readonly runId?: string;
 }
 const RESULT_COLUMNS: readonly Column[] = [
-  { key: 'answerUuid', header: 'answer' },
+  { key: 'answerUuid', header: 'answer', whole: true },
   { key: 'result' },
   { key: 'reason' },
   { key: 'detail', flex: true },

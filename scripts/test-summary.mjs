@@ -29,6 +29,12 @@ for (const file of files) {
   skipped += (results.numPendingTests ?? 0) + (results.numTodoTests ?? 0);
 }
 
+// A step of scripts/test.sh around the suites that failed (FCCTL_SETUP_FAILED, one a line): one failure each.
+for (const step of (process.env.FCCTL_SETUP_FAILED ?? '').split('\n').filter((l) => l.trim())) {
+  console.log(`setup: ${step}`);
+  failed += 1;
+}
+
 // The type check of src/ and test/ (scripts/test.sh) counts as one check that passed or failed.
 if (process.env.FCCTL_TYPECHECK === 'passed') passed += 1;
 if (process.env.FCCTL_TYPECHECK === 'failed') failed += 1;

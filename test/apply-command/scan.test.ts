@@ -126,3 +126,36 @@ describe('apply-command scan', () => {
     }
   });
 });
+
+// Review of issue 35 §4: the reasons are grouped by an alias; GROUP BY takes a table column of that
+// name first. A flow_apply_command with a `reason` column of its own (the SH service's table may
+// carry more columns than fcctl reads) grouped by that column: error 1055 under MySQL 8's
+// ONLY_FULL_GROUP_BY, wrong counts under MariaDB's mode. Last in the file: it changes the table.
+test("a table with a 'reason' column of its own: scan and status still count by the reason code", async () => {
+  await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command ADD COLUMN reason VARCHAR(64) NULL`);
+  try {
+    await dbs.admin.query(`UPDATE \`${dbs.shName}\`.flow_apply_command SET reason = CONCAT('other-', biz_id)`);
+    const r = await scan(['--format', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = jsonLines(r.stdout).find((l) => l['type'] === 'summary')!;
+    expect(summary['reasons']).toEqual([
+      { state: 'DEAD', reason: 'OWNERSHIP_MISMATCH', lastBranch: null, count: 2 },
+      { state: 'DEAD', reason: 'LOOKUP_TIMEOUT', lastBranch: null, count: 1 },
+      { state: 'DEAD', reason: 'UNEXPECTED_BRANCH', lastBranch: 'RESTARTED', count: 1 },
+      { state: 'FAILED', reason: null, lastBranch: null, count: 1 },
+      { state: 'FAILED', reason: 'LOOKUP_HTTP_503', lastBranch: null, count: 1 },
+    ]);
+    const status = await runCli(['status', '--json'], { env: { ...env, FCCTL_FC_DATABASE_URL: undefined } });
+    const doc = JSON.parse(status.stdout) as { applyCommands: { status: string; reasons?: unknown } };
+    expect(doc.applyCommands.status, status.stdout).not.toBe('unreachable');
+    expect(doc.applyCommands.reasons).toMatchObject({
+      DEAD: [
+        { reason: 'OWNERSHIP_MISMATCH', n: 2 },
+        { reason: 'LOOKUP_TIMEOUT', n: 1 },
+        { reason: 'UNEXPECTED_BRANCH', n: 1 },
+      ],
+    });
+  } finally {
+    await dbs.admin.query(`ALTER TABLE \`${dbs.shName}\`.flow_apply_command DROP COLUMN reason`);
+  }
+});

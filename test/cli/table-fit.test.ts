@@ -36,6 +36,30 @@ describe('formatTable with a terminal width', () => {
     expect(formatTable(rows, columns).join('\n')).not.toContain('…');
   });
 
+  it.each([
+    ['emoji drawn as pictures', '❌ broker ⚡ refused ✅ '.repeat(8)],
+    ['combining marks', 'e\u0301'.repeat(100)],
+    ['CJK', `学校名称无效：${'北京市第一中学'.repeat(10)}`],
+  ])('%s: each line drawn by ink at 80 columns is one line, the columns aligned', (_, error) => {
+    const wide = [
+      { id: 'a1', state: 'FAILED', error },
+      { id: 'a2', state: 'DEAD', error: 'NACK' },
+    ];
+    const lines = formatTable(wide, columns, 80);
+    const drawn = tableText('t', lines, 80).split('\n');
+    expect(drawn).toHaveLength(lines.length + 1);
+    for (const l of lines) expect(drawn).toContain(l);
+    expect(lines[1]).toMatch(/…$/);
+  });
+
+  it('never cuts an identifier (whole): the other columns give way, and a table too wide without cutting it is left wider', () => {
+    const ids = [{ key: 'id', header: 'event id', keep: true }, { key: 'state' }, { key: 'error', flex: true }];
+    const lines = formatTable(rows, ids, 60);
+    expect(lines[1]).toContain('47782d69-eb02-4222-90f9-d1a0b2668feb');
+    expect(lines[1]).toMatch(/…$/);
+    expect(formatTable(rows, ids, 20)[1]).toMatch(/^47782d69-eb02-4222-90f9-d1a0b2668feb +FAILED +INVALID…$/);
+  });
+
   it('never cuts a column below 8 characters or its header: a table too wide for that is left wider', () => {
     const lines = formatTable(rows, columns, 10);
     expect(lines[0]).toMatch(/^event id/);

@@ -77,3 +77,19 @@ describe('a server older than fcctl supports (issue 35 §4)', () => {
     expect(r.stdout).not.toContain('"kind":"summary","states"');
   });
 });
+
+describe('the gate on every command that opens a database (review)', () => {
+  it.each([
+    ['doctor', ['doctor', '--json']],
+    ['status', ['status', '--json']],
+  ])('%s against "MySQL 5.7.44" names the versions supported', async (_, argv) => {
+    const r = await spawnCli(argv, {
+      env: cleanEnv({
+        FCCTL_FC_DATABASE_URL: `mysql://fcctl:x@127.0.0.1:${port}/mysql`,
+        FCCTL_SH_DATABASE_URL: `mysql://fcctl:x@127.0.0.1:${port}/mysql`,
+      }),
+    });
+    expect(r.code).toBe(3);
+    expect(r.stdout + r.stderr).toContain('MySQL 5.7.44 is older than fcctl supports');
+  });
+});

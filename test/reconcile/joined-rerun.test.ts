@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { jsonLines, runCli } from '../helpers/cli.js';
@@ -50,4 +50,58 @@ test('a same-night re-run joins the complete run, says so, and leaves summary.js
   const strict = await runCli(allArgv(CONSUMER, out, '--metrics-file', prom, '--fail-if-diff'), { env });
   expect(strict.code).toBe(1);
   expect(readFileSync(prom, 'utf8')).toBe(metrics);
+});
+
+// Review of issue 36 §7: the retry the failure line asks for (`--run-id <night>`) runs the night's
+// FAILED pair alone; the file it writes must still carry the differences of the pairs this host
+// finished earlier in that night, or FcctlReconcileDifferences resolves with nothing fixed.
+test("the retry of a night's FAILED pair (--run-id, as the failure line says) keeps the other pairs' differences in the metrics file", async ({
+  dbs,
+  tmp,
+}) => {
+  const env = dbs.env();
+  expect((await runCli(['db', 'init', '--side', 'all', '--dev'], { env })).code).toBe(0);
+  const seed = await runCli(
+    [
+      '--json',
+      'dev',
+      'seed',
+      '--answers',
+      '120',
+      '--schools',
+      '2',
+      '--consumer-keys',
+      CONSUMER,
+      '--no-grant-mix',
+      '--replace',
+    ],
+    { env },
+  );
+  expect(seed.code, seed.stderr).toBe(0);
+  const [rows] = await dbs.admin.query(
+    `SELECT CAST(sch_id AS CHAR) AS s, form_uuid AS f FROM \`${dbs.shName}\`.fc_answer_projection ORDER BY sch_id, form_uuid LIMIT 1`,
+  );
+  const first = (rows as Array<{ s: string; f: string }>)[0]!;
+  const out = join(tmp, 'failed-night');
+  const prom = join(tmp, 'failed.prom');
+  // the first pair's folder holds a directory named run.json: that pair is refused, FAILED
+  const blocker = join(out, first.s, first.f, 'run.json');
+  mkdirSync(blocker, { recursive: true });
+  const night = await runCli(allArgv(CONSUMER, out, '--run-id', 'n1', '--metrics-file', prom), { env });
+  expect(night.code, night.stderr).toBe(4);
+  const differing = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => /^fcctl_reconcile_differences\{/.test(l) && !/ 0$/.test(l))
+      .sort();
+  const before = differing(readFileSync(prom, 'utf8'));
+  expect(before.length).toBeGreaterThan(0);
+  expect(before.some((l) => l.includes(`form="${first.f}"`) && l.includes(`school="${first.s}"`))).toBe(false);
+
+  rmSync(blocker, { recursive: true });
+  const retry = await runCli(allArgv(CONSUMER, out, '--run-id', 'n1', '--metrics-file', prom), { env });
+  expect(retry.code, retry.stderr).toBe(0);
+  expect(jsonLines(retry.stdout).find((l) => l['type'] === 'summary')).toMatchObject({ pairsRun: 1 });
+  const after = differing(readFileSync(prom, 'utf8'));
+  for (const line of before) expect(after).toContain(line);
 });

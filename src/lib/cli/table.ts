@@ -19,11 +19,25 @@ export function cellText(value: unknown): string {
   return String(value);
 }
 
-/** Display width: CJK and other wide characters take two columns. */
+/** Marks drawn on the character before them and format characters (ZWJ, variation selectors): no column. */
+const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]$/u;
+/** Emoji drawn as pictures in the BMP (✅ ❌ ⚡): two columns on a terminal, as ink counts them. */
+const EMOJI_PRESENTATION = /^\p{Emoji_Presentation}$/u;
+
+/** Display width: CJK, emoji and other wide characters take two columns, combining marks none. */
 function width(text: string): number {
   let w = 0;
   for (const ch of text) {
     const cp = ch.codePointAt(0) ?? 0;
+    if (cp < 0x7f) {
+      w += 1;
+      continue;
+    }
+    if (ZERO_WIDTH.test(ch)) continue;
+    if (EMOJI_PRESENTATION.test(ch)) {
+      w += 2;
+      continue;
+    }
     w +=
       cp >= 0x1100 &&
       (cp <= 0x115f ||

@@ -76,10 +76,20 @@ export function pairSucceeded(p: ReconcilePairResult): boolean {
  */
 export function reconcilePairSeries(
   pairs: readonly ReconcilePairResult[],
-  options: { readonly previous: PreviousMetrics; readonly run?: ReconcileAllRun },
+  options: {
+    readonly previous: PreviousMetrics;
+    readonly run?: ReconcileAllRun;
+    /**
+     * pairs this host finished earlier in the same `--all` run: their gauges written as they were,
+     * neither counted again in the counters nor advancing their last success (carried)
+     */
+    readonly earlier?: readonly ReconcilePairResult[];
+  },
 ): Gauge[] {
   const { previous, run } = options;
   const done = pairs.filter((p) => p.counts !== undefined);
+  const shown = [...pairs, ...(options.earlier ?? [])];
+  const shownDone = shown.filter((p) => p.counts !== undefined);
   const family = (name: string, help: string, samples: Gauge['samples'], type: Gauge['type'] = 'gauge'): Gauge => ({
     name,
     help,
@@ -97,26 +107,26 @@ export function reconcilePairSeries(
     ...carriedLastSuccess(previous, ran),
   ];
   const series: Gauge[] = [
-    family('fcctl_reconcile_rows', "rows of the pair's last diff, by category", done.flatMap(byCategory)),
+    family('fcctl_reconcile_rows', "rows of the pair's last diff, by category", shownDone.flatMap(byCategory)),
     family(
       'fcctl_reconcile_differences',
       "rows of the pair's last diff in a category that is a difference (not IN_SYNC, RETIRED nor ABSENT_CREATED_AFTER_TASK_START)",
-      done.map((p) => ({ labels: pairLabels(p), value: differencesOf(p.counts ?? {}) })),
+      shownDone.map((p) => ({ labels: pairLabels(p), value: differencesOf(p.counts ?? {}) })),
     ),
     family(
       'fcctl_reconcile_empty',
       "the pair's last diff warned of an empty side: 1 (no rows at FC nor at SH, or none at FC while SH has some), else 0",
-      done.map((p) => ({ labels: pairLabels(p), value: p.empty ? 1 : 0 })),
+      shownDone.map((p) => ({ labels: pairLabels(p), value: p.empty ? 1 : 0 })),
     ),
     family(
       'fcctl_reconcile_exit_code',
       "exit code of the pair's last run",
-      pairs.map((p) => ({ labels: pairLabels(p), value: p.exitCode })),
+      shown.map((p) => ({ labels: pairLabels(p), value: p.exitCode })),
     ),
     family(
       'fcctl_reconcile_duration_seconds',
       "duration of the pair's last run in seconds",
-      pairs.map((p) => ({ labels: pairLabels(p), value: p.durationSeconds })),
+      shown.map((p) => ({ labels: pairLabels(p), value: p.durationSeconds })),
     ),
     family(PAIR_LAST_SUCCESS, 'when the pair last completed its diff without warning, Unix seconds', lastSuccess),
     family(
@@ -251,6 +261,7 @@ function withExtra(series: Gauge[], extra: readonly Gauge[] | undefined): Gauge[
 export function allPairsSeries(
   pairs: readonly ReconcilePairResult[],
   { run, outcome, previous }: RunSeriesInput,
+  earlier: readonly ReconcilePairResult[] = [],
 ): Gauge[] {
   const all: ReconcileAllRun = {
     exitCode: run.exitCode,
@@ -260,5 +271,5 @@ export function allPairsSeries(
     ...(run.suspect ? { suspect: true } : {}),
     ...(outcome.paused !== undefined ? { paused: outcome.paused } : {}),
   };
-  return withExtra(reconcilePairSeries(pairs, { previous, run: all }), outcome.extraGauges);
+  return withExtra(reconcilePairSeries(pairs, { previous, run: all, earlier }), outcome.extraGauges);
 }

@@ -69,7 +69,9 @@ function tableRows(table: 'answer_delivery' | 'flow_apply_command'): Statement {
 /** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
 function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
   return {
-    sql: `SELECT ${REASON} AS reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY reason ORDER BY n DESC, reason LIMIT ?`,
+    // grouped by an alias no table column has: GROUP BY takes a column of the table before an alias
+    // (a `reason` column beside last_error grouped by it: 1055 under ONLY_FULL_GROUP_BY, else wrong counts)
+    sql: `SELECT ${REASON} AS fcctl_reason, COUNT(*) AS n FROM ${table} WHERE state = ? GROUP BY fcctl_reason ORDER BY n DESC, fcctl_reason LIMIT ?`,
     params: [state, TOP_REASONS],
   };
 }

@@ -24,7 +24,7 @@ const rows = (db: Db, s: { sql: string; params: unknown[] }) => db.query<Row>(s.
 
 const countsOf = (rs: Row[]) => rs.map((r) => ({ state: String(r['state']), n: num(r['n']) }));
 const reasonsOf = (rs: Row[]): ReasonCount[] =>
-  rs.map((r) => ({ reason: r['reason'] === null ? null : String(r['reason']), n: num(r['n']) }));
+  rs.map((r) => ({ reason: r['fcctl_reason'] === null ? null : String(r['fcctl_reason']), n: num(r['n']) }));
 
 /** The database's NOW(), read once: every count of a section is of that instant. */
 async function nowOf(db: Db): Promise<string> {

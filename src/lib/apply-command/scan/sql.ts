@@ -27,8 +27,9 @@ export const applyScanSql = {
   // A range of idx_apply_command_state_error (state, last_error, last_branch, …): the index alone.
   reasons: (): Statement => ({
     sql:
-      `SELECT state, ${REASON} AS reason, last_branch, COUNT(*) AS n FROM flow_apply_command WHERE state IN ('FAILED', 'DEAD') ` +
-      `GROUP BY state, reason, last_branch ORDER BY n DESC, state, reason, last_branch`,
+      // an alias no column has: GROUP BY takes a table's `reason` column before an alias of that name
+      `SELECT state, ${REASON} AS fcctl_reason, last_branch, COUNT(*) AS n FROM flow_apply_command WHERE state IN ('FAILED', 'DEAD') ` +
+      `GROUP BY state, fcctl_reason, last_branch ORDER BY n DESC, state, fcctl_reason, last_branch`,
     params: [],
   }),
   // The ids first, sorted from idx_apply_command_state_error alone (it holds update_time and

@@ -5,6 +5,8 @@ import type { Statement } from '../../db/statement.js';
 import type { ApplyScanRaw } from './decide.js';
 import { applyScanSql } from './sql.js';
 
+type Row = Omit<ApplyScanRaw['reasons'][number], 'reason'> & { fcctl_reason: string | null };
+
 /** The scan's statements in one read transaction: one consistent view. */
 export async function readApplyScan(db: Db, limit: number, graceSeconds: number): Promise<ApplyScanRaw> {
   return db.transaction(async (conn: PoolConnection) => {
@@ -14,7 +16,10 @@ export async function readApplyScan(db: Db, limit: number, graceSeconds: number)
       now,
       states: await run<ApplyScanRaw['states'][number]>(applyScanSql.states()),
       open: (await run<ApplyScanRaw['open']>(applyScanSql.open(now, graceSeconds)))[0]!,
-      reasons: await run<ApplyScanRaw['reasons'][number]>(applyScanSql.reasons()),
+      reasons: (await run<Row>(applyScanSql.reasons())).map(({ fcctl_reason, ...r }) => ({
+        ...r,
+        reason: fcctl_reason,
+      })),
       rows: await run<ApplyScanRaw['rows'][number]>(applyScanSql.newestDead(limit)),
     };
   });

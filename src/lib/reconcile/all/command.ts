@@ -5,7 +5,7 @@ import { type RunOutcome, withRunMetrics } from '../../metrics/run-metrics.js';
 import { allPairsSeries, RECONCILE_COMMAND, type ReconcilePairResult } from '../metrics.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
 import { type ThrottleLimits, throttledSeconds } from '../../db/throttle.js';
-import { allReport, pairLine, pairMetricsOf } from './decide.js';
+import { allReport, earlierPairsOf, pairLine, pairMetricsOf } from './decide.js';
 import { runReconcileAll } from './run.js';
 import type { PairFilter } from './types.js';
 import type { Ctx } from '../../cli/context.js';
@@ -31,14 +31,21 @@ export interface ReconcileAllOptions {
 /** `fcctl reconcile run --all`: this process's share of the run over every pair; the summary, `summary.json`, the metrics. */
 export async function runReconcileAllCommand(o: ReconcileAllOptions, ctx: Ctx): Promise<number> {
   let pairsRan: ReconcilePairResult[] = [];
-  const body = () => reconcileAll(o, ctx, (pairs) => (pairsRan = pairs));
-  return withRunMetrics(RECONCILE_COMMAND, o.metricsFile, ctx.clock, body, (input) => allPairsSeries(pairsRan, input));
+  let earlier: ReconcilePairResult[] = [];
+  const body = () =>
+    reconcileAll(o, ctx, (pairs, before) => {
+      pairsRan = pairs;
+      earlier = before;
+    });
+  return withRunMetrics(RECONCILE_COMMAND, o.metricsFile, ctx.clock, body, (input) =>
+    allPairsSeries(pairsRan, input, earlier),
+  );
 }
 
 async function reconcileAll(
   o: ReconcileAllOptions,
   ctx: Ctx,
-  ran: (pairs: ReconcilePairResult[]) => void,
+  ran: (pairs: ReconcilePairResult[], earlier: ReconcilePairResult[]) => void,
 ): Promise<RunOutcome> {
   const { databases, throttle, deps } = await reconcileSides(ctx, o.throttle, o.pauseFile);
   const started = ctx.clock();
@@ -71,7 +78,7 @@ async function reconcileAll(
       },
     );
     progress.stop();
-    ran(pairMetricsOf(result.outcomes, Math.floor(ctx.clock() / 1000)));
+    ran(pairMetricsOf(result.outcomes, Math.floor(ctx.clock() / 1000)), earlierPairsOf(result.earlier ?? []));
     const report = allReport(
       result,
       { ...o, summaryFile: join(resolve(o.outDir), 'summary.json') },

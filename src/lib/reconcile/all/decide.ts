@@ -435,6 +435,33 @@ export function joinedComplete(r: Pick<RunAllResult, 'completeAtStart' | 'runIdG
   return r.completeAtStart === true && r.runIdGiven === false && r.outcomes.length === 0 && r.stop === null;
 }
 
+/** The tasks of pairs this process did not run (its own outcomes are its own metrics). */
+export function notRunBy(tasks: readonly TaskRow[], outcomes: readonly PairOutcome[]): TaskRow[] {
+  const ran = new Set(outcomes.map((p) => `${p.schId}/${p.formUuid}`));
+  return tasks.filter((t) => !ran.has(`${String(t.sch_id)}/${t.form_uuid}`));
+}
+
+/**
+ * The metrics of the pairs this host finished earlier in the run, from their `result_json`: written
+ * again as they were (rows, differences, exit code, duration), so that a retry of the night's FAILED
+ * pairs (`--run-id`, as the failure line says) does not drop the other pairs' differences and
+ * resolve FcctlReconcileDifferences with nothing fixed (issue 36 §7 review).
+ */
+export function earlierPairsOf(tasks: readonly TaskRow[]): ReconcilePairResult[] {
+  return tasks.map((t) => {
+    const r = parseResult(t.result_json) as { counts?: Record<string, number>; exitCode?: number; seconds?: number };
+    const base = {
+      schId: String(t.sch_id),
+      formUuid: t.form_uuid,
+      finishedAtSeconds: 0,
+      durationSeconds: Number(r.seconds ?? 0),
+    };
+    return t.state === 'DONE' && r.counts !== undefined
+      ? { ...base, exitCode: ExitCode.OK, counts: r.counts }
+      : { ...base, exitCode: Number(r.exitCode ?? ExitCode.ITEMS_FAILED) };
+  });
+}
+
 /** A pair's JSON line (`event: "pair"`): what it came to, where its files are. */
 export function pairLine(p: PairOutcome): Record<string, unknown> {
   const base = {

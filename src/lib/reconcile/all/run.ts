@@ -38,6 +38,7 @@ import {
   afterNoClaim,
   defaultRunId,
   ledgerEntryOf,
+  notRunBy,
   pairFolderProblem,
   pairResultOf,
   pairStartOf,
@@ -54,6 +55,7 @@ import {
   readTaskClaim,
   registerPairs,
   renewLease,
+  hostFinishedTasks,
   runSummary,
   shUtcNow,
   writeTask,
@@ -167,7 +169,12 @@ export async function runReconcileAll(o: RunAllOptions, deps: RunAllDeps): Promi
   const pruned =
     keep !== undefined && summary !== null && shared.stop === null ? await pruneNights(shDb, keep, runId) : null;
   const report = await lastReport(summary, { outDir, runId, consumer: o.consumerAppKey }, deps.shDb, now);
-  return { runId, runIdGiven, found, completeAtStart, outcomes, summary, stop: shared.stop, pruned, report };
+  // this host's earlier share of the run (a retry after the night's first process): kept in its metrics
+  const earlier =
+    summary !== null && shared.stop?.by !== 'error'
+      ? notRunBy(await hostFinishedTasks(shDb, runId, deps.host), outcomes)
+      : [];
+  return { runId, runIdGiven, found, completeAtStart, outcomes, earlier, summary, stop: shared.stop, pruned, report };
 }
 
 /**

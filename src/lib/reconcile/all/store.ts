@@ -214,6 +214,13 @@ export async function openPairs(
   return { claimable: Number(row?.claimable ?? 0), heldByOthers: Number(row?.held ?? 0) };
 }
 
+/** The run's pairs finished (DONE or FAILED) by processes on `host`. */
+export async function hostFinishedTasks(shDb: Db, runId: string, host: string): Promise<TaskRow[]> {
+  const s = allSql.runTasks(runId);
+  const rows = await retrying(() => shDb.query<TaskRow>(s.sql, s.params));
+  return rows.filter((t) => t.host === host && (t.state === 'DONE' || t.state === 'FAILED'));
+}
+
 export async function runSummary(shDb: Db, runId: string, now: () => Date): Promise<RunAllSummary> {
   const s = allSql.runTasks(runId);
   return summarizeRun(runId, await retrying(() => shDb.query<TaskRow>(s.sql, s.params)), now().toISOString());

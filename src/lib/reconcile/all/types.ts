@@ -138,6 +138,12 @@ export type RunAllResult = {
   readonly runIdGiven?: boolean;
   /** the pairs this process ran, in the order they ended */
   readonly outcomes: readonly PairOutcome[];
+  /**
+   * the run's pairs this host finished before this process (DONE or FAILED by another process of
+   * the run on this host: the night's first process, before a retry): their numbers stay in the
+   * host's metrics file (issue 36 §7 review)
+   */
+  readonly earlier?: readonly TaskRow[];
   /** null when the task table could not be read at the end (the outage that stopped the run) */
   readonly summary: RunAllSummary | null;
   readonly stop: StopReason | null;

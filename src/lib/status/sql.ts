@@ -66,6 +66,18 @@ function tableRows(table: 'answer_delivery' | 'flow_apply_command'): Statement {
   return { sql: `EXPLAIN SELECT * FROM ${table}`, params: [] };
 }
 
+/**
+ * The same estimate from `information_schema.TABLES`, for a server whose plain `EXPLAIN` has no
+ * `rows` column (MySQL 8.0.32+ with `explain_format` set to JSON or TREE): cached there, but an
+ * estimate still, never a count that could outrun status's deadline on a large table.
+ */
+function cachedTableRows(table: 'answer_delivery' | 'flow_apply_command'): Statement {
+  return {
+    sql: 'SELECT TABLE_ROWS AS `rows` FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+    params: [table],
+  };
+}
+
 /** The top reason codes (`last_error` before its first colon) of one state: a range of the table's `(state, last_error, …)` index, the index alone. */
 function reasons(table: string, state: 'DEAD' | 'FAILED'): Statement {
   return {
@@ -97,6 +109,7 @@ export const statusSql = {
     recent('answer_delivery', index, 'BROKER_ACCEPTED', now),
   /** The outbox's estimated rows (information_schema, no table read). */
   outboxTableRows: (): Statement => tableRows('answer_delivery'),
+  outboxCachedTableRows: (): Statement => cachedTableRows('answer_delivery'),
 
   /**
    * How long the oldest due row has been due (since its next retry, or its creation): the
@@ -123,6 +136,7 @@ export const statusSql = {
   applyDone: (now: string, index: string | null = RECENT_INDEX.apply): Statement =>
     recent('flow_apply_command', index, 'DONE', now),
   applyTableRows: (): Statement => tableRows('flow_apply_command'),
+  applyCachedTableRows: (): Statement => cachedTableRows('flow_apply_command'),
 
   /** How long the oldest due apply command has been due: the open states' range of idx_apply_command_due. */
   applyOldestDue: (now: string, graceSeconds: number): Statement => ({

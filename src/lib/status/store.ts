@@ -36,6 +36,8 @@ interface QueueSql {
   readonly states: readonly string[];
   readonly historyState: string;
   readonly tableRows: () => Statement;
+  /** the estimate when the plan has no `rows` column (see sql.ts) */
+  readonly cachedTableRows: () => Statement;
   readonly openStates: (states: readonly string[]) => Statement;
   readonly allStates: () => Statement;
   /** the last hour's counts, on `index` (null: none named) */
@@ -69,7 +71,8 @@ async function readRecent(db: Db, q: QueueSql, now: string): Promise<{ row: Row;
  */
 async function readCounts(db: Db, q: QueueSql, now: string, exactCounts: boolean) {
   const open = q.states.filter((s) => s !== q.historyState);
-  const [estimate, recent] = await Promise.all([one(db, q.tableRows()), readRecent(db, q, now)]);
+  const [planned, recent] = await Promise.all([one(db, q.tableRows()), readRecent(db, q, now)]);
+  const estimate = 'rows' in planned ? planned : await one(db, q.cachedTableRows());
   const mode = countMode(num(estimate['rows']), exactCounts);
   const counts = countsOf(await rows(db, mode === 'exact' ? q.allStates() : q.openStates(open)));
   return {
@@ -84,6 +87,7 @@ const OUTBOX: QueueSql = {
   states: DELIVERY_STATES,
   historyState: 'BROKER_ACCEPTED',
   tableRows: statusSql.outboxTableRows,
+  cachedTableRows: statusSql.outboxCachedTableRows,
   openStates: statusSql.outboxOpenStates,
   allStates: statusSql.outboxAllStates,
   recent: statusSql.outboxAccepted,
@@ -94,6 +98,7 @@ const APPLY_COMMANDS: QueueSql = {
   states: APPLY_COMMAND_STATES,
   historyState: 'DONE',
   tableRows: statusSql.applyTableRows,
+  cachedTableRows: statusSql.applyCachedTableRows,
   openStates: statusSql.applyOpenStates,
   allStates: statusSql.applyAllStates,
   recent: statusSql.applyDone,

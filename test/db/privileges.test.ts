@@ -554,4 +554,22 @@ describe('doctor: a user holding far more than fcctl needs is warned about, neve
       await drop();
     }
   });
+
+  test("doctor's own grants plus CREATE, ALTER on `%`.* (every database, fcctl's among them): warned, naming it", async () => {
+    const doctor = grantsOf('doctor');
+    const { env, drop } = await userWith({
+      command: 'doctor',
+      grants: [...doctor.grants, 'GRANT CREATE, ALTER ON `%`.* TO {user}'],
+    });
+    try {
+      const r = await expectRuns(['--json', 'doctor'], env, [0]);
+      for (const side of ['FC', 'SH']) {
+        const line = checksOf(r.stdout)[`${side} database privileges`];
+        expect(line?.['status'], r.stdout).toBe('warn');
+        expect(String(line?.['detail'])).toContain('CREATE, ALTER on every database matching %');
+      }
+    } finally {
+      await drop();
+    }
+  });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  anyDatabase,
   databaseMatches,
   excessPrivileges,
   type FcctlDatabases,
@@ -60,6 +61,10 @@ describe('doctor privileges: SHOW GRANTS lines parsed', () => {
     expect(databaseMatches('svc\\_hall', 'svcXhall')).toBe(false);
     expect(databaseMatches('svc_hall', 'svcXhall')).toBe(true);
     expect(databaseMatches('svc%', 'svc_hall_archive')).toBe(true);
+    expect(anyDatabase('%')).toBe(true);
+    expect(anyDatabase('fcctl\\_%')).toBe(true);
+    expect(anyDatabase('fc\\%')).toBe(false);
+    expect(anyDatabase('fc_prod')).toBe(false);
     expect(databaseMatches('form_center', 'FORM_CENTER')).toBe(true);
   });
 
@@ -120,7 +125,12 @@ describe('doctor privileges: what is far more than fcctl needs', () => {
     [
       'a database pattern that covers an fcctl database (and others): its writes named',
       ['GRANT DELETE ON `svc%`.* TO `x`@`%`'],
-      ['DELETE on every table of svc%'],
+      ['DELETE on every database matching svc%'],
+    ],
+    [
+      "db init's CREATE, ALTER through a pattern covering fcctl's database: they reach the others too",
+      ['GRANT SELECT, CREATE, ALTER ON `%`.* TO `x`@`%`'],
+      ['CREATE, ALTER on every database matching %'],
     ],
   ])('%s', (_name, lines, expected) => {
     expect(excess(...lines)).toEqual(expected);

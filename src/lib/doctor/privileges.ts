@@ -77,6 +77,15 @@ export function databaseMatches(pattern: string, name: string): boolean {
   return new RegExp(`^${re}$`, 'i').test(name);
 }
 
+/**
+ * Whether a database grant's name has an unescaped `%`: it covers databases beyond the one it
+ * matched (an unescaped `_`, as `fc_prod` is commonly written, is taken for the name it spells).
+ * @example anyDatabase('fcctl\\_%') // true
+ */
+export function anyDatabase(pattern: string): boolean {
+  return /(^|[^\\])(\\\\)*%/.test(pattern);
+}
+
 const escapeRe = (c: string) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** fcctl's databases and, for each, the tables of its reference schema (sql/fc.sql, sql/sh.sql). */
@@ -96,7 +105,10 @@ export function excessPrivileges(grants: readonly ParsedGrant[], fcctl: FcctlDat
     } else {
       const own = fcctl.find((d) => databaseMatches(g.database, d.name));
       const writes = g.privileges.filter((p) => !READS.has(p));
-      if (!own) {
+      if (own && anyDatabase(g.database)) {
+        // `%`.*, `fc%`.*: fcctl's database among others; db init's CREATE and ALTER there reach them too
+        if (writes.length > 0) found.push(`${writes.join(', ')} on every database matching ${g.database}`);
+      } else if (!own) {
         if (writes.length > 0) found.push(`${writes.join(', ')} on ${where}, outside fcctl's databases`);
       } else if (g.table === '*') {
         const beyond = g.privileges.filter((p) => !SCHEMA_LEVEL_OK.has(p));

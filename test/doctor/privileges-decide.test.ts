@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   anyDatabase,
   databaseMatches,
+  unlistedRoles,
   excessPrivileges,
   type FcctlDatabases,
   fcctlTables,
@@ -146,5 +147,20 @@ describe('doctor privileges: what is far more than fcctl needs', () => {
     expect(warn.status).toBe('warn');
     expect(warn.detail).toContain('global SUPER; GRANT OPTION on *.*');
     expect(warn.detail).toContain('docs/privileges.md');
+  });
+});
+
+describe('unlistedRoles', () => {
+  it.each([
+    ['a role not active (MariaDB lists only its grant)', ['GRANT `admin` TO `fcctl`@`%`'], ['admin']],
+    ['MySQL 8 form, role with its host', ['GRANT `r1`@`%`,`r2`@`%` TO `u`@`%`'], ['r1', 'r2']],
+    [
+      "an active role: its grants are listed, and weighed as the user's",
+      ['GRANT `admin` TO `fcctl`@`%`', 'GRANT ALL PRIVILEGES ON *.* TO `admin`'],
+      [],
+    ],
+    ['no role', ['GRANT SELECT ON `fc`.* TO `fcctl`@`%`', 'GRANT SELECT ON `test`.* TO PUBLIC'], []],
+  ])('%s', (_name, lines, roles) => {
+    expect(unlistedRoles(lines)).toEqual(roles.map((r) => expect.stringMatching(new RegExp(`^role ${r}, whose`))));
   });
 });

@@ -1,11 +1,12 @@
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/lib/config/config.js';
 import { checkUrlEncoding, withPassword } from '../../src/lib/config/password.js';
 import { configRows } from '../../src/lib/config/show.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
-import { testAmqpUrl } from '../helpers/db.js';
+import { testAmqpUrl, testMysqlUrl } from '../helpers/db.js';
 import { type IsolatedVhost, isolatedVhost, mgmt } from '../helpers/management.js';
 import { startTlsMariaDb, type TlsMariaDb } from '../helpers/tls-mariadb.js';
 
@@ -31,6 +32,25 @@ describe('withPassword and checkUrlEncoding (pure)', () => {
   });
   it.each(['amqp://pub:50%off@mq/fcctl', 'amqp://pub:a#b@mq/fcctl'])('%s: exit 2 saying to percent-encode', (url) => {
     expect(() => checkUrlEncoding('amqpUrl', url)).toThrow(/percent-encode % # \/ \? @ :/);
+  });
+});
+
+describe('passwords from files: an empty file', () => {
+  it('FCCTL_FC_DATABASE_PASSWORD_FILE naming an empty file: exit 2, one line naming it (not access denied, exit 3)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fcctl-pw-'));
+    const file = join(dir, 'fc-password');
+    writeFileSync(file, '\n');
+    const r = await runCli(['deliveries', 'scan'], {
+      env: cleanEnv({
+        FCCTL_FC_DATABASE_URL: `${testMysqlUrl()}/mysql`.replace(/:\/\/([^:@]*)(:[^@]*)?@/, '://$1@'),
+        FCCTL_FC_DATABASE_PASSWORD_FILE: file,
+      }),
+    });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n').filter(Boolean)).toEqual([
+      expect.stringMatching(/^fcctl: FCCTL_FC_DATABASE_PASSWORD_FILE: .*fc-password is empty$/),
+    ]);
   });
 });
 

@@ -554,4 +554,42 @@ describe('doctor: a user holding far more than fcctl needs is warned about, neve
       await drop();
     }
   });
+
+  test("doctor's own grants plus a role holding ALL PRIVILEGES, not active (the user can SET ROLE it): warned, naming it", async () => {
+    const { env, drop } = await userWith(grantsOf('doctor'));
+    const role = `fcctl_priv_role_${randomBytes(4).toString('hex')}`;
+    const account = `'${new URL(env['FCCTL_FC_DATABASE_URL']!).username}'@'%'`;
+    try {
+      await w.admin.query(`CREATE ROLE ${role}`);
+      await w.admin.query(`GRANT ALL PRIVILEGES ON *.* TO ${role}`);
+      await w.admin.query(`GRANT ${role} TO ${account}`);
+      const r = await expectRuns(['--json', 'doctor'], env, [0]);
+      for (const side of ['FC', 'SH']) {
+        const line = checksOf(r.stdout)[`${side} database privileges`];
+        expect(line?.['status'], r.stdout).toBe('warn');
+        expect(String(line?.['detail'])).toContain(`role ${role}, whose privileges SHOW GRANTS does not list`);
+      }
+    } finally {
+      await drop();
+      await w.admin.query(`DROP ROLE IF EXISTS ${role}`);
+    }
+  });
+
+  test("doctor's own grants plus CREATE, ALTER on `%`.* (every database, fcctl's among them): warned, naming it", async () => {
+    const doctor = grantsOf('doctor');
+    const { env, drop } = await userWith({
+      command: 'doctor',
+      grants: [...doctor.grants, 'GRANT CREATE, ALTER ON `%`.* TO {user}'],
+    });
+    try {
+      const r = await expectRuns(['--json', 'doctor'], env, [0]);
+      for (const side of ['FC', 'SH']) {
+        const line = checksOf(r.stdout)[`${side} database privileges`];
+        expect(line?.['status'], r.stdout).toBe('warn');
+        expect(String(line?.['detail'])).toContain('CREATE, ALTER on every database matching %');
+      }
+    } finally {
+      await drop();
+    }
+  });
 });

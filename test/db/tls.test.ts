@@ -182,6 +182,27 @@ describe('MySQL TLS: certificate for DNS:localhost only', () => {
     expect(d).toMatchObject({ code: 3, status: 'fail', detail: expect.stringMatching(/does not name/) });
   });
 
+  it('VERIFY_IDENTITY at 127.0.0.1: the server the certificate does not name never gets the login (checked in the handshake)', async () => {
+    // The general log lists each login the server accepted. Checked after the login, the refused
+    // server had it already (and, over TLS, caching_sha2_password's full authentication sends the
+    // password itself).
+    db.sql("SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = 1; TRUNCATE mysql.general_log;");
+    const s = await scan(db.url('fcctl', 'fcctl-pw', verifyIdentity));
+    const logins = db.sql(
+      "SET GLOBAL general_log = 0; SELECT COUNT(*) FROM mysql.general_log WHERE command_type = 'Connect' AND argument LIKE 'fcctl@%';",
+    );
+    expect(s.code).toBe(3);
+    expect(Number(logins.trim())).toBe(0);
+    // the check is the same on the name the certificate holds: that login goes through
+    db.sql('TRUNCATE mysql.general_log; SET GLOBAL general_log = 1;');
+    const url = db.url('fcctl', 'fcctl-pw', verifyIdentity).replace('@127.0.0.1:', '@localhost:');
+    expect(await doctorFc(url)).toMatchObject({ status: 'ok' });
+    const named = db.sql(
+      "SET GLOBAL general_log = 0; SELECT COUNT(*) FROM mysql.general_log WHERE command_type = 'Connect' AND argument LIKE 'fcctl@%';",
+    );
+    expect(Number(named.trim())).toBeGreaterThan(0);
+  });
+
   it('a refused server stays refused on connections that resume its TLS session (they show no certificate)', async () => {
     const verdicts = await identityVerdicts(db);
     expect(verdicts.some((v) => v.resumed)).toBe(true);

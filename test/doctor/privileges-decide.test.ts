@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  anyDatabase,
   databaseMatches,
+  unlistedRoles,
   excessPrivileges,
   type FcctlDatabases,
   fcctlTables,
@@ -60,6 +62,10 @@ describe('doctor privileges: SHOW GRANTS lines parsed', () => {
     expect(databaseMatches('svc\\_hall', 'svcXhall')).toBe(false);
     expect(databaseMatches('svc_hall', 'svcXhall')).toBe(true);
     expect(databaseMatches('svc%', 'svc_hall_archive')).toBe(true);
+    expect(anyDatabase('%')).toBe(true);
+    expect(anyDatabase('fcctl\\_%')).toBe(true);
+    expect(anyDatabase('fc\\%')).toBe(false);
+    expect(anyDatabase('fc_prod')).toBe(false);
     expect(databaseMatches('form_center', 'FORM_CENTER')).toBe(true);
   });
 
@@ -120,7 +126,12 @@ describe('doctor privileges: what is far more than fcctl needs', () => {
     [
       'a database pattern that covers an fcctl database (and others): its writes named',
       ['GRANT DELETE ON `svc%`.* TO `x`@`%`'],
-      ['DELETE on every table of svc%'],
+      ['DELETE on every database matching svc%'],
+    ],
+    [
+      "db init's CREATE, ALTER through a pattern covering fcctl's database: they reach the others too",
+      ['GRANT SELECT, CREATE, ALTER ON `%`.* TO `x`@`%`'],
+      ['CREATE, ALTER on every database matching %'],
     ],
   ])('%s', (_name, lines, expected) => {
     expect(excess(...lines)).toEqual(expected);
@@ -136,5 +147,20 @@ describe('doctor privileges: what is far more than fcctl needs', () => {
     expect(warn.status).toBe('warn');
     expect(warn.detail).toContain('global SUPER; GRANT OPTION on *.*');
     expect(warn.detail).toContain('docs/privileges.md');
+  });
+});
+
+describe('unlistedRoles', () => {
+  it.each([
+    ['a role not active (MariaDB lists only its grant)', ['GRANT `admin` TO `fcctl`@`%`'], ['admin']],
+    ['MySQL 8 form, role with its host', ['GRANT `r1`@`%`,`r2`@`%` TO `u`@`%`'], ['r1', 'r2']],
+    [
+      "an active role: its grants are listed, and weighed as the user's",
+      ['GRANT `admin` TO `fcctl`@`%`', 'GRANT ALL PRIVILEGES ON *.* TO `admin`'],
+      [],
+    ],
+    ['no role', ['GRANT SELECT ON `fc`.* TO `fcctl`@`%`', 'GRANT SELECT ON `test`.* TO PUBLIC'], []],
+  ])('%s', (_name, lines, roles) => {
+    expect(unlistedRoles(lines)).toEqual(roles.map((r) => expect.stringMatching(new RegExp(`^role ${r}, whose`))));
   });
 });

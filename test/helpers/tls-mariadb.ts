@@ -22,8 +22,8 @@ export interface TlsMariaDb {
   readonly files: TlsFiles;
   /** user `fcctl`/`fcctl-pw` (any TLS client), user `x509user`/`x509-pw` (REQUIRE X509); database `tlsdb` */
   url(user: string, password: string, query?: string): string;
-  /** runs SQL as the server's socket superuser */
-  sql(text: string): void;
+  /** runs SQL as the server's socket superuser; its output (tab-separated rows) */
+  sql(text: string): string;
   stop(): Promise<void>;
 }
 
@@ -131,9 +131,8 @@ export async function startTlsMariaDb(san: string): Promise<TlsMariaDb> {
     ],
     { stdio: 'ignore' },
   );
-  const sql = (text: string) => {
-    execFileSync('mariadb', [`--socket=${sock}`, '-u', me], { input: text, stdio: 'pipe' });
-  };
+  const sql = (text: string) =>
+    execFileSync('mariadb', [`--socket=${sock}`, '-u', me, '-N'], { input: text, stdio: 'pipe', encoding: 'utf8' });
   for (let i = 0; ; i++) {
     try {
       sql('SELECT 1');

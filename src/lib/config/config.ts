@@ -59,14 +59,19 @@ export interface ConfigInputs {
 const NAMES = Object.keys(SETTINGS) as SettingName[];
 
 function readValueFile(readFile: (p: string) => string, path: string, what: string): string {
+  let value: string;
   try {
     // One trailing newline is how editors and `echo` leave files; it is never part of a secret.
-    return readFile(path).replace(/\r?\n$/, '');
+    value = readFile(path).replace(/\r?\n$/, '');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ERR_ENCODING_INVALID_ENCODED_DATA') throw new UsageError(`${what}: ${path} is not UTF-8 text`);
     throw new UsageError(`${what}: cannot read ${path}: ${code ?? 'error'}`);
   }
+  // An empty file is a secret not mounted (an empty variable counts as unset): an empty password
+  // filled into a URL read as a wrong password (exit 3, "access denied"), not as the file's fault.
+  if (value === '') throw new UsageError(`${what}: ${path} is empty`);
+  return value;
 }
 
 /** A file's text; bytes that are not UTF-8 are refused, never turned into U+FFFD. */

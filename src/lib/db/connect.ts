@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type mysql from 'mysql2/promise';
 import { EnvironmentError } from '../cli/exit.js';
 import { maskUrl } from '../config/mask.js';
-import { identityCheck, openWithTls, sslModeOf, tlsCauseOf } from './tls.js';
+import { identityCheck, openWithTls, sslModeOf, tlsCauseOf, withIdentityCheck } from './tls.js';
 import { type DatabaseAddress, DEFAULT_POOL_SIZE, databaseAddressOf, parseDatabaseUrl } from './url.js';
 import { versionProblem } from './version.js';
 
@@ -151,10 +151,13 @@ async function openChecked(
   options: OpenDbOptions,
 ): Promise<Db> {
   const identity = identityCheck(address.tls, address.host);
+  // checked in the TLS handshake, before the login; again as the pool hands out each connection
+  const ssl = poolOptions.ssl;
+  const checked = typeof ssl === 'object' ? { ...poolOptions, ssl: withIdentityCheck(ssl, identity) } : poolOptions;
   const pools = new Pools(
     label,
     driver,
-    poolOptions,
+    checked,
     {
       timeoutMs: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS,
       closeGraceMs: options.closeGraceMs ?? CLOSE_GRACE_MS,

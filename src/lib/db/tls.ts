@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import type mysql from 'mysql2/promise';
@@ -64,6 +65,47 @@ export function identityCheck(tls: TlsChoice, host: string): (socket: unknown) =
   };
 }
 
+/** The ssl option's key for a pool's {@link identityCheck}, read by the handshake hook below. */
+const IDENTITY = Symbol('fcctl identity check');
+
+/** mysql2's `ssl` option for one pool, carrying its identity check into the TLS handshake. */
+export function withIdentityCheck(
+  ssl: mysql.SslOptions,
+  check: (socket: unknown) => TlsIdentityError | null,
+): mysql.SslOptions {
+  checkIdentityInHandshake();
+  return { ...ssl, [IDENTITY]: check } as mysql.SslOptions;
+}
+
+let hooked = false;
+
+/**
+ * Runs an ssl option's identity check as soon as its TLS handshake ends, before the login: for an
+ * IP host mysql2 checks no name (see {@link sslOptionsOf}), and checked only once the pool hands
+ * the connection out, the server the certificate does not name had the login already (over TLS
+ * caching_sha2_password's full authentication sends the password itself). mysql2 (3.24.6) has no
+ * hook between its handshake and its login: its startTLS is wrapped, once, for options that carry
+ * a check; any other connection goes through it unchanged.
+ */
+function checkIdentityInHandshake(): void {
+  if (hooked) return;
+  hooked = true;
+  const core = createRequire(import.meta.url)('mysql2') as { Connection: { prototype: object } };
+  let proto: object | null = core.Connection.prototype;
+  while (proto && !Object.hasOwn(proto, 'startTLS')) proto = Object.getPrototypeOf(proto) as object | null;
+  if (!proto) throw new Error('mysql2: no startTLS to check the server identity in (a changed mysql2?)');
+  type Conn = { config: { ssl?: Record<symbol, unknown> }; stream: unknown };
+  const target = proto as { startTLS(this: Conn, onSecure: (err?: Error) => void): void };
+  const startTLS = target.startTLS;
+  target.startTLS = function (this: Conn, onSecure) {
+    const check = this.config.ssl?.[IDENTITY] as ((socket: unknown) => Error | null) | undefined;
+    startTLS.call(this, (err) => {
+      if (err || !check) return onSecure(err);
+      onSecure(check(this.stream) ?? undefined);
+    });
+  };
+}
+
 /** What to do about a server that refused plaintext. */
 const USE_TLS = 'set ssl-mode=VERIFY_IDENTITY (with ssl-ca) or REQUIRED in the URL';
 
@@ -78,7 +120,9 @@ export function tlsCauseOf(err: unknown, mode: SslMode): string | null {
   const reason = String(e.message ?? '')
     .split('\n')[0]!
     .replace(/[:\s]+$/, '');
-  switch (e.code) {
+  // refused in the handshake, its code is mysql2's HANDSHAKE_SSL_ERROR
+  const code = err instanceof TlsIdentityError ? 'TLS_IDENTITY' : e.code;
+  switch (code) {
     case 'HANDSHAKE_SSL_ERROR':
       return `TLS: the server's certificate was refused (ssl-mode=${mode}): ${reason}`;
     case 'TLS_IDENTITY':

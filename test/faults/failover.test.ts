@@ -42,6 +42,7 @@ const readOnly = (on: boolean) => admin.query(`SET GLOBAL read_only = ${on ? 1 :
 beforeAll(async () => {
   dbs = await freshDatabases('ffailover');
   admin = dbs.admin;
+  await admin.query(`USE \`${dbs.fcName}\``);
   const adminEnv = dbs.env({
     FCCTL_AMQP_URL: testAmqpUrl(),
     FCCTL_APP_KEY: PUBLISHER.appKey,

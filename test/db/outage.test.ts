@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDbMisconfiguration, isOutage } from '../../src/lib/db/outage.js';
+import { isDbMisconfiguration, isOutage, isReadOnly } from '../../src/lib/db/outage.js';
 import { failureKind } from '../../src/lib/service/decide.js';
 
 const err = (code: string, message = 'x', cause?: unknown) =>
@@ -45,6 +45,7 @@ describe('isOutage: a read-only server (failover)', () => {
     ['no code', new Error('read-only'), false],
   ])('%s → %s', (_name, e, outage) => {
     expect(isOutage(e)).toBe(outage);
+    expect(isReadOnly(e)).toBe(outage && !/connection lost/.test(_name));
     // a read-only server is never a misconfiguration: waiting cures it
     expect(isDbMisconfiguration(e)).toBe(false);
     if (outage) expect(failureKind(e)).toBe('outage');

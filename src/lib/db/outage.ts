@@ -82,6 +82,21 @@ export function isDbMisconfiguration(err: unknown): boolean {
   return carries(err, MISCONFIG_CODES);
 }
 
+const READ_ONLY_CODES = new Set([
+  'ER_READ_ONLY_MODE',
+  'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION',
+  'ER_INNODB_READ_ONLY',
+]);
+
+/**
+ * Whether an error (or one of its causes) is a server refusing a write because it is read-only:
+ * an outage, which a batch run names as such (issue 35 §5).
+ * @example isReadOnly(Object.assign(new Error('Running in read-only mode'), { code: 'ER_READ_ONLY_MODE' })) // true
+ */
+export function isReadOnly(err: unknown): boolean {
+  return carries(err, READ_ONLY_CODES, readOnlyOption);
+}
+
 /**
  * Whether an error (or one of its causes, five deep) carries an outage code.
  * @example isOutage(Object.assign(new Error('down'), { code: 'ECONNREFUSED' })) // true

@@ -22,7 +22,7 @@ import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { addSummary, emptySummary, forget, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
 import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
-import { backlog } from './store.js';
+import { backlog, checkWritable } from './store.js';
 
 export interface ResolveFollowOptions {
   readonly pollMs: number;
@@ -46,6 +46,16 @@ async function flowCenterProblem(deps: ResolveFollowDeps): Promise<{ kind: Failu
   const status = 'status' in r ? r.status : undefined;
   const why = `flow center lookup: ${r.kind}${status !== undefined ? ` ${status}` : ''}${'detail' in r && r.detail ? `: ${r.detail}` : ''}`;
   return { kind: status === 401 || status === 403 ? 'misconfigured' : 'outage', why };
+}
+
+/**
+ * Whether a command is due; after a failure (`writeFirst`) a write that changes nothing comes first:
+ * a failover's read-only server answers reads, and the resolver is running again only once it can
+ * write (issue 35 §5).
+ */
+async function dueNow(options: ResolveOptions, deps: ResolveFollowDeps, writeFirst: boolean): Promise<boolean> {
+  if (writeFirst) await checkWritable(deps.db);
+  return (await backlog(deps.db, deps.appKey, options.pendingGraceSeconds, 1)).due > 0;
 }
 
 /**
@@ -92,7 +102,7 @@ export async function followResolve(
         continue;
       }
       delete total.paused;
-      due = (await backlog(deps.db, deps.appKey, options.pendingGraceSeconds, 1)).due > 0;
+      due = await dueNow(options, deps, !checked);
       deps.onConnection?.('sh_database', true);
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;

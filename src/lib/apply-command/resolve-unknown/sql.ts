@@ -70,6 +70,15 @@ export function backlogSelect(appKey: string, graceSeconds: number, cap: number)
   };
 }
 
+/**
+ * A write that changes nothing (an impossible WHERE: no row read or locked), refused by a
+ * read-only server (1290, a failover's demoted writer): the resolver says `running` only once this
+ * succeeds after a failure, not when its reads do (issue 35 §5).
+ */
+export function writable(): Statement {
+  return { sql: 'UPDATE flow_apply_command SET claim_owner = claim_owner WHERE 1 = 0', params: [] };
+}
+
 export function claimUpdate(owner: string, leaseSeconds: number, ids: readonly string[]): Statement {
   return {
     sql: 'UPDATE flow_apply_command SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)',

@@ -13,7 +13,14 @@ import {
   mirrorSelect,
   otherAppKeySelect,
   peekSelect,
+  writable,
 } from './sql.js';
+
+/** Throws what the server says when it cannot write now (read-only: a failover); {@link writable}. */
+export async function checkWritable(db: Db): Promise<void> {
+  const q = writable();
+  await db.execute(q.sql, q.params);
+}
 
 /**
  * Where a run's claims start (from {@link claimStartSelect}): `'0'` when nothing is in a state

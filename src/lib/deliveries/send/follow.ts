@@ -29,7 +29,7 @@ import type { Db } from '../../db/connect.js';
 import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
 import { emptySummary } from './decide.js';
 import { claimBatches, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
-import { countDue } from './store.js';
+import { checkWritable, countDue } from './store.js';
 import { newClaimOwner } from '../../db/claim-owner.js';
 import type { PauseState } from '../../pause/decide.js';
 import type { SendDeps, SendOptions, SendSummary } from './types.js';
@@ -212,6 +212,9 @@ async function runSession(
   // read again at each session: a reconnect may follow a server restarted in another zone
   const options = { ...given, serviceTimeZone: await deps.zone(true) };
   await verifiedPublisher(deps.db, deps.publisher);
+  // reads succeed on a failover's read-only server: running (and the backoff reset) only once a
+  // write does, or each retry would say running for a moment and start its backoff again
+  await checkWritable(deps.db);
   await prepareExchange(broker, { declare: options.declare, dryRun: false });
   const publisher = await openPublisher(broker, options, deps.clock);
   onReady();
@@ -226,7 +229,8 @@ async function runSession(
     follow: {
       idle: () => idle(options, deps, broker, publisher, deadline),
       // outcomes written again through a database outage: not ready meanwhile, ready once they land
-      onWriteOutage: (why) => (why === null ? onReady() : onOutage(why)),
+      // (not when the session is ending on a failed claim: it is running again once a new session's write succeeds)
+      onWriteOutage: (why) => (why !== null ? onOutage(why) : run.fatal ? undefined : onReady()),
       drainEnd: drain.signal,
       zone: () => deps.zone(),
     },

@@ -5,7 +5,7 @@
  * the statements in `sql.ts`, executed in `store.ts`; this file orchestrates and publishes.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { isOutage } from '../../db/outage.js';
+import { isOutage, isReadOnly } from '../../db/outage.js';
 import { type Broker, BrokerBlockedError, DELIVERY_EXCHANGE, exchangeExists } from '../../amqp/connect.js';
 import { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { returnProbeMessage, sendReturnProbe } from '../../amqp/probe.js';
@@ -526,7 +526,16 @@ export async function runSend(options: SendOptions, deps: SendDeps): Promise<Sen
   await verifiedPublisher(deps.db, deps.publisher);
   const publisher = await openPublisher(broker, options, deps.clock);
   await claimBatches(run, broker, publisher, owner);
-  return finishRun(run, broker, publisher);
+  try {
+    return await finishRun(run, broker, publisher);
+  } catch (err) {
+    // a failover's demoted writer: said as such (exit 3), not as an unexpected error
+    if (!isReadOnly(err)) throw err;
+    throw new EnvironmentError(
+      `the FC database is read-only (a failover?): ${(err as Error).message}; rows claimed and not written go out again after their lease`,
+      { cause: err },
+    );
+  }
 }
 
 /** `--declare` declares the exchange (topic, durable); otherwise it must exist. A dry run declares nothing. */

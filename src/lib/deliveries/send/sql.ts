@@ -44,6 +44,15 @@ export const sendSql = {
     sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} LIMIT ? FOR UPDATE SKIP LOCKED`,
     params: [limit],
   }),
+  /**
+   * A write that changes nothing (an impossible WHERE: no row read or locked), refused as a claim
+   * would be by a server that is read-only (1290, a failover's demoted writer): a follow session is
+   * `running` only once this succeeds, not when its reads do (issue 35 §5).
+   */
+  writable: (): Statement => ({
+    sql: 'UPDATE answer_delivery SET claim_owner = claim_owner WHERE 1 = 0',
+    params: [],
+  }),
   /** The lease on the rows just claimed. */
   lease: (owner: string, ids: readonly string[], leaseSeconds: number): Statement => ({
     sql: 'UPDATE answer_delivery SET claim_owner = ?, claim_expires_at = NOW() + INTERVAL ? SECOND WHERE id IN (?)',

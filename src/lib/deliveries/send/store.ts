@@ -23,6 +23,12 @@ export async function claimDue(db: Db, owner: string, limit: number, leaseSecond
   });
 }
 
+/** Throws what the server says when it cannot write now (read-only: a failover); {@link sendSql.writable}. */
+export async function checkWritable(db: Db): Promise<void> {
+  const q = sendSql.writable();
+  await db.execute(q.sql, q.params);
+}
+
 /** How many rows are due now, counting no further than `cap` ({@link sendSql.countDue}). */
 export async function countDue(db: Db, cap: number): Promise<number> {
   const q = sendSql.countDue(cap);

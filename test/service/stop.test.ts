@@ -188,4 +188,42 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     expect(end.code).toBe(0);
     expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
   });
+
+  // A stop while the service is still opening its database, the server frozen after the handshake:
+  // the open's first statement waits out its 10 s deadline, and the stop waited with it (14.9 s
+  // after SIGTERM with a 2 s drain); the open is no longer waited for.
+  test('resolver: SIGTERM while it opens an SH database frozen after the handshake ends it within the drain + 10 s (§5, §6)', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    const db = await proxyTo(dbs.shUrl);
+    db.freezeAtStatement();
+    const r = start(['apply-command', 'resolve-unknown', '--follow'], {
+      ...flowEnv(dbs, flowCenter),
+      FCCTL_SH_DATABASE_URL: viaProxy(dbs.shUrl, db.port),
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(r.lines().filter(isState('running'))).toEqual([]);
+    const end = await timedStop(r);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
+    expect(end.stdout).toContain('"type":"summary"');
+  });
+
+  test('relay: SIGTERM while it opens an FC database frozen after the handshake ends it within the drain + 10 s (§5, §6)', async ({
+    dbs,
+  }) => {
+    const db = await proxyTo(dbs.fcUrl);
+    db.freezeAtStatement();
+    const relay = start(['deliveries', 'send', '--follow'], {
+      ...dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode }),
+      FCCTL_FC_DATABASE_URL: viaProxy(dbs.fcUrl, db.port),
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(relay.lines().filter(isState('running'))).toEqual([]);
+    const end = await timedStop(relay);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
+    expect(end.stdout).toContain('"type":"summary"');
+  });
 });

@@ -13,6 +13,7 @@ import {
   commandsOf,
   flowEnv,
   insertCommands,
+  logOf,
   uniquePrefix,
 } from '../helpers/apply-commands.js';
 import { testAmqpUrl } from '../helpers/db.js';
@@ -101,6 +102,32 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     expect(end.ms).toBeGreaterThan(DRAIN_SECONDS * 1000 - 500);
     const [row] = await commandsOf(dbs.admin, dbs.shName, p);
     expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, claim_owner: null, last_error: null });
+  });
+
+  test('resolver: a POST apply in flight at the drain’s end is abandoned; the row is released UNKNOWN uncharged and the next run looks it up first, never POSTs again (§3, SPEC §9)', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    await clearFlowCenter(flowCenter);
+    const p = uniquePrefix('sp');
+    // the flow center creates the instance, but its answer never comes
+    await flowCenter.faults([{ path: '/oapi/flow/apply', kind: 'timeout', after: true, bizId: `${p}-1` }]);
+    const argv = ['apply-command', 'resolve-unknown', '--follow', '--request-timeout', '60', '--lease-seconds', '130'];
+    const r = start(argv, flowEnv(dbs, flowCenter));
+    await r.waitForLine('running', isState('running'));
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
+    const posted = async () => logOf(await flowCenter.log(), p).some((e) => e.path === '/oapi/flow/apply');
+    await waitFor('the POST sent', posted, 15_000, 50);
+    const end = await timedStop(r);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan((DRAIN_SECONDS + 3) * 1000);
+    const [row] = await commandsOf(dbs.admin, dbs.shName, p);
+    expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, claim_owner: null, last_error: null });
+    await clearFlowCenter(flowCenter);
+    const again = start(argv, flowEnv(dbs, flowCenter));
+    await waitFor('DONE', async () => (await commandsOf(dbs.admin, dbs.shName, p))[0]?.state === 'DONE', 30_000, 100);
+    expect(logOf(await flowCenter.log(), p).map((e) => e.path)).toEqual(['/oapi/flow/instance']);
+    expect((await timedStop(again)).code).toBe(0);
   });
 
   test('relay: outcomes that cannot be written while the FC database is down are given up at the drain’s end, not retried until the lease’s (§5)', async ({

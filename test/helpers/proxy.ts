@@ -85,9 +85,15 @@ export class TcpProxy {
     this.frozen = true;
   }
 
-  /** Answering again: new connections are greeted (those frozen lost what was sent meanwhile). */
+  /** Answering again: new connections are greeted (those frozen lost what was sent meanwhile); a freezeAtStatement() still waiting is forgotten. */
   thaw(): void {
     this.frozen = false;
+    this.freezeOnStatement = null;
+  }
+
+  /** Whether it stopped answering (freeze(), or the statement freezeAtStatement() waited for). */
+  get isFrozen(): boolean {
+    return this.frozen;
   }
 
   /** Freezes at the first statement any client sends (that names `text`, when given): see the class. */

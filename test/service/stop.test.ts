@@ -13,6 +13,7 @@ import {
   commandsOf,
   flowEnv,
   insertCommands,
+  logOf,
   uniquePrefix,
 } from '../helpers/apply-commands.js';
 import { testAmqpUrl } from '../helpers/db.js';
@@ -103,6 +104,32 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, claim_owner: null, last_error: null });
   });
 
+  test('resolver: a POST apply in flight at the drain’s end is abandoned; the row is released UNKNOWN uncharged and the next run looks it up first, never POSTs again (§3, SPEC §9)', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    await clearFlowCenter(flowCenter);
+    const p = uniquePrefix('sp');
+    // the flow center creates the instance, but its answer never comes
+    await flowCenter.faults([{ path: '/oapi/flow/apply', kind: 'timeout', after: true, bizId: `${p}-1` }]);
+    const argv = ['apply-command', 'resolve-unknown', '--follow', '--request-timeout', '60', '--lease-seconds', '130'];
+    const r = start(argv, flowEnv(dbs, flowCenter));
+    await r.waitForLine('running', isState('running'));
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
+    const posted = async () => logOf(await flowCenter.log(), p).some((e) => e.path === '/oapi/flow/apply');
+    await waitFor('the POST sent', posted, 15_000, 50);
+    const end = await timedStop(r);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan((DRAIN_SECONDS + 3) * 1000);
+    const [row] = await commandsOf(dbs.admin, dbs.shName, p);
+    expect(row).toMatchObject({ state: 'UNKNOWN', retry_count: 0, claim_owner: null, last_error: null });
+    await clearFlowCenter(flowCenter);
+    const again = start(argv, flowEnv(dbs, flowCenter));
+    await waitFor('DONE', async () => (await commandsOf(dbs.admin, dbs.shName, p))[0]?.state === 'DONE', 30_000, 100);
+    expect(logOf(await flowCenter.log(), p).map((e) => e.path)).toEqual(['/oapi/flow/instance']);
+    expect((await timedStop(again)).code).toBe(0);
+  });
+
   test('relay: outcomes that cannot be written while the FC database is down are given up at the drain’s end, not retried until the lease’s (§5)', async ({
     dbs,
   }) => {
@@ -187,5 +214,43 @@ describe('a stop ends the process within --drain-seconds + 10 s, exit 0', () => 
     const end = await timedStop(r);
     expect(end.code).toBe(0);
     expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
+  });
+
+  // A stop while the service is still opening its database, the server frozen after the handshake:
+  // the open's first statement waits out its 10 s deadline, and the stop waited with it (14.9 s
+  // after SIGTERM with a 2 s drain); the open is no longer waited for.
+  test('resolver: SIGTERM while it opens an SH database frozen after the handshake ends it within the drain + 10 s (§5, §6)', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    const db = await proxyTo(dbs.shUrl);
+    db.freezeAtStatement();
+    const r = start(['apply-command', 'resolve-unknown', '--follow'], {
+      ...flowEnv(dbs, flowCenter),
+      FCCTL_SH_DATABASE_URL: viaProxy(dbs.shUrl, db.port),
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(r.lines().filter(isState('running'))).toEqual([]);
+    const end = await timedStop(r);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
+    expect(end.stdout).toContain('"type":"summary"');
+  });
+
+  test('relay: SIGTERM while it opens an FC database frozen after the handshake ends it within the drain + 10 s (§5, §6)', async ({
+    dbs,
+  }) => {
+    const db = await proxyTo(dbs.fcUrl);
+    db.freezeAtStatement();
+    const relay = start(['deliveries', 'send', '--follow'], {
+      ...dbs.env({ FCCTL_AMQP_URL: testAmqpUrl(), FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode }),
+      FCCTL_FC_DATABASE_URL: viaProxy(dbs.fcUrl, db.port),
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(relay.lines().filter(isState('running'))).toEqual([]);
+    const end = await timedStop(relay);
+    expect(end.code).toBe(0);
+    expect(end.ms).toBeLessThan(STOP_LIMIT_MS);
+    expect(end.stdout).toContain('"type":"summary"');
   });
 });

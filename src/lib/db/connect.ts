@@ -226,6 +226,12 @@ function connectionsOf(p: mysql.Pool | null): Held[] {
   return Array.from({ length: all.length }, (_, i) => all.get(i) as Held).filter((c) => c.stream?.destroyed !== true);
 }
 
+/**
+ * How long the server keeps a session idle inside a transaction (MariaDB): more than a
+ * transaction's whole deadline ({@link STATEMENT_TIMEOUT_MS}), so only an abandoned one is ended.
+ */
+export const IDLE_TRANSACTION_SECONDS = 20;
+
 /** Why a new connection must not be used (a TLS identity check), or null. */
 type ConnectionCheck = (conn: { stream?: unknown }) => Error | null;
 
@@ -243,8 +249,16 @@ function preparePool(p: mysql.Pool, check: ConnectionCheck, refuse: (err: Error)
     // Values are escaped client-side with backslashes: a server running NO_BACKSLASH_ESCAPES
     // would read them differently, so every fcctl session turns it off.
     // (The event hands over the driver's callback connection; the command runs before any other.)
+    // A transaction whose connection was dropped at its deadline while the network stalled stays
+    // open on the server (it never hears the close) with its row locks: SKIP LOCKED claims passed
+    // its rows by for hours (wait_timeout). MariaDB ends a session idle inside a transaction after
+    // IDLE_TRANSACTION_SECONDS (every fcctl transaction ends within its deadline); MySQL reads the
+    // part as a comment (it has no such setting).
     const core = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
-    core.query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", () => undefined);
+    core.query(
+      `SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '') /*M!100300 , idle_transaction_timeout = ${IDLE_TRANSACTION_SECONDS} */`,
+      () => undefined,
+    );
   });
 }
 

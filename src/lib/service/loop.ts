@@ -62,14 +62,36 @@ export async function connectPatiently<T>(
   const setState = stateOnce(deps.onState);
   for (let attempt = 1; !deps.signal.aborted; attempt++) {
     try {
-      return await open();
+      return await untilStopped(open(), deps.signal);
     } catch (err) {
+      if (deps.signal.aborted) break;
       const kind = failureKind(err);
       setState(kind, (err as Error).message);
       if (!(await waitStepping(retryDelayMs(kind, attempt, deps.random), deps))) break;
     }
   }
   return null;
+}
+
+/**
+ * `work`, or null as soon as the stop signal comes: an open that hangs on a database that stopped
+ * answering (its first statement waits out its 10 s deadline) does not hold the stop. What it
+ * opens later is closed with the command (the pool is registered as it is made).
+ */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal): Promise<T | null> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(null);
+  }
+  let onAbort: () => void = () => undefined;
+  const stopped = new Promise<null>((resolve) => {
+    onAbort = () => {
+      work.catch(() => undefined);
+      resolve(null);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, stopped]).finally(() => signal.removeEventListener('abort', onAbort));
 }
 
 /**

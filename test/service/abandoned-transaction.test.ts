@@ -44,7 +44,7 @@ describe('a transaction abandoned at its deadline does not hold its rows', () =>
       [1, 2, 3].map((i) => ({ bizId: `${p}-${i}`, state: 'UNKNOWN' as const })),
     );
     // the claim's rows are locked by its SELECT; its UPDATE never reaches the server
-    db.freezeAtStatement('SET claim_owner');
+    db.freezeAtStatement('claim_expires_at = NOW() + INTERVAL');
     const r = startService(['--json', 'apply-command', 'resolve-unknown', '--follow', '--backoff-base', '1'], {
       env: { ...flowEnv(dbs, flowCenter), FCCTL_SH_DATABASE_URL: viaProxy(dbs.shUrl, db.port) },
     });

@@ -46,17 +46,33 @@ afterAll(async () => {
 
 const readyz = (port: number) => httpGet(port, '/readyz').catch(() => ({ status: -1, body: '' }));
 
+/** A consumer of its own (a bound durable queue, a grant) and a follow relay serving --listen on a free port. */
+async function alarmRelay(prefix: string, more: readonly string[] = []) {
+  const key = uniqueConsumerKey(prefix);
+  const queue = await bindQueue(key, { durable: true });
+  await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
+  const port = await freePort();
+  const relay = startService(['--json', 'deliveries', 'send', '--follow', ...more, '--listen', `:${port}`], {
+    env,
+    timeoutMs: 300_000,
+  });
+  return { key, queue, port, relay };
+}
+
+/** SIGTERM, timed: exit 0 within `limitMs` (the drain + 10 s). */
+async function stopWithin(relay: ReturnType<typeof startService>, what: string, limitMs: number): Promise<void> {
+  const signalled = Date.now();
+  const stopped = await relay.stop('SIGTERM');
+  const stopMs = Date.now() - signalled;
+  console.log(`${what}: SIGTERM to exit ${stopMs} ms`);
+  expect(stopped.code).toBe(0);
+  expect(stopMs).toBeLessThan(limitMs);
+}
+
 describe('a follow relay under a broker memory alarm', () => {
   it('answers /readyz 503 "blocked" within a second of the broker blocking it, 200 once unblocked', async () => {
-    const key = uniqueConsumerKey('fbl');
-    const queue = await bindQueue(key, { durable: true });
-    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
-    const port = await freePort();
     // the default confirm timeout: before, /readyz stayed 200 until the claimed rows' confirms timed out
-    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`], {
-      env,
-      timeoutMs: 300_000,
-    });
+    const { key, queue, port, relay } = await alarmRelay('fbl');
     try {
       await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
       expect((await readyz(port)).status).toBe(200);
@@ -119,12 +135,7 @@ describe('a follow relay under a broker memory alarm', () => {
       try {
         await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
         await waitFor('blocked again', async () => (await readyz(port)).status === 503, 30_000, 20);
-        const signalled = Date.now();
-        const stopped = await relay.stop('SIGTERM');
-        const stopMs = Date.now() - signalled;
-        console.log(`memory alarm: SIGTERM to exit ${stopMs} ms`);
-        expect(stopped.code).toBe(0);
-        expect(stopMs).toBeLessThan(40_000);
+        await stopWithin(relay, 'memory alarm', 40_000);
       } finally {
         await brokerMemoryAlarm(false);
       }
@@ -137,14 +148,7 @@ describe('a follow relay under a broker memory alarm', () => {
 
 describe('a follow relay under a memory alarm that flaps', () => {
   it('follows each block and unblock on /readyz, delivers every row once the alarm is gone, and a stop while blocked exits 0 within drain + 10 s', async () => {
-    const key = uniqueConsumerKey('ffl');
-    const queue = await bindQueue(key, { durable: true });
-    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
-    const port = await freePort();
-    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`], {
-      env,
-      timeoutMs: 300_000,
-    });
+    const { key, queue, port, relay } = await alarmRelay('ffl');
     const accepted = async () => {
       const [rows] = await admin.query(
         `SELECT COUNT(*) AS n FROM answer_delivery WHERE consumer_app_key = ? AND state = 'BROKER_ACCEPTED'`,
@@ -175,12 +179,7 @@ describe('a follow relay under a memory alarm that flaps', () => {
       try {
         await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
         await waitFor('blocked at the stop', async () => (await readyz(port)).status === 503, 30_000, 20);
-        const signalled = Date.now();
-        const stopped = await relay.stop('SIGTERM');
-        const stopMs = Date.now() - signalled;
-        console.log(`flapping memory alarm: SIGTERM while blocked to exit ${stopMs} ms`);
-        expect(stopped.code).toBe(0);
-        expect(stopMs).toBeLessThan(40_000);
+        await stopWithin(relay, 'flapping memory alarm, while blocked', 40_000);
       } finally {
         await brokerMemoryAlarm(false);
       }
@@ -193,26 +192,14 @@ describe('a follow relay under a memory alarm that flaps', () => {
 
 describe('a follow relay stopped during a memory alarm with a short drain', () => {
   it('exits 0 within --drain-seconds 2 + 10 s: the unconfirmed rows learn of the closed channel at the drain, not at their confirm timeout', async () => {
-    const key = uniqueConsumerKey('fsd');
-    const queue = await bindQueue(key, { durable: true });
-    await insertGrant(admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key });
-    const port = await freePort();
-    const relay = startService(
-      ['--json', 'deliveries', 'send', '--follow', '--drain-seconds', '2', '--listen', `:${port}`],
-      { env, timeoutMs: 300_000 },
-    );
+    const { key, queue, port, relay } = await alarmRelay('fsd', ['--drain-seconds', '2']);
     try {
       await relay.waitForLine('running', (l) => l['type'] === 'state' && l['state'] === 'running');
       await brokerMemoryAlarm(true);
       try {
         await insertDeliveries(admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 10);
         await waitFor('blocked', async () => (await readyz(port)).status === 503, 30_000, 20);
-        const signalled = Date.now();
-        const stopped = await relay.stop('SIGTERM');
-        const stopMs = Date.now() - signalled;
-        console.log(`memory alarm, --drain-seconds 2: SIGTERM to exit ${stopMs} ms`);
-        expect(stopped.code).toBe(0);
-        expect(stopMs).toBeLessThan(12_000);
+        await stopWithin(relay, 'memory alarm, --drain-seconds 2', 12_000);
       } finally {
         await brokerMemoryAlarm(false);
       }

@@ -438,7 +438,7 @@ const configCase = (name: string, config: string, says: RegExp): RefusalCase => 
 const GLOBAL_CASES: RefusalCase[] = [
   configCase('a file that does not exist', file('absent.json'), /--config: cannot read .*absent\.json: ENOENT/),
   configCase('a directory', dir, /--config: cannot read .*: EISDIR/),
-  configCase('an empty file', file('empty'), /not valid JSON/),
+  configCase('an empty file', file('empty'), /is empty/),
   configCase('malformed JSON', file('config-malformed.json'), /not valid JSON/),
   configCase('trailing data after the object', file('config-trailing.json'), /not valid JSON/),
   configCase('a 50 MB unterminated line', file('huge.json'), /not valid JSON/),

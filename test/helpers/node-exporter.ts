@@ -33,6 +33,8 @@ async function freePort(): Promise<number> {
 }
 
 export interface NodeExporter {
+  /** host:port it listens on (loopback), for a Prometheus scrape target */
+  readonly address: string;
   /** GET /metrics: the exposition text (a status other than 200 throws) */
   scrape(): Promise<string>;
   /** everything it wrote to stdout and stderr so far (its log: gather errors are logged there) */
@@ -88,5 +90,5 @@ export async function startNodeExporter(dir: string): Promise<NodeExporter> {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return { scrape, log: () => output, stop };
+  return { address: `127.0.0.1:${port}`, scrape, log: () => output, stop };
 }

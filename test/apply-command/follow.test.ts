@@ -93,7 +93,7 @@ describe('apply-command resolve-unknown --follow', () => {
         .sort(),
     ).toEqual([...missing].sort());
     const metrics = await httpGet(port, '/metrics');
-    expect(metrics.body).toMatch(/^fcctl_resolver_commands_total\{result="done"\} 30$/m);
+    expect(metrics.body).toMatch(/^fcctl_resolver_commands_total\{result="done",reason=""\} 30$/m);
     const end = await r.stop('SIGTERM');
     expect(end.code).toBe(0);
     expect((await commandsOf(admin, shName, p)).every((c) => c.claim_owner === null)).toBe(true);

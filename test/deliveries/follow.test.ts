@@ -101,7 +101,7 @@ describe('deliveries send --follow', () => {
 
     const metrics = await httpGet(port, '/metrics');
     expect(metrics.status).toBe(200);
-    expect(metrics.body).toMatch(/^fcctl_relay_rows_total\{result="accepted",reason=""\} 50$/m);
+    expect(metrics.body).toMatch(/^fcctl_relay_rows_total\{result="done",reason=""\} 50$/m);
     expect(metrics.body).toMatch(/^fcctl_service_ready\{command="deliveries send"\} 1$/m);
     expect(metrics.body).toContain('process_cpu_user_seconds_total');
     expect(metrics.body).not.toContain(ids[0]!); // no event id as a label

@@ -146,7 +146,7 @@ describe('sendRunOutcome: what the metrics file counts', () => {
       ),
     ).toEqual({
       exitCode: 1,
-      rowsByResult: { accepted: 5, failed: 1, dead: 2, revoked: 3, held: 4, skipped: 6 },
+      rowsByResult: { done: 5, retry: 1, dead: 2, revoked: 3, held: 4, released: 6 },
       interrupted: true,
       extraGauges: [
         expect.objectContaining({

@@ -107,8 +107,8 @@ describe("a textfile directory holding every cron command's file", () => {
     expect(collectedValue(c, 'fcctl_reconcile_rows', { ...a, category: 'IN_SYNC' })).toBe(5);
     expect(collectedValue(c, 'fcctl_runs_total', { command: 'reconcile run', ...b, exit_code: '0' })).toBe(2);
     expect(collectedValue(c, 'fcctl_runs_total', { ...send, exit_code: '0' })).toBe(2);
-    expect(collectedValue(c, 'fcctl_rows_total', { ...send, result: 'accepted' })).toBe(3);
-    expect(collectedValue(c, 'fcctl_rows', { ...send, result: 'accepted' })).toBe(0);
+    expect(collectedValue(c, 'fcctl_rows_total', { ...send, result: 'done' })).toBe(3);
+    expect(collectedValue(c, 'fcctl_rows', { ...send, result: 'done' })).toBe(0);
     expect(
       collectedValue(c, 'fcctl_last_success_timestamp_seconds', { command: 'reconcile run', ...a }),
     ).toBeGreaterThan(0);

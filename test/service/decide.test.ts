@@ -6,7 +6,11 @@ import { outageTarget } from '../../src/lib/deliveries/send/follow.js';
 import { confirmLabel, reasonLabel } from '../../src/lib/deliveries/send/metrics.js';
 import {
   backoffMs,
+  type ConnectionState,
+  type ConnectionTrack,
+  connectionStep,
   failureKind,
+  resultLabel,
   health,
   listenAddress,
   MISCONFIG_RECHECK_MS,
@@ -186,4 +190,50 @@ describe('addSummary: a follow resolver adds each pass into its total', () => {
       stoppedBy: 'flow-center-errors',
     });
   });
+});
+
+describe('the one result vocabulary (issue 36 §3)', () => {
+  it.each([
+    [{ kind: 'accepted' }, 'done'],
+    [{ kind: 'done' }, 'done'],
+    [{ kind: 'failed', dead: false }, 'retry'],
+    [{ kind: 'failed', dead: true }, 'dead'],
+    [{ kind: 'dead' }, 'dead'],
+    [{ kind: 'held' }, 'held'],
+    [{ kind: 'revoked' }, 'revoked'],
+    [{ kind: 'skipped' }, 'released'],
+    [{ kind: 'released' }, 'released'],
+    [{ kind: 'stale' }, 'stale'],
+    [{ kind: 'would-publish' }, null],
+    [{ kind: 'would-post' }, null],
+  ])('%j → %s', (r, label) => expect(resultLabel(r)).toBe(label));
+});
+
+describe('the connection state and its reconnects (issue 36 §4)', () => {
+  /** The reconnects counted along a sequence of reports. */
+  const along = (states: ConnectionState[]) => {
+    let track: ConnectionTrack | null = null;
+    return states.map((s) => {
+      const step = connectionStep(track, s);
+      track = step.track;
+      return step.reconnect;
+    });
+  };
+  it.each<[string, ConnectionState[], boolean[]]>([
+    ['the first connect', ['connected'], [false]],
+    ['down at start, then connected: a first connect', ['lost', 'lost', 'connected'], [false, false, false]],
+    ['a pause and a resume', ['connected', 'closed', 'connected'], [false, false, false]],
+    ['a loss and its recovery', ['connected', 'lost', 'connected'], [false, false, true]],
+    [
+      'a loss, a pause meanwhile, then connected',
+      ['connected', 'lost', 'closed', 'connected'],
+      [false, false, false, true],
+    ],
+    [
+      'reported connected again: counted once',
+      ['connected', 'lost', 'connected', 'connected'],
+      [false, false, true, false],
+    ],
+    ['two losses', ['connected', 'lost', 'connected', 'lost', 'connected'], [false, false, true, false, true]],
+  ])('%s', (_what, states, reconnects) => expect(along(states)).toEqual(reconnects));
 });

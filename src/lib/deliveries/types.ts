@@ -48,7 +48,7 @@ export interface DeliveryRow {
   readonly retry_count: number;
   readonly replay_op_digest: string | null;
   /** milliseconds since `create_time` when the row was read (`send`'s claim; absent elsewhere) */
-  readonly age_ms?: number | string;
+  readonly age_ms?: number | string | null;
 }
 
 /** What identifies one attempt: a write for another generation must change nothing (SPEC §2). */

@@ -180,3 +180,73 @@ export interface ServiceFlags {
   readonly listen: { readonly host: string; readonly port: number } | null;
   readonly heartbeatSeconds: number;
 }
+
+/**
+ * A connection as `fcctl_service_connection_state` names it (issue 36 §4): connected; closed by
+ * fcctl itself (paused, draining, or waiting while another target is out); lost (wanted, not had).
+ */
+export type ConnectionState = 'connected' | 'closed' | 'lost';
+
+/** What is remembered of a target between reports. */
+export interface ConnectionTrack {
+  readonly state: ConnectionState;
+  /** connected at least once */
+  readonly connected: boolean;
+  /** lost since it was last connected */
+  readonly lostSince: boolean;
+}
+
+/**
+ * The next track of a target, and whether this report is a reconnect: a connection had again
+ * after a loss, once it had been connected before (the first connect is none, nor a resume after
+ * a pause's deliberate close).
+ * @example connectionStep({ state: 'lost', connected: true, lostSince: true }, 'connected').reconnect // true
+ * @example connectionStep({ state: 'closed', connected: true, lostSince: false }, 'connected').reconnect // false
+ */
+export function connectionStep(
+  prev: ConnectionTrack | null,
+  state: ConnectionState,
+): { track: ConnectionTrack; reconnect: boolean } {
+  const connected = prev?.connected ?? false;
+  const lostSince = (prev?.lostSince ?? false) || (state === 'lost' && connected);
+  if (state !== 'connected') return { track: { state, connected, lostSince }, reconnect: false };
+  const reconnect = prev?.state !== 'connected' && lostSince;
+  return { track: { state, connected: true, lostSince: false }, reconnect };
+}
+
+/**
+ * The one result vocabulary of rows and apply commands (issue 36 §3), in the services' metrics and
+ * the batch runs' files alike: `done`, `retry` (FAILED: tried again after its backoff), `dead` (no
+ * more tries, whatever the reason), `held` (a relay row held without a try charged), `revoked` (its
+ * grant withdrawn), `released` (its claim given back, nothing charged), `stale` (another worker
+ * moved it on). Null: not counted (a dry run's would-publish).
+ * @example resultLabel({ kind: 'failed', dead: true }) // 'dead'
+ * @example resultLabel({ kind: 'accepted' }) // 'done'
+ */
+export function resultLabel(r: { readonly kind: string; readonly dead?: boolean }): string | null {
+  switch (r.kind) {
+    case 'accepted':
+    case 'done':
+      return 'done';
+    case 'failed':
+      return r.dead ? 'dead' : 'retry';
+    case 'dead':
+    case 'held':
+    case 'revoked':
+    case 'released':
+    case 'stale':
+      return r.kind;
+    case 'skipped':
+      return 'released';
+    default:
+      return null;
+  }
+}
+
+/**
+ * A reason as a label: its code only (the part before any `:` detail), bounded in length; '' when none.
+ * @example reasonLabel({ kind: 'failed', reason: 'BROKER_NACK: x' }) // 'BROKER_NACK'
+ */
+export function reasonLabel(result: { readonly kind: string; readonly reason?: unknown }): string {
+  return typeof result.reason !== 'string' ? '' : result.reason.split(':')[0]!.slice(0, 40);
+}

@@ -77,7 +77,7 @@ export async function runService<T>(
   deps: ServiceDeps,
   loop: (svc: ServiceHandle) => Promise<T>,
 ): Promise<T> {
-  const metrics = o.listen ? await serviceMetrics() : null;
+  const metrics = o.listen ? await serviceMetrics(o.command === 'deliveries send' ? 'relay' : 'resolver', o) : null;
   const snapshot: { -readonly [K in keyof ServiceSnapshot]: ServiceSnapshot[K] } = {
     state: 'starting',
     lastProgressAt: deps.clock(),

@@ -5,7 +5,8 @@
  * lists which). None writes, none locks. docs/commands/status.md lists them.
  */
 import type { Statement } from '../db/statement.js';
-import { dueRule } from '../deliveries/send/sql.js';
+import { dueRule, dueSince } from '../deliveries/send/sql.js';
+import { APPLY_DUE_SINCE } from '../apply-command/resolve-unknown/sql.js';
 import { HELD } from '../deliveries/scan/sql.js';
 import { STALE_WORKER } from '../service/sql.js';
 
@@ -112,12 +113,13 @@ export const statusSql = {
   outboxCachedTableRows: (): Statement => cachedTableRows('answer_delivery'),
 
   /**
-   * How long the oldest due row has been due (since its next retry, or its creation): the
+   * How long the oldest due row has been due (since it became due, as the relay's gauge counts it:
+   * `dueSince`): the
    * PENDING/FAILED range of idx_delivery_due, each with its grant (uk_grant, eq_ref) to leave held rows out.
    */
   outboxOldestDue: (now: string): Statement => ({
     sql:
-      `SELECT TIMESTAMPDIFF(SECOND, MIN(COALESCE(d.next_retry_at, d.create_time)), ?) AS age FROM answer_delivery d ${GRANT_JOIN} ` +
+      `SELECT TIMESTAMPDIFF(SECOND, MIN(${dueSince('d.')}), ?) AS age FROM answer_delivery d ${GRANT_JOIN} ` +
       `WHERE NOT ${HELD} AND ${DUE}`,
     params: [now, ...Array<string>(DUE_NOWS).fill(now)],
   }),
@@ -138,14 +140,14 @@ export const statusSql = {
   applyTableRows: (): Statement => tableRows('flow_apply_command'),
   applyCachedTableRows: (): Statement => cachedTableRows('flow_apply_command'),
 
-  /** How long the oldest due apply command has been due: the open states' range of idx_apply_command_due. */
+  /** How long the oldest due apply command has been due (`APPLY_DUE_SINCE`, as the resolver's gauge): the open states' range of idx_apply_command_due. */
   applyOldestDue: (now: string, graceSeconds: number): Statement => ({
     sql:
-      'SELECT TIMESTAMPDIFF(SECOND, MIN(CASE WHEN state = ? THEN create_time + INTERVAL ? SECOND ELSE COALESCE(next_retry_at, create_time) END), ?) AS age ' +
+      `SELECT TIMESTAMPDIFF(SECOND, MIN(${APPLY_DUE_SINCE}), ?) AS age ` +
       "FROM flow_apply_command WHERE ((state IN ('UNKNOWN', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= ?)) " +
       "OR (state = 'PENDING' AND create_time <= ? - INTERVAL ? SECOND)) " +
       'AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ?)',
-    params: ['PENDING', graceSeconds, now, now, now, graceSeconds, now],
+    params: [graceSeconds, now, now, now, graceSeconds, now],
   }),
 
   /** The top reason codes of one state: a range of idx_apply_command_state_error, the index alone. */

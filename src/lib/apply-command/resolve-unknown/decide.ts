@@ -676,6 +676,7 @@ export function resolveStopMessage(s: ResolveSummary, maxConsecutiveErrors: numb
 
 /** The rows by result, as the run's metrics count them. */
 export function resolveRowsByResult(s: ResolveSummary): Record<string, number> {
+  // the one vocabulary of results (issue 36 §3: src/lib/service/decide.ts resultLabel)
   const { done, failed, dead, released, stale } = s;
-  return { done, failed, dead, released, stale };
+  return { done, retry: failed, dead, released, stale };
 }

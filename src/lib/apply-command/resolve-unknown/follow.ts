@@ -19,7 +19,16 @@ import type { Ctx } from '../../cli/context.js';
 import { checkResolveLease, type ApplyCommandResolveOptions, rowReporter } from './command.js';
 import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
 import type { Db } from '../../db/connect.js';
-import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
+import {
+  type ConnectionState,
+  failureKind,
+  type FailureKind,
+  reasonLabel,
+  resultLabel,
+  retryDelayMs,
+  type ServiceState,
+} from '../../service/decide.js';
+import { connectionReporter } from '../../service/metrics.js';
 import { addSummary, emptySummary, forget, idleAfterPass, noSuspects, type ResolveSummary } from './decide.js';
 import { READINESS_PROBE, type ResolveDeps, type ResolveOptions, runResolve } from './run.js';
 import { backlog, checkWritable } from './store.js';
@@ -32,7 +41,7 @@ export interface ResolveFollowDeps extends ResolveDeps {
   readonly onState?: (state: ServiceState, detail: string | null) => void;
   readonly onProgress?: () => void;
   /** whether a connection is usable, as the loop last found it */
-  readonly onConnection?: (target: 'sh_database' | 'flow_center', up: boolean) => void;
+  readonly onConnection?: (target: 'sh_database' | 'flow_center', state: ConnectionState) => void;
   readonly random?: () => number;
 }
 
@@ -79,13 +88,13 @@ export async function followResolve(
   const running = () => {
     flowDown = false;
     failures = 0;
-    deps.onConnection?.('flow_center', true);
+    deps.onConnection?.('flow_center', 'connected');
     setState('running');
   };
   const failed = async (kind: FailureKind, why: string, target: 'sh_database' | 'flow_center') => {
     failures += 1;
     checked = false;
-    deps.onConnection?.(target, false);
+    deps.onConnection?.(target, 'lost');
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
@@ -98,12 +107,14 @@ export async function followResolve(
       if (pause) {
         total.paused = pause;
         setState('paused', pause.reason ?? null);
+        // paused: nothing asked of the flow center (no connection is kept to it)
+        deps.onConnection?.('flow_center', 'closed');
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
       delete total.paused;
       due = await dueNow(options, deps, !checked);
-      deps.onConnection?.('sh_database', true);
+      deps.onConnection?.('sh_database', 'connected');
     } catch (err) {
       if (!(await failed(failureKind(err), (err as Error).message, 'sh_database'))) break;
       continue;
@@ -259,10 +270,11 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
           paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile),
           onState: svc.onState,
           onProgress: svc.onProgress,
-          onConnection: (target, up) => svc.metrics?.connectionUp.set({ command: COMMAND, target }, up ? 1 : 0),
+          onConnection: connectionReporter(svc.metrics, COMMAND),
           onRow: (row, report) => {
             svc.countRows(1);
-            svc.metrics?.resolverCommands.inc({ result: report.kind });
+            const result = resultLabel(report);
+            if (result !== null) svc.metrics?.resolverCommands.inc({ result, reason: reasonLabel(report) });
             reportRow(row, report);
           },
         },

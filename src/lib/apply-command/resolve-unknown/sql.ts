@@ -58,15 +58,25 @@ export function claimStartSelect(appKey: string, graceSeconds: number): Statemen
 }
 
 /**
+ * When a claimable command became due (issue 36 §2), not when it was made: a PENDING one when its
+ * grace ran out; another its retry time, or without one its last write (it went UNKNOWN, was
+ * replayed) or else its creation; and a lease that ran out after that, the lease's end. The
+ * resolver's `/metrics` and `fcctl status` both count from it. Its one parameter is the grace.
+ */
+export const APPLY_DUE_SINCE =
+  "GREATEST(CASE WHEN state = 'PENDING' THEN create_time + INTERVAL ? SECOND ELSE COALESCE(next_retry_at, update_time, create_time) END, " +
+  'COALESCE(claim_expires_at, create_time))';
+
+/**
  * The due backlog for a follow resolver's gauges (read with each heartbeat at most): how many
- * commands are claimable (counted no further than `cap`, along `idx_apply_command_due`) and the age
- * in seconds of the oldest among them.
+ * commands are claimable (counted no further than `cap`, along `idx_apply_command_due`) and how
+ * long the one due longest among them has been due ({@link APPLY_DUE_SINCE}).
  */
 export function backlogSelect(appKey: string, graceSeconds: number, cap: number): Statement {
   const w = claimableWhere(appKey, graceSeconds);
   return {
-    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW()), 0) AS age FROM (SELECT create_time FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql} LIMIT ?) due`,
-    params: [...w.params, cap],
+    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(since), NOW()), 0) AS age FROM (SELECT ${APPLY_DUE_SINCE} AS since FROM flow_apply_command FORCE INDEX (idx_apply_command_due) WHERE ${w.sql} LIMIT ?) due`,
+    params: [graceSeconds, ...w.params, cap],
   };
 }
 

@@ -393,7 +393,8 @@ export function sendRunOutcome(summary: SendSummary): {
   const paused = summary.stoppedBy === 'paused';
   return {
     exitCode: sendExitCode(summary),
-    rowsByResult: { accepted, failed, dead, revoked, held, skipped },
+    // the one vocabulary of results (issue 36 §3: src/lib/service/decide.ts resultLabel)
+    rowsByResult: { done: accepted, retry: failed, dead, revoked, held, released: skipped + summary.released },
     interrupted: summary.stoppedBy === 'signal' || paused,
     extraGauges: [pausedGauge('deliveries send', paused)],
   };

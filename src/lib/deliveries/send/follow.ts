@@ -26,7 +26,13 @@ import type { Broker } from '../../amqp/connect.js';
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
 import { drainEnd, stateOnce, waitStepping } from '../../service/loop.js';
 import type { Db } from '../../db/connect.js';
-import { failureKind, type FailureKind, retryDelayMs, type ServiceState } from '../../service/decide.js';
+import {
+  type ConnectionState,
+  failureKind,
+  type FailureKind,
+  retryDelayMs,
+  type ServiceState,
+} from '../../service/decide.js';
 import { emptySummary } from './decide.js';
 import { claimBatches, finishRun, openPublisher, prepareExchange, type Run, verifiedPublisher } from './run.js';
 import { checkWritable, countDue } from './store.js';
@@ -49,10 +55,8 @@ export interface FollowEvents {
   readonly onState?: (state: ServiceState, detail: string | null) => void;
   /** the loop completed a step (a poll, a batch, a tick of a wait): for `/healthz` */
   readonly onProgress?: () => void;
-  /** a (re)connection to the broker was opened */
-  readonly onReconnect?: (target: 'broker') => void;
-  /** whether a connection is usable, as the loop last found it */
-  readonly onConnection?: (target: 'broker' | 'fc_database', up: boolean) => void;
+  /** a connection's state as the loop last found it: connected, closed by the relay (paused, draining, another target out), lost */
+  readonly onConnection?: (target: 'broker' | 'fc_database', state: ConnectionState) => void;
   /** the session's publisher while it runs (null between sessions): for the in-flight gauge */
   readonly onPublisher?: (publisher: ConfirmPublisher | null) => void;
   /** the broker blocking the connection (its reason) or no longer (null), the moment it says so: for `/readyz` */
@@ -102,11 +106,11 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   const summary = emptySummary();
   let broker: Broker | null = null;
   const setState = stateOnce(deps.onState);
-  const dropBroker = async () => {
+  const dropBroker = async (state: ConnectionState = 'closed') => {
     await broker?.close().catch(() => undefined);
     broker = null;
     deps.onBlocked?.(null);
-    deps.onConnection?.('broker', false);
+    deps.onConnection?.('broker', state);
   };
   let failures = 0;
   const failed = async (kind: FailureKind, why: string) => {
@@ -122,6 +126,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       try {
         pause = await deps.paused?.();
       } catch (err) {
+        if (failureKind(err) === 'outage') deps.onConnection?.('fc_database', 'lost');
         if (!(await failed(failureKind(err), (err as Error).message))) break;
         continue;
       }
@@ -144,12 +149,12 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
           summary,
           () => {
             failures = 0;
-            deps.onConnection?.('broker', true);
-            deps.onConnection?.('fc_database', true);
+            deps.onConnection?.('broker', 'connected');
+            deps.onConnection?.('fc_database', 'connected');
             setState('running');
           },
           (why) => {
-            deps.onConnection?.('fc_database', false);
+            deps.onConnection?.('fc_database', 'lost');
             setState('outage', why);
           },
         );
@@ -157,7 +162,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
       }
       if (session.kind === 'stopped') break;
-      if (session.kind === 'outage') deps.onConnection?.(session.target, false);
+      if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
       if (session.kind === 'paused') continue;
       // Blocked by an alarm: the connection is kept, so its `unblocked` is heard and the next
       // session starts then, not a backoff later.
@@ -166,7 +171,8 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         if (!(await unblocked(broker, deps))) break;
         continue;
       }
-      if (session.kind === 'outage') await dropBroker();
+      // the broker given up when it is the one lost; closed by the relay while the database is out
+      if (session.kind === 'outage') await dropBroker(session.target === 'broker' ? 'lost' : 'closed');
       if (!(await failed(session.kind, session.why))) break;
     }
   } finally {
@@ -181,7 +187,6 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
 async function connect(deps: FollowDeps): Promise<Broker> {
   const broker = await deps.connectBroker();
   broker.onBlocked((reason) => deps.onBlocked?.(reason));
-  deps.onReconnect?.('broker');
   return broker;
 }
 

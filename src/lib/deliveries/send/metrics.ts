@@ -1,22 +1,19 @@
 /**
  * What a follow relay reports to its `/metrics` (src/lib/service/metrics.ts), as the hooks of
- * `followSend`: rows by result and reason code, publishes, confirms by outcome, commit-to-confirm
- * and batch durations, reconnects, connection states, the in-flight gauge. Without `--listen`
+ * `followSend`: rows by result and reason code, publishes, confirms by outcome, claim-to-confirm,
+ * created-to-confirm and batch durations, connection states (and reconnects), the in-flight gauge. Without `--listen`
  * (no metrics) every hook is left out.
  */
 import type { ConfirmPublisher } from '../../amqp/confirm-publisher.js';
-import { LatencyWindow } from '../../service/decide.js';
-import type { ServiceMetrics } from '../../service/metrics.js';
+import { LatencyWindow, reasonLabel, resultLabel } from '../../service/decide.js';
+import { connectionReporter, type ServiceMetrics } from '../../service/metrics.js';
 import type { ServiceHandle } from '../../service/run.js';
 import type { FollowEvents } from './follow.js';
 import type { SendDeps } from './types.js';
 
 const COMMAND = 'deliveries send';
 
-/** A reason as a label: its code only (the part before any `:` detail), bounded in length. */
-export function reasonLabel(result: { kind: string; reason?: string }): string {
-  return result.reason === undefined ? '' : result.reason.split(':')[0]!.slice(0, 40);
-}
+export { reasonLabel } from '../../service/decide.js';
 
 /** How a publish outcome is counted: ack, returned (acked but unroutable), nack, timeout, or lost (channel gone, refused, unsent). */
 export function confirmLabel(o: {
@@ -34,12 +31,14 @@ export function confirmLabel(o: {
  */
 export function relayMetrics(
   m: ServiceMetrics | null,
-): Pick<SendDeps, 'onRow' | 'onBatch' | 'onSettled'> &
-  Pick<FollowEvents, 'onReconnect' | 'onConnection' | 'onPublisher'> {
+): Pick<SendDeps, 'onRow' | 'onBatch' | 'onSettled'> & Pick<FollowEvents, 'onConnection' | 'onPublisher'> {
   if (m === null) return {};
   let published = 0;
   return {
-    onRow: (_row, result) => m.relayRows.inc({ result: result.kind, reason: reasonLabel(result) }),
+    onRow: (_row, result) => {
+      const label = resultLabel(result);
+      if (label !== null) m.relayRows.inc({ result: label, reason: reasonLabel(result) });
+    },
     onBatch: (summary) => {
       if (summary.published > published) m.relayPublishes.inc(summary.published - published);
       published = summary.published;
@@ -47,30 +46,50 @@ export function relayMetrics(
     onSettled: (batch) => {
       m.relayBatchDuration.observe((batch.settledAt - batch.claimedAt) / 1000);
       for (const o of batch.outcomes) if (o !== undefined) m.relayConfirms.inc({ outcome: confirmLabel(o) });
-      for (const ms of confirmLatencies(batch)) m.relayCommitToConfirm.observe(ms / 1000);
+      for (const ms of claimToConfirm(batch)) m.relayClaimToConfirm.observe(ms / 1000);
+      for (const ms of confirmLatencies(batch)) m.relayCreatedToConfirm.observe(ms / 1000);
     },
-    onReconnect: (target) => m.reconnects.inc({ command: COMMAND, target }),
-    onConnection: (target, up) => m.connectionUp.set({ command: COMMAND, target }, up ? 1 : 0),
+    onConnection: connectionReporter(m, COMMAND),
     onPublisher: (p) => {
       m.inFlightSource = () => p?.pending ?? 0;
     },
   };
 }
 
-/** Milliseconds from a row's creation to its batch's confirms, for each acked row of a settled batch. */
-function confirmLatencies(batch: Parameters<NonNullable<SendDeps['onSettled']>>[0]): number[] {
+type SettledBatch = Parameters<NonNullable<SendDeps['onSettled']>>[0];
+
+/** Milliseconds from a batch's claim commit to each of its rows' confirms (every attempt; acked or not). */
+function claimToConfirm(batch: SettledBatch): number[] {
+  const out: number[] = [];
+  batch.confirmMs.forEach((ms, i) => {
+    if (ms !== undefined && batch.outcomes[i] !== undefined) out.push(Math.max(ms, 0));
+  });
+  return out;
+}
+
+/**
+ * Milliseconds from a row's creation (whole seconds) to its confirm, for each acked row of a
+ * settled batch on its first attempt (`age_ms` is read only for those: sql.ts).
+ */
+function confirmLatencies(batch: SettledBatch): number[] {
   const out: number[] = [];
   batch.outcomes.forEach((o, i) => {
-    const age = Number(batch.rows[i]?.age_ms);
-    if (o !== undefined && confirmLabel(o) === 'ack' && Number.isFinite(age))
-      out.push(age + batch.settledAt - batch.claimedAt);
+    const age = batch.rows[i]?.age_ms;
+    if (
+      o !== undefined &&
+      confirmLabel(o) === 'ack' &&
+      age !== null &&
+      age !== undefined &&
+      Number.isFinite(Number(age))
+    )
+      out.push(Number(age) + (batch.confirmMs[i] ?? batch.settledAt - batch.claimedAt));
   });
   return out;
 }
 
 /**
  * The follow relay's status line (a terminal's view, the progress lines): state, rows/s over the
- * last beat, p99 commit-to-confirm over the last 1,000 rows, messages in flight, rows due.
+ * last beat, p99 claim-to-confirm over the last 1,000 rows (as `/metrics`' histogram), messages in flight, rows due.
  */
 export function followStatus(
   svc: ServiceHandle,
@@ -80,7 +99,7 @@ export function followStatus(
   let publisher: ConfirmPublisher | null = null;
   return {
     onSettled: (batch) => {
-      for (const ms of confirmLatencies(batch)) latency.record(ms);
+      for (const ms of claimToConfirm(batch)) latency.record(ms);
     },
     onPublisher: (p) => {
       publisher = p;

@@ -287,11 +287,12 @@ async function publishBatch(
   publisher: ConfirmPublisher,
   owner: string,
   rows: DeliveryRow[],
-  claimedAt: number,
+  claim: { readonly claimedAt: number; readonly committedAt: number },
   facts: PublisherFacts,
   turn: Turn,
 ): Promise<void> {
   const { options, deps, summary } = run;
+  const { claimedAt } = claim;
   // A confirm must arrive while the claim is still ours; keep a second of margin for the write.
   const notAfter = claimedAt + options.leaseSeconds * 1000 - 1000;
   let decided: Awaited<ReturnType<typeof publishChecked>>;
@@ -302,9 +303,20 @@ async function publishBatch(
     turn.done();
   }
   if (decided === null) return;
-  // one Promise.all over the outcomes, not an async function per row (a batch's rows all wait here)
-  const settled = await Promise.all(decided.map((d) => d.outcome));
-  deps.onSettled?.({ rows, outcomes: settled, claimedAt, settledAt: deps.clock() });
+  // one Promise.all over the outcomes, not an async function per row (a batch's rows all wait here);
+  // each row's confirm time taken as it comes only when the metrics want it
+  const confirmedAt: Array<number | undefined> = [];
+  const settled = await Promise.all(
+    deps.onSettled
+      ? decided.map((d, i) =>
+          d.outcome?.then((o) => {
+            confirmedAt[i] = performance.now();
+            return o;
+          }),
+        )
+      : decided.map((d) => d.outcome),
+  );
+  deps.onSettled?.({ rows, outcomes: settled, claimedAt, settledAt: deps.clock(), ...claimTimes(claim, confirmedAt) });
   const outcomes = decided.map(({ row, decision }, i) => {
     const o = settled[i];
     if (!o) return { row, decision };
@@ -381,7 +393,7 @@ async function claimNext(
   run: Run,
   owner: string,
   limit: number,
-): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts; claimedAt: number } | null> {
+): Promise<{ rows: DeliveryRow[]; facts: PublisherFacts; claimedAt: number; committedAt: number } | null> {
   const { deps, summary } = run;
   try {
     if (await stopBeforeClaim(run)) return null;
@@ -392,7 +404,9 @@ async function claimNext(
       'claimed no more rows; what was in flight was finished',
     );
     const claimedAt = deps.clock();
-    return { facts, claimedAt, rows: await claimDue(deps.db, owner, limit, run.options.leaseSeconds) };
+    const rows = await claimDue(deps.db, owner, limit, run.options.leaseSeconds);
+    // the claim's commit, on the monotonic clock the confirms are timed on (claim-to-confirm)
+    return { facts, claimedAt, committedAt: performance.now(), rows };
   } catch (err) {
     // Stop claiming, but finish (or release) what is in flight before giving up.
     if (err instanceof PublisherIdentityError) {
@@ -401,6 +415,14 @@ async function claimNext(
     } else run.fatal ??= err;
     return null;
   }
+}
+
+/** A batch's claim commit and its rows' confirms, as milliseconds after the claim commit (monotonic). */
+function claimTimes(
+  claim: { readonly committedAt: number },
+  confirmedAt: ReadonlyArray<number | undefined>,
+): { confirmMs: ReadonlyArray<number | undefined> } {
+  return { confirmMs: Array.from(confirmedAt, (t) => (t === undefined ? undefined : t - claim.committedAt)) };
 }
 
 /** Claims batches, at most `pipeline` in flight, until a stop reason or nothing is due; then waits for them. */
@@ -445,11 +467,9 @@ export async function claimBatches(
     }
     summary.claimed += claimed.rows.length;
     inFlight.add(
-      publishBatch(run, publisher, owner, claimed.rows, claimed.claimedAt, claimed.facts, turns.next()).catch(
-        (err: unknown) => {
-          run.fatal ??= err;
-        },
-      ),
+      publishBatch(run, publisher, owner, claimed.rows, claimed, claimed.facts, turns.next()).catch((err: unknown) => {
+        run.fatal ??= err;
+      }),
     );
   }
   await inFlight.all();

@@ -15,9 +15,10 @@ import type { Write } from './types.js';
 const ROW_COLUMNS =
   'id, event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
   'answer_uuid, answer_revision, is_deleted, content_hash, occurred_at, CAST(CONVERT(snapshot_json USING utf8mb4) AS BINARY) AS snapshot_json, state, retry_count, replay_op_digest, ' +
-  // the row's age when read, on the server's own clock (create_time has whole seconds): for the
-  // follow relay's commit-to-confirm histogram
-  'CAST(TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) DIV 1000 AS SIGNED) AS age_ms';
+  // the row's age when read, on the server's own clock (create_time has whole seconds), on its first
+  // attempt only (never retried, held or replayed; else NULL): the follow relay's created-to-confirm histogram
+  'CASE WHEN retry_count = 0 AND next_retry_at IS NULL AND replay_op_digest IS NULL ' +
+  'THEN CAST(TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) DIV 1000 AS SIGNED) END AS age_ms';
 
 /**
  * Due: PENDING or FAILED whose time has come, and not under someone else's live lease. An owner
@@ -33,6 +34,17 @@ export function dueRule(t = '', now = 'NOW()'): string {
   );
 }
 const DUE = dueRule();
+
+/**
+ * When a due row became due (issue 36 §2), not when it was made: its retry or hold's recheck time;
+ * without one, its last write (a replay, a release) or else its creation; and a lease that ran
+ * out after that, the lease's end. The oldest due age of `/metrics` and of `fcctl status` both
+ * count from it, so a 45-day-old row replayed, or held rows up for their recheck, read as due for
+ * seconds, not 45 days. `t` is a table alias prefix (`d.`).
+ */
+export function dueSince(t = ''): string {
+  return `GREATEST(COALESCE(${t}next_retry_at, ${t}update_time, ${t}create_time), COALESCE(${t}claim_expires_at, ${t}create_time))`;
+}
 
 /** @example const { sql, params } = sendSql.claim(500) */
 export const sendSql = {
@@ -68,11 +80,11 @@ export const sendSql = {
   }),
   /**
    * The due backlog for a follow relay's gauges, read every few seconds at most: how many rows are
-   * due (counted no further than `cap`) and the age in seconds of the oldest among those counted
-   * (in `idx_delivery_due` order, where the oldest PENDING rows come first).
+   * due (counted no further than `cap`) and how long the one due longest among those counted has
+   * been due ({@link dueSince}).
    */
   backlog: (cap: number): Statement => ({
-    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW()), 0) AS age FROM (SELECT create_time FROM answer_delivery WHERE ${DUE} LIMIT ?) due`,
+    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(since), NOW()), 0) AS age FROM (SELECT ${dueSince()} AS since FROM answer_delivery WHERE ${DUE} LIMIT ?) due`,
     params: [cap],
   }),
   /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */

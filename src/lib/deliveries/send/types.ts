@@ -92,6 +92,8 @@ export interface SendDeps {
     readonly outcomes: ReadonlyArray<PublishOutcome | undefined>;
     readonly claimedAt: number;
     readonly settledAt: number;
+    /** each row's confirm, in ms after its batch's claim committed (a monotonic clock); undefined: not published */
+    readonly confirmMs: ReadonlyArray<number | undefined>;
   }) => void;
   /**
    * the pause switch (src/lib/pause/run.ts), read at start, before each claim and before each

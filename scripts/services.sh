@@ -58,8 +58,10 @@ install_packages() {
   # tmux: the tests look at the live terminal view in a real terminal.
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   # promtool (in Debian's prometheus package) checks docs/prometheus/fcctl-alerts.yml and the .prom
-  # files; the package's own server is kept from starting by the policy-rc.d guard below.
-  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  # files; the package's server binary runs the alert rules against real services on its own
+  # loopback port (test/helpers/prometheus.ts); the package's service is kept from starting by the
+  # policy-rc.d guard below.
+  { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || missing+=(prometheus)
   # node_exporter (Debian's prometheus-node-exporter): the tests run it on their own port, with the
   # textfile collector only, over fcctl's .prom files; its service is kept from starting likewise.
   [ -x /usr/bin/prometheus-node-exporter ] || command -v node_exporter >/dev/null 2>&1 || missing+=(prometheus-node-exporter)

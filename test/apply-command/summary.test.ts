@@ -134,10 +134,10 @@ describe('resolve-unknown: counting, summary line and stop message', () => {
     else expect(text).toMatch(message);
   });
 
-  it('rows by result, for the run metrics', () => {
+  it('rows by result, for the run metrics, in the one vocabulary (FAILED is retry)', () => {
     expect(resolveRowsByResult(summary({ done: 5, failed: 1, dead: 2, released: 3, stale: 4, lookups: 9 }))).toEqual({
       done: 5,
-      failed: 1,
+      retry: 1,
       dead: 2,
       released: 3,
       stale: 4,

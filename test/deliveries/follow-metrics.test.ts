@@ -209,12 +209,21 @@ describe('deliveries send --follow: /metrics says what is true (issue 36)', () =
       seen.push(await oldest());
     }
     expect(Math.max(...seen)).toBeLessThan(10);
+    // paused, the held rows come up for their recheck and stay due: due since the recheck time
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    await relay.waitForLine('paused', isState('paused'));
+    await sleep(4000); // past the 2 s recheck, and a beat after
+    const [due] = await dbs.admin.query(
+      `SELECT COUNT(*) AS n FROM \`${dbs.fcName}\`.answer_delivery WHERE consumer_app_key = ? AND next_retry_at <= NOW() AND claim_owner IS NULL`,
+      [held.key],
+    );
+    expect(Number((due as Array<{ n: number }>)[0]!.n)).toBe(5);
+    expect(await oldest()).toBeGreaterThan(0);
+    expect(await oldest()).toBeLessThan(10);
     // a 45-day-old DEAD row replayed while the relay is paused: due since the replay
     const { key, q } = await consumer();
     try {
       await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5, state: 'DEAD', retryCount: 9 }, 1);
-      expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
-      await relay.waitForLine('paused', isState('paused'));
       const replay = await runCli(
         [
           '--json',

@@ -107,8 +107,7 @@ export async function followResolve(
       if (pause) {
         total.paused = pause;
         setState('paused', pause.reason ?? null);
-        // paused: nothing asked of the flow center (no connection is kept to it)
-        deps.onConnection?.('flow_center', 'closed');
+        deps.onConnection?.('flow_center', 'closed'); // paused: nothing asked of it
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
@@ -128,9 +127,8 @@ export async function followResolve(
       checked = true;
     }
     if (!flowDown || !due) running();
-    // nothing due: no suspect waits for a retry (settled, or by another resolver)
-    if (!due) forget(suspects);
     if (!due) {
+      forget(suspects); // nothing due: no suspect waits for a retry (settled, or by another resolver)
       if (!(await waitStepping(options.pollMs, deps))) break;
       continue;
     }

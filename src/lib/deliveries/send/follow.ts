@@ -171,7 +171,6 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         if (!(await unblocked(broker, deps))) break;
         continue;
       }
-      // the broker given up when it is the one lost; closed by the relay while the database is out
       if (session.kind === 'outage') await dropBroker(session.target === 'broker' ? 'lost' : 'closed');
       if (!(await failed(session.kind, session.why))) break;
     }

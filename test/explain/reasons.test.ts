@@ -137,7 +137,7 @@ describe('reasonAdvice: every reason code send writes', () => {
       expect(failed.text).toContain(who);
     } else {
       expect(failed.kind).toBe('WAITING');
-      expect(failed.text).toContain(replay === 'after' ? `fails again until ${who}` : 'it goes out');
+      expect(failed.text).toContain(replay === 'after' ? `fails again until this is set right: ${who}` : 'it goes out');
     }
   });
 

@@ -341,7 +341,10 @@ function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
   // the relay's own retries meet the same refusal: say so, and who acts, instead of a plain "waiting"
   if (advice.replay === 'never')
     return failedVerdict(f, row, 'CANNOT_SEND', `FAILED (${tries}), retried ${when} but it can never be sent`, make);
-  const until = advice.replay === 'after' ? ` — it fails again until ${advice.who}` : ` — it goes out ${advice.when}`;
+  const until =
+    advice.replay === 'after'
+      ? ` — it fails again until this is set right: ${advice.who}`
+      : ` — it goes out ${advice.when}`;
   return make('WAITING', `waiting: ${when} after ${tries}${until}`);
 }
 
@@ -357,7 +360,12 @@ function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head:
   if (advice.replay === 'works')
     return withSuggestion(make, kind, `${head}: a replay sends it ${advice.when}`, replay());
   if (advice.replay === 'after')
-    return withSuggestion(make, kind, `${head}: a replay fails again until ${advice.who}; then replay it`, replay());
+    return withSuggestion(
+      make,
+      kind,
+      `${head}: a replay fails again until this is set right: ${advice.who}; then replay it`,
+      replay(),
+    );
   const text = `${head}: a replay resends the same row and fails again — ${advice.who}`;
   const tail = kind === 'CANNOT_SEND' ? '; the relay retries it until its budget is spent (DEAD)' : '';
   if (!advice.fromFc || f.fc.kind !== 'found') return make(kind, `${text}${tail}`);

@@ -47,7 +47,7 @@ tr.failed td{color:var(--bad)}
 .legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
 .files a{margin-right:12px}
-@media (max-width:640px){.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
+@media (max-width:640px){.samples thead{display:none}.samples tr{display:block;border-bottom:1px solid var(--line);padding:4px 0}.samples td{display:grid;grid-template-columns:7.5em minmax(0,1fr);gap:8px;border:0;padding:1px 0;overflow-wrap:anywhere}.samples td::before{content:attr(data-label);color:var(--mute)}.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
 `;
 
 /**
@@ -229,12 +229,12 @@ function shortHash(h) {
   return s;
 }
 function samplesTable(rows) {
-  var head = el('tr', null, ['answer', 'FC rev', 'FC hash', 'FC deleted', 'local rev', 'local hash', 'local deleted', 'local created'].map(function (t) { return el('th', { scope: 'col', text: t }); }));
+  var labels = ['answer', 'FC rev', 'FC hash', 'FC deleted', 'local rev', 'local hash', 'local deleted', 'local created'];
+  var head = el('tr', null, labels.map(function (t) { return el('th', { scope: 'col', text: t }); }));
   var body = el('tbody');
-  rows.forEach(function (r) {
-    body.appendChild(el('tr', null, [el('td', { text: r[0] }), el('td', { text: r[1] }), el('td', null, [shortHash(r[2])]), el('td', { text: r[3] }),
-      el('td', { text: r[4] }), el('td', null, [shortHash(r[5])]), el('td', { text: r[6] }), el('td', { text: r[7] })]));
-  });
+  // each cell names its column: on a phone a row is drawn as a list of label and value (CSS), never wider than the screen
+  var cell = function (j, v) { return el('td', { 'data-label': labels[j] }, [j === 2 || j === 5 ? shortHash(v) : v === null || v === undefined ? '' : String(v)]); };
+  rows.forEach(function (r) { body.appendChild(el('tr', null, r.slice(0, 8).map(function (v, j) { return cell(j, v); }))); });
   return el('div', { 'class': 'scroll' }, [el('table', { 'class': 'samples' }, [el('thead', null, [head]), body])]);
 }
 function commandBlock(c) {

@@ -167,4 +167,18 @@ describe('fcctl explain: advice that works as printed', () => {
     expect(w.stdout).toContain('"code":"HASH_CONFLICT_REPAIRED"');
     expect(await shRow(dbs, a.answerUuid)).toMatchObject({ revision: '4', hash: a.contentHash });
   });
+
+  test('accepted, REJECTED by the consumer (a poison payload): no replay, which resends the same row to the same refusal; the producer acts', async ({
+    dbs,
+  }) => {
+    const env = { ...dbs.env(), FCCTL_SH_DATABASE_URL: undefined };
+    const a = await arrange(dbs, () => [
+      "state = 'BROKER_ACCEPTED', broker_accepted_at = NOW() - INTERVAL 2 HOUR, consumer_applied_at = NOW() - INTERVAL 2 HOUR, consumer_outcome = 'REJECTED'",
+      [],
+    ]);
+    const [v] = (await explainJson(a.answerUuid, env))['verdicts'];
+    expect(v.kind).toBe('CONSUMER_REFUSED');
+    expect(v).toMatchObject({ command: null, execute: null });
+    expect(v.text).toContain('a replay resends the same row — the producer (FC team) must find why');
+  });
 });

@@ -528,7 +528,7 @@ describe('verdictOf: every state × grant × SH situation', () => {
     for (const [name, f] of all) expect(verdictOf(f).text.length, name).toBeGreaterThan(10);
   });
 
-  it('suggests a replay exactly when `deliveries replay` (seed 000 §8 replayAuthorized) would queue it', () => {
+  it('suggests a replay exactly when `deliveries replay` (seed 000 §8 replayAuthorized) would queue it and the consumer would take it then', () => {
     for (const [name, f] of all) {
       const v = verdictOf(f);
       const suggested = v.command?.startsWith('fcctl deliveries replay') ?? false;
@@ -541,7 +541,9 @@ describe('verdictOf: every state × grant × SH situation', () => {
         grant: f.grant === null ? null : grantRowOf(f.grant),
         prior: null,
       }).code;
-      const worthIt = f.newest.state === 'DEAD' || f.newest.consumerAppliedAt !== null;
+      // a consumer that refused the payload (REJECTED) or keeps another hash (CONFLICT) refuses the same row again
+      const again = ['REJECTED', 'CONFLICT'].includes(f.newest.consumerOutcome ?? '');
+      const worthIt = (f.newest.state === 'DEAD' || f.newest.consumerAppliedAt !== null) && !again;
       expect(suggested, `${name}: replay answers ${code}`).toBe(code === 'QUEUED' && worthIt);
     }
   });

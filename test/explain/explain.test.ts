@@ -233,7 +233,7 @@ describe('fcctl explain answer: verdicts from real rows', () => {
       [a.eventId],
     );
     await dbs.admin.query(
-      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NACK', consumer_applied_at = NOW(), consumer_outcome = 'REJECTED' WHERE event_id = ?`,
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NACK', consumer_applied_at = NOW(), consumer_outcome = 'DEFERRED' WHERE event_id = ?`,
       [d.eventId],
     );
     const x = await explain(['answer', a.answerUuid], env);

@@ -212,3 +212,27 @@ describe('SH at FC’s revision with another hash, a delivery of that revision i
     expect(v).toMatchObject({ kind: 'ACCEPTED_NOT_APPLIED', command: null });
   });
 });
+
+describe('a receipt the consumer gave (seed 000 §7.2): a replay only where the consumer would take it then', () => {
+  const refused = (outcome: string, state = 'BROKER_ACCEPTED') =>
+    row({ state, brokerAcceptedAt: 't', acceptedAgoSeconds: 7200, consumerAppliedAt: 't', consumerOutcome: outcome });
+  it('DEFERRED (the grant could not be confirmed): the replay, dry run then write', () => {
+    const v = verdictOf(facts({ newest: refused('DEFERRED'), sh: { kind: 'unread' } }));
+    expect(v).toMatchObject({ kind: 'CONSUMER_REFUSED', command: REPLAY, execute: `${REPLAY} --execute` });
+  });
+  it.each([
+    ['REJECTED', 'the producer (FC team) must find why'],
+    ['CONFLICT', 'only projection repair-authoritative repairs it'],
+  ])(
+    '%s: no replay (the consumer refuses the same row again); the repair from FC where SH lacks it',
+    (outcome, who) => {
+      for (const state of ['BROKER_ACCEPTED', 'DEAD']) {
+        const unread = verdictOf(facts({ newest: refused(outcome, state), sh: { kind: 'unread' } }));
+        expect(unread.command).toBeNull();
+        expect(unread.text).toContain(who);
+        const missing = verdictOf(facts({ newest: refused(outcome, state), sh: { kind: 'absent' } }));
+        expect(missing.command).toBe(REPAIR_MISSING);
+      }
+    },
+  );
+});

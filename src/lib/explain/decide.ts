@@ -318,7 +318,10 @@ function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
     if (problem !== null) return make('DEAD', `DEAD (${tries}); ${problem}: a replay would answer GRANT_REVOKED`);
     if (!routable(row.consumerAppKey))
       return make('DEAD', `DEAD (${tries}); the consumer key cannot make a routing key: no replay can send it`);
-    return failedVerdict(f, row, 'DEAD', `DEAD (${tries})`, make);
+    return (
+      refusedAgain(f, row, 'DEAD', `DEAD (${tries}), ${row.consumerOutcome} by the consumer`, make) ??
+      failedVerdict(f, row, 'DEAD', `DEAD (${tries})`, make)
+    );
   }
   if (problem !== null)
     return make('WILL_BE_REVOKED', `${row.state}, but ${problem}: the next send marks it GRANT_REVOKED`);
@@ -368,7 +371,16 @@ function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head:
     );
   const text = `${head}: a replay resends the same row and fails again — ${advice.who}`;
   const tail = kind === 'CANNOT_SEND' ? '; the relay retries it until its budget is spent (DEAD)' : '';
-  if (!advice.fromFc || f.fc.kind !== 'found') return make(kind, `${text}${tail}`);
+  if (!advice.fromFc) return make(kind, `${text}${tail}`);
+  return fromFcVerdict(f, row, kind, text, tail, make);
+}
+
+/**
+ * A row no replay delivers: the repair from FC where FC's answer is the row's revision and content
+ * (SPEC §6: built from the FC row, not from the outbox) and SH lacks it, else why none.
+ */
+function fromFcVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, text: string, tail: string, make: Make) {
+  if (f.fc.kind !== 'found') return make(kind, `${text}${tail}`);
   const fc = f.fc;
   if (fc.revision !== row.revision || fc.contentHash !== row.contentHash || fc.isDeleted !== row.isDeleted)
     return make(
@@ -384,6 +396,34 @@ function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head:
     );
   const fromFc = `meanwhile FC's answer hashes to the row's content_hash at revision ${fc.revision}, so repair-authoritative builds it from FC: ${sh.text}`;
   return { ...sh, kind, text: `${text}; ${fromFc}${tail}` };
+}
+
+/**
+ * The consumer's own refusal (seed 000 §7.2) that a replay of the same row meets again: CONFLICT
+ * (the consumer keeps its other hash at that revision; only `repair-authoritative` repairs it, SPEC
+ * §6) and REJECTED (a poison payload: closed set or hash — the producer's row). Null for DEFERRED
+ * (the grant could not be confirmed: a replay works once it can) and for no receipt.
+ */
+function refusedAgain(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head: string, make: Make): Verdict | null {
+  if (row.consumerOutcome === 'CONFLICT')
+    return fromFcVerdict(
+      f,
+      row,
+      kind,
+      `${head}: the consumer keeps its other hash at revision ${row.revision}, and a replay meets the same CONFLICT — only projection repair-authoritative repairs it (SPEC §6)`,
+      '',
+      make,
+    );
+  if (row.consumerOutcome === 'REJECTED')
+    return fromFcVerdict(
+      f,
+      row,
+      kind,
+      `${head}: the consumer refused the payload as poison (closed set or hash), and a replay resends the same row — the producer (FC team) must find why and write a correct row`,
+      '',
+      make,
+    );
+  return null;
 }
 
 /** The newest row was accepted by the broker: the consumer's receipt and SH's projection decide. */
@@ -406,10 +446,13 @@ function acceptedVerdict(f: VerdictFacts, row: OutboxRow, fcRevision: string, ma
 
 /**
  * Accepted, but the consumer's receipt says it did not take it in (CONFLICT, DEFERRED, REJECTED):
- * not delivered. `deliveries replay` queues such a row again when the grant still lets it out.
+ * not delivered. `deliveries replay` queues such a row again when the grant still lets it out, and
+ * is suggested where the consumer would take it then (DEFERRED), not where it refuses it again.
  */
 function refusedVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
   const text = `accepted by the broker, not taken in by the consumer (${row.consumerOutcome} at ${row.consumerAppliedAt})`;
+  const again = refusedAgain(f, row, 'CONSUMER_REFUSED', text, make);
+  if (again !== null) return again;
   const problem = grantProblem(f.grant === 'unread' ? null : f.grant, row.grantVersion);
   if (f.grant === 'unread' || problem !== null || !routable(row.consumerAppKey))
     return make(

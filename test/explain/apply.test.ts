@@ -91,7 +91,7 @@ describe('explain: the apply command after the projection', () => {
     const x = await explain(['answer', a.answerUuid], dbs.env());
     expect(x.code, x.stderr).toBe(0);
     const [v] = x.doc!['verdicts'];
-    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null });
+    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null, execute: null });
     expect(v.text).toMatch(DELIVERED);
     expect(v.text).toContain(
       `flow apply command ${BIZ_TYPE}/${a.bizId} is DEAD (OWNERSHIP_MISMATCH ×1): the flow center's instance of this business key is someone else's (app key, submitter or flowGuid): a person must look at the flow instance`,
@@ -128,7 +128,7 @@ describe('explain: the apply command after the projection', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('"code":"REQUEUED"');
     const y = await explain(['answer', a.answerUuid], env);
-    expect(y.doc!['verdicts'][0]).toMatchObject({ kind: 'APPLY_UNKNOWN', command: null });
+    expect(y.doc!['verdicts'][0]).toMatchObject({ kind: 'APPLY_UNKNOWN', command: null, execute: null });
     expect(y.doc!['verdicts'][0].text).toContain(
       `flow apply command ${BIZ_TYPE}/${a.bizId} is UNKNOWN (REQUEUED ×0): apply-command resolve-unknown settles it now (due)`,
     );
@@ -145,7 +145,7 @@ describe('explain: the apply command after the projection', () => {
     const r = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env: dbs.env() });
     expect(r.code, r.stderr).toBe(0);
     const [v] = (JSON.parse(r.stdout) as Doc)['verdicts'];
-    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null });
+    expect(v).toMatchObject({ kind: 'APPLY_DEAD', command: null, execute: null });
     expect(v.text).toContain(
       `flow apply command ${BIZ_TYPE}/${a.bizId} is DEAD (CANCELLED ×0), not by a reason apply-command resolve-unknown writes: a person must find out why first`,
     );
@@ -161,10 +161,10 @@ describe('explain: the apply command after the projection', () => {
     const d = await appliedWithCommand(dbs, 'DONE', 'retry_count = 0');
     const env = dbs.env();
     const vp = (await explain(['answer', p.answerUuid], env)).doc!['verdicts'][0];
-    expect(vp).toMatchObject({ kind: 'APPLY_PENDING', command: null });
+    expect(vp).toMatchObject({ kind: 'APPLY_PENDING', command: null, execute: null });
     expect(vp.text).toContain('is PENDING: its service has not sent it yet');
     const vf = (await explain(['answer', f.answerUuid], env)).doc!['verdicts'][0];
-    expect(vf).toMatchObject({ kind: 'APPLY_FAILED', command: null });
+    expect(vf).toMatchObject({ kind: 'APPLY_FAILED', command: null, execute: null });
     expect(vf.text).toMatch(/is FAILED \(APPLY_HTTP_503 ×2\): apply-command resolve-unknown tries it again in 3m$/);
     const vd = (await explain(['answer', d.answerUuid], env)).doc!['verdicts'][0];
     expect(vd.kind).toBe('DELIVERED_APPLIED');
@@ -191,6 +191,7 @@ describe('explain: the grant of the answer’s own form', () => {
         kind: 'WILL_BE_REVOKED',
         text: 'PENDING, but no grant: the next send marks it GRANT_REVOKED',
         command: null,
+        execute: null,
       },
     ]);
     // the other form's grant is listed, as of its form
@@ -237,6 +238,7 @@ describe('explain: the grant of the answer’s own form', () => {
       kind: 'WAITING',
       text: 'waiting: due now (PENDING)',
       command: null,
+      execute: null,
     });
   });
 });

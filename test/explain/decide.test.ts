@@ -124,9 +124,9 @@ const grantRowOf = (g: GrantFacts): GrantRow => ({
 const accepted = (r: Partial<OutboxRow> = {}) =>
   row({ state: 'BROKER_ACCEPTED', brokerAcceptedAt: '2026-12-01 10:00:01', acceptedAgoSeconds: 7200, ...r });
 const applied = accepted({ consumerAppliedAt: '2026-12-01 10:00:05', consumerOutcome: 'APPLIED' });
-const REPLAY = `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0 --execute`;
+const REPLAY = `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0`;
 const repair = (expected: string) =>
-  `fcctl projection repair-authoritative --consumer k1 --school 5 --answer ${A} ${expected} --proof-id explain:${A}:4 --execute`;
+  `fcctl projection repair-authoritative --consumer k1 --school 5 --answer ${A} ${expected} --proof-id explain:${A}:4`;
 
 describe('verdictOf: one row per situation', () => {
   it.each<[string, Partial<VerdictFacts>, string, string, string | null]>([
@@ -472,6 +472,8 @@ describe('verdictOf: one row per situation', () => {
     expect(v.kind).toBe(kind);
     expect(v.text).toContain(text);
     expect(v.command).toBe(command);
+    // the dry run, then the write: the same line with --execute (issue 36 §13)
+    expect(v.execute).toBe(command === null ? null : `${command} --execute`);
     expect(v).toMatchObject({ consumerAppKey: f.consumerAppKey ?? 'k1', schId: '5' });
   });
 });
@@ -526,7 +528,7 @@ describe('verdictOf: every state × grant × SH situation', () => {
     for (const [name, f] of all) expect(verdictOf(f).text.length, name).toBeGreaterThan(10);
   });
 
-  it('suggests a replay exactly when `deliveries replay` (seed 000 §8 replayAuthorized) would queue it', () => {
+  it('suggests a replay exactly when `deliveries replay` (seed 000 §8 replayAuthorized) would queue it and the consumer would take it then', () => {
     for (const [name, f] of all) {
       const v = verdictOf(f);
       const suggested = v.command?.startsWith('fcctl deliveries replay') ?? false;
@@ -539,7 +541,9 @@ describe('verdictOf: every state × grant × SH situation', () => {
         grant: f.grant === null ? null : grantRowOf(f.grant),
         prior: null,
       }).code;
-      const worthIt = f.newest.state === 'DEAD' || f.newest.consumerAppliedAt !== null;
+      // a consumer that refused the payload (REJECTED) or keeps another hash (CONFLICT) refuses the same row again
+      const again = ['REJECTED', 'CONFLICT'].includes(f.newest.consumerOutcome ?? '');
+      const worthIt = (f.newest.state === 'DEAD' || f.newest.consumerAppliedAt !== null) && !again;
       expect(suggested, `${name}: replay answers ${code}`).toBe(code === 'QUEUED' && worthIt);
     }
   });
@@ -560,13 +564,15 @@ describe('verdictOf: every state × grant × SH situation', () => {
     }
   });
 
-  it('suggests a repair only once the delivery is settled and SH is missing, behind or different', () => {
+  it('suggests a repair once the delivery is settled and SH is missing or behind; SH different at FC’s revision at once', () => {
     for (const [name, f] of all) {
       const v = verdictOf(f);
       if (!v.command?.startsWith('fcctl projection repair-authoritative')) continue;
       expect(['SH_STALE', 'SH_MISSING', 'SH_DIFFERS'], name).toContain(v.kind);
       expect(f.newest?.state, name).toBe('BROKER_ACCEPTED');
-      expect(f.newest?.consumerAppliedAt !== null || (f.newest?.acceptedAgoSeconds ?? 0) >= 3600, name).toBe(true);
+      // no delivery in flight repairs the same revision with another hash (SPEC §6, issue 36 §12)
+      if (v.kind !== 'SH_DIFFERS')
+        expect(f.newest?.consumerAppliedAt !== null || (f.newest?.acceptedAgoSeconds ?? 0) >= 3600, name).toBe(true);
       // the repair's own grant check (SPEC §6), the snapshot built from FC under the grant's version
       const g = f.grant === null || f.grant === 'unread' ? null : grantRowOf(f.grant);
       expect(
@@ -637,6 +643,7 @@ describe('printed commands: a value that is not what it claims goes into none', 
     (answer) => {
       expect(replayCommand(row(), answer)).toEqual({
         command: null,
+        execute: null,
         problem: `the answer uuid ${JSON.stringify(answer)} is not a UUID: no command is printed with it`,
       });
       expect(repairCommand('k1', '5', answer, local, '4').command).toBeNull();
@@ -651,6 +658,7 @@ describe('printed commands: a value that is not what it claims goes into none', 
     const value = what === "SH's revision" ? p.revision : p.contentHash;
     expect(repairCommand('k1', '5', A, p, '4')).toEqual({
       command: null,
+      execute: null,
       problem: `${what} ${JSON.stringify(value)} is not ${should}: no command is printed with it`,
     });
   });
@@ -666,7 +674,7 @@ describe('printed commands: a value that is not what it claims goes into none', 
       facts({ consumerAppKey: key, newest: row({ consumerAppKey: key, state: 'DEAD', retryCount: 8 }) }),
     );
     expect(v.command).toBe(
-      `fcctl deliveries replay --consumer 'k'\\''$(id)\`id\`;x' --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0 --execute`,
+      `fcctl deliveries replay --consumer 'k'\\''$(id)\`id\`;x' --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e1:g0`,
     );
   });
   it('the verdict says why no command: the value as data', () => {
@@ -755,6 +763,7 @@ describe('applyVerdict: the apply command once delivered and applied', () => {
     );
     expect(requeueCommand(command({ bizId: ' A-1' }))).toEqual({
       command: null,
+      execute: null,
       problem: 'the biz id " A-1" is not a key part requeue takes: no command is printed with it',
     });
     expect(requeueCommand(command({ bizType: 'x'.repeat(33) })).command).toBeNull();

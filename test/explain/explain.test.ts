@@ -88,8 +88,11 @@ describe('fcctl explain answer: verdicts from real rows', () => {
         schId: '5',
         kind: 'WAITING',
         // the backoff is 20 s from the failed publish; a second may tick before explain reads the clock
-        text: expect.stringMatching(/^waiting: next retry in (19|20)s after NO_ROUTE ×1$/),
+        text: expect.stringMatching(
+          /^waiting: next retry in (19|20)s after NO_ROUTE ×1 — it fails again until this is set right: the consumer \(its team\) must bind a queue/,
+        ),
         command: null,
+        execute: null,
       },
     ]);
     const row = w.doc!['outbox'].rows[0];
@@ -114,9 +117,10 @@ describe('fcctl explain answer: verdicts from real rows', () => {
       kind: 'HELD',
       text: 'held: push_allowed = 0 (PENDING)',
       command: null,
+      execute: null,
     });
     const g = await explain(['answer', revoked.answerUuid], env);
-    expect(g.doc!['verdicts'][0]).toMatchObject({ kind: 'GRANT_REVOKED', command: null });
+    expect(g.doc!['verdicts'][0]).toMatchObject({ kind: 'GRANT_REVOKED', command: null, execute: null });
     expect(g.doc!['outbox'].rows[0].state).toBe('GRANT_REVOKED');
 
     // due again, and the budget spent: DEAD
@@ -126,21 +130,34 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     );
     expect((await runCli(['deliveries', 'send', '--max-retries', '2'], { env })).code).toBe(1);
     const d = await explain(['answer', routeless.answerUuid, '--consumer', routeless.key, '--school', '5'], env);
-    const replay = `fcctl deliveries replay --consumer ${routeless.key} --school 5 --answer ${routeless.answerUuid} --expected-revision 4 --operation-id explain:${routeless.eventId}:g0 --execute`;
+    const replay = `fcctl deliveries replay --consumer ${routeless.key} --school 5 --answer ${routeless.answerUuid} --expected-revision 4 --operation-id explain:${routeless.eventId}:g0`;
     expect(d.doc!['verdicts']).toEqual([
-      { consumerAppKey: routeless.key, schId: '5', kind: 'DEAD', text: 'DEAD (NO_ROUTE ×2)', command: replay },
+      {
+        consumerAppKey: routeless.key,
+        schId: '5',
+        kind: 'DEAD',
+        text: expect.stringMatching(
+          /^DEAD \(NO_ROUTE ×2\): a replay fails again until this is set right: the consumer/,
+        ),
+        command: replay,
+        execute: `${replay} --execute`,
+      },
     ]);
     // the event verb names the same row and verdict
     // on a terminal the command is one line, to paste as it is (never hard-wrapped at 80 columns)
     const tty = await runCli(['explain', 'answer', routeless.answerUuid], { env, tty: true });
-    expect(tty.stdout.split('\n')).toContain(`  $ ${replay}`);
+    expect(tty.stdout).toContain(`  dry run, then the write:\n  $ ${replay}\n  $ ${replay} --execute\n`);
     const e = await explain(['event', routeless.eventId], env);
     expect(e.doc!['subject']).toMatchObject({ eventId: routeless.eventId, answerUuid: routeless.answerUuid });
     expect(e.doc!['verdicts'][0].command).toBe(replay);
 
     const q = await bindQueue(routeless.key);
     try {
-      const r = await runCli(asArgv(replay), { env });
+      const dry = await runCli(asArgv(replay), { env });
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain('QUEUED');
+      expect((await explain(['answer', routeless.answerUuid], env)).doc!['outbox'].rows[0].state).toBe('DEAD');
+      const r = await runCli(asArgv(`${replay} --execute`), { env });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain('QUEUED');
       expect((await runCli(['deliveries', 'send'], { env })).code).toBe(0);
@@ -148,7 +165,7 @@ describe('fcctl explain answer: verdicts from real rows', () => {
       await q.close();
     }
     const a = await explain(['answer', routeless.answerUuid], env);
-    expect(a.doc!['verdicts'][0]).toMatchObject({ kind: 'ACCEPTED_NOT_APPLIED', command: null });
+    expect(a.doc!['verdicts'][0]).toMatchObject({ kind: 'ACCEPTED_NOT_APPLIED', command: null, execute: null });
     expect(a.doc!['verdicts'][0].text).toMatch(/^accepted by the broker, not yet applied by the consumer \(\d+s\)$/);
     expect(a.doc!['outbox'].rows[0].generation).toMatch(/^[0-9a-f]{64}$/);
   }, 60_000);
@@ -173,18 +190,25 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     const s = await explain(['answer', a.answerUuid], env);
     const local = s.doc!['sh'].projections[0];
     expect(local).toMatchObject({ schId: '5', revision: '3', linkState: 'UNLINKED', retiredAt: null });
-    const repair = `fcctl projection repair-authoritative --consumer ${a.key} --school 5 --answer ${a.answerUuid} --expected-revision 3 --expected-hash ${local.contentHash} --expected-is-deleted 0 --proof-id explain:${a.answerUuid}:4 --execute`;
+    const repair = `fcctl projection repair-authoritative --consumer ${a.key} --school 5 --answer ${a.answerUuid} --expected-revision 3 --expected-hash ${local.contentHash} --expected-is-deleted 0 --proof-id explain:${a.answerUuid}:4`;
     expect(s.doc!['verdicts']).toEqual([
-      { consumerAppKey: a.key, schId: '5', kind: 'SH_STALE', text: 'SH stale (revision 3, FC 4)', command: repair },
+      {
+        consumerAppKey: a.key,
+        schId: '5',
+        kind: 'SH_STALE',
+        text: 'SH stale (revision 3, FC 4)',
+        command: repair,
+        execute: `${repair} --execute`,
+      },
     ]);
     // as pasted at a prompt: its evidence file goes to the current directory (here the file's temp dir)
     const cwd = process.cwd();
     process.chdir(tmp);
-    const r = await runCli(asArgv(repair), { env }).finally(() => process.chdir(cwd));
+    const r = await runCli(asArgv(`${repair} --execute`), { env }).finally(() => process.chdir(cwd));
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(tmp, 'repair-evidence.jsonl'))).toBe(true);
     const after = await explain(['answer', a.answerUuid], env);
-    expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null });
+    expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null, execute: null });
     expect(after.doc!['verdicts'][0].text).toMatch(
       /^delivered and applied \(APPLIED at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)$/,
     );
@@ -209,19 +233,22 @@ describe('fcctl explain answer: verdicts from real rows', () => {
       [a.eventId],
     );
     await dbs.admin.query(
-      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NACK', consumer_applied_at = NOW(), consumer_outcome = 'REJECTED' WHERE event_id = ?`,
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET state = 'DEAD', retry_count = 8, last_error = 'NACK', consumer_applied_at = NOW(), consumer_outcome = 'DEFERRED' WHERE event_id = ?`,
       [d.eventId],
     );
     const x = await explain(['answer', a.answerUuid], env);
     const v = x.doc!['verdicts'][0];
     expect(v).toMatchObject({ kind: 'CONSUMER_REFUSED' });
     expect(v.text).toMatch(/^accepted by the broker, not taken in by the consumer \(DEFERRED at .+\)$/);
-    const r = await runCli(asArgv(v.command), { env });
+    const r = await runCli(asArgv(v.execute), { env });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('QUEUED');
     const y = await explain(['answer', d.answerUuid], env);
-    expect(y.doc!['verdicts'][0]).toMatchObject({ kind: 'DEAD', text: 'DEAD (NACK ×8)' });
-    const q = await runCli(asArgv(y.doc!['verdicts'][0].command), { env });
+    expect(y.doc!['verdicts'][0]).toMatchObject({ kind: 'DEAD' });
+    expect(y.doc!['verdicts'][0].text).toMatch(
+      /^DEAD \(NACK ×8\): a replay sends it once the broker accepts messages again/,
+    );
+    const q = await runCli(asArgv(y.doc!['verdicts'][0].execute), { env });
     expect(q.code, q.stderr).toBe(0);
     expect(q.stdout).toContain('QUEUED');
   });
@@ -250,9 +277,10 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(x.doc!['outbox'].rows.map((r: Doc) => r.revision)).toEqual(['10', '9']);
     expect(x.doc!['fc'].answer).toMatchObject({ revision: '10', outboxRevision: '10', hashMatches: true });
     const v = x.doc!['verdicts'][0];
-    expect(v, v.text).toMatchObject({ kind: 'DEAD', text: 'DEAD (NO_ROUTE ×8)' });
+    expect(v, v.text).toMatchObject({ kind: 'DEAD' });
+    expect(v.text).toMatch(/^DEAD \(NO_ROUTE ×8\): /);
     expect(v.command).toContain('--expected-revision 10 ');
-    const r = await runCli(asArgv(v.command), { env });
+    const r = await runCli(asArgv(v.execute), { env });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('QUEUED');
   });
@@ -284,6 +312,7 @@ describe('fcctl explain answer: verdicts from real rows', () => {
         kind: 'ABSENT_AT_FC',
         text: "absent at FC, present at SH (revision 2): see `fcctl retire-absent prove` (from a reconcile run's retire-candidates.jsonl)",
         command: null,
+        execute: null,
       },
     ]);
     const t = await explain(['answer', retired], env);
@@ -500,7 +529,7 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(x.doc!['outbox'].rows).toHaveLength(200);
     expect(x.doc!['outbox'].truncated).toBe(true);
     const vb = x.doc!['verdicts'].find((v: Doc) => v.consumerAppKey === b.key);
-    expect(vb, vb.text).toMatchObject({ kind: 'UNKNOWN', command: null });
+    expect(vb, vb.text).toMatchObject({ kind: 'UNKNOWN', command: null, execute: null });
     expect(vb.text).toContain(`explain again with --consumer ${b.key} --school 5`);
     const y = await explain(['answer', a.answerUuid, '--consumer', b.key, '--school', '5'], env);
     expect(y.doc!['outbox']).toMatchObject({ truncated: false, rows: [{ eventId: b.eventId, state: 'DEAD' }] });

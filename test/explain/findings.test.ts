@@ -104,19 +104,20 @@ describe('fcctl explain: the review findings, from real rows', () => {
       kind: 'SH_STALE',
       text: `SH stale (revision 3, FC 4); a repair under ${k3} would be DEFERRED: grant revoked (version 1)`,
       command: null,
+      execute: null,
     });
     // SH's consumer named: one verdict, no alternatives, and its repair works as printed
     const one = await explain(['answer', a.answerUuid, '--consumer', k2], env);
     expect(one.doc!['verdicts']).toEqual([
       expect.objectContaining({ consumerAppKey: k2, kind: 'SH_STALE', text: 'SH stale (revision 3, FC 4)' }),
     ]);
-    const repair = one.doc!['verdicts'][0].command;
-    expect(repair).toBe(byKey[k2].command);
+    const repair = one.doc!['verdicts'][0].execute;
+    expect(repair).toBe(byKey[k2].execute);
     const r = await runAsPrinted(repair, env, tmp, true);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('"code":"STALE_REPAIRED"');
     const after = await explain(['answer', a.answerUuid, '--consumer', k2], env);
-    expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null });
+    expect(after.doc!['verdicts'][0]).toMatchObject({ kind: 'DELIVERED_APPLIED', command: null, execute: null });
   });
 
   test("SH stale at a consumer school other than the answer's: no repair, which would be DEFERRED (SCHOOL_MISMATCH)", async ({
@@ -141,6 +142,7 @@ describe('fcctl explain: the review findings, from real rows', () => {
         kind: 'SH_STALE',
         text: `SH stale (revision 3, FC 4); a repair under ${k} would be DEFERRED: FC's answer belongs to school 5 (SCHOOL_MISMATCH)`,
         command: null,
+        execute: null,
       },
     ]);
     // what that repair answers
@@ -167,6 +169,7 @@ describe('fcctl explain: the review findings, from real rows', () => {
         kind: 'REGRANTED',
         text: 'GRANT_REVOKED (GRANT_REVOKED) at grant version 1; the grant is valid again at version 2: `deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed); revision 4 goes out only in a new outbox row the producer writes under version 2',
         command: null,
+        execute: null,
       },
     ]);
     // as deliveries replay answers it
@@ -181,6 +184,7 @@ describe('fcctl explain: the review findings, from real rows', () => {
       kind: 'GRANT_REVOKED',
       text: 'GRANT_REVOKED (GRANT_REVOKED) at grant version 1; now: grant revoked (version 3); `deliveries replay` would answer GRANT_REVOKED (a revoked row is never replayed)',
       command: null,
+      execute: null,
     });
   });
 

@@ -141,8 +141,9 @@ describe('explain: commands printed for a shell run only what they say', () => {
       consumerAppKey: k,
       schId: '5',
       kind: 'DEAD',
-      text: `DEAD (NACK ×8); the answer uuid ${JSON.stringify(hostileUuid)} is not a UUID: no command is printed with it`,
+      text: `DEAD (NACK ×8): a replay sends it once the broker accepts messages again (a nack: a full queue, a disk or memory alarm); the answer uuid ${JSON.stringify(hostileUuid)} is not a UUID: no command is printed with it`,
       command: null,
+      execute: null,
     });
     expect(existsSync(file)).toBe(false);
 
@@ -159,8 +160,9 @@ describe('explain: commands printed for a shell run only what they say', () => {
     expect(existsSync(keyFile)).toBe(false);
     expect(argv).toEqual([
       ...['deliveries', 'replay', '--consumer', shellKey, '--school', '5', '--answer', b.answerUuid],
-      ...['--expected-revision', '4', '--operation-id', `explain:${deadEvent}:g0`, '--execute'],
+      ...['--expected-revision', '4', '--operation-id', `explain:${deadEvent}:g0`],
     ]);
+    expect(d.doc!['verdicts'][0].execute).toBe(`${line} --execute`);
     // the terminal prints the same line, and the words it makes are what fcctl takes (a dry run)
     const tty = await runCli(['explain', 'event', deadEvent], { env, tty: true });
     expect(printedLines(tty.stdout)).toContain(line);

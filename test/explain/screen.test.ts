@@ -138,7 +138,7 @@ describe('explain: a printed command is what the screen shows', () => {
     expect(printedLines(tty.stdout)).toEqual([]);
     const x = await spawnCli(['--json', 'explain', 'answer', a.answerUuid], { env });
     const [v] = (JSON.parse(x.stdout) as Doc)['verdicts'];
-    expect(v).toMatchObject({ consumerAppKey: key, kind: 'DEAD', command: null });
+    expect(v).toMatchObject({ consumerAppKey: key, kind: 'DEAD', command: null, execute: null });
     expect(v.text).toContain('holds characters a terminal cannot show as they are: no command is printed with it');
   });
 

@@ -20,7 +20,8 @@ const doc: ExplainOutput = {
       schId: '5',
       kind: 'DEAD',
       text: 'DEAD (NO_ROUTE ×8)',
-      command: `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e:g0 --execute`,
+      command: `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e:g0`,
+      execute: `fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e:g0 --execute`,
     },
   ],
   outbox: {
@@ -37,7 +38,11 @@ describe('explain report view', () => {
     const lines = frame.split('\n');
     expect(lines[0]).toBe(`explain answerUuid ${A}`);
     expect(frame).toContain('k1 / school 5: DEAD (NO_ROUTE ×8)');
-    expect(frame).toContain('  $ fcctl deliveries replay --consumer k1');
+    // the dry run, then the write (issue 36 §13); ink-testing-library wraps at 100 columns
+    const flat = frame.replace(/\n(?! {2})/g, ' ');
+    expect(flat).toContain(
+      `  dry run, then the write:\n  $ fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e:g0\n  $ fcctl deliveries replay --consumer k1 --school 5 --answer ${A} --expected-revision 4 --operation-id explain:e:g0 --execute`,
+    );
     expect(frame).toMatch(/FC\nunreachable: FC database: connect ECONNREFUSED/);
     expect(frame).toMatch(/SH\nnot configured/);
     expect(frame).toMatch(/outbox\nnone/);

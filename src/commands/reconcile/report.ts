@@ -11,9 +11,9 @@ function reportFlags(parent: Command) {
     .description(
       'write report.html of a reconcile run --all: one self-contained page (headline, failed pairs, pairs table, drill-down with the fix commands, 30-night trend)',
     )
-    .requiredOption(
+    .option(
       '--out-dir <dir>',
-      'the run directory of reconcile run --all (its summary.json and pair folders)',
+      'the run directory of reconcile run --all (its summary.json and pair folders); default with --run-id: the folder the run recorded',
       pathArg,
     )
     .option(
@@ -31,5 +31,5 @@ function reportFlags(parent: Command) {
 export const createReconcileReportCommand = verbCommand(reportFlags, reportOptionsOf, runReconcileReport);
 
 function reportOptionsOf(o: FlagsOf<typeof reportFlags>): ReconcileReportOptions {
-  return { outDir: o.outDir, runId: o.runId ?? null, out: o.out ?? null };
+  return { outDir: o.outDir ?? null, runId: o.runId ?? null, out: o.out ?? null };
 }

@@ -7,6 +7,7 @@ import { shownAsIs } from '../cli/printable.js';
 import { shellLine, shellWord } from '../cli/shell.js';
 import { isReasonCode } from '../apply-command/resolve-unknown/decide.js';
 import { consumerHasIt } from '../deliveries/replay/decide.js';
+import { reasonAdvice } from './reasons.js';
 import {
   idProblem,
   isAppKey,
@@ -28,10 +29,17 @@ import type {
 } from './types.js';
 
 /**
- * A row accepted longer ago than this and still not applied is no longer "in flight": a stale SH
- * projection is then a finding of its own (the consumer lost or refused it), with its repair.
+ * A row accepted longer ago than this and still not applied is no longer "in flight": a stale or
+ * missing SH projection is then a finding of its own (the consumer lost or refused it), with its repair.
  */
 export const APPLY_GRACE_SECONDS = 3600;
+
+/**
+ * SH's findings no delivery in flight can settle, shown at once (issue 36 §12): at FC's revision with
+ * another hash or isDeleted the consumer's MQ rule keeps SH's row (conflict_flag) and only
+ * `repair-authoritative` repairs it (SPEC §6); a higher local revision is never downgraded.
+ */
+const NOT_FIXED_BY_DELIVERY: readonly VerdictKind[] = ['SH_DIFFERS', 'SH_AHEAD'];
 
 /**
  * A duration for a person: seconds under a minute, then minutes, hours, days (rounded).
@@ -94,21 +102,28 @@ const claim = (what: string, value: string, fits: boolean, should: string): Clai
  * shown as data and put into no command — the command would refuse it, and a person pastes it.
  */
 export type Suggestion =
-  | { readonly command: string; readonly problem: null }
-  | { readonly command: null; readonly problem: string };
+  | { readonly command: string; readonly execute: string; readonly problem: null }
+  | { readonly command: null; readonly execute: null; readonly problem: string };
 
+/**
+ * The suggestion of a command that writes only with `--execute` (docs: a dry run first): `command`
+ * the dry run, `execute` the same line with `--execute`, the write.
+ */
 function suggestion(claims: readonly Claim[], words: () => string[]): Suggestion {
   const bad = claims.find((c) => !c.fits);
   if (bad !== undefined)
     return {
       command: null,
+      execute: null,
       problem: `${bad.what} ${shownValue(bad.value)} is not ${bad.should}: no command is printed with it`,
     };
   // a word the terminal view shows escaped (U+0085 as `\u0085`) would be copied from the screen as another value
   const hidden = words().find((w) => !shownAsIs(w));
-  if (hidden === undefined) return { command: shellLine(words()), problem: null };
+  if (hidden === undefined)
+    return { command: shellLine(words()), execute: shellLine([...words(), '--execute']), problem: null };
   return {
     command: null,
+    execute: null,
     problem: `${shownValue(hidden)} holds characters a terminal cannot show as they are: no command is printed with it`,
   };
 }
@@ -119,7 +134,7 @@ const answerClaim = (answerUuid: string) => claim('the answer uuid', answerUuid,
 /**
  * `deliveries replay` of the row, as that command takes it, under an operation id that names the
  * row and its generation: the same suggestion twice is one operation, a later generation a new one.
- * @example replayCommand(row, 'a1…').command // 'fcctl deliveries replay --consumer k --school 5 --answer a1… --expected-revision 4 --operation-id explain:<eventId>:g0 --execute'
+ * @example replayCommand(row, 'a1…').command // 'fcctl deliveries replay --consumer k --school 5 --answer a1… --expected-revision 4 --operation-id explain:<eventId>:g0' (`.execute`: the same with --execute)
  */
 export function replayCommand(row: OutboxRow, answerUuid: string): Suggestion {
   const generation = row.generation === null ? 'g0' : `g${row.generation.slice(0, 12)}`;
@@ -139,7 +154,7 @@ export function replayCommand(row: OutboxRow, answerUuid: string): Suggestion {
     ],
     () => [
       ...['deliveries', 'replay', '--consumer', row.consumerAppKey, '--school', row.schId, '--answer', answerUuid],
-      ...['--expected-revision', row.revision, '--operation-id', operationId, '--execute'],
+      ...['--expected-revision', row.revision, '--operation-id', operationId],
     ],
   );
 }
@@ -178,7 +193,7 @@ export function repairCommand(
     ],
     () => [
       ...['projection', 'repair-authoritative', '--consumer', consumerAppKey, '--school', schId],
-      ...['--answer', answerUuid, ...expected, '--proof-id', proofId, '--execute'],
+      ...['--answer', answerUuid, ...expected, '--proof-id', proofId],
     ],
   );
 }
@@ -199,11 +214,11 @@ const cmp = (a: string, b: string) => {
   return x < y ? -1 : x > y ? 1 : 0;
 };
 
-type Make = (kind: VerdictKind, text: string, command?: string | null) => Verdict;
+type Make = (kind: VerdictKind, text: string, s?: Suggestion | null) => Verdict;
 
-/** A verdict with its command, or with why none is printed (a value that is not what it claims, as data). */
+/** A verdict with its commands (the dry run, then the write), or with why none is printed (a value that is not what it claims, as data). */
 const withSuggestion = (make: Make, kind: VerdictKind, text: string, s: Suggestion): Verdict =>
-  s.command !== null ? make(kind, text, s.command) : make(kind, `${text}; ${s.problem}`);
+  s.command !== null ? make(kind, text, s) : make(kind, `${text}; ${s.problem}`);
 
 /**
  * The verdict of one consumer and school of an answer: where the answer is and why, and the exact
@@ -223,12 +238,13 @@ export function verdictOf(f: VerdictFacts): Verdict {
 
 /** The verdict of the delivery and the projection: FC, grant, outbox, SH. */
 function deliveryVerdict(f: VerdictFacts): Verdict {
-  const make: Make = (kind, text, command = null) => ({
+  const make: Make = (kind, text, s = null) => ({
     consumerAppKey: f.consumerAppKey,
     schId: f.schId,
     kind,
     text,
-    command,
+    command: s?.command ?? null,
+    execute: s?.execute ?? null,
   });
   if (f.fc.kind === 'unread') return make('UNKNOWN', 'FC not read: no verdict without the answer row and the outbox');
   if (f.fc.kind === 'absent') return absentVerdict(f, make);
@@ -252,7 +268,7 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
       `outbox behind FC: newest row revision ${row.revision} (${row.state}), FC ${fc.revision}: the producer has not written revision ${fc.revision}`,
     );
   if (row.state === 'BROKER_ACCEPTED') return acceptedVerdict(f, row, fc.revision, make);
-  return pendingVerdict(f.answerUuid, row, f.grant, make);
+  return pendingVerdict(f, row, make);
 }
 
 /** FC has no answer row: what SH holds decides. */
@@ -291,10 +307,10 @@ function revokedVerdict(row: OutboxRow, grant: GrantFacts | null | 'unread', mak
 }
 
 /** The newest row is PENDING, FAILED, DEAD or GRANT_REVOKED. */
-function pendingVerdict(answerUuid: string, row: OutboxRow, grants: GrantFacts | null | 'unread', make: Make): Verdict {
+function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
   const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
-  if (row.state === 'GRANT_REVOKED') return revokedVerdict(row, grants, make);
-  const grant = grants === 'unread' ? null : grants;
+  if (row.state === 'GRANT_REVOKED') return revokedVerdict(row, f.grant, make);
+  const grant = f.grant === 'unread' ? null : f.grant;
   const problem = grantProblem(grant, row.grantVersion);
   if (row.state === 'DEAD') {
     if (takenIn(row))
@@ -302,7 +318,10 @@ function pendingVerdict(answerUuid: string, row: OutboxRow, grants: GrantFacts |
     if (problem !== null) return make('DEAD', `DEAD (${tries}); ${problem}: a replay would answer GRANT_REVOKED`);
     if (!routable(row.consumerAppKey))
       return make('DEAD', `DEAD (${tries}); the consumer key cannot make a routing key: no replay can send it`);
-    return withSuggestion(make, 'DEAD', `DEAD (${tries})`, replayCommand(row, answerUuid));
+    return (
+      refusedAgain(f, row, 'DEAD', `DEAD (${tries}), ${row.consumerOutcome} by the consumer`, make) ??
+      failedVerdict(f, row, 'DEAD', `DEAD (${tries})`, make)
+    );
   }
   if (problem !== null)
     return make('WILL_BE_REVOKED', `${row.state}, but ${problem}: the next send marks it GRANT_REVOKED`);
@@ -320,15 +339,101 @@ function pendingVerdict(answerUuid: string, row: OutboxRow, grants: GrantFacts |
     row.nextRetryInSeconds === null || row.nextRetryInSeconds <= 0
       ? 'due now'
       : `next retry ${relative(row.nextRetryInSeconds)}`;
-  return make('WAITING', `waiting: ${when}${row.state === 'FAILED' ? ` after ${tries}` : ' (PENDING)'}`);
+  if (row.state !== 'FAILED') return make('WAITING', `waiting: ${when} (PENDING)`);
+  const advice = reasonAdvice(errorCode(row.lastError));
+  // the relay's own retries meet the same refusal: say so, and who acts, instead of a plain "waiting"
+  if (advice.replay === 'never')
+    return failedVerdict(f, row, 'CANNOT_SEND', `FAILED (${tries}), retried ${when} but it can never be sent`, make);
+  const until =
+    advice.replay === 'after'
+      ? ` — it fails again until this is set right: ${advice.who}`
+      : ` — it goes out ${advice.when}`;
+  return make('WAITING', `waiting: ${when} after ${tries}${until}`);
+}
+
+/**
+ * A DEAD row (or a FAILED one that can never be sent): the replay where one will send it, who must
+ * act first or instead, and for a row whose stored snapshot or event is wrong, the repair that
+ * brings FC's answer to SH (SPEC §6: built from the FC row, not from the outbox) when FC's answer
+ * is the row's revision and hash.
+ */
+function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head: string, make: Make): Verdict {
+  const advice = reasonAdvice(errorCode(row.lastError));
+  const replay = () => replayCommand(row, f.answerUuid);
+  if (advice.replay === 'works')
+    return withSuggestion(make, kind, `${head}: a replay sends it ${advice.when}`, replay());
+  if (advice.replay === 'after')
+    return withSuggestion(
+      make,
+      kind,
+      `${head}: a replay fails again until this is set right: ${advice.who}; then replay it`,
+      replay(),
+    );
+  const text = `${head}: a replay resends the same row and fails again — ${advice.who}`;
+  const tail = kind === 'CANNOT_SEND' ? '; the relay retries it until its budget is spent (DEAD)' : '';
+  if (!advice.fromFc) return make(kind, `${text}${tail}`);
+  return fromFcVerdict(f, row, kind, text, tail, make);
+}
+
+/**
+ * A row no replay delivers: the repair from FC where FC's answer is the row's revision and content
+ * (SPEC §6: built from the FC row, not from the outbox) and SH lacks it, else why none.
+ */
+function fromFcVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, text: string, tail: string, make: Make) {
+  if (f.fc.kind !== 'found') return make(kind, `${text}${tail}`);
+  const fc = f.fc;
+  if (fc.revision !== row.revision || fc.contentHash !== row.contentHash || fc.isDeleted !== row.isDeleted)
+    return make(
+      kind,
+      `${text}; FC's answer now (revision ${fc.revision}) is not the row's content: no repair from FC brings the row's revision${tail}`,
+    );
+  if (f.sh.kind === 'unread') return make(kind, `${text}; SH not read: no repair is suggested${tail}`);
+  const sh = shVerdict(f, fc.revision, make);
+  if (sh === null)
+    return make(
+      kind,
+      `${text}; SH already holds revision ${fc.revision} as FC has it: nothing is missing at SH${tail}`,
+    );
+  const fromFc = `meanwhile FC's answer hashes to the row's content_hash at revision ${fc.revision}, so repair-authoritative builds it from FC: ${sh.text}`;
+  return { ...sh, kind, text: `${text}; ${fromFc}${tail}` };
+}
+
+/**
+ * The consumer's own refusal (seed 000 §7.2) that a replay of the same row meets again: CONFLICT
+ * (the consumer keeps its other hash at that revision; only `repair-authoritative` repairs it, SPEC
+ * §6) and REJECTED (a poison payload: closed set or hash — the producer's row). Null for DEFERRED
+ * (the grant could not be confirmed: a replay works once it can) and for no receipt.
+ */
+function refusedAgain(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head: string, make: Make): Verdict | null {
+  if (row.consumerOutcome === 'CONFLICT')
+    return fromFcVerdict(
+      f,
+      row,
+      kind,
+      `${head}: the consumer keeps its other hash at revision ${row.revision}, and a replay meets the same CONFLICT — only projection repair-authoritative repairs it (SPEC §6)`,
+      '',
+      make,
+    );
+  if (row.consumerOutcome === 'REJECTED')
+    return fromFcVerdict(
+      f,
+      row,
+      kind,
+      `${head}: the consumer refused the payload as poison (closed set or hash), and a replay resends the same row — the producer (FC team) must find why and write a correct row`,
+      '',
+      make,
+    );
+  return null;
 }
 
 /** The newest row was accepted by the broker: the consumer's receipt and SH's projection decide. */
 function acceptedVerdict(f: VerdictFacts, row: OutboxRow, fcRevision: string, make: Make): Verdict {
   const reported = row.consumerAppliedAt !== null;
   const settled = reported || (row.acceptedAgoSeconds ?? 0) >= APPLY_GRACE_SECONDS;
-  const sh = settled ? shVerdict(f, fcRevision, make) : null;
-  if (sh !== null) return sh;
+  const sh = shVerdict(f, fcRevision, make);
+  // in flight, SH behind or missing may yet be fixed by the delivery; SH at FC's revision with another
+  // hash (or ahead) never is: a delivery of that revision changes nothing (SPEC §6), so it is said at once
+  if (sh !== null && (settled || NOT_FIXED_BY_DELIVERY.includes(sh.kind))) return sh;
   if (reported && takenIn(row))
     return make(
       'DELIVERED_APPLIED',
@@ -341,10 +446,13 @@ function acceptedVerdict(f: VerdictFacts, row: OutboxRow, fcRevision: string, ma
 
 /**
  * Accepted, but the consumer's receipt says it did not take it in (CONFLICT, DEFERRED, REJECTED):
- * not delivered. `deliveries replay` queues such a row again when the grant still lets it out.
+ * not delivered. `deliveries replay` queues such a row again when the grant still lets it out, and
+ * is suggested where the consumer would take it then (DEFERRED), not where it refuses it again.
  */
 function refusedVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
   const text = `accepted by the broker, not taken in by the consumer (${row.consumerOutcome} at ${row.consumerAppliedAt})`;
+  const again = refusedAgain(f, row, 'CONSUMER_REFUSED', text, make);
+  if (again !== null) return again;
   const problem = grantProblem(f.grant === 'unread' ? null : f.grant, row.grantVersion);
   if (f.grant === 'unread' || problem !== null || !routable(row.consumerAppKey))
     return make(
@@ -451,11 +559,12 @@ export function requeueCommand(c: ApplyCommandFacts): Suggestion {
  * @example applyVerdict({ ...c, state: 'UNKNOWN' }, delivered)!.kind // 'APPLY_UNKNOWN'
  */
 export function applyVerdict(c: ApplyCommandFacts, delivered: Verdict): Verdict | null {
-  const verdict = (kind: VerdictKind, text: string, command: string | null = null): Verdict => ({
+  const verdict = (kind: VerdictKind, text: string, s: Suggestion | null = null): Verdict => ({
     ...delivered,
     kind,
     text: `${delivered.text}; flow apply command ${c.bizType}/${c.bizId} ${text}`,
-    command,
+    command: s?.command ?? null,
+    execute: s?.execute ?? null,
   });
   const tries = `${errorCode(c.lastError)} ×${c.retryCount}`;
   const when =
@@ -487,7 +596,7 @@ export function applyVerdict(c: ApplyCommandFacts, delivered: Verdict): Verdict 
 function deadApplyVerdict(
   c: ApplyCommandFacts,
   tries: string,
-  verdict: (kind: VerdictKind, text: string, command?: string | null) => Verdict,
+  verdict: (kind: VerdictKind, text: string, s?: Suggestion | null) => Verdict,
 ): Verdict {
   const person = PERSON_REASONS[errorCode(c.lastError)];
   if (person !== undefined) return verdict('APPLY_DEAD', `is DEAD (${tries}): ${person}`);
@@ -503,7 +612,7 @@ function deadApplyVerdict(
     ? 'the flow center refused or garbled its requests until the retry budget was spent: a person finds why there, then requeues it'
     : 'the flow center did not answer (an outage, timeouts) until the retry budget was spent: once it answers again, requeue it';
   const text = `is DEAD (${tries}): ${cause} — a dry run first, then the same line with --execute`;
-  return s.command === null ? verdict('APPLY_DEAD', `${text}; ${s.problem}`) : verdict('APPLY_DEAD', text, s.command);
+  return s.command === null ? verdict('APPLY_DEAD', `${text}; ${s.problem}`) : verdict('APPLY_DEAD', text, s);
 }
 
 /**

@@ -51,7 +51,10 @@ function verdictBlock(verdicts: readonly Verdict[]): ReportBlock {
     tone: good ? 'good' : 'warn',
     lines: verdicts.flatMap((v) => [
       `${v.consumerAppKey} / school ${v.schId}: ${v.text}`,
+      // a command that writes only with --execute: its dry run first, then the write (docs: a dry run first)
+      ...(v.command && v.execute ? ['  dry run, then the write:'] : []),
       ...(v.command ? [`  $ ${v.command}`] : []),
+      ...(v.execute ? [`  $ ${v.execute}`] : []),
     ]),
   };
 }

@@ -197,6 +197,7 @@ export type VerdictKind =
   | 'CONSUMER_REFUSED'
   | 'SENDING'
   | 'WAITING'
+  | 'CANNOT_SEND'
   | 'HELD'
   | 'DEAD'
   | 'GRANT_REVOKED'
@@ -224,6 +225,8 @@ export interface Verdict {
   readonly schId: string;
   readonly kind: VerdictKind;
   readonly text: string;
-  /** a command to run as printed, or null */
+  /** a command to run as printed, or null: for a command that writes only with `--execute`, its dry run */
   readonly command: string | null;
+  /** the write that follows the dry run: the same line with `--execute`, or null */
+  readonly execute: string | null;
 }

@@ -176,8 +176,10 @@ export function taskWriteOf(
   r: PairResult,
   /** the process that finished the pair (the claim owner, cleared by the finish): kept in the result */
   process: string | null = null,
+  /** the run's folder (`--out-dir`, absolute) on this host: `reconcile report --run-id` finds it there */
+  runDir: string | null = null,
 ): { kind: 'finish'; state: 'DONE' | 'FAILED'; resultJson: string } | { kind: 'release' } {
-  const by = process === null ? {} : { process };
+  const by = { ...(process === null ? {} : { process }), ...(runDir === null ? {} : { runDir }) };
   if (r.result === 'done' || r.result === 'adopted')
     return {
       kind: 'finish',

@@ -411,7 +411,7 @@ async function recordPair(
   task: TaskRow & { token: string; generation: string },
   result: PairResult,
 ): Promise<boolean> {
-  const w = taskWriteOf(result, shared.owner);
+  const w = taskWriteOf(result, shared.owner, shared.outDir);
   const pair = { schId: String(task.sch_id), formUuid: task.form_uuid };
   const ledger = ledgerEntryOf(shared.runId, pair, result, shared.host);
   if ((await writeTask(shared.shDb, task, w, ledger)).affectedRows === 1) return true;

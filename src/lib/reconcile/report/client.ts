@@ -25,7 +25,7 @@ code,pre{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.cats{max-width:760px}.cats thead th{white-space:nowrap}.cats tbody th{overflow-wrap:anywhere}@media (min-width:700px){.cats tbody th{white-space:nowrap}}.cats td{text-align:right}.cats tr.settled{color:var(--mute)}.cats tr.diff th{color:var(--warn)}
+.cats{max-width:760px}.cats thead th{overflow-wrap:anywhere}.cats tbody th{overflow-wrap:normal;word-break:normal}@media (min-width:700px){.cats thead th,.cats tbody th{white-space:nowrap}}.cats td{text-align:right}.cats tr.settled{color:var(--mute)}.cats tr.diff th{color:var(--warn)}
 caption{text-align:left;font-weight:600;padding:6px 0}
 .notice{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
 .failed li{margin:6px 0}.err{white-space:pre-wrap;overflow-wrap:anywhere;color:var(--bad);margin:4px 0}
@@ -47,14 +47,14 @@ tr.failed td{color:var(--bad)}
 .legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
 .files a{margin-right:12px}
-@media (max-width:640px){.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
+@media (max-width:640px){.samples thead{display:none}.samples tr{display:block;border-bottom:1px solid var(--line);padding:4px 0}.samples td{display:grid;grid-template-columns:7.5em minmax(0,1fr);gap:8px;border:0;padding:1px 0;overflow-wrap:anywhere}.samples td::before{content:attr(data-label);color:var(--mute)}.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
 `;
 
 /**
  * What the page's data keeps compact, rebuilt by the page (tested equal to render.ts and decide.ts):
  * a pair's counts per night (`unpack` of `packSeries`), and a pair's "What to do" commands
  * (`commandsOf`: [title, why, dry-run lines, execute], the text of decide.ts `commandsOf`). The data
- * keeps per pair only which actions apply (bits 1 repair, 2 retire, 4 replay) and its counts, and
+ * keeps per pair only which actions apply (bits 1 repair, 2 retire) and its counts, and
  * the run's folder, consumer and proof file word once: the full lines of every pair of a bad night
  * were most of the file (21 MB of 31 for 10,000 pairs).
  */
@@ -70,16 +70,12 @@ function commandsOf(D, p) {
   var file = function (name) { return dir + '/' + name; };
   if (a & 1) {
     var plan = line(['projection', 'repair-authoritative', '--consumer', consumer, '--proof-id', id]) + ' --school ' + shellWord(p.s) + ' --plan ' + shellWord(file('repair-plan.jsonl'));
-    out.push(['Repair from FC', (n('MISSING_LOCAL') + n('STALE_LOCAL') + n('HASH_CONFLICT')) + ' rows missing, stale or in conflict locally', [plan], plan + ' --execute']);
+    out.push(['Repair from FC', (n('MISSING_LOCAL') + n('STALE_LOCAL') + n('HASH_CONFLICT')) + ' rows missing, stale or in conflict locally, repaired from FC (the missing ones, which the consumer never received, inserted)', [plan], plan + ' --execute']);
   }
   if (a & 2) {
     var proof = file('retire-proof-' + run.proof + '.json'), retire = line(['retire-absent', '--proof', proof]);
     out.push(['Retire rows FC no longer has', n('ABSENT_AT_FC') + ' local rows absent at FC: prove (reads FC, writes the proof), then retire on the proof',
       [line(['retire-absent', 'prove', '--candidates', file('retire-candidates.jsonl'), '--fc-manifest', file('fc-manifest.jsonl'), '--out', proof]), retire], retire + ' --execute']);
-  }
-  if (a & 4) {
-    var replay = line(['deliveries', 'replay', '--consumer', consumer, '--school', p.s, '--failed', '--operation-prefix', id]);
-    out.push(['Replay failed deliveries', n('MISSING_LOCAL') + ' rows FC has that the consumer never received: the school\'s FAILED/DEAD deliveries sent again (the repair plan covers the rest)', [replay], replay + ' --execute']);
   }
   return out;
 }
@@ -103,7 +99,10 @@ var D = JSON.parse(document.getElementById('report-data').textContent);
 var CATS = D.categories, P = D.pairs, NIGHTS = D.nights;
 var DIFF = [];
 for (var ci = 0; ci < CATS.length; ci++) if (D.settled.indexOf(ci) < 0) DIFF.push(ci);
-var COLORS = ['#1a7f37','#0969da','#9a6700','#b42318','#8250df','#bf3989','#cf222e','#57606a','#6e7781','#2da44e'];
+// one colour per category, each far from the others (Tableau 10): two reds or two greys read as one category
+var COLORS = ['#59a14f','#4e79a7','#f28e2b','#e15759','#76b7b2','#b07aa1','#edc948','#9c755f','#ff9da7','#bab0ac'];
+// a category name breaks only after an underscore, never inside a word (the page at 390 px)
+function catName(c) { var out = [], w = c.split('_'); w.forEach(function (x, i) { out.push(i < w.length - 1 ? x + '_' : x); if (i < w.length - 1) out.push(el('wbr')); }); return out; }
 var FILES = [['report.csv', 1], ['repair-plan.jsonl', 2], ['retire-candidates.jsonl', 4], ['summary.json', 8], ['fc-manifest.jsonl', 16]];
 var PAGE = 200;
 var st = { school: '', form: '', cat: '', q: '', sort: 'd', dir: -1, shown: PAGE, rows: [] };
@@ -230,12 +229,12 @@ function shortHash(h) {
   return s;
 }
 function samplesTable(rows) {
-  var head = el('tr', null, ['answer', 'FC rev', 'FC hash', 'FC deleted', 'local rev', 'local hash', 'local deleted', 'local created'].map(function (t) { return el('th', { scope: 'col', text: t }); }));
+  var labels = ['answer', 'FC rev', 'FC hash', 'FC deleted', 'local rev', 'local hash', 'local deleted', 'local created'];
+  var head = el('tr', null, labels.map(function (t) { return el('th', { scope: 'col', text: t }); }));
   var body = el('tbody');
-  rows.forEach(function (r) {
-    body.appendChild(el('tr', null, [el('td', { text: r[0] }), el('td', { text: r[1] }), el('td', null, [shortHash(r[2])]), el('td', { text: r[3] }),
-      el('td', { text: r[4] }), el('td', null, [shortHash(r[5])]), el('td', { text: r[6] }), el('td', { text: r[7] })]));
-  });
+  // each cell names its column: on a phone a row is drawn as a list of label and value (CSS), never wider than the screen
+  var cell = function (j, v) { return el('td', { 'data-label': labels[j] }, [j === 2 || j === 5 ? shortHash(v) : v === null || v === undefined ? '' : String(v)]); };
+  rows.forEach(function (r) { body.appendChild(el('tr', null, r.slice(0, 8).map(function (v, j) { return cell(j, v); }))); });
   return el('div', { 'class': 'scroll' }, [el('table', { 'class': 'samples' }, [el('thead', null, [head]), body])]);
 }
 function commandBlock(c) {
@@ -260,7 +259,7 @@ function showDetail(p) {
   if (p.e) detail.appendChild(el('pre', { 'class': 'err', text: p.e }));
   if (p.c) {
     var body = el('tbody');
-    CATS.forEach(function (c, j) { body.appendChild(el('tr', null, [el('th', { scope: 'row', text: c }), el('td', { 'class': 'n', text: fmt(p.c[j]) })])); });
+    CATS.forEach(function (c, j) { body.appendChild(el('tr', null, [el('th', { scope: 'row' }, catName(c)), el('td', { 'class': 'n', text: fmt(p.c[j]) })])); });
     detail.appendChild(el('div', { 'class': 'scroll' }, [el('table', { 'class': 'cats counts' }, [el('caption', { text: 'Rows by category' }), body])]));
   }
   if (p.fl !== undefined) {
@@ -312,7 +311,7 @@ function chart(series, id) {
     });
     s.appendChild(svg('polyline', { points: pts.join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5 }));
     var sw = svg('svg', { width: 10, height: 10, 'class': 'sw' }); sw.appendChild(svg('rect', { width: 10, height: 10, fill: color }));
-    legend.appendChild(el('span', null, [sw, CATS[Number(k)]]));
+    legend.appendChild(el('span', null, [sw].concat(catName(CATS[Number(k)]))));
   });
   return el('figure', null, [s, legend]);
 }

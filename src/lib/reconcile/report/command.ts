@@ -1,7 +1,7 @@
 import type { Ctx } from '../../cli/context.js';
-import { ExitCode } from '../../cli/exit.js';
+import { ExitCode, UsageError } from '../../cli/exit.js';
 import { runFinished } from './decide.js';
-import { buildReportData, LEDGER_TREND, reportTarget, writeReport } from './run.js';
+import { buildReportData, LEDGER_TREND, recordedRunDir, reportTarget, writeReport } from './run.js';
 import type { ReconcileReportOptions } from './types.js';
 
 /**
@@ -11,7 +11,10 @@ import type { ReconcileReportOptions } from './types.js';
  */
 export async function runReconcileReport(o: ReconcileReportOptions, ctx: Ctx): Promise<number> {
   const started = ctx.clock();
-  const target = await reportTarget(o);
+  // --run-id alone: the folder the run recorded (issue 36 §14); neither: the usage error of reportTarget
+  const outDir = o.outDir ?? (o.runId === null ? null : await recordedRunDir(await ctx.shDb(), o.runId));
+  if (outDir === null) throw new UsageError("give --out-dir (the run's folder) or --run-id of a recorded run");
+  const target = await reportTarget({ ...o, outDir });
   const data = await buildReportData(target, { shDb: () => ctx.shDb(), now: ctx.now, trend: LEDGER_TREND });
   const { bytes } = await writeReport(target.outFile, data);
   ctx.output.summary({

@@ -23,6 +23,25 @@ export interface ReportTask {
   readonly held: boolean;
 }
 
+/**
+ * The folders a run recorded for its pairs (`runDir` in each finished task's `result_json`, all/decide.ts
+ * `taskWriteOf`), most pairs first: one for a run whose processes shared one `--out-dir`.
+ * @example runDirsOf([{ result_json: '{"runDir":"/var/lib/fcctl/r"}' }]) // ['/var/lib/fcctl/r']
+ */
+export function runDirsOf(tasks: ReadonlyArray<Pick<ReportTask, 'result_json'>>): string[] {
+  const n = new Map<string, number>();
+  for (const t of tasks) {
+    let dir: unknown = null;
+    try {
+      dir = t.result_json === null ? null : (JSON.parse(t.result_json) as { runDir?: unknown }).runDir;
+    } catch {
+      dir = null;
+    }
+    if (typeof dir === 'string' && dir !== '') n.set(dir, (n.get(dir) ?? 0) + 1);
+  }
+  return [...n.entries()].sort((a, b) => b[1] - a[1]).map(([d]) => d);
+}
+
 /** What a task's `result_json` records (all/decide.ts `taskWriteOf`); anything else read as nothing. */
 export function taskResultOf(json: string | null): {
   counts: Record<Category, number> | null;
@@ -172,12 +191,14 @@ export function outOverwritesRun(outDir: string, outFile: string): string | null
 }
 
 /** The actions a pair's commands take, as bits (what the page stores per pair; ./client.ts builds the text). */
-export const ACTIONS = { repair: 1, retire: 2, replay: 4 } as const;
+export const ACTIONS = { repair: 1, retire: 2 } as const;
 
 /**
  * Which actions a pair's differences call for: the repair plan (missing, stale, conflicting rows,
- * repaired from FC), the retire candidates (rows FC no longer has), and for rows FC has that the
- * consumer never received, the school's failed deliveries replayed.
+ * repaired from FC) and the retire candidates (rows FC no longer has). Rows FC has that the consumer
+ * never received (MISSING_LOCAL) are in the repair plan, inserted from FC; no replay is suggested for
+ * them: `deliveries replay --failed` replays only FAILED/DEAD rows, which a missing row need not have
+ * (issue 36 §14: pasted, it answered `items 0`).
  */
 export function pairActions(p: {
   counts: Readonly<Record<Category, number>> | null;
@@ -188,14 +209,13 @@ export function pairActions(p: {
   if (c === null) return 0;
   return (
     (p.hasRepairPlan && REPAIR_CATEGORIES.some((k) => c[k] > 0) ? ACTIONS.repair : 0) |
-    (p.hasRetireCandidates && c.ABSENT_AT_FC > 0 ? ACTIONS.retire : 0) |
-    (c.MISSING_LOCAL > 0 ? ACTIONS.replay : 0)
+    (p.hasRetireCandidates && c.ABSENT_AT_FC > 0 ? ACTIONS.retire : 0)
   );
 }
 
 /**
  * What to do about a pair's differences, as commands that run as printed (docs/commands/*.md),
- * each dry run first: repair on the plan, retire-absent `prove` then retire on the proof, replay.
+ * each dry run first: repair on the plan, retire-absent `prove` then retire on the proof.
  * The page rebuilds the same text from the actions (./client.ts `commandsOf`, tested equal).
  */
 export function pairCommands(p: {
@@ -232,7 +252,7 @@ export function commandsOf(
     const plan = `${base} --school ${shellWord(p.schId)} --plan ${shellWord(file('repair-plan.jsonl'))}`;
     out.push({
       title: 'Repair from FC',
-      why: `${REPAIR_CATEGORIES.map((c) => counts[c]).reduce((a, b) => a + b, 0)} rows missing, stale or in conflict locally`,
+      why: `${REPAIR_CATEGORIES.map((c) => counts[c]).reduce((a, b) => a + b, 0)} rows missing, stale or in conflict locally, repaired from FC (the missing ones, which the consumer never received, inserted)`,
       dryRun: [plan],
       execute: `${plan} --execute`,
     });
@@ -258,26 +278,37 @@ export function commandsOf(
       execute: `${cmd('retire-absent', '--proof', proof)} --execute`,
     });
   }
-  if (actions & ACTIONS.replay) {
-    const replay = cmd(
-      'deliveries',
-      'replay',
-      '--consumer',
-      consumer,
-      '--school',
-      p.schId,
-      '--failed',
-      '--operation-prefix',
-      id,
-    );
-    out.push({
-      title: 'Replay failed deliveries',
-      why: `${counts.MISSING_LOCAL} rows FC has that the consumer never received: the school's FAILED/DEAD deliveries sent again (the repair plan covers the rest)`,
-      dryRun: [replay],
-      execute: `${replay} --execute`,
-    });
-  }
   return out;
+}
+
+/**
+ * The night the headline's change is against: the newest earlier night in the ledger whose pairs are
+ * exactly this run's (issue 36 §14) — an `--all` run is compared with `--all` runs of the same pair
+ * set, an ad-hoc run of one pair (or of a filtered set) with runs of the same pairs only. Null: none.
+ * @example previousNightOf('n3', ['5/f'], nights, pairNights)?.runId // 'n1' when n2 covered other pairs
+ */
+export function previousNightOf(
+  runId: string,
+  runPairs: readonly string[],
+  nights: readonly TrendNight[],
+  pairNights: readonly TrendPairNight[],
+): TrendNight | null {
+  const scope = new Set(runPairs);
+  const byNight = new Map<string, Set<string>>();
+  for (const p of pairNights) {
+    const set = byNight.get(p.runId) ?? new Set<string>();
+    set.add(pairKey(p.schId, p.formUuid));
+    byNight.set(p.runId, set);
+  }
+  const at = nights.findIndex((n) => n.runId === runId);
+  const earlier = at < 0 ? nights : nights.slice(0, at);
+  for (let i = earlier.length - 1; i >= 0; i--) {
+    const n = earlier[i]!;
+    if (n.runId === runId) continue;
+    const pairs = byNight.get(n.runId) ?? new Set<string>();
+    if (pairs.size === scope.size && [...scope].every((k) => pairs.has(k))) return n;
+  }
+  return null;
 }
 
 /** A ledger pair-night as the trend reads it (the contract's LedgerPair). */

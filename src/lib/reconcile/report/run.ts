@@ -22,6 +22,9 @@ import {
   differencesIn,
   outOverwritesRun,
   pairActions,
+  pairKey,
+  previousNightOf,
+  runDirsOf,
   type ReportTask,
   runShape,
   SAMPLE_CATEGORIES,
@@ -89,10 +92,14 @@ export async function runOfDir(outDir: string): Promise<{ runId: string; consume
  * The trend of the last {@link TREND_NIGHTS} nights up to this run, from the drift ledger: the one
  * place the report reads it.
  */
-export async function readTrend(source: TrendSource, shDb: Db, runId: string): Promise<Trend> {
+export async function readTrend(
+  source: TrendSource,
+  shDb: Db,
+  runId: string,
+): Promise<Trend & { readonly pairNights: readonly TrendPairNight[] }> {
   const nights = await source.ledgerNights(shDb, { last: TREND_NIGHTS, upTo: runId });
   const pairs = nights.length === 0 ? [] : await source.ledgerPairs(shDb, { runIds: nights.map((n) => n.runId) });
-  return trendOf(nights, pairs);
+  return { ...trendOf(nights, pairs), pairNights: pairs };
 }
 
 /**
@@ -133,6 +140,28 @@ async function overwritesARun(outDir: string, outFile: string): Promise<string |
 }
 
 /**
+ * `--out-dir` of a run given by `--run-id` alone: the folder its processes recorded in the task
+ * table, the first of them (most pairs first) that holds the run's summary.json on this host, else
+ * the first that exists. A run unknown, one that recorded none (finished before fcctl recorded it),
+ * or whose folders are all elsewhere: exit 2, naming what to give.
+ */
+export async function recordedRunDir(shDb: Db, runId: string): Promise<string> {
+  const tasks = await reportTasks(shDb, runId);
+  if (tasks.length === 0)
+    throw new UsageError(`no run ${JSON.stringify(runId)} in the task table (fcctl_reconcile_task)`);
+  const dirs = runDirsOf(tasks);
+  if (dirs.length === 0)
+    throw new UsageError(
+      `run ${JSON.stringify(runId)} recorded no folder (it ran before fcctl recorded them): give its --out-dir`,
+    );
+  for (const d of dirs) if ((await runOfDir(d))?.runId === runId) return d;
+  for (const d of dirs) if ((await stat(d).catch(() => null))?.isDirectory()) return d;
+  throw new UsageError(
+    `run ${JSON.stringify(runId)} recorded ${dirs.join(', ')}, not on this host: give its --out-dir`,
+  );
+}
+
+/**
  * Where the report goes and which run it shows, checked before anything is read: `--out`'s folder
  * must exist and `--out` must not be one of the run's own files (exit 2), the run must be known (exit 2).
  * The run's files are compared by real paths and by the folders' identities: a symlink to the run
@@ -170,11 +199,16 @@ export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promis
   const results = tasks.map((task) => taskResultOf(task.result_json));
   const pairs = await Promise.all(tasks.map((task) => pairOf(task, t)));
   await addSamples(pairs);
-  const trend = await readTrend(deps.trend, shDb, t.runId);
+  const { pairNights, ...trend } = await readTrend(deps.trend, shDb, t.runId);
   const counts = emptyCounts();
   for (const p of pairs) for (const c of CATEGORIES) counts[c] += p.counts?.[c] ?? 0;
-  const before = trend.nights.filter((n) => n.runId !== t.runId);
-  const previous = before.at(-1);
+  // the change is against the last night of the same pairs: an ad-hoc run of one pair is no night of the fleet
+  const previous = previousNightOf(
+    t.runId,
+    tasks.map((x) => pairKey(x.sch_id, x.form_uuid)),
+    trend.nights,
+    pairNights,
+  );
   return {
     runId: t.runId,
     generatedAt: deps.now().toISOString(),

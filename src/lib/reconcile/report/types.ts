@@ -13,8 +13,8 @@ export const TREND_NIGHTS = 30;
 export const SAMPLE_BUDGET = 8_000;
 
 export interface ReconcileReportOptions {
-  /** the `--all` run's directory (`reconcile run --all --out-dir`) */
-  readonly outDir: string;
+  /** the `--all` run's directory (`reconcile run --all --out-dir`); null: the one the run recorded (needs `runId`) */
+  readonly outDir: string | null;
   /** null: the run DIR/summary.json names (the newest run written there) */
   readonly runId: string | null;
   /** null: DIR/report.html */

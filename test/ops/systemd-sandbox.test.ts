@@ -90,17 +90,16 @@ describe('docs/systemd units: sandboxed', () => {
 
   it('no unit sets MemoryDenyWriteExecute=: Node under a W^X lock dies at start-up (measured here with PR_SET_MDWE)', () => {
     for (const f of services) expect(values(text(f), 'MemoryDenyWriteExecute'), f).toEqual([]);
-    // the same rule the seccomp filter of MemoryDenyWriteExecute=yes enforces, through prctl
-    const py = [
-      'import ctypes, os, sys',
-      'libc = ctypes.CDLL(None, use_errno=True)',
-      'sys.exit(9) if libc.prctl(65, 1, 0, 0, 0) != 0 else os.execv(sys.argv[1], sys.argv[1:])',
-    ].join('\n');
-    const locked = spawnSync('python3', ['-c', py, process.execPath, FCCTL, '--version'], { encoding: 'utf8' });
+    // the same rule the seccomp filter of MemoryDenyWriteExecute=yes enforces, through
+    // prctl(PR_SET_MDWE = 65, PR_MDWE_REFUSE_EXEC_GAIN) (syscall 157 on x86-64), then exec
+    const mdwe = 'syscall(157, 65, 1, 0, 0, 0) == 0 or exit 9; exec @ARGV or exit 8';
+    const locked = spawnSync('perl', ['-e', mdwe, process.execPath, FCCTL, '--version'], { encoding: 'utf8' });
     expect(locked.status, 'PR_SET_MDWE unavailable (kernel < 6.3?)').not.toBe(9);
     expect(locked.status).not.toBe(0);
     expect(locked.stderr).toContain('SetPermissions');
-    const open = spawnSync(process.execPath, [FCCTL, '--version'], { encoding: 'utf8' });
+    const open = spawnSync('perl', ['-e', 'exec @ARGV or exit 8', process.execPath, FCCTL, '--version'], {
+      encoding: 'utf8',
+    });
     expect(open.status).toBe(0);
   });
 

@@ -38,7 +38,9 @@ async function runSidecar(script: string, env: Record<string, string>): Promise<
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  await new Promise((r) => setTimeout(r, 300));
+  // waiting: its sleep started (as the kubelet stops it only once fcctl has exited, seconds later)
+  for (let i = 0; i < 100 && spawnSync('pgrep', ['-P', String(child.pid), 'sleep']).status !== 0; i++)
+    await new Promise((r) => setTimeout(r, 50));
   // it waits for fcctl's end, pushing nothing before
   expect(child.exitCode).toBeNull();
   child.kill('SIGTERM');

@@ -14,7 +14,8 @@ import { freshVhost } from '../helpers/vhost.js';
 // runs as PID 1 here), and each batch unit's ExecStart is run under the restrictions that could
 // break it, emulated: the file system read-only but the unit's ReadWritePaths= and
 // StateDirectory= (a private mount namespace, every mount remounted read-only — stricter than
-// ProtectSystem=strict and PrivateTmp=, /tmp is read-only too), no new privileges and an empty
+// ProtectSystem=strict and PrivateTmp=, /tmp is read-only too — and a /proc of processes only, as
+// ProtectProc=invisible and ProcSubset=pid mount it), no new privileges and an empty
 // capability bounding set (setpriv), and SystemCallFilter=@system-service ~@privileged with
 // SystemCallErrorNumber=EPERM (strace injects EPERM into every other system call, as the seccomp
 // filter would answer it).
@@ -188,6 +189,10 @@ describe('docs/systemd units: sandboxed', () => {
         if (values(body, 'Type')[0] === 'exec') {
           // a service: ready, then stopped as systemd stops it (SIGTERM to the main process)
           expect(await ready(port), `${f} never ready`).toBe(true);
+          // its metrics too (read under the restricted /proc)
+          const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
+          expect(metrics.status, f).toBe(200);
+          expect(await metrics.text(), f).toMatch(/^# TYPE fcctl_\w+ /m);
           process.kill(run.firstPid()!, 'SIGTERM');
         }
         const r = await run.done;
@@ -240,6 +245,8 @@ function sandboxed(
 ): { done: Promise<{ code: number | null; out: string; trace: string }>; firstPid: () => number | undefined } {
   const script = [
     'n=$1; shift',
+    // ProtectProc=invisible, ProcSubset=pid: a /proc of processes only (no /proc/cpuinfo, /proc/sys)
+    'mount -t proc -o subset=pid,hidepid=invisible proc /proc || exit 96',
     'for w in $(seq "$n"); do mount --bind "$1" "$1"; keep="$keep|$1"; shift; done',
     // every other mount read-only (/proc, /sys, /dev as ProtectKernel*/PrivateDevices leave them)
     `awk '{print $5}' /proc/self/mountinfo | sort -u | while read -r m; do`,

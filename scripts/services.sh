@@ -68,6 +68,11 @@ install_packages() {
   # systemd-analyze (Debian's systemd package, with the standard units) verifies docs/systemd/;
   # `verify --root` needs no systemd running.
   [ -x /usr/bin/systemd-analyze ] || missing+=(systemd)
+  # strace emulates the units' system-call filter (test/ops/systemd-sandbox.test.ts: EPERM injected).
+  [ -x /usr/bin/strace ] || missing+=(strace)
+  # The Pushgateway (Debian's prometheus-pushgateway) receives the Kubernetes CronJobs' metrics
+  # (test/ops/pushgateway.test.ts runs it on its own port); its service is kept from starting likewise.
+  [ -x /usr/bin/prometheus-pushgateway ] || missing+=(prometheus-pushgateway)
   # chromium: the report's browser tests (test/report/) drive Debian's Chromium with playwright-core,
   # which never downloads a browser of its own.
   [ -x /usr/bin/chromium ] || missing+=(chromium)

@@ -95,8 +95,11 @@ describe('durations on a terminal', () => {
   it.each([
     ['oldestPendingAgeSeconds', 3890175, '45d00h36m (3890175 s)'],
     ['oldestPendingAgeSeconds', 12, '12'],
-    ['oldestPendingAgeSeconds', null, ''],
-    ['seconds', 3890175, '3890175'],
+    // nothing to say is said (`none`), and the run's own seconds read as a duration too: a night's
+    // `reconcile run --all` of 2 hours is `2h00m (7200 s)` (issue 36 §16)
+    ['oldestPendingAgeSeconds', null, 'none'],
+    ['seconds', 7200, '2h00m (7200 s)'],
+    ['seconds', 0.4, '0.4'],
     ['throttledSeconds', 90, '1m30s (90 s)'],
     ['due', 3890175, '3890175'],
   ])('summaryValueText(%s, %j) = %s', (key, value, text) => {

@@ -114,9 +114,10 @@ describe('npm run demo (scripts/demo.sh, after the build and `services.sh up`)',
     await waitFor('the end of the demo', async () => /^\[exit \d+\]$/m.test(transcript(session!, true)), 170_000, 500);
     const text = transcript(session, true);
     expect(text, text.slice(-3000)).toMatch(/^\[exit 0\]$/m);
-    // what an operator sees on a terminal: tables and live views, never a raw JSON line
-    // (a summary table's cell may hold an object: a value, not a line of its own)
+    // what an operator sees on a terminal: tables and live views, never a raw JSON line, nor a
+    // JSON object in a summary's cell (issue 36 §16: `failedByReason  NACK 2`, not `{"NACK":2}`)
     expect(text.split('\n').filter((l) => /^\s*\{"(ts|type)":/.test(l))).toEqual([]);
+    expect(text.split('\n').filter((l) => /\{"|\{\}|\[\]/.test(l))).toEqual([]);
     // the demo opens with the report's path, the page a person opens first
     expect(text.trimStart().split('\n')[0]).toMatch(
       new RegExp(`^demo: the reconcile report it writes is ${ttyDir}/demo/after/report\\.html `),

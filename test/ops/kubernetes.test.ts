@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { CronJob } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ConfigMap, Secret } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseAmqpUrl } from '../../src/lib/amqp/url.js';
@@ -41,6 +41,7 @@ const MODELS: Record<string, new (data: any) => Validator> = {
   'policy/v1 PodDisruptionBudget': PodDisruptionBudget,
   'v1 Secret': Secret,
   'v1 ConfigMap': ConfigMap,
+  'v1 Service': Service,
 };
 
 /**
@@ -85,9 +86,11 @@ const find = (kind: string, name: string): Obj => {
 const relay = find('Deployment', 'fcctl-deliveries-relay');
 const resolver = find('Deployment', 'fcctl-apply-resolver');
 const cron = find('CronJob', 'fcctl-reconcile');
+const scan = find('CronJob', 'fcctl-deliveries-scan');
+const pushgateway = find('Deployment', 'fcctl-pushgateway');
 const secret = find('Secret', 'fcctl-secrets');
 const config = find('ConfigMap', 'fcctl-config');
-/** Every pod template: the Deployments' and the CronJob's. */
+/** Every pod template: the Deployments' and the CronJobs'. */
 const pods: [string, Obj][] = docs.flatMap((d): [string, Obj][] =>
   d.kind === 'Deployment'
     ? [[d.metadata.name, d.spec.template.spec]]
@@ -161,6 +164,8 @@ describe('docs/kubernetes manifests', () => {
     expect(files).toEqual([
       'apply-resolver.yaml',
       'deliveries-relay.yaml',
+      'deliveries-scan-cronjob.yaml',
+      'pushgateway.yaml',
       'reconcile-cronjob.yaml',
       'secret.example.yaml',
     ]);
@@ -168,10 +173,13 @@ describe('docs/kubernetes manifests', () => {
     expect(docs.map((d) => d.kind).sort()).toEqual([
       'ConfigMap',
       'CronJob',
+      'CronJob',
+      'Deployment',
       'Deployment',
       'Deployment',
       'PodDisruptionBudget',
       'Secret',
+      'Service',
     ]);
   });
 
@@ -245,7 +253,13 @@ describe('docs/kubernetes manifests', () => {
   });
 
   it('every pod runs as non-root, on a read-only root filesystem, without privilege escalation', () => {
-    expect(pods.map(([n]) => n).sort()).toEqual(['fcctl-apply-resolver', 'fcctl-deliveries-relay', 'fcctl-reconcile']);
+    expect(pods.map(([n]) => n).sort()).toEqual([
+      'fcctl-apply-resolver',
+      'fcctl-deliveries-relay',
+      'fcctl-deliveries-scan',
+      'fcctl-pushgateway',
+      'fcctl-reconcile',
+    ]);
     for (const [name, pod] of pods) {
       expect(pod.securityContext.runAsNonRoot, name).toBe(true);
       expect(pod.securityContext.runAsUser, name).toBeGreaterThan(0);
@@ -257,7 +271,9 @@ describe('docs/kubernetes manifests', () => {
         expect(c.securityContext.allowPrivilegeEscalation, name).toBe(false);
         expect(c.securityContext.privileged ?? false, name).toBe(false);
         expect(c.securityContext.capabilities.drop, name).toEqual(['ALL']);
-        expect(c.image, name).toBe(relay.spec.template.spec.containers[0].image);
+        // fcctl's image, or a pinned tag of the two helpers (the metrics push, the Pushgateway)
+        if (c.image !== relay.spec.template.spec.containers[0].image)
+          expect(c.image, name).toMatch(/^docker\.io\/(curlimages\/curl|prom\/pushgateway):v?\d+\.\d+\.\d+$/);
       }
     }
   });
@@ -269,10 +285,10 @@ describe('docs/kubernetes manifests', () => {
     // nothing secret in the ConfigMap
     for (const key of Object.keys(config.data)) expect(SECRET_SETTINGS, key).not.toContain(key.replace(/_FILE$/, ''));
     for (const [name, pod] of pods) {
-      for (const v of pod.volumes.filter((x: Obj) => x.secret)) expect(v.secret.defaultMode, name).toBe(0o440);
+      for (const v of (pod.volumes ?? []).filter((x: Obj) => x.secret)) expect(v.secret.defaultMode, name).toBe(0o440);
       for (const c of pod.containers as Obj[]) {
         expect(c.envFrom, name).toBeUndefined();
-        for (const e of c.env as Obj[]) {
+        for (const e of (c.env ?? []) as Obj[]) {
           expect(e.valueFrom?.secretKeyRef, `${name} ${e.name}: a secret in the environment`).toBeUndefined();
           expect(SECRET_SETTINGS, `${name}: ${e.name} as a literal`).not.toContain(e.name);
           // no literal that looks like a credential (a URL with a user or password)
@@ -290,6 +306,7 @@ describe('docs/kubernetes manifests', () => {
         ['fcctl-deliveries-relay', { fcDatabaseUrl: 'env-file', amqpUrl: 'env-file', appKey: 'env', appCode: 'env' }],
         ['fcctl-apply-resolver', { shDatabaseUrl: 'env-file', appSecret: 'env-file', flowUrl: 'env', appKey: 'env' }],
         ['fcctl-reconcile', { fcDatabaseUrl: 'env-file', shDatabaseUrl: 'env-file' }],
+        ['fcctl-deliveries-scan', { fcDatabaseUrl: 'env-file' }],
       ];
       for (const [name, need] of needs) {
         const pod = pods.find(([n]) => n === name)![1];
@@ -350,5 +367,144 @@ describe('docs/kubernetes manifests', () => {
       /--out-dir is an emptyDir, one per pod, not a shared PersistentVolumeClaim/,
     );
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(60);
+  });
+
+  it('the PodDisruptionBudget lets an unready relay be evicted: a drain during an outage (both relays unready) is not blocked', () => {
+    const pdb = find('PodDisruptionBudget', 'fcctl-deliveries-relay');
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.unhealthyPodEvictionPolicy).toBe('AlwaysAllow');
+    // the schema knows the field and its values: a misspelt value is refused
+    const bad = text('deliveries-relay.yaml').replace(
+      'unhealthyPodEvictionPolicy: AlwaysAllow',
+      'unhealthyPodEvictionPolicy: Always',
+    );
+    expect(manifestErrors('broken.yaml', bad).join('\n')).toMatch(
+      /unhealthyPodEvictionPolicy must be equal to one of the allowed values/,
+    );
+  });
+
+  it('every Job fails at once on exit 2 (usage) and 4 (safety), retries exit 3 (environment), and does not count an eviction', () => {
+    for (const cj of [cron, scan]) {
+      const job = cj.spec.jobTemplate.spec;
+      const pod = job.template.spec;
+      const name = cj.metadata.name as string;
+      // podFailurePolicy needs restartPolicy Never (the API refuses it otherwise)
+      expect(pod.restartPolicy, name).toBe('Never');
+      const rules = job.podFailurePolicy.rules as Obj[];
+      const fcctl = pod.containers[0].name;
+      /** The action the first matching rule takes for an exit code of the fcctl container (none: Count). */
+      const action = (code: number) =>
+        rules.find(
+          (r) =>
+            r.onExitCodes &&
+            (r.onExitCodes.containerName ?? fcctl) === fcctl &&
+            (r.onExitCodes.operator === 'In') === r.onExitCodes.values.includes(code),
+        )?.action ?? 'Count';
+      expect([0, 1, 2, 3, 4].map(action), name).toEqual(['Count', 'Count', 'FailJob', 'Count', 'FailJob']);
+      expect(
+        rules.some((r) => r.action === 'Ignore' && r.onPodConditions?.some((c: Obj) => c.type === 'DisruptionTarget')),
+        name,
+      ).toBe(true);
+    }
+    // the nightly Job retries an outage (exit 3) within its backoff limit
+    expect(cron.spec.jobTemplate.spec.backoffLimit).toBeGreaterThanOrEqual(3);
+    // the schema checks the rule's shape
+    const bad = text('reconcile-cronjob.yaml').replace('operator: In', 'operator: Among');
+    expect(manifestErrors('broken.yaml', bad).join('\n')).toMatch(
+      /operator must be equal to one of the allowed values/,
+    );
+  });
+
+  it('every container requests and limits ephemeral storage, the limit above the disk emptyDirs it mounts; every emptyDir has a size limit', () => {
+    const bytes = (q: string) => {
+      const m = /^(\d+)(Ki|Mi|Gi|Ti)?$/.exec(q);
+      if (!m) throw new Error(`unreadable quantity ${q}`);
+      return Number(m[1]) * 1024 ** ['', 'Ki', 'Mi', 'Gi', 'Ti'].indexOf(m[2] ?? '');
+    };
+    expect(bytes('20Gi')).toBe(20 * 1024 ** 3);
+    for (const [name, pod] of pods) {
+      for (const v of (pod.volumes ?? []) as Obj[])
+        if (v.emptyDir) expect(v.emptyDir.sizeLimit, `${name} volume ${v.name}`).toBeDefined();
+      for (const c of [...pod.containers, ...(pod.initContainers ?? [])] as Obj[]) {
+        const where = `${name} ${c.name}`;
+        const request = c.resources?.requests?.['ephemeral-storage'];
+        const limit = c.resources?.limits?.['ephemeral-storage'];
+        expect(request, where).toBeDefined();
+        expect(limit, where).toBeDefined();
+        expect(bytes(request), where).toBeLessThanOrEqual(bytes(limit));
+        const onDisk = ((c.volumeMounts ?? []) as Obj[])
+          .map((m) => (pod.volumes as Obj[]).find((v) => v.name === m.name) as Obj)
+          .filter((v) => v?.emptyDir && v.emptyDir.medium !== 'Memory')
+          .reduce((sum, v) => sum + bytes(v.emptyDir.sizeLimit), 0);
+        expect(bytes(limit), where).toBeGreaterThan(onDisk);
+      }
+    }
+    const out = (cron.spec.jobTemplate.spec.template.spec.volumes as Obj[]).find((v) => v.name === 'out') as Obj;
+    expect(out.emptyDir.sizeLimit).toBe('20Gi');
+  });
+
+  it('a deliveries scan CronJob every minute, one at a time, never retried (the next minute is the retry)', () => {
+    expect(scan.spec.schedule).toBe('* * * * *');
+    expect(scan.spec.concurrencyPolicy).toBe('Forbid');
+    const job = scan.spec.jobTemplate.spec;
+    expect(job.backoffLimit).toBe(0);
+    expect(job.activeDeadlineSeconds).toBeLessThan(60);
+    const c = job.template.spec.containers[0] as Obj;
+    expect(c.args.slice(0, 2)).toEqual(['deliveries', 'scan']);
+    const known = helpFlags(['deliveries', 'scan']);
+    for (const flag of c.args.filter((a: string) => a.startsWith('--'))) expect(known.has(flag), flag).toBe(true);
+  });
+
+  it("the batch CronJobs' metrics files reach the Pushgateway: a native sidecar mounts the file's volume and pushes to its Service", () => {
+    const service = find('Service', 'fcctl-pushgateway');
+    expect(service.spec.selector).toEqual(pushgateway.spec.selector.matchLabels);
+    const port = service.spec.ports[0].port;
+    for (const cj of [cron, scan]) {
+      const pod = cj.spec.jobTemplate.spec.template.spec;
+      const name = cj.metadata.name as string;
+      const c = pod.containers[0] as Obj;
+      const file = argValue(c.args, '--metrics-file');
+      expect(file, `${name}: --metrics-file`).toMatch(/\.prom$/);
+      const mount = (c.volumeMounts as Obj[]).find((m) => file!.startsWith(`${m.mountPath}/`)) as Obj;
+      expect(mount, `${name}: the metrics file on a volume`).toBeDefined();
+      const [push, ...others] = pod.initContainers as Obj[];
+      expect(others).toEqual([]);
+      // a native sidecar: stopped by the kubelet once fcctl has exited, which is when it pushes
+      expect(push!.restartPolicy, name).toBe('Always');
+      expect((push!.volumeMounts as Obj[]).find((m) => m.name === mount.name)?.mountPath, name).toBe(mount.mountPath);
+      const env = Object.fromEntries((push!.env as Obj[]).map((e) => [e.name, e.value]));
+      expect(env['METRICS_FILE'], name).toBe(file);
+      expect(env['PUSHGATEWAY_URL'], name).toBe(`http://${service.metadata.name}:${port}`);
+      expect(push!.args[0], name).toContain(`/metrics/job/${name}/instance/${name}`);
+    }
+    // the reconcile pods push one group per index, not per pod: the next night's pod replaces it
+    expect(cron.spec.jobTemplate.spec.template.spec.initContainers[0].args[0]).toContain(
+      '/instance/fcctl-reconcile-$JOB_COMPLETION_INDEX"',
+    );
+    // the choice is written down where the SRE looks
+    expect(text('pushgateway.yaml')).toMatch(/Chosen: /);
+    expect(readFileSync(fileURLToPath(new URL('../../docs/operations.md', import.meta.url)), 'utf8')).toContain(
+      'Metrics on Kubernetes',
+    );
+  });
+
+  it("the CronJob's comment says what a late pod does as docs/commands/reconcile.md does: it joins, and exits with the run's verdict", () => {
+    const comment = text('reconcile-cronjob.yaml')
+      .split('\n')
+      .filter((l) => /^\s*#/.test(l))
+      .map((l) => l.replace(/^\s*#\s?/, ''))
+      .join(' ');
+    const doc = readFileSync(
+      fileURLToPath(new URL('../../docs/commands/reconcile.md', import.meta.url)),
+      'utf8',
+    ).replace(/\s+/g, ' ');
+    // what fcctl does (test/ops/cron.test.ts runs it: a second --all within 30 minutes joins,
+    // runs nothing, exit 0): the same words in both
+    for (const claim of ["exits with that run's verdict", 'within 30 minutes', 'begins a new run'])
+      expect(comment, claim).toContain(claim);
+    expect(doc).toContain("exits with that run's verdict");
+    expect(doc).toMatch(/less than 30 minutes ago/);
+    expect(doc).toContain('begins a new run');
+    expect(comment).not.toMatch(/finds the run complete and exits 1/);
   });
 });

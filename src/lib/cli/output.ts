@@ -4,8 +4,11 @@ import { stringify as csvStringify } from 'csv-stringify/sync';
 import { formulaSafe } from '../files/csv-cell.js';
 import type { Io } from './io.js';
 import { jsonLine, printable } from './printable.js';
-import { formatDuration, ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
+import { ProgressState, progressLine, type ProgressSnapshot } from './progress.js';
+import { summaryRows } from './summary-text.js';
 import { cellText, formatTable, type Column, type Row } from './table.js';
+
+export { summaryValueText } from './summary-text.js';
 import { terminal } from './terminal.js';
 import { isoWithOffset } from './timestamp.js';
 
@@ -153,9 +156,9 @@ export class Output {
       });
       return;
     }
-    const rows: Row[] = Object.entries(summary)
-      .filter(([k]) => k !== 'command')
-      .map(([key, value]) => ({ key, value: summaryValueText(key, value) }));
+    // never a JSON object on a terminal: maps as `A 1, B 2`, nested ones a row per member (issue 36 §16)
+    const { command: _, ...members } = summary;
+    const rows: Row[] = summaryRows(members);
     for (const [key, value] of Object.entries(counts ?? {})) rows.push({ key, value });
     this.io.stdout.write(
       `${terminal().tableText(
@@ -275,17 +278,4 @@ export class Output {
     // jsonLine: a value read from a database or a server (a last_error) carries no raw C1 to a terminal
     stream.write(`${jsonLine(Object.assign({ ts }, obj, { ts }))}\n`);
   }
-}
-
-/**
- * A summary value as a person reads it on a terminal: a duration of a minute or more (a key named
- * `…Seconds`; the run's own `seconds` aside) also as days, hours and minutes —
- * `oldestPendingAgeSeconds 3890175` says nothing at a glance, `45d00h36m (3890175 s)` does (issue
- * 36 §16). JSON keeps the number.
- * @example summaryValueText('oldestPendingAgeSeconds', 3890175) // '45d00h36m (3890175 s)'
- */
-export function summaryValueText(key: string, value: unknown): string {
-  if (/.Seconds$/.test(key) && typeof value === 'number' && Number.isFinite(value) && value >= 60)
-    return `${formatDuration(value)} (${value} s)`;
-  return cellText(value);
 }

@@ -1,0 +1,195 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { seedDevDatabases } from '../helpers/dev-seed.js';
+import { servicesTest } from '../helpers/services.js';
+
+// Issue 36 §17: the Kubernetes CronJobs' metrics reach Prometheus through a Pushgateway
+// (docs/kubernetes/pushgateway.yaml). Each CronJob's push sidecar script, as the manifest has it,
+// is run here against a real Pushgateway (Debian's prometheus-pushgateway, loopback) with a file a
+// real fcctl wrote, and stopped as the kubelet stops a native sidecar once fcctl has exited
+// (SIGTERM).
+
+const DIR = fileURLToPath(new URL('../../docs/kubernetes/', import.meta.url));
+const FCCTL = fileURLToPath(new URL('../../bin/fcctl', import.meta.url));
+const PUSHGATEWAY = '/usr/bin/prometheus-pushgateway';
+/** This test's port (the deploy helper's private range). */
+const PORT = 25020;
+const URL_BASE = `http://127.0.0.1:${PORT}`;
+const test = servicesTest({ prefix: 'pushgw' });
+
+type Obj = Record<string, any>;
+/** The push sidecar of a CronJob manifest: its script and its environment. */
+function sidecar(file: string): { script: string; env: Record<string, string> } {
+  const docs = parseAllDocuments(readFileSync(join(DIR, file), 'utf8'), { version: '1.1' }).map((d) => d.toJS() as Obj);
+  const pod = docs.find((d) => d.kind === 'CronJob')!.spec.jobTemplate.spec.template.spec;
+  const push = pod.initContainers.find((c: Obj) => c.restartPolicy === 'Always');
+  expect(push.command).toEqual(['/bin/sh', '-c']);
+  return { script: push.args[0], env: Object.fromEntries(push.env.map((e: Obj) => [e.name, e.value])) };
+}
+
+/** Runs a sidecar script until it waits, then stops it with SIGTERM: its exit code and output. */
+async function runSidecar(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  const child = spawn('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', ...env }, detached: true });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  // waiting: its sleep started (as the kubelet stops it only once fcctl has exited, seconds later)
+  for (let i = 0; i < 100 && spawnSync('pgrep', ['-P', String(child.pid), 'sleep']).status !== 0; i++)
+    await new Promise((r) => setTimeout(r, 50));
+  // it waits for fcctl's end, pushing nothing before
+  expect(child.exitCode).toBeNull();
+  child.kill('SIGTERM');
+  const code = await closed;
+  // its background sleep is gone with it (killed by the trap): nothing left in its process group
+  let left = spawnSync('pgrep', ['-g', String(child.pid)], { encoding: 'utf8' });
+  for (let i = 0; i < 20 && left.status === 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    left = spawnSync('pgrep', ['-g', String(child.pid)], { encoding: 'utf8' });
+  }
+  expect(left.status, `a process of the sidecar was left running: ${left.stdout}`).toBe(1);
+  return { code, out };
+}
+
+/**
+ * The Pushgateway's /metrics: the series pushed as `job` (its own push_time_seconds left out, after
+ * checking that the last push of the group did not fail).
+ */
+async function pushed(job: string): Promise<string[]> {
+  const text = await (await fetch(`${URL_BASE}/metrics`)).text();
+  const lines = text.split('\n').filter((l) => l.includes(`job="${job}"`) && !l.startsWith('#'));
+  const failure = lines.filter((l) => l.startsWith('push_failure_time_seconds{'));
+  expect(failure.length, `${job}: one group`).toBe(1);
+  expect(failure[0], `${job}: the push was refused`).toMatch(/ 0$/);
+  return lines.filter((l) => !l.startsWith('push_'));
+}
+
+let seeded: Promise<unknown> | undefined;
+/** The file's databases seeded once (the tests share them). */
+function seedOnce(env: Parameters<typeof seedDevDatabases>[0]): Promise<unknown> {
+  seeded ??= seedDevDatabases(env, 7, 60, 2);
+  return seeded;
+}
+
+let gateway: ChildProcess | undefined;
+beforeAll(async () => {
+  expect(existsSync(PUSHGATEWAY), `${PUSHGATEWAY} is missing: run \`bash scripts/services.sh up\``).toBe(true);
+  gateway = spawn(PUSHGATEWAY, [`--web.listen-address=127.0.0.1:${PORT}`], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`${URL_BASE}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the Pushgateway did not become ready');
+});
+afterAll(() => {
+  gateway?.kill('SIGTERM');
+});
+
+describe('docs/kubernetes: the CronJobs push their metrics files to a Pushgateway', () => {
+  test("deliveries scan's file, as fcctl wrote it, is accepted whole under job/instance fcctl-deliveries-scan", async ({
+    dbs,
+    tmp,
+  }) => {
+    const { script, env } = sidecar('deliveries-scan-cronjob.yaml');
+    await seedOnce(dbs.env());
+    mkdirSync(join(tmp, 'scan'));
+    const file = join(tmp, 'scan', 'fcctl_scan.prom');
+    // the scan pod's only setting: the FC database
+    const scan = spawnSync(process.execPath, [FCCTL, 'deliveries', 'scan', '--metrics-file', file, '--json'], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/bin:/bin', FCCTL_FC_DATABASE_URL: dbs.fcUrl },
+    });
+    expect(scan.status, scan.stderr).toBe(0);
+    const r = await runSidecar(script, { ...env, METRICS_FILE: file, PUSHGATEWAY_URL: URL_BASE });
+    expect(r).toEqual({ code: 0, out: '' });
+    const lines = await pushed('fcctl-deliveries-scan');
+    // every series of the file, each labelled with the group
+    const series = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    expect(series.length).toBeGreaterThan(3);
+    expect(lines.length).toBe(series.length);
+    expect(lines.every((l) => l.includes('instance="fcctl-deliveries-scan"'))).toBe(true);
+    expect(lines.some((l) => /^fcctl_last_success_timestamp_seconds\{.*command="deliveries scan"/.test(l))).toBe(true);
+    expect(lines.some((l) => /^fcctl_deliveries_dead\{/.test(l))).toBe(true);
+    // a pod that wrote no file (killed first) pushes nothing: the group stays as it was
+    const none = await runSidecar(script, {
+      ...env,
+      METRICS_FILE: join(tmp, 'scan', 'missing.prom'),
+      PUSHGATEWAY_URL: URL_BASE,
+    });
+    expect(none).toEqual({ code: 0, out: '' });
+    expect(await pushed('fcctl-deliveries-scan')).toEqual(lines);
+  }, 60_000);
+
+  test("a reconcile pod's file goes to the group of its index; the next night's pod of that index replaces it", async ({
+    dbs,
+    tmp,
+  }) => {
+    const { script, env } = sidecar('reconcile-cronjob.yaml');
+    await seedOnce(dbs.env());
+    mkdirSync(join(tmp, 'reconcile'));
+    const file = join(tmp, 'reconcile', 'fcctl_reconcile.prom');
+    const night = spawnSync(
+      process.execPath,
+      [
+        FCCTL,
+        'reconcile',
+        'run',
+        '--all',
+        '--consumer',
+        '100100',
+        '--out-dir',
+        join(tmp, 'reconcile', 'out'),
+        '--metrics-file',
+        file,
+        '--json',
+      ],
+      {
+        encoding: 'utf8',
+        env: { PATH: '/usr/bin:/bin', FCCTL_FC_DATABASE_URL: dbs.fcUrl, FCCTL_SH_DATABASE_URL: dbs.shUrl },
+      },
+    );
+    expect(night.status, night.stderr).toBe(0);
+    const r = await runSidecar(script, {
+      ...env,
+      METRICS_FILE: file,
+      PUSHGATEWAY_URL: URL_BASE,
+      JOB_COMPLETION_INDEX: '2',
+    });
+    expect(r).toEqual({ code: 0, out: '' });
+    const lines = await pushed('fcctl-reconcile');
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((l) => l.includes('instance="fcctl-reconcile-2"'))).toBe(true);
+    expect(lines.some((l) => /^fcctl_reconcile_differences\{.*school="\d+"/.test(l))).toBe(true);
+    // the next night, the same index with a file of fewer series: the group holds only those (PUT)
+    const kept = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(
+        (l) =>
+          !l.startsWith('fcctl_reconcile_') &&
+          !l.startsWith('# HELP fcctl_reconcile_') &&
+          !l.startsWith('# TYPE fcctl_reconcile_'),
+      );
+    const next = join(tmp, 'reconcile', 'next.prom');
+    writeFileSync(next, kept.join('\n'));
+    const again = await runSidecar(script, {
+      ...env,
+      METRICS_FILE: next,
+      PUSHGATEWAY_URL: URL_BASE,
+      JOB_COMPLETION_INDEX: '2',
+    });
+    expect(again).toEqual({ code: 0, out: '' });
+    const after = await pushed('fcctl-reconcile');
+    expect(after.some((l) => l.startsWith('fcctl_reconcile_'))).toBe(false);
+    expect(after.length).toBeGreaterThan(0);
+  }, 120_000);
+});

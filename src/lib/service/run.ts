@@ -12,7 +12,7 @@ import { health, type Health, type ServiceSnapshot, type ServiceState, STOP_BUDG
 import { afterStop } from './loop.js';
 import { close, listen } from './http.js';
 import { type ServiceMetrics, serviceMetrics } from './metrics.js';
-import { beatWorker, removeWorker } from './store.js';
+import { beatWorker, pruneGoneWorkers, removeWorker } from './store.js';
 
 export interface ServiceOptions {
   /** the command's path, as the pause switch and the registry name it (`deliveries send`) */
@@ -149,7 +149,8 @@ export async function runService<T>(
 
 /**
  * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
- * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
+ * the outage the loop is waiting out), with the backlog gauges read at the same time and the
+ * registry's gone rows deleted (issue 36 §8, service/sql.ts GONE_WORKER); removed at
  * the stop (the last beat and the removal bounded: a database that is down does not hold the stop).
  */
 function heartbeat(
@@ -179,6 +180,8 @@ function heartbeat(
     measured.rowsPerSecond = rate;
     const db = await deps.db();
     await beatWorker(db, { ...base, state: svc.state(), rowsPerSecond: rate });
+    // the rows of processes long gone (killed, stopped during an outage) are the live fleet's to remove
+    await pruneGoneWorkers(db).catch(() => undefined);
     if (deps.backlog) {
       const b = await deps.backlog();
       measured.due = b.due;

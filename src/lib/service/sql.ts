@@ -22,6 +22,24 @@ const rate = (n: number) => Math.min(Math.max(Math.round(n * 100) / 100, 0), 9_9
 /** A registry row is stale when its last beat is older than three of its own intervals (killed, or cut off from the database). */
 export const STALE_WORKER = '(last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND)';
 
+/**
+ * Beats a row may miss before it is gone rather than stale, with a floor of {@link GONE_FLOOR_SECONDS}:
+ * a process silent that long was killed (kill -9, a stop during a database outage), not cut off for a
+ * while. A gone row no longer counts as stale (`fcctl status`), and a live service deletes it.
+ */
+export const GONE_BEATS = 20;
+/** A row is never gone sooner than this after its last beat: an hour of stale alarm first, whatever the interval. */
+export const GONE_FLOOR_SECONDS = 3600;
+
+/** A registry row is gone when its last beat is older than 20 of its intervals and an hour (issue 36 §8). */
+export const GONE_WORKER = `(last_beat_at < UTC_TIMESTAMP() - INTERVAL GREATEST(${GONE_FLOOR_SECONDS}, ${GONE_BEATS} * heartbeat_seconds) SECOND)`;
+
+/** Stale and not yet gone: what `--fail-if stale-workers` counts. */
+export const STALE_NOT_GONE = `(${STALE_WORKER} AND NOT ${GONE_WORKER})`;
+
+/** Most gone rows one beat deletes (the registry is small; a backlog of them goes over a few beats). */
+const PRUNE_LIMIT = 100;
+
 /** @example const { sql, params } = workerSql.beat(beat) */
 export const workerSql = {
   /** The process's row, made on its first beat and refreshed on every later one. */
@@ -49,15 +67,28 @@ export const workerSql = {
     sql: 'DELETE FROM fcctl_worker WHERE worker_id = ?',
     params: [workerId],
   }),
+  /** The gone rows (a plain read: the common case, none, takes no lock). */
+  gone: (): Statement => ({
+    sql: `SELECT worker_id FROM fcctl_worker WHERE ${GONE_WORKER} LIMIT ?`,
+    params: [PRUNE_LIMIT],
+  }),
+  /**
+   * Deletes the rows read as gone, guarded: each still gone when deleted (a process that beat
+   * meanwhile keeps its row; one that beats later makes it again, its upsert an insert).
+   */
+  pruneGone: (workerIds: readonly string[]): Statement => ({
+    sql: `DELETE FROM fcctl_worker WHERE worker_id IN (${workerIds.map(() => '?').join(', ')}) AND ${GONE_WORKER}`,
+    params: [...workerIds],
+  }),
   /**
    * Every registered process, with whether it is stale: its last beat older than three of its own
-   * intervals (it was killed, or is cut off from the database). At most `limit` (`fcctl status`
-   * shows a bounded list).
+   * intervals (it was killed, or is cut off from the database), or gone (see {@link GONE_WORKER}).
+   * At most `limit` (`fcctl status` shows a bounded list).
    */
   list: (limit: number): Statement => ({
     sql:
       'SELECT worker_id, command, host, pid, version, CAST(started_at AS CHAR) AS started_at, CAST(last_beat_at AS CHAR) AS last_beat_at, heartbeat_seconds, state, ' +
-      `CAST(rows_per_second AS CHAR) AS rows_per_second, ${STALE_WORKER} AS stale ` +
+      `CAST(rows_per_second AS CHAR) AS rows_per_second, ${STALE_NOT_GONE} AS stale, ${GONE_WORKER} AS gone ` +
       'FROM fcctl_worker ORDER BY command, host, pid LIMIT ?',
     params: [limit],
   }),

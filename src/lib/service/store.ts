@@ -13,3 +13,17 @@ export async function removeWorker(db: Db, workerId: string): Promise<void> {
   const s = workerSql.remove(workerId);
   await db.execute(s.sql, s.params);
 }
+
+/**
+ * Deletes the registry's gone rows (issue 36 §8): a process killed, or stopped while its database
+ * was down, never removes its own; the live fleet does, so `--fail-if stale-workers` does not
+ * stay at exit 1 forever. How many were deleted.
+ */
+export async function pruneGoneWorkers(db: Db): Promise<number> {
+  const ids = (await db.query<{ worker_id: string }>(workerSql.gone().sql, workerSql.gone().params)).map((r) =>
+    String(r.worker_id),
+  );
+  if (ids.length === 0) return 0;
+  const s = workerSql.pruneGone(ids);
+  return (await db.execute(s.sql, s.params)).affectedRows;
+}

@@ -62,15 +62,36 @@ class Report {
     else this.blocks.push({ title, lines: body.map((l) => clip(l, this.fit.columns)), tone: tone(s) });
   }
 
-  /** One block per database of a two-sided section. */
-  sides<T extends object>(
+  /**
+   * Both databases' rows of a two-sided section in one table, each row with its `db` (one title and
+   * one header, not two); a side not read is folded (`not configured: fleet (SH)`), both empty: `none`.
+   */
+  joined<T extends object>(
     title: string,
     s: Sides<T>,
-    lines: (ok: T) => string[],
-    tone?: (ok: T) => ReportBlock['tone'],
+    part: (ok: T) => { rows: object[]; lines: string[]; tone?: ReportBlock['tone'] },
+    columns: readonly Column[],
   ): void {
-    this.add(`${title} (FC)`, s.fc, lines, tone);
-    this.add(`${title} (SH)`, s.sh, lines, tone);
+    const read = (['fc', 'sh'] as const).flatMap((side) => {
+      const sec = s[side];
+      const unread = unreadLine(sec);
+      if (unread !== null || sec.status !== 'ok') {
+        this.folded.push({ name: `${title} (${side.toUpperCase()})`, why: unread ?? '' });
+        return [];
+      }
+      return [{ db: side.toUpperCase(), ...part(sec) }];
+    });
+    if (read.length === 0) return;
+    const rows = read.flatMap((x) => x.rows.map((r) => ({ db: x.db, ...r })));
+    const lines = read.flatMap((x) => x.lines.map((l) => `${x.db} ${l}`));
+    const body = [...table(rows, [{ key: 'db' }, ...columns], this.fit.columns), ...lines];
+    if (body.length === 0) this.folded.push({ name: title, why: 'none' });
+    else
+      this.blocks.push({
+        title,
+        lines: body.map((l) => clip(l, this.fit.columns)),
+        tone: read.some((x) => x.tone === 'warn') ? 'warn' : 'plain',
+      });
   }
 
   /** The folded sections, one line per reason: `none: live claims (FC, SH), pauses in force (SH)`. */
@@ -132,29 +153,50 @@ function queueLines(q: QueueFacts, acceptedWord: string, columns: number): strin
 
 const deadTone = (q: QueueFacts): ReportBlock['tone'] => ((q.states['DEAD'] ?? 0) > 0 ? 'warn' : 'plain');
 
-/** The registry's rows: the live and stale ones in a table, the gone ones apart (not counted). */
-function fleetLines(f: Fleet, columns: number): string[] {
+/** The registry's rows: the live and stale ones in the table, the gone ones apart (not counted). */
+function fleetPart(f: Fleet): { rows: object[]; lines: string[]; tone: ReportBlock['tone'] } {
   const listed = f.workers.filter((w) => !w.gone);
   const gone = f.workers.filter((w) => w.gone);
-  return [
-    ...table(
-      listed.map((w) => ({ ...w, flag: w.stale ? 'STALE' : '' })),
-      [
-        { key: 'command' },
-        { key: 'host', flex: true },
-        { key: 'pid', keep: true },
-        { key: 'state' },
-        { key: 'rowsPerSecond', header: 'rows/s' },
-        { key: 'lastBeatAt', header: 'last beat (UTC)' },
-        { key: 'flag', header: '' },
-      ],
-      columns,
-    ),
-    // the list is bounded; the counts are not
-    ...(f.stale > listed.filter((w) => w.stale).length ? [`${f.stale} stale in the whole registry`] : []),
-    ...gone.map((w) => `gone: ${w.command} ${w.host}:${w.pid}, last beat ${w.lastBeatAt} (not counted)`),
-    ...(f.gone > gone.length ? [`${f.gone} gone in the whole registry (not counted)`] : []),
-  ];
+  return {
+    rows: listed.map((w) => ({ ...w, flag: w.stale ? 'STALE' : '' })),
+    lines: [
+      // the list is bounded; the counts are not
+      ...(f.stale > listed.filter((w) => w.stale).length ? [`${f.stale} stale in the whole registry`] : []),
+      ...gone.map((w) => `gone (not counted): ${w.command} ${w.host}:${w.pid}, last beat ${w.lastBeatAt}`),
+      ...(f.gone > gone.length ? [`${f.gone} gone in the whole registry (not counted)`] : []),
+    ],
+    tone: f.stale > 0 ? 'warn' : 'plain',
+  };
+}
+
+const FLEET_COLUMNS: readonly Column[] = [
+  { key: 'command' },
+  { key: 'host', flex: true },
+  { key: 'pid', keep: true },
+  { key: 'state' },
+  { key: 'rowsPerSecond', header: 'rows/s' },
+  { key: 'lastBeatAt', header: 'last beat (UTC)', keep: true },
+  { key: 'flag', header: '' },
+];
+
+const CLAIM_COLUMNS: readonly Column[] = [
+  { key: 'owner', flex: true },
+  { key: 'host', flex: true },
+  { key: 'pid' },
+  { key: 'rows' },
+  { key: 'expiresAt' },
+];
+
+/** The pauses in force, in the headline: they are a condition. */
+function pauseLines(doc: StatusDocument): string[] {
+  return (['fc', 'sh'] as const).flatMap((side) => {
+    const s = doc.pauses[side];
+    if (s.status !== 'ok') return [];
+    return s.pauses.map(
+      (x) =>
+        `paused ${x.command} (${side.toUpperCase()}): ${x.reason} — by ${x.pausedBy}, until ${x.until ?? 'resumed'}`,
+    );
+  });
 }
 
 /** The headline: the conditions that hold, those failing, those not judged. */
@@ -194,34 +236,18 @@ export function statusBlocks(doc: StatusDocument, fit: Fit = FIT_80): ReportBloc
   const w = fit.columns;
   r.add('outbox', doc.outbox, (q) => queueLines(q, 'accepted', w), deadTone);
   r.add('apply commands', doc.applyCommands, (q) => queueLines(q, 'done', w), deadTone);
-  r.sides(
-    'fleet',
-    doc.fleet,
-    (f) => fleetLines(f, w),
-    (f) => (f.stale > 0 ? 'warn' : 'plain'),
-  );
-  r.sides('live claims', doc.claims, (c) =>
-    table(
-      c.owners,
-      [
-        { key: 'owner', flex: true },
-        { key: 'host', flex: true },
-        { key: 'pid' },
-        { key: 'rows' },
-        { key: 'expiresAt' },
-      ],
-      w,
-    ),
-  );
-  r.sides(
-    'pauses in force',
-    doc.pauses,
-    (p) => p.pauses.map((x) => `${x.command}: ${x.reason} — by ${x.pausedBy}, until ${x.until ?? 'resumed'}`),
-    (p) => (p.pauses.length > 0 ? 'warn' : 'plain'),
-  );
+  r.joined('fleet', doc.fleet, fleetPart, FLEET_COLUMNS);
+  r.joined('live claims', doc.claims, (c) => ({ rows: [...c.owners], lines: [] }), CLAIM_COLUMNS);
+  // the pauses are said in the headline; a side not read is folded like any section
+  for (const side of ['fc', 'sh'] as const) {
+    const unread = unreadLine(doc.pauses[side]);
+    if (unread !== null) r.folded.push({ name: `pauses (${side.toUpperCase()})`, why: unread });
+  }
+  if (pauseLines(doc).length === 0 && doc.pauses.fc.status === 'ok' && doc.pauses.sh.status === 'ok')
+    r.folded.push({ name: 'pauses', why: 'none' });
   r.add('reconcile run --all', doc.reconcile, reconcileLines, ({ run }) => ((run?.failed ?? 0) > 0 ? 'warn' : 'plain'));
   const head = headline(doc, fit.watching);
-  const top = { ...head, lines: [...head.lines.map((l) => clip(l, w)), ...r.foldedLines()] };
+  const top = { ...head, lines: [...[...head.lines, ...pauseLines(doc)].map((l) => clip(l, w)), ...r.foldedLines()] };
   const blocks = [top, ...r.blocks];
   return fit.rows === null ? blocks : fitHeight(blocks, fit.rows);
 }

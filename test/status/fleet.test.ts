@@ -155,8 +155,13 @@ describe('status and the fleet registry', () => {
     const outage = await status(['--fail-if', 'outage,not-ready,apply-due'], env);
     expect(outage.code).toBe(1);
     expect(outage.doc!['failing']).toEqual(['outage', 'not-ready']);
+    // with its reason, as the resolver said it: the flow center and its status
     expect(outage.doc!['fleet'].sh.workers).toEqual([
-      expect.objectContaining({ command: 'apply-command resolve-unknown', state: 'outage' }),
+      expect.objectContaining({
+        command: 'apply-command resolve-unknown',
+        state: 'outage',
+        detail: expect.stringMatching(/^flow center lookup: .*503/),
+      }),
     ]);
 
     await flowCenter.clearFaults();

@@ -42,6 +42,7 @@ const doc: StatusDocument = {
           pid: 77,
           version: '1.0.0',
           state: 'running',
+          detail: null,
           rowsPerSecond: 12.5,
           startedAt: 's',
           lastBeatAt: '2026-12-02 00:59:00',
@@ -56,6 +57,7 @@ const doc: StatusDocument = {
           pid: 12,
           version: '1.0.0',
           state: 'running',
+          detail: null,
           rowsPerSecond: 0,
           startedAt: 's',
           lastBeatAt: '2026-12-01 20:00:00',
@@ -123,6 +125,20 @@ describe('status report view', () => {
       'none: live claims',
     ]);
     expect(lines.filter((l) => l === 'none')).toEqual([]);
+  });
+
+  it('a service in outage: its reason under the table, as it said it, escaped and cut to the width', () => {
+    const fleet = doc.fleet.fc.status === 'ok' ? doc.fleet.fc : null;
+    const w = fleet!.workers[0]!;
+    const reason = `flow center lookup: status 503: \u001b[31mred${'x'.repeat(100)}`;
+    const out = {
+      ...doc,
+      fleet: { ...doc.fleet, fc: { ...fleet!, workers: [{ ...w, state: 'outage', detail: reason }] } },
+    };
+    const frame = frameOf(out);
+    expect(frame).toMatch(/\nFC deliveries send relay-1:77 outage: flow center lookup: status 503: \\u001b\[31…\n/);
+    expect(frame).not.toContain('\u001b[31m');
+    expect(frame.split('\n').every((l) => [...l].length <= 80)).toBe(true);
   });
 
   it('marks an estimated count and says how to count it', () => {

@@ -2,10 +2,22 @@
 import type { Db } from '../db/connect.js';
 import { type WorkerBeat, workerSql } from './sql.js';
 
-/** Makes or refreshes this process's row in the fleet registry `fcctl_worker`. */
+/** MariaDB/MySQL: unknown column (a registry made before schema version 8 has no `detail`). */
+const ER_BAD_FIELD_ERROR = 1054;
+
+/**
+ * Makes or refreshes this process's row in the fleet registry `fcctl_worker`; on a database whose
+ * `db init` was not re-run since version 8, without its `detail` (the beat matters more).
+ */
 export async function beatWorker(db: Db, beat: WorkerBeat): Promise<void> {
   const s = workerSql.beat(beat);
-  await db.execute(s.sql, s.params);
+  try {
+    await db.execute(s.sql, s.params);
+  } catch (err) {
+    if ((err as { errno?: number }).errno !== ER_BAD_FIELD_ERROR) throw err;
+    const old = workerSql.beat(beat, false);
+    await db.execute(old.sql, old.params);
+  }
 }
 
 /** Removes this process's row from `fcctl_worker` (a clean stop). */

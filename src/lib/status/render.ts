@@ -160,6 +160,8 @@ function fleetPart(f: Fleet): { rows: object[]; lines: string[]; tone: ReportBlo
   return {
     rows: listed.map((w) => ({ ...w, flag: w.stale ? 'STALE' : '' })),
     lines: [
+      // the reason of an outage or a misconfiguration, under the table: free text, cut to the width
+      ...listed.filter((w) => w.detail !== null).map((w) => `${w.command} ${w.host}:${w.pid} ${w.state}: ${w.detail}`),
       // the list is bounded; the counts are not
       ...(f.stale > listed.filter((w) => w.stale).length ? [`${f.stale} stale in the whole registry`] : []),
       ...gone.map((w) => `gone (not counted): ${w.command} ${w.host}:${w.pid}, last beat ${w.lastBeatAt}`),

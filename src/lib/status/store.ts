@@ -147,15 +147,23 @@ export async function readApplyCommands(sh: Db, graceSeconds: number, exactCount
   });
 }
 
-/** The fleet registry of one database (bounded). */
+/** MariaDB/MySQL: unknown column (a registry made before schema version 8 has no `detail`). */
+const ER_BAD_FIELD_ERROR = 1054;
+
+/** The fleet registry of one database (bounded); on one whose `db init` was not re-run since version 8, without `detail`. */
 export async function readWorkers(db: Db): Promise<Worker[]> {
-  return (await rows(db, workerSql.list(LIST_LIMIT))).map((r) => ({
+  const listed = await rows(db, workerSql.list(LIST_LIMIT)).catch((err: { errno?: number }) => {
+    if (err.errno !== ER_BAD_FIELD_ERROR) throw err;
+    return rows(db, workerSql.list(LIST_LIMIT, false));
+  });
+  return listed.map((r) => ({
     workerId: String(r['worker_id']),
     command: String(r['command']),
     host: String(r['host']),
     pid: num(r['pid']),
     version: String(r['version']),
     state: String(r['state']),
+    detail: r['detail'] === null || r['detail'] === undefined ? null : String(r['detail']),
     rowsPerSecond: num(r['rows_per_second']),
     startedAt: String(r['started_at']),
     lastBeatAt: String(r['last_beat_at']),

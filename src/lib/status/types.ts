@@ -46,6 +46,8 @@ export interface Worker {
   readonly pid: number;
   readonly version: string;
   readonly state: string;
+  /** why it is in outage or misconfigured, as the service said it (its target and error, escaped); else null */
+  readonly detail: string | null;
   readonly rowsPerSecond: number;
   readonly startedAt: string;
   readonly lastBeatAt: string;

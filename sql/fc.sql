@@ -142,7 +142,9 @@ CREATE TABLE IF NOT EXISTS fcctl_pause_event (
 -- The fleet registry (schema version 6, issue 27): one row per `--follow` service process, beaten
 -- every `heartbeat_seconds` by the process itself on the database it writes, removed on a clean
 -- stop. A row whose `last_beat_at` is older than three of its own intervals is stale (the process
--- was killed or cut off). Times are the database's UTC clock, so hosts in any zone agree.
+-- was killed or cut off). Times are the database's UTC clock, so hosts in any zone agree. `detail`
+-- (schema version 8, issue 36 §10): why a service in outage or misconfigured is so, as it says it
+-- (its target and error), control characters escaped; null in any other state.
 CREATE TABLE IF NOT EXISTS fcctl_worker (
   worker_id         VARCHAR(64)   NOT NULL PRIMARY KEY,
   command           VARCHAR(64)   NOT NULL,
@@ -154,6 +156,7 @@ CREATE TABLE IF NOT EXISTS fcctl_worker (
   heartbeat_seconds INT           NOT NULL,
   state             VARCHAR(16)   NOT NULL,
   rows_per_second   DECIMAL(12,2) NOT NULL DEFAULT 0,
+  detail            VARCHAR(255)  NULL,
   KEY idx_worker_command (command, last_beat_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 ;

@@ -7,6 +7,7 @@ const side = (fields: Partial<InitResult>): InitResult => ({
   created: [],
   existing: [],
   indexesAdded: [],
+  columnsAdded: [],
   versionRecorded: false,
   markedDev: false,
   ...fields,

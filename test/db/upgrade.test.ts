@@ -6,7 +6,9 @@
 import { describe, expect } from 'vitest';
 import { ADDED_INDEXES, SCHEMA_VERSION } from '../../src/lib/db/schema.js';
 import { jsonLines, runCli } from '../helpers/cli.js';
+import { freePort, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
+import { waitFor } from '../helpers/wait.js';
 
 const test = servicesTest({ prefix: 'upgrade', init: 'all' });
 
@@ -14,7 +16,7 @@ describe('db init on a version-4 FC database', () => {
   test('adds the version-5 index to the existing answer_delivery, keeps its rows, records version 5', async ({
     dbs,
   }) => {
-    expect(SCHEMA_VERSION).toBe(7);
+    expect(SCHEMA_VERSION).toBe(8);
     const t = `\`${dbs.fcName}\`.answer_delivery`;
     await dbs.admin.query(
       `INSERT INTO ${t} (event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, last_error, create_time) ` +
@@ -123,10 +125,66 @@ describe('db init on a version-4 FC database', () => {
     });
     for (const name of [dbs.fcName, dbs.shName]) {
       const [v] = await dbs.admin.query(`SELECT version FROM \`${name}\`.fcctl_schema_version`);
-      expect((v as Array<{ version: number }>)[0]!.version).toBe(7);
+      expect((v as Array<{ version: number }>)[0]!.version).toBe(SCHEMA_VERSION);
     }
     expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
   });
+
+  test('version 8 on a version-7 database: a relay in outage still beats and status still reads the registry; db init adds fcctl_worker.detail, then the registry says why', async ({
+    dbs,
+  }) => {
+    for (const name of [dbs.fcName, dbs.shName]) {
+      await dbs.admin.query(`ALTER TABLE \`${name}\`.fcctl_worker DROP COLUMN detail`);
+      await dbs.admin.query(`UPDATE \`${name}\`.fcctl_schema_version SET version = 7`);
+    }
+    const check = await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() });
+    expect(check.code).toBe(3);
+    expect(check.stderr).toContain('missing column fcctl_worker.detail');
+    // a broker that refuses: the relay is in outage, beating its row on the version-7 registry
+    const env = dbs.env({
+      FCCTL_AMQP_URL: `amqp://u:p@127.0.0.1:${await freePort()}/fcctl`,
+      FCCTL_APP_KEY: 'k',
+      FCCTL_APP_CODE: 'c',
+    });
+    const relay = startService(['--json', 'deliveries', 'send', '--follow', '--heartbeat-seconds', '1'], { env });
+    try {
+      const fleet = async () => {
+        const r = await runCli(['--json', 'status'], { env });
+        return JSON.parse(r.stdout)['fleet']['fc'] as { status: string; workers: Array<Record<string, unknown>> };
+      };
+      await waitFor(
+        'registered in outage',
+        async () => (await fleet()).workers[0]?.['state'] === 'outage',
+        20_000,
+        200,
+      );
+      expect((await fleet()).workers[0]).toMatchObject({ pid: relay.child.pid, detail: null });
+
+      const init = await runCli(['--json', 'db', 'init', '--side', 'all'], { env: dbs.env() });
+      expect(init.code).toBe(0);
+      const schema = jsonLines(init.stdout).filter((x) => x['type'] === 'schema');
+      for (const side of ['fc', 'sh'])
+        expect(schema.find((l) => l['side'] === side)).toMatchObject({
+          columnsAdded: ['fcctl_worker.detail'],
+          versionRecorded: true,
+        });
+      expect((await runCli(['db', 'check', '--side', 'all'], { env: dbs.env() })).code).toBe(0);
+      // the next beat writes the reason: the broker, and its error
+      await waitFor(
+        'the reason recorded',
+        async () => typeof (await fleet()).workers[0]?.['detail'] === 'string',
+        10_000,
+        200,
+      );
+      expect(String((await fleet()).workers[0]!['detail'])).toMatch(
+        /^cannot connect to RabbitMQ at amqp:\/\/u:\*\*\*@127\.0\.0\.1:\d+\/fcctl: ECONNREFUSED$/,
+      );
+      const text = await runCli(['status', '--fail-if', 'outage'], { env, tty: true });
+      expect(text.code).toBe(1);
+    } finally {
+      await relay.stop('SIGKILL');
+    }
+  }, 60_000);
 
   test('an index outside the upgrade list that was dropped is named by db check, not re-made by db init', async ({
     dbs,

@@ -30,12 +30,13 @@ export class TmuxSession {
     ]);
   }
 
-  /** The visible screen, trailing blank lines dropped. */
-  screen(): string {
-    return execFileSync('tmux', ['-L', this.name, 'capture-pane', '-p', '-t', this.name], { encoding: 'utf8' }).replace(
-      /\n+$/,
-      '',
-    );
+  /**
+   * The visible screen, trailing blank lines dropped. `joined`: a line the terminal wrapped is one
+   * line again (`capture-pane -J`), so a line wider than the terminal shows as wider.
+   */
+  screen(o: { joined?: boolean } = {}): string {
+    const args = ['-L', this.name, 'capture-pane', '-p', ...(o.joined ? ['-J'] : []), '-t', this.name];
+    return execFileSync('tmux', args, { encoding: 'utf8' }).replace(/\n+$/, '');
   }
 
   /** Keys typed into the terminal, as tmux send-keys names them (e.g. 'C-c'). */

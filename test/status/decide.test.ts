@@ -14,6 +14,8 @@ import {
   failingOf,
   parseFailIf,
   processOfToken,
+  RELAY_COMMAND,
+  RESOLVER_COMMAND,
   reconcileRunOf,
   runEta,
   statusExitCode,
@@ -39,17 +41,45 @@ const sec = <T extends object>(r: Read, body: T) =>
       ? ({ status: 'unreachable', error: 'x' } as const)
       : ({ status: 'not configured' } as const);
 
-/** Facts where exactly the conditions in `on` are present, each section read as `read`. */
+/** The side a condition's facts are on: both, or FC alone (the outbox's relay), SH alone (the apply commands' resolver). */
+const HOME: Record<FailCondition, 'both' | 'fc' | 'sh'> = {
+  dead: 'both',
+  paused: 'both',
+  'stale-workers': 'both',
+  'failed-pairs': 'both',
+  outage: 'both',
+  'not-ready': 'both',
+  'no-relay': 'fc',
+  'apply-due': 'sh',
+};
+/** The service that takes a side's due rows, live and running. */
+const SERVICE = {
+  fc: { command: RELAY_COMMAND, state: 'running', n: 1 },
+  sh: { command: RESOLVER_COMMAND, state: 'running', n: 2 },
+};
+
+/**
+ * Facts where exactly the conditions in `on` are present, each section of `side` read as `read`
+ * (rows are due on both queues; each side's service is registered unless its due condition is on).
+ */
 function facts(on: readonly FailCondition[], read: Read, side: 'fc' | 'sh'): ConditionFacts {
   const other = side === 'fc' ? 'sh' : 'fc';
-  const states = (dead: boolean) => ({ states: { DEAD: dead ? 2 : 0, PENDING: 7 } });
+  const states = (dead: boolean) => ({ states: { DEAD: dead ? 2 : 0, PENDING: 7 }, due: 3 });
   const deadHere = on.includes('dead');
+  const dueWithout = side === 'fc' ? 'no-relay' : 'apply-due';
+  const live = [
+    ...(on.includes(dueWithout) ? [] : [SERVICE[side]]),
+    // a stale or gone row of the service is no service: it is not in `live`
+    ...(on.includes('outage') ? [{ command: 'x', state: 'outage', n: 1 }] : []),
+    ...(on.includes('not-ready') ? [{ command: 'x', state: 'starting', n: 1 }] : []),
+    { command: 'x', state: 'running', n: 0 },
+  ];
   return {
     outbox: sec(side === 'fc' ? read : 'ok', states(side === 'fc' && deadHere)),
     applyCommands: sec(side === 'sh' ? read : 'ok', states(side === 'sh' && deadHere)),
     fleet: {
-      [side]: sec(read, { stale: on.includes('stale-workers') ? 1 : 0 }),
-      [other]: sec('ok', { stale: 0 }),
+      [side]: sec(read, { stale: on.includes('stale-workers') ? 1 : 0, live }),
+      [other]: sec('ok', { stale: 0, live: [SERVICE[other]] }),
     } as unknown as ConditionFacts['fleet'],
     pauses: {
       [side]: sec(read, { pauses: on.includes('paused') ? [{}] : [] }),
@@ -75,13 +105,32 @@ describe('parseFailIf', () => {
 
 describe('conditionsOf', () => {
   it('each condition holds exactly when its fact is present in a section that was read', () => {
+    // a service in outage is not ready either (its /readyz is 503)
+    const present = (on: readonly FailCondition[], name: FailCondition) =>
+      on.includes(name) || (name === 'not-ready' && on.includes('outage'));
     for (const on of subsets(FAIL_CONDITIONS))
       for (const read of READS)
         for (const side of ['fc', 'sh'] as const) {
           const c = conditionsOf(facts(on, read, side));
           for (const name of FAIL_CONDITIONS)
-            expect(c[name], `${name} ${on} ${read} ${side}`).toBe(read === 'ok' && on.includes(name));
+            expect(c[name], `${name} ${on} ${read} ${side}`).toBe(
+              read === 'ok' && present(on, name) && HOME[name] !== (side === 'fc' ? 'sh' : 'fc'),
+            );
         }
+  });
+  it('rows due with the service registered but stale or gone: no live one, the condition holds; none due: it does not', () => {
+    const f = facts([], 'ok', 'fc');
+    const noLive = { status: 'ok', stale: 1, live: [] } as const;
+    expect(conditionsOf({ ...f, fleet: { ...f.fleet, fc: noLive } })['no-relay']).toBe(true);
+    expect(conditionsOf({ ...f, fleet: { ...f.fleet, sh: noLive } })['apply-due']).toBe(true);
+    const noneDue = { status: 'ok', states: {}, due: 0 } as const;
+    const idle = { ...f, outbox: noneDue, applyCommands: noneDue, fleet: { fc: noLive, sh: noLive } };
+    expect(conditionsOf(idle)['no-relay']).toBe(false);
+    expect(conditionsOf(idle)['apply-due']).toBe(false);
+    // a paused relay is registered and live: not no-relay, but paused and not-ready
+    const paused = { status: 'ok', stale: 0, live: [{ command: RELAY_COMMAND, state: 'paused', n: 1 }] } as const;
+    const c = conditionsOf({ ...f, fleet: { ...f.fleet, fc: paused } });
+    expect([c['no-relay'], c['not-ready'], c.outage]).toEqual([false, true, false]);
   });
   it('no run at all: no failed pairs', () => {
     const f = facts([], 'ok', 'fc');
@@ -113,6 +162,10 @@ describe('unjudgedOf: a condition asked for whose sections were not all read', (
     'stale-workers': { fc: true, sh: true },
     // facts() reads the run's section (SH) as `read` whichever side it is given
     'failed-pairs': { fc: true, sh: true },
+    outage: { fc: true, sh: true },
+    'not-ready': { fc: true, sh: true },
+    'no-relay': { fc: true, sh: false },
+    'apply-due': { fc: false, sh: true },
   };
   it('is every asked condition that reads the side not read, and nothing when all was read', () => {
     for (const asked of subsets(FAIL_CONDITIONS))
@@ -127,7 +180,7 @@ describe('unjudgedOf: a condition asked for whose sections were not all read', (
         }
   });
   it('is not a condition that holds on the side read: one DEAD row read is enough', () => {
-    for (const c of FAIL_CONDITIONS) {
+    for (const c of FAIL_CONDITIONS.filter((x) => x !== 'apply-due')) {
       // the condition holds on FC's sections (the run's, for failed-pairs); every other SH section not read
       const f = facts([c], 'ok', 'fc');
       const g: ConditionFacts = {
@@ -139,6 +192,13 @@ describe('unjudgedOf: a condition asked for whose sections were not all read', (
       expect(conditionsOf(g)[c], c).toBe(true);
       expect(unjudgedOf(g, [c]), c).toEqual([]);
     }
+    // apply-due holds on SH's sections, FC not read
+    const a = facts(['apply-due'], 'ok', 'sh');
+    const onlySh: ConditionFacts = { ...a, outbox: NOT_READ, fleet: { ...a.fleet, fc: NOT_READ } };
+    expect(conditionsOf(onlySh)['apply-due']).toBe(true);
+    expect(unjudgedOf(onlySh, ['apply-due', 'no-relay'])).toEqual([
+      { condition: 'no-relay', sections: ['outbox', 'fleet.fc'] },
+    ]);
     const deadOnSh = { ...facts(['dead'], 'ok', 'sh'), outbox: NOT_READ };
     expect(conditionsOf(deadOnSh).dead).toBe(true);
     expect(unjudgedOf(deadOnSh, ['dead'])).toEqual([]);
@@ -212,15 +272,23 @@ describe('claim owners and the mode', () => {
     });
     expect(claimOwnerOf('legacy', 1, 't')).toMatchObject({ host: null, pid: null });
   });
-  it('--watch: the live view on a terminal, one snapshot with --json, refused off a terminal without it', () => {
+  it('--watch: the live view on a terminal, one snapshot with --json, refused off a terminal without it; --format line alone', () => {
     for (const watch of [false, true])
       for (const json of [false, true])
-        for (const interactive of [false, true]) {
-          const m = statusMode({ watch, json, interactive });
-          if (watch && !json && !interactive)
-            expect(m).toMatchObject({ ok: false, message: expect.stringContaining('--watch') });
-          else expect(m).toEqual({ ok: true, mode: watch && !json ? 'watch' : 'snapshot' });
-        }
+        for (const interactive of [false, true])
+          for (const format of ['report', 'line'] as const) {
+            const m = statusMode({ watch, json, format, interactive });
+            if (format === 'line' && json)
+              expect(m).toEqual({ ok: false, message: '--format line and --json are two formats: pass one of them' });
+            else if (format === 'line' && watch)
+              expect(m).toMatchObject({
+                ok: false,
+                message: expect.stringMatching(/^--format line prints one snapshot/),
+              });
+            else if (watch && !json && !interactive)
+              expect(m).toMatchObject({ ok: false, message: expect.stringContaining('--watch') });
+            else expect(m).toEqual({ ok: true, mode: watch && !json ? 'watch' : 'snapshot' });
+          }
   });
 });
 

@@ -74,7 +74,7 @@ describe('status --fail-if judges every failure or says it cannot', () => {
     // sorts after every fresh row (command, host, pid): the 201st, never listed
     await dbs.admin.query(
       `INSERT INTO ${fc}.fcctl_worker (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state)
-       VALUES ('w-stale', 'zz resolve', 'zz-host', 1, '1.0.0', UTC_TIMESTAMP() - INTERVAL 1 HOUR, UTC_TIMESTAMP() - INTERVAL 1 HOUR, 5, 'running')`,
+       VALUES ('w-stale', 'zz resolve', 'zz-host', 1, '1.0.0', UTC_TIMESTAMP() - INTERVAL 1 HOUR, UTC_TIMESTAMP() - INTERVAL 10 MINUTE, 5, 'running')`,
     );
     const r = await status(['--fail-if', 'stale-workers'], dbs.env());
     expect(r.code, r.stderr).toBe(1);

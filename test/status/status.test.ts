@@ -88,7 +88,7 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
         stale: false,
       }),
     ]);
-    expect(s.doc!['fleet'].sh).toEqual({ status: 'ok', workers: [], stale: 0 });
+    expect(s.doc!['fleet'].sh).toEqual({ status: 'ok', workers: [], stale: 0, gone: 0, live: [] });
     expect(s.doc!['outbox'].accepted).toEqual({ last5m: 3, last1h: 3 });
     // killed: no clean stop removes its row, which goes stale after three beats
     await relay.stop('SIGKILL');
@@ -189,7 +189,17 @@ describe('fcctl status: the fleet at a glance from real rows and processes', () 
       etaSeconds: expect.any(Number),
     });
     expect(d['reconcile'].run.etaSeconds).toBeGreaterThanOrEqual(55);
-    expect(d['conditions']).toEqual({ dead: true, paused: true, 'stale-workers': true, 'failed-pairs': true });
+    // the UNKNOWN command is due and no resolver runs; no outbox row is due (the FAILED ones retry in an hour)
+    expect(d['conditions']).toEqual({
+      dead: true,
+      paused: true,
+      'stale-workers': true,
+      'failed-pairs': true,
+      outage: false,
+      'not-ready': false,
+      'no-relay': false,
+      'apply-due': true,
+    });
     expect(d['failing']).toEqual(['dead', 'paused', 'stale-workers', 'failed-pairs']);
     // each condition alone decides; without --fail-if, exit 0
     for (const c of ['dead', 'paused', 'stale-workers', 'failed-pairs'])

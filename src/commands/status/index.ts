@@ -1,7 +1,8 @@
-import { type Command, type CommandUnknownOpts, InvalidArgumentError } from '@commander-js/extra-typings';
+import { type Command, type CommandUnknownOpts, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { parseFailIf } from '../../lib/status/decide.js';
 import { commandAction, type Deps, type Resources } from '../context.js';
 import { runStatus } from '../../lib/status/command.js';
+import { STATUS_FORMATS } from '../../lib/status/types.js';
 
 /** `--fail-if`'s comma-separated conditions; an unknown one is refused (exit 2, one line). */
 const failIfArg = (value: string) => {
@@ -29,8 +30,16 @@ export function createStatusCommand(
     .option('--watch', 'on a terminal: redraw every 2 s until q or Ctrl-C (with --json: one snapshot)')
     .option(
       '--fail-if <conditions>',
-      'exit 1 when any of these holds, comma-separated: dead, paused, stale-workers, failed-pairs',
+      'exit 1 when any of these holds, comma-separated: dead, paused, stale-workers, failed-pairs, outage, not-ready, no-relay, apply-due',
       failIfArg,
+    )
+    .addOption(
+      new Option(
+        '--format <format>',
+        'report (a terminal; JSON with --json or off one) or line (one line ≤ 80 columns)',
+      )
+        .choices(STATUS_FORMATS)
+        .default('report' as const),
     )
     .option(
       '--exact-counts',
@@ -45,6 +54,7 @@ export function createStatusCommand(
           json: cmd.optsWithGlobals()['json'] === true,
           failIf: o.failIf ?? [],
           exactCounts: o.exactCounts ?? false,
+          format: o.format,
         }),
         runF,
       )(o, cmd),

@@ -25,7 +25,7 @@ const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]$/u;
 const EMOJI_PRESENTATION = /^\p{Emoji_Presentation}$/u;
 
 /** Display width: CJK, emoji and other wide characters take two columns, combining marks none. */
-function width(text: string): number {
+export function width(text: string): number {
   let w = 0;
   for (const ch of text) {
     const cp = ch.codePointAt(0) ?? 0;
@@ -104,7 +104,7 @@ function fitWidths(widths: number[], header: readonly string[], maxWidth: number
 }
 
 /** `text` cut to `w` display columns, the last one `…`. */
-function cut(text: string, w: number): string {
+export function cut(text: string, w: number): string {
   let out = '';
   for (const ch of text) {
     if (width(out + ch) > w - 1) break;

@@ -23,7 +23,7 @@ export async function runDbInit(options: DbInitOptions, ctx: Ctx): Promise<numbe
         created:
           r.existing.length === 0 && r.created.length > 0
             ? `all ${r.created.length} tables`
-            : [...r.created, ...r.indexesAdded].join(' ') || '-',
+            : [...r.created, ...r.indexesAdded, ...r.columnsAdded].join(' ') || '-',
         existing: r.existing.length,
         dev: r.markedDev ? 'marked' : '',
       })),

@@ -59,13 +59,15 @@ export async function initSides(
 
 /**
  * The summary counts of an init: tables created, and whether anything changed.
- * @example summarizeInit([{ side: 'fc', created: ['answer'], existing: [], indexesAdded: [], versionRecorded: true, markedDev: false }]) // { created: 1, changed: true }
+ * @example summarizeInit([{ side: 'fc', created: ['answer'], existing: [], indexesAdded: [], columnsAdded: [], versionRecorded: true, markedDev: false }]) // { created: 1, changed: true }
  */
 export function summarizeInit(results: readonly InitResult[]): { created: number; changed: boolean } {
   const created = results.reduce((n, r) => n + r.created.length, 0);
   return {
     created,
-    changed: created > 0 || results.some((r) => r.indexesAdded.length > 0 || r.versionRecorded || r.markedDev),
+    changed:
+      created > 0 ||
+      results.some((r) => r.indexesAdded.length > 0 || r.columnsAdded.length > 0 || r.versionRecorded || r.markedDev),
   };
 }
 

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../cli/exit.js';
 import type { Db } from './connect.js';
 import {
+  alterTableAddColumn,
   alterTableAddIndex,
   countSchemaVersionTables,
   insertSchemaVersion,
@@ -31,9 +32,23 @@ export type Side = 'fc' | 'sh';
  * `idx_delivery_state_time` and SH `flow_apply_command` index `idx_apply_command_state_time`
  * (`fcctl status`'s accepted/DONE windows read as a range, issue 29 §2), added like version 5's;
  * SH `fcctl_reconcile_ledger` (the drift ledger of `reconcile run --all`: one row per pair per
- * night, issue 30 §2), created like version 6's tables.
+ * night, issue 30 §2), created like version 6's tables. 8: `fcctl_worker.detail` on both sides (why a
+ * service is in outage or misconfigured, issue 36 §10), which `db init` adds to an existing table
+ * ({@link ADDED_COLUMNS}); a service on a version-7 database beats without it.
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
+
+/**
+ * Columns a later version added to a table an older `db init` had already created, with their
+ * definition as the DDL file has it. `db init` adds the missing ones (a NULL column at the end: no
+ * rows rewritten on MySQL 8 and MariaDB 10.6+, and the registry is a small table anyway).
+ */
+export const ADDED_COLUMNS: Readonly<
+  Record<Side, ReadonlyArray<{ readonly table: string; readonly column: string; readonly definition: string }>>
+> = {
+  fc: [{ table: 'fcctl_worker', column: 'detail', definition: 'VARCHAR(255) NULL' }],
+  sh: [{ table: 'fcctl_worker', column: 'detail', definition: 'VARCHAR(255) NULL' }],
+};
 
 /**
  * Indexes a later version added to a table an older `db init` had already created. `db init` adds
@@ -283,6 +298,8 @@ export interface InitResult {
   readonly existing: readonly string[];
   /** `table.index` of each {@link ADDED_INDEXES} entry added to an existing table */
   readonly indexesAdded: readonly string[];
+  /** `table.column` of each {@link ADDED_COLUMNS} entry added to an existing table */
+  readonly columnsAdded: readonly string[];
   readonly versionRecorded: boolean;
   readonly markedDev: boolean;
 }
@@ -307,6 +324,7 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
   }
   await refuseUnseenTables(db, created);
   const indexesAdded = await addIndexes(db, side, tables, existing, liveIndexes);
+  const columnsAdded = await addColumns(db, side, existing, liveColumns);
   const read = selectSchemaVersion(side, 'version, is_dev');
   const current = await db.query<{ version: number; is_dev: number }>(read.sql, read.params);
   let versionRecorded = false;
@@ -329,7 +347,7 @@ export async function initSchema(db: Db, side: Side, options: { dev?: boolean; n
       markedDev = true;
     }
   }
-  return { side, created, existing, indexesAdded, versionRecorded, markedDev };
+  return { side, created, existing, indexesAdded, columnsAdded, versionRecorded, markedDev };
 }
 
 /**
@@ -390,6 +408,22 @@ async function addIndexes(
     }
     await addIndexOnline(db, table, index, columns);
     added.push(`${table}.${index}`);
+  }
+  return added;
+}
+
+/** Adds the {@link ADDED_COLUMNS} missing from tables that already existed. */
+async function addColumns(
+  db: Db,
+  side: Side,
+  existing: readonly string[],
+  liveColumns: ReadonlyMap<string, ReadonlySet<string>>,
+): Promise<string[]> {
+  const added: string[] = [];
+  for (const { table, column, definition } of ADDED_COLUMNS[side]) {
+    if (!existing.includes(table) || liveColumns.get(table)?.has(column)) continue;
+    await db.execute(alterTableAddColumn(table, column, definition).sql);
+    added.push(`${table}.${column}`);
   }
   return added;
 }

@@ -95,6 +95,14 @@ export function alterTableAddIndex(table: string, index: string, columns: readon
   };
 }
 
+/**
+ * A column a later schema version added (schema.ts ADDED_COLUMNS); names and definition are our DDL's.
+ * @example alterTableAddColumn('fcctl_worker', 'detail', 'VARCHAR(255) NULL').sql // 'ALTER TABLE fcctl_worker ADD COLUMN detail VARCHAR(255) NULL'
+ */
+export function alterTableAddColumn(table: string, column: string, definition: string): Statement {
+  return { sql: `ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`, params: [] };
+}
+
 /** One row of a table if it holds any (`LIMIT 1`: never a count of a large table); the name is one of our DDL's. */
 export function selectAnyRow(table: string): Statement {
   return { sql: `SELECT 1 AS x FROM ${table} LIMIT 1`, params: [] };

@@ -12,7 +12,8 @@ import { health, type Health, type ServiceSnapshot, type ServiceState, STOP_BUDG
 import { afterStop } from './loop.js';
 import { close, listen } from './http.js';
 import { type ServiceMetrics, serviceMetrics } from './metrics.js';
-import { beatWorker, removeWorker } from './store.js';
+import { workerDetail } from './sql.js';
+import { beatWorker, pruneGoneWorkers, removeWorker } from './store.js';
 
 export interface ServiceOptions {
   /** the command's path, as the pause switch and the registry name it (`deliveries send`) */
@@ -59,6 +60,8 @@ export interface ServiceHandle {
   readonly metrics: ServiceMetrics | null;
   readonly health: () => Health;
   readonly state: () => ServiceState;
+  /** why the state is what it is (an outage's target and error), as the loop said it */
+  readonly detail: () => string | null;
   /** what the last beat measured: rows/s since the beat before, and the backlog (null until read) */
   readonly beat: () => {
     readonly rowsPerSecond: number;
@@ -123,6 +126,7 @@ export async function runService<T>(
     },
     health: () => health(snapshot, deps.clock(), o.stuckAfterMs),
     state: () => snapshot.state,
+    detail: () => snapshot.detail,
   };
   handle.onState('starting', null);
   let server: Server | null = null;
@@ -149,7 +153,8 @@ export async function runService<T>(
 
 /**
  * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
- * the outage the loop is waiting out), with the backlog gauges read at the same time; removed at
+ * the outage the loop is waiting out), with the backlog gauges read at the same time and the
+ * registry's gone rows deleted (issue 36 §8, service/sql.ts GONE_WORKER); removed at
  * the stop (the last beat and the removal bounded: a database that is down does not hold the stop).
  */
 function heartbeat(
@@ -178,7 +183,14 @@ function heartbeat(
     lastAt = now;
     measured.rowsPerSecond = rate;
     const db = await deps.db();
-    await beatWorker(db, { ...base, state: svc.state(), rowsPerSecond: rate });
+    await beatWorker(db, {
+      ...base,
+      state: svc.state(),
+      rowsPerSecond: rate,
+      detail: workerDetail(svc.state(), svc.detail()),
+    });
+    // the rows of processes long gone (killed, stopped during an outage) are the live fleet's to remove
+    await pruneGoneWorkers(db).catch(() => undefined);
     if (deps.backlog) {
       const b = await deps.backlog();
       measured.due = b.due;

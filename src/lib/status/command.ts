@@ -9,6 +9,7 @@ import { renderStatus } from './render.js';
 import { readStatus, type StatusDeps, type StatusOptions } from './run.js';
 import { watchStatus } from './watch.js';
 import type { Ctx } from '../cli/context.js';
+import type { StatusFormat } from './types.js';
 
 /** PENDING apply commands count as due after this, as `apply-command scan`'s default `--pending-grace`. */
 const PENDING_GRACE_SECONDS = 600;
@@ -18,10 +19,14 @@ function depsOf(ctx: Ctx): StatusDeps {
 }
 
 export async function runStatus(
-  o: Omit<StatusOptions, 'pendingGraceSeconds'> & { readonly watch: boolean; readonly json: boolean },
+  o: Omit<StatusOptions, 'pendingGraceSeconds'> & {
+    readonly watch: boolean;
+    readonly json: boolean;
+    readonly format: StatusFormat;
+  },
   ctx: Ctx,
 ): Promise<number> {
-  const mode = statusMode({ watch: o.watch, json: o.json, interactive: ctx.io.interactive });
+  const mode = statusMode({ watch: o.watch, json: o.json, format: o.format, interactive: ctx.io.interactive });
   if (!mode.ok) throw new UsageError(mode.message);
   const deps = depsOf(ctx);
   const options: StatusOptions = {
@@ -34,7 +39,7 @@ export async function runStatus(
     return 0;
   }
   const doc = await readStatus(options, deps);
-  renderStatus(doc, ctx.io, ctx.output.json);
+  renderStatus(doc, ctx.io, { json: ctx.output.json, format: o.format });
   // what a script must not miss, on stderr whatever the format: a condition not judged, the schema to fix
   const unjudged = unjudgedLine(doc.unjudged, doc);
   if (unjudged !== null) ctx.io.stderr.write(`fcctl: ${unjudged}\n`);

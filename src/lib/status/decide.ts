@@ -13,6 +13,7 @@ import {
   type ReasonCount,
   type ReconcileRunFacts,
   type Sides,
+  type StatusFormat,
   type Unjudged,
 } from './types.js';
 
@@ -36,25 +37,46 @@ const both = <T extends object>(s: Sides<T>) => [rowsOf(s.fc), rowsOf(s.sh)].fil
 
 /** What the conditions are decided from: the snapshot's sections (a section not read holds none). */
 export interface ConditionFacts {
-  readonly outbox: Section<Pick<QueueFacts, 'states'>>;
-  readonly applyCommands: Section<Pick<QueueFacts, 'states'>>;
-  readonly fleet: Sides<Pick<Fleet, 'stale'>>;
+  readonly outbox: Section<Pick<QueueFacts, 'states' | 'due'>>;
+  readonly applyCommands: Section<Pick<QueueFacts, 'states' | 'due'>>;
+  readonly fleet: Sides<Pick<Fleet, 'stale' | 'live'>>;
   readonly pauses: Sides<{ readonly pauses: readonly unknown[] }>;
   readonly reconcile: Section<{ readonly run: Pick<ReconcileRunFacts, 'failed'> | null }>;
+}
+
+/** The `--follow` service that works a queue: the relay (FC registry), the resolver (SH registry). */
+export const RELAY_COMMAND = 'deliveries send';
+export const RESOLVER_COMMAND = 'apply-command resolve-unknown';
+
+/**
+ * Rows due and no live service of `command` registered to take them: both sections read, rows
+ * due, and no live row (a stale or gone one takes nothing) of that command in any state.
+ */
+function dueWithout(queue: Section<Pick<QueueFacts, 'due'>>, fleet: Section<Pick<Fleet, 'live'>>, command: string) {
+  const q = rowsOf(queue);
+  const f = rowsOf(fleet);
+  return q !== null && f !== null && q.due > 0 && !f.live.some((l) => l.command === command && l.n > 0);
 }
 
 /**
  * Whether each `--fail-if` condition holds: a DEAD outbox row or apply command, a pause in force
  * on either database, a stale registry row on either (counted over the whole registry, not the
- * listed rows), a failed pair in the newest `--all` run.
+ * listed rows; a gone one is not), a failed pair in the newest `--all` run; a live service in
+ * outage, or not ready (any state but running, as its `/readyz` says); outbox rows due with no
+ * live relay registered, apply commands due with no live resolver.
  */
 export function conditionsOf(f: ConditionFacts): Record<FailCondition, boolean> {
   const dead = (s: Section<Pick<QueueFacts, 'states'>>) => (rowsOf(s)?.states['DEAD'] ?? 0) > 0;
+  const live = both(f.fleet).flatMap((s) => s.live.filter((l) => l.n > 0));
   return {
     dead: dead(f.outbox) || dead(f.applyCommands),
     paused: both(f.pauses).some((s) => s.pauses.length > 0),
     'stale-workers': both(f.fleet).some((s) => s.stale > 0),
     'failed-pairs': (rowsOf(f.reconcile)?.run?.failed ?? 0) > 0,
+    outage: live.some((l) => l.state === 'outage'),
+    'not-ready': live.some((l) => l.state !== 'running'),
+    'no-relay': dueWithout(f.outbox, f.fleet.fc, RELAY_COMMAND),
+    'apply-due': dueWithout(f.applyCommands, f.fleet.sh, RESOLVER_COMMAND),
   };
 }
 
@@ -64,6 +86,10 @@ export const CONDITION_SECTIONS: Readonly<Record<FailCondition, readonly string[
   paused: ['pauses.fc', 'pauses.sh'],
   'stale-workers': ['fleet.fc', 'fleet.sh'],
   'failed-pairs': ['reconcile'],
+  outage: ['fleet.fc', 'fleet.sh'],
+  'not-ready': ['fleet.fc', 'fleet.sh'],
+  'no-relay': ['outbox', 'fleet.fc'],
+  'apply-due': ['applyCommands', 'fleet.sh'],
 };
 
 /** A section of the facts by its name in the document (`fleet.sh`). */
@@ -240,14 +266,23 @@ export function claimOwnerOf(owner: string, rows: number, expiresAt: string): Cl
 
 /**
  * What `status` does: one snapshot, the live view (`--watch` on a terminal), or refuses `--watch`
- * off a terminal without `--json` (nothing to redraw, and a script asked for no JSON).
- * @example statusMode({ watch: true, json: false, interactive: false }) // { ok: false, message: … }
+ * off a terminal without `--json` (nothing to redraw, and a script asked for no JSON), and the one
+ * line (`--format line`) with `--json` (two formats) or `--watch` (a status bar runs it again itself).
+ * @example statusMode({ watch: true, json: false, format: 'report', interactive: false }) // { ok: false, message: … }
  */
 export function statusMode(o: {
   watch: boolean;
   json: boolean;
+  format: StatusFormat;
   interactive: boolean;
 }): { ok: true; mode: 'watch' | 'snapshot' } | { ok: false; message: string } {
+  if (o.format === 'line' && o.json)
+    return { ok: false, message: '--format line and --json are two formats: pass one of them' };
+  if (o.format === 'line' && o.watch)
+    return {
+      ok: false,
+      message: '--format line prints one snapshot: without --watch (a status bar runs it again itself)',
+    };
   if (!o.watch || o.json) return { ok: true, mode: 'snapshot' };
   if (!o.interactive) return { ok: false, message: '--watch needs a terminal: off one, pass --json for one snapshot' };
   return { ok: true, mode: 'watch' };

@@ -14,7 +14,7 @@ import {
   readOutbox,
   readPauses,
   readReconcileRun,
-  readStaleWorkers,
+  readWorkerCounts,
   readWorkers,
 } from './store.js';
 import type { FailCondition, Sides, StatusDocument } from './types.js';
@@ -79,8 +79,8 @@ export async function readStatus(o: StatusOptions, deps: StatusDeps): Promise<St
     section(deps.fcDb, (db) => readOutbox(db, o.exactCounts)),
     section(deps.shDb, (db) => readApplyCommands(db, o.pendingGraceSeconds, o.exactCounts)),
     sides(section, deps, async (db) => {
-      const [workers, stale] = await Promise.all([readWorkers(db), readStaleWorkers(db)]);
-      return { workers, stale };
+      const [workers, counts] = await Promise.all([readWorkers(db), readWorkerCounts(db)]);
+      return { workers, ...counts };
     }),
     sides(section, deps, async (db, side) => ({ owners: await readClaimOwners(db, side) })),
     sides(section, deps, async (db) => ({ pauses: await readPauses(db) })),

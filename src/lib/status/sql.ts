@@ -8,7 +8,7 @@ import type { Statement } from '../db/statement.js';
 import { dueRule, dueSince } from '../deliveries/send/sql.js';
 import { APPLY_DUE_SINCE } from '../apply-command/resolve-unknown/sql.js';
 import { HELD } from '../deliveries/scan/sql.js';
-import { STALE_WORKER } from '../service/sql.js';
+import { GONE_WORKER, STALE_NOT_GONE } from '../service/sql.js';
 
 /** Most rows a list shows (reasons, claim owners, workers, a run's live claims). */
 export const LIST_LIMIT = 200;
@@ -156,9 +156,14 @@ export const statusSql = {
   /** Owners of live claims on open apply commands: the open states' range of idx_apply_command_due. */
   applyClaims: (now: string): Statement => liveClaims('flow_apply_command', ['PENDING', 'UNKNOWN', 'FAILED'], now),
 
-  /** Stale rows of the fleet registry, all of them counted (the list shows at most LIST_LIMIT): the table, one row per `--follow` process. */
-  staleWorkers: (): Statement => ({
-    sql: `SELECT COUNT(*) AS n FROM fcctl_worker WHERE ${STALE_WORKER}`,
+  /**
+   * The fleet registry counted whole (the list shows at most LIST_LIMIT) by command, state, stale
+   * (not gone) and gone: the table, one row per `--follow` process.
+   */
+  workerCounts: (): Statement => ({
+    sql:
+      `SELECT command, state, ${STALE_NOT_GONE} AS stale, ${GONE_WORKER} AS gone, COUNT(*) AS n FROM fcctl_worker ` +
+      'GROUP BY command, state, stale, gone ORDER BY command, state',
     params: [],
   }),
 

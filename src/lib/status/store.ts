@@ -14,7 +14,7 @@ import { listPauses } from '../pause/store.js';
 import { workerSql } from '../service/sql.js';
 import { claimOwnerOf, countMode, queueOf, reconcileRunOf } from './decide.js';
 import { LIST_LIMIT, RECENT_INDEX, statusSql } from './sql.js';
-import type { ClaimOwner, PauseInForce, QueueFacts, ReasonCount, ReconcileRunFacts, Worker } from './types.js';
+import type { ClaimOwner, Fleet, PauseInForce, QueueFacts, ReasonCount, ReconcileRunFacts, Worker } from './types.js';
 
 type Row = Record<string, unknown>;
 const num = (v: unknown): number => Number(v ?? 0);
@@ -147,26 +147,47 @@ export async function readApplyCommands(sh: Db, graceSeconds: number, exactCount
   });
 }
 
-/** The fleet registry of one database (bounded). */
+/** MariaDB/MySQL: unknown column (a registry made before schema version 8 has no `detail`). */
+const ER_BAD_FIELD_ERROR = 1054;
+
+/** The fleet registry of one database (bounded); on one whose `db init` was not re-run since version 8, without `detail`. */
 export async function readWorkers(db: Db): Promise<Worker[]> {
-  return (await rows(db, workerSql.list(LIST_LIMIT))).map((r) => ({
+  const listed = await rows(db, workerSql.list(LIST_LIMIT)).catch((err: { errno?: number }) => {
+    if (err.errno !== ER_BAD_FIELD_ERROR) throw err;
+    return rows(db, workerSql.list(LIST_LIMIT, false));
+  });
+  return listed.map((r) => ({
     workerId: String(r['worker_id']),
     command: String(r['command']),
     host: String(r['host']),
     pid: num(r['pid']),
     version: String(r['version']),
     state: String(r['state']),
+    detail: r['detail'] === null || r['detail'] === undefined ? null : String(r['detail']),
     rowsPerSecond: num(r['rows_per_second']),
     startedAt: String(r['started_at']),
     lastBeatAt: String(r['last_beat_at']),
     heartbeatSeconds: num(r['heartbeat_seconds']),
     stale: num(r['stale']) === 1,
+    gone: num(r['gone']) === 1,
   }));
 }
 
-/** The fleet registry's stale rows, all of them counted. */
-export async function readStaleWorkers(db: Db): Promise<number> {
-  return num((await one(db, statusSql.staleWorkers()))['n']);
+/** The fleet registry counted whole: its stale rows, its gone rows, its live rows by command and state. */
+export async function readWorkerCounts(db: Db): Promise<Pick<Fleet, 'stale' | 'gone' | 'live'>> {
+  const counts = (await rows(db, statusSql.workerCounts())).map((r) => ({
+    command: String(r['command']),
+    state: String(r['state']),
+    stale: num(r['stale']) === 1,
+    gone: num(r['gone']) === 1,
+    n: num(r['n']),
+  }));
+  const sum = (xs: typeof counts) => xs.reduce((a, c) => a + c.n, 0);
+  return {
+    stale: sum(counts.filter((c) => c.stale)),
+    gone: sum(counts.filter((c) => c.gone)),
+    live: counts.filter((c) => !c.stale && !c.gone).map(({ command, state, n }) => ({ command, state, n })),
+  };
 }
 
 /** Live claim owners: of outbox rows on FC, of apply commands on SH. */

@@ -46,12 +46,16 @@ export interface Worker {
   readonly pid: number;
   readonly version: string;
   readonly state: string;
+  /** why it is in outage or misconfigured, as the service said it (its target and error, escaped); else null */
+  readonly detail: string | null;
   readonly rowsPerSecond: number;
   readonly startedAt: string;
   readonly lastBeatAt: string;
   readonly heartbeatSeconds: number;
-  /** last beat older than three of its own intervals */
+  /** last beat older than three of its own intervals, not yet gone: an alarm */
   readonly stale: boolean;
+  /** last beat older than 20 of its intervals and an hour: the process is gone, not counted; a live service deletes the row */
+  readonly gone: boolean;
 }
 
 /** The owner of live claims, with how many rows it holds. */
@@ -96,15 +100,39 @@ export interface Sides<T extends object> {
   readonly sh: Section<T>;
 }
 
+/** `--format`: the report (a terminal; JSON with `--json` or off one), or one line for scripts and status bars. */
+export const STATUS_FORMATS = ['report', 'line'] as const;
+export type StatusFormat = (typeof STATUS_FORMATS)[number];
+
 /** The named conditions of `--fail-if`. */
-export const FAIL_CONDITIONS = ['dead', 'paused', 'stale-workers', 'failed-pairs'] as const;
+export const FAIL_CONDITIONS = [
+  'dead',
+  'paused',
+  'stale-workers',
+  'failed-pairs',
+  'outage',
+  'not-ready',
+  'no-relay',
+  'apply-due',
+] as const;
 export type FailCondition = (typeof FAIL_CONDITIONS)[number];
 
-/** A registry's rows: at most 200 listed, the stale ones counted over all of them. */
+/** Live registry rows (neither stale nor gone) of one command in one state. */
+export interface LiveCount {
+  readonly command: string;
+  readonly state: string;
+  readonly n: number;
+}
+
+/** A registry's rows: at most 200 listed, the stale, gone and live ones counted over all of them. */
 export interface Fleet {
   readonly workers: readonly Worker[];
-  /** rows whose last beat is older than three of their own intervals, all rows counted */
+  /** rows whose last beat is older than three of their own intervals and that are not gone, all rows counted */
   readonly stale: number;
+  /** rows whose last beat is older than 20 of their intervals and an hour: not counted as stale (a live service deletes them) */
+  readonly gone: number;
+  /** the live rows (neither stale nor gone) by command and state */
+  readonly live: readonly LiveCount[];
 }
 
 /** A `--fail-if` condition that could not be judged: the sections it needs that were not read. */

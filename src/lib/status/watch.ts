@@ -4,6 +4,7 @@
  */
 import type { Io } from '../cli/io.js';
 import { terminal } from '../cli/terminal.js';
+import { DEFAULT_WIDTH } from './layout.js';
 import { statusBlocks } from './render.js';
 import type { StatusDocument } from './types.js';
 
@@ -38,10 +39,14 @@ export async function watchStatus(
   const readOrQuit = () => Promise.race([read(), quitting.then(() => null)]);
   let timer: NodeJS.Timeout | undefined;
   let view: ReturnType<ReturnType<typeof terminal>['liveReport']> | undefined;
+  // fitted to the screen at each redraw (a resized terminal too): the conditions and the outbox stay on it
+  const out = io.stdout as NodeJS.WriteStream;
+  const blocks = (doc: StatusDocument) =>
+    statusBlocks(doc, { columns: out.columns || DEFAULT_WIDTH, rows: out.rows || 24, watching: true });
   try {
     const first = await readOrQuit();
     if (first === null) return;
-    view = terminal().liveReport(io.stdout as NodeJS.WriteStream, stdin, statusBlocks(first, true));
+    view = terminal().liveReport(io.stdout as NodeJS.WriteStream, stdin, blocks(first));
     for (;;) {
       const tick = new Promise<'tick'>((resolve) => {
         timer = setTimeout(() => resolve('tick'), intervalMs);
@@ -49,7 +54,7 @@ export async function watchStatus(
       if ((await Promise.race([quitting.then(() => 'quit' as const), tick])) === 'quit') break;
       const doc = await readOrQuit();
       if (doc === null) break;
-      view.update(statusBlocks(doc, true));
+      view.update(blocks(doc));
     }
   } finally {
     clearTimeout(timer);

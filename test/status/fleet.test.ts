@@ -1,0 +1,221 @@
+/**
+ * What `fcctl status` says of the `--follow` fleet (issue 36 §8, §10), as real `bin/fcctl`
+ * processes: a relay killed with SIGKILL leaves a stale row (an alarm), gone after an hour without
+ * a beat (planted: the row's last beat set back) it no longer counts and a live relay deletes it;
+ * rows due with no live relay, apply commands due with no live resolver, a service in outage (the
+ * flow-center stand-in's fault switch) or not ready each hold their `--fail-if` condition; a
+ * condition whose side is not read is not judged (exit 3); bad combinations exit 2 with one line.
+ */
+import { afterEach, describe, expect } from 'vitest';
+import { APP_FLOW, clearFlowCenter, flowEnv, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
+import { runCli, spawnCli } from '../helpers/cli.js';
+import { testAmqpUrl } from '../helpers/db.js';
+import {
+  ensureExchange,
+  insertDeliveries,
+  insertRegistry,
+  PUBLISHER,
+  uniqueConsumerKey,
+} from '../helpers/deliveries.js';
+import { type RunningService, startService } from '../helpers/service.js';
+import { servicesTest } from '../helpers/services.js';
+import { waitFor } from '../helpers/wait.js';
+
+const test = servicesTest({ prefix: 'statusfleet', init: 'all', flowApps: APP_FLOW });
+type Doc = Record<string, any>;
+
+const running: RunningService[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((s) => s.stop('SIGKILL')));
+});
+
+async function status(args: string[], env: Record<string, string | undefined>) {
+  const r = await spawnCli(['--json', 'status', ...args], { env, timeoutMs: 30_000 });
+  return { ...r, doc: r.stdout.trim() === '' ? null : (JSON.parse(r.stdout) as Doc) };
+}
+const isState = (state: string) => (l: Record<string, unknown>) => l['type'] === 'state' && l['state'] === state;
+
+function relay(env: Record<string, string | undefined>): RunningService {
+  const s = startService(['--json', 'deliveries', 'send', '--follow', '--heartbeat-seconds', '1'], { env });
+  running.push(s);
+  return s;
+}
+
+describe('status and the fleet registry', () => {
+  test('a relay killed with SIGKILL: stale (exit 1); gone after an hour without a beat: not counted, shown apart, deleted by a live relay', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    const fc = `\`${dbs.fcName}\``;
+    const killed = relay(env);
+    await killed.waitForLine('running', isState('running'));
+    await killed.stop('SIGKILL');
+    await waitFor('stale', async () => (await status([], env)).doc!['fleet'].fc.stale === 1, 15_000, 500);
+    expect((await status(['--fail-if', 'stale-workers'], env)).code).toBe(1);
+
+    // an hour and more without a beat (20 beats of 1 s are less: the hour is the floor)
+    await dbs.admin.query(
+      `UPDATE ${fc}.fcctl_worker SET last_beat_at = UTC_TIMESTAMP() - INTERVAL 59 MINUTE WHERE pid = ?`,
+      [killed.child.pid],
+    );
+    expect((await status(['--fail-if', 'stale-workers'], env)).code).toBe(1);
+    await dbs.admin.query(
+      `UPDATE ${fc}.fcctl_worker SET last_beat_at = UTC_TIMESTAMP() - INTERVAL 61 MINUTE WHERE pid = ?`,
+      [killed.child.pid],
+    );
+    const gone = await status(['--fail-if', 'stale-workers'], env);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(gone.doc!['fleet'].fc).toMatchObject({ stale: 0, gone: 1 });
+    // its last beat stays visible until it is deleted
+    expect(gone.doc!['fleet'].fc.workers).toEqual([
+      expect.objectContaining({ pid: killed.child.pid, stale: false, gone: true }),
+    ]);
+
+    // a live relay deletes it at its next beat (guarded: a row that beat meanwhile is kept)
+    const live = relay(env);
+    await live.waitForLine('running', isState('running'));
+    await waitFor(
+      'the gone row deleted',
+      async () => {
+        const [rows] = await dbs.admin.query(`SELECT pid FROM ${fc}.fcctl_worker`);
+        return JSON.stringify((rows as Array<{ pid: number }>).map((r) => r.pid)) === JSON.stringify([live.child.pid]);
+      },
+      10_000,
+      200,
+    );
+    const after = await status(['--fail-if', 'stale-workers'], env);
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.doc!['fleet'].fc).toMatchObject({ stale: 0, gone: 0 });
+    expect((await live.stop('SIGTERM')).code).toBe(0);
+  }, 90_000);
+
+  test('rows due with no live relay: no-relay; a paused relay is live but not ready', async ({ dbs }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: uniqueConsumerKey('nr'), schoolId: 5 }, 2);
+    const none = await status(['--fail-if', 'no-relay'], env);
+    expect(none.code, none.stderr).toBe(1);
+    expect(none.doc!['failing']).toEqual(['no-relay']);
+    expect(none.doc!['outbox'].due).toBe(2);
+    expect((await status(['--fail-if', 'outage,not-ready,apply-due'], env)).code).toBe(0);
+
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    const paused = relay(env);
+    await paused.waitForLine('paused', isState('paused'));
+    await waitFor(
+      'registered paused',
+      async () => (await status([], env)).doc!['fleet'].fc.live.some((l: Doc) => l['state'] === 'paused'),
+      10_000,
+      200,
+    );
+    expect((await status(['--fail-if', 'no-relay'], env)).code).toBe(0);
+    const notReady = await status(['--fail-if', 'not-ready,outage'], env);
+    expect(notReady.code).toBe(1);
+    expect(notReady.doc!['failing']).toEqual(['not-ready']);
+    expect((await paused.stop('SIGTERM')).code).toBe(0);
+    expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
+  }, 60_000);
+
+  test('a resolver in a flow-center outage: outage and not-ready hold, with its reason; apply commands due with no resolver: apply-due', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    await clearFlowCenter(flowCenter);
+    const env = flowEnv(dbs, flowCenter);
+    const p = uniquePrefix('so');
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'UNKNOWN' }]);
+    const due = await status(['--fail-if', 'apply-due'], env);
+    expect(due.code, due.stderr).toBe(1);
+    expect(due.doc!['applyCommands'].due).toBe(1);
+
+    await flowCenter.faults([{ path: '*', kind: 'status', status: 503 }]);
+    const resolver = startService(
+      ['--json', 'apply-command', 'resolve-unknown', '--follow', '--heartbeat-seconds', '1', '--request-timeout', '1'],
+      { env },
+    );
+    running.push(resolver);
+    await resolver.waitForLine('outage', isState('outage'));
+    await waitFor(
+      'registered in outage',
+      async () => (await status([], env)).doc!['fleet'].sh.live.some((l: Doc) => l['state'] === 'outage'),
+      10_000,
+      200,
+    );
+    const outage = await status(['--fail-if', 'outage,not-ready,apply-due'], env);
+    expect(outage.code).toBe(1);
+    expect(outage.doc!['failing']).toEqual(['outage', 'not-ready']);
+    // with its reason, as the resolver said it: the flow center and its status
+    expect(outage.doc!['fleet'].sh.workers).toEqual([
+      expect.objectContaining({
+        command: 'apply-command resolve-unknown',
+        state: 'outage',
+        detail: expect.stringMatching(/^flow center lookup: .*503/),
+      }),
+    ]);
+
+    await flowCenter.clearFaults();
+    await waitFor(
+      'running again',
+      async () => (await status(['--fail-if', 'outage,not-ready,apply-due'], env)).code === 0,
+      40_000,
+      500,
+    );
+    expect((await resolver.stop('SIGTERM')).code).toBe(0);
+  }, 90_000);
+
+  test('a condition whose side is not read is not judged (exit 3, the line says which); bad combinations: one line, exit 2', async ({
+    dbs,
+  }) => {
+    const noFc = await status(['--fail-if', 'no-relay'], dbs.env({ FCCTL_FC_DATABASE_URL: '' }));
+    expect(noFc.code).toBe(3);
+    expect(noFc.stderr).toBe(
+      'fcctl: --fail-if no-relay cannot be judged: outbox not read (FC database not configured: FCCTL_FC_DATABASE_URL), ' +
+        'fleet.fc not read (FC database not configured: FCCTL_FC_DATABASE_URL)\n',
+    );
+    const noSh = await status(['--fail-if', 'apply-due,outage'], dbs.env({ FCCTL_SH_DATABASE_URL: '' }));
+    expect(noSh.code).toBe(3);
+    expect(noSh.doc!['unjudged']).toEqual([
+      { condition: 'apply-due', sections: ['applyCommands', 'fleet.sh'] },
+      { condition: 'outage', sections: ['fleet.sh'] },
+    ]);
+    for (const [argv, message] of [
+      [
+        ['--json', 'status', '--format', 'line'],
+        /^fcctl: --format line and --json are two formats: pass one of them\n$/,
+      ],
+      [['status', '--format', 'line', '--watch'], /^fcctl: --format line prints one snapshot: without --watch/],
+      [['status', '--format', 'table'], /^fcctl: .*--format.*table/],
+      [['status', '--fail-if', 'outage,nope'], /^fcctl: .*unknown condition "nope"/],
+    ] as const) {
+      const r = await spawnCli(argv, { env: dbs.env() });
+      expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(r.stdout).toBe('');
+    }
+  }, 60_000);
+
+  test('--format line: one line of at most 80 columns, the verdict first, the exit code of --fail-if', async ({
+    dbs,
+  }) => {
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: uniqueConsumerKey('ln'), schoolId: 5 }, 1);
+    const r = await spawnCli(['status', '--format', 'line', '--fail-if', 'no-relay'], { env: dbs.env() });
+    expect(r.code, r.stderr).toBe(1);
+    const lines = r.stdout.split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toBe('');
+    expect([...lines[0]!].length).toBeLessThanOrEqual(80);
+    expect(lines[0]).toMatch(/^FAILING no-relay .*· outbox due \d+ .*dead 0/);
+  }, 60_000);
+});

@@ -21,6 +21,8 @@ let env: Record<string, string | undefined>;
 let out: string;
 let dir: string;
 
+const q = async (sql: string, params: unknown[] = []) => (await dbs.admin.query(sql, params))[0] as any[];
+
 test.beforeAll(async ({ dbs: services, tmp }) => {
   dbs = services;
   env = dbs.env();
@@ -69,4 +71,30 @@ test('--run-id alone of a run whose folder was moved away: exit 2, one line nami
   } finally {
     renameSync(join(dir, 'moved'), out);
   }
+});
+
+test('the change against a night on which one pair failed: over the pairs done both nights (±0 for the same data), the failed one said left out', async () => {
+  const sh = `\`${dbs.shName}\`.fcctl_reconcile_ledger`;
+  const [p] = await q(
+    `SELECT sch_id, form_uuid, in_sync FROM ${sh} WHERE run_id = ? ORDER BY sch_id, form_uuid LIMIT 1`,
+    [NIGHT1],
+  );
+  expect(Number(p.in_sync)).toBeGreaterThan(0);
+  // what the ledger records for a pair that failed that night (all/decide.ts ledgerEntryOf): no counts
+  await q(
+    `UPDATE ${sh} SET result = 'FAILED', in_sync = 0, missing_local = 0, stale_local = 0, hash_conflict = 0, differences = 0, error = 'FC unreachable' WHERE run_id = ? AND sch_id = ? AND form_uuid = ?`,
+    [NIGHT1, p.sch_id, p.form_uuid],
+  );
+  const file = join(dir, 'n2.html');
+  const r = await runCli(['--json', 'reconcile', 'report', '--out-dir', out, '--run-id', NIGHT2, '--out', file], {
+    env,
+  });
+  expect(r.code, r.stderr).toBe(0);
+  const html = readFileSync(file, 'utf8');
+  const headline = html.slice(html.indexOf('id="headline"'), html.indexOf('</section>', html.indexOf('id="headline"')));
+  expect(headline).toContain(`change since ${NIGHT1}`);
+  expect.soft(headline).toContain('1 failed on one left out');
+  // nothing changed between the nights: every category's change is ±0, IN_SYNC not +N for the failed pair
+  const inSync = headline.match(/IN_<wbr>SYNC<\/th><td>[^<]*<\/td><td>([^<]*)<\/td>/);
+  expect.soft(inSync?.[1]).toBe('±0');
 });

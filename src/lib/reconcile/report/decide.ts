@@ -6,7 +6,14 @@ import { createHash } from 'node:crypto';
 import { isAbsolute, relative, sep } from 'node:path';
 import { shellLine, shellWord } from '../../cli/shell.js';
 import { formulaRead } from '../../files/csv-cell.js';
-import { CATEGORIES, type Category, differencesOf, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../diff/decide.js';
+import {
+  CATEGORIES,
+  type Category,
+  differencesOf,
+  emptyCounts,
+  REPAIR_CATEGORIES,
+  SETTLED_CATEGORIES,
+} from '../diff/decide.js';
 import { DIFF_FILES } from '../diff/types.js';
 import type { PairCommand, Sample, Trend, TrendNight } from './types.js';
 
@@ -317,6 +324,40 @@ export interface TrendPairNight {
   readonly schId: string;
   readonly formUuid: string;
   readonly counts: Readonly<Record<Category, number>>;
+  /** the ledger's result (`FAILED`: no counts that night); absent read as DONE */
+  readonly result?: string;
+}
+
+/**
+ * What the headline's change compares with the previous night: each night's counts over the pairs
+ * done on both. A pair failed on either night has no counts there: counted on one side only, it
+ * reads as rows gone (or back) that never changed — IN_SYNC −196 for a pair that only failed.
+ * `leftOut`: this run's pairs not compared (failed tonight or then, or not in that night).
+ * @example changeBasis([{ key: '5/f', counts }], 'n1', pairNights).leftOut // 0
+ */
+export function changeBasis(
+  tonight: ReadonlyArray<{ readonly key: string; readonly counts: Readonly<Record<Category, number>> | null }>,
+  previousRunId: string,
+  pairNights: readonly TrendPairNight[],
+): { now: Record<Category, number>; before: Record<Category, number>; leftOut: number } {
+  const then = new Map<string, Readonly<Record<Category, number>>>();
+  for (const p of pairNights)
+    if (p.runId === previousRunId && (p.result ?? 'DONE') === 'DONE') then.set(pairKey(p.schId, p.formUuid), p.counts);
+  const now = emptyCounts();
+  const before = emptyCounts();
+  let leftOut = 0;
+  for (const t of tonight) {
+    const b = then.get(t.key);
+    if (t.counts === null || b === undefined) {
+      leftOut++;
+      continue;
+    }
+    for (const c of CATEGORIES) {
+      now[c] += t.counts[c] ?? 0;
+      before[c] += b[c] ?? 0;
+    }
+  }
+  return { now, before, leftOut };
 }
 
 /** The key of a pair in the trend and the page's data. */

@@ -21,6 +21,7 @@ import {
   csvFields,
   differencesIn,
   outOverwritesRun,
+  changeBasis,
   pairActions,
   pairKey,
   previousNightOf,
@@ -232,10 +233,17 @@ export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promis
     byState: shape.byState,
     holders: shape.holders,
     counts,
-    previous: previous ? { runId: previous.runId, counts: previous.counts } : null,
+    previous: previous === null ? null : comparedWith(previous.runId, pairs, pairNights),
     pairs,
     trend,
   };
+}
+
+/** The previous night's counts and this run's over the pairs done on both (a failed pair is no change). */
+function comparedWith(runId: string, pairs: readonly ReportPair[], pairNights: readonly TrendPairNight[]) {
+  const tonight = pairs.map((p) => ({ key: pairKey(p.schId, p.formUuid), counts: p.counts }));
+  const { now, before, leftOut } = changeBasis(tonight, runId, pairNights);
+  return { runId, counts: before, now, leftOut };
 }
 
 type Building = ReportPair & { samples: Partial<Record<Category, Sample[]>>; samplesLeftOut: boolean };

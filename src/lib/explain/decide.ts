@@ -267,6 +267,13 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
       'OUTBOX_BEHIND',
       `outbox behind FC: newest row revision ${row.revision} (${row.state}), FC ${fc.revision}: the producer has not written revision ${fc.revision}`,
     );
+  // FC's revision never goes back (seed 000 §2, a CAS): a newer outbox row means FC moved on between the
+  // reads — SH holding that revision is a delivery, not "SH ahead" for a person to decide
+  if (cmp(row.revision, fc.revision) > 0)
+    return make(
+      'UNKNOWN',
+      `the outbox's newest row is revision ${row.revision}, FC's answer was read at revision ${fc.revision}: FC changed while explain read it — explain again (if it stays so, FC's answer went back, which the producer never does)`,
+    );
   if (row.state === 'BROKER_ACCEPTED') return acceptedVerdict(f, row, fc.revision, make);
   return pendingVerdict(f, row, make);
 }
@@ -360,6 +367,15 @@ function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
 function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head: string, make: Make): Verdict {
   const advice = reasonAdvice(errorCode(row.lastError));
   const replay = () => replayCommand(row, f.answerUuid);
+  // a FAILED row under push_allowed = 0 is HELD before this; a DEAD one replayed is queued, then held by send
+  const held = f.grant !== 'unread' && f.grant !== null && !f.grant.push;
+  if (held && advice.replay !== 'never')
+    return withSuggestion(
+      make,
+      kind,
+      `${head}: push_allowed = 0 now — a replay queues it and send holds it, neither sent nor failed, until the FC team allows push again${advice.replay === 'after' ? `; before it can go out: ${advice.who}` : ''}`,
+      replay(),
+    );
   if (advice.replay === 'works')
     return withSuggestion(make, kind, `${head}: a replay sends it ${advice.when}`, replay());
   if (advice.replay === 'after')

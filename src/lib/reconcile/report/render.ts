@@ -220,7 +220,7 @@ export function headlineHtml(d: ReportData): string {
     return `<tr class="${cls}"><th scope="row">${e(c).replaceAll('_', '_<wbr>')}</th><td>${num(d.counts[c])}</td><td>${e(change(d.previous?.now[c] ?? 0, d.previous?.counts[c]))}</td></tr>`;
   }).join('');
   const since = d.previous
-    ? `change since ${e(d.previous.runId)}${d.previous.leftOut > 0 ? ` (over the pairs done both nights: ${num(d.previous.leftOut)} failed on one left out)` : ''}`
+    ? `change since ${e(d.previous.runId)}${d.previous.leftOut > 0 ? ` (over the pairs done both nights: ${num(d.previous.leftOut)} failed on one, new or gone left out)` : ''}`
     : 'change (no earlier night of the same pairs in the ledger)';
   const took =
     d.processes.length === 0

@@ -117,3 +117,17 @@ describe('SH legitimately behind, a newer revision in flight: SH_STALE waits for
     expect(v.command).toBeNull();
   });
 });
+
+describe('the grant not read (its section failed): no claim about a grant explain did not see', () => {
+  it.each([
+    ['DEAD', row({ lastError: 'NACK: broker nack' })],
+    ['FAILED', row({ state: 'FAILED', retryCount: 1, lastError: 'NACK: broker nack' })],
+    ['PENDING', row({ state: 'PENDING', retryCount: 0 })],
+  ])('%s', (_n, r) => {
+    const v = verdictOf(facts({ newest: r, grant: 'unread' }));
+    expect(v.text).not.toContain('no grant');
+    expect(v.kind).not.toBe('WILL_BE_REVOKED');
+    expect(v.text).not.toContain('would answer GRANT_REVOKED');
+    expect(v.text).toContain('grant was not read');
+  });
+});

@@ -257,7 +257,13 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
       `no outbox row among those listed (the list is cut): explain again with ${shownAsIs(f.consumerAppKey) ? `--consumer ${shellWord(f.consumerAppKey)}` : 'that --consumer'} --school ${shellWord(f.schId)}`,
     );
   if (row === null) {
-    const problem = grantProblem(grant, null);
+    // a grant not read is no grant missing: said as not read, never as "no grant"
+    const problem = f.grant === 'unread' ? null : grantProblem(grant, null);
+    if (f.grant === 'unread')
+      return make(
+        'NO_DELIVERY_ROW',
+        `no outbox row: the producer has not written revision ${fc.revision} for this consumer; the grant was not read`,
+      );
     return problem === null
       ? make('NO_DELIVERY_ROW', `no outbox row: the producer has not written revision ${fc.revision} for this consumer`)
       : make('NO_GRANT', `${problem} and no outbox row: nothing is delivered to this consumer and school`);
@@ -315,10 +321,19 @@ function revokedVerdict(row: OutboxRow, grant: GrantFacts | null | 'unread', mak
 
 /** The newest row is PENDING, FAILED, DEAD or GRANT_REVOKED. */
 function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
-  const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
   if (row.state === 'GRANT_REVOKED') return revokedVerdict(row, f.grant, make);
+  const v = sendableVerdict(f, row, make);
+  // a grant not read (its section failed) is no grant missing: send and a replay read it themselves
+  return f.grant === 'unread'
+    ? { ...v, text: `${v.text}; the grant was not read: send and a replay check it first` }
+    : v;
+}
+
+/** The newest row is PENDING, FAILED or DEAD: what send or a replay does with it. */
+function sendableVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
+  const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
   const grant = f.grant === 'unread' ? null : f.grant;
-  const problem = grantProblem(grant, row.grantVersion);
+  const problem = f.grant === 'unread' ? null : grantProblem(grant, row.grantVersion);
   if (row.state === 'DEAD') {
     if (takenIn(row))
       return make('DELIVERED_APPLIED', `DEAD (${tries}) but applied by the consumer at ${row.consumerAppliedAt}`);

@@ -131,3 +131,35 @@ describe('the grant not read (its section failed): no claim about a grant explai
     expect(v.text).toContain('grant was not read');
   });
 });
+
+describe('DEAD SNAPSHOT_HASH_MISMATCH: the repair from FC only where it would be APPLIED', () => {
+  const shm = (r: Partial<OutboxRow> = {}) => row({ lastError: 'SNAPSHOT_HASH_MISMATCH: recomputed x', ...r });
+  it('SH lacking it, the grant valid: the repair (dry run, then the write)', () => {
+    const v = verdictOf(facts({ newest: shm() }));
+    expect(v.command).toMatch(/^fcctl projection repair-authoritative .* --expect-missing --proof-id \S+$/);
+    expect(v.execute).toBe(`${v.command} --execute`);
+  });
+  it.each([
+    ['the grant revoked', facts({ newest: shm(), grant: { ...GRANT, revoked: true } })],
+    ['the grant at a newer version', facts({ newest: shm(), grant: { ...GRANT, grantVersion: '2' } })],
+    ['no grant', facts({ newest: shm(), grant: null })],
+    ['a consumer school other than the answer’s (SCHOOL_MISMATCH)', facts({ schId: '6', newest: shm({ schId: '6' }) })],
+    [
+      'FC at a newer revision (the outbox behind)',
+      facts({ newest: shm(), fc: { kind: 'found', schId: '5', revision: '5', contentHash: OTHER, isDeleted: false } }),
+    ],
+    [
+      'FC at the row’s revision with another hash',
+      facts({ newest: shm(), fc: { kind: 'found', schId: '5', revision: '4', contentHash: OTHER, isDeleted: false } }),
+    ],
+    ['SH ahead', facts({ newest: shm(), sh: { kind: 'found', row: proj({ revision: '5' }) } })],
+    [
+      'SH already holding it',
+      facts({ newest: shm(), sh: { kind: 'found', row: proj({ revision: '4', contentHash: HASH }) } }),
+    ],
+  ])('%s: no command', (_n, f) => {
+    const v = verdictOf(f);
+    expect(v).toMatchObject({ command: null, execute: null });
+    expect(v.text).not.toMatch(/a replay sends it/);
+  });
+});

@@ -156,7 +156,7 @@ function relayFamilies(
     relayClaimToConfirm: histogram(
       'relay',
       'fcctl_relay_claim_to_confirm_seconds',
-      "from the commit of the claim of the row's batch to the row's publisher confirm, every attempt, in ms (a monotonic clock); the wait before the claim (up to one --poll-interval when idle) is not in it",
+      "from the commit of the claim of the row's batch to the row's publisher confirm (ack or nack), every attempt, in ms (a monotonic clock); a confirm that never came (timeout, channel closed) is not in it, nor the wait before the claim (up to one --poll-interval when idle)",
       CLAIM_TO_CONFIRM_BUCKETS,
     ),
     relayCreatedToConfirm: histogram(

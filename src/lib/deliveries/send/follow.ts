@@ -133,8 +133,8 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       if (pause) {
         summary.paused = pause;
         setState('paused', pause.reason ?? null);
-        // Paused: no channel kept open, nothing held; looked at again every poll.
-        await dropBroker();
+        deps.onConnection?.('fc_database', 'connected'); // the switch was just read through it
+        await dropBroker(); // paused: no channel kept open, nothing held; looked at again every poll
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
@@ -162,7 +162,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
       }
       if (session.kind === 'stopped') break;
-      if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
+      sessionConnections(deps, session, broker);
       if (session.kind === 'paused') continue;
       // Blocked by an alarm: the connection is kept, so its `unblocked` is heard and the next
       // session starts then, not a backoff later.
@@ -183,9 +183,22 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   return summary;
 }
 
+/**
+ * The connections as a session's end found them: an outage's target lost; after a misconfiguration
+ * the database connected (the pause switch was read through it) and the broker connected, or lost
+ * when it refused the connection. Each target is in exactly one state from the first session on.
+ */
+function sessionConnections(deps: FollowDeps, session: SessionEnd, broker: Broker | null): void {
+  if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
+  if (session.kind !== 'misconfigured') return;
+  deps.onConnection?.('fc_database', 'connected');
+  if (broker === null) deps.onConnection?.('broker', 'lost');
+}
+
 async function connect(deps: FollowDeps): Promise<Broker> {
   const broker = await deps.connectBroker();
   broker.onBlocked((reason) => deps.onBlocked?.(reason));
+  deps.onConnection?.('broker', 'connected');
   return broker;
 }
 

@@ -58,13 +58,23 @@ export function relayMetrics(
 
 type SettledBatch = Parameters<NonNullable<SendDeps['onSettled']>>[0];
 
-/** Milliseconds from a batch's claim commit to each of its rows' confirms (every attempt; acked or not). */
+/**
+ * Milliseconds from a batch's claim commit to each of its rows' confirms (every attempt, acked or
+ * nacked). A confirm that never came (timeout, channel closed, not sent) has no confirm time: it is
+ * counted in `fcctl_relay_confirms_total` only, never as a latency.
+ */
 function claimToConfirm(batch: SettledBatch): number[] {
   const out: number[] = [];
   batch.confirmMs.forEach((ms, i) => {
-    if (ms !== undefined && batch.outcomes[i] !== undefined) out.push(Math.max(ms, 0));
+    const o = batch.outcomes[i];
+    if (ms !== undefined && o !== undefined && isConfirm(o)) out.push(Math.max(ms, 0));
   });
   return out;
+}
+
+/** Whether an outcome is the broker's publisher confirm: an ack (returned or not) or a nack. */
+export function isConfirm(o: { kind: string }): boolean {
+  return o.kind === 'ack' || o.kind === 'nack';
 }
 
 /**

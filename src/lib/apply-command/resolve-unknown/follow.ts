@@ -107,7 +107,7 @@ export async function followResolve(
       if (pause) {
         total.paused = pause;
         setState('paused', pause.reason ?? null);
-        deps.onConnection?.('flow_center', 'closed'); // paused: nothing asked of it
+        pausedConnections(deps);
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
@@ -150,6 +150,12 @@ export async function followResolve(
   setState('draining');
   total.stoppedBy = followStop(total, options.maxRows, deps, deadline);
   return total;
+}
+
+/** Paused: the SH database connected (the switch was just read through it), the flow center closed (nothing asked of it). */
+function pausedConnections(deps: ResolveFollowDeps): void {
+  deps.onConnection?.('sh_database', 'connected');
+  deps.onConnection?.('flow_center', 'closed');
 }
 
 /** Why the service loop ended. */

@@ -100,6 +100,33 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
     }
   }, 90_000);
 
+  test('held rows up for their recheck (the relay paused): /metrics says what `status` says, due rows and the oldest due age', async () => {
+    const key = uniqueConsumerKey('fh');
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key, push: 0 });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+    // held before, their recheck 40 s ago: due again for the relay to look at, still not to be sent
+    await dbs.admin.query(
+      `UPDATE \`${dbs.fcName}\`.answer_delivery SET next_retry_at = NOW() - INTERVAL 40 SECOND WHERE consumer_app_key = ?`,
+      [key],
+    );
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    const port = await freePort();
+    const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1']);
+    await relay.waitForLine('paused', isState('paused'));
+    await new Promise((r) => setTimeout(r, 2500)); // two beats: the gauges read with the relay paused
+    const body = await metrics(port);
+    const status = await runCli(['--json', 'status'], { env });
+    const outbox = (
+      JSON.parse(status.stdout.trim().split('\n').pop()!) as Record<
+        string,
+        { oldestDueAgeSeconds: number | null; due: number }
+      >
+    )['outbox']!;
+    const statusAge = outbox.oldestDueAgeSeconds ?? 0;
+    expect(sample(body, 'fcctl_relay_due_rows')).toBe(outbox.due);
+    expect(Math.abs(sample(body, 'fcctl_relay_oldest_due_age_seconds') - statusAge)).toBeLessThanOrEqual(3);
+  }, 60_000);
+
   test('connection state from a start while paused: the database connected (the switch is read through it), the broker closed; a database back during the pause reads connected again', async () => {
     const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
     const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));

@@ -172,7 +172,11 @@ function relayFamilies(
       BATCH_BUCKETS,
     ),
     relayInFlight: inFlight,
-    relayDue: gauge('relay', 'fcctl_relay_due_rows', 'rows due now (counted up to 10000, every few seconds)'),
+    relayDue: gauge(
+      'relay',
+      'fcctl_relay_due_rows',
+      'rows due to be sent now (counted up to 10000, every few seconds; held rows not counted)',
+    ),
     relayOldestDue: gauge(
       'relay',
       'fcctl_relay_oldest_due_age_seconds',

@@ -211,6 +211,9 @@ describe('the one result vocabulary (issue 36 §3)', () => {
     [{ kind: 'held' }, 'held'],
     [{ kind: 'revoked' }, 'revoked'],
     [{ kind: 'skipped' }, 'released'],
+    [{ kind: 'skipped', reason: 'OUTCOME_UNKNOWN' }, 'released'],
+    // the relay's write found another worker had moved the row on: the resolver's "stale", not a release
+    [{ kind: 'skipped', reason: 'STALE' }, 'stale'],
     [{ kind: 'released' }, 'released'],
     [{ kind: 'stale' }, 'stale'],
     [{ kind: 'would-publish' }, null],

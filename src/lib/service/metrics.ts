@@ -146,7 +146,7 @@ function relayFamilies(
     relayRows: counter(
       'relay',
       'fcctl_relay_rows_total',
-      'rows adjudicated: result done, retry (FAILED, tried again), dead (DEAD, no more tries), held, revoked, released; by reason code',
+      'rows adjudicated: result done, retry (FAILED, tried again), dead (DEAD, no more tries), held, revoked, released, stale (moved on by another worker); by reason code',
       ['result', 'reason'],
     ),
     relayPublishes: counter('relay', 'fcctl_relay_publishes_total', 'messages published'),

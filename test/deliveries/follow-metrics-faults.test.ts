@@ -127,6 +127,38 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
     expect(Math.abs(sample(body, 'fcctl_relay_oldest_due_age_seconds') - statusAge)).toBeLessThanOrEqual(3);
   }, 60_000);
 
+  test('connection state from a start with the broker down: the broker lost, the database connected (never no series); the first connect made late is no reconnect', async () => {
+    const amqpUrl = new URL(testAmqpUrl());
+    const proxy = new TcpProxy(amqpUrl.hostname, Number(amqpUrl.port || 5672));
+    const proxyPort = await proxy.start();
+    try {
+      proxy.refuse(true);
+      const port = await freePort();
+      const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1'], {
+        FCCTL_AMQP_URL: viaProxy(amqpUrl.toString(), proxyPort),
+      });
+      await relay.waitForLine('outage', isState('outage'));
+      const read = async () => {
+        const body = await metrics(port);
+        const of = (target: string) => ({
+          connected: sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="connected"`),
+          closed: sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="closed"`),
+          lost: sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="lost"`),
+          reconnects: sample(body, 'fcctl_service_reconnects_total', `${LABEL},target="${target}"`),
+        });
+        return { broker: of('broker'), db: of('fc_database') };
+      };
+      const connected = { connected: 1, closed: 0, lost: 0, reconnects: 0 };
+      expect(await read()).toEqual({ broker: { connected: 0, closed: 0, lost: 1, reconnects: 0 }, db: connected });
+      proxy.refuse(false);
+      await relay.waitForLine('running', isState('running'), 60_000);
+      expect(await read()).toEqual({ broker: connected, db: connected });
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
+
   test('connection state from a start while paused: the database connected (the switch is read through it), the broker closed; a database back during the pause reads connected again', async () => {
     const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
     const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));

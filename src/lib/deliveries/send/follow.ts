@@ -184,15 +184,16 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
 }
 
 /**
- * The connections as a session's end found them: an outage's target lost; after a misconfiguration
- * the database connected (the pause switch was read through it) and the broker connected, or lost
- * when it refused the connection. Each target is in exactly one state from the first session on.
+ * The connections as a session's end found them: an outage's target lost. When the broker could
+ * not be connected (`broker` null), or a misconfiguration was found, the database is connected: the
+ * pause switch was read through it just before (so it has a state from the start, the broker down
+ * or not); a broker that refused the connection over a misconfiguration is lost (wanted, not had).
  */
 function sessionConnections(deps: FollowDeps, session: SessionEnd, broker: Broker | null): void {
   if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
-  if (session.kind !== 'misconfigured') return;
-  deps.onConnection?.('fc_database', 'connected');
-  if (broker === null) deps.onConnection?.('broker', 'lost');
+  const brokerDown = broker === null && session.kind === 'outage' && session.target === 'broker';
+  if (session.kind === 'misconfigured' || brokerDown) deps.onConnection?.('fc_database', 'connected');
+  if (session.kind === 'misconfigured' && broker === null) deps.onConnection?.('broker', 'lost');
 }
 
 async function connect(deps: FollowDeps): Promise<Broker> {

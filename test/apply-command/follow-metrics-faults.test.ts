@@ -32,6 +32,32 @@ const sample = (body: string, name: string, labels = '') =>
 const LABEL = 'command="apply-command resolve-unknown"';
 
 describe('apply-command resolve-unknown --follow: connection states under a pause and an outage (issue 36 §4)', () => {
+  test('started with the SH database down: it is lost, the flow center closed (nothing asked of it meanwhile, never no series)', async () => {
+    const shUrl = new URL(env['FCCTL_SH_DATABASE_URL']!);
+    const proxy = new TcpProxy(shUrl.hostname, Number(shUrl.port || 3306));
+    const proxyPort = await proxy.start();
+    try {
+      proxy.refuse(true);
+      const port = await freePort();
+      const r = startService(['--json', 'apply-command', 'resolve-unknown', '--follow', '--listen', `:${port}`], {
+        env: { ...env, FCCTL_SH_DATABASE_URL: viaProxy(shUrl.toString(), proxyPort) },
+      });
+      running.push(r);
+      await r.waitForLine('outage', isState('outage'));
+      const body = (await httpGet(port, '/metrics')).body;
+      const states = (target: string) =>
+        ['connected', 'closed', 'lost'].map((state) =>
+          sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="${state}"`),
+        );
+      expect({ sh: states('sh_database'), flow: states('flow_center') }).toEqual({ sh: [0, 0, 1], flow: [0, 1, 0] });
+      proxy.refuse(false);
+      await r.waitForLine('running', isState('running'), 60_000);
+      expect((await r.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
+
   test('started while paused: the SH database connected, the flow center closed; the SH database back during the pause reads connected, one reconnect', async () => {
     const shUrl = new URL(env['FCCTL_SH_DATABASE_URL']!);
     const proxy = new TcpProxy(shUrl.hostname, Number(shUrl.port || 3306));

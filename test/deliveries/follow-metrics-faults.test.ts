@@ -159,6 +159,31 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
     }
   }, 120_000);
 
+  test('connection state from a start with the database down: the database lost, the broker closed (waiting on the database, never no series)', async () => {
+    const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
+    const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));
+    const proxyPort = await proxy.start();
+    try {
+      proxy.refuse(true);
+      const port = await freePort();
+      const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1'], {
+        FCCTL_FC_DATABASE_URL: viaProxy(fcUrl.toString(), proxyPort),
+      });
+      await relay.waitForLine('outage', isState('outage'));
+      const body = await metrics(port);
+      const states = (target: string) =>
+        ['connected', 'closed', 'lost'].map((state) =>
+          sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="${state}"`),
+        );
+      expect({ broker: states('broker'), db: states('fc_database') }).toEqual({ broker: [0, 1, 0], db: [0, 0, 1] });
+      proxy.refuse(false);
+      await relay.waitForLine('running', isState('running'), 60_000);
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
+
   test('connection state from a start while paused: the database connected (the switch is read through it), the broker closed; a database back during the pause reads connected again', async () => {
     const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
     const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));

@@ -420,6 +420,11 @@ async function followSession(
     signal: ctx.signal,
     onState: svc.onState,
     onProgress: svc.onProgress,
+    // the database out from the start: lost, and the broker not opened meanwhile (closed, not no series)
+    onFailure: () => {
+      metrics.onConnection?.('fc_database', 'lost');
+      metrics.onConnection?.('broker', 'closed');
+    },
   });
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;

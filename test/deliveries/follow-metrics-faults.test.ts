@@ -17,6 +17,7 @@ import {
   PUBLISHER,
   uniqueConsumerKey,
 } from '../helpers/deliveries.js';
+import { promtool } from '../helpers/promtool.js';
 import { TcpProxy, viaProxy } from '../helpers/proxy.js';
 import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
@@ -94,6 +95,9 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
       // the HELP: "to the row's publisher confirm": a timeout is none
       expect(sample(body, 'fcctl_relay_claim_to_confirm_seconds_count')).toBe(confirms);
       expect(sample(body, 'fcctl_relay_claim_to_confirm_seconds_sum')).toBeLessThan(1);
+      // after the timeouts, rows FAILED with their reason: still lint-clean
+      const lint = promtool(['check', 'metrics'], body);
+      expect({ code: lint.code, out: lint.stdout + lint.stderr }).toEqual({ code: 0, out: '' });
     } finally {
       await proxy.stop();
       await q.close();
@@ -176,6 +180,8 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
           sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="${state}"`),
         );
       expect({ broker: states('broker'), db: states('fc_database') }).toEqual({ broker: [0, 1, 0], db: [0, 0, 1] });
+      const lint = promtool(['check', 'metrics'], body);
+      expect({ code: lint.code, out: lint.stdout + lint.stderr }).toEqual({ code: 0, out: '' });
       proxy.refuse(false);
       await relay.waitForLine('running', isState('running'), 60_000);
       expect((await relay.stop()).code).toBe(0);

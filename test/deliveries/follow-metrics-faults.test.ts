@@ -163,6 +163,44 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
     }
   }, 120_000);
 
+  test('the broker lost and back: lost (the database connected meanwhile), then connected with one reconnect', async () => {
+    const amqpUrl = new URL(testAmqpUrl());
+    const proxy = new TcpProxy(amqpUrl.hostname, Number(amqpUrl.port || 5672));
+    const proxyPort = await proxy.start();
+    try {
+      const port = await freePort();
+      const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1'], {
+        FCCTL_AMQP_URL: viaProxy(amqpUrl.toString(), proxyPort),
+      });
+      await relay.waitForLine('running', isState('running'));
+      const read = async () => {
+        const body = await metrics(port);
+        const of = (target: string) => [
+          ...['connected', 'closed', 'lost'].map((state) =>
+            sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="${state}"`),
+          ),
+          sample(body, 'fcctl_service_reconnects_total', `${LABEL},target="${target}"`),
+        ];
+        return { broker: of('broker'), db: of('fc_database') };
+      };
+      expect(await read()).toEqual({ broker: [1, 0, 0, 0], db: [1, 0, 0, 0] });
+      proxy.refuse(true);
+      proxy.cut();
+      await waitFor('the broker lost', async () => (await read()).broker[2] === 1, 30_000, 100);
+      expect(await read()).toEqual({ broker: [0, 0, 1, 0], db: [1, 0, 0, 0] });
+      proxy.refuse(false);
+      await waitFor('the broker back', async () => (await read()).broker[0] === 1, 60_000, 100);
+      await relay.waitForLine(
+        'running again',
+        (l) => isState('running')(l) && relay.lines().filter(isState('running')).length >= 2,
+      );
+      expect(await read()).toEqual({ broker: [1, 0, 0, 1], db: [1, 0, 0, 0] });
+      expect((await relay.stop()).code).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
+
   test('connection state from a start with the database down: the database lost, the broker closed (waiting on the database, never no series)', async () => {
     const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
     const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));

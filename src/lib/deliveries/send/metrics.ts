@@ -47,7 +47,7 @@ export function relayMetrics(
       m.relayBatchDuration.observe((batch.settledAt - batch.claimedAt) / 1000);
       for (const o of batch.outcomes) if (o !== undefined) m.relayConfirms.inc({ outcome: confirmLabel(o) });
       for (const ms of claimToConfirm(batch)) m.relayClaimToConfirm.observe(ms / 1000);
-      for (const ms of confirmLatencies(batch)) m.relayCreatedToConfirm.observe(ms / 1000);
+      for (const ms of createdToConfirm(batch)) m.relayCreatedToConfirm.observe(ms / 1000);
     },
     onConnection: connectionReporter(m, COMMAND),
     onPublisher: (p) => {
@@ -81,7 +81,7 @@ export function isConfirm(o: { kind: string }): boolean {
  * Milliseconds from a row's creation (whole seconds) to its confirm, for each acked row of a
  * settled batch on its first attempt (`age_ms` is read only for those: sql.ts).
  */
-function confirmLatencies(batch: SettledBatch): number[] {
+function createdToConfirm(batch: SettledBatch): number[] {
   const out: number[] = [];
   batch.outcomes.forEach((o, i) => {
     const age = batch.rows[i]?.age_ms;

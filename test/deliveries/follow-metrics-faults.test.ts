@@ -201,6 +201,21 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
     }
   }, 120_000);
 
+  test('misconfigured from the start (a publisher key the registry does not have): both targets connected, each in exactly one state', async () => {
+    const port = await freePort();
+    const relay = follow(['--listen', `:${port}`, '--heartbeat-seconds', '1'], {
+      FCCTL_APP_KEY: 'not-the-registry-key',
+    });
+    await relay.waitForLine('misconfigured', isState('misconfigured'));
+    const body = await metrics(port);
+    const states = (target: string) =>
+      ['connected', 'closed', 'lost'].map((state) =>
+        sample(body, 'fcctl_service_connection_state', `${LABEL},target="${target}",state="${state}"`),
+      );
+    expect({ broker: states('broker'), db: states('fc_database') }).toEqual({ broker: [1, 0, 0], db: [1, 0, 0] });
+    expect((await relay.stop()).code).toBe(0);
+  }, 60_000);
+
   test('connection state from a start with the database down: the database lost, the broker closed (waiting on the database, never no series)', async () => {
     const fcUrl = new URL(env['FCCTL_FC_DATABASE_URL']!);
     const proxy = new TcpProxy(fcUrl.hostname, Number(fcUrl.port || 3306));

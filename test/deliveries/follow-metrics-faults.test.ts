@@ -237,6 +237,11 @@ describe('deliveries send --follow: /metrics under faults (issue 36 §1, §4)', 
       expect({ code: lint.code, out: lint.stdout + lint.stderr }).toEqual({ code: 0, out: '' });
       proxy.refuse(false);
       await relay.waitForLine('running', isState('running'), 60_000);
+      // the first connects, made late: no reconnect
+      const after = await metrics(port);
+      expect(
+        ['broker', 'fc_database'].map((t) => sample(after, 'fcctl_service_reconnects_total', `${LABEL},target="${t}"`)),
+      ).toEqual([0, 0]);
       expect((await relay.stop()).code).toBe(0);
     } finally {
       await proxy.stop();

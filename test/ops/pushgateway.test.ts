@@ -32,6 +32,17 @@ function sidecar(file: string): { script: string; env: Record<string, string> } 
   return { script: push.args[0], env: Object.fromEntries(push.env.map((e: Obj) => [e.name, e.value])) };
 }
 
+/** The init container that fetches the pod's group back before fcctl starts (its script and environment), or null. */
+function fetcher(file: string): { script: string; env: Record<string, string> } | null {
+  const docs = parseAllDocuments(readFileSync(join(DIR, file), 'utf8'), { version: '1.1' }).map((d) => d.toJS() as Obj);
+  const pod = docs.find((d) => d.kind === 'CronJob')!.spec.jobTemplate.spec.template.spec;
+  const fetch = pod.initContainers.find((c: Obj) => c.name === 'fetch-metrics');
+  if (!fetch) return null;
+  expect(fetch.restartPolicy).toBeUndefined();
+  expect(fetch.command).toEqual(['/bin/sh', '-c']);
+  return { script: fetch.args[0], env: Object.fromEntries(fetch.env.map((e: Obj) => [e.name, e.value])) };
+}
+
 /** Runs a sidecar script until it waits, then stops it with SIGTERM: its exit code and output. */
 async function runSidecar(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const child = spawn('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', ...env }, detached: true });
@@ -318,4 +329,55 @@ describe('docs/kubernetes: the CronJobs push their metrics files to a Pushgatewa
     expect(late1.some((l) => /^fcctl_run_exit_code\{.*command="reconcile run".*\} 0$/.test(l))).toBe(true);
     expect(readdirSync(join(dir, 'fcctl-reconcile-night2-1'))).toContain('fcctl_reconcile.prom');
   }, 180_000);
+  // Review of issue 36 §17: every pod's metrics file is new, so a failed scan's file has no last
+  // success time to keep, and its push (PUT) used to remove the group's: FcctlDeliveriesScanStale
+  // (time() - fcctl_last_success_timestamp_seconds > 300) then had no series and never fired,
+  // however long every scan failed. The pod now starts from its group as the Pushgateway holds it.
+  test('a scan that fails keeps the last success time of the one before, and the runs add up (the stale alert can fire)', async ({
+    dbs,
+    tmp,
+  }) => {
+    const { script, env } = sidecar('deliveries-scan-cronjob.yaml');
+    const fetch = fetcher('deliveries-scan-cronjob.yaml');
+    await seedOnce(dbs.env());
+    // a pod: the fetch init container (when the manifest has one), fcctl, then the push sidecar
+    const pod = async (name: string, fcUrl: string) => {
+      mkdirSync(join(tmp, name));
+      const file = join(tmp, name, 'fcctl_scan.prom');
+      if (fetch !== null) {
+        const f = spawnSync('sh', ['-c', fetch.script], {
+          encoding: 'utf8',
+          env: { PATH: '/usr/bin:/bin', ...fetch.env, METRICS_FILE: file, PUSHGATEWAY_URL: URL_BASE },
+        });
+        expect(f.status, f.stderr).toBe(0);
+      }
+      const scan = spawnSync(process.execPath, [FCCTL, 'deliveries', 'scan', '--metrics-file', file, '--json'], {
+        encoding: 'utf8',
+        env: { PATH: '/usr/bin:/bin', FCCTL_FC_DATABASE_URL: fcUrl },
+      });
+      expect(await runSidecar(script, { ...env, METRICS_FILE: file, PUSHGATEWAY_URL: URL_BASE })).toEqual({
+        code: 0,
+        out: '',
+      });
+      return scan.status;
+    };
+    const success = /^fcctl_last_success_timestamp_seconds\{.*command="deliveries scan".*\} (\S+)$/;
+    const value = (lines: string[], re: RegExp) => lines.map((l) => re.exec(l)?.[1]).find((v) => v !== undefined);
+    const runs = (lines: string[], code: string) =>
+      Number(value(lines, new RegExp(`^fcctl_runs_total\\{.*exit_code="${code}".*\\} (\\S+)$`)));
+    expect(await pod('ok', dbs.fcUrl)).toBe(0);
+    const before = await pushed('fcctl-deliveries-scan');
+    const last = value(before, success);
+    expect(last).toBeDefined();
+    expect(runs(before, '0')).toBeGreaterThanOrEqual(1);
+    // the FC database unreachable: three scans exit 3, each in a new pod
+    for (const n of [1, 2, 3]) expect(await pod(`down-${n}`, 'mysql://fcctl:x@127.0.0.1:29001/none')).toBe(3);
+    const lines = await pushed('fcctl-deliveries-scan');
+    expect(value(lines, /^fcctl_run_exit_code\{.*command="deliveries scan".*\} (\S+)$/)).toBe('3');
+    // the last success time is the good scan's: FcctlDeliveriesScanStale fires 5 minutes after it
+    expect(value(lines, success)).toBe(last);
+    // and the failures add up across pods (FcctlRunsFailing: increase of exit 3 over 30 min >= 3)
+    expect(runs(lines, '3')).toBe(runs(before, '3') + 3);
+    expect(runs(lines, '0')).toBe(runs(before, '0'));
+  }, 120_000);
 });

@@ -271,6 +271,65 @@ describe('docs/systemd units: sandboxed', () => {
     );
   });
 
+  // Review of issue 36 §18: PrivateTmp= gives each unit its own empty /tmp (and ProtectHome= no
+  // /home nor /root), so a --pause-file added to a unit under /tmp — gh-ost's habit, its throttle
+  // file — is never seen: the operator touches the host's file, and the unit runs on as if not
+  // paused. Emulated as systemd sets it up (a new tmpfs on /tmp in the unit's mount namespace);
+  // the units and docs/operations.md say where a pause file goes.
+  test("a --pause-file under /tmp is not the host's under PrivateTmp=: the unit runs on unpaused; the docs say where it goes", async ({
+    dbs,
+    tmp,
+  }) => {
+    const env = { PATH: '/usr/bin:/bin', ...dbs.env() } as Record<string, string>;
+    const init = spawnSync(process.execPath, [FCCTL, 'db', 'init', '--side', 'all', '--dev'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(init.status, init.stderr).toBe(0);
+    const hostTmp = mkdtempSync('/tmp/fcctl-pause-');
+    // a directory the unit sees as the host does (/etc/fcctl in production; /run here, a test's own)
+    const outside = mkdtempSync('/run/fcctl-pause-');
+    const run = (pauseFile: string) => {
+      writeFileSync(pauseFile, 'maintenance\n');
+      const argv = ['reconcile', 'run', '--all', '--consumer', '100100', '--run-id', `pause-${Date.now()}`];
+      const r = spawnSync(
+        'unshare',
+        [
+          ...[
+            '-m',
+            '--propagation',
+            'private',
+            'sh',
+            '-c',
+            'mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && exec "$@"',
+            'sh',
+          ],
+          ...[process.execPath, FCCTL, ...argv, '--out-dir', '/tmp/out', '--pause-file', pauseFile, '--json'],
+        ],
+        { env, encoding: 'utf8' },
+      );
+      const summary = r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l['type'] === 'summary');
+      expect(summary, r.stderr).toBeDefined();
+      return summary!['stoppedBy'];
+    };
+    try {
+      expect(run(join(hostTmp, 'pause'))).toBeUndefined();
+    } finally {
+      rmSync(hostTmp, { recursive: true, force: true });
+    }
+    try {
+      expect(run(join(outside, 'pause'))).toBe('paused');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+    const ops = readFileSync(fileURLToPath(new URL('../../docs/operations.md', import.meta.url)), 'utf8');
+    expect(ops.replace(/\s+/g, ' ')).toMatch(/--pause-file[^.]*never under `\/tmp`[^.]*PrivateTmp=/);
+  });
+
   test('the sandbox emulation does refuse a write outside the writable paths (the check is not vacuous)', async ({
     tmp,
   }) => {

@@ -278,7 +278,6 @@ describe('docs/systemd units: sandboxed', () => {
   // the units and docs/operations.md say where a pause file goes.
   test("a --pause-file under /tmp is not the host's under PrivateTmp=: the unit runs on unpaused; the docs say where it goes", async ({
     dbs,
-    tmp,
   }) => {
     const env = { PATH: '/usr/bin:/bin', ...dbs.env() } as Record<string, string>;
     const init = spawnSync(process.execPath, [FCCTL, 'db', 'init', '--side', 'all', '--dev'], {

@@ -47,6 +47,9 @@ describe('summaryValueText and summaryRows (pure)', () => {
       'school 5 form f1; school 6 form f2',
     ],
     ['stalls', { oldestSeconds: 120, rows: 3 }, 'oldestSeconds 2m00s (120 s), rows 3'],
+    // a key from elsewhere (a flow center's branch) that would read as other members: quoted
+    ['branches', { 'CREATED 40, IDEMPOTENT': 1, CREATED: 2 }, '"CREATED 40, IDEMPOTENT" 1, CREATED 2'],
+    ['branches', { 'x\u001b[2J': 1 }, '"x\\u001b[2J" 1'],
   ])('%s %j → %s', (key, value, text) => {
     expect(summaryValueText(key, value)).toBe(text);
   });

@@ -467,8 +467,15 @@ describe('docs/kubernetes manifests', () => {
       expect(file, `${name}: --metrics-file`).toMatch(/\.prom$/);
       const mount = (c.volumeMounts as Obj[]).find((m) => file!.startsWith(`${m.mountPath}/`)) as Obj;
       expect(mount, `${name}: the metrics file on a volume`).toBeDefined();
-      const [push, ...others] = pod.initContainers as Obj[];
+      // first the fetch of the pod's group (a plain init container, done before fcctl starts: fcctl's
+      // previous file), then the push sidecar
+      const [fetch, push, ...others] = pod.initContainers as Obj[];
       expect(others).toEqual([]);
+      expect(fetch!.name, name).toBe('fetch-metrics');
+      expect(fetch!.restartPolicy, name).toBeUndefined();
+      const fetchMount = (fetch!.volumeMounts as Obj[]).find((m) => m.name === mount.name);
+      expect(fetchMount?.mountPath, name).toBe(mount.mountPath);
+      expect(fetchMount?.readOnly, name).toBeUndefined();
       // a native sidecar: stopped by the kubelet once fcctl has exited, which is when it pushes
       expect(push!.restartPolicy, name).toBe('Always');
       expect((push!.volumeMounts as Obj[]).find((m) => m.name === mount.name)?.mountPath, name).toBe(mount.mountPath);
@@ -478,8 +485,11 @@ describe('docs/kubernetes manifests', () => {
       expect(push!.args[0], name).toContain(`/metrics/job/${name}/instance/${name}`);
     }
     // the reconcile pods push one group per index, not per pod: the next night's pod replaces it
-    expect(cron.spec.jobTemplate.spec.template.spec.initContainers[0].args[0]).toContain(
+    expect(cron.spec.jobTemplate.spec.template.spec.initContainers[1].args[0]).toContain(
       '/instance/fcctl-reconcile-$JOB_COMPLETION_INDEX"',
+    );
+    expect(cron.spec.jobTemplate.spec.template.spec.initContainers[0].args[0]).toContain(
+      'inst="fcctl-reconcile-$JOB_COMPLETION_INDEX"',
     );
     // the choice is written down where the SRE looks
     expect(text('pushgateway.yaml')).toMatch(/Chosen: /);

@@ -1,5 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -217,6 +228,106 @@ describe('docs/systemd units: sandboxed', () => {
       vhost.drop();
     }
   }, 180_000);
+
+  // Review of issue 36 §18: the failure reporter's hook (/etc/fcctl/on-failure, "mail, pager") runs
+  // under NoNewPrivileges= (set, and implied by SystemCallFilter= and RestrictSUIDSGID=): a setuid or
+  // setgid program gains nothing, so a local sendmail (Postfix's setgid postdrop, Exim's setuid
+  // binary) cannot queue the mail. Emulated with a setgid program and a queue directory only its
+  // group may write (as Postfix's maildrop, 1730); the unit and docs/operations.md say so.
+  test("the failure reporter's hook gets no setuid/setgid: a local sendmail cannot queue mail, and the unit and docs say to send over the network", async ({
+    tmp,
+  }) => {
+    const body = text('fcctl-failure@.service');
+    expect(values(body, 'NoNewPrivileges')).toEqual(['yes']);
+    const dir = join(tmp, 'setgid');
+    mkdirSync(join(dir, 'maildrop'), { recursive: true });
+    const drop = join(dir, 'maildrop');
+    const postdrop = join(dir, 'postdrop');
+    copyFileSync('/usr/bin/touch', postdrop);
+    chownSync(postdrop, 0, 4242);
+    chmodSync(postdrop, 0o2755);
+    chownSync(drop, 4343, 4242);
+    chmodSync(drop, 0o1730);
+    // root without a capability (the reporter's user), as setpriv leaves it: the setgid group writes
+    const plain = spawnSync('setpriv', ['--bounding-set=-all', '--inh-caps=-all', postdrop, join(drop, 'a')], {
+      encoding: 'utf8',
+    });
+    expect(plain.status, plain.stderr).toBe(0);
+    // and in the unit's sandbox (no new privileges): refused
+    const r = await sandboxed([drop], [], [postdrop, join(drop, 'b')], { PATH: '/usr/bin:/bin' }).done;
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain('Permission denied');
+    expect(existsSync(join(drop, 'b'))).toBe(false);
+    const said = /no setuid or setgid program[\s\S]*local sendmail[\s\S]*over the network/;
+    const comment = body
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .map((l) => l.replace(/^#\s?/, ''))
+      .join(' ');
+    expect(comment).toMatch(said);
+    const ops = readFileSync(fileURLToPath(new URL('../../docs/operations.md', import.meta.url)), 'utf8');
+    expect(ops.replace(/\s+/g, ' ')).toMatch(
+      /on-failure[^.]*\. .*no setuid or setgid program.*local sendmail.*over the network/,
+    );
+  });
+
+  // Review of issue 36 §18: PrivateTmp= gives each unit its own empty /tmp (and ProtectHome= no
+  // /home nor /root), so a --pause-file added to a unit under /tmp — gh-ost's habit, its throttle
+  // file — is never seen: the operator touches the host's file, and the unit runs on as if not
+  // paused. Emulated as systemd sets it up (a new tmpfs on /tmp in the unit's mount namespace);
+  // the units and docs/operations.md say where a pause file goes.
+  test("a --pause-file under /tmp is not the host's under PrivateTmp=: the unit runs on unpaused; the docs say where it goes", async ({
+    dbs,
+  }) => {
+    const env = { PATH: '/usr/bin:/bin', ...dbs.env() } as Record<string, string>;
+    const init = spawnSync(process.execPath, [FCCTL, 'db', 'init', '--side', 'all', '--dev'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(init.status, init.stderr).toBe(0);
+    const hostTmp = mkdtempSync('/tmp/fcctl-pause-');
+    // a directory the unit sees as the host does (/etc/fcctl in production; /run here, a test's own)
+    const outside = mkdtempSync('/run/fcctl-pause-');
+    const run = (pauseFile: string) => {
+      writeFileSync(pauseFile, 'maintenance\n');
+      const argv = ['reconcile', 'run', '--all', '--consumer', '100100', '--run-id', `pause-${Date.now()}`];
+      const r = spawnSync(
+        'unshare',
+        [
+          ...[
+            '-m',
+            '--propagation',
+            'private',
+            'sh',
+            '-c',
+            'mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && exec "$@"',
+            'sh',
+          ],
+          ...[process.execPath, FCCTL, ...argv, '--out-dir', '/tmp/out', '--pause-file', pauseFile, '--json'],
+        ],
+        { env, encoding: 'utf8' },
+      );
+      const summary = r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l['type'] === 'summary');
+      expect(summary, r.stderr).toBeDefined();
+      return summary!['stoppedBy'];
+    };
+    try {
+      expect(run(join(hostTmp, 'pause'))).toBeUndefined();
+    } finally {
+      rmSync(hostTmp, { recursive: true, force: true });
+    }
+    try {
+      expect(run(join(outside, 'pause'))).toBe('paused');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+    const ops = readFileSync(fileURLToPath(new URL('../../docs/operations.md', import.meta.url)), 'utf8');
+    expect(ops.replace(/\s+/g, ' ')).toMatch(/--pause-file[^.]*never under `\/tmp`[^.]*PrivateTmp=/);
+  });
 
   test('the sandbox emulation does refuse a write outside the writable paths (the check is not vacuous)', async ({
     tmp,

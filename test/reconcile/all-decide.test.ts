@@ -400,10 +400,20 @@ describe("allExit: the exit code of this process's share", () => {
   });
   it('a default run joined complete with nothing run: joined, a note, the metrics file left as it is (issue 36 §7)', () => {
     const o2 = { failIfDiff: false, allowEmpty: false, summaryFile: '/d/summary.json' };
-    const joined = allReport(result({ outcomes: [], completeAtStart: true, runIdGiven: false }), o2, 10);
+    const task = { sch_id: 5, form_uuid: 'f', state: 'DONE' } as unknown as TaskRow;
+    const joined = allReport(
+      result({ outcomes: [], completeAtStart: true, runIdGiven: false, earlier: [task] }),
+      o2,
+      10,
+    );
     expect(joined.fields).toMatchObject({ joined: true, pairsRun: 0 });
     expect(String(joined.fields['note'])).toMatch(/was complete before this process began: joined it and ran nothing/);
     expect(joined.outcome.unchanged).toBe(true);
+    // a host that ran none of the night's pairs: its file is an earlier night's, rewritten (issue 36 §17 review)
+    const none = allReport(result({ outcomes: [], completeAtStart: true, runIdGiven: false, earlier: [] }), o2, 10);
+    expect(none.fields).toMatchObject({ joined: true, pairsRun: 0 });
+    expect(String(none.fields['note'])).toMatch(/this host ran none of its pairs/);
+    expect(none.outcome.unchanged).toBeUndefined();
     for (const other of [
       result({ outcomes: [], completeAtStart: true, runIdGiven: true }),
       result({ outcomes: [], completeAtStart: false, runIdGiven: false }),

@@ -46,11 +46,20 @@ export function summaryRows(summary: Readonly<Record<string, unknown>>, prefix =
   return rows;
 }
 
+/**
+ * A map's key as shown before its value: as it is when it is one word (a code, a state); else
+ * quoted, as JSON quotes it — a key is often text from elsewhere (a flow center's branch), and one
+ * holding spaces or commas (`CREATED 40, IDEMPOTENT`) would read as other members' counts.
+ */
+function keyText(key: string): string {
+  return /^[\p{L}\p{N}_.:/@-]+$/u.test(key) ? key : JSON.stringify(key);
+}
+
 /** `A 1, B 2`: a map's members (counts of 0 left out), `none` when nothing is left. */
 function mapText(map: Readonly<Record<string, unknown>>): string {
   const parts = Object.entries(map)
     .filter(([, v]) => v !== 0)
-    .map(([k, v]) => `${k} ${summaryValueText(k, v)}`);
+    .map(([k, v]) => `${keyText(k)} ${summaryValueText(k, v)}`);
   return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
@@ -62,7 +71,7 @@ function listText(list: readonly unknown[]): string {
     .map((item) =>
       isPlainObject(item)
         ? Object.entries(item)
-            .map(([k, v]) => `${k} ${summaryValueText(k, v)}`)
+            .map(([k, v]) => `${keyText(k)} ${summaryValueText(k, v)}`)
             .join(' ')
         : summaryValueText('', item),
     )

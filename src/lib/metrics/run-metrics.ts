@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { FcctlError, ExitCode } from '../cli/exit.js';
 import {
   checkMetricsFile,
@@ -22,7 +23,8 @@ export interface RunOutcome {
   /**
    * it did nothing the file does not say already (a `reconcile run --all` process that joined a
    * night's run complete before it began): the file is left as it is, so that the night's numbers,
-   * and the alerts on them, stay until something new is known (issue 36 §7)
+   * and the alerts on them, stay until something new is known (issue 36 §7); written as usual when
+   * there is no file yet
    */
   readonly unchanged?: boolean;
 }
@@ -92,6 +94,17 @@ export async function withRunMetrics(
     await write({ exitCode, extraGauges: [...noted.values()] }).catch(() => undefined);
     throw err;
   }
-  if (!outcome.unchanged) await write(outcome);
+  // Left as it is only where there is a file: with none (a new pod's metrics emptyDir on
+  // Kubernetes, whose sidecar pushes the file to the Pushgateway) nothing would replace its
+  // group, which would keep an earlier night's pair gauges as tonight's (issue 36 §17 review).
+  if (!outcome.unchanged || (metricsFile !== undefined && !(await exists(metricsFile)))) await write(outcome);
   return outcome.exitCode;
+}
+
+/** Whether a file is there (any error but "no such file" counts as there: the write then reports it). */
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
+  );
 }

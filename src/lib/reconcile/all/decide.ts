@@ -387,6 +387,9 @@ export function allReport(
   const { exitCode, warning, reason } = allExit(r, o);
   const t = tallyOutcomes(r.outcomes);
   const joined = joinedComplete(r);
+  // The file holds this night's numbers only if this host ran some of its pairs; else an earlier
+  // night's, which must not stand for tonight's (issue 36 §17 review).
+  const keepsFile = joined && (r.earlier?.length ?? 0) > 0;
   const fields: Summary = {
     command: 'reconcile run',
     all: true,
@@ -396,7 +399,9 @@ export function allReport(
     ...(joined
       ? {
           joined: true,
-          note: `run ${r.runId} was complete before this process began: joined it and ran nothing; its numbers (summary.json, the metrics file) are left as they are`,
+          note: keepsFile
+            ? `run ${r.runId} was complete before this process began: joined it and ran nothing; its numbers (summary.json, the metrics file) are left as they are`
+            : `run ${r.runId} was complete before this process began: joined it and ran nothing; this host ran none of its pairs, so its metrics file holds the run's verdict and no pair of an earlier night`,
         }
       : {}),
     ...(r.stop !== null ? { stoppedBy: r.stop.by } : {}),
@@ -423,7 +428,7 @@ export function allReport(
     interrupted: r.stop !== null,
     suspect: warning !== null,
     paused: r.stop?.by === 'paused',
-    ...(joined ? { unchanged: true } : {}),
+    ...(keepsFile ? { unchanged: true } : {}),
   };
   return { warning, exitCode, fields, counts: t.counts, outcome };
 }
@@ -431,7 +436,8 @@ export function allReport(
 /**
  * A default run joined complete, with nothing run by this process: a same-night re-run (cron
  * twice, a person checking). Its metrics must not be rewritten without the night's pairs, which
- * would clear FcctlReconcileDifferences with nothing fixed (issue 36 §7).
+ * would clear FcctlReconcileDifferences with nothing fixed (issue 36 §7) — when this host ran some
+ * of them; a host that ran none (started after the others had done them all) writes its file.
  */
 export function joinedComplete(r: Pick<RunAllResult, 'completeAtStart' | 'runIdGiven' | 'outcomes' | 'stop'>): boolean {
   return r.completeAtStart === true && r.runIdGiven === false && r.outcomes.length === 0 && r.stop === null;

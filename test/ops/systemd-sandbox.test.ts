@@ -164,7 +164,8 @@ describe('docs/systemd units: sandboxed', () => {
         // the host paths of this unit, under a directory of the test's own
         const here = (p: string) => join(root, p);
         const writable = [
-          ...values(body, 'ReadWritePaths'),
+          // `-`: a missing directory is fcctl's own one-line exit 3 at the write, not 226/NAMESPACE
+          ...values(body, 'ReadWritePaths').map((p) => p.replace(/^-/, '')),
           ...values(body, 'StateDirectory').map((d) => `/var/lib/${d}`),
         ];
         for (const w of writable) mkdirSync(here(w), { recursive: true });

@@ -162,7 +162,7 @@ function relayFamilies(
     relayCreatedToConfirm: histogram(
       'relay',
       'fcctl_relay_created_to_confirm_whole_seconds',
-      "from the row's create_time (whole seconds, the column's) to its confirm, first attempts only (retried, held and replayed rows are counted in fcctl_relay_rows_total)",
+      "from the row's create_time (whole seconds, the column's) to its confirm, for rows never retried, held or replayed (a row released uncharged or re-claimed after a lease is in it, with its whole wait)",
       CREATED_TO_CONFIRM_BUCKETS,
     ),
     relayBatchDuration: histogram(
@@ -180,7 +180,7 @@ function relayFamilies(
     relayOldestDue: gauge(
       'relay',
       'fcctl_relay_oldest_due_age_seconds',
-      'seconds since the oldest due row became due (its retry or recheck time, its replay, its lease ending, or its creation) (0: none due)',
+      'seconds since the oldest due row became due (its retry or recheck time, its replay, its lease ending, or its creation), among the first 10000 due rows read (0: none due)',
     ),
   };
 }

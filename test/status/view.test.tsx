@@ -4,6 +4,7 @@
  */
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
+import { width } from '../../src/lib/cli/table.js';
 import { ReportView } from '../../src/lib/cli/ui/views.js';
 import { statusBlocks, statusLine } from '../../src/lib/status/render.js';
 import type { StatusDocument } from '../../src/lib/status/types.js';
@@ -188,11 +189,41 @@ describe('status report view', () => {
     const whole = statusBlocks(doc, { columns: 80, rows: 200, watching: true });
     expect(JSON.stringify(whole)).not.toContain('more lines');
   });
+
+  it('a narrow pane (a tmux split, 40×10): the title and the note cut too, so the view fits its screen', () => {
+    const blocks = statusBlocks(doc, { columns: 40, rows: 10, watching: true });
+    const texts = blocks.flatMap((b) => [b.title, ...b.lines]);
+    expect(texts.filter((t) => width(t) > 40)).toEqual([]);
+    // the frame ink draws: each block's title, its lines and a blank line, one line kept free
+    const frame = render(<ReportView blocks={blocks} />).lastFrame() ?? '';
+    expect(frame.replace(/\n+$/, '').split('\n').length).toBeLessThanOrEqual(9);
+    expect(blocks[0]!.title).toBe('fcctl status · 2026-12-02T01:00:00.000Z…');
+  });
 });
 
 describe('status --format line', () => {
   it('one line, the verdict and the conditions first, at most 80 columns', () => {
-    expect(statusLine(doc)).toBe('FAILING dead (paused,stale-workers,no-relay) · outbox due 1 (2m05s) dead 2 · ap…');
+    // exit 3 (the SH fleet unreachable): the line says which database, beside the failing condition
+    expect(statusLine(doc)).toBe('FAILING dead; UNREACHABLE SH (paused,stale-workers,no-relay) · outbox due 1 (2m…');
+  });
+
+  it('every reason of the exit code: a failing condition stays said when another is not judged (exit 3)', () => {
+    const judgedPart: StatusDocument = {
+      ...doc,
+      fleet: { ...doc.fleet, sh: { status: 'not configured' } },
+      unjudged: [{ condition: 'apply-due', sections: ['applyCommands', 'fleet.sh'] }],
+    };
+    const line = statusLine(judgedPart);
+    expect(line).toMatch(/^NOT JUDGED apply-due; FAILING dead /);
+    expect([...line].length).toBeLessThanOrEqual(80);
+    const healthy: StatusDocument = {
+      ...judgedPart,
+      conditions: { ...doc.conditions, dead: false, paused: false, 'stale-workers': false, 'no-relay': false },
+      failing: [],
+      unjudged: [],
+      exitCode: 0,
+    };
+    expect(statusLine(healthy)).toMatch(/^ok · outbox due 1 /);
   });
 });
 

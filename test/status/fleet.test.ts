@@ -97,6 +97,51 @@ describe('status and the fleet registry', () => {
     expect((await live.stop('SIGTERM')).code).toBe(0);
   }, 90_000);
 
+  test('a relay frozen (SIGSTOP) past the gone mark is pruned by a live one; thawed (SIGCONT), it registers again with its own start time', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    const fc = `\`${dbs.fcName}\``;
+    const row = async (pid: number) => {
+      const [r] = await dbs.admin.query(
+        `SELECT CAST(started_at AS CHAR) AS started_at FROM ${fc}.fcctl_worker WHERE pid = ?`,
+        [pid],
+      );
+      return (r as Array<{ started_at: string }>)[0] ?? null;
+    };
+    const frozen = relay(env);
+    await frozen.waitForLine('running', isState('running'));
+    const pid = frozen.child.pid!;
+    await waitFor('registered', async () => (await row(pid)) !== null, 10_000, 200);
+    const started = (await row(pid))!.started_at;
+    await new Promise((r) => setTimeout(r, 2000)); // its start time now differs from a new one
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await dbs.admin.query(
+        `UPDATE ${fc}.fcctl_worker SET last_beat_at = UTC_TIMESTAMP() - INTERVAL 61 MINUTE WHERE pid = ?`,
+        [pid],
+      );
+      const live = relay(env);
+      await live.waitForLine('running', isState('running'));
+      await waitFor('the frozen row pruned', async () => (await row(pid)) === null, 10_000, 200);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitFor('registered again', async () => (await row(pid)) !== null, 10_000, 200);
+    // the row made again says when the process started (± the second its uptime is rounded to), not when it was thawed
+    const seconds = (t: string) => Date.parse(`${t.replace(' ', 'T')}Z`) / 1000;
+    expect(Math.abs(seconds((await row(pid))!.started_at) - seconds(started))).toBeLessThanOrEqual(1);
+    const after = await status(['--fail-if', 'stale-workers,no-relay'], env);
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.doc!['fleet'].fc).toMatchObject({ stale: 0, gone: 0 });
+  }, 60_000);
+
   test('rows due with no live relay: no-relay; a paused relay is live but not ready', async ({ dbs }) => {
     const env = dbs.env({
       FCCTL_AMQP_URL: testAmqpUrl(),

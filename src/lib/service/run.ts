@@ -175,6 +175,8 @@ function heartbeat(
   };
   let lastRows = 0;
   let lastAt = deps.clock();
+  // the start a row made again says (pruned while frozen, then thawed): monotonic, no wall-clock step
+  const beganAt = performance.now();
   let beating: Promise<void> = Promise.resolve();
   const beat = async () => {
     const now = deps.clock();
@@ -188,6 +190,7 @@ function heartbeat(
       state: svc.state(),
       rowsPerSecond: rate,
       detail: workerDetail(svc.state(), svc.detail()),
+      uptimeSeconds: (performance.now() - beganAt) / 1000,
     });
     // the rows of processes long gone (killed, stopped during an outage) are the live fleet's to remove
     await pruneGoneWorkers(db).catch(() => undefined);

@@ -471,14 +471,17 @@ describe('least privilege: each command runs under exactly the grants docs/privi
       const { env, drop } = await userWith(grantsOf('db init'), { fc: empty.fcName, sh: empty.shName });
       try {
         await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
-        // an upgrade: a schema version 6 database (no ledger table, no status index) gets both
+        // an upgrade: a schema version 6 database (no ledger table, no status index, no registry
+        // `detail`) gets all three
         await empty.admin.query(
           `DROP TABLE \`${empty.shName}\`.fcctl_reconcile_ledger; ALTER TABLE \`${empty.fcName}\`.answer_delivery DROP KEY idx_delivery_state_time; ` +
+            `ALTER TABLE \`${empty.fcName}\`.fcctl_worker DROP COLUMN detail; ALTER TABLE \`${empty.shName}\`.fcctl_worker DROP COLUMN detail; ` +
             `UPDATE \`${empty.fcName}\`.fcctl_schema_version SET version = 6; UPDATE \`${empty.shName}\`.fcctl_schema_version SET version = 6`,
         );
         const upgrade = await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
         expect(upgrade.stdout, upgrade.stdout).toContain('answer_delivery.idx_delivery_state_time');
         expect(upgrade.stdout).toContain('fcctl_reconcile_ledger');
+        expect(upgrade.stdout.match(/fcctl_worker\.detail/g), upgrade.stdout).toHaveLength(2);
       } finally {
         await drop();
       }

@@ -324,6 +324,33 @@ describe('status fits the terminal (issue 36 §9)', () => {
   }, 90_000);
 });
 
+describe('status --watch resized', () => {
+  test('a resized terminal is fitted at once, not at the next snapshot: the headline first, no line wider than it', async ({
+    dbs,
+  }) => {
+    await busyFleet(dbs);
+    const t = new TmuxSession(`node ${process.cwd()}/bin/fcctl status --watch`, dbs.env(), { width: 120, height: 40 });
+    try {
+      await waitFor('the view', async () => t.screen().includes('every 2 s, q to leave'), 20_000, 200);
+      // twice, each read well inside the 2 s between snapshots
+      for (const size of [
+        { width: 70, height: 20 },
+        { width: 60, height: 16 },
+      ]) {
+        t.resize(size.width, size.height);
+        await new Promise((r) => setTimeout(r, 300));
+        const screen = t.screen({ joined: true });
+        expect(screen.split('\n')[0], screen).toMatch(/^fcctl status · /);
+        expect(overWidth(screen, size.width), screen).toEqual([]);
+      }
+      t.sendKeys('q');
+      await waitFor('exit 0 after q', async () => t.screen().includes('[exit 0]'), 10_000, 100);
+    } finally {
+      t.kill();
+    }
+  }, 60_000);
+});
+
 async function watchUntil(key: string, env: Record<string, string | undefined>) {
   {
     const t = new TmuxSession(`node ${process.cwd()}/bin/fcctl status --watch`, env);

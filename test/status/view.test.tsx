@@ -328,7 +328,13 @@ describe('status --watch resized', () => {
   test('a resized terminal is fitted at once, not at the next snapshot: the headline first, no line wider than it', async ({
     dbs,
   }) => {
-    await busyFleet(dbs);
+    // a fleet taller than the screen (the file's databases: its own rows, whatever the other tests planted)
+    for (let i = 0; i < 30; i++)
+      await dbs.admin.query(
+        `INSERT INTO \`${dbs.fcName}\`.fcctl_worker (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state) ` +
+          "VALUES (?, 'deliveries send', ?, ?, '1.0.0', UTC_TIMESTAMP(), UTC_TIMESTAMP(), 3600, 'running')",
+        [`rz-${i}`, `relay-${i}.prod.example.internal`, 5000 + i],
+      );
     const t = new TmuxSession(`node ${process.cwd()}/bin/fcctl status --watch`, dbs.env(), { width: 120, height: 40 });
     try {
       await waitFor('the view', async () => t.screen().includes('every 2 s, q to leave'), 20_000, 200);

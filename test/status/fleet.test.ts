@@ -120,6 +120,7 @@ describe('status and the fleet registry', () => {
     const pid = frozen.child.pid!;
     await waitFor('registered', async () => (await row(pid)) !== null, 10_000, 200);
     const started = (await row(pid))!.started_at;
+    let live: RunningService | undefined;
     await new Promise((r) => setTimeout(r, 2000)); // its start time now differs from a new one
     process.kill(pid, 'SIGSTOP');
     try {
@@ -127,7 +128,7 @@ describe('status and the fleet registry', () => {
         `UPDATE ${fc}.fcctl_worker SET last_beat_at = UTC_TIMESTAMP() - INTERVAL 61 MINUTE WHERE pid = ?`,
         [pid],
       );
-      const live = relay(env);
+      live = relay(env);
       await live.waitForLine('running', isState('running'));
       await waitFor('the frozen row pruned', async () => (await row(pid)) === null, 10_000, 200);
     } finally {
@@ -140,6 +141,9 @@ describe('status and the fleet registry', () => {
     const after = await status(['--fail-if', 'stale-workers,no-relay'], env);
     expect(after.code, after.stderr).toBe(0);
     expect(after.doc!['fleet'].fc).toMatchObject({ stale: 0, gone: 0 });
+    // stopped cleanly: their rows go with them (a killed one would stay live for three beats)
+    expect((await frozen.stop('SIGTERM')).code).toBe(0);
+    expect((await live!.stop('SIGTERM')).code).toBe(0);
   }, 60_000);
 
   test('rows due with no live relay: no-relay; a paused relay is live but not ready', async ({ dbs }) => {

@@ -117,6 +117,12 @@ describe('claim plans on a table with history (real MariaDB)', () => {
       expect(peek).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
       expect(peek.read).toBeLessThanOrEqual(PENDING + FAILED_DUE);
     });
+
+    test("the follow relay's backlog gauges (held rows left out through each row's grant) read the due backlog through the same index", async () => {
+      const backlog = await access(fc, sendSql.backlog(10_000), 'd'); // the statement names the table `d`
+      expect(backlog).toMatchObject({ type: 'range', key: 'idx_delivery_due' });
+      expect(backlog.read).toBeLessThanOrEqual(PENDING + FAILED_DUE);
+    });
   });
 
   describe('deliveries scan', () => {

@@ -146,7 +146,7 @@ describe('sendRunOutcome: what the metrics file counts', () => {
       ),
     ).toEqual({
       exitCode: 1,
-      rowsByResult: { done: 5, retry: 1, dead: 2, revoked: 3, held: 4, released: 6 },
+      rowsByResult: { done: 5, retry: 1, dead: 2, revoked: 3, held: 4, released: 6, stale: 0 },
       interrupted: true,
       extraGauges: [
         expect.objectContaining({
@@ -156,6 +156,12 @@ describe('sendRunOutcome: what the metrics file counts', () => {
       ],
     });
     expect(sendRunOutcome(summary()).interrupted).toBe(false);
+  });
+  it('rows whose write found them moved on by another worker (skipped STALE) are "stale", as the resolver counts them, not released', () => {
+    expect(sendRunOutcome(summary({ skipped: 6, stale: 2, released: 1 })).rowsByResult).toMatchObject({
+      released: 5,
+      stale: 2,
+    });
   });
   it('a paused run: exit 0, fcctl_paused 1, and its last-success time is not advanced', () => {
     const o = sendRunOutcome(summary({ accepted: 5, stoppedBy: 'paused' }));

@@ -1,6 +1,8 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shortenedRules } from '../helpers/prometheus.js';
 import { promtool } from '../helpers/promtool.js';
 
 // Issue 19 §5: docs/ ships alerting rules on fcctl's metrics; promtool checks them and runs their
@@ -56,6 +58,41 @@ describe('docs/prometheus/fcctl-alerts.yml', () => {
     expect(names.size).toBeGreaterThan(5);
     for (const n of names) {
       expect(code, n).toContain(`'${n}'`);
+    }
+  });
+
+  // The real-Prometheus test (test/service/prometheus.test.ts) runs a copy with its for: shortened
+  // but its range windows not: one minute of slow confirms keeps the p99 of rate(…[5m]) over 0.5 s
+  // for 5 minutes, which the shipped for: 10m never fires on; the copy must not either.
+  it("the real-Prometheus test's shortened copy fires where the shipped rules do, not on a spike inside a window", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fcctl-rules-'));
+    try {
+      writeFileSync(join(dir, 'rules.yml'), shortenedRules(readFileSync(RULES, 'utf8')));
+      const bucket = (le: string, values: string) =>
+        `      - series: 'fcctl_relay_claim_to_confirm_seconds_bucket{le="${le}",job="fcctl",instance="h1:9464"}'\n        values: '${values}'\n`;
+      writeFileSync(
+        join(dir, 'spike.test.yml'),
+        [
+          'rule_files: [rules.yml]',
+          'evaluation_interval: 1m',
+          'tests:',
+          '  - interval: 1m',
+          '    input_series:',
+          bucket('0.25', '0+100x30') +
+            bucket('0.5', '0+100x30') +
+            bucket('1', '0+100x10 1110+100x20') +
+            bucket('+Inf', '0+100x10 1110+100x20'),
+          '    alert_rule_test:',
+          ...['12m', '16m', '25m'].map(
+            (t) => `      - eval_time: ${t}\n        alertname: FcctlRelayLatencyHigh\n        exp_alerts: []`,
+          ),
+          '',
+        ].join('\n'),
+      );
+      const r = promtool(['test', 'rules', join(dir, 'spike.test.yml')]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

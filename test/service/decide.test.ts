@@ -3,7 +3,7 @@ import { addSummary, emptySummary } from '../../src/lib/apply-command/resolve-un
 import { BrokerBlockedError, BrokerUnreachableError } from '../../src/lib/amqp/connect.js';
 import { EnvironmentError } from '../../src/lib/cli/exit.js';
 import { outageTarget } from '../../src/lib/deliveries/send/follow.js';
-import { confirmLabel, reasonLabel } from '../../src/lib/deliveries/send/metrics.js';
+import { confirmLabel, isConfirm, reasonLabel } from '../../src/lib/deliveries/send/metrics.js';
 import {
   backoffMs,
   type ConnectionState,
@@ -156,6 +156,15 @@ describe('the follow relay names the connection a failure is of, and labels outc
     [{ kind: 'unsent' }, 'lost'],
     [{ kind: 'refused' }, 'lost'],
   ])('%j → %s', (o, label) => expect(confirmLabel(o)).toBe(label));
+  it.each([
+    [{ kind: 'ack', returned: false }, true],
+    [{ kind: 'ack', returned: true }, true],
+    [{ kind: 'nack' }, true],
+    [{ kind: 'timeout' }, false],
+    [{ kind: 'closed' }, false],
+    [{ kind: 'error' }, false],
+    [{ kind: 'refused' }, false],
+  ])('%j is a confirm (has a claim-to-confirm latency): %s', (o, confirm) => expect(isConfirm(o)).toBe(confirm));
   it('a reason label is its code, never its detail', () => {
     expect(reasonLabel({ kind: 'failed', reason: 'NACK: the broker said no to event 123' })).toBe('NACK');
     expect(reasonLabel({ kind: 'accepted' })).toBe('');
@@ -202,6 +211,9 @@ describe('the one result vocabulary (issue 36 §3)', () => {
     [{ kind: 'held' }, 'held'],
     [{ kind: 'revoked' }, 'revoked'],
     [{ kind: 'skipped' }, 'released'],
+    [{ kind: 'skipped', reason: 'OUTCOME_UNKNOWN' }, 'released'],
+    // the relay's write found another worker had moved the row on: the resolver's "stale", not a release
+    [{ kind: 'skipped', reason: 'STALE' }, 'stale'],
     [{ kind: 'released' }, 'released'],
     [{ kind: 'stale' }, 'stale'],
     [{ kind: 'would-publish' }, null],

@@ -167,10 +167,20 @@ test.beforeAll(async ({ dbs: services, tmp: dir, flowCenter }) => {
   const running = (l: Record<string, unknown>) => l['type'] === 'state' && l['state'] === 'running';
   await Promise.all([relay.waitForLine('relay running', running), resolver.waitForLine('resolver running', running)]);
   nodeExporter = await startNodeExporter(textfiles);
-  prom = await startPrometheus(join(tmp, 'prometheus'), shortenedRules(readFileSync(RULES, 'utf8')), {
+  // The rules only once both services are scraped: Prometheus applies its first targets up to 5 s
+  // after it starts, and FcctlRelayAbsent's for: (5 min shipped, 5 s here) would see that as a
+  // relay absent — production's 5 minutes never do.
+  prom = await startPrometheus(join(tmp, 'prometheus'), 'groups: []\n', {
     [JOB]: [relayTarget, resolverTarget],
     node: [nodeExporter.address],
   });
+  await waitFor(
+    'both services scraped with their build info',
+    async () => (await prom.query('fcctl_build_info')).length === 2,
+    30_000,
+    250,
+  );
+  await prom.setRules(shortenedRules(readFileSync(RULES, 'utf8')));
 }, 120_000);
 
 test.afterAll(async () => {

@@ -257,7 +257,13 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
       `no outbox row among those listed (the list is cut): explain again with ${shownAsIs(f.consumerAppKey) ? `--consumer ${shellWord(f.consumerAppKey)}` : 'that --consumer'} --school ${shellWord(f.schId)}`,
     );
   if (row === null) {
-    const problem = grantProblem(grant, null);
+    // a grant not read is no grant missing: said as not read, never as "no grant"
+    const problem = f.grant === 'unread' ? null : grantProblem(grant, null);
+    if (f.grant === 'unread')
+      return make(
+        'NO_DELIVERY_ROW',
+        `no outbox row: the producer has not written revision ${fc.revision} for this consumer; the grant was not read`,
+      );
     return problem === null
       ? make('NO_DELIVERY_ROW', `no outbox row: the producer has not written revision ${fc.revision} for this consumer`)
       : make('NO_GRANT', `${problem} and no outbox row: nothing is delivered to this consumer and school`);
@@ -266,6 +272,13 @@ function deliveryVerdict(f: VerdictFacts): Verdict {
     return make(
       'OUTBOX_BEHIND',
       `outbox behind FC: newest row revision ${row.revision} (${row.state}), FC ${fc.revision}: the producer has not written revision ${fc.revision}`,
+    );
+  // FC's revision never goes back (seed 000 §2, a CAS): a newer outbox row means FC moved on between the
+  // reads — SH holding that revision is a delivery, not "SH ahead" for a person to decide
+  if (cmp(row.revision, fc.revision) > 0)
+    return make(
+      'UNKNOWN',
+      `the outbox's newest row is revision ${row.revision}, FC's answer was read at revision ${fc.revision}: FC changed while explain read it — explain again (if it stays so, FC's answer went back, which the producer never does)`,
     );
   if (row.state === 'BROKER_ACCEPTED') return acceptedVerdict(f, row, fc.revision, make);
   return pendingVerdict(f, row, make);
@@ -308,10 +321,19 @@ function revokedVerdict(row: OutboxRow, grant: GrantFacts | null | 'unread', mak
 
 /** The newest row is PENDING, FAILED, DEAD or GRANT_REVOKED. */
 function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
-  const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
   if (row.state === 'GRANT_REVOKED') return revokedVerdict(row, f.grant, make);
+  const v = sendableVerdict(f, row, make);
+  // a grant not read (its section failed) is no grant missing: send and a replay read it themselves
+  return f.grant === 'unread'
+    ? { ...v, text: `${v.text}; the grant was not read: send and a replay check it first` }
+    : v;
+}
+
+/** The newest row is PENDING, FAILED or DEAD: what send or a replay does with it. */
+function sendableVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
+  const tries = `${errorCode(row.lastError)} ×${row.retryCount}`;
   const grant = f.grant === 'unread' ? null : f.grant;
-  const problem = grantProblem(grant, row.grantVersion);
+  const problem = f.grant === 'unread' ? null : grantProblem(grant, row.grantVersion);
   if (row.state === 'DEAD') {
     if (takenIn(row))
       return make('DELIVERED_APPLIED', `DEAD (${tries}) but applied by the consumer at ${row.consumerAppliedAt}`);
@@ -360,6 +382,15 @@ function pendingVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
 function failedVerdict(f: VerdictFacts, row: OutboxRow, kind: VerdictKind, head: string, make: Make): Verdict {
   const advice = reasonAdvice(errorCode(row.lastError));
   const replay = () => replayCommand(row, f.answerUuid);
+  // a FAILED row under push_allowed = 0 is HELD before this; a DEAD one replayed is queued, then held by send
+  const held = f.grant !== 'unread' && f.grant !== null && !f.grant.push;
+  if (held && advice.replay !== 'never')
+    return withSuggestion(
+      make,
+      kind,
+      `${head}: push_allowed = 0 now — a replay queues it and send holds it, neither sent nor failed, until the FC team allows push again${advice.replay === 'after' ? `; before it can go out: ${advice.who}` : ''}`,
+      replay(),
+    );
   if (advice.replay === 'works')
     return withSuggestion(make, kind, `${head}: a replay sends it ${advice.when}`, replay());
   if (advice.replay === 'after')

@@ -222,8 +222,13 @@ export function connectionStep(
  * moved it on). Null: not counted (a dry run's would-publish).
  * @example resultLabel({ kind: 'failed', dead: true }) // 'dead'
  * @example resultLabel({ kind: 'accepted' }) // 'done'
+ * @example resultLabel({ kind: 'skipped', reason: 'STALE' }) // 'stale'
  */
-export function resultLabel(r: { readonly kind: string; readonly dead?: boolean }): string | null {
+export function resultLabel(r: {
+  readonly kind: string;
+  readonly dead?: boolean;
+  readonly reason?: unknown;
+}): string | null {
   switch (r.kind) {
     case 'accepted':
     case 'done':
@@ -237,7 +242,8 @@ export function resultLabel(r: { readonly kind: string; readonly dead?: boolean 
     case 'stale':
       return r.kind;
     case 'skipped':
-      return 'released';
+      // the relay's STALE: its guarded write found the row moved on by another worker (the resolver's `stale`)
+      return r.reason === 'STALE' ? 'stale' : 'released';
     default:
       return null;
   }

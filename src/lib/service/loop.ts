@@ -57,6 +57,8 @@ export async function connectPatiently<T>(
     readonly onState?: (state: ServiceState, detail: string | null) => void;
     readonly onProgress?: () => void;
     readonly random?: () => number;
+    /** each failed open: for the connection state set (the target lost) */
+    readonly onFailure?: () => void;
   },
 ): Promise<T | null> {
   const setState = stateOnce(deps.onState);
@@ -67,6 +69,7 @@ export async function connectPatiently<T>(
       if (deps.signal.aborted) break;
       const kind = failureKind(err);
       setState(kind, (err as Error).message);
+      deps.onFailure?.();
       if (!(await waitStepping(retryDelayMs(kind, attempt, deps.random), deps))) break;
     }
   }

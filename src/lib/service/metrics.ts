@@ -146,7 +146,7 @@ function relayFamilies(
     relayRows: counter(
       'relay',
       'fcctl_relay_rows_total',
-      'rows adjudicated: result done, retry (FAILED, tried again), dead (DEAD, no more tries), held, revoked, released; by reason code',
+      'rows adjudicated: result done, retry (FAILED, tried again), dead (DEAD, no more tries), held, revoked, released, stale (moved on by another worker); by reason code',
       ['result', 'reason'],
     ),
     relayPublishes: counter('relay', 'fcctl_relay_publishes_total', 'messages published'),
@@ -156,7 +156,7 @@ function relayFamilies(
     relayClaimToConfirm: histogram(
       'relay',
       'fcctl_relay_claim_to_confirm_seconds',
-      "from the commit of the claim of the row's batch to the row's publisher confirm, every attempt, in ms (a monotonic clock); the wait before the claim (up to one --poll-interval when idle) is not in it",
+      "from the commit of the claim of the row's batch to the row's publisher confirm (ack or nack), every attempt, in ms (a monotonic clock); a confirm that never came (timeout, channel closed) is not in it, nor the wait before the claim (up to one --poll-interval when idle)",
       CLAIM_TO_CONFIRM_BUCKETS,
     ),
     relayCreatedToConfirm: histogram(
@@ -172,7 +172,11 @@ function relayFamilies(
       BATCH_BUCKETS,
     ),
     relayInFlight: inFlight,
-    relayDue: gauge('relay', 'fcctl_relay_due_rows', 'rows due now (counted up to 10000, every few seconds)'),
+    relayDue: gauge(
+      'relay',
+      'fcctl_relay_due_rows',
+      'rows due to be sent now (counted up to 10000, every few seconds; held rows not counted)',
+    ),
     relayOldestDue: gauge(
       'relay',
       'fcctl_relay_oldest_due_age_seconds',

@@ -94,7 +94,7 @@ export async function followResolve(
   const failed = async (kind: FailureKind, why: string, target: 'sh_database' | 'flow_center') => {
     failures += 1;
     checked = false;
-    deps.onConnection?.(target, 'lost');
+    reportLost(deps.onConnection, target);
     setState(kind, why);
     return waitStepping(retryDelayMs(kind, failures, deps.random), deps);
   };
@@ -107,7 +107,7 @@ export async function followResolve(
       if (pause) {
         total.paused = pause;
         setState('paused', pause.reason ?? null);
-        deps.onConnection?.('flow_center', 'closed'); // paused: nothing asked of it
+        pausedConnections(deps);
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
@@ -150,6 +150,18 @@ export async function followResolve(
   setState('draining');
   total.stoppedBy = followStop(total, options.maxRows, deps, deadline);
   return total;
+}
+
+/** A target lost; while the SH database is out the flow center is closed (nothing is asked of it meanwhile). */
+function reportLost(onConnection: ResolveFollowDeps['onConnection'], target: 'sh_database' | 'flow_center'): void {
+  onConnection?.(target, 'lost');
+  if (target === 'sh_database') onConnection?.('flow_center', 'closed');
+}
+
+/** Paused: the SH database connected (the switch was just read through it), the flow center closed (nothing asked of it). */
+function pausedConnections(deps: ResolveFollowDeps): void {
+  deps.onConnection?.('sh_database', 'connected');
+  deps.onConnection?.('flow_center', 'closed');
 }
 
 /** Why the service loop ended. */
@@ -247,12 +259,14 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
         'rows/s': Math.round(svc.beat().rowsPerSecond * 10) / 10,
         due: svc.beat().due ?? '–',
       }));
+      const onConnection = connectionReporter(svc.metrics, COMMAND);
       // the SH database down at start is an outage like any other: waited for, never an exit
       const db = await connectPatiently(() => ctx.shDb(), {
         clock,
         signal: ctx.signal,
         onState: svc.onState,
         onProgress: svc.onProgress,
+        onFailure: () => reportLost(onConnection, 'sh_database'),
       });
       if (db === null) return emptySummary();
       opened.db = db;
@@ -268,7 +282,7 @@ export async function runFollowResolve(options: ApplyCommandResolveOptions, ctx:
           paused: pauseCheck(COMMAND, ctx.shDb, options.pauseFile),
           onState: svc.onState,
           onProgress: svc.onProgress,
-          onConnection: connectionReporter(svc.metrics, COMMAND),
+          onConnection,
           onRow: (row, report) => {
             svc.countRows(1);
             const result = resultLabel(report);

@@ -3,13 +3,9 @@
  * Every "now" is the database's `NOW()`, read once and passed to the other statements: the rows
  * hold local DATETIME strings, compared by the server, never parsed by JS.
  */
-import { dueRule } from '../send/sql.js';
+import { dueRule, HELD } from '../send/sql.js';
 
-// Held mirrors send's order of checks (SPEC §5 step 2): a revoked, missing or advanced grant is
-// GRANT_REVOKED first, so only an otherwise valid grant with push_allowed = 0 holds a row.
-export const HELD =
-  '(g.id IS NOT NULL AND g.revoked = 0 AND g.read_allowed = 1 AND g.subscribe_allowed = 1 ' +
-  'AND g.grant_version = d.grant_version AND g.push_allowed = 0)';
+export { HELD };
 // Exactly send's claim rule, against the one `now` of the report.
 const DUE = dueRule('d.', '?');
 const DUE_NOWS = DUE.split('?').length - 1;

@@ -394,7 +394,16 @@ export function sendRunOutcome(summary: SendSummary): {
   return {
     exitCode: sendExitCode(summary),
     // the one vocabulary of results (issue 36 §3: src/lib/service/decide.ts resultLabel)
-    rowsByResult: { done: accepted, retry: failed, dead, revoked, held, released: skipped + summary.released },
+    // skipped counts the STALE rows too (another worker moved them on): those are `stale`, not released
+    rowsByResult: {
+      done: accepted,
+      retry: failed,
+      dead,
+      revoked,
+      held,
+      released: skipped - summary.stale + summary.released,
+      stale: summary.stale,
+    },
     interrupted: summary.stoppedBy === 'signal' || paused,
     extraGauges: [pausedGauge('deliveries send', paused)],
   };

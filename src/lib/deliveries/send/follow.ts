@@ -133,8 +133,8 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
       if (pause) {
         summary.paused = pause;
         setState('paused', pause.reason ?? null);
-        // Paused: no channel kept open, nothing held; looked at again every poll.
-        await dropBroker();
+        deps.onConnection?.('fc_database', 'connected'); // the switch was just read through it
+        await dropBroker(); // paused: no channel kept open, nothing held; looked at again every poll
         if (!(await waitStepping(options.pollMs, deps))) break;
         continue;
       }
@@ -162,7 +162,7 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
         session = { kind: failureKind(err), why: (err as Error).message, target: outageTarget(err) };
       }
       if (session.kind === 'stopped') break;
-      if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
+      sessionConnections(deps, session, broker);
       if (session.kind === 'paused') continue;
       // Blocked by an alarm: the connection is kept, so its `unblocked` is heard and the next
       // session starts then, not a backoff later.
@@ -183,9 +183,23 @@ export async function followSend(options: SendOptions & FollowOptions, deps: Fol
   return summary;
 }
 
+/**
+ * The connections as a session's end found them: an outage's target lost. When the broker could
+ * not be connected (`broker` null), or a misconfiguration was found, the database is connected: the
+ * pause switch was read through it just before (so it has a state from the start, the broker down
+ * or not); a broker that refused the connection over a misconfiguration is lost (wanted, not had).
+ */
+function sessionConnections(deps: FollowDeps, session: SessionEnd, broker: Broker | null): void {
+  if (session.kind === 'outage') deps.onConnection?.(session.target, 'lost');
+  const brokerDown = broker === null && session.kind === 'outage' && session.target === 'broker';
+  if (session.kind === 'misconfigured' || brokerDown) deps.onConnection?.('fc_database', 'connected');
+  if (session.kind === 'misconfigured' && broker === null) deps.onConnection?.('broker', 'lost');
+}
+
 async function connect(deps: FollowDeps): Promise<Broker> {
   const broker = await deps.connectBroker();
   broker.onBlocked((reason) => deps.onBlocked?.(reason));
+  deps.onConnection?.('broker', 'connected');
   return broker;
 }
 
@@ -406,6 +420,11 @@ async function followSession(
     signal: ctx.signal,
     onState: svc.onState,
     onProgress: svc.onProgress,
+    // the database out from the start: lost, and the broker not opened meanwhile (closed, not no series)
+    onFailure: () => {
+      metrics.onConnection?.('fc_database', 'lost');
+      metrics.onConnection?.('broker', 'closed');
+    },
   });
   if (opened === null) return emptySummary();
   const [db, { fc: throttle }] = opened;

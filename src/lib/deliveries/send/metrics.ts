@@ -47,7 +47,7 @@ export function relayMetrics(
       m.relayBatchDuration.observe((batch.settledAt - batch.claimedAt) / 1000);
       for (const o of batch.outcomes) if (o !== undefined) m.relayConfirms.inc({ outcome: confirmLabel(o) });
       for (const ms of claimToConfirm(batch)) m.relayClaimToConfirm.observe(ms / 1000);
-      for (const ms of confirmLatencies(batch)) m.relayCreatedToConfirm.observe(ms / 1000);
+      for (const ms of createdToConfirm(batch)) m.relayCreatedToConfirm.observe(ms / 1000);
     },
     onConnection: connectionReporter(m, COMMAND),
     onPublisher: (p) => {
@@ -58,20 +58,30 @@ export function relayMetrics(
 
 type SettledBatch = Parameters<NonNullable<SendDeps['onSettled']>>[0];
 
-/** Milliseconds from a batch's claim commit to each of its rows' confirms (every attempt; acked or not). */
+/**
+ * Milliseconds from a batch's claim commit to each of its rows' confirms (every attempt, acked or
+ * nacked). A confirm that never came (timeout, channel closed, not sent) has no confirm time: it is
+ * counted in `fcctl_relay_confirms_total` only, never as a latency.
+ */
 function claimToConfirm(batch: SettledBatch): number[] {
   const out: number[] = [];
   batch.confirmMs.forEach((ms, i) => {
-    if (ms !== undefined && batch.outcomes[i] !== undefined) out.push(Math.max(ms, 0));
+    const o = batch.outcomes[i];
+    if (ms !== undefined && o !== undefined && isConfirm(o)) out.push(Math.max(ms, 0));
   });
   return out;
+}
+
+/** Whether an outcome is the broker's publisher confirm: an ack (returned or not) or a nack. */
+export function isConfirm(o: { kind: string }): boolean {
+  return o.kind === 'ack' || o.kind === 'nack';
 }
 
 /**
  * Milliseconds from a row's creation (whole seconds) to its confirm, for each acked row of a
  * settled batch on its first attempt (`age_ms` is read only for those: sql.ts).
  */
-function confirmLatencies(batch: SettledBatch): number[] {
+function createdToConfirm(batch: SettledBatch): number[] {
   const out: number[] = [];
   batch.outcomes.forEach((o, i) => {
     const age = batch.rows[i]?.age_ms;

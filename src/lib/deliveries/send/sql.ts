@@ -37,7 +37,7 @@ const DUE = dueRule();
 
 /**
  * When a due row became due (issue 36 §2), not when it was made: its retry or hold's recheck time;
- * without one, its last write (a replay, a release) or else its creation; and a lease that ran
+ * without one, its last write (a replay; a release writes none) or else its creation; and a lease that ran
  * out after that, the lease's end. The oldest due age of `/metrics` and of `fcctl status` both
  * count from it, so a 45-day-old row replayed, or held rows up for their recheck, read as due for
  * seconds, not 45 days. `t` is a table alias prefix (`d.`).
@@ -45,6 +45,13 @@ const DUE = dueRule();
 export function dueSince(t = ''): string {
   return `GREATEST(COALESCE(${t}next_retry_at, ${t}update_time, ${t}create_time), COALESCE(${t}claim_expires_at, ${t}create_time))`;
 }
+
+// Held mirrors send's order of checks (SPEC §5 step 2): a revoked, missing or advanced grant is
+// GRANT_REVOKED first, so only an otherwise valid grant with push_allowed = 0 holds a row.
+// Over `answer_delivery d` joined to its grant `g` (`deliveries scan`, `status`, the relay's backlog).
+export const HELD =
+  '(g.id IS NOT NULL AND g.revoked = 0 AND g.read_allowed = 1 AND g.subscribe_allowed = 1 ' +
+  'AND g.grant_version = d.grant_version AND g.push_allowed = 0)';
 
 /** @example const { sql, params } = sendSql.claim(500) */
 export const sendSql = {
@@ -81,10 +88,16 @@ export const sendSql = {
   /**
    * The due backlog for a follow relay's gauges, read every few seconds at most: how many rows are
    * due (counted no further than `cap`) and how long the one due longest among those counted has
-   * been due ({@link dueSince}).
+   * been due ({@link dueSince}). Held rows (push not allowed) up for their recheck are not due to
+   * be sent: left out, as `deliveries scan` and `fcctl status` count them, so the gauges and
+   * `status` say the same (each with its grant: uk_grant, eq_ref).
    */
   backlog: (cap: number): Statement => ({
-    sql: `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(since), NOW()), 0) AS age FROM (SELECT ${dueSince()} AS since FROM answer_delivery WHERE ${DUE} LIMIT ?) due`,
+    sql:
+      `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(since), NOW()), 0) AS age FROM (SELECT ${dueSince('d.')} AS since ` +
+      'FROM answer_delivery d LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid ' +
+      'AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key ' +
+      `WHERE ${dueRule('d.')} AND NOT ${HELD} LIMIT ?) due`,
     params: [cap],
   }),
   /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */

@@ -47,7 +47,7 @@ tr.failed td{color:var(--bad)}
 .legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
 .files a{margin-right:12px}
-@media (max-width:640px){.samples thead{display:none}.samples tr{display:block;border-bottom:1px solid var(--line);padding:4px 0}.samples td{display:grid;grid-template-columns:7.5em minmax(0,1fr);gap:8px;border:0;padding:1px 0;overflow-wrap:anywhere}.samples td::before{content:attr(data-label);color:var(--mute)}.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
+@media (max-width:640px){#pairs-table td{overflow-wrap:anywhere}.samples thead{display:none}.samples tr{display:block;border-bottom:1px solid var(--line);padding:4px 0}.samples td{display:grid;grid-template-columns:7.5em minmax(0,1fr);gap:8px;border:0;padding:1px 0;overflow-wrap:anywhere}.samples td::before{content:attr(data-label);color:var(--mute)}.hide-narrow{display:none}.controls input,.controls select{min-width:0;width:100%}.controls label{flex:1 1 45%}}
 `;
 
 /**

@@ -6,7 +6,14 @@ import { createHash } from 'node:crypto';
 import { isAbsolute, relative, sep } from 'node:path';
 import { shellLine, shellWord } from '../../cli/shell.js';
 import { formulaRead } from '../../files/csv-cell.js';
-import { CATEGORIES, type Category, differencesOf, REPAIR_CATEGORIES, SETTLED_CATEGORIES } from '../diff/decide.js';
+import {
+  CATEGORIES,
+  type Category,
+  differencesOf,
+  emptyCounts,
+  REPAIR_CATEGORIES,
+  SETTLED_CATEGORIES,
+} from '../diff/decide.js';
 import { DIFF_FILES } from '../diff/types.js';
 import type { PairCommand, Sample, Trend, TrendNight } from './types.js';
 
@@ -282,9 +289,18 @@ export function commandsOf(
 }
 
 /**
- * The night the headline's change is against: the newest earlier night in the ledger whose pairs are
- * exactly this run's (issue 36 §14) — an `--all` run is compared with `--all` runs of the same pair
- * set, an ad-hoc run of one pair (or of a filtered set) with runs of the same pairs only. Null: none.
+ * How much two nights' pairs must share to be of one scope: the pairs of both, of the larger night's.
+ * A fleet gains or loses a few pairs a night (a new form, a school gone) and stays the fleet; an
+ * ad-hoc run of one pair or one school shares a small part of it.
+ */
+export const SAME_SCOPE_SHARE = 0.9;
+
+/**
+ * The night the headline's change is against: the newest earlier night in the ledger of the same
+ * scope (issue 36 §14) — its pairs and this run's share at least {@link SAME_SCOPE_SHARE} of the
+ * larger set: an `--all` night is compared with the last `--all` night though a few pairs came or
+ * went (the change is over the pairs of both, `changeBasis`), an ad-hoc run of one pair (or of a
+ * filtered set) with runs of (nearly) the same pairs only. Null: none.
  * @example previousNightOf('n3', ['5/f'], nights, pairNights)?.runId // 'n1' when n2 covered other pairs
  */
 export function previousNightOf(
@@ -306,7 +322,8 @@ export function previousNightOf(
     const n = earlier[i]!;
     if (n.runId === runId) continue;
     const pairs = byNight.get(n.runId) ?? new Set<string>();
-    if (pairs.size === scope.size && [...scope].every((k) => pairs.has(k))) return n;
+    const both = [...scope].filter((k) => pairs.has(k)).length;
+    if (both >= SAME_SCOPE_SHARE * Math.max(scope.size, pairs.size)) return n;
   }
   return null;
 }
@@ -317,6 +334,46 @@ export interface TrendPairNight {
   readonly schId: string;
   readonly formUuid: string;
   readonly counts: Readonly<Record<Category, number>>;
+  /** the ledger's result (`FAILED`: no counts that night); absent read as DONE */
+  readonly result?: string;
+}
+
+/**
+ * What the headline's change compares with the previous night: each night's counts over the pairs
+ * done on both. A pair failed on either night has no counts there: counted on one side only, it
+ * reads as rows gone (or back) that never changed — IN_SYNC −196 for a pair that only failed.
+ * `leftOut`: the pairs not compared — this run's failed tonight or then, or new since; that night's
+ * not run tonight.
+ * @example changeBasis([{ key: '5/f', counts }], 'n1', pairNights).leftOut // 0
+ */
+export function changeBasis(
+  tonight: ReadonlyArray<{ readonly key: string; readonly counts: Readonly<Record<Category, number>> | null }>,
+  previousRunId: string,
+  pairNights: readonly TrendPairNight[],
+): { now: Record<Category, number>; before: Record<Category, number>; leftOut: number } {
+  const then = new Map<string, Readonly<Record<Category, number>>>();
+  const gone = new Set<string>();
+  for (const p of pairNights) {
+    if (p.runId !== previousRunId) continue;
+    gone.add(pairKey(p.schId, p.formUuid));
+    if ((p.result ?? 'DONE') === 'DONE') then.set(pairKey(p.schId, p.formUuid), p.counts);
+  }
+  for (const t of tonight) gone.delete(t.key);
+  const now = emptyCounts();
+  const before = emptyCounts();
+  let leftOut = 0;
+  for (const t of tonight) {
+    const b = then.get(t.key);
+    if (t.counts === null || b === undefined) {
+      leftOut++;
+      continue;
+    }
+    for (const c of CATEGORIES) {
+      now[c] += t.counts[c] ?? 0;
+      before[c] += b[c] ?? 0;
+    }
+  }
+  return { now, before, leftOut: leftOut + gone.size };
 }
 
 /** The key of a pair in the trend and the page's data. */

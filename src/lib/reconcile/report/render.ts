@@ -217,10 +217,10 @@ export function headlineHtml(d: ReportData): string {
   const done = d.byState['DONE'] ?? 0;
   const rows = CATEGORIES.map((c) => {
     const cls = SETTLED_CATEGORIES.includes(c) ? 'settled' : d.counts[c] > 0 ? 'diff' : '';
-    return `<tr class="${cls}"><th scope="row">${e(c).replaceAll('_', '_<wbr>')}</th><td>${num(d.counts[c])}</td><td>${e(change(d.counts[c], d.previous?.counts[c]))}</td></tr>`;
+    return `<tr class="${cls}"><th scope="row">${e(c).replaceAll('_', '_<wbr>')}</th><td>${num(d.counts[c])}</td><td>${e(change(d.previous?.now[c] ?? 0, d.previous?.counts[c]))}</td></tr>`;
   }).join('');
   const since = d.previous
-    ? `change since ${e(d.previous.runId)}`
+    ? `change since ${e(d.previous.runId)}${d.previous.leftOut > 0 ? ` (over the pairs done both nights: ${num(d.previous.leftOut)} failed on one, new or gone left out)` : ''}`
     : 'change (no earlier night of the same pairs in the ledger)';
   const took =
     d.processes.length === 0

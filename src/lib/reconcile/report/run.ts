@@ -21,6 +21,7 @@ import {
   csvFields,
   differencesIn,
   outOverwritesRun,
+  changeBasis,
   pairActions,
   pairKey,
   previousNightOf,
@@ -142,8 +143,9 @@ async function overwritesARun(outDir: string, outFile: string): Promise<string |
 /**
  * `--out-dir` of a run given by `--run-id` alone: the folder its processes recorded in the task
  * table, the first of them (most pairs first) that holds the run's summary.json on this host, else
- * the first that exists. A run unknown, one that recorded none (finished before fcctl recorded it),
- * or whose folders are all elsewhere: exit 2, naming what to give.
+ * the first that exists with no summary.json at all. A run unknown, one that recorded none (finished
+ * before fcctl recorded it), whose folders are all elsewhere or now hold another run's summary.json
+ * (a later night in the same --out-dir: its report.html is not overwritten): exit 2, naming what to give.
  */
 export async function recordedRunDir(shDb: Db, runId: string): Promise<string> {
   const tasks = await reportTasks(shDb, runId);
@@ -154,8 +156,17 @@ export async function recordedRunDir(shDb: Db, runId: string): Promise<string> {
     throw new UsageError(
       `run ${JSON.stringify(runId)} recorded no folder (it ran before fcctl recorded them): give its --out-dir`,
     );
-  for (const d of dirs) if ((await runOfDir(d))?.runId === runId) return d;
-  for (const d of dirs) if ((await stat(d).catch(() => null))?.isDirectory()) return d;
+  const held = await Promise.all(dirs.map(async (d) => ({ d, run: (await runOfDir(d))?.runId ?? null })));
+  const own = held.find((h) => h.run === runId);
+  if (own !== undefined) return own.d;
+  // a folder a later night rewrote (one --out-dir every night) holds that night's report.html: the
+  // report of this run is never written over it, nor drawn from that night's pair folders
+  for (const { d, run } of held) if (run === null && (await stat(d).catch(() => null))?.isDirectory()) return d;
+  const later = held.find((h) => h.run !== null);
+  if (later !== undefined)
+    throw new UsageError(
+      `run ${JSON.stringify(runId)} recorded ${later.d}, which now holds run ${JSON.stringify(later.run)}: give --out-dir and --out (another file) to report it`,
+    );
   throw new UsageError(
     `run ${JSON.stringify(runId)} recorded ${dirs.join(', ')}, not on this host: give its --out-dir`,
   );
@@ -222,10 +233,17 @@ export async function buildReportData(t: ReportTarget, deps: ReportDeps): Promis
     byState: shape.byState,
     holders: shape.holders,
     counts,
-    previous: previous ? { runId: previous.runId, counts: previous.counts } : null,
+    previous: previous === null ? null : comparedWith(previous.runId, pairs, pairNights),
     pairs,
     trend,
   };
+}
+
+/** The previous night's counts and this run's over the pairs done on both (a failed pair is no change). */
+function comparedWith(runId: string, pairs: readonly ReportPair[], pairNights: readonly TrendPairNight[]) {
+  const tonight = pairs.map((p) => ({ key: pairKey(p.schId, p.formUuid), counts: p.counts }));
+  const { now, before, leftOut } = changeBasis(tonight, runId, pairNights);
+  return { runId, counts: before, now, leftOut };
 }
 
 type Building = ReportPair & { samples: Partial<Record<Category, Sample[]>>; samplesLeftOut: boolean };

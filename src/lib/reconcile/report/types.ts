@@ -108,8 +108,16 @@ export interface ReportData {
   readonly processes: readonly string[];
   readonly holders: readonly { readonly owner: string; readonly host: string | null; readonly pairs: number }[];
   readonly counts: Readonly<Record<Category, number>>;
-  /** the previous night's fleet counts (null: none in the ledger) */
-  readonly previous: { readonly runId: string; readonly counts: Readonly<Record<Category, number>> } | null;
+  /**
+   * the previous night of the same pairs (null: none in the ledger): its counts and this run's over
+   * the pairs done on both nights (decide.ts `changeBasis`), and how many of this run's were left out
+   */
+  readonly previous: {
+    readonly runId: string;
+    readonly counts: Readonly<Record<Category, number>>;
+    readonly now: Readonly<Record<Category, number>>;
+    readonly leftOut: number;
+  } | null;
   readonly pairs: readonly ReportPair[];
   readonly trend: Trend;
 }

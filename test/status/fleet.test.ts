@@ -13,15 +13,17 @@ import { testAmqpUrl } from '../helpers/db.js';
 import {
   ensureExchange,
   insertDeliveries,
+  insertGrant,
   insertRegistry,
   PUBLISHER,
   uniqueConsumerKey,
 } from '../helpers/deliveries.js';
-import { type RunningService, startService } from '../helpers/service.js';
+import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
 
 const test = servicesTest({ prefix: 'statusfleet', init: 'all', flowApps: APP_FLOW });
+const FORM = '0f0e0d0c-0000-4000-8000-000000000001'; // insertDeliveries' form
 type Doc = Record<string, any>;
 
 const running: RunningService[] = [];
@@ -173,6 +175,71 @@ describe('status and the fleet registry', () => {
     expect(notReady.code).toBe(1);
     expect(notReady.doc!['failing']).toEqual(['not-ready']);
     expect((await paused.stop('SIGTERM')).code).toBe(0);
+    expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
+  }, 60_000);
+
+  test('oldest due: status says what the relay /metrics says at the same time, held rows left out by both (issue 36 §2)', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    // push not allowed: the relay holds the rows, and each recheck (2 s) brings them back due
+    const key = uniqueConsumerKey('od');
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key, push: 0 });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+    const port = await freePort();
+    const s = startService(
+      [
+        '--json',
+        'deliveries',
+        'send',
+        '--follow',
+        '--listen',
+        `:${port}`,
+        '--heartbeat-seconds',
+        '1',
+        '--hold-recheck',
+        '2',
+      ],
+      { env },
+    );
+    running.push(s);
+    await s.waitForLine('running', isState('running'));
+    const fc = `\`${dbs.fcName}\``;
+    await waitFor('held', async () => {
+      const [r] = await dbs.admin.query(
+        `SELECT COUNT(*) AS n FROM ${fc}.answer_delivery WHERE next_retry_at IS NOT NULL`,
+      );
+      return Number((r as Array<{ n: number }>)[0]!.n) === 3;
+    });
+    // paused: the held rows come up for their recheck and stay due; a row to send made after them
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    await s.waitForLine('paused', isState('paused'));
+    await new Promise((r) => setTimeout(r, 8000)); // well past the 2 s recheck
+    const [sent] = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: uniqueConsumerKey('os'), schoolId: 5 });
+    await dbs.admin.query(
+      `UPDATE ${fc}.answer_delivery SET create_time = NOW(), update_time = NULL WHERE event_id = ?`,
+      [sent],
+    );
+    await new Promise((r) => setTimeout(r, 2000)); // the held rows due 8 s and more, the row to send 2 s; beats meanwhile
+    const metric = async () =>
+      Number(/^fcctl_relay_oldest_due_age_seconds (\S+)$/m.exec((await httpGet(port, '/metrics')).body)?.[1]);
+    const before = await metric();
+    const doc = (await status([], env)).doc!;
+    const after = await metric();
+    // the gauge is set at each 1 s beat: the status read lies between two of its values, ± a beat
+    const age = doc['outbox'].oldestDueAgeSeconds as number | null;
+    expect(age, JSON.stringify(doc['outbox'])).not.toBeNull();
+    expect(doc['outbox']).toMatchObject({ due: 1, held: 3 });
+    // bracketed by the gauge read before and after it (a held row counted would be 8 s and more)
+    expect(age!, `metric ${before} then ${after}, status ${age}`).toBeGreaterThanOrEqual(before - 1);
+    expect(age!, `metric ${before} then ${after}, status ${age}`).toBeLessThanOrEqual(after + 1);
+    expect((await s.stop('SIGTERM')).code).toBe(0);
     expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
   }, 60_000);
 

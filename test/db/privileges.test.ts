@@ -136,6 +136,17 @@ const count = async (sql: string): Promise<number> => {
 const fc = (table: string) => `\`${w.fcName}\`.${table}`;
 const sh = (table: string) => `\`${w.shName}\`.${table}`;
 const path = (name: string) => join(w.tmp, name);
+/** A registry row whose last beat is two hours old (gone), and the count that is 0 once it is deleted. */
+async function plantGoneWorker(side: 'fc' | 'sh', command: string): Promise<string> {
+  const table = side === 'fc' ? fc('fcctl_worker') : sh('fcctl_worker');
+  const id = `priv-gone-${randomBytes(4).toString('hex')}`;
+  await w.admin.query(
+    `INSERT INTO ${table} (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state) ` +
+      "VALUES (?, ?, 'gone-host', 1, '0', UTC_TIMESTAMP() - INTERVAL 3 HOUR, UTC_TIMESTAMP() - INTERVAL 2 HOUR, 5, 'running')",
+    [id, command],
+  );
+  return `SELECT COUNT(*) AS n FROM ${table} WHERE worker_id = '${id}'`;
+}
 /** The pair directories of the `--all` run (DIR/<school>/<form>). */
 const pairDirs = () =>
   readdirSync(path('all'), { withFileTypes: true })
@@ -202,7 +213,13 @@ const CASES: ReadonlyArray<{ readonly command: string; run(env: Env): Promise<vo
         `UPDATE ${fc('answer_delivery')} SET state = 'PENDING', next_retry_at = NULL WHERE id IN (${list})`,
       );
       const sent = `SELECT COUNT(*) AS n FROM ${fc('answer_delivery')} WHERE id IN (${list}) AND state = 'BROKER_ACCEPTED'`;
-      await expectServes(['deliveries', 'send', '--poll-interval', '0.2'], env, async () => (await count(sent)) === 5);
+      // a registry row of a process gone two hours: the relay deletes it (issue 36 §8) with its grants
+      const gone = await plantGoneWorker('fc', 'deliveries send');
+      await expectServes(
+        ['deliveries', 'send', '--poll-interval', '0.2'],
+        env,
+        async () => (await count(sent)) === 5 && (await count(gone)) === 0,
+      );
     },
   },
   {
@@ -344,7 +361,8 @@ const CASES: ReadonlyArray<{ readonly command: string; run(env: Env): Promise<vo
     run: async (env) => {
       const done = `SELECT COUNT(*) AS n FROM ${sh('flow_apply_command')} WHERE biz_id = '${w.bizPrefix}-f0' AND state = 'DONE'`;
       const argv = ['apply-command', 'resolve-unknown', '--request-timeout', '2', '--poll-interval', '0.2'];
-      await expectServes(argv, env, async () => (await count(done)) === 1);
+      const gone = await plantGoneWorker('sh', 'apply-command resolve-unknown');
+      await expectServes(argv, env, async () => (await count(done)) === 1 && (await count(gone)) === 0);
     },
   },
   {
@@ -471,14 +489,17 @@ describe('least privilege: each command runs under exactly the grants docs/privi
       const { env, drop } = await userWith(grantsOf('db init'), { fc: empty.fcName, sh: empty.shName });
       try {
         await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
-        // an upgrade: a schema version 6 database (no ledger table, no status index) gets both
+        // an upgrade: a schema version 6 database (no ledger table, no status index, no registry
+        // `detail`) gets all three
         await empty.admin.query(
           `DROP TABLE \`${empty.shName}\`.fcctl_reconcile_ledger; ALTER TABLE \`${empty.fcName}\`.answer_delivery DROP KEY idx_delivery_state_time; ` +
+            `ALTER TABLE \`${empty.fcName}\`.fcctl_worker DROP COLUMN detail; ALTER TABLE \`${empty.shName}\`.fcctl_worker DROP COLUMN detail; ` +
             `UPDATE \`${empty.fcName}\`.fcctl_schema_version SET version = 6; UPDATE \`${empty.shName}\`.fcctl_schema_version SET version = 6`,
         );
         const upgrade = await expectRuns(['--json', 'db', 'init', '--side', 'all'], env, [0]);
         expect(upgrade.stdout, upgrade.stdout).toContain('answer_delivery.idx_delivery_state_time');
         expect(upgrade.stdout).toContain('fcctl_reconcile_ledger');
+        expect(upgrade.stdout.match(/fcctl_worker\.detail/g), upgrade.stdout).toHaveLength(2);
       } finally {
         await drop();
       }

@@ -44,6 +44,21 @@ export class TmuxSession {
     execFileSync('tmux', ['-L', this.name, 'send-keys', '-t', this.name, ...keys]);
   }
 
+  /** The terminal resized (the program gets SIGWINCH). */
+  resize(width: number, height: number): void {
+    execFileSync('tmux', [
+      '-L',
+      this.name,
+      'resize-window',
+      '-t',
+      this.name,
+      '-x',
+      String(width),
+      '-y',
+      String(height),
+    ]);
+  }
+
   kill(): void {
     try {
       execFileSync('tmux', ['-L', this.name, 'kill-server'], { stdio: 'ignore' });

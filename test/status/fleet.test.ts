@@ -13,15 +13,17 @@ import { testAmqpUrl } from '../helpers/db.js';
 import {
   ensureExchange,
   insertDeliveries,
+  insertGrant,
   insertRegistry,
   PUBLISHER,
   uniqueConsumerKey,
 } from '../helpers/deliveries.js';
-import { type RunningService, startService } from '../helpers/service.js';
+import { freePort, httpGet, type RunningService, startService } from '../helpers/service.js';
 import { servicesTest } from '../helpers/services.js';
 import { waitFor } from '../helpers/wait.js';
 
 const test = servicesTest({ prefix: 'statusfleet', init: 'all', flowApps: APP_FLOW });
+const FORM = '0f0e0d0c-0000-4000-8000-000000000001'; // insertDeliveries' form
 type Doc = Record<string, any>;
 
 const running: RunningService[] = [];
@@ -95,6 +97,55 @@ describe('status and the fleet registry', () => {
     expect((await live.stop('SIGTERM')).code).toBe(0);
   }, 90_000);
 
+  test('a relay frozen (SIGSTOP) past the gone mark is pruned by a live one; thawed (SIGCONT), it registers again with its own start time', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    const fc = `\`${dbs.fcName}\``;
+    const row = async (pid: number) => {
+      const [r] = await dbs.admin.query(
+        `SELECT CAST(started_at AS CHAR) AS started_at FROM ${fc}.fcctl_worker WHERE pid = ?`,
+        [pid],
+      );
+      return (r as Array<{ started_at: string }>)[0] ?? null;
+    };
+    const frozen = relay(env);
+    await frozen.waitForLine('running', isState('running'));
+    const pid = frozen.child.pid!;
+    await waitFor('registered', async () => (await row(pid)) !== null, 10_000, 200);
+    const started = (await row(pid))!.started_at;
+    let live: RunningService | undefined;
+    await new Promise((r) => setTimeout(r, 2000)); // its start time now differs from a new one
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await dbs.admin.query(
+        `UPDATE ${fc}.fcctl_worker SET last_beat_at = UTC_TIMESTAMP() - INTERVAL 61 MINUTE WHERE pid = ?`,
+        [pid],
+      );
+      live = relay(env);
+      await live.waitForLine('running', isState('running'));
+      await waitFor('the frozen row pruned', async () => (await row(pid)) === null, 10_000, 200);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitFor('registered again', async () => (await row(pid)) !== null, 10_000, 200);
+    // the row made again says when the process started (± the second its uptime is rounded to), not when it was thawed
+    const seconds = (t: string) => Date.parse(`${t.replace(' ', 'T')}Z`) / 1000;
+    expect(Math.abs(seconds((await row(pid))!.started_at) - seconds(started))).toBeLessThanOrEqual(1);
+    const after = await status(['--fail-if', 'stale-workers,no-relay'], env);
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.doc!['fleet'].fc).toMatchObject({ stale: 0, gone: 0 });
+    // stopped cleanly: their rows go with them (a killed one would stay live for three beats)
+    expect((await frozen.stop('SIGTERM')).code).toBe(0);
+    expect((await live!.stop('SIGTERM')).code).toBe(0);
+  }, 60_000);
+
   test('rows due with no live relay: no-relay; a paused relay is live but not ready', async ({ dbs }) => {
     const env = dbs.env({
       FCCTL_AMQP_URL: testAmqpUrl(),
@@ -124,6 +175,71 @@ describe('status and the fleet registry', () => {
     expect(notReady.code).toBe(1);
     expect(notReady.doc!['failing']).toEqual(['not-ready']);
     expect((await paused.stop('SIGTERM')).code).toBe(0);
+    expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
+  }, 60_000);
+
+  test('oldest due: status says what the relay /metrics says at the same time, held rows left out by both (issue 36 §2)', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    // push not allowed: the relay holds the rows, and each recheck (2 s) brings them back due
+    const key = uniqueConsumerKey('od');
+    await insertGrant(dbs.admin, dbs.fcName, { formUuid: FORM, schoolId: 5, consumerKey: key, push: 0 });
+    await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: key, schoolId: 5 }, 3);
+    const port = await freePort();
+    const s = startService(
+      [
+        '--json',
+        'deliveries',
+        'send',
+        '--follow',
+        '--listen',
+        `:${port}`,
+        '--heartbeat-seconds',
+        '1',
+        '--hold-recheck',
+        '2',
+      ],
+      { env },
+    );
+    running.push(s);
+    await s.waitForLine('running', isState('running'));
+    const fc = `\`${dbs.fcName}\``;
+    await waitFor('held', async () => {
+      const [r] = await dbs.admin.query(
+        `SELECT COUNT(*) AS n FROM ${fc}.answer_delivery WHERE next_retry_at IS NOT NULL`,
+      );
+      return Number((r as Array<{ n: number }>)[0]!.n) === 3;
+    });
+    // paused: the held rows come up for their recheck and stay due; a row to send made after them
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    await s.waitForLine('paused', isState('paused'));
+    await new Promise((r) => setTimeout(r, 8000)); // well past the 2 s recheck
+    const [sent] = await insertDeliveries(dbs.admin, dbs.fcName, { consumerKey: uniqueConsumerKey('os'), schoolId: 5 });
+    await dbs.admin.query(
+      `UPDATE ${fc}.answer_delivery SET create_time = NOW(), update_time = NULL WHERE event_id = ?`,
+      [sent],
+    );
+    await new Promise((r) => setTimeout(r, 2000)); // the held rows due 8 s and more, the row to send 2 s; beats meanwhile
+    const metric = async () =>
+      Number(/^fcctl_relay_oldest_due_age_seconds (\S+)$/m.exec((await httpGet(port, '/metrics')).body)?.[1]);
+    const before = await metric();
+    const doc = (await status([], env)).doc!;
+    const after = await metric();
+    // the gauge is set at each 1 s beat: the status read lies between two of its values, ± a beat
+    const age = doc['outbox'].oldestDueAgeSeconds as number | null;
+    expect(age, JSON.stringify(doc['outbox'])).not.toBeNull();
+    expect(doc['outbox']).toMatchObject({ due: 1, held: 3 });
+    // bracketed by the gauge read before and after it (a held row counted would be 8 s and more)
+    expect(age!, `metric ${before} then ${after}, status ${age}`).toBeGreaterThanOrEqual(before - 1);
+    expect(age!, `metric ${before} then ${after}, status ${age}`).toBeLessThanOrEqual(after + 1);
+    expect((await s.stop('SIGTERM')).code).toBe(0);
     expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
   }, 60_000);
 

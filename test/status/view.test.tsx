@@ -4,6 +4,7 @@
  */
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
+import { width } from '../../src/lib/cli/table.js';
 import { ReportView } from '../../src/lib/cli/ui/views.js';
 import { statusBlocks, statusLine } from '../../src/lib/status/render.js';
 import type { StatusDocument } from '../../src/lib/status/types.js';
@@ -188,11 +189,41 @@ describe('status report view', () => {
     const whole = statusBlocks(doc, { columns: 80, rows: 200, watching: true });
     expect(JSON.stringify(whole)).not.toContain('more lines');
   });
+
+  it('a narrow pane (a tmux split, 40×10): the title and the note cut too, so the view fits its screen', () => {
+    const blocks = statusBlocks(doc, { columns: 40, rows: 10, watching: true });
+    const texts = blocks.flatMap((b) => [b.title, ...b.lines]);
+    expect(texts.filter((t) => width(t) > 40)).toEqual([]);
+    // the frame ink draws: each block's title, its lines and a blank line, one line kept free
+    const frame = render(<ReportView blocks={blocks} />).lastFrame() ?? '';
+    expect(frame.replace(/\n+$/, '').split('\n').length).toBeLessThanOrEqual(9);
+    expect(blocks[0]!.title).toBe('fcctl status · 2026-12-02T01:00:00.000Z…');
+  });
 });
 
 describe('status --format line', () => {
   it('one line, the verdict and the conditions first, at most 80 columns', () => {
-    expect(statusLine(doc)).toBe('FAILING dead (paused,stale-workers,no-relay) · outbox due 1 (2m05s) dead 2 · ap…');
+    // exit 3 (the SH fleet unreachable): the line says which database, beside the failing condition
+    expect(statusLine(doc)).toBe('FAILING dead; UNREACHABLE SH (paused,stale-workers,no-relay) · outbox due 1 (2m…');
+  });
+
+  it('every reason of the exit code: a failing condition stays said when another is not judged (exit 3)', () => {
+    const judgedPart: StatusDocument = {
+      ...doc,
+      fleet: { ...doc.fleet, sh: { status: 'not configured' } },
+      unjudged: [{ condition: 'apply-due', sections: ['applyCommands', 'fleet.sh'] }],
+    };
+    const line = statusLine(judgedPart);
+    expect(line).toMatch(/^NOT JUDGED apply-due; FAILING dead /);
+    expect([...line].length).toBeLessThanOrEqual(80);
+    const healthy: StatusDocument = {
+      ...judgedPart,
+      conditions: { ...doc.conditions, dead: false, paused: false, 'stale-workers': false, 'no-relay': false },
+      failing: [],
+      unjudged: [],
+      exitCode: 0,
+    };
+    expect(statusLine(healthy)).toMatch(/^ok · outbox due 1 /);
   });
 });
 
@@ -291,6 +322,39 @@ describe('status fits the terminal (issue 36 §9)', () => {
       l.kill();
     }
   }, 90_000);
+});
+
+describe('status --watch resized', () => {
+  test('a resized terminal is fitted at once, not at the next snapshot: the headline first, no line wider than it', async ({
+    dbs,
+  }) => {
+    // a fleet taller than the screen (the file's databases: its own rows, whatever the other tests planted)
+    for (let i = 0; i < 30; i++)
+      await dbs.admin.query(
+        `INSERT INTO \`${dbs.fcName}\`.fcctl_worker (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state) ` +
+          "VALUES (?, 'deliveries send', ?, ?, '1.0.0', UTC_TIMESTAMP(), UTC_TIMESTAMP(), 3600, 'running')",
+        [`rz-${i}`, `relay-${i}.prod.example.internal`, 5000 + i],
+      );
+    const t = new TmuxSession(`node ${process.cwd()}/bin/fcctl status --watch`, dbs.env(), { width: 120, height: 40 });
+    try {
+      await waitFor('the view', async () => t.screen().includes('every 2 s, q to leave'), 20_000, 200);
+      // twice, each read well inside the 2 s between snapshots
+      for (const size of [
+        { width: 70, height: 20 },
+        { width: 60, height: 16 },
+      ]) {
+        t.resize(size.width, size.height);
+        await new Promise((r) => setTimeout(r, 300));
+        const screen = t.screen({ joined: true });
+        expect(screen.split('\n')[0], screen).toMatch(/^fcctl status · /);
+        expect(overWidth(screen, size.width), screen).toEqual([]);
+      }
+      t.sendKeys('q');
+      await waitFor('exit 0 after q', async () => t.screen().includes('[exit 0]'), 10_000, 100);
+    } finally {
+      t.kill();
+    }
+  }, 60_000);
 });
 
 async function watchUntil(key: string, env: Record<string, string | undefined>) {

@@ -151,6 +151,26 @@ export async function runService<T>(
   }
 }
 
+/** The backlog read at a beat: what the beat measured, and the service's due gauges. */
+async function readBacklog(
+  o: ServiceOptions,
+  deps: ServiceDeps,
+  svc: ServiceHandle,
+  measured: { due: number | null; oldestDueSeconds: number | null },
+): Promise<void> {
+  if (!deps.backlog) return;
+  const b = await deps.backlog();
+  measured.due = b.due;
+  measured.oldestDueSeconds = b.oldestAgeSeconds;
+  if (!svc.metrics) return;
+  const [due, oldest] =
+    o.command === 'deliveries send'
+      ? [svc.metrics.relayDue, svc.metrics.relayOldestDue]
+      : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
+  due.set(b.due);
+  oldest.set(b.oldestAgeSeconds);
+}
+
 /**
  * The registry row, beaten every `heartbeatSeconds` (a failed beat is skipped: the database may be
  * the outage the loop is waiting out), with the backlog gauges read at the same time and the
@@ -175,6 +195,8 @@ function heartbeat(
   };
   let lastRows = 0;
   let lastAt = deps.clock();
+  // the start a row made again says (pruned while frozen, then thawed): monotonic, no wall-clock step
+  const beganAt = performance.now();
   let beating: Promise<void> = Promise.resolve();
   const beat = async () => {
     const now = deps.clock();
@@ -188,22 +210,11 @@ function heartbeat(
       state: svc.state(),
       rowsPerSecond: rate,
       detail: workerDetail(svc.state(), svc.detail()),
+      uptimeSeconds: (performance.now() - beganAt) / 1000,
     });
     // the rows of processes long gone (killed, stopped during an outage) are the live fleet's to remove
     await pruneGoneWorkers(db).catch(() => undefined);
-    if (deps.backlog) {
-      const b = await deps.backlog();
-      measured.due = b.due;
-      measured.oldestDueSeconds = b.oldestAgeSeconds;
-      if (svc.metrics) {
-        const [due, oldest] =
-          o.command === 'deliveries send'
-            ? [svc.metrics.relayDue, svc.metrics.relayOldestDue]
-            : [svc.metrics.resolverDue, svc.metrics.resolverOldestDue];
-        due.set(b.due);
-        oldest.set(b.oldestAgeSeconds);
-      }
-    }
+    await readBacklog(o, deps, svc, measured);
   };
   // One beat at a time: a database that takes connections and answers nothing makes each beat wait
   // out its timeouts, and queued beats would pile up for as long as it lasts (and hold the stop).

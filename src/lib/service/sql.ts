@@ -17,6 +17,11 @@ export interface WorkerBeat {
   readonly rowsPerSecond: number;
   /** why the state is outage or misconfigured (see {@link workerDetail}), else null */
   readonly detail: string | null;
+  /**
+   * Whole seconds since the process began beating (its monotonic clock): a row made again (pruned
+   * while the process was frozen, then thawed) keeps the process's start, not the thaw's.
+   */
+  readonly uptimeSeconds: number;
 }
 
 /** The states whose reason the registry keeps: what `fcctl status` shows beside `state outage`. */
@@ -66,7 +71,7 @@ export const workerSql = {
   beat: (b: WorkerBeat, withDetail = true): Statement => ({
     sql:
       `INSERT INTO fcctl_worker (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state, rows_per_second${withDetail ? ', detail' : ''}) ` +
-      `VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(), UTC_TIMESTAMP(), ?, ?, ?${withDetail ? ', ?' : ''}) ` +
+      `VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP() - INTERVAL ? SECOND, UTC_TIMESTAMP(), ?, ?, ?${withDetail ? ', ?' : ''}) ` +
       // the new values as parameters again: VALUES() in this clause is deprecated on MySQL 8
       `ON DUPLICATE KEY UPDATE last_beat_at = UTC_TIMESTAMP(), state = ?, rows_per_second = ?${withDetail ? ', detail = ?' : ''}`,
     params: [
@@ -75,6 +80,7 @@ export const workerSql = {
       b.host.slice(0, 255),
       b.pid,
       b.version.slice(0, 32),
+      Math.max(Math.round(b.uptimeSeconds), 0),
       b.heartbeatSeconds,
       b.state,
       rate(b.rowsPerSecond),

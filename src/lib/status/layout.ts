@@ -48,9 +48,9 @@ const heightOf = (b: ReportBlock) => 1 + b.lines.length + 1;
  * fit, then as many lines of the next as leave room for one that says how many were left out. A
  * redrawn view taller than the terminal scrolls its top away: the conditions would be the first
  * thing lost.
- * @example fitHeight(blocks, 24)
+ * @example fitHeight(blocks, 24, 80)
  */
-export function fitHeight(blocks: readonly ReportBlock[], rows: number): ReportBlock[] {
+export function fitHeight(blocks: readonly ReportBlock[], rows: number, columns = DEFAULT_WIDTH): ReportBlock[] {
   const budget = rows - 1;
   const all = blocks.reduce((a, b) => a + heightOf(b), 0);
   if (all <= budget) return [...blocks];
@@ -68,7 +68,8 @@ export function fitHeight(blocks: readonly ReportBlock[], rows: number): ReportB
     break;
   }
   const shown = out.reduce((a, b) => a + heightOf(b), 0);
-  const note = `… ${all - shown} more lines: a taller terminal, or --json`;
+  // cut to the width too: a note that wrapped would take the line the headline needs
+  const note = clip(`… ${all - shown} more lines: a taller terminal, or --json`, columns);
   const last = out.at(-1);
   if (last === undefined) return [{ title: note, lines: [] }];
   out[out.length - 1] = { ...last, lines: [...last.lines, note] };

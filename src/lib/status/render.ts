@@ -249,9 +249,15 @@ export function statusBlocks(doc: StatusDocument, fit: Fit = FIT_80): ReportBloc
     r.folded.push({ name: 'pauses', why: 'none' });
   r.add('reconcile run --all', doc.reconcile, reconcileLines, ({ run }) => ((run?.failed ?? 0) > 0 ? 'warn' : 'plain'));
   const head = headline(doc, fit.watching);
-  const top = { ...head, lines: [...[...head.lines, ...pauseLines(doc)].map((l) => clip(l, w)), ...r.foldedLines()] };
-  const blocks = [top, ...r.blocks];
-  return fit.rows === null ? blocks : fitHeight(blocks, fit.rows);
+  // the title cut too (`fcctl status · <time> · every 2 s, q to leave` is 64 columns): a narrow pane
+  // (a tmux split) would wrap it, and the redrawn view, a line taller than the screen, lose its top
+  const top = {
+    ...head,
+    title: clip(head.title, w),
+    lines: [...[...head.lines, ...pauseLines(doc)].map((l) => clip(l, w)), ...r.foldedLines()],
+  };
+  const blocks = [top, ...r.blocks.map((b) => ({ ...b, title: clip(b.title, w) }))];
+  return fit.rows === null ? blocks : fitHeight(blocks, fit.rows, w);
 }
 
 /** A queue in the one-line mode: `outbox due 3 (5m) dead 2` (the oldest due's age), or why it was not read. */
@@ -263,6 +269,17 @@ function queueWord(name: string, s: Section<QueueFacts>): string {
 }
 
 /**
+ * The databases with a section that did not answer (`FC`, `SH`): what an exit 3 of the line names.
+ * @example unreachableSides(doc) // ['SH']
+ */
+export function unreachableSides(doc: StatusDocument): string[] {
+  const fc = [doc.outbox, doc.fleet.fc, doc.claims.fc, doc.pauses.fc];
+  const sh = [doc.applyCommands, doc.reconcile, doc.fleet.sh, doc.claims.sh, doc.pauses.sh];
+  const down = (xs: ReadonlyArray<Section<object>>) => xs.some((s) => s.status === 'unreachable');
+  return [...(down(fc) ? ['FC'] : []), ...(down(sh) ? ['SH'] : [])];
+}
+
+/**
  * The one-line mode (`--format line`, for scripts and tmux status bars, as gh-ost's status line):
  * the verdict and the conditions first, then the queues and the fleet, cut to `columns`.
  * @example statusLine(doc, 80) // 'FAILING no-relay · outbox due 3 (2m) dead 0 · apply due 0 dead 0 · workers 0'
@@ -271,14 +288,15 @@ export function statusLine(doc: StatusDocument, columns = DEFAULT_WIDTH): string
   const holding = (Object.entries(doc.conditions) as Array<[string, boolean]>).filter(([, v]) => v).map(([k]) => k);
   const failing = new Set<string>(doc.failing);
   const others = holding.filter((c) => !failing.has(c));
+  // every reason of the exit code, never one hiding another: a failing condition stays said when
+  // another cannot be judged, and exit 3 names the database it could not read
+  const unreachable = unreachableSides(doc);
   const verdict =
-    doc.unjudged.length > 0
-      ? `NOT JUDGED ${doc.unjudged.map((u) => u.condition).join(',')}`
-      : doc.failing.length > 0
-        ? `FAILING ${doc.failing.join(',')}`
-        : doc.exitCode !== 0
-          ? 'UNREACHABLE'
-          : 'ok';
+    [
+      ...(doc.unjudged.length > 0 ? [`NOT JUDGED ${doc.unjudged.map((u) => u.condition).join(',')}`] : []),
+      ...(doc.failing.length > 0 ? [`FAILING ${doc.failing.join(',')}`] : []),
+      ...(unreachable.length > 0 ? [`UNREACHABLE ${unreachable.join(',')}`] : []),
+    ].join('; ') || 'ok';
   const fleets = [doc.fleet.fc, doc.fleet.sh].filter((f) => f.status === 'ok');
   const live = fleets.reduce((a, f) => a + f.live.reduce((n, l) => n + l.n, 0), 0);
   const stale = fleets.reduce((a, f) => a + f.stale, 0);

@@ -43,9 +43,17 @@ export async function watchStatus(
   const out = io.stdout as NodeJS.WriteStream;
   const blocks = (doc: StatusDocument) =>
     statusBlocks(doc, { columns: out.columns || DEFAULT_WIDTH, rows: out.rows || 24, watching: true });
+  // a resized terminal is fitted at once, from the last snapshot: until the next one, the old fit
+  // wraps (a narrower screen) and scrolls the headline away
+  let last: StatusDocument | null = null;
+  const onResize = () => {
+    if (view && last) view.update(blocks(last));
+  };
+  out.on('resize', onResize);
   try {
     const first = await readOrQuit();
     if (first === null) return;
+    last = first;
     view = terminal().liveReport(io.stdout as NodeJS.WriteStream, stdin, blocks(first));
     for (;;) {
       const tick = new Promise<'tick'>((resolve) => {
@@ -54,10 +62,12 @@ export async function watchStatus(
       if ((await Promise.race([quitting.then(() => 'quit' as const), tick])) === 'quit') break;
       const doc = await readOrQuit();
       if (doc === null) break;
+      last = doc;
       view.update(blocks(doc));
     }
   } finally {
     clearTimeout(timer);
+    out.off('resize', onResize);
     stdin.off('data', onData);
     if (stdin.isTTY) stdin.setRawMode(false);
     stdin.pause();

@@ -243,6 +243,64 @@ describe('status and the fleet registry', () => {
     expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
   }, 60_000);
 
+  test('oldest due past 10,000 due rows: a PENDING row due an hour behind 10,001 FAILED ones reads an hour on the relay /metrics and in status alike', async ({
+    dbs,
+  }) => {
+    const env = dbs.env({
+      FCCTL_AMQP_URL: testAmqpUrl(),
+      FCCTL_APP_KEY: PUBLISHER.appKey,
+      FCCTL_APP_CODE: PUBLISHER.appCode,
+    });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    await ensureExchange();
+    const port = await freePort();
+    const s = startService(
+      ['--json', 'deliveries', 'send', '--follow', '--listen', `:${port}`, '--heartbeat-seconds', '1'],
+      {
+        env,
+      },
+    );
+    running.push(s);
+    await s.waitForLine('running', isState('running'));
+    // paused: the rows stay due while the gauge is read at each beat
+    expect((await runCli(['pause', 'deliveries send', '--reason', 'test'], { env })).code).toBe(0);
+    await s.waitForLine('paused', isState('paused'));
+    const fc = `\`${dbs.fcName}\``;
+    // 10,001 FAILED rows due a minute (first in idx_delivery_due: FAILED sorts before PENDING), then
+    // one PENDING row made an hour ago and never written; no grant, so none is held
+    const columns =
+      'event_id, event_type, source_app_key, consumer_app_key, consumer_school_id, grant_version, form_uuid, form_version, ' +
+      'answer_uuid, answer_revision, content_hash, occurred_at, snapshot_json, state, retry_count, next_retry_at, create_time, update_time';
+    const values = (state: string) =>
+      `UUID(), 'created', '${PUBLISHER.appKey}', 'od-cap', 5, 1, '${FORM}', 3, UUID(), 1, REPEAT('0', 64), NOW(), '{}', '${state}', `;
+    await dbs.admin.query(
+      `INSERT INTO ${fc}.answer_delivery (${columns}) SELECT ${values('FAILED')}1, NOW() - INTERVAL 1 MINUTE, ` +
+        `NOW() - INTERVAL 2 MINUTE, NOW() - INTERVAL 2 MINUTE FROM ${fc}.seq_1_to_10001`,
+    );
+    await dbs.admin.query(
+      `INSERT INTO ${fc}.answer_delivery (${columns}) SELECT ${values('PENDING')}0, NULL, NOW() - INTERVAL 3600 SECOND, NULL`,
+    );
+    const metric = async () =>
+      Number(/^fcctl_relay_oldest_due_age_seconds (\S+)$/m.exec((await httpGet(port, '/metrics')).body)?.[1]);
+    await waitFor('the gauge read after the rows', async () => (await metric()) > 0, 15_000, 500);
+    await new Promise((r) => setTimeout(r, 1500)); // a beat more: the gauge read whole after the inserts
+    const before = await metric();
+    const doc = (await status([], env)).doc!;
+    const after = await metric();
+    const age = doc['outbox'].oldestDueAgeSeconds as number;
+    const said = `metric ${before} then ${after}, status ${age}`;
+    expect(age, said).toBeGreaterThanOrEqual(3600);
+    expect(age, said).toBeLessThan(3600 + 30);
+    // the gauge (set at each 1 s beat) brackets status's read, ± a beat; on the capped read: 60 s
+    expect(before, said).toBeGreaterThanOrEqual(3600);
+    expect(age, said).toBeGreaterThanOrEqual(before - 1);
+    expect(age, said).toBeLessThanOrEqual(after + 1);
+    // the count stays capped
+    expect(Number(/^fcctl_relay_due_rows (\S+)$/m.exec((await httpGet(port, '/metrics')).body)?.[1])).toBe(10_000);
+    expect((await s.stop('SIGTERM')).code).toBe(0);
+    expect((await runCli(['resume', 'deliveries send'], { env })).code).toBe(0);
+  }, 90_000);
+
   test('a resolver in a flow-center outage: outage and not-ready hold, with its reason; apply commands due with no resolver: apply-due', async ({
     dbs,
     flowCenter,

@@ -180,7 +180,7 @@ function relayFamilies(
     relayOldestDue: gauge(
       'relay',
       'fcctl_relay_oldest_due_age_seconds',
-      'seconds since the oldest due row became due (its retry or recheck time, its replay, its lease ending, or its creation), among the first 10000 due rows read (0: none due)',
+      'seconds since the oldest due row became due (its retry or recheck time, its replay, its lease ending, or its creation), over every due row as fcctl status counts it (0: none due)',
     ),
   };
 }

@@ -5,9 +5,8 @@
  * lists which). None writes, none locks. docs/commands/status.md lists them.
  */
 import type { Statement } from '../db/statement.js';
-import { dueRule, dueSince } from '../deliveries/send/sql.js';
+import { sendSql } from '../deliveries/send/sql.js';
 import { APPLY_DUE_SINCE } from '../apply-command/resolve-unknown/sql.js';
-import { HELD } from '../deliveries/scan/sql.js';
 import { GONE_WORKER, STALE_NOT_GONE } from '../service/sql.js';
 
 /** Most rows a list shows (reasons, claim owners, workers, a run's live claims). */
@@ -15,11 +14,6 @@ export const LIST_LIMIT = 200;
 /** Reasons shown per state: the issue's "top 5". */
 export const TOP_REASONS = 5;
 
-const GRANT_JOIN =
-  'LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id ' +
-  'AND g.consumer_app_key = d.consumer_app_key';
-const DUE = dueRule('d.', '?');
-const DUE_NOWS = DUE.split('?').length - 1;
 const REASON = "NULLIF(SUBSTRING_INDEX(last_error, ':', 1), '')";
 
 /**
@@ -112,17 +106,8 @@ export const statusSql = {
   outboxTableRows: (): Statement => tableRows('answer_delivery'),
   outboxCachedTableRows: (): Statement => cachedTableRows('answer_delivery'),
 
-  /**
-   * How long the oldest due row has been due (since it became due, as the relay's gauge counts it:
-   * `dueSince`): the
-   * PENDING/FAILED range of idx_delivery_due, each with its grant (uk_grant, eq_ref) to leave held rows out.
-   */
-  outboxOldestDue: (now: string): Statement => ({
-    sql:
-      `SELECT TIMESTAMPDIFF(SECOND, MIN(${dueSince('d.')}), ?) AS age FROM answer_delivery d ${GRANT_JOIN} ` +
-      `WHERE NOT ${HELD} AND ${DUE}`,
-    params: [now, ...Array<string>(DUE_NOWS).fill(now)],
-  }),
+  /** How long the oldest due row has been due: the relay gauge's own statement ({@link sendSql.oldestDue}). */
+  outboxOldestDue: (now: string): Statement => sendSql.oldestDue(now),
 
   /** The top reason codes (last_error before its first colon) of one state: a range of idx_delivery_state_error (state, last_error, …), the index alone. */
   outboxReasons: (state: 'DEAD' | 'FAILED'): Statement => reasons('answer_delivery', state),

@@ -86,20 +86,38 @@ export const sendSql = {
     params: [cap],
   }),
   /**
-   * The due backlog for a follow relay's gauges, read every few seconds at most: how many rows are
-   * due (counted no further than `cap`) and how long the one due longest among those counted has
-   * been due ({@link dueSince}). Held rows (push not allowed) up for their recheck are not due to
-   * be sent: left out, as `deliveries scan` and `fcctl status` count them, so the gauges and
-   * `status` say the same (each with its grant: uk_grant, eq_ref).
+   * How many rows are due for a follow relay's gauge, read every few seconds at most (counted no
+   * further than `cap`): held rows (push not allowed) up for their recheck are not due to be sent,
+   * left out as `deliveries scan` and `fcctl status` count them (each with its grant: uk_grant, eq_ref).
    */
   backlog: (cap: number): Statement => ({
     sql:
-      `SELECT COUNT(*) AS n, COALESCE(TIMESTAMPDIFF(SECOND, MIN(since), NOW()), 0) AS age FROM (SELECT ${dueSince('d.')} AS since ` +
-      'FROM answer_delivery d LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid ' +
+      'SELECT COUNT(*) AS n FROM (SELECT 1 FROM answer_delivery d LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid ' +
       'AND g.consumer_school_id = d.consumer_school_id AND g.consumer_app_key = d.consumer_app_key ' +
       `WHERE ${dueRule('d.')} AND NOT ${HELD} LIMIT ?) due`,
     params: [cap],
   }),
+  /**
+   * How long the oldest due row has been due ({@link dueSince}), held rows left out: the relay's
+   * gauge and `fcctl status` run this one statement, so they say the same. Every due row is read,
+   * never a capped few (a capped read in index order takes FAILED rows first and missed a PENDING
+   * one due for an hour behind 10,000 of them): the PENDING/FAILED range of idx_delivery_due, the
+   * open rows, never the history. NULL when none is due. `nowValue`: the time to count to (status's one
+   * `now`), or null for the server's `NOW()`.
+   */
+  oldestDue: (nowValue: string | null): Statement => {
+    const now = nowValue === null ? 'NOW()' : '?';
+    const due = dueRule('d.', now);
+    // the one time, at each `?`: TIMESTAMPDIFF's and the due rule's
+    const nows = nowValue === null ? [] : Array<string>(1 + due.split('?').length - 1).fill(nowValue);
+    return {
+      sql:
+        `SELECT TIMESTAMPDIFF(SECOND, MIN(${dueSince('d.')}), ${now}) AS age FROM answer_delivery d ` +
+        'LEFT JOIN form_consumer_grant g ON g.form_uuid = d.form_uuid AND g.consumer_school_id = d.consumer_school_id ' +
+        `AND g.consumer_app_key = d.consumer_app_key WHERE NOT ${HELD} AND ${due}`,
+      params: nows,
+    };
+  },
   /** Due rows without claiming them, for `--dry-run` (keyset on id so a dry run pages forward). */
   peekDue: (afterId: string, limit: number): Statement => ({
     sql: `SELECT ${ROW_COLUMNS} FROM answer_delivery WHERE ${DUE} AND id > ? ORDER BY id LIMIT ?`,

@@ -36,11 +36,18 @@ export async function countDue(db: Db, cap: number): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-/** The due backlog's size (up to 10,000) and its oldest row's age in seconds ({@link sendSql.backlog}). */
+/**
+ * The due backlog's size (up to 10,000: {@link sendSql.backlog}) and its oldest row's age in seconds,
+ * over every due row ({@link sendSql.oldestDue}, as `fcctl status` reads it; 0 when none is due).
+ */
 export async function backlog(db: Db): Promise<{ due: number; oldestAgeSeconds: number }> {
-  const q = sendSql.backlog(10_000);
-  const r = (await db.query<{ n: number | string; age: number | string }>(q.sql, q.params))[0];
-  return { due: Number(r?.n ?? 0), oldestAgeSeconds: Math.max(Number(r?.age ?? 0), 0) };
+  const count = sendSql.backlog(10_000);
+  const oldest = sendSql.oldestDue(null);
+  const [n, age] = await Promise.all([
+    db.query<{ n: number | string }>(count.sql, count.params),
+    db.query<{ age: number | string | null }>(oldest.sql, oldest.params),
+  ]);
+  return { due: Number(n[0]?.n ?? 0), oldestAgeSeconds: Math.max(Number(age[0]?.age ?? 0), 0) };
 }
 
 export async function peekDue(db: Db, afterId: string, limit: number): Promise<DeliveryRow[]> {

@@ -170,6 +170,35 @@ describe('fcctl explain answer: verdicts from real rows', () => {
     expect(a.doc!['outbox'].rows[0].generation).toMatch(/^[0-9a-f]{64}$/);
   }, 60_000);
 
+  test("a claim whose process's registry row missed three beats: stale; silent 20 intervals and an hour: gone, as fcctl status says (issue 36 §8)", async ({
+    dbs,
+  }) => {
+    const env = dbs.env({ FCCTL_APP_KEY: PUBLISHER.appKey, FCCTL_APP_CODE: PUBLISHER.appCode });
+    await insertRegistry(dbs.admin, dbs.fcName);
+    const a = await arrange(dbs);
+    const fc = `\`${dbs.fcName}\``;
+    await dbs.admin.query(
+      `UPDATE ${fc}.answer_delivery SET claim_owner = 'hx:4242:abc', claim_expires_at = NOW() + INTERVAL 2 HOUR WHERE event_id = ?`,
+      [a.eventId],
+    );
+    const beatAgo = async (seconds: number) => {
+      await dbs.admin.query(`DELETE FROM ${fc}.fcctl_worker`);
+      await dbs.admin.query(
+        `INSERT INTO ${fc}.fcctl_worker (worker_id, command, host, pid, version, started_at, last_beat_at, heartbeat_seconds, state) ` +
+          "VALUES (UUID(), 'deliveries send', 'hx', 4242, '1', UTC_TIMESTAMP() - INTERVAL 3 HOUR, UTC_TIMESTAMP() - INTERVAL ? SECOND, 10, 'running')",
+        [seconds],
+      );
+      const w = await explain(['answer', a.answerUuid], env);
+      expect(w.code, w.stderr).toBe(0);
+      return w.doc!['verdicts'][0].text as string;
+    };
+    expect(await beatAgo(0)).toMatch(/\(hx pid 4242\)$/);
+    expect(await beatAgo(60)).toMatch(/\(hx pid 4242, registry row stale\)$/);
+    // 20 intervals (200 s) are less than the hour's floor: still stale
+    expect(await beatAgo(3500)).toMatch(/\(hx pid 4242, registry row stale\)$/);
+    expect(await beatAgo(3700)).toMatch(/\(hx pid 4242, registry row gone\)$/);
+  });
+
   test('applied with a stale projection: the repair runs as printed, then delivered and applied, audited', async ({
     dbs,
     tmp,

@@ -352,7 +352,7 @@ function sendableVerdict(f: VerdictFacts, row: OutboxRow, make: Make): Verdict {
     const where =
       holder === null
         ? 'no registry row'
-        : `${holder.host} pid ${holder.pid}${holder.stale ? ', registry row stale' : ''}`;
+        : `${holder.host} pid ${holder.pid}${holder.gone ? ', registry row gone' : holder.stale ? ', registry row stale' : ''}`;
     return make('SENDING', `being sent: claimed by ${row.claimOwner} until ${row.claimExpiresAt} (${where})`);
   }
   if (grant !== null && !grant.push)

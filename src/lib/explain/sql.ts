@@ -4,6 +4,7 @@
  */
 import { selectAnswerByUuid } from '../answers/sql.js';
 import type { Statement } from '../db/statement.js';
+import { GONE_WORKER, STALE_NOT_GONE } from '../service/sql.js';
 
 /** Most rows a section lists: an answer has a few outbox rows per consumer and school, not thousands. */
 export const SECTION_LIMIT = 200;
@@ -76,13 +77,15 @@ export const explainSql = {
   }),
 
   /**
-   * The registry rows of the relay process that owns a claim (owner `host:pid:random`,
+   * The registry rows of the relay process that owns a claim, stale (missed three beats) or gone
+   * (silent 20 intervals and an hour) (owner `host:pid:random`,
    * lib/db/claim-owner.ts): idx_worker_command's prefix `command` (ref), host and pid filtered.
    */
   claimHolders: (host: string, pid: number): Statement => ({
     sql:
       'SELECT worker_id, host, pid, state, CAST(last_beat_at AS CHAR) AS last_beat_at, ' +
-      '(last_beat_at < UTC_TIMESTAMP() - INTERVAL 3 * heartbeat_seconds SECOND) AS stale ' +
+      // stale and gone in `fcctl status`'s words (service/sql.ts): a gone row is not stale
+      `${STALE_NOT_GONE} AS stale, ${GONE_WORKER} AS gone ` +
       'FROM fcctl_worker WHERE command = ? AND host = ? AND pid = ? ORDER BY last_beat_at DESC LIMIT 1',
     params: [SEND_COMMAND, host, pid],
   }),

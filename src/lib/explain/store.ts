@@ -88,6 +88,7 @@ async function readClaimHolder(db: Db, owner: string): Promise<ClaimHolder | nul
     state: str(r['state']),
     lastBeatAt: str(r['last_beat_at']),
     stale: bool(r['stale']),
+    gone: bool(r['gone']),
   };
 }
 

@@ -36,14 +36,17 @@ export interface GrantFacts {
   readonly revoked: boolean;
 }
 
-/** A live or stale registry row of the process that holds a claim (`fcctl_worker`). */
+/** A live, stale or gone registry row of the process that holds a claim (`fcctl_worker`), in `fcctl status`'s words. */
 export interface ClaimHolder {
   readonly workerId: string;
   readonly host: string;
   readonly pid: number;
   readonly state: string;
   readonly lastBeatAt: string;
+  /** missed three of its beats, not yet gone (service/sql.ts STALE_NOT_GONE) */
   readonly stale: boolean;
+  /** silent 20 of its intervals and an hour: the process is gone (service/sql.ts GONE_WORKER) */
+  readonly gone: boolean;
 }
 
 /** One `answer_delivery` row, times relative to the FC database's clock when read. */

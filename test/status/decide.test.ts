@@ -4,6 +4,7 @@
  * every subset of conditions held × asked, the run's ETA, and the mode `--watch` runs in.
  */
 import { describe, expect, it } from 'vitest';
+import { registryCommand } from '../../src/lib/service/sql.js';
 import {
   countMode,
   EXACT_BELOW_ROWS,
@@ -131,6 +132,32 @@ describe('conditionsOf', () => {
     const paused = { status: 'ok', stale: 0, live: [{ command: RELAY_COMMAND, state: 'paused', n: 1 }] } as const;
     const c = conditionsOf({ ...f, fleet: { ...f.fleet, fc: paused } });
     expect([c['no-relay'], c['not-ready'], c.outage]).toEqual([false, true, false]);
+  });
+  it('apply-due per app key: each app key with commands due needs a live resolver of its own (or one of an fcctl naming none)', () => {
+    const f = facts([], 'ok', 'sh');
+    const judge = (dueAppKeys: readonly string[], commands: readonly string[]) =>
+      conditionsOf({
+        ...f,
+        applyCommands: { status: 'ok', states: {}, due: 2, dueAppKeys },
+        fleet: {
+          ...f.fleet,
+          sh: { status: 'ok', stale: 0, live: commands.map((command) => ({ command, state: 'running', n: 1 })) },
+        },
+      })['apply-due'];
+    const r = (key: string) => registryCommand(RESOLVER_COMMAND, key);
+    const table: Array<[string, readonly string[], readonly string[], boolean]> = [
+      ['another key only', ['A'], [r('B')], true],
+      ['its own key', ['A'], [r('A')], false],
+      ['two keys, one served', ['A', 'B'], [r('A')], true],
+      ['two keys, both served', ['A', 'B'], [r('B'), r('A')], false],
+      ['a resolver naming no key (an older fcctl) serves any', ['A'], [RESOLVER_COMMAND], false],
+      ['a key that only starts with the served one', ['AB'], [r('A')], true],
+      ['a relay is no resolver', ['A'], [`deliveries send A`], true],
+      ['a key cut at the column: its beginning matches', ['K'.repeat(40)], [r('K'.repeat(40))], false],
+      ['cut at the column: another key with that beginning too', [`${'K'.repeat(34)}Z`], [r('K'.repeat(40))], false],
+    ];
+    for (const [name, keys, commands, holds] of table) expect(judge(keys, commands), name).toBe(holds);
+    expect(r('K'.repeat(40))).toHaveLength(64);
   });
   it('no run at all: no failed pairs', () => {
     const f = facts([], 'ok', 'fc');

@@ -7,7 +7,7 @@
  * condition whose side is not read is not judged (exit 3); bad combinations exit 2 with one line.
  */
 import { afterEach, describe, expect } from 'vitest';
-import { APP_FLOW, clearFlowCenter, flowEnv, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
+import { APP, APP_FLOW, clearFlowCenter, flowEnv, insertCommands, uniquePrefix } from '../helpers/apply-commands.js';
 import { runCli, spawnCli } from '../helpers/cli.js';
 import { testAmqpUrl } from '../helpers/db.js';
 import {
@@ -332,7 +332,7 @@ describe('status and the fleet registry', () => {
     // with its reason, as the resolver said it: the flow center and its status
     expect(outage.doc!['fleet'].sh.workers).toEqual([
       expect.objectContaining({
-        command: 'apply-command resolve-unknown',
+        command: 'apply-command resolve-unknown 100021', // its app key named: it settles only that key's
         state: 'outage',
         detail: expect.stringMatching(/^flow center lookup: .*503/),
       }),
@@ -346,6 +346,49 @@ describe('status and the fleet registry', () => {
       500,
     );
     expect((await resolver.stop('SIGTERM')).code).toBe(0);
+  }, 90_000);
+
+  test('apply-due per app key: a live resolver of another app key is none for these commands; one of their app key is', async ({
+    dbs,
+    flowCenter,
+  }) => {
+    await clearFlowCenter(flowCenter);
+    const env = flowEnv(dbs, flowCenter);
+    const p = uniquePrefix('sk');
+    await insertCommands(dbs.admin, dbs.shName, [{ bizId: `${p}-1`, state: 'UNKNOWN', applyAppKey: APP.key }]);
+    // paused: each resolver registers and settles nothing, so the commands stay due
+    expect((await runCli(['pause', 'apply-command resolve-unknown', '--reason', 'test'], { env })).code).toBe(0);
+    const resolverOf = (appKey: string) => {
+      const r = startService(['--json', 'apply-command', 'resolve-unknown', '--follow', '--heartbeat-seconds', '1'], {
+        env: { ...env, FCCTL_APP_KEY: appKey },
+      });
+      running.push(r);
+      return r;
+    };
+    const registered = (command: string) =>
+      waitFor(
+        `${command} registered`,
+        async () => (await status([], env)).doc!['fleet'].sh.live.some((l: Doc) => l['command'] === command),
+        15_000,
+        200,
+      );
+    const other = resolverOf('900009');
+    await other.waitForLine('paused', isState('paused'));
+    await registered('apply-command resolve-unknown 900009');
+    const without = await status(['--fail-if', 'apply-due'], env);
+    expect(without.code, without.stderr).toBe(1);
+    expect(without.doc!['failing']).toEqual(['apply-due']);
+    expect(without.doc!['applyCommands']).toMatchObject({ due: 1, dueAppKeys: [APP.key] });
+
+    const own = resolverOf(APP.key);
+    await own.waitForLine('paused', isState('paused'));
+    await registered(`apply-command resolve-unknown ${APP.key}`);
+    const with_ = await status(['--fail-if', 'apply-due'], env);
+    expect(with_.code, with_.stderr).toBe(0);
+    expect(with_.doc!['applyCommands']).toMatchObject({ due: 1, dueAppKeys: [APP.key] });
+    expect((await other.stop('SIGTERM')).code).toBe(0);
+    expect((await own.stop('SIGTERM')).code).toBe(0);
+    expect((await runCli(['resume', 'apply-command resolve-unknown'], { env })).code).toBe(0);
   }, 90_000);
 
   test('a condition whose side is not read is not judged (exit 3, the line says which); bad combinations: one line, exit 2', async ({

@@ -118,7 +118,11 @@ describe('status: indexed counts and bounded lists (real MariaDB)', () => {
     expect(recent.read).toBeLessThanOrEqual(70);
     const r = await access(sh, statusSql.applyReasons('DEAD'), 'flow_apply_command');
     expect(r).toMatchObject({ type: 'ref', key: 'idx_apply_command_state_error', indexOnly: true });
-    for (const q of [statusSql.applyOldestDue(NOW, 600), statusSql.applyClaims(NOW)]) {
+    for (const q of [
+      statusSql.applyOldestDue(NOW, 600),
+      statusSql.applyClaims(NOW),
+      statusSql.applyDueAppKeys(NOW, 600, 200),
+    ]) {
       const a = await access(sh, q, 'flow_apply_command');
       expect(a).toMatchObject({ type: 'range', key: 'idx_apply_command_due' });
       expect(a.read).toBeLessThan(100);

@@ -12,7 +12,7 @@ import { health, type Health, type ServiceSnapshot, type ServiceState, STOP_BUDG
 import { afterStop } from './loop.js';
 import { close, listen } from './http.js';
 import { type ServiceMetrics, serviceMetrics } from './metrics.js';
-import { workerDetail } from './sql.js';
+import { registryCommand, workerDetail } from './sql.js';
 import { beatWorker, pruneGoneWorkers, removeWorker } from './store.js';
 
 export interface ServiceOptions {
@@ -27,6 +27,8 @@ export interface ServiceOptions {
   readonly version: string;
   /** `--drain-seconds`: what is in flight after a stop signal may take this long */
   readonly drainMs: number;
+  /** what of the queue the service takes, named in its registry row ({@link registryCommand}): the resolver's app key */
+  readonly scope?: string;
 }
 
 export interface ServiceDeps {
@@ -187,7 +189,7 @@ function heartbeat(
   const workerId = randomUUID();
   const base = {
     workerId,
-    command: o.command,
+    command: registryCommand(o.command, o.scope ?? null),
     host: hostname(),
     pid: process.pid,
     version: o.version,

@@ -38,6 +38,31 @@ export function workerDetail(state: string, detail: string | null): string | nul
   return printable(detail).slice(0, 255);
 }
 
+/**
+ * The registry's `command` of a service that takes only part of the queue: the command then its
+ * scope (the resolver's app key: it settles only that key's apply commands), so `fcctl status` can
+ * tell whether each app key with commands due has a resolver. The column is 64 characters: a
+ * scope cut there is matched as a prefix ({@link registeredScope}).
+ * @example registryCommand('apply-command resolve-unknown', '100021') // 'apply-command resolve-unknown 100021'
+ */
+export function registryCommand(command: string, scope: string | null): string {
+  return (scope === null ? command : `${command} ${scope}`).slice(0, REGISTRY_COMMAND_LENGTH);
+}
+const REGISTRY_COMMAND_LENGTH = 64;
+
+/**
+ * Whether a registry row's `command` is `command`'s, serving `scope`: the same command without a
+ * scope (an fcctl before the scope was named serves every one, as it was judged), or with that scope
+ * (or, cut at the column's length, its beginning).
+ * @example servesScope('apply-command resolve-unknown 100021', 'apply-command resolve-unknown', '100021') // true
+ */
+export function servesScope(registered: string, command: string, scope: string): boolean {
+  if (registered === command) return true;
+  if (!registered.startsWith(`${command} `)) return false;
+  const named = registered.slice(command.length + 1);
+  return named === scope || (registered.length === REGISTRY_COMMAND_LENGTH && scope.startsWith(named));
+}
+
 /** A rate as DECIMAL(12,2) holds it. */
 const rate = (n: number) => Math.min(Math.max(Math.round(n * 100) / 100, 0), 9_999_999_999);
 

@@ -4,6 +4,7 @@
  */
 import { ExitCode } from '../cli/exit.js';
 import type { Section } from '../explain/types.js';
+import { servesScope } from '../service/sql.js';
 import {
   type ClaimOwner,
   FAIL_CONDITIONS,
@@ -38,7 +39,7 @@ const both = <T extends object>(s: Sides<T>) => [rowsOf(s.fc), rowsOf(s.sh)].fil
 /** What the conditions are decided from: the snapshot's sections (a section not read holds none). */
 export interface ConditionFacts {
   readonly outbox: Section<Pick<QueueFacts, 'states' | 'due'>>;
-  readonly applyCommands: Section<Pick<QueueFacts, 'states' | 'due'>>;
+  readonly applyCommands: Section<Pick<QueueFacts, 'states' | 'due' | 'dueAppKeys'>>;
   readonly fleet: Sides<Pick<Fleet, 'stale' | 'live'>>;
   readonly pauses: Sides<{ readonly pauses: readonly unknown[] }>;
   readonly reconcile: Section<{ readonly run: Pick<ReconcileRunFacts, 'failed'> | null }>;
@@ -59,6 +60,22 @@ function dueWithout(queue: Section<Pick<QueueFacts, 'due'>>, fleet: Section<Pick
 }
 
 /**
+ * Apply commands due for an app key with no live resolver of that app key registered: a resolver
+ * settles only its own app key's commands (its registry row names it: service/sql.ts
+ * registryCommand), so one working another key's is none for these.
+ */
+function applyDueWithout(queue: Section<Pick<QueueFacts, 'due' | 'dueAppKeys'>>, fleet: Section<Pick<Fleet, 'live'>>) {
+  const q = rowsOf(queue);
+  const f = rowsOf(fleet);
+  if (q === null || f === null || q.due === 0) return false;
+  const resolvers = f.live.filter((l) => l.n > 0).map((l) => l.command);
+  // without the keys (not read): any live resolver, as before the keys were named
+  const keys = q.dueAppKeys ?? null;
+  if (keys === null) return !resolvers.some((c) => c === RESOLVER_COMMAND || c.startsWith(`${RESOLVER_COMMAND} `));
+  return keys.some((key) => !resolvers.some((c) => servesScope(c, RESOLVER_COMMAND, key)));
+}
+
+/**
  * Whether each `--fail-if` condition holds: a DEAD outbox row or apply command, a pause in force
  * on either database, a stale registry row on either (counted over the whole registry, not the
  * listed rows; a gone one is not), a failed pair in the newest `--all` run; a live service in
@@ -76,7 +93,7 @@ export function conditionsOf(f: ConditionFacts): Record<FailCondition, boolean> 
     outage: live.some((l) => l.state === 'outage'),
     'not-ready': live.some((l) => l.state !== 'running'),
     'no-relay': dueWithout(f.outbox, f.fleet.fc, RELAY_COMMAND),
-    'apply-due': dueWithout(f.applyCommands, f.fleet.sh, RESOLVER_COMMAND),
+    'apply-due': applyDueWithout(f.applyCommands, f.fleet.sh),
   };
 }
 

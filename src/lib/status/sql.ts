@@ -135,6 +135,21 @@ export const statusSql = {
     params: [graceSeconds, now, now, now, graceSeconds, now],
   }),
 
+  /**
+   * The app keys with apply commands due (as `apply-command scan` counts them), at most `limit`:
+   * `--fail-if apply-due` asks each for a live resolver of its own (a resolver settles only its app
+   * key's). The open states' range of idx_apply_command_due, grouped.
+   */
+  applyDueAppKeys: (now: string, graceSeconds: number, limit: number): Statement => ({
+    sql:
+      'SELECT apply_app_key AS app_key FROM flow_apply_command ' +
+      "WHERE ((state IN ('UNKNOWN', 'FAILED') AND (next_retry_at IS NULL OR next_retry_at <= ?)) " +
+      "OR (state = 'PENDING' AND create_time <= ? - INTERVAL ? SECOND)) " +
+      'AND (claim_owner IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ?) ' +
+      'GROUP BY apply_app_key ORDER BY apply_app_key LIMIT ?',
+    params: [now, now, graceSeconds, now, limit],
+  }),
+
   /** The top reason codes of one state: a range of idx_apply_command_state_error, the index alone. */
   applyReasons: (state: 'DEAD' | 'FAILED'): Statement => reasons('flow_apply_command', state),
 

@@ -129,14 +129,15 @@ export async function readOutbox(fc: Db, exactCounts: boolean): Promise<QueueFac
 /** The apply commands: the same, due as `apply-command scan` counts it with `graceSeconds`. */
 export async function readApplyCommands(sh: Db, graceSeconds: number, exactCounts: boolean): Promise<QueueFacts> {
   const now = await nowOf(sh);
-  const [counts, open, oldest, dead, failed] = await Promise.all([
+  const [counts, open, oldest, dead, failed, keys] = await Promise.all([
     readCounts(sh, APPLY_COMMANDS, now, exactCounts),
     one(sh, applyScanSql.open(now, graceSeconds)),
     one(sh, statusSql.applyOldestDue(now, graceSeconds)),
     rows(sh, statusSql.applyReasons('DEAD')),
     rows(sh, statusSql.applyReasons('FAILED')),
+    rows(sh, statusSql.applyDueAppKeys(now, graceSeconds, LIST_LIMIT)),
   ]);
-  return queueOf(APPLY_COMMANDS.states, APPLY_COMMANDS.historyState, {
+  const facts = queueOf(APPLY_COMMANDS.states, APPLY_COMMANDS.historyState, {
     ...counts,
     due: num(open['due']),
     held: null,
@@ -145,6 +146,7 @@ export async function readApplyCommands(sh: Db, graceSeconds: number, exactCount
     dead: reasonsOf(dead),
     failed: reasonsOf(failed),
   });
+  return { ...facts, dueAppKeys: keys.map((r) => String(r['app_key'])) };
 }
 
 /** MariaDB/MySQL: unknown column (a registry made before schema version 8 has no `detail`). */

@@ -36,6 +36,8 @@ export interface QueueFacts {
   readonly accepted: { readonly last5m: number; readonly last1h: number };
   /** what an operator should fix in the schema (an index `db init` adds, missing: read without it) */
   readonly warnings: readonly string[];
+  /** apply commands only: the app keys with commands due (at most 200), each needing a resolver of its own */
+  readonly dueAppKeys?: readonly string[];
 }
 
 /** A process of the fleet registry `fcctl_worker`. */

@@ -218,6 +218,8 @@ function resolverService(
       stuckAfterMs: 2 * options.requestTimeoutMs + options.leaseSeconds * 1000 + 60_000,
       version: fcctlVersion(),
       drainMs: options.service.drainMs,
+      // it settles only its app key's commands: `fcctl status --fail-if apply-due` judges per app key
+      scope: d.appKey,
     },
     {
       clock: d.clock,

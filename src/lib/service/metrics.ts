@@ -119,11 +119,15 @@ export async function serviceMetrics(
       'apply commands settled: result done, retry (FAILED, tried again), dead (no more tries), released, stale; by reason code',
       ['result', 'reason'],
     ),
-    resolverDue: gauge('resolver', 'fcctl_resolver_due_commands', 'apply commands due now'),
+    resolverDue: gauge(
+      'resolver',
+      'fcctl_resolver_due_commands',
+      "apply commands of this resolver's app key due now (with its --pending-grace)",
+    ),
     resolverOldestDue: gauge(
       'resolver',
       'fcctl_resolver_oldest_due_age_seconds',
-      'seconds since the oldest due apply command became due (its retry time, or its grace ending) (0: none due)',
+      "seconds since the oldest due apply command of this resolver's app key became due (its retry time, or its --pending-grace ending) (0: none due); fcctl status counts every app key's, with 600 s",
     ),
   });
 }

@@ -289,6 +289,11 @@ describe('docs/systemd units: sandboxed', () => {
     const hostTmp = mkdtempSync('/tmp/fcctl-pause-');
     // a directory the unit sees as the host does (/etc/fcctl in production; /run here, a test's own)
     const outside = mkdtempSync('/run/fcctl-pause-');
+    // The checkout (and its .nodes/) may itself be under /tmp (a CI clone): bound to a place of its
+    // own under /run first, so the private /tmp hides the host's files but not fcctl.
+    const root = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
+    const keep = mkdtempSync('/run/fcctl-checkout-');
+    const kept = (p: string) => (p.startsWith(`${root}/`) ? keep + p.slice(root.length) : p);
     const run = (pauseFile: string) => {
       writeFileSync(pauseFile, 'maintenance\n');
       const argv = ['reconcile', 'run', '--all', '--consumer', '100100', '--run-id', `pause-${Date.now()}`];
@@ -301,10 +306,19 @@ describe('docs/systemd units: sandboxed', () => {
             'private',
             'sh',
             '-c',
-            'mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && exec "$@"',
+            `mount --bind '${root}' '${keep}' && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && exec "$@"`,
             'sh',
           ],
-          ...[process.execPath, FCCTL, ...argv, '--out-dir', '/tmp/out', '--pause-file', pauseFile, '--json'],
+          ...[
+            kept(process.execPath),
+            kept(FCCTL),
+            ...argv,
+            '--out-dir',
+            '/tmp/out',
+            '--pause-file',
+            pauseFile,
+            '--json',
+          ],
         ],
         { env, encoding: 'utf8' },
       );
@@ -325,6 +339,7 @@ describe('docs/systemd units: sandboxed', () => {
       expect(run(join(outside, 'pause'))).toBe('paused');
     } finally {
       rmSync(outside, { recursive: true, force: true });
+      rmSync(keep, { recursive: true, force: true });
     }
     const ops = readFileSync(fileURLToPath(new URL('../../docs/operations.md', import.meta.url)), 'utf8');
     expect(ops.replace(/\s+/g, ' ')).toMatch(/--pause-file[^.]*never under `\/tmp`[^.]*PrivateTmp=/);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { cleanEnv, FCCTL_BIN, jsonLines, runCli, spawnCli } from '../helpers/cli.js';
@@ -27,7 +27,6 @@ const summaryOf = (stdout: string) => jsonLines(stdout).find((l) => l['type'] ==
 const key = (l: Line) => `${String(l['school'])}/${String(l['form'])}`;
 const all = (out: string, ...more: string[]) => allArgv(CONSUMER, out, ...more);
 const text = (p: string) => readFileSync(p, 'utf8');
-const readdirSafe = (d: string) => (existsSync(d) && statSync(d).isDirectory() ? readdirSync(d) : []);
 
 /** A real fcctl process whose output is read while it runs (to kill it at a chosen moment). */
 function spawnLive(args: readonly string[]) {
@@ -182,19 +181,18 @@ test('a process killed with SIGKILL mid-run: a process started later takes its p
   const out = join(dir, 'killed');
   const args = all(out, '--run-id', 'killed', '--concurrency', '2', '--lease-seconds', '3', '--size', '1');
   const { child, io, exited } = spawnLive(args);
-  // Killed once three pairs are done and another has begun scanning (its run.json written).
-  const begunDirs = () =>
-    pairsOf(io.out).length >= 3 &&
-    readdirSafe(out).some((s) =>
-      readdirSafe(join(out, s)).some(
-        (f) =>
-          !pairsOf(io.out).some((p) => p['school'] === s && p['form'] === f) && existsSync(join(out, s, f, 'run.json')),
-      ),
-    );
-  // …and a pair still claimed in the task table: a pair whose line was not yet printed may be DONE
-  // already, with the other worker between claims (seen on a loaded machine)
-  const claimedNow = async () => (await tasks('killed')).some((t) => t.state === 'CLAIMED');
-  await waitFor('three pairs done and a fourth begun', async () => begunDirs() && (await claimedNow()), 60_000);
+  // Killed once three pairs are done and a pair it holds has begun scanning (its run.json written).
+  // Judged while the process is stopped (SIGSTOP), so what is seen is what it holds when killed:
+  // judged while it ran, the pair could finish between the look and the kill (seen on Node 22 in CI).
+  const holdsBegun = async () => {
+    if (pairsOf(io.out).length < 3) return false;
+    child.kill('SIGSTOP');
+    const held = (await tasks('killed')).filter((t) => t.state === 'CLAIMED');
+    const ok = held.some((t) => existsSync(join(out, t.sch_id, t.form_uuid, 'run.json')));
+    if (!ok) child.kill('SIGCONT');
+    return ok;
+  };
+  await waitFor('three pairs done and a fourth begun, held', holdsBegun, 60_000);
   child.kill('SIGKILL');
   await exited;
   const doneBefore = new Set(pairsOf(io.out).map(key));
